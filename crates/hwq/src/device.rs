@@ -1,0 +1,406 @@
+//! The device's command interface (what the driver asks of the device) and
+//! its event interface (what the device tells the driver).
+//!
+//! Commands are the slow path: creating queues, writing memory keys, running
+//! connection management. Doorbells ([`Device::sq_doorbell`] and friends) are
+//! the fast path: they only tell the device where to look and never block.
+//! Every method may be called at `DISPATCH_LEVEL` and must neither block nor
+//! allocate unless its documentation says otherwise.
+
+use core::fmt;
+use core::net::SocketAddr;
+use core::ptr::NonNull;
+
+use crate::cqe::Cqe;
+use crate::key::MemoryKey;
+use crate::ring::{Consumer, Producer};
+use crate::wqe::{Access, RecvWqe, SendWqe};
+
+/// Why a device command failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// No free table entry or memory for the object.
+    NoResources,
+    /// A parameter is outside what the device supports.
+    InvalidParameter,
+    /// The object number does not name a live object.
+    NoSuchObject,
+    /// The object is in a state that does not allow the command.
+    InvalidState,
+    /// The address is not one of this device's addresses.
+    InvalidAddress,
+    /// The address (and port) is already in use.
+    AddressInUse,
+    /// No ephemeral port is free.
+    NoPortAvailable,
+    /// The device has failed or been removed.
+    DeviceFailed,
+}
+
+/// Fixed limits of a device, reported once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCaps {
+    /// IEEE OUI of the vendor.
+    pub vendor_id: u32,
+    /// Vendor's device id.
+    pub device_id: u32,
+    /// Deepest send or receive queue.
+    pub max_qp_depth: u32,
+    /// Deepest shared receive queue (0: no SRQ support).
+    pub max_srq_depth: u32,
+    /// Deepest completion queue.
+    pub max_cq_depth: u32,
+    /// Largest single registration in bytes.
+    pub max_registration: u64,
+    /// Largest fast-register page list.
+    pub max_fast_register_pages: u32,
+    /// Largest total transfer of one work request in bytes.
+    pub max_transfer: u32,
+    /// RDMA READs a QP may serve at once for its peer (IRD cap).
+    pub max_inbound_reads: u32,
+    /// RDMA READs a QP may have outstanding (ORD cap).
+    pub max_outbound_reads: u32,
+    /// Private data bytes a connect request carries.
+    pub max_connect_data: u32,
+    /// Private data bytes an accept or reject carries.
+    pub max_accept_data: u32,
+    /// Bytes of payload per packet on the wire (path MTU).
+    pub path_mtu: u32,
+    /// The device can connect to its own addresses.
+    pub loopback: bool,
+}
+
+/// Where a QP takes its receive buffers from.
+#[derive(Debug)]
+pub enum ReceiveSource {
+    /// Its own receive queue.
+    Queue(Consumer<RecvWqe>),
+    /// A shared receive queue (by number).
+    Shared(u32),
+}
+
+/// Everything the device needs to create a queue pair.
+#[derive(Debug)]
+pub struct QpSetup {
+    /// Protection domain number.
+    pub pd: u32,
+    /// Completion queue for send-queue work.
+    pub send_cqn: u32,
+    /// Completion queue for receives.
+    pub recv_cqn: u32,
+    /// The send queue's consuming end.
+    pub sq: Consumer<SendWqe>,
+    /// Receive buffers.
+    pub rq: ReceiveSource,
+    /// Echoed in every CQE of this QP (`NDK_RESULT.QPContext`).
+    pub context: u64,
+}
+
+/// A registration of host memory for a memory key.
+#[derive(Clone, Copy, Debug)]
+pub struct Registration<'a> {
+    /// Protection domain number.
+    pub pd: u32,
+    /// Access rights (local read is implied).
+    pub access: Access,
+    /// The first virtual address of the region (the MDL's address, used as
+    /// an index: the device never dereferences it).
+    pub va: u64,
+    /// Bytes.
+    pub length: u64,
+    /// Offset of `va` in the first page.
+    pub first_byte_offset: u32,
+    /// Logical address of each page, page-aligned, in order.
+    pub pages: &'a [u64],
+}
+
+/// Parameters of an outgoing or accepted connection.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectParams<'a> {
+    /// Local address and port (port 0: the device chooses one).
+    pub local: SocketAddr,
+    /// The peer's address and port.
+    pub remote: SocketAddr,
+    /// RDMA READs this side serves for the peer at once (IRD).
+    pub inbound_reads: u32,
+    /// RDMA READs this side may have outstanding (ORD).
+    pub outbound_reads: u32,
+    /// The consumer's private data.
+    pub private_data: &'a [u8],
+}
+
+/// Facts about a connection once the peer has answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// Local address and port.
+    pub local: SocketAddr,
+    /// The peer's address and port.
+    pub remote: SocketAddr,
+    /// Effective inbound read limit.
+    pub inbound_reads: u32,
+    /// Effective outbound read limit.
+    pub outbound_reads: u32,
+}
+
+/// Connection-management events.
+#[derive(Clone, Copy, Debug)]
+pub enum CmEvent<'a> {
+    /// A connect request arrived for listener `listen_id`; the device
+    /// created connection `conn_id` for it.
+    ConnectRequest {
+        /// The listener.
+        listen_id: u32,
+        /// The new inbound connection.
+        conn_id: u32,
+        /// Addresses and the initiator's read limits.
+        info: ConnectionInfo,
+        /// The initiator's private data.
+        private_data: &'a [u8],
+    },
+    /// The peer accepted our connect request (its reply arrived).
+    Replied {
+        /// The connection.
+        conn_id: u32,
+        /// Addresses and effective read limits.
+        info: ConnectionInfo,
+        /// The acceptor's private data.
+        private_data: &'a [u8],
+    },
+    /// The peer rejected our request, or nobody listens there.
+    Rejected {
+        /// The connection.
+        conn_id: u32,
+        /// True when a consumer rejected (as opposed to no listener).
+        by_consumer: bool,
+        /// The rejecter's private data.
+        private_data: &'a [u8],
+    },
+    /// The initiator completed the handshake of an accepted connection.
+    Established {
+        /// The connection.
+        conn_id: u32,
+    },
+    /// The peer disconnected, or the connection failed.
+    Disconnected {
+        /// The connection.
+        conn_id: u32,
+    },
+    /// Our disconnect finished (the peer answered or gave up).
+    DisconnectDone {
+        /// The connection.
+        conn_id: u32,
+    },
+    /// The peer abandoned a connection attempt, or a handshake timed out.
+    Failed {
+        /// The connection.
+        conn_id: u32,
+        /// True when the handshake timed out (as opposed to aborted).
+        timed_out: bool,
+    },
+}
+
+/// What the device tells the driver. Called from the device's execution
+/// context (the equivalent of an interrupt / DPC) at `DISPATCH_LEVEL`; an
+/// implementation must not block.
+pub trait DeviceEvents: Send + Sync {
+    /// CQEs were written to completion queue `cqn`, or it overflowed
+    /// (`overflow`), after which it accepts nothing more.
+    fn cq_event(&self, cqn: u32, overflow: bool);
+
+    /// A shared receive queue's posted receives fell below its limit.
+    fn srq_limit(&self, srqn: u32);
+
+    /// QP `qpn` entered the error state (its work is being flushed).
+    fn qp_error(&self, qpn: u32);
+
+    /// A connection-management event.
+    fn cm_event(&self, event: CmEvent<'_>);
+}
+
+/// The driver's [`DeviceEvents`] handed to the device, like an interrupt
+/// vector: it stays valid until [`Device::detach`] returns.
+pub struct EventSink {
+    target: NonNull<()>,
+    call: fn(NonNull<()>, SinkCall<'_>),
+}
+
+/// One dispatched event (the sink's internal calling convention).
+#[derive(Clone, Copy)]
+enum SinkCall<'a> {
+    Cq(u32, bool),
+    SrqLimit(u32),
+    QpError(u32),
+    Cm(CmEvent<'a>),
+}
+
+// SAFETY: the target is a `DeviceEvents`, which is `Send + Sync`; the sink
+// only ever produces shared references to it.
+unsafe impl Send for EventSink {}
+// SAFETY: as above.
+unsafe impl Sync for EventSink {}
+
+impl EventSink {
+    /// Wraps a driver's event handler.
+    ///
+    /// # Safety
+    /// `target` must remain valid (not moved, not dropped) until the sink has
+    /// been passed to a device and that device's [`Device::detach`] has
+    /// returned, or, if it is never attached, until the sink is dropped.
+    pub unsafe fn new<E: DeviceEvents>(target: &E) -> Self {
+        fn call<E: DeviceEvents>(target: NonNull<()>, what: SinkCall<'_>) {
+            // SAFETY: `target` was made from an `&E` in `new`, whose caller
+            // guarantees it outlives the sink's use.
+            let events = unsafe { target.cast::<E>().as_ref() };
+            match what {
+                SinkCall::Cq(cqn, overflow) => events.cq_event(cqn, overflow),
+                SinkCall::SrqLimit(srqn) => events.srq_limit(srqn),
+                SinkCall::QpError(qpn) => events.qp_error(qpn),
+                SinkCall::Cm(event) => events.cm_event(event),
+            }
+        }
+        Self { target: NonNull::from(target).cast(), call: call::<E> }
+    }
+
+    /// Delivers [`DeviceEvents::cq_event`].
+    pub fn cq_event(&self, cqn: u32, overflow: bool) {
+        (self.call)(self.target, SinkCall::Cq(cqn, overflow));
+    }
+
+    /// Delivers [`DeviceEvents::srq_limit`].
+    pub fn srq_limit(&self, srqn: u32) {
+        (self.call)(self.target, SinkCall::SrqLimit(srqn));
+    }
+
+    /// Delivers [`DeviceEvents::qp_error`].
+    pub fn qp_error(&self, qpn: u32) {
+        (self.call)(self.target, SinkCall::QpError(qpn));
+    }
+
+    /// Delivers [`DeviceEvents::cm_event`].
+    pub fn cm_event(&self, event: CmEvent<'_>) {
+        (self.call)(self.target, SinkCall::Cm(event));
+    }
+}
+
+impl fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventSink").field("target", &self.target).finish_non_exhaustive()
+    }
+}
+
+/// An RDMA device as the driver sees it.
+pub trait Device: Send + Sync {
+    /// The device's fixed limits.
+    fn caps(&self) -> DeviceCaps;
+
+    /// Starts delivering events to `sink`. A device has at most one sink.
+    /// May block (`PASSIVE_LEVEL`).
+    fn attach(&self, sink: EventSink) -> Result<(), DeviceError>;
+
+    /// Stops delivering events; when it returns no event call is running or
+    /// will run. May block (`PASSIVE_LEVEL`).
+    fn detach(&self);
+
+    // ---- protection domains and memory keys ----
+
+    /// Creates a protection domain; returns its number and its privileged
+    /// key (local access to logical addresses, never remote access).
+    fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError>;
+
+    /// Destroys a protection domain.
+    fn destroy_pd(&self, pd: u32);
+
+    /// Reserves a key-table entry for a memory region or window of `pd`.
+    fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError>;
+
+    /// Releases a key-table entry (any registration is dropped).
+    fn free_key(&self, key: MemoryKey);
+
+    /// Registers memory for an entry; the device copies the page list.
+    /// Returns the key (a new variant of the entry's key). May allocate.
+    fn register(&self, key: MemoryKey, registration: &Registration<'_>) -> Result<MemoryKey, DeviceError>;
+
+    /// Drops an entry's registration; its keys stop working.
+    fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError>;
+
+    /// Prepares an entry for fast registration of up to `max_pages` pages.
+    /// May allocate.
+    fn init_fast_register(&self, key: MemoryKey, max_pages: u32, remote_access: bool) -> Result<(), DeviceError>;
+
+    // ---- queues ----
+
+    /// Creates a completion queue writing into `ring`.
+    fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError>;
+
+    /// Replaces a completion queue's ring (resize). Entries not yet consumed
+    /// from the old ring stay there for the driver to drain first.
+    fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError>;
+
+    /// Destroys a completion queue; no CQE or event for it follows.
+    fn destroy_cq(&self, cqn: u32);
+
+    /// Creates a shared receive queue of `pd` that raises
+    /// [`DeviceEvents::srq_limit`] when fewer than `limit` receives remain
+    /// posted (0: never).
+    fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError>;
+
+    /// Changes a shared receive queue's limit (0: disarm).
+    fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError>;
+
+    /// Destroys a shared receive queue.
+    fn destroy_srq(&self, srqn: u32);
+
+    /// Creates a queue pair in the initial state (receives may be posted).
+    fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError>;
+
+    /// Moves a QP to the error state: outstanding and future work completes
+    /// as flushed.
+    fn flush_qp(&self, qpn: u32);
+
+    /// Destroys a QP. When it returns the device no longer reads its rings
+    /// or writes CQEs for it.
+    fn destroy_qp(&self, qpn: u32);
+
+    /// Doorbell: new send WQEs were published on QP `qpn`.
+    fn sq_doorbell(&self, qpn: u32);
+
+    /// Doorbell: new receive WQEs were published on QP `qpn`.
+    fn rq_doorbell(&self, qpn: u32);
+
+    /// Doorbell: new receive WQEs were published on SRQ `srqn`.
+    fn srq_doorbell(&self, srqn: u32);
+
+    // ---- connection management ----
+
+    /// Starts listening on `addr` (port 0: the device picks one); returns the
+    /// listener id and the address actually bound.
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError>;
+
+    /// Pauses (refuse as if absent) or resumes a listener.
+    fn cm_pause_listener(&self, listen_id: u32, paused: bool);
+
+    /// Stops a listener; no further connect requests arrive for it.
+    fn cm_stop_listener(&self, listen_id: u32);
+
+    /// Sends a connect request for QP `qpn`; returns the connection id and
+    /// the local address used. The answer arrives as an event.
+    fn cm_connect(&self, qpn: u32, params: &ConnectParams<'_>) -> Result<(u32, SocketAddr), DeviceError>;
+
+    /// Accepts inbound connection `conn_id` onto QP `qpn` (sends the reply).
+    fn cm_accept(&self, conn_id: u32, qpn: u32, inbound_reads: u32, outbound_reads: u32, private_data: &[u8]) -> Result<(), DeviceError>;
+
+    /// Rejects a connection: inbound before accept, or outbound after the
+    /// reply arrived.
+    fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError>;
+
+    /// Completes an outbound connection after the reply (sends the
+    /// ready-to-use message); the QP starts sending.
+    fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError>;
+
+    /// Starts a graceful disconnect; [`CmEvent::DisconnectDone`] follows.
+    fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError>;
+
+    /// Forgets a connection id (after it is no longer needed). An inbound
+    /// connection that was never accepted is rejected.
+    fn cm_release(&self, conn_id: u32);
+}

@@ -1,0 +1,233 @@
+//! Work queue entries: what the driver writes into send and receive rings.
+//!
+//! Layouts are `#[repr(C)]`, little-endian host memory, fixed-size slots
+//! (like a real RNIC's WQE basic blocks), described with `zerocopy` so both
+//! sides can view them as bytes without `unsafe`.
+
+use bitflags::bitflags;
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+/// Scatter/gather entries a WQE slot holds.
+pub const MAX_SGE: usize = 16;
+/// Bytes of inline data a send WQE slot holds (its scatter/gather area).
+pub const MAX_INLINE: usize = MAX_SGE * size_of::<Sge>();
+
+/// One scatter/gather element: the same layout as `NDK_SGE`, so the driver
+/// can copy a consumer's SGE list into a WQE verbatim.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct Sge {
+    /// Virtual address inside the region of `key`, or a logical address when
+    /// `key` is a protection domain's privileged key.
+    pub addr: u64,
+    /// Bytes.
+    pub length: u32,
+    /// Local memory key (`NDK_SGE.MemoryRegionToken`).
+    pub key: u32,
+}
+
+/// What a send WQE asks the device to do.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOpcode {
+    /// SEND: gather local data, deliver it into the peer's next receive.
+    Send = 1,
+    /// SEND with invalidate: as `Send`, and the peer invalidates `key`.
+    SendInvalidate = 2,
+    /// RDMA WRITE of local data to `remote_addr`/`key` at the peer.
+    Write = 3,
+    /// RDMA READ of `remote_addr`/`key` at the peer into local SGEs.
+    Read = 4,
+    /// Fast-register: give a fast-register MR a page list, address and key.
+    FastRegister = 5,
+    /// Bind a memory window to a range of a memory region.
+    Bind = 6,
+    /// Local invalidate of a fast-register MR or memory window key.
+    LocalInvalidate = 7,
+}
+
+impl SendOpcode {
+    /// Decodes a slot's opcode byte.
+    pub fn from_raw(raw: u8) -> Option<Self> {
+        Some(match raw {
+            1 => Self::Send,
+            2 => Self::SendInvalidate,
+            3 => Self::Write,
+            4 => Self::Read,
+            5 => Self::FastRegister,
+            6 => Self::Bind,
+            7 => Self::LocalInvalidate,
+            _ => return None,
+        })
+    }
+}
+
+bitflags! {
+    /// Per-WQE flags.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct WqeFlags: u8 {
+        /// Write a CQE on success (failures always write one).
+        const SIGNALED = 0x01;
+        /// Do not start until every earlier RDMA READ on the queue completed.
+        const READ_FENCE = 0x02;
+        /// Ask the peer to raise a solicited event for the receive.
+        const SOLICITED = 0x04;
+        /// Payload is inline in the slot's scatter/gather area.
+        const INLINE = 0x08;
+        /// After a successful READ, invalidate the key of the first SGE.
+        const READ_LOCAL_INVALIDATE = 0x10;
+    }
+}
+
+bitflags! {
+    /// Access rights of a memory key, granted by registration, fast-register
+    /// or bind. Local read is always granted.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct Access: u8 {
+        /// The device may write the region as a local sink (receive, READ).
+        const LOCAL_WRITE = 0x01;
+        /// Peers may RDMA READ the region.
+        const REMOTE_READ = 0x02;
+        /// Peers may RDMA WRITE the region.
+        const REMOTE_WRITE = 0x04;
+        /// Registered as an RDMA READ sink (accepted, not required).
+        const READ_SINK = 0x08;
+    }
+}
+
+/// A send-queue slot.
+///
+/// Field use by opcode:
+///
+/// | field | Send/SendInv | Write | Read | FastRegister | Bind | LocalInvalidate |
+/// |---|---|---|---|---|---|---|
+/// | `key` | key to invalidate (SendInv) | remote key | remote key | new MR key | new MW key | key |
+/// | `aux32` | | | | page count | MR key | |
+/// | `remote_addr` | | remote VA | remote VA | base VA | window VA | |
+/// | `length` | | | | region length | window length | |
+/// | `aux64` | | | | logical address of the page list | | |
+/// | `fbo` | | | | first byte offset | | |
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct SendWqe {
+    /// [`SendOpcode`] as a byte.
+    pub opcode: u8,
+    /// [`WqeFlags`] bits.
+    pub flags: u8,
+    /// Valid entries in `sges` (zero for inline).
+    pub sge_count: u8,
+    /// [`Access`] bits for FastRegister and Bind.
+    pub access: u8,
+    /// Bytes of inline payload in the scatter/gather area.
+    pub inline_len: u16,
+    /// Zero.
+    pub reserved0: u16,
+    /// See the table above.
+    pub key: u32,
+    /// See the table above.
+    pub aux32: u32,
+    /// Returned in the CQE (`NDK_RESULT.RequestContext`).
+    pub wr_id: u64,
+    /// See the table above.
+    pub remote_addr: u64,
+    /// See the table above.
+    pub length: u64,
+    /// See the table above.
+    pub aux64: u64,
+    /// See the table above.
+    pub fbo: u32,
+    /// Total payload bytes (sum of SGE lengths, or the inline length).
+    pub total_len: u32,
+    /// Zero.
+    pub reserved1: u64,
+    /// Scatter/gather list, or inline payload bytes.
+    pub sges: [Sge; MAX_SGE],
+}
+
+impl Default for SendWqe {
+    fn default() -> Self {
+        Self::new_zeroed()
+    }
+}
+
+impl SendWqe {
+    /// The opcode, if the byte is valid.
+    pub fn op(&self) -> Option<SendOpcode> {
+        SendOpcode::from_raw(self.opcode)
+    }
+
+    /// The flags (unknown bits dropped).
+    pub fn wqe_flags(&self) -> WqeFlags {
+        WqeFlags::from_bits_truncate(self.flags)
+    }
+
+    /// The valid scatter/gather entries (empty for an inline WQE).
+    pub fn sge_list(&self) -> &[Sge] {
+        let n = usize::from(self.sge_count).min(MAX_SGE);
+        &self.sges[..n]
+    }
+
+    /// The inline payload bytes.
+    pub fn inline_data(&self) -> &[u8] {
+        let n = usize::from(self.inline_len).min(MAX_INLINE);
+        &self.sges.as_bytes()[..n]
+    }
+
+    /// The whole scatter/gather area as bytes, for writing inline payload.
+    pub fn inline_area_mut(&mut self) -> &mut [u8] {
+        self.sges.as_mut_bytes()
+    }
+}
+
+/// A receive-queue (or shared receive queue) slot.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct RecvWqe {
+    /// Returned in the CQE (`NDK_RESULT.RequestContext`).
+    pub wr_id: u64,
+    /// Valid entries in `sges`.
+    pub sge_count: u8,
+    /// Zero.
+    pub reserved: [u8; 7],
+    /// Where incoming SEND payload is scattered.
+    pub sges: [Sge; MAX_SGE],
+}
+
+impl Default for RecvWqe {
+    fn default() -> Self {
+        Self::new_zeroed()
+    }
+}
+
+impl RecvWqe {
+    /// The valid scatter/gather entries.
+    pub fn sge_list(&self) -> &[Sge] {
+        let n = usize::from(self.sge_count).min(MAX_SGE);
+        &self.sges[..n]
+    }
+}
+
+const _: () = assert!(size_of::<Sge>() == 16);
+const _: () = assert!(size_of::<SendWqe>() == 64 + MAX_SGE * 16);
+const _: () = assert!(size_of::<RecvWqe>() == 16 + MAX_SGE * 16);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_area_round_trips() {
+        let mut w = SendWqe::default();
+        w.inline_area_mut()[..5].copy_from_slice(b"hello");
+        w.inline_len = 5;
+        assert_eq!(w.inline_data(), b"hello");
+        w.inline_len = u16::MAX;
+        assert_eq!(w.inline_data().len(), MAX_INLINE, "clamped, never out of bounds");
+    }
+
+    #[test]
+    fn sge_count_is_clamped() {
+        let w = RecvWqe { sge_count: 200, ..RecvWqe::default() };
+        assert_eq!(w.sge_list().len(), MAX_SGE);
+    }
+}

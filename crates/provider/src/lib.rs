@@ -1,0 +1,2 @@
+//! NDK provider.
+#![no_std]
