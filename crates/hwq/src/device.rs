@@ -203,8 +203,9 @@ pub enum CmEvent<'a> {
 /// context (the equivalent of an interrupt / DPC) at `DISPATCH_LEVEL`; an
 /// implementation must not block.
 pub trait DeviceEvents: Send + Sync {
-    /// CQEs were written to completion queue `cqn`, or it overflowed
-    /// (`overflow`), after which it accepts nothing more.
+    /// An armed completion queue `cqn` met its arm condition (see
+    /// [`Device::arm_cq`]), or it overflowed (`overflow`), after which it
+    /// accepts nothing more.
     fn cq_event(&self, cqn: u32, overflow: bool);
 
     /// A shared receive queue's posted receives fell below its limit.
@@ -338,6 +339,19 @@ pub trait Device: Send + Sync {
 
     /// Destroys a completion queue; no CQE or event for it follows.
     fn destroy_cq(&self, cqn: u32);
+
+    /// Arms a completion queue for one event, as a hardware CQ doorbell
+    /// does: the event fires when the next CQE is written
+    /// (`solicited_only`: the next solicited or error CQE), or at once if
+    /// such a CQE was written since the last event and is still unconsumed.
+    /// Arming again before the event strengthens the arm to "any CQE" if
+    /// either arm was. Overflow always fires an event, armed or not.
+    fn arm_cq(&self, cqn: u32, solicited_only: bool);
+
+    /// Interrupt moderation: hold a CQ's event until `count` CQEs
+    /// accumulated or `usec` microseconds passed since the first one
+    /// (0 for either disables that trigger).
+    fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError>;
 
     /// Creates a shared receive queue of `pd` that raises
     /// [`DeviceEvents::srq_limit`] when fewer than `limit` receives remain
