@@ -1,1 +1,4 @@
 #![no_std]
+#![forbid(unsafe_code)]
+extern crate alloc;
+pub mod memory;
