@@ -1,1 +1,11 @@
-//! Host platform.
+//! The Linux host of rsndk: the user-space `Platform` and the C entry points
+//! (`RsNdkOpenAdapter`, `RsNdkCloseAdapter`, declared in
+//! `include/rsndk_host.h`) through which a consumer opens software RNIC
+//! adapters and then drives them through the NDK dispatch tables, as a
+//! kernel consumer does on Windows.
+
+pub mod config;
+pub mod entry;
+
+pub use config::{AdapterConfig, ConfigError, FaultConfig, Transport};
+pub use entry::{RsNdkCloseAdapter, RsNdkOpenAdapter, parse_config};

@@ -94,7 +94,9 @@ pub const CQE_FLAG_SOLICITED: u8 = 0x01;
 
 /// A completion queue slot.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct Cqe {
     /// The `wr_id` of the completed WQE.
     pub wr_id: u64,

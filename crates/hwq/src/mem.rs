@@ -57,12 +57,18 @@ impl<T> TryArc<T> {
         let Some(inner) = NonNull::new(raw) else {
             return Err((AllocError, value));
         };
-        let init = Inner { count: AtomicUsize::new(1), value };
+        let init = Inner {
+            count: AtomicUsize::new(1),
+            value,
+        };
         // SAFETY: `inner` was just allocated with the layout of `Inner<T>`,
         // so it is valid for a write and properly aligned; nothing else can
         // observe it yet.
         unsafe { inner.as_ptr().write(init) };
-        Ok(Self { inner, _owns: PhantomData })
+        Ok(Self {
+            inner,
+            _owns: PhantomData,
+        })
     }
 
     /// Like [`TryArc::try_new`], dropping the value on failure.
@@ -97,10 +103,15 @@ impl<T> TryArc<T> {
         // SAFETY: per the contract `ptr` is the `value` field of a live
         // `Inner<T>`, so stepping back by that field's offset stays inside
         // the same allocation and yields its start.
-        let inner = unsafe { ptr.byte_sub(offset) }.cast::<Inner<T>>().cast_mut();
+        let inner = unsafe { ptr.byte_sub(offset) }
+            .cast::<Inner<T>>()
+            .cast_mut();
         // SAFETY: derived from a non-null pointer into a live allocation.
         let inner = unsafe { NonNull::new_unchecked(inner) };
-        Self { inner, _owns: PhantomData }
+        Self {
+            inner,
+            _owns: PhantomData,
+        }
     }
 
     /// Creates a new handle from the payload address of a live `TryArc`
@@ -137,7 +148,10 @@ impl<T> Clone for TryArc<T> {
         // Relaxed suffices for an increment: the new handle is derived from an
         // existing one, which already synchronises with the allocation.
         self.inner().count.fetch_add(1, Ordering::Relaxed);
-        Self { inner: self.inner, _owns: PhantomData }
+        Self {
+            inner: self.inner,
+            _owns: PhantomData,
+        }
     }
 }
 

@@ -89,7 +89,9 @@ pub fn ring<T: Copy + Default>(depth: u32) -> Result<(Producer<T>, Consumer<T>),
     }
     let size = depth.next_power_of_two();
     let mut slots = Vec::new();
-    slots.try_reserve_exact(size as usize).map_err(|_| RingError::NoMemory)?;
+    slots
+        .try_reserve_exact(size as usize)
+        .map_err(|_| RingError::NoMemory)?;
     slots.extend((0..size).map(|_| UnsafeCell::new(T::default())));
     let shared = Shared {
         slots: slots.into_boxed_slice(),
@@ -99,8 +101,16 @@ pub fn ring<T: Copy + Default>(depth: u32) -> Result<(Producer<T>, Consumer<T>),
         released: CachePadded(AtomicU32::new(0)),
     };
     let shared = TryArc::try_new_or_drop(shared)?;
-    let producer = Producer { shared: shared.clone(), head: 0, released_cache: 0 };
-    let consumer = Consumer { shared, released: 0, published_cache: 0 };
+    let producer = Producer {
+        shared: shared.clone(),
+        head: 0,
+        released_cache: 0,
+    };
+    let consumer = Consumer {
+        shared,
+        released: 0,
+        published_cache: 0,
+    };
     Ok((producer, consumer))
 }
 
@@ -255,7 +265,10 @@ impl<T: Copy> Consumer<T> {
             return false;
         }
         self.released = self.released.wrapping_add(count);
-        self.shared.released.0.store(self.released, Ordering::Release);
+        self.shared
+            .released
+            .0
+            .store(self.released, Ordering::Release);
         true
     }
 }
@@ -326,6 +339,9 @@ mod tests {
     #[test]
     fn invalid_depths_are_rejected() {
         assert_eq!(ring::<u8>(0).err(), Some(RingError::InvalidDepth));
-        assert_eq!(ring::<u8>(MAX_RING_DEPTH + 1).err(), Some(RingError::InvalidDepth));
+        assert_eq!(
+            ring::<u8>(MAX_RING_DEPTH + 1).err(),
+            Some(RingError::InvalidDepth)
+        );
     }
 }

@@ -15,7 +15,9 @@ pub const MAX_INLINE: usize = MAX_SGE * size_of::<Sge>();
 /// One scatter/gather element: the same layout as `NDK_SGE`, so the driver
 /// can copy a consumer's SGE list into a WQE verbatim.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct Sge {
     /// Virtual address inside the region of `key`, or a logical address when
     /// `key` is a protection domain's privileged key.
@@ -222,12 +224,19 @@ mod tests {
         w.inline_len = 5;
         assert_eq!(w.inline_data(), b"hello");
         w.inline_len = u16::MAX;
-        assert_eq!(w.inline_data().len(), MAX_INLINE, "clamped, never out of bounds");
+        assert_eq!(
+            w.inline_data().len(),
+            MAX_INLINE,
+            "clamped, never out of bounds"
+        );
     }
 
     #[test]
     fn sge_count_is_clamped() {
-        let w = RecvWqe { sge_count: 200, ..RecvWqe::default() };
+        let w = RecvWqe {
+            sge_count: 200,
+            ..RecvWqe::default()
+        };
         assert_eq!(w.sge_list().len(), MAX_SGE);
     }
 }
