@@ -105,7 +105,9 @@ impl Entry {
     }
 
     fn contains(&self, va: u64, len: u64) -> bool {
-        let Some(end) = va.checked_add(len) else { return false };
+        let Some(end) = va.checked_add(len) else {
+            return false;
+        };
         va >= self.va && end <= self.va.saturating_add(self.length)
     }
 
@@ -148,10 +150,13 @@ impl KeyTable {
     pub fn new(capacity: u32) -> Result<Self, KeyError> {
         let slots = capacity as usize + FIRST_INDEX as usize;
         let mut entries = Vec::new();
-        entries.try_reserve_exact(slots).map_err(|_| KeyError::NoResources)?;
+        entries
+            .try_reserve_exact(slots)
+            .map_err(|_| KeyError::NoResources)?;
         entries.resize_with(slots, || None);
         let mut free = Vec::new();
-        free.try_reserve_exact(capacity as usize).map_err(|_| KeyError::NoResources)?;
+        free.try_reserve_exact(capacity as usize)
+            .map_err(|_| KeyError::NoResources)?;
         // Hand out low indices first: pop from the end.
         free.extend((FIRST_INDEX..=capacity).rev());
         Ok(Self { entries, free })
@@ -182,7 +187,9 @@ impl KeyTable {
     }
 
     fn slot_mut(&mut self, index: u32) -> Option<&mut Entry> {
-        self.entries.get_mut(index as usize).and_then(Option::as_mut)
+        self.entries
+            .get_mut(index as usize)
+            .and_then(Option::as_mut)
     }
 
     /// Reserves an entry of `kind` in protection domain `pd`.
@@ -231,7 +238,11 @@ impl KeyTable {
 
     /// Registers a page list on a region entry (the NdkRegisterMr command);
     /// returns the entry's new key. Allocates the page list copy.
-    pub fn register(&mut self, key: MemoryKey, reg: &Registration<'_>) -> Result<MemoryKey, KeyError> {
+    pub fn register(
+        &mut self,
+        key: MemoryKey,
+        reg: &Registration<'_>,
+    ) -> Result<MemoryKey, KeyError> {
         let e = self.entry_mut(key)?;
         if e.kind != KeyKind::Region || e.pd != reg.pd {
             return Err(KeyError::WrongKind);
@@ -241,7 +252,9 @@ impl KeyTable {
         }
         check_page_list(reg.pages, reg.first_byte_offset, reg.length)?;
         let mut pages = Vec::new();
-        pages.try_reserve_exact(reg.pages.len()).map_err(|_| KeyError::NoResources)?;
+        pages
+            .try_reserve_exact(reg.pages.len())
+            .map_err(|_| KeyError::NoResources)?;
         pages.extend_from_slice(reg.pages);
         e.pages = pages;
         e.variant = e.variant.wrapping_add(1);
@@ -269,7 +282,12 @@ impl KeyTable {
 
     /// Turns a region entry into a fast-register entry able to hold
     /// `max_pages` pages (NdkInitializeFastRegisterMr). Allocates the page list.
-    pub fn init_fast_register(&mut self, key: MemoryKey, max_pages: u32, remote: bool) -> Result<(), KeyError> {
+    pub fn init_fast_register(
+        &mut self,
+        key: MemoryKey,
+        max_pages: u32,
+        remote: bool,
+    ) -> Result<(), KeyError> {
         let e = self.entry_mut(key)?;
         if !matches!(e.kind, KeyKind::Region | KeyKind::FastRegion) || e.valid {
             return Err(KeyError::WrongKind);
@@ -278,7 +296,9 @@ impl KeyTable {
             return Err(KeyError::Invalid);
         }
         let mut pages = Vec::new();
-        pages.try_reserve_exact(max_pages as usize).map_err(|_| KeyError::NoResources)?;
+        pages
+            .try_reserve_exact(max_pages as usize)
+            .map_err(|_| KeyError::NoResources)?;
         e.kind = KeyKind::FastRegion;
         e.pages = pages;
         e.max_pages = max_pages;
@@ -405,7 +425,14 @@ impl KeyTable {
 
     /// Checks that `key` grants `need` over `[va, va+len)` in protection
     /// domain `pd`, and resolves the range for translation.
-    pub fn check(&self, key: MemoryKey, pd: u32, va: u64, len: u64, need: Need) -> Result<Resolved<'_>, KeyError> {
+    pub fn check(
+        &self,
+        key: MemoryKey,
+        pd: u32,
+        va: u64,
+        len: u64,
+        need: Need,
+    ) -> Result<Resolved<'_>, KeyError> {
         let e = self.entry(key)?;
         if !e.valid {
             return Err(KeyError::NotValid);
@@ -422,13 +449,21 @@ impl KeyTable {
                     return Err(KeyError::Access);
                 }
                 va.checked_add(len).ok_or(KeyError::Bounds)?;
-                Ok(Resolved { pages: &[], offset: va, len })
+                Ok(Resolved {
+                    pages: &[],
+                    offset: va,
+                    len,
+                })
             }
             KeyKind::Region | KeyKind::FastRegion => {
                 if !e.contains(va, len) {
                     return Err(KeyError::Bounds);
                 }
-                Ok(Resolved { pages: &e.pages, offset: va - e.va + u64::from(e.fbo), len })
+                Ok(Resolved {
+                    pages: &e.pages,
+                    offset: va - e.va + u64::from(e.fbo),
+                    len,
+                })
             }
             KeyKind::Window => {
                 if !e.contains(va, len) {
@@ -443,7 +478,11 @@ impl KeyTable {
                 if !parent.contains(va, len) {
                     return Err(KeyError::Bounds);
                 }
-                Ok(Resolved { pages: &parent.pages, offset: va - parent.va + u64::from(parent.fbo), len })
+                Ok(Resolved {
+                    pages: &parent.pages,
+                    offset: va - parent.va + u64::from(parent.fbo),
+                    len,
+                })
             }
         }
     }
@@ -495,7 +534,9 @@ mod tests {
     fn region_translates_across_noncontiguous_pages() {
         let mut t = KeyTable::new(8).unwrap();
         let k = region(&mut t, Access::LOCAL_WRITE | Access::REMOTE_READ);
-        let r = t.check(k, PD, 0x7000_0F00, 0x300, Need::RemoteRead).unwrap();
+        let r = t
+            .check(k, PD, 0x7000_0F00, 0x300, Need::RemoteRead)
+            .unwrap();
         let chunks: Vec<_> = Chunks::new(r).collect();
         assert_eq!(chunks, [(0x10_F00, 0x100), (0x30_000, 0x200)]);
     }
@@ -505,17 +546,41 @@ mod tests {
         let mut t = KeyTable::new(8).unwrap();
         let k = region(&mut t, Access::LOCAL_WRITE | Access::REMOTE_READ);
         let va = 0x7000_0100;
-        assert_eq!(t.check(k.next_variant(), PD, va, 8, Need::LocalRead).err(), Some(KeyError::UnknownKey));
-        assert_eq!(t.check(MemoryKey(0), PD, va, 8, Need::LocalRead).err(), Some(KeyError::UnknownKey));
-        assert_eq!(t.check(k, PD + 1, va, 8, Need::LocalRead).err(), Some(KeyError::WrongPd));
-        assert_eq!(t.check(k, PD, va, 8, Need::RemoteWrite).err(), Some(KeyError::Access));
-        assert_eq!(t.check(k, PD, va - 1, 8, Need::LocalRead).err(), Some(KeyError::Bounds));
+        assert_eq!(
+            t.check(k.next_variant(), PD, va, 8, Need::LocalRead).err(),
+            Some(KeyError::UnknownKey)
+        );
+        assert_eq!(
+            t.check(MemoryKey(0), PD, va, 8, Need::LocalRead).err(),
+            Some(KeyError::UnknownKey)
+        );
+        assert_eq!(
+            t.check(k, PD + 1, va, 8, Need::LocalRead).err(),
+            Some(KeyError::WrongPd)
+        );
+        assert_eq!(
+            t.check(k, PD, va, 8, Need::RemoteWrite).err(),
+            Some(KeyError::Access)
+        );
+        assert_eq!(
+            t.check(k, PD, va - 1, 8, Need::LocalRead).err(),
+            Some(KeyError::Bounds)
+        );
         let end = va + 3 * PAGE_SIZE - 0x100;
         assert!(t.check(k, PD, end - 8, 8, Need::LocalRead).is_ok());
-        assert_eq!(t.check(k, PD, end - 7, 8, Need::LocalRead).err(), Some(KeyError::Bounds));
-        assert_eq!(t.check(k, PD, u64::MAX - 2, 8, Need::LocalRead).err(), Some(KeyError::Bounds));
+        assert_eq!(
+            t.check(k, PD, end - 7, 8, Need::LocalRead).err(),
+            Some(KeyError::Bounds)
+        );
+        assert_eq!(
+            t.check(k, PD, u64::MAX - 2, 8, Need::LocalRead).err(),
+            Some(KeyError::Bounds)
+        );
         t.deregister(k).unwrap();
-        assert_eq!(t.check(k, PD, va, 8, Need::LocalRead).err(), Some(KeyError::NotValid));
+        assert_eq!(
+            t.check(k, PD, va, 8, Need::LocalRead).err(),
+            Some(KeyError::NotValid)
+        );
     }
 
     #[test]
@@ -540,11 +605,18 @@ mod tests {
             Err(KeyError::Invalid),
             "base VA must be a page multiple plus FBO"
         );
-        t.fast_register(new, PD, Access::LOCAL_WRITE, 0x1000, 8192, 0, &pages).unwrap();
+        t.fast_register(new, PD, Access::LOCAL_WRITE, 0x1000, 8192, 0, &pages)
+            .unwrap();
         assert!(t.check(new, PD, 0x1000, 8192, Need::LocalWrite).is_ok());
-        assert_eq!(t.check(k, PD, 0x1000, 8, Need::LocalRead).err(), Some(KeyError::UnknownKey));
+        assert_eq!(
+            t.check(k, PD, 0x1000, 8, Need::LocalRead).err(),
+            Some(KeyError::UnknownKey)
+        );
         t.invalidate(new, PD).unwrap();
-        assert_eq!(t.check(new, PD, 0x1000, 8, Need::LocalRead).err(), Some(KeyError::NotValid));
+        assert_eq!(
+            t.check(new, PD, 0x1000, 8, Need::LocalRead).err(),
+            Some(KeyError::NotValid)
+        );
     }
 
     #[test]
@@ -553,15 +625,35 @@ mod tests {
         let ro = region(&mut t, Access::empty());
         let w = t.alloc(KeyKind::Window, PD).unwrap().next_variant();
         let va = 0x7000_0200;
-        assert_eq!(t.bind(w, ro, PD, Access::REMOTE_WRITE, va, 16), Err(KeyError::Access));
-        assert_eq!(t.bind(w, ro, PD, Access::REMOTE_READ, va - 0x200, 16), Err(KeyError::Bounds));
+        assert_eq!(
+            t.bind(w, ro, PD, Access::REMOTE_WRITE, va, 16),
+            Err(KeyError::Access)
+        );
+        assert_eq!(
+            t.bind(w, ro, PD, Access::REMOTE_READ, va - 0x200, 16),
+            Err(KeyError::Bounds)
+        );
         t.bind(w, ro, PD, Access::REMOTE_READ, va, 16).unwrap();
         assert!(t.check(w, PD, va, 16, Need::RemoteRead).is_ok());
-        assert_eq!(t.check(w, PD, va, 17, Need::RemoteRead).err(), Some(KeyError::Bounds));
-        assert_eq!(t.deregister(ro), Err(KeyError::Busy), "region has a bound window");
-        assert_eq!(t.invalidate(ro, PD), Err(KeyError::WrongKind), "regular MRs are not invalidated");
+        assert_eq!(
+            t.check(w, PD, va, 17, Need::RemoteRead).err(),
+            Some(KeyError::Bounds)
+        );
+        assert_eq!(
+            t.deregister(ro),
+            Err(KeyError::Busy),
+            "region has a bound window"
+        );
+        assert_eq!(
+            t.invalidate(ro, PD),
+            Err(KeyError::WrongKind),
+            "regular MRs are not invalidated"
+        );
         t.invalidate(w, PD).unwrap();
-        assert_eq!(t.check(w, PD, va, 16, Need::RemoteRead).err(), Some(KeyError::NotValid));
+        assert_eq!(
+            t.check(w, PD, va, 16, Need::RemoteRead).err(),
+            Some(KeyError::NotValid)
+        );
         t.deregister(ro).unwrap();
     }
 
@@ -570,8 +662,14 @@ mod tests {
         let mut t = KeyTable::new(2).unwrap();
         let p = t.alloc_privileged(PD).unwrap();
         assert!(t.check(p, PD, 0xdead_0000, 64, Need::LocalWrite).is_ok());
-        assert_eq!(t.check(p, PD, 0xdead_0000, 64, Need::RemoteRead).err(), Some(KeyError::Access));
-        assert_eq!(t.check(p, PD, 0xdead_0000, 64, Need::RemoteWrite).err(), Some(KeyError::Access));
+        assert_eq!(
+            t.check(p, PD, 0xdead_0000, 64, Need::RemoteRead).err(),
+            Some(KeyError::Access)
+        );
+        assert_eq!(
+            t.check(p, PD, 0xdead_0000, 64, Need::RemoteWrite).err(),
+            Some(KeyError::Access)
+        );
     }
 
     #[test]
@@ -581,7 +679,10 @@ mod tests {
         let _b = t.alloc(KeyKind::Region, PD).unwrap();
         assert_eq!(t.alloc(KeyKind::Region, PD), Err(KeyError::NoResources));
         t.free(a).unwrap();
-        assert_eq!(t.check(a, PD, 0, 1, Need::LocalRead).err(), Some(KeyError::UnknownKey));
+        assert_eq!(
+            t.check(a, PD, 0, 1, Need::LocalRead).err(),
+            Some(KeyError::UnknownKey)
+        );
         assert!(t.alloc(KeyKind::Region, PD).is_ok());
     }
 }

@@ -16,7 +16,11 @@ pub struct Chunks<'a> {
 impl<'a> Chunks<'a> {
     /// Chunks of `range`.
     pub fn new(range: Resolved<'a>) -> Self {
-        Self { pages: range.pages, offset: range.offset, remaining: range.len }
+        Self {
+            pages: range.pages,
+            offset: range.offset,
+            remaining: range.len,
+        }
     }
 }
 
@@ -29,7 +33,10 @@ impl Iterator for Chunks<'_> {
             return None;
         }
         if self.pages.is_empty() {
-            let chunk = (self.offset, usize::try_from(self.remaining).unwrap_or(usize::MAX));
+            let chunk = (
+                self.offset,
+                usize::try_from(self.remaining).unwrap_or(usize::MAX),
+            );
             self.offset = self.offset.wrapping_add(self.remaining);
             self.remaining = 0;
             return Some(chunk);

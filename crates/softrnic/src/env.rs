@@ -1,0 +1,29 @@
+//! What the device needs from its surroundings: a way to put packets on a
+//! wire, a clock, and a way to ask for its engine to be run.
+//!
+//! The host (or the kernel shell) implements these; tests implement them
+//! deterministically (a simulated clock, an in-memory fabric).
+
+/// The device's network attachment.
+pub trait Link: Send + Sync {
+    /// Queues one IPv4/UDP datagram (a whole RoCEv2 packet, from the IPv4
+    /// header to the ICRC) for transmission. Must not block; a link that
+    /// cannot take the packet drops it (the RC transport retransmits).
+    fn transmit(&self, datagram: &[u8]);
+
+    /// Pushes queued datagrams out (a batching link sends them here).
+    fn flush(&self) {}
+}
+
+/// Monotonic time.
+pub trait Clock: Send + Sync {
+    /// Microseconds since an arbitrary fixed origin.
+    fn now_us(&self) -> u64;
+}
+
+/// Asks for [`crate::SoftRnic::poll`] to run soon (a doorbell was rung or a
+/// timer is due). Must not block; called at `DISPATCH_LEVEL`.
+pub trait Wake: Send + Sync {
+    /// Requests a poll.
+    fn wake(&self);
+}
