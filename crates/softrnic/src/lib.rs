@@ -1,10 +1,22 @@
+//! Software RNIC: a RoCEv2 Reliable Connection engine behind the hwq contract.
+//!
+//! [`wire`] is the packet layer: byte-exact RoCEv2 datagrams (IPv4, UDP, BTH,
+//! extended transport headers, pad, ICRC) and the InfiniBand CM messages that
+//! ride as MADs on QP1.
+
 #![no_std]
 #![forbid(unsafe_code)]
+
 extern crate alloc;
+
 pub mod bitset;
+pub mod cm;
 pub mod cq;
+pub mod device;
 pub mod env;
+pub mod fabric;
 pub mod memory;
 pub mod qp;
 pub mod srq;
 pub mod table;
+pub mod wire;

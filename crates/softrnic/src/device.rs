@@ -1,0 +1,425 @@
+//! The software RNIC as one object: its tables, its surroundings, and the
+//! commands and doorbells of the `hwq` contract.
+//!
+//! Commands and doorbells never deliver events themselves (the driver may
+//! call them holding its own locks); they record what is due in lock-free
+//! bitsets and ask for a poll, and [`SoftRnic::poll`] delivers, like an
+//! interrupt that arrives after the register write that caused it.
+
+use alloc::boxed::Box;
+use core::net::Ipv4Addr;
+
+use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Registration};
+use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe};
+use spin::RwLock;
+
+use crate::bitset::AtomicBitset;
+use crate::cq::{CompletionQueue, Pushed};
+use crate::env::{Clock, Link, Wake};
+use crate::memory::{KeyError, KeyKind, KeyTable};
+use crate::qp::{self, QueuePair, Receives};
+use crate::srq::SharedReceiveQueue;
+use crate::table::Table;
+
+/// Sizes of a device's tables and its network identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceConfig {
+    /// The device's IPv4 address.
+    pub addr: Ipv4Addr,
+    /// Path MTU (256, 512, 1024, 2048 or 4096).
+    pub pmtu: u32,
+    /// Queue pairs.
+    pub max_qps: u32,
+    /// Completion queues.
+    pub max_cqs: u32,
+    /// Shared receive queues.
+    pub max_srqs: u32,
+    /// Protection domains.
+    pub max_pds: u32,
+    /// Memory keys (regions and windows).
+    pub max_keys: u32,
+}
+
+impl DeviceConfig {
+    /// Default table sizes for a device at `addr` with path MTU `pmtu`.
+    pub fn new(addr: Ipv4Addr, pmtu: u32) -> Self {
+        Self { addr, pmtu, max_qps: 1024, max_cqs: 1024, max_srqs: 256, max_pds: 256, max_keys: 16384 }
+    }
+}
+
+/// The first QP number handed out: 0 and 1 are the special QPs (1 carries
+/// connection management).
+pub const FIRST_QPN: u32 = 2;
+
+#[derive(Debug)]
+struct ProtectionDomain {
+    privileged: MemoryKey,
+}
+
+fn key_error(e: KeyError) -> DeviceError {
+    match e {
+        KeyError::NoResources => DeviceError::NoResources,
+        KeyError::UnknownKey => DeviceError::NoSuchObject,
+        KeyError::Busy | KeyError::NotValid | KeyError::WrongKind => DeviceError::InvalidState,
+        KeyError::WrongPd | KeyError::Access | KeyError::Bounds | KeyError::Invalid => {
+            DeviceError::InvalidParameter
+        }
+    }
+}
+
+/// Events waiting for delivery.
+#[derive(Debug)]
+struct PendingEvents {
+    cq: AtomicBitset,
+    cq_overflow: AtomicBitset,
+    srq_limit: AtomicBitset,
+    qp_error: AtomicBitset,
+}
+
+/// The software RNIC.
+pub struct SoftRnic {
+    config: DeviceConfig,
+    pub(crate) dma: Box<dyn DmaAccess>,
+    pub(crate) link: Box<dyn Link>,
+    pub(crate) clock: Box<dyn Clock>,
+    waker: Box<dyn Wake>,
+    sink: RwLock<Option<EventSink>>,
+    pub(crate) keys: RwLock<KeyTable>,
+    pds: Table<ProtectionDomain>,
+    pub(crate) cqs: Table<CompletionQueue>,
+    pub(crate) srqs: Table<SharedReceiveQueue>,
+    pub(crate) qps: Table<QueuePair>,
+    /// QPs whose send-queue doorbell rang.
+    pub(crate) sq_ready: AtomicBitset,
+    /// QPs (and, offset by `max_qps`, SRQs) whose receive doorbell rang.
+    pub(crate) rq_ready: AtomicBitset,
+    events: PendingEvents,
+}
+
+impl core::fmt::Debug for SoftRnic {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SoftRnic").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl SoftRnic {
+    /// Builds a device. All tables are allocated here; `None` if memory ran out.
+    pub fn new(
+        config: DeviceConfig,
+        dma: Box<dyn DmaAccess>,
+        link: Box<dyn Link>,
+        clock: Box<dyn Clock>,
+        waker: Box<dyn Wake>,
+    ) -> Option<Self> {
+        let qp_bound = FIRST_QPN + config.max_qps;
+        Some(Self {
+            config,
+            dma,
+            link,
+            clock,
+            waker,
+            sink: RwLock::new(None),
+            keys: RwLock::new(KeyTable::new(config.max_keys + config.max_pds).ok()?),
+            pds: Table::new(1, config.max_pds)?,
+            cqs: Table::new(1, config.max_cqs)?,
+            srqs: Table::new(1, config.max_srqs)?,
+            qps: Table::new(FIRST_QPN, config.max_qps)?,
+            sq_ready: AtomicBitset::new(qp_bound)?,
+            rq_ready: AtomicBitset::new(qp_bound + 1 + config.max_srqs)?,
+            events: PendingEvents {
+                cq: AtomicBitset::new(config.max_cqs + 1)?,
+                cq_overflow: AtomicBitset::new(config.max_cqs + 1)?,
+                srq_limit: AtomicBitset::new(config.max_srqs + 1)?,
+                qp_error: AtomicBitset::new(qp_bound)?,
+            },
+        })
+    }
+
+    /// The configuration it was built with.
+    pub fn config(&self) -> &DeviceConfig {
+        &self.config
+    }
+
+    /// The device's limits as the `hwq` contract reports them.
+    pub fn caps(&self) -> DeviceCaps {
+        DeviceCaps {
+            vendor_id: 0,
+            device_id: 0x5253, // "RS"
+            max_qp_depth: 16384,
+            max_srq_depth: 16384,
+            max_cq_depth: 65536,
+            max_registration: 1 << 32,
+            max_fast_register_pages: 256,
+            max_transfer: 1 << 30,
+            max_inbound_reads: 16,
+            max_outbound_reads: 16,
+            max_connect_data: 56,
+            max_accept_data: 196,
+            path_mtu: self.config.pmtu,
+            loopback: true,
+        }
+    }
+
+    // ---- events ----
+
+    /// Installs the driver's event sink.
+    pub fn attach(&self, sink: EventSink) -> Result<(), DeviceError> {
+        let mut slot = self.sink.write();
+        if slot.is_some() {
+            return Err(DeviceError::InvalidState);
+        }
+        *slot = Some(sink);
+        Ok(())
+    }
+
+    /// Removes the sink; waits for an event delivery in progress to end.
+    pub fn detach(&self) {
+        *self.sink.write() = None;
+    }
+
+    /// Delivers every pending event; returns whether there were any.
+    pub fn deliver_events(&self) -> bool {
+        let sink = self.sink.read();
+        let mut any = false;
+        let Some(sink) = sink.as_ref() else {
+            // Nobody listens: drop them, as a masked interrupt would be.
+            for set in [&self.events.cq, &self.events.cq_overflow, &self.events.srq_limit, &self.events.qp_error] {
+                set.drain(|_| any = true);
+            }
+            return any;
+        };
+        self.events.cq_overflow.drain(|cqn| {
+            any = true;
+            sink.cq_event(cqn, true);
+        });
+        self.events.cq.drain(|cqn| {
+            any = true;
+            sink.cq_event(cqn, false);
+        });
+        self.events.srq_limit.drain(|srqn| {
+            any = true;
+            sink.srq_limit(srqn);
+        });
+        self.events.qp_error.drain(|qpn| {
+            any = true;
+            sink.qp_error(qpn);
+        });
+        any
+    }
+
+    fn raise(&self, set: &AtomicBitset, n: u32) {
+        if set.insert(n) {
+            self.waker.wake();
+        }
+    }
+
+    /// Writes a CQE to CQ `cqn` (`solicited`: a solicited receive or an
+    /// error, which satisfies a solicited arm). Returns false if the CQ is
+    /// dead or gone, in which case the caller's QP must enter error.
+    pub(crate) fn complete(&self, cqn: u32, cqe: Cqe, solicited: bool) -> bool {
+        let now = self.clock.now_us();
+        match self.cqs.with(cqn, |cq| cq.push(cqe, solicited, now)) {
+            Some(Pushed::Written { event }) => {
+                if event {
+                    self.raise(&self.events.cq, cqn);
+                }
+                true
+            }
+            Some(Pushed::Overflowed) => {
+                self.raise(&self.events.cq_overflow, cqn);
+                false
+            }
+            Some(Pushed::Dead) | None => false,
+        }
+    }
+
+    /// Records that QP `qpn` entered error, for delivery.
+    pub(crate) fn raise_qp_error(&self, qpn: u32) {
+        self.raise(&self.events.qp_error, qpn);
+    }
+
+    // ---- protection domains and keys ----
+
+    /// Creates a PD and its privileged key.
+    pub fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+        let pd = self.pds.insert(ProtectionDomain { privileged: MemoryKey(0) }).ok_or(DeviceError::NoResources)?;
+        match self.keys.write().alloc_privileged(pd) {
+            Ok(key) => {
+                self.pds.with(pd, |p| p.privileged = key);
+                Ok((pd, key))
+            }
+            Err(e) => {
+                self.pds.remove(pd);
+                Err(key_error(e))
+            }
+        }
+    }
+
+    /// Destroys a PD (and its privileged key).
+    pub fn destroy_pd(&self, pd: u32) {
+        if let Some(p) = self.pds.remove(pd) {
+            // The privileged key was allocated with the PD; freeing cannot
+            // meet bound windows.
+            let _ = self.keys.write().free(p.privileged);
+        }
+    }
+
+    /// Reserves a key entry.
+    pub fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
+        if !self.pds.contains(pd) {
+            return Err(DeviceError::NoSuchObject);
+        }
+        let kind = if window { KeyKind::Window } else { KeyKind::Region };
+        self.keys.write().alloc(kind, pd).map_err(key_error)
+    }
+
+    /// Releases a key entry.
+    pub fn free_key(&self, key: MemoryKey) {
+        let mut keys = self.keys.write();
+        if keys.free(key).is_err() {
+            // Bound windows keep a region alive; the driver frees windows
+            // first (NDK closes MWs before their MR can close), so this only
+            // happens for an already-freed key.
+        }
+    }
+
+    /// Registers memory.
+    pub fn register(&self, key: MemoryKey, reg: &Registration<'_>) -> Result<MemoryKey, DeviceError> {
+        self.keys.write().register(key, reg).map_err(key_error)
+    }
+
+    /// Drops a registration.
+    pub fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
+        self.keys.write().deregister(key).map_err(key_error)
+    }
+
+    /// Prepares fast registration.
+    pub fn init_fast_register(&self, key: MemoryKey, max_pages: u32, remote: bool) -> Result<(), DeviceError> {
+        if max_pages > self.caps().max_fast_register_pages {
+            return Err(DeviceError::InvalidParameter);
+        }
+        self.keys.write().init_fast_register(key, max_pages, remote).map_err(key_error)
+    }
+
+    // ---- completion queues ----
+
+    /// Creates a CQ.
+    pub fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+        self.cqs.insert(CompletionQueue::new(ring)).ok_or(DeviceError::NoResources)
+    }
+
+    /// Replaces a CQ's ring.
+    pub fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+        self.cqs.with(cqn, |cq| cq.replace_ring(ring)).ok_or(DeviceError::NoSuchObject)
+    }
+
+    /// Destroys a CQ.
+    pub fn destroy_cq(&self, cqn: u32) {
+        self.cqs.remove(cqn);
+    }
+
+    /// Arms a CQ.
+    pub fn arm_cq(&self, cqn: u32, solicited_only: bool) {
+        if self.cqs.with(cqn, |cq| cq.arm(solicited_only)) == Some(true) {
+            self.raise(&self.events.cq, cqn);
+        }
+    }
+
+    /// Sets a CQ's interrupt moderation.
+    pub fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+        self.cqs.with(cqn, |cq| cq.moderate(count, usec)).ok_or(DeviceError::NoSuchObject)
+    }
+
+    /// Fires moderated CQ events whose interval elapsed.
+    pub(crate) fn tick_cqs(&self, now_us: u64) {
+        for cqn in 1..=self.config.max_cqs {
+            if self.cqs.with(cqn, |cq| cq.tick(now_us)) == Some(true) {
+                self.raise(&self.events.cq, cqn);
+            }
+        }
+    }
+
+    // ---- shared receive queues ----
+
+    /// Creates an SRQ.
+    pub fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+        if !self.pds.contains(pd) {
+            return Err(DeviceError::NoSuchObject);
+        }
+        let srq = SharedReceiveQueue { pd, ring, limit: 0 };
+        let srqn = self.srqs.insert(srq).ok_or(DeviceError::NoResources)?;
+        self.set_srq_limit(srqn, limit)?;
+        Ok(srqn)
+    }
+
+    /// Arms or disarms an SRQ's limit.
+    pub fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+        let fire = self.srqs.with(srqn, |s| s.set_limit(limit)).ok_or(DeviceError::NoSuchObject)?;
+        if fire {
+            self.raise(&self.events.srq_limit, srqn);
+        }
+        Ok(())
+    }
+
+    /// Takes a receive from an SRQ for the responder, raising its limit event.
+    pub(crate) fn take_srq_receive(&self, srqn: u32) -> Option<RecvWqe> {
+        let (wqe, fire) = self.srqs.with(srqn, SharedReceiveQueue::take)??;
+        if fire {
+            self.raise(&self.events.srq_limit, srqn);
+        }
+        Some(wqe)
+    }
+
+    /// Destroys an SRQ.
+    pub fn destroy_srq(&self, srqn: u32) {
+        self.srqs.remove(srqn);
+    }
+
+    // ---- queue pairs ----
+
+    /// Creates a QP.
+    pub fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
+        if !self.pds.contains(setup.pd) || !self.cqs.contains(setup.send_cqn) || !self.cqs.contains(setup.recv_cqn) {
+            return Err(DeviceError::NoSuchObject);
+        }
+        let rq = match setup.rq {
+            ReceiveSource::Queue(c) => Receives::Own(c),
+            ReceiveSource::Shared(srqn) => {
+                if self.srqs.with(srqn, |s| s.pd) != Some(setup.pd) {
+                    return Err(DeviceError::InvalidParameter);
+                }
+                Receives::Shared(srqn)
+            }
+        };
+        let qp = QueuePair::new(setup.pd, setup.send_cqn, setup.recv_cqn, setup.sq, rq, setup.context);
+        self.qps.insert(qp).ok_or(DeviceError::NoResources)
+    }
+
+    /// Moves a QP to error, completing all its work as flushed.
+    pub fn flush_qp(&self, qpn: u32) {
+        self.qps.with(qpn, |qp| {
+            let (send_cqn, recv_cqn) = (qp.send_cqn, qp.recv_cqn);
+            qp::flush(qp, qpn, |c| _ = self.complete(send_cqn, c, true), |c| _ = self.complete(recv_cqn, c, true));
+        });
+    }
+
+    /// Destroys a QP.
+    pub fn destroy_qp(&self, qpn: u32) {
+        self.qps.remove(qpn);
+    }
+
+    /// Send doorbell.
+    pub fn sq_doorbell(&self, qpn: u32) {
+        self.raise(&self.sq_ready, qpn);
+    }
+
+    /// Receive doorbell.
+    pub fn rq_doorbell(&self, qpn: u32) {
+        self.raise(&self.rq_ready, qpn);
+    }
+
+    /// SRQ doorbell.
+    pub fn srq_doorbell(&self, srqn: u32) {
+        self.raise(&self.rq_ready, FIRST_QPN + self.config.max_qps + srqn);
+    }
+}
