@@ -1,0 +1,48 @@
+//! Function-pointer types, dispatch tables and object structs of
+//! `ndkpi.h`, one file per header section, each in header order.
+//!
+//! Every `NDK_FN_*` type is an `Option` of an `unsafe extern "system"` fn:
+//! `None` is the C null pointer and the layout is that of one pointer. The
+//! header gives no calling convention, so it is the platform's C one; on
+//! x64 Windows `"system"` and `"C"` are the same single convention.
+//! Parameter names are the header's. C `CONST PSOCKADDR` / `CONST PVOID`
+//! parameters are const *pointers* (to mutable data), hence `*mut` here.
+//!
+//! Every object is `{ Header, Dispatch }`: an [`NDK_OBJECT_HEADER`] followed
+//! by a pointer to the provider's (usually `static`) dispatch table, 48
+//! bytes on x64.
+//!
+//! What is not here, and why: NDKPI 2.1 appends `NdkCompleteConnectEx` and
+//! `NdkAcceptEx` to `NDK_CONNECTOR_DISPATCH` and adds
+//! `NDK_FN_DISCONNECT_EVENT_CALLBACK_EX` (and `ProviderErrorCode` to
+//! `NDK_RESULT_EX`). No 2.1 header text was available to check their exact
+//! types, and this provider reports version 1.2, so this crate mirrors the
+//! 1.2 header exactly and leaves them out. The 1.2 header does declare
+//! [`NDK_FN_QUERY_ADAPTER_INFO_EX`] and [`NDK_FN_DISCONNECT_EX`] without
+//! using them in any table; they are mirrored as plain types.
+//!
+//! [`NDK_OBJECT_HEADER`]: crate::NDK_OBJECT_HEADER
+
+mod adapter;
+mod common;
+mod connector;
+mod cq;
+mod endpoint;
+mod listener;
+mod mr;
+mod mw;
+mod pd;
+mod qp;
+mod srq;
+
+pub use adapter::*;
+pub use common::*;
+pub use connector::*;
+pub use cq::*;
+pub use endpoint::*;
+pub use listener::*;
+pub use mr::*;
+pub use mw::*;
+pub use pd::*;
+pub use qp::*;
+pub use srq::*;
