@@ -1,0 +1,376 @@
+//! The adapter configuration string of `RsNdkOpenAdapter`.
+//!
+//! ```text
+//! config    = transport *( "," option )
+//! transport = IPV4                    ; UDP: the adapter owns IPV4:4791
+//!           | "udp:" IPV4             ; the same, spelled out
+//!           | "mem:" NAME "/" IPV4    ; node IPV4 on in-memory fabric NAME
+//! option    = "pmtu=" 256 | 512 | 1024 | 2048 | 4096   ; path MTU, default 1024
+//!           | "pcap=" PATH            ; capture every packet to PATH
+//!           | "loss=" P | "reorder=" P | "duplicate=" P   ; mem only, 0 <= P <= 1
+//!           | "delay_us=" N           ; mem only, extra delivery delay
+//!           | "seed=" N               ; mem only, fault-injection seed
+//! ```
+//!
+//! Examples: `127.0.0.2`, `udp:127.0.0.3,pmtu=4096`,
+//! `mem:lab/192.0.2.1,loss=0.05,reorder=0.01,seed=7`. Fabric names are
+//! 1 to 32 characters from `[A-Za-z0-9_-]`. IPv4 addresses must be unicast
+//! (not 0.0.0.0, broadcast or multicast). Every error names what is wrong.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// UDP port of RoCEv2.
+pub const ROCEV2_UDP_PORT: u16 = 4791;
+
+/// How an adapter reaches its peers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transport {
+    /// RoCEv2 over UDP, bound to `addr`:4791.
+    Udp {
+        /// The adapter's address.
+        addr: Ipv4Addr,
+    },
+    /// An in-memory fabric shared by adapters of this process.
+    Memory {
+        /// The fabric's name.
+        fabric: String,
+        /// The adapter's address on it.
+        addr: Ipv4Addr,
+        /// Fault injection on delivery.
+        faults: FaultConfig,
+    },
+}
+
+/// Fault injection on an in-memory fabric.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FaultConfig {
+    /// Probability that a packet is dropped.
+    pub loss: f64,
+    /// Probability that a packet is delivered after later ones.
+    pub reorder: f64,
+    /// Probability that a packet is delivered twice.
+    pub duplicate: f64,
+    /// Extra delivery delay, microseconds.
+    pub delay_us: u64,
+    /// Seed of the fault generator (deterministic runs).
+    pub seed: u64,
+}
+
+/// A parsed adapter configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdapterConfig {
+    /// The transport and the adapter's address.
+    pub transport: Transport,
+    /// Path MTU in bytes.
+    pub pmtu: u32,
+    /// Where to write a packet capture, if anywhere.
+    pub pcap: Option<PathBuf>,
+}
+
+impl AdapterConfig {
+    /// The adapter's IPv4 address.
+    pub fn addr(&self) -> Ipv4Addr {
+        match &self.transport {
+            Transport::Udp { addr } | Transport::Memory { addr, .. } => *addr,
+        }
+    }
+}
+
+/// Why a configuration string was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The string is empty.
+    Empty,
+    /// The string is not UTF-8.
+    NotUtf8,
+    /// The transport part is not an address, `udp:` or `mem:` form.
+    Transport(String),
+    /// The address does not parse as IPv4.
+    Address(String),
+    /// The address is not a unicast address.
+    NotUnicast(Ipv4Addr),
+    /// The fabric name is empty, too long or has a bad character.
+    FabricName(String),
+    /// An option is not `key=value`, or the key is unknown.
+    UnknownOption(String),
+    /// An option's value is out of range or malformed.
+    BadValue {
+        /// The option.
+        key: String,
+        /// Its value.
+        value: String,
+        /// What is allowed.
+        expected: &'static str,
+    },
+    /// A fault-injection option on a UDP adapter.
+    MemoryOnly(String),
+    /// An option given twice.
+    Duplicate(String),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty => f.write_str("empty adapter configuration"),
+            Self::NotUtf8 => f.write_str("adapter configuration is not UTF-8"),
+            Self::Transport(t) => {
+                write!(
+                    f,
+                    "'{t}' is not a transport: use IPV4, udp:IPV4 or mem:NAME/IPV4"
+                )
+            }
+            Self::Address(a) => write!(f, "'{a}' is not an IPv4 address"),
+            Self::NotUnicast(a) => write!(f, "{a} is not a unicast IPv4 address"),
+            Self::FabricName(n) => {
+                write!(
+                    f,
+                    "fabric name '{n}' must be 1 to 32 characters of A-Z a-z 0-9 _ -"
+                )
+            }
+            Self::UnknownOption(o) => write!(
+                f,
+                "unknown option '{o}' (known: pmtu, pcap, loss, reorder, duplicate, delay_us, seed)"
+            ),
+            Self::BadValue {
+                key,
+                value,
+                expected,
+            } => {
+                write!(f, "{key}={value}: expected {expected}")
+            }
+            Self::MemoryOnly(k) => write!(f, "option '{k}' applies to mem: fabrics only"),
+            Self::Duplicate(k) => write!(f, "option '{k}' given twice"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn parse_addr(text: &str) -> Result<Ipv4Addr, ConfigError> {
+    let addr = Ipv4Addr::from_str(text).map_err(|_| ConfigError::Address(text.to_owned()))?;
+    if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
+        return Err(ConfigError::NotUnicast(addr));
+    }
+    Ok(addr)
+}
+
+fn valid_fabric_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn parse_transport(text: &str) -> Result<Transport, ConfigError> {
+    if let Some(rest) = text.strip_prefix("udp:") {
+        return Ok(Transport::Udp {
+            addr: parse_addr(rest)?,
+        });
+    }
+    if let Some(rest) = text.strip_prefix("mem:") {
+        let (fabric, addr) = rest
+            .split_once('/')
+            .ok_or_else(|| ConfigError::Transport(text.to_owned()))?;
+        if !valid_fabric_name(fabric) {
+            return Err(ConfigError::FabricName(fabric.to_owned()));
+        }
+        return Ok(Transport::Memory {
+            fabric: fabric.to_owned(),
+            addr: parse_addr(addr)?,
+            faults: FaultConfig::default(),
+        });
+    }
+    if text.contains(':') || text.contains('/') {
+        return Err(ConfigError::Transport(text.to_owned()));
+    }
+    Ok(Transport::Udp {
+        addr: parse_addr(text)?,
+    })
+}
+
+fn bad(key: &str, value: &str, expected: &'static str) -> ConfigError {
+    ConfigError::BadValue {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        expected,
+    }
+}
+
+fn parse_probability(key: &str, value: &str) -> Result<f64, ConfigError> {
+    match value.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(bad(key, value, "a probability from 0 to 1")),
+    }
+}
+
+fn parse_u64(key: &str, value: &str) -> Result<u64, ConfigError> {
+    value
+        .parse::<u64>()
+        .map_err(|_| bad(key, value, "a non-negative integer"))
+}
+
+impl FromStr for AdapterConfig {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        let mut parts = text.split(',');
+        let transport_text = parts.next().unwrap_or_default().trim();
+        if transport_text.is_empty() {
+            return Err(ConfigError::Empty);
+        }
+        let mut transport = parse_transport(transport_text)?;
+        let mut pmtu = None;
+        let mut pcap = None;
+        let mut seen: Vec<&str> = Vec::new();
+        for option in parts {
+            let option = option.trim();
+            let (key, value) = option
+                .split_once('=')
+                .ok_or_else(|| ConfigError::UnknownOption(option.to_owned()))?;
+            if seen.contains(&key) {
+                return Err(ConfigError::Duplicate(key.to_owned()));
+            }
+            seen.push(key);
+            match key {
+                "pmtu" => match value.parse::<u32>() {
+                    Ok(m @ (256 | 512 | 1024 | 2048 | 4096)) => pmtu = Some(m),
+                    _ => return Err(bad(key, value, "256, 512, 1024, 2048 or 4096")),
+                },
+                "pcap" if !value.is_empty() => pcap = Some(PathBuf::from(value)),
+                "pcap" => return Err(bad(key, value, "a file path")),
+                "loss" | "reorder" | "duplicate" | "delay_us" | "seed" => {
+                    let Transport::Memory { faults, .. } = &mut transport else {
+                        return Err(ConfigError::MemoryOnly(key.to_owned()));
+                    };
+                    match key {
+                        "loss" => faults.loss = parse_probability(key, value)?,
+                        "reorder" => faults.reorder = parse_probability(key, value)?,
+                        "duplicate" => faults.duplicate = parse_probability(key, value)?,
+                        "delay_us" => faults.delay_us = parse_u64(key, value)?,
+                        _ => faults.seed = parse_u64(key, value)?,
+                    }
+                }
+                _ => return Err(ConfigError::UnknownOption(option.to_owned())),
+            }
+        }
+        Ok(Self {
+            transport,
+            pmtu: pmtu.unwrap_or(1024),
+            pcap,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<AdapterConfig, ConfigError> {
+        s.parse()
+    }
+
+    #[test]
+    fn bare_address_is_udp_with_defaults() {
+        let c = parse("127.0.0.2").unwrap();
+        assert_eq!(
+            c.transport,
+            Transport::Udp {
+                addr: Ipv4Addr::new(127, 0, 0, 2)
+            }
+        );
+        assert_eq!((c.pmtu, c.pcap), (1024, None));
+    }
+
+    #[test]
+    fn udp_with_options() {
+        let c = parse("udp:127.0.0.3,pmtu=4096,pcap=/tmp/x.pcap").unwrap();
+        assert_eq!(c.addr(), Ipv4Addr::new(127, 0, 0, 3));
+        assert_eq!(c.pmtu, 4096);
+        assert_eq!(c.pcap.as_deref(), Some(std::path::Path::new("/tmp/x.pcap")));
+    }
+
+    #[test]
+    fn memory_fabric_with_faults() {
+        let c =
+            parse("mem:lab-1/192.0.2.1,loss=0.05,reorder=0.01,duplicate=0.02,seed=7,delay_us=3")
+                .unwrap();
+        let Transport::Memory {
+            fabric,
+            addr,
+            faults,
+        } = c.transport
+        else {
+            panic!("not mem")
+        };
+        assert_eq!(fabric, "lab-1");
+        assert_eq!(addr, Ipv4Addr::new(192, 0, 2, 1));
+        assert_eq!(
+            faults,
+            FaultConfig {
+                loss: 0.05,
+                reorder: 0.01,
+                duplicate: 0.02,
+                delay_us: 3,
+                seed: 7
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let cases: &[(&str, ConfigError)] = &[
+            ("", ConfigError::Empty),
+            ("tcp:1.2.3.4", ConfigError::Transport("tcp:1.2.3.4".into())),
+            ("127.0.0", ConfigError::Address("127.0.0".into())),
+            ("0.0.0.0", ConfigError::NotUnicast(Ipv4Addr::UNSPECIFIED)),
+            (
+                "224.0.0.1",
+                ConfigError::NotUnicast(Ipv4Addr::new(224, 0, 0, 1)),
+            ),
+            (
+                "255.255.255.255",
+                ConfigError::NotUnicast(Ipv4Addr::BROADCAST),
+            ),
+            ("mem:/127.0.0.1", ConfigError::FabricName(String::new())),
+            ("mem:a b/127.0.0.1", ConfigError::FabricName("a b".into())),
+            ("mem:abc", ConfigError::Transport("mem:abc".into())),
+            (
+                "127.0.0.1,mtu=1",
+                ConfigError::UnknownOption("mtu=1".into()),
+            ),
+            ("127.0.0.1,pmtu", ConfigError::UnknownOption("pmtu".into())),
+            ("127.0.0.1,loss=0.1", ConfigError::MemoryOnly("loss".into())),
+            (
+                "127.0.0.1,pmtu=1024,pmtu=4096",
+                ConfigError::Duplicate("pmtu".into()),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text).as_ref().err(), Some(want), "{text}");
+            assert!(!want.to_string().is_empty());
+        }
+        assert!(matches!(
+            parse("127.0.0.1,pmtu=1000"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert!(matches!(
+            parse("mem:x/127.0.0.1,loss=1.5"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert!(matches!(
+            parse("mem:x/127.0.0.1,loss=nan"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert!(matches!(
+            parse("mem:x/127.0.0.1,seed=-1"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert!(matches!(
+            parse("127.0.0.1,pcap="),
+            Err(ConfigError::BadValue { .. })
+        ));
+    }
+}

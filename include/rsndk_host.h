@@ -1,0 +1,61 @@
+/*
+ * rsndk_host.h - open rsndk software RNIC adapters from user space on Linux.
+ *
+ * Link with -lrsndk (librsndk.so, built by `cargo build` at the repository
+ * root). After RsNdkOpenAdapter succeeds, the adapter is driven exactly as a
+ * Windows kernel consumer drives an NDK provider: through the dispatch tables
+ * of ndkpi.h (x64 layouts; on Linux the table entries use the platform's C
+ * calling convention). Include ndkpi.h (from the WDK or mingw-w64) before this
+ * header for the full object and dispatch definitions; this header only needs
+ * the adapter type to be declared.
+ *
+ * Configuration strings:
+ *
+ *   config    = transport *( "," option )
+ *   transport = IPV4                  UDP: the adapter owns IPV4:4791
+ *             | "udp:" IPV4           the same, spelled out
+ *             | "mem:" NAME "/" IPV4  node IPV4 on in-memory fabric NAME
+ *   option    = "pmtu=" 256|512|1024|2048|4096    path MTU (default 1024)
+ *             | "pcap=" PATH                      capture every packet
+ *             | "loss=" P | "reorder=" P | "duplicate=" P  (mem only, 0..1)
+ *             | "delay_us=" N | "seed=" N                 (mem only)
+ *
+ *   e.g. "127.0.0.2", "udp:127.0.0.3,pmtu=4096", "mem:lab/192.0.2.1,loss=0.05"
+ */
+#ifndef RSNDK_HOST_H
+#define RSNDK_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef _NDKPI_
+typedef int32_t NTSTATUS;
+typedef struct _NDK_ADAPTER NDK_ADAPTER;
+#endif
+
+#define RSNDK_STATUS_INVALID_PARAMETER ((NTSTATUS)0xC000000DL)
+#define RSNDK_STATUS_NOT_SUPPORTED ((NTSTATUS)0xC00000BBL)
+
+/*
+ * Opens one adapter described by `config` and stores it in *adapter.
+ * STATUS_INVALID_PARAMETER, writing nothing, when config or adapter is NULL or
+ * the configuration is malformed. Until the software RNIC lands, a valid
+ * configuration returns STATUS_NOT_SUPPORTED and writes nothing.
+ */
+NTSTATUS RsNdkOpenAdapter(const char *config, NDK_ADAPTER **adapter);
+
+/*
+ * Closes an adapter; returns when no callback into the consumer is running or
+ * can still run.
+ */
+NTSTATUS RsNdkCloseAdapter(NDK_ADAPTER *adapter);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RSNDK_HOST_H */
