@@ -9,3 +9,6 @@
 
 #[cfg(not(windows))]
 pub use host::*;
+
+#[cfg(all(feature = "wdk", target_os = "windows"))]
+mod driver;

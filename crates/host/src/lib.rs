@@ -6,6 +6,11 @@
 
 pub mod config;
 pub mod entry;
+pub mod pcap;
+pub mod platform;
+pub mod runtime;
+pub mod scripted;
+pub mod udp;
 
 pub use config::{AdapterConfig, ConfigError, FaultConfig, Transport};
 pub use entry::{RsNdkCloseAdapter, RsNdkOpenAdapter, parse_config};

@@ -102,7 +102,9 @@ pub struct Cqe {
     pub wr_id: u64,
     /// The context the driver gave the QP at creation.
     pub qp_context: u64,
-    /// Bytes received (receives only).
+    /// Bytes received (receives), or the completed WQE's `total_len`
+    /// (send-queue completions), so the driver can report
+    /// `BytesTransferred` without keeping a copy of every WQE.
     pub byte_len: u32,
     /// The key invalidated by a SEND with invalidate (ReceiveInvalidate only).
     pub invalidated_key: u32,

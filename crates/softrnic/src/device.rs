@@ -14,6 +14,7 @@ use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe};
 use spin::RwLock;
 
 use crate::bitset::AtomicBitset;
+use crate::cm::CmState;
 use crate::cq::{CompletionQueue, Pushed};
 use crate::env::{Clock, Link, Wake};
 use crate::memory::{KeyError, KeyKind, KeyTable};
@@ -94,6 +95,10 @@ pub struct SoftRnic {
     /// QPs (and, offset by `max_qps`, SRQs) whose receive doorbell rang.
     pub(crate) rq_ready: AtomicBitset,
     events: PendingEvents,
+    /// Connection management (`cm/`).
+    pub(crate) cm: CmState,
+    /// The RC engine's timers, tap, defaults and counters (`engine.rs`).
+    pub(crate) engine: crate::engine::Engine,
 }
 
 impl core::fmt::Debug for SoftRnic {
@@ -112,6 +117,7 @@ impl SoftRnic {
         waker: Box<dyn Wake>,
     ) -> Option<Self> {
         let qp_bound = FIRST_QPN + config.max_qps;
+        let cm_seed = clock.now_us() ^ (u64::from(config.addr.to_bits()) << 32);
         Some(Self {
             config,
             dma,
@@ -132,6 +138,8 @@ impl SoftRnic {
                 srq_limit: AtomicBitset::new(config.max_srqs + 1)?,
                 qp_error: AtomicBitset::new(qp_bound)?,
             },
+            cm: CmState::new(&config, cm_seed)?,
+            engine: crate::engine::Engine::new(qp_bound)?,
         })
     }
 
@@ -154,7 +162,9 @@ impl SoftRnic {
             max_inbound_reads: 16,
             max_outbound_reads: 16,
             max_connect_data: 56,
-            max_accept_data: 196,
+            // An accept carries 196 bytes (REP) but a reject only 148
+            // (REJ), and NDK has one limit for both.
+            max_accept_data: 148,
             path_mtu: self.config.pmtu,
             loopback: true,
         }
@@ -186,7 +196,7 @@ impl SoftRnic {
             for set in [&self.events.cq, &self.events.cq_overflow, &self.events.srq_limit, &self.events.qp_error] {
                 set.drain(|_| any = true);
             }
-            return any;
+            return crate::cm::deliver(self, None) || any;
         };
         self.events.cq_overflow.drain(|cqn| {
             any = true;
@@ -204,7 +214,12 @@ impl SoftRnic {
             any = true;
             sink.qp_error(qpn);
         });
-        any
+        crate::cm::deliver(self, Some(sink)) || any
+    }
+
+    /// Asks for a poll.
+    pub(crate) fn wake(&self) {
+        self.waker.wake();
     }
 
     fn raise(&self, set: &AtomicBitset, n: u32) {
@@ -327,16 +342,25 @@ impl SoftRnic {
 
     /// Sets a CQ's interrupt moderation.
     pub fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+        if usec > 0 {
+            self.note_cq_moderation();
+        }
         self.cqs.with(cqn, |cq| cq.moderate(count, usec)).ok_or(DeviceError::NoSuchObject)
     }
 
-    /// Fires moderated CQ events whose interval elapsed.
-    pub(crate) fn tick_cqs(&self, now_us: u64) {
+    /// Fires moderated CQ events whose interval elapsed; returns whether a
+    /// moderation timer still runs.
+    pub(crate) fn tick_cqs(&self, now_us: u64) -> bool {
+        let mut pending = false;
         for cqn in 1..=self.config.max_cqs {
-            if self.cqs.with(cqn, |cq| cq.tick(now_us)) == Some(true) {
-                self.raise(&self.events.cq, cqn);
+            if let Some((fire, still)) = self.cqs.with(cqn, |cq| (cq.tick(now_us), cq.timer_pending())) {
+                if fire {
+                    self.raise(&self.events.cq, cqn);
+                }
+                pending |= still;
             }
         }
+        pending
     }
 
     // ---- shared receive queues ----

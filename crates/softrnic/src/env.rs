@@ -27,3 +27,26 @@ pub trait Wake: Send + Sync {
     /// Requests a poll.
     fn wake(&self);
 }
+
+/// Which way a captured datagram went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Sent by this device.
+    Transmit,
+    /// Received by this device (before any check: bad packets are captured too).
+    Receive,
+}
+
+/// A packet tap: sees every datagram the device sends and receives, as a
+/// whole IPv4 datagram (IPv4 header through ICRC), so the host can write a
+/// pcap. Datagrams that arrived as a bare UDP payload
+/// ([`crate::device::SoftRnic::receive_udp_payload`]) are shown with the
+/// IPv4 and UDP headers the ICRC convention assumes (identification 0, DF,
+/// TTL 64, the socket's addresses and ports).
+///
+/// Called from the engine's hot path, possibly holding a QP lock: must not
+/// block for long and must not call back into the device.
+pub trait Capture: Send + Sync {
+    /// Records one datagram.
+    fn capture(&self, direction: Direction, datagram: &[u8]);
+}

@@ -13,6 +13,8 @@ pub mod bitset;
 pub mod cm;
 pub mod cq;
 pub mod device;
+mod device_impl;
+pub mod engine;
 pub mod env;
 pub mod fabric;
 pub mod memory;

@@ -1,10 +1,296 @@
-//! Connection management over MADs on QP1 (being built: until it lands,
-//! CM packets are counted and dropped, so connections cannot be made).
+//! Connection management: the InfiniBand CM protocol over RoCEv2, as an
+//! RNIC's firmware runs it for RDMA CM.
+//!
+//! CM messages are 256-byte MADs carried in UD SEND Only packets (DETH Q_Key
+//! 0x80010000, source QP 1) to QP1 of the peer's IPv4 address, UDP port
+//! 4791. A connection is identified on the wire by the two sides' local
+//! communication IDs; its address (IPv4 and "ND port") rides in the RDMA CM
+//! IP header at the start of the REQ's private data, and the destination
+//! port is the low half of the REQ's service ID (`0x0106_PPPP`, RDMA_PS_TCP).
+//!
+//! # Connection states
+//!
+//! ```text
+//! active (cm_connect: REQ)                 passive (REQ for a listener)
+//!
+//! ReqSent --REP: Replied--> RepRcvd         ReqRcvd (ConnectRequest)
+//!   | REJ: Rejected           |               | cm_accept: REP
+//!   | retries out: Failed     | cm_establish: |
+//!   v                         | connect_qp,   v
+//! Closed                      | RTU         RepSent --RTU: connect_qp,--+
+//!                             v               |         Established      |
+//!                        Established <--------|--------------------------+
+//!                        |        |           | REJ, retries out: Failed
+//!   cm_disconnect: DREQ  |        | DREQ in:  v
+//!                        v        | DREP,   Closed
+//!                    DreqSent     | Disconnected
+//!                        |        v
+//!  DREP, crossed DREQ,   +----> Closed
+//!  retries out: DisconnectDone
+//!
+//! cm_reject (ReqRcvd, RepRcvd): REJ, Closed. A REJ during the handshake
+//! after the reply: Failed. cm_release (any state): REJ or one DREQ as
+//! the state calls for, then TimeWait (answers duplicates) until freed.
+//! ```
+//!
+//! * REQ, REP and DREQ are retransmitted every `response timeout + 2 ×
+//!   packet lifetime` (the response timeout the peer announced, or ours
+//!   for the REQ) up to `max CM retries` (ours for REQ and DREQ, the
+//!   REQ's for the REP); then the attempt fails (`Failed { timed_out:
+//!   true }`, with a REJ "timeout" to the peer) or the disconnect completes
+//!   anyway (`DisconnectDone`).
+//! * Duplicates are answered from the connection's last sent message: a
+//!   repeated REQ re-sends the REP (or MRA while the consumer still decides),
+//!   a repeated REP re-sends the RTU (or MRA), a repeated DREQ re-sends the
+//!   DREP (also for connections already forgotten, as IB CM does).
+//! * MRA extends the peer's timer to our service timeout; we send one when a
+//!   duplicate shows the peer waits on our consumer.
+//! * The initiator's QP is connected at `cm_establish` (before the RTU goes
+//!   out: IB's RTR at REP plus RTS before RTU, collapsed into the one
+//!   transition the engine has); the acceptor's at RTU. A disconnect never
+//!   flushes the QP: the driver does (`flush_qp`).
+//! * IRD/ORD: the REQ carries the initiator's (capped) IRD as responder
+//!   resources and ORD as initiator depth; the acceptor's effective IRD is
+//!   `min(its IRD, cap, initiator ORD)`, its ORD `min(its ORD, cap, initiator
+//!   IRD)`, sent in the REP, and the initiator takes the min with those.
+//! * Path MTU: the REQ proposes the initiator's; an acceptor with a smaller
+//!   one refuses (REJ "invalid MTU"), as an IB port would.
+//! * Loopback needs nothing special: a device connecting to its own address
+//!   sends the REQ through its link and receives it back; the two ends are
+//!   two connections in the same table, told apart by their comm IDs.
+//!
+//! # Concurrency
+//!
+//! All CM state sits behind one spin lock (connection management is the
+//! slow path). Commands and received MADs update it, transmit (the link
+//! only queues; it must not call back into the device) and queue events;
+//! `deliver` hands the events to the driver one at a time with the lock
+//! released, from the device's poll, never from inside a command. Lock
+//! order: CM, then a QP table slot (the CM reads and connects QPs).
+//!
+//! Nothing here allocates after [`CmState::new`] (connecting a QP does:
+//! the engine's `connect_qp` allocates its transport state).
 
-use crate::device::SoftRnic;
-use crate::wire::Packet;
+mod commands;
+mod conn;
+mod events;
+mod listen;
+mod msg;
+mod recv;
+mod timer;
 
-/// Handles a packet addressed to QP1.
-pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
-    let _ = (device, packet);
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rand_xoshiro::rand_core::{Rng, SeedableRng};
+use spin::Mutex;
+
+use crate::device::{DeviceConfig, SoftRnic};
+
+use conn::ConnTable;
+use events::EventRing;
+use listen::Listeners;
+
+pub(crate) use events::deliver;
+pub(crate) use recv::receive;
+pub(crate) use timer::{next_timer_us, poll};
+
+/// CM response timeout we announce (exponent: 4.096 µs × 2^16 ≈ 268 ms).
+pub const CM_RESPONSE_TIMEOUT: u8 = 16;
+/// Retransmissions of a REQ, REP or DREQ before giving up.
+pub const MAX_CM_RETRIES: u8 = 5;
+/// Packet lifetime allowance (exponent: 4.096 µs × 2^14 ≈ 67 ms), counted
+/// twice (there and back) on top of a response timeout.
+pub const PACKET_LIFETIME: u8 = 14;
+/// Service timeout we ask for in an MRA (4.096 µs × 2^20 ≈ 4.3 s): how long
+/// our consumer may take to accept or to complete a connection.
+pub const MRA_SERVICE_TIMEOUT: u8 = 20;
+/// Local ACK timeout we put in the REQ's path (4.096 µs × 2^14 ≈ 67 ms).
+pub const LOCAL_ACK_TIMEOUT: u8 = 14;
+/// How long a released connection keeps answering duplicates.
+pub const TIME_WAIT_US: u64 = 2 * timeout_us(CM_RESPONSE_TIMEOUT);
+/// Listeners a device holds.
+pub const MAX_LISTENERS: u32 = 256;
+/// First and last ephemeral port (IANA dynamic range, as NDK requires).
+pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 49152..=65535;
+
+/// The id of table slot `index` in its `generation`: never 0, and stale
+/// once the slot is reused.
+fn slot_id(index: usize, generation: u16) -> u32 {
+    (u32::from(generation) << 16) | (index as u32 + 1)
+}
+
+/// The table slot of an id.
+fn slot_index(id: u32) -> Option<usize> {
+    ((id & 0xFFFF) as usize).checked_sub(1)
+}
+
+/// Microseconds of an IB timeout exponent: 4.096 µs × 2^`exp` (capped at 31).
+pub const fn timeout_us(exp: u8) -> u64 {
+    let exp = if exp > 31 { 31 } else { exp };
+    (4096u64 << exp) / 1000
+}
+
+/// How long to wait for an answer from a peer whose response timeout
+/// exponent is `exp`.
+pub const fn answer_wait_us(exp: u8) -> u64 {
+    timeout_us(exp) + 2 * timeout_us(PACKET_LIFETIME)
+}
+
+/// CM counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CmStats {
+    /// MADs sent (all of them).
+    pub sent: u64,
+    /// Of those, sent again by a timer.
+    pub retransmitted: u64,
+    /// CM MADs received and parsed.
+    pub received: u64,
+    /// Packets to QP1 that were not acceptable CM MADs.
+    pub malformed: u64,
+    /// Messages for no connection, or not expected in its state.
+    pub unmatched: u64,
+    /// Duplicate messages answered from the last sent one.
+    pub duplicates: u64,
+    /// REQs refused because no listener (or a paused one) has the port.
+    pub no_listener: u64,
+    /// Events dropped because the event queue was full (never expected).
+    pub events_lost: u64,
+}
+
+/// Mutable CM state besides the tables: what sending and reporting need.
+#[derive(Debug)]
+struct Io {
+    events: EventRing,
+    rng: Xoshiro256PlusPlus,
+    /// XORed into connection ids to make local communication IDs.
+    comm_id_mask: u32,
+    /// PSN of the next MAD packet.
+    mad_psn: u32,
+    stats: CmStats,
+    /// Earliest armed deadline (`u64::MAX`: none).
+    earliest: u64,
+    /// Something was queued or armed that the poller must look at.
+    wake: bool,
+}
+
+impl Io {
+    fn random_psn(&mut self) -> u32 {
+        self.rng.next_u32() & crate::wire::PSN_MASK
+    }
+
+    fn new_tid(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    /// Local communication ID of connection `id`.
+    fn comm_id(&self, id: u32) -> u32 {
+        id ^ self.comm_id_mask
+    }
+
+    /// Connection id of local communication ID `comm_id`.
+    fn conn_id(&self, comm_id: u32) -> u32 {
+        comm_id ^ self.comm_id_mask
+    }
+
+    fn arm(&mut self, deadline: u64) {
+        if deadline < self.earliest {
+            self.earliest = deadline;
+            self.wake = true;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    conns: ConnTable,
+    listeners: Listeners,
+    io: Io,
+}
+
+/// A device's connection manager.
+#[derive(Debug)]
+pub struct CmState {
+    inner: Mutex<Inner>,
+    /// Earliest timer, readable without the lock (`u64::MAX`: none).
+    next_deadline: AtomicU64,
+    /// Events are queued.
+    events_pending: AtomicBool,
+}
+
+impl CmState {
+    /// Allocates the tables for a device with `config`; `seed` drives comm
+    /// IDs, PSNs, transaction IDs and ephemeral ports. `None` if memory ran
+    /// out.
+    pub fn new(config: &DeviceConfig, seed: u64) -> Option<Self> {
+        // Inbound requests need a connection before a QP is bound, and
+        // released connections linger in time-wait: twice the QPs.
+        let capacity = config.max_qps.saturating_mul(2).clamp(16, u32::from(u16::MAX) - 1);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        // The low half of a comm ID stays the slot number + 1, never 0.
+        let comm_id_mask = rng.next_u32() & 0xFFFF_0000;
+        let mad_psn = rng.next_u32() & crate::wire::PSN_MASK;
+        let cursor = rng.next_u32();
+        Some(Self {
+            inner: Mutex::new(Inner {
+                conns: ConnTable::new(capacity)?,
+                listeners: Listeners::new(MAX_LISTENERS, cursor)?,
+                io: Io {
+                    events: EventRing::new(capacity * 4)?,
+                    rng,
+                    comm_id_mask,
+                    mad_psn,
+                    stats: CmStats::default(),
+                    earliest: u64::MAX,
+                    wake: false,
+                },
+            }),
+            next_deadline: AtomicU64::new(u64::MAX),
+            events_pending: AtomicBool::new(false),
+        })
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> CmStats {
+        self.inner.lock().io.stats
+    }
+
+    /// Runs `f` on the locked state, then publishes what it armed or queued
+    /// and wakes the poller if needed.
+    fn with<R>(&self, device: &SoftRnic, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut inner = self.inner.lock();
+        let r = f(&mut inner);
+        let wake = core::mem::take(&mut inner.io.wake);
+        self.next_deadline.store(inner.io.earliest, Ordering::Release);
+        if !inner.io.events.is_empty() {
+            self.events_pending.store(true, Ordering::Release);
+        }
+        drop(inner);
+        if wake {
+            device.wake();
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_follow_the_ib_formula() {
+        assert_eq!(timeout_us(0), 4);
+        assert_eq!(timeout_us(CM_RESPONSE_TIMEOUT), 268_435);
+        assert_eq!(timeout_us(MRA_SERVICE_TIMEOUT), 4_294_967);
+        assert_eq!(timeout_us(40), timeout_us(31), "capped");
+        assert_eq!(answer_wait_us(CM_RESPONSE_TIMEOUT), 268_435 + 2 * 67_108);
+    }
+
+    #[test]
+    fn slot_ids_carry_the_generation() {
+        assert_eq!(slot_id(0, 0), 1);
+        assert_eq!(slot_index(slot_id(41, 7)), Some(41));
+        assert_ne!(slot_id(41, 7), slot_id(41, 8));
+        assert_eq!(slot_index(0x0005_0000), None);
+    }
 }

@@ -1,20 +1,12 @@
 //! Flushing: every outstanding work request completes with a "flushed"
 //! CQE, signaled or not, and the QP stays in error.
 
-use hwq::wqe::SendOpcode;
 use hwq::{Cqe, CqeOpcode, CqeStatus, SendWqe};
 
-use super::{QpState, QueuePair, Receives};
+use super::{InMessage, Owed, QpState, QueuePair, Receives};
 
 fn send_cqe_opcode(wqe: &SendWqe) -> CqeOpcode {
-    match wqe.op() {
-        Some(SendOpcode::Write) => CqeOpcode::Write,
-        Some(SendOpcode::Read) => CqeOpcode::Read,
-        Some(SendOpcode::FastRegister) => CqeOpcode::FastRegister,
-        Some(SendOpcode::Bind) => CqeOpcode::Bind,
-        Some(SendOpcode::LocalInvalidate) => CqeOpcode::LocalInvalidate,
-        Some(SendOpcode::Send | SendOpcode::SendInvalidate) | None => CqeOpcode::Send,
-    }
+    super::completer::send_cqe_opcode(wqe.op())
 }
 
 /// Moves `qp` (number `qpn`) to error and hands a flushed CQE for each
@@ -33,6 +25,32 @@ pub fn flush(
         status: CqeStatus::Flushed as u8,
         ..Cqe::default()
     };
+    if let Some(conn) = qp.conn.as_mut() {
+        // The transport stops: no timers, no queued responses, nothing more
+        // started; a receive taken from an SRQ for a half-received SEND is
+        // flushed with the rest.
+        let req = &mut conn.req;
+        req.halted = true;
+        req.retrans_deadline = None;
+        req.rnr_deadline = None;
+        req.reads_outstanding = 0;
+        let resp = &mut conn.resp;
+        resp.ack_deadline = None;
+        resp.owed = Owed::None;
+        resp.active_reads = 0;
+        resp.reads.iter_mut().for_each(|r| r.active = false);
+        resp.msg = InMessage::None;
+        let held = resp.recv.take();
+        if core::mem::take(&mut resp.recv_from_srq)
+            && let Some(wqe) = held
+        {
+            recv_cq(Cqe {
+                wr_id: wqe.wr_id,
+                opcode: CqeOpcode::Receive as u8,
+                ..base
+            });
+        }
+    }
     qp.sq.refresh();
     let start = qp.sq.released();
     let pending = qp.sq.len();
@@ -67,6 +85,7 @@ pub fn flush(
 mod tests {
     use super::*;
     use alloc::vec::Vec;
+    use hwq::wqe::SendOpcode;
     use hwq::RecvWqe;
     use hwq::ring::ring;
 

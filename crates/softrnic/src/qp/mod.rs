@@ -2,14 +2,67 @@
 //! the SQ's work), the responder (executes the peer's requests) and the
 //! completer (matches ACKs and read responses to SQ work), as Linux rxe
 //! splits the engine.
+//!
+//! * [`requester`] — takes SQ WQEs in order, executes local operations,
+//!   segments messages into packets, go-back-N retransmission.
+//! * [`completer`] — ACKs, NAKs and READ responses: placement of READ data,
+//!   in-order completion of SQ work, retry and RNR timers.
+//! * [`responder`] — the peer's requests: PSN and opcode-sequence checks,
+//!   receive consumption, key checks, placement, READ responses (with replay
+//!   from saved resources), ACK coalescing.
+//! * [`flush`] — moving a QP to error.
+//!
+//! All of it runs under the QP's table lock, called by the engine
+//! ([`crate::engine`]); nothing here allocates after [`Connection::new`].
 
+mod completer;
 mod flush;
+mod requester;
+mod responder;
+mod sg;
 
+use alloc::vec::Vec;
 use core::net::SocketAddrV4;
 
-use hwq::{Consumer, RecvWqe, SendWqe};
+use hwq::{Consumer, CqeStatus, RecvWqe, SendWqe};
 
+use crate::wire::{Ipv4UdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
+
+pub(crate) use completer::{on_response, on_retransmit_timer, on_rnr_timer};
 pub use flush::flush;
+pub(crate) use responder::{on_ack_timer, on_request};
+
+/// The QP must enter the error state (any error CQE is already written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fatal;
+
+/// Runs the send side of QP `qpn` (queued READ responses, then the
+/// requester) for at most `budget` packets; returns whether more is ready.
+pub(crate) fn run_send_side(dev: &crate::device::SoftRnic, qpn: u32, qp: &mut QueuePair, now: u64, budget: u32) -> bool {
+    match qp.state {
+        QpState::Init => return false,
+        QpState::Error => {
+            // Work posted after the error completes as flushed.
+            let (s, r) = (qp.send_cqn, qp.recv_cqn);
+            flush(qp, qpn, |c| _ = dev.complete(s, c, true), |c| _ = dev.complete(r, c, true));
+            return false;
+        }
+        QpState::Connected => {}
+    }
+    let result = responder::emit_reads(dev, qpn, qp, (budget / 2).max(1)).and_then(|more_responses| {
+        let used = if more_responses { (budget / 2).max(1) } else { 0 };
+        let more_requests = requester::run_requester(dev, qp, now, budget.saturating_sub(used).max(1))?;
+        completer::complete_ready(dev, qpn, qp)?;
+        Ok(more_responses || more_requests)
+    });
+    match result {
+        Ok(more) => more,
+        Err(Fatal) => {
+            dev.enter_error(qpn, qp);
+            false
+        }
+    }
+}
 
 /// A QP's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +103,296 @@ pub struct Path {
     pub inbound_reads: u32,
 }
 
+/// Reliability parameters of the RC transport (what `modify_qp` calls
+/// timeout, retry_cnt, rnr_retry and min_rnr_timer, plus the engine's own
+/// windows and ACK coalescing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RcConfig {
+    /// Time without progress before the requester retransmits from the
+    /// oldest unacknowledged PSN (microseconds, > 0).
+    pub ack_timeout_us: u64,
+    /// Retransmissions after timeouts or lost READ responses before the
+    /// oldest WQE completes with `RetryExceeded` (0..=7; 7 is *not*
+    /// infinite, as the IBA specifies).
+    pub retry_count: u8,
+    /// Retries after RNR NAKs before `RnrRetryExceeded` (7: infinite).
+    pub rnr_retry: u8,
+    /// The RNR timer this QP's responder asks the peer to wait.
+    pub min_rnr_timer: RnrTimer,
+    /// Most PSNs the requester keeps unacknowledged.
+    pub max_unacked_psns: u32,
+    /// The requester sets AckReq at least every this many packets (and on
+    /// the last packet of every message).
+    pub ack_req_every: u32,
+    /// The responder ACKs after this many unacknowledged packets even
+    /// without AckReq...
+    pub ack_coalesce: u32,
+    /// ...or this many microseconds after the first of them.
+    pub ack_delay_us: u64,
+}
+
+impl Default for RcConfig {
+    fn default() -> Self {
+        Self {
+            ack_timeout_us: 8_000,
+            retry_count: 7,
+            rnr_retry: 7,
+            // 640 µs: short timers cause RNR storms (research note §3.2).
+            min_rnr_timer: RnrTimer::at_least(640),
+            max_unacked_psns: 256,
+            ack_req_every: 32,
+            ack_coalesce: 16,
+            ack_delay_us: 100,
+        }
+    }
+}
+
+/// What a started SQ WQE is, for the completer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum MetaKind {
+    /// Not started.
+    #[default]
+    None,
+    /// A SEND or RDMA WRITE on the wire.
+    SendWrite,
+    /// An RDMA READ on the wire.
+    Read,
+    /// Finished without the wire (local operation, or a wire operation
+    /// refused before its first packet): completes with this status when it
+    /// becomes the oldest.
+    Done(CqeStatus),
+}
+
+/// Per-SQ-slot facts the completer needs: the PSNs a WQE occupies.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WqeMeta {
+    pub first_psn: u32,
+    /// PSNs occupied (0 for `Done`).
+    pub npsn: u32,
+    /// Message bytes.
+    pub len: u32,
+    pub kind: MetaKind,
+}
+
+/// Requester and completer state.
+#[derive(Debug)]
+pub(crate) struct Requester {
+    /// Indexed by SQ index & `mask`.
+    pub metas: Vec<WqeMeta>,
+    pub mask: u32,
+    /// First SQ index never started.
+    pub start_index: u32,
+    /// SQ index of the WQE the next packet belongs to (≤ `start_index`).
+    pub send_index: u32,
+    /// PSN of the next packet to send.
+    pub next_psn: u32,
+    /// PSN the next started WQE gets.
+    pub alloc_psn: u32,
+    /// One past the highest PSN ever sent.
+    pub sent_hi: u32,
+    /// Oldest PSN not yet acknowledged (or, in a READ, not yet received).
+    pub una: u32,
+    /// SQ index of the WQE holding `una` (`start_index` if none).
+    pub una_index: u32,
+    /// READs started and not completed (ORD use).
+    pub reads_outstanding: u32,
+    /// A WQE failed before the wire: start nothing after it.
+    pub halted: bool,
+    pub retry_left: u8,
+    pub rnr_left: u8,
+    pub retrans_deadline: Option<u64>,
+    pub rnr_deadline: Option<u64>,
+    /// `una` at which a fast retry (lost READ response, PSN sequence NAK)
+    /// already started, so a burst of them starts only one.
+    pub retry_at: Option<u32>,
+    /// Every PSN before this was acknowledged by the responder (READ data
+    /// may still be missing).
+    pub acked_hi: u32,
+    /// Packets sent since the last AckReq.
+    pub since_ack_req: u32,
+}
+
+/// A message the responder is in the middle of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InMessage {
+    None,
+    /// A SEND: bytes placed so far into the held receive.
+    Send { offset: u64 },
+    /// A WRITE: its RETH and bytes placed so far.
+    Write { va: u64, rkey: u32, len: u32, offset: u32 },
+}
+
+/// A saved RDMA READ (an IRD resource): enough to emit and replay its
+/// responses.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ReadResource {
+    pub first_psn: u32,
+    pub npsn: u32,
+    pub va: u64,
+    pub rkey: u32,
+    pub len: u32,
+    /// Responses remain to be emitted.
+    pub active: bool,
+    /// PSN of the request that (re)started emission: its response is
+    /// First or Only.
+    pub start_psn: u32,
+    /// Next response PSN to emit.
+    pub next_psn: u32,
+    /// Holds a request (not just default-initialised).
+    pub valid: bool,
+}
+
+/// A response the responder owes, sent after queued READ responses so a
+/// requester never sees an ACK ahead of READ data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owed {
+    None,
+    /// ACK of everything before `epsn`.
+    Ack,
+    /// PSN sequence error NAK at `epsn`.
+    SeqNak,
+    /// RNR NAK at `epsn` (no receive posted).
+    Rnr,
+}
+
+/// Responder state.
+#[derive(Debug)]
+pub(crate) struct Responder {
+    /// Expected PSN.
+    pub epsn: u32,
+    /// Message sequence number (24 bits).
+    pub msn: u32,
+    /// A PSN sequence error (or RNR) NAK was sent: drop out-of-order
+    /// packets silently until the expected one arrives.
+    pub nak_sent: bool,
+    pub msg: InMessage,
+    /// The receive the current SEND lands in (taken at its first packet).
+    pub recv: Option<RecvWqe>,
+    /// Taken from the SRQ (the flush must complete it), as opposed to still
+    /// at the head of the own RQ.
+    pub recv_from_srq: bool,
+    /// Solicited bit seen on the message.
+    pub unacked: u32,
+    pub ack_deadline: Option<u64>,
+    pub owed: Owed,
+    pub reads: Vec<ReadResource>,
+    /// Ring position of the newest resource.
+    pub read_newest: usize,
+    /// Ring position emission continues from.
+    pub emit_head: usize,
+    pub active_reads: u32,
+}
+
+/// Everything a connected QP needs, allocated once by `connect_qp`.
+#[derive(Debug)]
+pub(crate) struct Connection {
+    pub path: Path,
+    pub pmtu: Pmtu,
+    pub rc: RcConfig,
+    /// IPv4/UDP facts of every packet we send.
+    pub ip: Ipv4UdpFields,
+    /// The QP's packet buffer (one datagram).
+    pub tx_buf: Vec<u8>,
+    /// Page-list scratch for fast registration.
+    pub pages: Vec<u64>,
+    pub req: Requester,
+    pub resp: Responder,
+}
+
+/// Largest datagram the engine builds: IPv4 + UDP + BTH + RETH + ImmDt +
+/// 4096 bytes of payload + pad + ICRC, rounded up.
+pub(crate) const TX_BUF_LEN: usize = 4096 + 128;
+
+/// Fast-register page lists are read through `tx_buf`, 8 bytes a page.
+pub(crate) const MAX_FR_PAGES: usize = 512;
+
+impl Connection {
+    /// Allocates a connection for an SQ of `sq_depth` slots. `None` when
+    /// memory ran out.
+    pub(crate) fn new(
+        local: core::net::Ipv4Addr,
+        path: Path,
+        pmtu: Pmtu,
+        rc: RcConfig,
+        sq_depth: u32,
+    ) -> Option<Self> {
+        let slots = sq_depth.max(1).next_power_of_two();
+        let mut metas = Vec::new();
+        metas.try_reserve_exact(slots as usize).ok()?;
+        metas.resize(slots as usize, WqeMeta::default());
+        let mut tx_buf = Vec::new();
+        tx_buf.try_reserve_exact(TX_BUF_LEN).ok()?;
+        tx_buf.resize(TX_BUF_LEN, 0);
+        let mut pages = Vec::new();
+        pages.try_reserve_exact(MAX_FR_PAGES).ok()?;
+        let mut reads = Vec::new();
+        let ird = path.inbound_reads as usize;
+        reads.try_reserve_exact(ird).ok()?;
+        reads.resize(ird, ReadResource::default());
+        let send_psn = path.send_psn & crate::wire::PSN_MASK;
+        let ip = Ipv4UdpFields {
+            src: local,
+            dst: *path.remote.ip(),
+            src_port: ROCEV2_PORT,
+            dst_port: path.remote.port(),
+            ident: 0,
+            dont_fragment: true,
+            tos: 0,
+        };
+        Some(Self {
+            path,
+            pmtu,
+            rc,
+            ip,
+            tx_buf,
+            pages,
+            req: Requester {
+                metas,
+                mask: slots - 1,
+                start_index: 0,
+                send_index: 0,
+                next_psn: send_psn,
+                alloc_psn: send_psn,
+                sent_hi: send_psn,
+                una: send_psn,
+                una_index: 0,
+                reads_outstanding: 0,
+                halted: false,
+                retry_left: rc.retry_count,
+                rnr_left: rc.rnr_retry,
+                retrans_deadline: None,
+                rnr_deadline: None,
+                retry_at: None,
+                acked_hi: send_psn,
+                since_ack_req: 0,
+            },
+            resp: Responder {
+                epsn: path.recv_psn & crate::wire::PSN_MASK,
+                msn: 0,
+                nak_sent: false,
+                msg: InMessage::None,
+                recv: None,
+                recv_from_srq: false,
+                unacked: 0,
+                ack_deadline: None,
+                owed: Owed::None,
+                reads,
+                read_newest: ird.saturating_sub(1),
+                emit_head: 0,
+                active_reads: 0,
+            },
+        })
+    }
+
+    /// The earliest timer of this connection.
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
+        [self.req.retrans_deadline, self.req.rnr_deadline, self.resp.ack_deadline]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
 /// A queue pair.
 #[derive(Debug)]
 pub struct QueuePair {
@@ -69,6 +412,11 @@ pub struct QueuePair {
     pub state: QpState,
     /// Set once connected.
     pub path: Option<Path>,
+    /// Reliability parameters set for this QP before it connected (else
+    /// the device's defaults apply).
+    pub(crate) rc_override: Option<RcConfig>,
+    /// Transport state, once connected.
+    pub(crate) conn: Option<Connection>,
 }
 
 impl QueuePair {
@@ -90,6 +438,16 @@ impl QueuePair {
             context,
             state: QpState::Init,
             path: None,
+            rc_override: None,
+            conn: None,
         }
+    }
+
+    /// The earliest timer of this QP, if any runs.
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
+        if self.state != QpState::Connected {
+            return None;
+        }
+        self.conn.as_ref().and_then(Connection::next_deadline)
     }
 }

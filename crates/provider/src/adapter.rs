@@ -1,0 +1,217 @@
+//! The adapter object: version negotiation, open and close, and the adapter
+//! dispatch table.
+//!
+//! An adapter is the parent of CQs, PDs, connectors, listeners, shared
+//! endpoints and LAMs. Each child holds a reference on the adapter's life,
+//! so closing the adapter (a blocking call at `PASSIVE_LEVEL`) waits until
+//! every child has finished, i.e. until every callback the consumer could
+//! receive has returned.
+
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hwq::TryArc;
+use ndkpi::{
+    NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_EXTENSION_INTERFACE, NDK_OBJECT_HEADER, NDK_VERSION,
+    NTSTATUS, NdkObjectTypeAdapter, GUID, STATUS_NOT_SUPPORTED,
+};
+
+use crate::abi::{self, NdkCell, NdkObject};
+use crate::device::DeviceContext;
+use crate::object::{Life, Object};
+use crate::platform::Platform;
+use crate::pool::{self, Charge, tags};
+use crate::status;
+
+/// `NDIS_STATUS_BAD_VERSION`: the requested NDK version is not offered.
+pub use ndkpi::NDIS_STATUS_BAD_VERSION;
+
+/// The version this provider implements (and runs every adapter at).
+pub const PROVIDER_VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };
+
+/// Version negotiation: the consumer names a major version and the lowest
+/// minor it accepts; minors are supersets, so any minor up to ours is
+/// served at ours.
+pub fn negotiate(requested: NDK_VERSION) -> Result<NDK_VERSION, NTSTATUS> {
+    if requested.Major == PROVIDER_VERSION.Major && requested.Minor <= PROVIDER_VERSION.Minor {
+        Ok(PROVIDER_VERSION)
+    } else {
+        Err(NDIS_STATUS_BAD_VERSION)
+    }
+}
+
+/// An open adapter.
+#[repr(C)]
+pub struct Adapter {
+    ndk: NdkCell<NDK_ADAPTER>,
+    life: Life,
+    ctx: TryArc<DeviceContext>,
+    version: NDK_VERSION,
+    /// Set once the last child finished after the adapter close began.
+    done: AtomicBool,
+    _charge: Charge,
+}
+
+// SAFETY: `#[repr(C)]` with the NDK object first; built only by `open`,
+// which returns it inside a `TryArc`.
+unsafe impl NdkObject for Adapter {
+    type Ndk = NDK_ADAPTER;
+    const TYPE: i32 = NdkObjectTypeAdapter;
+    fn dispatch_table() -> *const c_void {
+        (&raw const DISPATCH).cast()
+    }
+}
+
+impl Object for Adapter {
+    fn life(&self) -> &Life {
+        &self.life
+    }
+
+    fn platform(&self) -> &'static dyn Platform {
+        self.ctx.platform()
+    }
+
+    fn teardown(&self) {}
+
+    fn release_antecedents(&self) {
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+impl Adapter {
+    /// The device context.
+    pub fn ctx(&self) -> &TryArc<DeviceContext> {
+        &self.ctx
+    }
+
+    /// The negotiated version (every child's header carries it).
+    pub fn version(&self) -> NDK_VERSION {
+        self.version
+    }
+
+    /// Shorthand for the platform.
+    pub fn platform(&self) -> &'static dyn Platform {
+        self.ctx.platform()
+    }
+
+    /// Takes a reference for a child that is not a `Dep` (a LAM).
+    pub(crate) fn hold(&self) {
+        self.life.acquire();
+    }
+
+    /// Gives back a reference taken by [`Adapter::hold`].
+    pub(crate) fn unhold(&self) {
+        if self.life.release() {
+            self.finish();
+        }
+    }
+}
+
+impl core::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Adapter")
+            .field("version", &(self.version.Major, self.version.Minor))
+            .field("life", &self.life)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens an adapter on `ctx` for a consumer asking for `requested`.
+/// Several adapters may be open on one device context.
+pub fn open_adapter(
+    ctx: &TryArc<DeviceContext>,
+    requested: NDK_VERSION,
+) -> Result<*mut NDK_ADAPTER, NTSTATUS> {
+    let version = negotiate(requested)?;
+    let platform = ctx.platform();
+    let adapter = pool::try_arc(platform, tags::ADAPTER, |charge| Adapter {
+        ndk: NdkCell::new(NDK_ADAPTER {
+            Header: abi::header(version, NdkObjectTypeAdapter),
+            Dispatch: &raw const DISPATCH,
+        }),
+        life: Life::new(platform),
+        ctx: ctx.clone(),
+        version,
+        done: AtomicBool::new(false),
+        _charge: charge,
+    })
+    .map_err(status::alloc_error)?;
+    Ok(abi::into_handle(adapter))
+}
+
+/// Closes an adapter; returns once no callback into the consumer is running
+/// or can still run on it or any of its descendants. `PASSIVE_LEVEL`; it
+/// waits for children the consumer is still closing. Returns
+/// `STATUS_INVALID_HANDLE` (doing nothing) for a pointer that is not an open
+/// adapter of ours.
+///
+/// # Safety
+/// `adapter` must be null or an adapter returned by [`open_adapter`] that
+/// has not been closed, and no other call on it may be running.
+pub unsafe fn close_adapter(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
+    // SAFETY: forwarded from this function's contract.
+    let Some(a) = (unsafe { abi::object::<Adapter>(adapter) }) else {
+        return ndkpi::STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer closes each adapter once (contract above).
+    let a = unsafe { abi::from_handle(a) };
+    if a.life.begin_close(None) {
+        a.finish();
+    }
+    while !a.done.load(Ordering::Acquire) {
+        a.platform().wait_briefly();
+    }
+    ndkpi::STATUS_SUCCESS
+}
+
+/// `NdkQueryExtension` for every object: no extension interface is defined
+/// for NDK, so none is offered.
+pub(crate) unsafe extern "system" fn query_extension(
+    _object: *mut NDK_OBJECT_HEADER,
+    _id: *mut GUID,
+    _version: NDK_VERSION,
+    _out: *mut NDK_EXTENSION_INTERFACE,
+) -> NTSTATUS {
+    STATUS_NOT_SUPPORTED
+}
+
+/// Resolves the adapter argument of an adapter dispatch function.
+///
+/// # Safety
+/// As [`abi::object`].
+pub(crate) unsafe fn adapter_arg<'a>(adapter: *mut NDK_ADAPTER) -> Option<&'a Adapter> {
+    // SAFETY: forwarded.
+    unsafe { abi::object::<Adapter>(adapter) }
+}
+
+/// The adapter dispatch table.
+pub static DISPATCH: NDK_ADAPTER_DISPATCH = NDK_ADAPTER_DISPATCH {
+    NdkQueryExtension: Some(query_extension),
+    NdkQueryAdapterInfo: Some(crate::info::query_adapter_info),
+    NdkCreateCq: Some(crate::cq::create_cq),
+    NdkCreatePd: Some(crate::pd::create_pd),
+    NdkCreateSharedEndpoint: Some(crate::endpoint::create_shared_endpoint),
+    NdkCreateConnector: Some(crate::connector::create_connector),
+    NdkCreateListener: Some(crate::listener::create_listener),
+    NdkBuildLAM: Some(crate::lam::build_lam),
+    NdkReleaseLAM: Some(crate::lam::release_lam),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minors_up_to_ours_run_at_ours() {
+        for minor in 0..=2 {
+            let v = negotiate(NDK_VERSION { Major: 1, Minor: minor }).unwrap();
+            assert_eq!((v.Major, v.Minor), (1, 2));
+        }
+        for (major, minor) in [(1, 3), (2, 0), (0, 1), (2, 1)] {
+            assert_eq!(
+                negotiate(NDK_VERSION { Major: major, Minor: minor }).err(),
+                Some(NDIS_STATUS_BAD_VERSION)
+            );
+        }
+    }
+}

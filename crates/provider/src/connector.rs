@@ -1,0 +1,1000 @@
+//! Connectors: the active side (`NdkConnect`,
+//! `NdkConnectWithSharedEndpoint`, `NdkCompleteConnect`), the passive side
+//! (connectors delivered by a listener's connect event: `NdkAccept`,
+//! `NdkReject`), connection data and addresses, and disconnect.
+//!
+//! State machine (one connection per connector, never reused):
+//!
+//! ```text
+//! active:  Idle --Connect--> Connecting --Replied--> Replied --CompleteConnect--> Connected
+//!                                  |--Rejected/Failed--> Failed      |--Reject--> Done
+//! passive: Requested --Accept--> Accepting --Established--> Connected
+//!              |--Reject--> Done       |--Failed--> Failed
+//! Connected --Disconnect--> Disconnecting --DisconnectDone--> Done
+//! Connected --peer Disconnected--> PeerDisconnected (disconnect event, once)
+//! ```
+//!
+//! Connect, Accept and Disconnect wait for the peer and return
+//! `STATUS_PENDING`; their completion runs when the device's CM event
+//! arrives. A pending request keeps the connector's close pending; closing
+//! cancels it (`STATUS_CANCELLED`), releases the device connection (which
+//! rejects an unaccepted inbound request) and, for a connected QP, flushes
+//! it. The QP is the connector's antecedent: it stays open until the
+//! connector finishes.
+
+use core::ffi::c_void;
+use core::net::SocketAddr;
+
+use hwq::TryArc;
+use hwq::device::{CmEvent, ConnectParams, ConnectionInfo, DeviceError};
+use ndkpi::{
+    NDK_ADAPTER, NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_FN_CLOSE_COMPLETION,
+    NDK_FN_CREATE_COMPLETION, NDK_FN_DISCONNECT_EVENT_CALLBACK, NDK_FN_REQUEST_COMPLETION,
+    NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NDK_QP, NDK_SHARED_ENDPOINT, NTSTATUS,
+    NdkObjectTypeConnector, PSOCKADDR, SOCKADDR, STATUS_BUFFER_TOO_SMALL, STATUS_CANCELLED,
+    STATUS_CONNECTION_ABORTED, STATUS_CONNECTION_INVALID, STATUS_CONNECTION_REFUSED,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
+    STATUS_INVALID_PARAMETER, STATUS_IO_TIMEOUT, STATUS_PENDING, STATUS_SUCCESS,
+};
+
+use crate::abi::{self, NdkCell, NdkObject};
+use crate::adapter::{self, Adapter, adapter_arg};
+use crate::callout::{self, Context, RequestCompletion};
+use crate::endpoint::{SharedEndpoint, endpoint_arg};
+use crate::listener::Listener;
+use crate::lock::SpinLock;
+use crate::object::{Busy, Dep, Life, Object};
+use crate::platform::{LockClass, Platform};
+use crate::pool::{self, Charge, PoolVec, tags};
+use crate::qp::{ConnState, Qp, qp_arg};
+use crate::sockaddr;
+use crate::status;
+
+static STATE_LOCK: LockClass = LockClass::new("connector.state");
+
+/// Where a connector is in its one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Created, nothing done yet (active side).
+    Idle,
+    /// Connect request sent; waiting for the peer.
+    Connecting,
+    /// The peer accepted; waiting for CompleteConnect or Reject.
+    Replied,
+    /// Inbound request delivered; waiting for Accept or Reject.
+    Requested,
+    /// Accepted; waiting for the initiator to complete.
+    Accepting,
+    /// Connected.
+    Connected,
+    /// The peer disconnected (the disconnect event was delivered).
+    PeerDisconnected,
+    /// Our disconnect is in progress.
+    Disconnecting,
+    /// Refused, aborted or timed out.
+    Failed,
+    /// Rejected, disconnected or closed.
+    Done,
+}
+
+/// An asynchronous request waiting for a CM event; holds the connector
+/// open until its completion has run.
+struct Pending {
+    completion: RequestCompletion,
+    _busy: Busy<Connector>,
+}
+
+impl core::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Pending").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    conn_id: Option<u32>,
+    qp: Option<Dep<Qp>>,
+    endpoint: Option<Dep<SharedEndpoint>>,
+    local: Option<SocketAddr>,
+    remote: Option<SocketAddr>,
+    /// Read limits reported by NdkGetConnectionData.
+    inbound_reads: u32,
+    outbound_reads: u32,
+    /// The peer's private data (connect request or reply).
+    peer_data: Option<PoolVec<u8>>,
+    pending: Option<Pending>,
+    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    disconnect_context: Context,
+    disconnect_notified: bool,
+}
+
+/// A connector.
+#[repr(C)]
+pub struct Connector {
+    ndk: NdkCell<NDK_CONNECTOR>,
+    life: Life,
+    adapter: Dep<Adapter>,
+    /// The listener that delivered an inbound connector.
+    listener: Option<Dep<Listener>>,
+    state: SpinLock<State>,
+    _charge: Charge,
+}
+
+// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`
+// and `inbound`, inside a `TryArc`.
+unsafe impl NdkObject for Connector {
+    type Ndk = NDK_CONNECTOR;
+    const TYPE: NDK_OBJECT_TYPE = NdkObjectTypeConnector;
+    fn dispatch_table() -> *const c_void {
+        (&raw const DISPATCH).cast()
+    }
+}
+
+impl Object for Connector {
+    fn life(&self) -> &Life {
+        &self.life
+    }
+
+    fn platform(&self) -> &'static dyn Platform {
+        self.adapter.get().platform()
+    }
+
+    /// Cancels what is pending, drops the device connection (an inbound
+    /// request nobody accepted is thereby rejected) and flushes a
+    /// connected QP.
+    fn on_close(&self) {
+        let (pending, conn_id, connected) = {
+            let mut s = self.state.lock();
+            let connected = matches!(
+                s.phase,
+                Phase::Connected | Phase::PeerDisconnected | Phase::Disconnecting
+            );
+            s.phase = Phase::Done;
+            (s.pending.take(), s.conn_id, connected)
+        };
+        let ctx = self.adapter.get().ctx();
+        if let Some(id) = conn_id {
+            if connected {
+                // Best effort: the peer learns we are gone.
+                let _ = ctx.device().cm_disconnect(id);
+            }
+            ctx.device().cm_release(id);
+            drop(ctx.conns.remove(id));
+        }
+        if connected {
+            if let Some(qp) = self.qp() {
+                qp.set_conn_state(ConnState::Disconnected);
+                qp.flush();
+            }
+        }
+        if let Some(p) = pending {
+            p.completion.complete(self.platform(), STATUS_CANCELLED);
+        }
+    }
+
+    fn teardown(&self) {}
+
+    fn release_antecedents(&self) {
+        let (qp, endpoint, data) = {
+            let mut s = self.state.lock();
+            (s.qp.take(), s.endpoint.take(), s.peer_data.take())
+        };
+        drop((qp, endpoint, data));
+        if let Some(l) = &self.listener {
+            l.release();
+        }
+        self.adapter.release();
+    }
+}
+
+impl core::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Connector")
+            .field("life", &self.life)
+            .finish_non_exhaustive()
+    }
+}
+
+fn copy_data(platform: &'static dyn Platform, data: &[u8]) -> Result<PoolVec<u8>, NTSTATUS> {
+    PoolVec::from_slice(platform, tags::CONNECTOR, data).map_err(status::alloc_error)
+}
+
+/// Maps a device error of a connect.
+fn connect_error(e: DeviceError) -> NTSTATUS {
+    match e {
+        // On a connect, "in use" is the 4-tuple.
+        DeviceError::AddressInUse => status::CONNECT_ADDRESS_IN_USE,
+        other => status::device_error(other),
+    }
+}
+
+impl Connector {
+    fn new(
+        adapter: &Adapter,
+        listener: Option<Dep<Listener>>,
+        state: State,
+    ) -> Result<TryArc<Self>, NTSTATUS> {
+        let platform = adapter.platform();
+        pool::try_arc(platform, tags::CONNECTOR, |charge| Self {
+            ndk: NdkCell::new(NDK_CONNECTOR {
+                Header: abi::header(adapter.version(), NdkObjectTypeConnector),
+                Dispatch: &raw const DISPATCH,
+            }),
+            life: Life::new(platform),
+            adapter: Dep::new(&abi::arc(adapter)),
+            listener,
+            state: SpinLock::new(platform, &STATE_LOCK, state),
+            _charge: charge,
+        })
+        .map_err(status::alloc_error)
+    }
+
+    fn blank(phase: Phase) -> State {
+        State {
+            phase,
+            conn_id: None,
+            qp: None,
+            endpoint: None,
+            local: None,
+            remote: None,
+            inbound_reads: 0,
+            outbound_reads: 0,
+            peer_data: None,
+            pending: None,
+            disconnect_event: None,
+            disconnect_context: Context(core::ptr::null_mut()),
+            disconnect_notified: false,
+        }
+    }
+
+    /// A connector for an inbound request (from a listener's event),
+    /// registered for the connection's events.
+    pub(crate) fn inbound(
+        listener: &TryArc<Listener>,
+        conn_id: u32,
+        info: &ConnectionInfo,
+        private_data: &[u8],
+    ) -> Result<TryArc<Self>, NTSTATUS> {
+        let adapter = listener.adapter();
+        let caps = adapter.ctx().caps();
+        let mut state = Self::blank(Phase::Requested);
+        state.conn_id = Some(conn_id);
+        state.local = Some(info.local);
+        state.remote = Some(info.remote);
+        // The initiator's ORD bounds what we may serve, its IRD what we may
+        // issue.
+        state.inbound_reads = info.outbound_reads.min(caps.max_inbound_reads);
+        state.outbound_reads = info.inbound_reads.min(caps.max_outbound_reads);
+        state.peer_data = Some(copy_data(adapter.platform(), private_data)?);
+        let connector = Self::new(adapter, Some(Dep::new(listener)), state)?;
+        adapter
+            .ctx()
+            .conns
+            .insert(conn_id, connector.clone())
+            .map_err(status::alloc_error)?;
+        Ok(connector)
+    }
+
+    fn qp(&self) -> Option<TryArc<Qp>> {
+        self.state.lock().qp.as_ref().map(|d| d.get().clone())
+    }
+
+    fn pending(&self, completion: NDK_FN_REQUEST_COMPLETION, context: *mut c_void) -> Pending {
+        Pending {
+            completion: RequestCompletion::new(completion, context),
+            _busy: Busy::hold(&abi::arc(self)),
+        }
+    }
+
+    /// Checks the QP argument of Connect/Accept and claims it.
+    fn claim_qp(&self, qp: &Qp) -> Result<Dep<Qp>, NTSTATUS> {
+        if !TryArc::ptr_eq(qp.pd().adapter(), self.adapter.get()) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        if qp.conn_state() != ConnState::Idle || !qp.claim() {
+            return Err(STATUS_INVALID_DEVICE_STATE);
+        }
+        Ok(Dep::new(&abi::arc(qp)))
+    }
+
+    /// `NdkConnect` / `NdkConnectWithSharedEndpoint`.
+    fn connect(
+        &self,
+        qp: &Qp,
+        endpoint: Option<&SharedEndpoint>,
+        local: SocketAddr,
+        remote: SocketAddr,
+        inbound_reads: u32,
+        outbound_reads: u32,
+        private_data: &[u8],
+        completion: NDK_FN_REQUEST_COMPLETION,
+        context: *mut c_void,
+    ) -> NTSTATUS {
+        let ctx = self.adapter.get().ctx();
+        let caps = ctx.caps();
+        if private_data.len() > caps.max_connect_data as usize {
+            return STATUS_INVALID_PARAMETER;
+        }
+        if self.state.lock().phase != Phase::Idle {
+            return STATUS_INVALID_DEVICE_STATE;
+        }
+        let qp_dep = match self.claim_qp(qp) {
+            Ok(d) => d,
+            Err(status) => return status,
+        };
+        let endpoint_dep = endpoint.map(|e| Dep::new(&abi::arc(e)));
+        {
+            let mut s = self.state.lock();
+            s.phase = Phase::Connecting;
+            s.qp = Some(qp_dep);
+            s.endpoint = endpoint_dep;
+            s.remote = Some(remote);
+            s.pending = Some(self.pending(completion, context));
+        }
+        let params = ConnectParams {
+            local,
+            remote,
+            inbound_reads: inbound_reads.min(caps.max_inbound_reads),
+            outbound_reads: outbound_reads.min(caps.max_outbound_reads),
+            private_data,
+        };
+        let me = abi::arc(self);
+        let mut bound_local = None;
+        // Under the table lock, so the reply cannot miss the connector.
+        let result = ctx.conns.insert_with(
+            || {
+                let (id, at) = ctx
+                    .device()
+                    .cm_connect(qp.qpn(), &params)
+                    .map_err(connect_error)?;
+                bound_local = Some(at);
+                Ok((id, me))
+            },
+            || STATUS_INSUFFICIENT_RESOURCES,
+        );
+        match result {
+            Ok(id) => {
+                let mut s = self.state.lock();
+                s.conn_id = Some(id);
+                s.local = bound_local;
+                STATUS_PENDING
+            }
+            Err(status) => {
+                // Undo: nothing was sent, no callback will come.
+                let (pending, qp_dep, endpoint_dep) = {
+                    let mut s = self.state.lock();
+                    s.phase = Phase::Idle;
+                    s.remote = None;
+                    (s.pending.take(), s.qp.take(), s.endpoint.take())
+                };
+                qp.unclaim();
+                drop((pending, qp_dep, endpoint_dep));
+                status
+            }
+        }
+    }
+
+    /// `NdkCompleteConnect`: completes synchronously.
+    fn complete_connect(
+        &self,
+        disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+        disconnect_context: *mut c_void,
+    ) -> NTSTATUS {
+        let conn_id = {
+            let s = self.state.lock();
+            match (s.phase, s.conn_id) {
+                (Phase::Replied, Some(id)) => id,
+                (Phase::Failed, _) => return STATUS_CONNECTION_ABORTED,
+                _ => return STATUS_CONNECTION_INVALID,
+            }
+        };
+        // Record the disconnect callback before the connection exists so a
+        // quick peer disconnect finds it.
+        {
+            let mut s = self.state.lock();
+            s.disconnect_event = disconnect_event;
+            s.disconnect_context = Context(disconnect_context);
+            s.phase = Phase::Connected;
+        }
+        if let Some(qp) = self.qp() {
+            qp.set_conn_state(ConnState::Connected);
+        }
+        let device = self.adapter.get().ctx().device();
+        if let Err(e) = device.cm_establish(conn_id) {
+            self.state.lock().phase = Phase::Failed;
+            if let Some(qp) = self.qp() {
+                qp.set_conn_state(ConnState::Disconnected);
+            }
+            return match e {
+                DeviceError::InvalidState => STATUS_CONNECTION_ABORTED,
+                other => status::device_error(other),
+            };
+        }
+        STATUS_SUCCESS
+    }
+
+    /// `NdkAccept`.
+    fn accept(
+        &self,
+        qp: &Qp,
+        inbound_reads: u32,
+        outbound_reads: u32,
+        private_data: &[u8],
+        disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+        disconnect_context: *mut c_void,
+        completion: NDK_FN_REQUEST_COMPLETION,
+        context: *mut c_void,
+    ) -> NTSTATUS {
+        let ctx = self.adapter.get().ctx();
+        let caps = ctx.caps();
+        if private_data.len() > caps.max_accept_data as usize {
+            return STATUS_INVALID_PARAMETER;
+        }
+        let conn_id = {
+            let s = self.state.lock();
+            match (s.phase, s.conn_id) {
+                (Phase::Requested, Some(id)) => id,
+                (Phase::Failed, _) => return STATUS_CONNECTION_ABORTED,
+                _ => return STATUS_CONNECTION_INVALID,
+            }
+        };
+        let qp_dep = match self.claim_qp(qp) {
+            Ok(d) => d,
+            Err(status) => return status,
+        };
+        let (ird, ord) = {
+            let mut s = self.state.lock();
+            s.inbound_reads = s.inbound_reads.min(inbound_reads);
+            s.outbound_reads = s.outbound_reads.min(outbound_reads);
+            s.phase = Phase::Accepting;
+            s.qp = Some(qp_dep);
+            s.disconnect_event = disconnect_event;
+            s.disconnect_context = Context(disconnect_context);
+            s.pending = Some(self.pending(completion, context));
+            (s.inbound_reads, s.outbound_reads)
+        };
+        match ctx
+            .device()
+            .cm_accept(conn_id, qp.qpn(), ird, ord, private_data)
+        {
+            Ok(()) => STATUS_PENDING,
+            Err(e) => {
+                let (pending, qp_dep) = {
+                    let mut s = self.state.lock();
+                    s.phase = Phase::Requested;
+                    (s.pending.take(), s.qp.take())
+                };
+                qp.unclaim();
+                drop((pending, qp_dep));
+                match e {
+                    DeviceError::InvalidState => STATUS_CONNECTION_ABORTED,
+                    other => status::device_error(other),
+                }
+            }
+        }
+    }
+
+    /// `NdkReject`.
+    fn reject(&self, private_data: &[u8]) -> NTSTATUS {
+        let caps = self.adapter.get().ctx().caps();
+        if private_data.len() > caps.max_accept_data as usize {
+            return STATUS_INVALID_PARAMETER;
+        }
+        let conn_id = {
+            let mut s = self.state.lock();
+            match (s.phase, s.conn_id) {
+                (Phase::Requested | Phase::Replied, Some(id)) => {
+                    s.phase = Phase::Done;
+                    id
+                }
+                (Phase::Failed, _) => return STATUS_CONNECTION_ABORTED,
+                _ => return STATUS_INVALID_DEVICE_STATE,
+            }
+        };
+        match self
+            .adapter
+            .get()
+            .ctx()
+            .device()
+            .cm_reject(conn_id, private_data)
+        {
+            Ok(()) => STATUS_SUCCESS,
+            Err(DeviceError::InvalidState) => STATUS_CONNECTION_ABORTED,
+            Err(e) => status::device_error(e),
+        }
+    }
+
+    /// `NdkDisconnect`.
+    fn disconnect(&self, completion: NDK_FN_REQUEST_COMPLETION, context: *mut c_void) -> NTSTATUS {
+        let conn_id = {
+            let mut s = self.state.lock();
+            match (s.phase, s.conn_id) {
+                (Phase::Connected | Phase::PeerDisconnected, Some(id)) => {
+                    s.phase = Phase::Disconnecting;
+                    s.pending = Some(self.pending(completion, context));
+                    id
+                }
+                _ => return STATUS_CONNECTION_INVALID,
+            }
+        };
+        if self
+            .adapter
+            .get()
+            .ctx()
+            .device()
+            .cm_disconnect(conn_id)
+            .is_ok()
+        {
+            return STATUS_PENDING;
+        }
+        // The connection is already gone (the peer left first): done now.
+        let pending = {
+            let mut s = self.state.lock();
+            s.phase = Phase::Done;
+            s.pending.take()
+        };
+        self.after_disconnect();
+        drop(pending);
+        STATUS_SUCCESS
+    }
+
+    /// After a graceful close the QP is flushed and never used again.
+    fn after_disconnect(&self) {
+        if let Some(qp) = self.qp() {
+            qp.set_conn_state(ConnState::Disconnected);
+            qp.flush();
+        }
+    }
+
+    /// `NdkGetConnectionData`.
+    ///
+    /// # Safety
+    /// Non-null pointers must be valid for their writes (`data` for
+    /// `*data_len` bytes).
+    unsafe fn connection_data(
+        &self,
+        ird: *mut u32,
+        ord: *mut u32,
+        data: *mut c_void,
+        data_len: *mut u32,
+    ) -> NTSTATUS {
+        // SAFETY: the consumer's in/out length (null checked).
+        let Some(have) = (unsafe { abi::read_in(data_len) }) else {
+            return STATUS_INVALID_PARAMETER;
+        };
+        if data.is_null() && have != 0 {
+            return STATUS_INVALID_PARAMETER;
+        }
+        let s = self.state.lock();
+        if !matches!(s.phase, Phase::Requested | Phase::Replied) {
+            return STATUS_INVALID_DEVICE_STATE;
+        }
+        let peer = s.peer_data.as_deref().unwrap_or(&[]);
+        let need = peer.len() as u32;
+        // SAFETY: optional out-parameters of the consumer.
+        unsafe { abi::write_out(ird, s.inbound_reads) };
+        // SAFETY: as above.
+        unsafe { abi::write_out(ord, s.outbound_reads) };
+        let n = peer.len().min(have as usize);
+        if n != 0 {
+            // SAFETY: `data` is non-null (have > 0) and holds `have >= n`
+            // bytes; the source is our own buffer.
+            unsafe { core::ptr::copy_nonoverlapping(peer.as_ptr(), data.cast::<u8>(), n) };
+        }
+        drop(s);
+        // SAFETY: non-null (read above).
+        unsafe { abi::write_out(data_len, need) };
+        if data.is_null() || have >= need {
+            STATUS_SUCCESS
+        } else {
+            STATUS_BUFFER_TOO_SMALL
+        }
+    }
+
+    fn addresses(&self) -> (Option<SocketAddr>, Option<SocketAddr>) {
+        let s = self.state.lock();
+        (s.local, s.remote)
+    }
+}
+
+/// A CM event for this connector's connection.
+pub(crate) fn on_cm_event(connector: &TryArc<Connector>, event: &CmEvent<'_>) {
+    let platform = connector.adapter.get().platform();
+    match *event {
+        CmEvent::Replied {
+            info, private_data, ..
+        } => {
+            let data = copy_data(platform, private_data);
+            let mut s = connector.state.lock();
+            if s.phase != Phase::Connecting {
+                return;
+            }
+            let pending = s.pending.take();
+            let status = match data {
+                Ok(d) => {
+                    s.phase = Phase::Replied;
+                    s.local = Some(info.local);
+                    s.remote = Some(info.remote);
+                    s.inbound_reads = info.inbound_reads;
+                    s.outbound_reads = info.outbound_reads;
+                    s.peer_data = Some(d);
+                    STATUS_SUCCESS
+                }
+                Err(status) => {
+                    s.phase = Phase::Failed;
+                    status
+                }
+            };
+            drop(s);
+            finish_pending(connector, pending, status);
+        }
+        CmEvent::Rejected { .. } => fail_attempt(connector, STATUS_CONNECTION_REFUSED),
+        CmEvent::Failed { timed_out, .. } => fail_attempt(
+            connector,
+            if timed_out {
+                STATUS_IO_TIMEOUT
+            } else {
+                STATUS_CONNECTION_ABORTED
+            },
+        ),
+        CmEvent::Established { .. } => {
+            let pending = {
+                let mut s = connector.state.lock();
+                if s.phase != Phase::Accepting {
+                    return;
+                }
+                s.phase = Phase::Connected;
+                s.pending.take()
+            };
+            if let Some(qp) = connector.qp() {
+                qp.set_conn_state(ConnState::Connected);
+            }
+            finish_pending(connector, pending, STATUS_SUCCESS);
+        }
+        CmEvent::Disconnected { .. } => on_peer_disconnect(connector),
+        CmEvent::DisconnectDone { .. } => {
+            let pending = {
+                let mut s = connector.state.lock();
+                if s.phase != Phase::Disconnecting {
+                    return;
+                }
+                s.phase = Phase::Done;
+                s.pending.take()
+            };
+            connector.after_disconnect();
+            finish_pending(connector, pending, STATUS_SUCCESS);
+        }
+        CmEvent::ConnectRequest { .. } => {}
+    }
+}
+
+fn finish_pending(connector: &Connector, pending: Option<Pending>, status: NTSTATUS) {
+    if let Some(p) = pending {
+        p.completion.complete(connector.adapter.get().platform(), status);
+        // `p._busy` drops here, after the callback returned.
+    }
+}
+
+/// The attempt in progress (connect or accept) failed.
+fn fail_attempt(connector: &TryArc<Connector>, status: NTSTATUS) {
+    let (pending, qp) = {
+        let mut s = connector.state.lock();
+        match s.phase {
+            Phase::Connecting | Phase::Accepting => {}
+            // An inbound request the initiator abandoned: Accept and Reject
+            // now report it.
+            Phase::Requested | Phase::Replied => {
+                s.phase = Phase::Failed;
+                return;
+            }
+            _ => return,
+        }
+        s.phase = Phase::Failed;
+        (s.pending.take(), s.qp.take())
+    };
+    if let Some(qp) = &qp {
+        // Never connected: the QP may be used with another connector.
+        qp.get().unclaim();
+    }
+    drop(qp);
+    finish_pending(connector, pending, status);
+}
+
+/// The peer disconnected (or the connection failed): the disconnect event,
+/// once. Outstanding work is not flushed for it (NDK).
+fn on_peer_disconnect(connector: &TryArc<Connector>) {
+    let (callback, context) = {
+        let mut s = connector.state.lock();
+        if s.phase != Phase::Connected || s.disconnect_notified {
+            return;
+        }
+        s.phase = Phase::PeerDisconnected;
+        s.disconnect_notified = true;
+        (s.disconnect_event, s.disconnect_context)
+    };
+    if let Some(qp) = connector.qp() {
+        qp.set_conn_state(ConnState::Disconnected);
+    }
+    let Some(_busy) = Busy::enter(connector) else {
+        return;
+    };
+    callout::disconnect_event(connector.adapter.get().platform(), callback, context);
+}
+
+// ---- dispatch ----
+
+/// # Safety
+/// As [`abi::object`].
+unsafe fn connector_arg<'a>(c: *mut NDK_CONNECTOR) -> Option<&'a Connector> {
+    // SAFETY: forwarded.
+    unsafe { abi::object::<Connector>(c) }
+}
+
+/// # Safety
+/// A non-null `data` must be readable for `len` bytes.
+unsafe fn private_data<'a>(data: *mut c_void, len: u32) -> Result<&'a [u8], NTSTATUS> {
+    // SAFETY: forwarded.
+    unsafe { abi::slice(data.cast_const().cast::<u8>(), len as usize) }.ok_or(STATUS_INVALID_PARAMETER)
+}
+
+/// `NdkCreateConnector`: completes synchronously.
+pub(crate) unsafe extern "system" fn create_connector(
+    adapter: *mut NDK_ADAPTER,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_CONNECTOR,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes the adapter it opened.
+    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    match Connector::new(adapter, None, Connector::blank(Phase::Idle)) {
+        Ok(c) => {
+            // SAFETY: non-null out-pointer of the consumer.
+            unsafe { abi::write_out(out, abi::into_handle(c)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn close_connector(
+    c: *mut NDK_OBJECT_HEADER,
+    completion: NDK_FN_CLOSE_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer closes an object it owns, once.
+    unsafe { abi::close::<Connector>(c, completion, context) }
+}
+
+unsafe extern "system" fn connect(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    src: PSOCKADDR,
+    src_len: u32,
+    dst: PSOCKADDR,
+    dst_len: u32,
+    inbound_reads: u32,
+    outbound_reads: u32,
+    data: *mut c_void,
+    data_len: u32,
+    completion: NDK_FN_REQUEST_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer passes its open QP.
+    let Some(qp) = (unsafe { qp_arg(qp) }) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    // SAFETY: the consumer's addresses and private data.
+    let local = unsafe { sockaddr::read(src, src_len) };
+    // SAFETY: as above.
+    let remote = unsafe { sockaddr::read(dst, dst_len) };
+    // SAFETY: as above.
+    let data = unsafe { private_data(data, data_len) };
+    match (local, remote, data) {
+        (Ok(local), Ok(remote), Ok(data)) => c.connect(
+            qp,
+            None,
+            local,
+            remote,
+            inbound_reads,
+            outbound_reads,
+            data,
+            completion,
+            context,
+        ),
+        (Err(s), _, _) | (_, Err(s), _) | (_, _, Err(s)) => s,
+    }
+}
+
+unsafe extern "system" fn connect_with_shared_endpoint(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    endpoint: *mut NDK_SHARED_ENDPOINT,
+    dst: PSOCKADDR,
+    dst_len: u32,
+    inbound_reads: u32,
+    outbound_reads: u32,
+    data: *mut c_void,
+    data_len: u32,
+    completion: NDK_FN_REQUEST_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer passes its open QP.
+    let qp = unsafe { qp_arg(qp) };
+    // SAFETY: the consumer passes its open shared endpoint.
+    let endpoint = unsafe { endpoint_arg(endpoint) };
+    let (Some(qp), Some(endpoint)) = (qp, endpoint) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    if !TryArc::ptr_eq(endpoint.adapter(), c.adapter.get()) {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: the consumer's address and private data.
+    let remote = unsafe { sockaddr::read(dst, dst_len) };
+    // SAFETY: as above.
+    let data = unsafe { private_data(data, data_len) };
+    match (remote, data) {
+        (Ok(remote), Ok(data)) => c.connect(
+            qp,
+            Some(endpoint),
+            endpoint.addr(),
+            remote,
+            inbound_reads,
+            outbound_reads,
+            data,
+            completion,
+            context,
+        ),
+        (Err(s), _) | (_, Err(s)) => s,
+    }
+}
+
+unsafe extern "system" fn complete_connect(
+    c: *mut NDK_CONNECTOR,
+    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    disconnect_context: *mut c_void,
+    _completion: NDK_FN_REQUEST_COMPLETION,
+    _context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    c.complete_connect(disconnect_event, disconnect_context)
+}
+
+unsafe extern "system" fn accept(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    inbound_reads: u32,
+    outbound_reads: u32,
+    data: *mut c_void,
+    data_len: u32,
+    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    disconnect_context: *mut c_void,
+    completion: NDK_FN_REQUEST_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer passes its open QP.
+    let Some(qp) = (unsafe { qp_arg(qp) }) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    // SAFETY: the consumer's private data.
+    let data = match unsafe { private_data(data, data_len) } {
+        Ok(d) => d,
+        Err(status) => return status,
+    };
+    c.accept(
+        qp,
+        inbound_reads,
+        outbound_reads,
+        data,
+        disconnect_event,
+        disconnect_context,
+        completion,
+        context,
+    )
+}
+
+unsafe extern "system" fn reject(c: *mut NDK_CONNECTOR, data: *mut c_void, data_len: u32) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer's private data.
+    match unsafe { private_data(data, data_len) } {
+        Ok(d) => c.reject(d),
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn get_connection_data(
+    c: *mut NDK_CONNECTOR,
+    ird: *mut u32,
+    ord: *mut u32,
+    data: *mut c_void,
+    data_len: *mut u32,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer's out-parameters.
+    unsafe { c.connection_data(ird, ord, data, data_len) }
+}
+
+unsafe extern "system" fn get_local_address(
+    c: *mut NDK_CONNECTOR,
+    addr: *mut SOCKADDR,
+    len: *mut u32,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    let Some(local) = c.addresses().0 else {
+        return STATUS_INVALID_DEVICE_STATE;
+    };
+    // SAFETY: the consumer's buffer and in/out length.
+    unsafe { sockaddr::write(local, addr, len) }
+}
+
+unsafe extern "system" fn get_peer_address(
+    c: *mut NDK_CONNECTOR,
+    addr: *mut SOCKADDR,
+    len: *mut u32,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    let Some(remote) = c.addresses().1 else {
+        return STATUS_INVALID_DEVICE_STATE;
+    };
+    // SAFETY: the consumer's buffer and in/out length.
+    unsafe { sockaddr::write(remote, addr, len) }
+}
+
+unsafe extern "system" fn disconnect(
+    c: *mut NDK_CONNECTOR,
+    completion: NDK_FN_REQUEST_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    c.disconnect(completion, context)
+}
+
+/// The connector dispatch table.
+pub static DISPATCH: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
+    NdkCloseConnector: Some(close_connector),
+    NdkQueryExtension: Some(adapter::query_extension),
+    NdkConnect: Some(connect),
+    NdkConnectWithSharedEndpoint: Some(connect_with_shared_endpoint),
+    NdkCompleteConnect: Some(complete_connect),
+    NdkAccept: Some(accept),
+    NdkReject: Some(reject),
+    NdkGetConnectionData: Some(get_connection_data),
+    NdkGetLocalAddress: Some(get_local_address),
+    NdkGetPeerAddress: Some(get_peer_address),
+    NdkDisconnect: Some(disconnect),
+};

@@ -1,0 +1,165 @@
+//! One `DeviceContext` per device: the device, its fixed caps, the tables
+//! that route device events to objects, and the event handler.
+//!
+//! The context lives in a `TryArc` whose address is stable, so it registers
+//! itself with the device as the event sink. It must be detached before it
+//! is freed: its owner calls [`DeviceContext::detach`] after closing every
+//! adapter (dropping the last reference detaches too, but only the owner
+//! can guarantee that this does not happen inside a device event).
+
+use alloc::boxed::Box;
+use core::fmt;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hwq::device::{CmEvent, DeviceCaps, DeviceEvents, EventSink};
+use hwq::{Device, TryArc};
+use ndkpi::NTSTATUS;
+
+use crate::connector::{self, Connector};
+use crate::cq::{self, Cq};
+use crate::endpoint::PortRegistry;
+use crate::listener::{self, Listener};
+use crate::platform::Platform;
+use crate::pool::{self, Charge, tags};
+use crate::qp::{self, Qp};
+use crate::srq::{self, Srq};
+use crate::status;
+use crate::table::IdTable;
+
+/// A device and everything the provider keeps per device.
+pub struct DeviceContext {
+    platform: &'static dyn Platform,
+    device: Box<dyn Device>,
+    caps: DeviceCaps,
+    pub(crate) cqs: IdTable<Cq>,
+    pub(crate) srqs: IdTable<Srq>,
+    pub(crate) qps: IdTable<Qp>,
+    pub(crate) conns: IdTable<Connector>,
+    pub(crate) listeners: IdTable<Listener>,
+    pub(crate) ports: PortRegistry,
+    attached: AtomicBool,
+    _charge: Charge,
+}
+
+impl DeviceContext {
+    /// Wraps `device` and attaches to its events.
+    pub fn new(
+        device: Box<dyn Device>,
+        platform: &'static dyn Platform,
+    ) -> Result<TryArc<Self>, NTSTATUS> {
+        let caps = device.caps();
+        let ctx = pool::try_arc(platform, tags::DEVICE, |charge| Self {
+            platform,
+            device,
+            caps,
+            cqs: IdTable::new(platform),
+            srqs: IdTable::new(platform),
+            qps: IdTable::new(platform),
+            conns: IdTable::new(platform),
+            listeners: IdTable::new(platform),
+            ports: PortRegistry::new(platform),
+            attached: AtomicBool::new(false),
+            _charge: charge,
+        })
+        .map_err(status::alloc_error)?;
+        // SAFETY: the context sits at a fixed address inside its TryArc
+        // until the last reference drops, and both `detach` and `Drop`
+        // detach the device (which waits out running events) before that.
+        let sink = unsafe { EventSink::new(&*ctx) };
+        ctx.device.attach(sink).map_err(status::device_error)?;
+        ctx.attached.store(true, Ordering::Release);
+        Ok(ctx)
+    }
+
+    /// Stops device events; when it returns no event runs or will run.
+    /// `PASSIVE_LEVEL`; never from inside a device event. Idempotent.
+    pub fn detach(&self) {
+        if self.attached.swap(false, Ordering::AcqRel) {
+            self.device.detach();
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &dyn Device {
+        &*self.device
+    }
+
+    /// The device's caps.
+    pub fn caps(&self) -> &DeviceCaps {
+        &self.caps
+    }
+
+    /// The platform.
+    pub fn platform(&self) -> &'static dyn Platform {
+        self.platform
+    }
+
+    /// Objects still registered in the routing tables (zero once every
+    /// queue, connector and listener is closed).
+    pub fn routed_objects(&self) -> usize {
+        self.cqs.len() + self.srqs.len() + self.qps.len() + self.conns.len() + self.listeners.len()
+    }
+}
+
+impl Drop for DeviceContext {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+impl fmt::Debug for DeviceContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceContext")
+            .field("caps", &self.caps)
+            .field("attached", &self.attached.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Device events: look the object up (a clone keeps its memory alive for
+/// the duration) and let its module handle the event. Each lookup's clone
+/// is dropped at the end of the arm, outside any table lock.
+impl DeviceEvents for DeviceContext {
+    fn cq_event(&self, cqn: u32, overflow: bool) {
+        if let Some(cq) = self.cqs.get(cqn) {
+            cq::on_device_event(&cq, overflow);
+        }
+    }
+
+    fn srq_limit(&self, srqn: u32) {
+        if let Some(srq) = self.srqs.get(srqn) {
+            srq::on_limit(&srq);
+        }
+    }
+
+    fn qp_error(&self, qpn: u32) {
+        if let Some(qp) = self.qps.get(qpn) {
+            qp::on_error(&qp);
+        }
+    }
+
+    fn cm_event(&self, event: CmEvent<'_>) {
+        match event {
+            CmEvent::ConnectRequest {
+                listen_id,
+                conn_id,
+                info,
+                private_data,
+            } => match self.listeners.get(listen_id) {
+                Some(l) => listener::on_connect_request(&l, conn_id, &info, private_data),
+                // Nobody listens any more: refuse.
+                None => self.device.cm_release(conn_id),
+            },
+            CmEvent::Replied { conn_id, .. }
+            | CmEvent::Rejected { conn_id, .. }
+            | CmEvent::Established { conn_id }
+            | CmEvent::Disconnected { conn_id }
+            | CmEvent::DisconnectDone { conn_id }
+            | CmEvent::Failed { conn_id, .. } => {
+                if let Some(c) = self.conns.get(conn_id) {
+                    connector::on_cm_event(&c, &event);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Listeners: `NdkListen`, `NdkGetLocalAddress`, `NdkControlConnectEvents`
+//! and the connect event that hands the consumer a new inbound connector.
+//!
+//! Closing a listener stops it at once (no new connect events), but the
+//! close completes only after every connector it delivered has closed (they
+//! share its address). While paused, the device refuses connect requests as
+//! if nobody listened.
+
+use core::ffi::c_void;
+use core::net::SocketAddr;
+
+use hwq::TryArc;
+use hwq::device::ConnectionInfo;
+use ndkpi::{
+    NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CONNECT_EVENT_CALLBACK,
+    NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_LISTENER, NDK_LISTENER_DISPATCH,
+    NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NTSTATUS, NdkObjectTypeListener, PSOCKADDR, SOCKADDR,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
+    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+};
+
+use crate::abi::{self, NdkCell, NdkObject};
+use crate::adapter::{self, Adapter, adapter_arg};
+use crate::callout::{self, Context};
+use crate::connector::Connector;
+use crate::lock::SpinLock;
+use crate::object::{Busy, Dep, Life, Object};
+use crate::platform::{LockClass, Platform};
+use crate::pool::{self, Charge, tags};
+use crate::sockaddr;
+use crate::status;
+
+static STATE_LOCK: LockClass = LockClass::new("listener.state");
+
+#[derive(Debug, Default)]
+struct ListenState {
+    /// Device listener id and bound address, once listening.
+    bound: Option<(u32, SocketAddr)>,
+    paused: bool,
+    stopped: bool,
+}
+
+/// A listener.
+#[repr(C)]
+pub struct Listener {
+    ndk: NdkCell<NDK_LISTENER>,
+    life: Life,
+    adapter: Dep<Adapter>,
+    callback: NDK_FN_CONNECT_EVENT_CALLBACK,
+    context: Context,
+    state: SpinLock<ListenState>,
+    _charge: Charge,
+}
+
+// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
+// inside a `TryArc`.
+unsafe impl NdkObject for Listener {
+    type Ndk = NDK_LISTENER;
+    const TYPE: NDK_OBJECT_TYPE = NdkObjectTypeListener;
+    fn dispatch_table() -> *const c_void {
+        (&raw const DISPATCH).cast()
+    }
+}
+
+impl Object for Listener {
+    fn life(&self) -> &Life {
+        &self.life
+    }
+
+    fn platform(&self) -> &'static dyn Platform {
+        self.adapter.get().platform()
+    }
+
+    /// NDK: on close, stop accepting new connections immediately.
+    fn on_close(&self) {
+        let bound = {
+            let mut s = self.state.lock();
+            s.stopped = true;
+            s.bound
+        };
+        if let Some((id, _)) = bound {
+            let ctx = self.adapter.get().ctx();
+            ctx.device().cm_stop_listener(id);
+            drop(ctx.listeners.remove(id));
+        }
+    }
+
+    fn teardown(&self) {}
+
+    fn release_antecedents(&self) {
+        self.adapter.release();
+    }
+}
+
+impl core::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Listener")
+            .field("life", &self.life)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Listener {
+    fn create(
+        adapter: &Adapter,
+        callback: NDK_FN_CONNECT_EVENT_CALLBACK,
+        context: *mut c_void,
+    ) -> Result<TryArc<Self>, NTSTATUS> {
+        if callback.is_none() {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        let platform = adapter.platform();
+        pool::try_arc(platform, tags::LISTENER, |charge| Self {
+            ndk: NdkCell::new(NDK_LISTENER {
+                Header: abi::header(adapter.version(), NdkObjectTypeListener),
+                Dispatch: &raw const DISPATCH,
+            }),
+            life: Life::new(platform),
+            adapter: Dep::new(&abi::arc(adapter)),
+            callback,
+            context: Context(context),
+            state: SpinLock::new(platform, &STATE_LOCK, ListenState::default()),
+            _charge: charge,
+        })
+        .map_err(status::alloc_error)
+    }
+
+    /// The adapter.
+    pub fn adapter(&self) -> &TryArc<Adapter> {
+        self.adapter.get()
+    }
+
+    /// `NdkListen`.
+    fn listen(&self, addr: SocketAddr) -> Result<(), NTSTATUS> {
+        let ctx = self.adapter.get().ctx();
+        let paused = {
+            let s = self.state.lock();
+            if s.bound.is_some() || s.stopped {
+                return Err(STATUS_INVALID_DEVICE_STATE);
+            }
+            s.paused
+        };
+        let me = abi::arc(self);
+        let mut bound = None;
+        // Under the table lock, so a connect request for the new listener
+        // cannot miss it.
+        ctx.listeners.insert_with(
+            || {
+                let (id, at) = ctx.device().cm_listen(addr).map_err(status::device_error)?;
+                bound = Some((id, at));
+                Ok((id, me))
+            },
+            || STATUS_INSUFFICIENT_RESOURCES,
+        )?;
+        let Some((id, at)) = bound else {
+            return Err(STATUS_INSUFFICIENT_RESOURCES);
+        };
+        self.state.lock().bound = Some((id, at));
+        if paused {
+            ctx.device().cm_pause_listener(id, true);
+        }
+        Ok(())
+    }
+
+    /// `NdkControlConnectEvents`.
+    fn control(&self, pause: bool) {
+        let bound = {
+            let mut s = self.state.lock();
+            s.paused = pause;
+            s.bound
+        };
+        if let Some((id, _)) = bound {
+            self.adapter.get().ctx().device().cm_pause_listener(id, pause);
+        }
+    }
+}
+
+/// A connect request arrived: make a connector for it and hand it to the
+/// consumer, or refuse it if the listener is closing, paused or out of
+/// memory.
+pub(crate) fn on_connect_request(
+    listener: &TryArc<Listener>,
+    conn_id: u32,
+    info: &ConnectionInfo,
+    private_data: &[u8],
+) {
+    let device = listener.adapter.get().ctx().device();
+    let Some(busy) = Busy::enter(listener) else {
+        device.cm_release(conn_id);
+        return;
+    };
+    if listener.state.lock().paused {
+        device.cm_release(conn_id);
+        return;
+    }
+    let Ok(connector) = Connector::inbound(listener, conn_id, info, private_data) else {
+        device.cm_release(conn_id);
+        return;
+    };
+    // The consumer owns the new connector's reference from here on.
+    let handle = abi::into_handle(connector);
+    // SAFETY: `handle` is the new connector, whose reference the consumer
+    // receives with this call.
+    unsafe {
+        callout::connect_event(
+            listener.adapter.get().platform(),
+            listener.callback,
+            listener.context,
+            handle,
+        );
+    }
+    drop(busy);
+}
+
+/// # Safety
+/// As [`abi::object`].
+unsafe fn listener_arg<'a>(l: *mut NDK_LISTENER) -> Option<&'a Listener> {
+    // SAFETY: forwarded.
+    unsafe { abi::object::<Listener>(l) }
+}
+
+/// `NdkCreateListener`: completes synchronously.
+pub(crate) unsafe extern "system" fn create_listener(
+    adapter: *mut NDK_ADAPTER,
+    connect_event: NDK_FN_CONNECT_EVENT_CALLBACK,
+    connect_event_context: *mut c_void,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_LISTENER,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes the adapter it opened.
+    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    match Listener::create(adapter, connect_event, connect_event_context) {
+        Ok(l) => {
+            // SAFETY: non-null out-pointer of the consumer.
+            unsafe { abi::write_out(out, abi::into_handle(l)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn close_listener(
+    l: *mut NDK_OBJECT_HEADER,
+    completion: NDK_FN_CLOSE_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer closes an object it owns, once.
+    unsafe { abi::close::<Listener>(l, completion, context) }
+}
+
+unsafe extern "system" fn listen(
+    l: *mut NDK_LISTENER,
+    addr: PSOCKADDR,
+    addr_len: u32,
+    _completion: NDK_FN_REQUEST_COMPLETION,
+    _context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open listener.
+    let Some(l) = (unsafe { listener_arg(l) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer's address of `addr_len` bytes.
+    let addr = match unsafe { sockaddr::read(addr, addr_len) } {
+        Ok(a) => a,
+        Err(status) => return status,
+    };
+    match l.listen(addr) {
+        Ok(()) => STATUS_SUCCESS,
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn get_local_address(
+    l: *mut NDK_LISTENER,
+    addr: *mut SOCKADDR,
+    len: *mut u32,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open listener.
+    let Some(l) = (unsafe { listener_arg(l) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    let Some((_, at)) = l.state.lock().bound else {
+        return STATUS_INVALID_DEVICE_STATE;
+    };
+    // SAFETY: the consumer's buffer and in/out length.
+    unsafe { sockaddr::write(at, addr, len) }
+}
+
+unsafe extern "system" fn control_connect_events(l: *mut NDK_LISTENER, pause: u8) {
+    // SAFETY: the consumer passes its open listener.
+    if let Some(l) = unsafe { listener_arg(l) } {
+        l.control(pause != 0);
+    }
+}
+
+/// The listener dispatch table.
+pub static DISPATCH: NDK_LISTENER_DISPATCH = NDK_LISTENER_DISPATCH {
+    NdkCloseListener: Some(close_listener),
+    NdkQueryExtension: Some(adapter::query_extension),
+    NdkListen: Some(listen),
+    NdkGetLocalAddress: Some(get_local_address),
+    NdkControlConnectEvents: Some(control_connect_events),
+};

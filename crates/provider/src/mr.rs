@@ -1,0 +1,487 @@
+//! Memory regions: regular registration (`NdkRegisterMr`) and fast-register
+//! regions (`NdkInitializeFastRegisterMr` + the `NdkFastRegister` work
+//! request, whose checks and key rotation happen here at post time).
+//!
+//! A region's local and remote token are the same device key. The key's
+//! variant byte changes with every registration and fast registration, so
+//! stale tokens stop working; the new token is decided when the request is
+//! accepted, which is what lets NDK consumers read it as soon as
+//! `NdkFastRegister` returns.
+
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use hwq::device::Registration;
+use hwq::wqe::Access;
+use hwq::{MemoryKey, TryArc};
+use ndkpi::{
+    MDL, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION,
+    NDK_MR, NDK_MR_DISPATCH, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ,
+    NDK_MR_FLAG_ALLOW_REMOTE_WRITE, NDK_MR_FLAG_RDMA_READ_SINK, NDK_OBJECT_HEADER, NDK_PD,
+    NTSTATUS, NdkObjectTypeMr, PAGE_SIZE, STATUS_ACCESS_VIOLATION, STATUS_IMPLEMENTATION_LIMIT,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_REQUEST, STATUS_INVALID_DEVICE_STATE,
+    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+};
+
+use crate::abi::{self, NdkCell, NdkObject};
+use crate::adapter;
+use crate::info;
+use crate::lock::SpinLock;
+use crate::mdl;
+use crate::object::{Dep, Life, Object};
+use crate::pd::{Pd, pd_arg};
+use crate::platform::{LockClass, Platform};
+use crate::pool::{self, Charge, PoolVec, tags};
+use crate::status;
+
+static STATE_LOCK: LockClass = LockClass::new("mr.state");
+
+const PAGE: u64 = PAGE_SIZE as u64;
+
+/// A registered address range and its rights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// First virtual address (an index, never dereferenced).
+    pub va: u64,
+    /// Bytes.
+    pub length: u64,
+    /// Rights.
+    pub access: Access,
+}
+
+impl Region {
+    /// Whether `[va, va + length)` lies inside the region.
+    pub fn contains(&self, va: u64, length: u64) -> bool {
+        va >= self.va
+            && va
+                .checked_add(length)
+                .is_some_and(|end| end <= self.va + self.length)
+    }
+}
+
+#[derive(Debug)]
+struct FastState {
+    max_pages: u32,
+    remote_access: bool,
+    /// The page list the device reads for the next fast registration.
+    pages: PoolVec<u64>,
+}
+
+#[derive(Debug, Default)]
+struct MrState {
+    /// `NdkRegisterMr` registration, or the current fast registration.
+    region: Option<Region>,
+    fast: Option<FastState>,
+}
+
+/// A fast registration as the QP's post path asks for it.
+#[derive(Debug)]
+pub struct FastRegisterRequest<'a> {
+    /// Logical addresses of the pages.
+    pub pages: &'a [u64],
+    /// Offset of the first byte in the first page.
+    pub fbo: u32,
+    /// Bytes.
+    pub length: u64,
+    /// The region's first virtual address.
+    pub va: u64,
+    /// Rights to grant.
+    pub access: Access,
+}
+
+/// What the post path puts in the WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastRegisterGrant {
+    /// The region's new key (its token from now on).
+    pub key: MemoryKey,
+    /// Logical address of the page list.
+    pub page_list: u64,
+}
+
+/// A memory region.
+#[repr(C)]
+pub struct Mr {
+    ndk: NdkCell<NDK_MR>,
+    life: Life,
+    pd: Dep<Pd>,
+    fast: bool,
+    /// The current token (local and remote).
+    token: AtomicU32,
+    state: SpinLock<MrState>,
+    _charge: Charge,
+}
+
+// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
+// inside a `TryArc`.
+unsafe impl NdkObject for Mr {
+    type Ndk = NDK_MR;
+    const TYPE: i32 = NdkObjectTypeMr;
+    fn dispatch_table() -> *const c_void {
+        (&raw const DISPATCH).cast()
+    }
+}
+
+impl Object for Mr {
+    fn life(&self) -> &Life {
+        &self.life
+    }
+
+    fn platform(&self) -> &'static dyn Platform {
+        self.pd.get().adapter().platform()
+    }
+
+    fn teardown(&self) {
+        self.device().free_key(self.key());
+        // The page list goes with the object's memory; nothing else to do.
+    }
+
+    fn release_antecedents(&self) {
+        self.pd.release();
+    }
+}
+
+impl core::fmt::Debug for Mr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Mr")
+            .field("fast", &self.fast)
+            .field("token", &self.token.load(Ordering::Relaxed))
+            .field("life", &self.life)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Decodes `NDK_MR_FLAG_*` (unknown bits, or the remote-write bit without
+/// local write, are refused).
+pub fn mr_access(flags: u32) -> Option<Access> {
+    const KNOWN: u32 = NDK_MR_FLAG_ALLOW_LOCAL_WRITE
+        | NDK_MR_FLAG_ALLOW_REMOTE_READ
+        | NDK_MR_FLAG_ALLOW_REMOTE_WRITE
+        | NDK_MR_FLAG_RDMA_READ_SINK;
+    if flags & !KNOWN != 0 {
+        return None;
+    }
+    let remote_write_bit = NDK_MR_FLAG_ALLOW_REMOTE_WRITE & !NDK_MR_FLAG_ALLOW_LOCAL_WRITE;
+    let mut access = Access::empty();
+    if flags & remote_write_bit != 0 {
+        if flags & NDK_MR_FLAG_ALLOW_LOCAL_WRITE == 0 {
+            return None;
+        }
+        access |= Access::REMOTE_WRITE;
+    }
+    if flags & NDK_MR_FLAG_ALLOW_LOCAL_WRITE != 0 {
+        access |= Access::LOCAL_WRITE;
+    }
+    if flags & NDK_MR_FLAG_ALLOW_REMOTE_READ != 0 {
+        access |= Access::REMOTE_READ;
+    }
+    if flags & NDK_MR_FLAG_RDMA_READ_SINK != 0 {
+        access |= Access::READ_SINK;
+    }
+    Some(access)
+}
+
+impl Mr {
+    fn create(pd: &Pd, fast: bool) -> Result<TryArc<Self>, NTSTATUS> {
+        let adapter = pd.adapter();
+        let device = adapter.ctx().device();
+        let key = device
+            .alloc_key(pd.pdn(), false)
+            .map_err(status::device_error)?;
+        let platform = adapter.platform();
+        pool::try_arc(platform, tags::MR, |charge| Self {
+            ndk: NdkCell::new(NDK_MR {
+                Header: abi::header(adapter.version(), NdkObjectTypeMr),
+                Dispatch: &raw const DISPATCH,
+            }),
+            life: Life::new(platform),
+            pd: Dep::new(&abi::arc(pd)),
+            fast,
+            token: AtomicU32::new(key.0),
+            state: SpinLock::new(platform, &STATE_LOCK, MrState::default()),
+            _charge: charge,
+        })
+        .map_err(|e| {
+            device.free_key(key);
+            status::alloc_error(e)
+        })
+    }
+
+    fn device(&self) -> &dyn hwq::Device {
+        self.pd.get().adapter().ctx().device()
+    }
+
+    /// The current key.
+    pub fn key(&self) -> MemoryKey {
+        MemoryKey(self.token.load(Ordering::Acquire))
+    }
+
+    /// Whether this is a fast-register MR.
+    pub fn is_fast(&self) -> bool {
+        self.fast
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &TryArc<Pd> {
+        self.pd.get()
+    }
+
+    /// The registered region (regular MRs after `NdkRegisterMr`).
+    pub fn registered_region(&self) -> Option<Region> {
+        if self.fast {
+            return None;
+        }
+        self.state.lock().region
+    }
+
+    /// `NdkRegisterMr`.
+    ///
+    /// # Safety
+    /// `mdl` must be null or a valid, locked MDL chain.
+    unsafe fn register(&self, mdl: *const MDL, length: usize, flags: u32) -> Result<(), NTSTATUS> {
+        if self.fast {
+            return Err(STATUS_INVALID_DEVICE_REQUEST);
+        }
+        let access = mr_access(flags).ok_or(STATUS_INVALID_PARAMETER)?;
+        let adapter = self.pd.get().adapter();
+        let length = length as u64;
+        if length == 0 || length > info::max_registration(adapter.ctx().caps()) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        let platform = adapter.platform();
+        // SAFETY: forwarded from this function's contract.
+        let span = unsafe { mdl::walk(platform, mdl, length, |_| {})? };
+        let mut pages = PoolVec::with_capacity(platform, tags::MR, span.pages)
+            .map_err(status::alloc_error)?;
+        // SAFETY: the same chain, unchanged (the consumer does not touch it
+        // while the registration runs).
+        unsafe { mdl::walk(platform, mdl, length, |p| {
+            let _ = pages.push(p);
+        })? };
+        let mut state = self.state.lock();
+        if state.region.is_some() {
+            return Err(STATUS_INVALID_DEVICE_STATE);
+        }
+        let key = self
+            .device()
+            .register(
+                self.key(),
+                &Registration {
+                    pd: self.pd.get().pdn(),
+                    access,
+                    va: span.va,
+                    length,
+                    first_byte_offset: span.fbo,
+                    pages: &pages,
+                },
+            )
+            .map_err(status::device_error)?;
+        self.token.store(key.0, Ordering::Release);
+        state.region = Some(Region {
+            va: span.va,
+            length,
+            access,
+        });
+        Ok(())
+    }
+
+    /// `NdkDeregisterMr`.
+    fn deregister(&self) -> Result<(), NTSTATUS> {
+        if self.fast {
+            return Err(STATUS_INVALID_DEVICE_REQUEST);
+        }
+        let mut state = self.state.lock();
+        if state.region.is_none() {
+            return Err(STATUS_INVALID_DEVICE_STATE);
+        }
+        self.device()
+            .deregister(self.key())
+            .map_err(status::device_error)?;
+        state.region = None;
+        Ok(())
+    }
+
+    /// `NdkInitializeFastRegisterMr`.
+    fn initialize_fast_register(&self, max_pages: u32, remote_access: bool) -> Result<(), NTSTATUS> {
+        if !self.fast {
+            return Err(STATUS_INVALID_DEVICE_REQUEST);
+        }
+        let adapter = self.pd.get().adapter();
+        if max_pages == 0 {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        if max_pages > adapter.ctx().caps().max_fast_register_pages {
+            return Err(STATUS_IMPLEMENTATION_LIMIT);
+        }
+        let pages = PoolVec::filled(adapter.platform(), tags::MR, max_pages as usize, 0u64)
+            .map_err(status::alloc_error)?;
+        self.device()
+            .init_fast_register(self.key(), max_pages, remote_access)
+            .map_err(status::device_error)?;
+        let old = self.state.lock().fast.replace(FastState {
+            max_pages,
+            remote_access,
+            pages,
+        });
+        drop(old);
+        Ok(())
+    }
+
+    /// Validates and commits a fast registration at post time: the page
+    /// list is copied into the MR's page buffer and the new key becomes the
+    /// token. The caller has already made sure the SQ has a free slot, so a
+    /// success here is always followed by the WQE.
+    pub(crate) fn fast_register(
+        &self,
+        platform: &dyn Platform,
+        req: &FastRegisterRequest<'_>,
+    ) -> Result<FastRegisterGrant, NTSTATUS> {
+        if !self.fast {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        let count = req.pages.len() as u64;
+        let caps = *self.pd.get().adapter().ctx().caps();
+        if count == 0
+            || u64::from(req.fbo) >= PAGE
+            || req.length == 0
+            || req.length > count * PAGE - u64::from(req.fbo)
+            || req.length > info::max_registration(&caps)
+            || req.va % PAGE != u64::from(req.fbo)
+            || req.pages.iter().any(|p| p % PAGE != 0)
+        {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        let remote = req.access.intersects(Access::REMOTE_READ | Access::REMOTE_WRITE);
+        let mut state = self.state.lock();
+        let fast = state.fast.as_mut().ok_or(STATUS_INVALID_PARAMETER)?;
+        if count > u64::from(fast.max_pages) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        if remote && !fast.remote_access {
+            return Err(STATUS_ACCESS_VIOLATION);
+        }
+        let list = &mut fast.pages[..req.pages.len()];
+        list.copy_from_slice(req.pages);
+        let page_list = platform
+            .logical_of(list.as_ptr() as usize, core::mem::size_of_val(list))
+            .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        let key = self.key().next_variant();
+        self.token.store(key.0, Ordering::Release);
+        state.region = Some(Region {
+            va: req.va,
+            length: req.length,
+            access: req.access,
+        });
+        Ok(FastRegisterGrant { key, page_list })
+    }
+}
+
+/// Resolves an MR argument.
+///
+/// # Safety
+/// As [`abi::object`].
+pub(crate) unsafe fn mr_arg<'a>(mr: *mut NDK_MR) -> Option<&'a Mr> {
+    // SAFETY: forwarded.
+    unsafe { abi::object::<Mr>(mr) }
+}
+
+/// `NdkCreateMr`: completes synchronously.
+pub(crate) unsafe extern "system" fn create_mr(
+    pd: *mut NDK_PD,
+    fast_register: u8,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_MR,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open PD.
+    let Some(pd) = (unsafe { pd_arg(pd) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    match Mr::create(pd, fast_register != 0) {
+        Ok(mr) => {
+            // SAFETY: non-null out-pointer of the consumer.
+            unsafe { abi::write_out(out, abi::into_handle(mr)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn close_mr(
+    mr: *mut NDK_OBJECT_HEADER,
+    completion: NDK_FN_CLOSE_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer closes an object it owns, once.
+    unsafe { abi::close::<Mr>(mr, completion, context) }
+}
+
+unsafe extern "system" fn register_mr(
+    mr: *mut NDK_MR,
+    mdl: *mut MDL,
+    length: usize,
+    flags: u32,
+    _completion: NDK_FN_REQUEST_COMPLETION,
+    _context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open MR.
+    let Some(mr) = (unsafe { mr_arg(mr) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer passes a locked MDL chain it does not touch
+    // during the call.
+    match unsafe { mr.register(mdl, length, flags) } {
+        Ok(()) => STATUS_SUCCESS,
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn deregister_mr(
+    mr: *mut NDK_MR,
+    _completion: NDK_FN_REQUEST_COMPLETION,
+    _context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open MR.
+    let Some(mr) = (unsafe { mr_arg(mr) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    match mr.deregister() {
+        Ok(()) => STATUS_SUCCESS,
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn initialize_fast_register_mr(
+    mr: *mut NDK_MR,
+    page_count: u32,
+    remote_access: u8,
+    _completion: NDK_FN_REQUEST_COMPLETION,
+    _context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open MR.
+    let Some(mr) = (unsafe { mr_arg(mr) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    match mr.initialize_fast_register(page_count, remote_access != 0) {
+        Ok(()) => STATUS_SUCCESS,
+        Err(status) => status,
+    }
+}
+
+unsafe extern "system" fn get_token_from_mr(mr: *mut NDK_MR) -> u32 {
+    // SAFETY: the consumer passes its open MR.
+    unsafe { mr_arg(mr) }.map_or(0, |mr| mr.key().0)
+}
+
+/// The MR dispatch table. Local and remote tokens are the same key.
+pub static DISPATCH: NDK_MR_DISPATCH = NDK_MR_DISPATCH {
+    NdkCloseMr: Some(close_mr),
+    NdkQueryExtension: Some(adapter::query_extension),
+    NdkRegisterMr: Some(register_mr),
+    NdkDeregisterMr: Some(deregister_mr),
+    NdkInitializeFastRegisterMr: Some(initialize_fast_register_mr),
+    NdkGetRemoteTokenFromMr: Some(get_token_from_mr),
+    NdkGetLocalTokenFromMr: Some(get_token_from_mr),
+};

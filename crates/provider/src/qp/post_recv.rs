@@ -1,0 +1,84 @@
+//! `NdkReceive` and the receive-ring push shared with `NdkSrqReceive`.
+//!
+//! Receives may be posted before the QP is connected (consumers pre-post
+//! them). A QP created with an SRQ has no receive queue of its own.
+
+use core::ffi::c_void;
+
+use hwq::ring::Producer;
+use hwq::{RecvWqe, Sge};
+use ndkpi::{
+    NDK_QP, NDK_SGE, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE,
+    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+};
+
+use super::{Qp, qp_arg};
+use crate::sge;
+
+/// Writes and publishes one receive WQE, if fewer than `depth` receives
+/// are outstanding.
+pub(crate) fn push(
+    producer: &mut Producer<RecvWqe>,
+    depth: u32,
+    wr_id: u64,
+    sges: &[Sge],
+) -> Result<(), NTSTATUS> {
+    if producer.outstanding() >= depth {
+        return Err(STATUS_INSUFFICIENT_RESOURCES);
+    }
+    let n = sges.len().min(hwq::wqe::MAX_SGE);
+    producer
+        .push_with(|wqe| {
+            wqe.wr_id = wr_id;
+            wqe.sge_count = n as u8;
+            wqe.reserved = [0; 7];
+            wqe.sges[..n].copy_from_slice(&sges[..n]);
+        })
+        .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+    producer.publish();
+    Ok(())
+}
+
+impl Qp {
+    /// Posts a receive on the QP's own receive queue.
+    pub(crate) fn post_receive(&self, wr_id: u64, sges: &[Sge]) -> Result<(), NTSTATUS> {
+        let Some(rq) = &self.rq else {
+            // Receives of an SRQ-attached QP go to the SRQ.
+            return Err(STATUS_INVALID_PARAMETER);
+        };
+        let limits = self.limits();
+        if sges.len() > limits.max_receive_sge as usize {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        sge::total(sges, limits.max_transfer)?;
+        {
+            let mut q = rq.lock();
+            let depth = q.producer.depth();
+            push(&mut q.producer, depth, wr_id, sges)?;
+        }
+        self.device().rq_doorbell(self.qpn);
+        Ok(())
+    }
+}
+
+/// `NdkReceive`.
+pub(crate) unsafe extern "system" fn receive(
+    qp: *mut NDK_QP,
+    context: *mut c_void,
+    sgl: *const NDK_SGE,
+    count: u32,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open QP.
+    let Some(qp) = (unsafe { qp_arg(qp) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the consumer's SGE array of `count` entries.
+    let sges = match unsafe { sge::list(sgl, count) } {
+        Ok(s) => s,
+        Err(status) => return status,
+    };
+    match qp.post_receive(context as usize as u64, sges) {
+        Ok(()) => STATUS_SUCCESS,
+        Err(status) => status,
+    }
+}

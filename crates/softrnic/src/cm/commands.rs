@@ -1,0 +1,323 @@
+//! The connection-management commands of the `hwq` contract.
+
+use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use hwq::device::{ConnectParams, DeviceError};
+
+use super::conn::{Conn, State};
+use super::events::Kind;
+use super::msg::{self, ReqExtras};
+use super::timer::time_wait;
+use super::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, SoftRnic, answer_wait_us};
+use crate::qp::{Path, QpState, Receives};
+use crate::wire::cm::{REJ_PRIVATE_LEN, REP_PRIVATE_LEN};
+use crate::wire::cma::REQ_CONSUMER_PRIVATE_LEN;
+use crate::wire::{MessageRef, Pmtu, ROCEV2_PORT, RejReason};
+
+/// Read limits as the CM carries them: capped by the device, in a byte.
+fn read_limit(requested: u32, cap: u32) -> u8 {
+    requested.min(cap).min(u32::from(u8::MAX)) as u8
+}
+
+/// The QP addressing a connection fixes.
+fn path(conn: &Conn) -> Path {
+    Path {
+        remote: SocketAddrV4::new(*conn.remote.ip(), ROCEV2_PORT),
+        remote_qpn: conn.remote_qpn,
+        pmtu: conn.pmtu.bytes(),
+        send_psn: conn.send_psn,
+        recv_psn: conn.recv_psn,
+        outbound_reads: u32::from(conn.ord),
+        inbound_reads: u32::from(conn.ird),
+    }
+}
+
+/// Connects the connection's QP to its peer.
+pub(super) fn connect_qp(device: &SoftRnic, conn: &Conn) -> Result<(), DeviceError> {
+    device.connect_qp(conn.qpn, path(conn))
+}
+
+impl SoftRnic {
+    /// Connection-management counters.
+    pub fn cm_stats(&self) -> super::CmStats {
+        self.cm.stats()
+    }
+
+    /// Whether QP `qpn` may be bound to a connection (created, never
+    /// connected); returns whether it takes receives from an SRQ.
+    fn cm_qp(&self, qpn: u32) -> Result<bool, DeviceError> {
+        self.qps
+            .with(qpn, |qp| {
+                if qp.state == QpState::Init && qp.path.is_none() {
+                    Ok(matches!(qp.rq, Receives::Shared(_)))
+                } else {
+                    Err(DeviceError::InvalidState)
+                }
+            })
+            .ok_or(DeviceError::NoSuchObject)?
+    }
+
+    /// The IPv4 address of a local address, which must be the device's or
+    /// unspecified (taken as the device's).
+    fn cm_local_ip(&self, addr: SocketAddr) -> Result<Ipv4Addr, DeviceError> {
+        let ip = match addr.ip() {
+            IpAddr::V4(ip) => ip,
+            IpAddr::V6(ip) if ip.is_unspecified() => Ipv4Addr::UNSPECIFIED,
+            IpAddr::V6(_) => return Err(DeviceError::InvalidAddress),
+        };
+        if ip.is_unspecified() || ip == self.config().addr {
+            Ok(ip)
+        } else {
+            Err(DeviceError::InvalidAddress)
+        }
+    }
+
+    /// Starts listening on `addr` (port 0: an ephemeral port).
+    pub fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+        let ip = self.cm_local_ip(addr)?;
+        self.cm.with(self, |inner| {
+            let listeners = &mut inner.listeners;
+            let port = if addr.port() == 0 {
+                listeners.ephemeral_port().ok_or(DeviceError::NoPortAvailable)?
+            } else if listeners.port_taken(addr.port()) {
+                return Err(DeviceError::AddressInUse);
+            } else {
+                listeners.hold_port(addr.port());
+                addr.port()
+            };
+            let bound = SocketAddrV4::new(ip, port);
+            let Some(id) = listeners.add(bound) else {
+                listeners.release_port(port);
+                return Err(DeviceError::NoResources);
+            };
+            Ok((id, SocketAddr::V4(bound)))
+        })
+    }
+
+    /// Pauses (refuses requests as if absent) or resumes a listener.
+    pub fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+        self.cm.with(self, |inner| inner.listeners.pause(listen_id, paused));
+    }
+
+    /// Stops a listener: later requests for its port are refused.
+    pub fn cm_stop_listener(&self, listen_id: u32) {
+        self.cm.with(self, |inner| inner.listeners.remove(listen_id));
+    }
+
+    /// Sends a connect request for QP `qpn`.
+    pub fn cm_connect(&self, qpn: u32, params: &ConnectParams<'_>) -> Result<(u32, SocketAddr), DeviceError> {
+        let SocketAddr::V4(remote) = params.remote else {
+            return Err(DeviceError::InvalidAddress);
+        };
+        if remote.ip().is_unspecified() || remote.ip().is_broadcast() || remote.ip().is_multicast() || remote.port() == 0 {
+            return Err(DeviceError::InvalidAddress);
+        }
+        self.cm_local_ip(params.local)?;
+        if params.private_data.len() > REQ_CONSUMER_PRIVATE_LEN {
+            return Err(DeviceError::InvalidParameter);
+        }
+        let srq = self.cm_qp(qpn)?;
+        let caps = self.caps();
+        let addr = self.config().addr;
+        let pmtu = Pmtu::from_bytes(self.config().pmtu).unwrap_or(Pmtu::Mtu1024);
+        let now = self.clock.now_us();
+        self.cm.with(self, |inner| {
+            if inner.conns.iter().any(|c| c.owned() && c.qpn == qpn) {
+                return Err(DeviceError::InvalidState);
+            }
+            let port = match params.local.port() {
+                0 => inner.listeners.ephemeral_port().ok_or(DeviceError::NoPortAvailable)?,
+                port => {
+                    let local = SocketAddrV4::new(addr, port);
+                    if inner.conns.iter().any(|c| c.owned() && c.local == local && c.remote == remote) {
+                        return Err(DeviceError::AddressInUse);
+                    }
+                    inner.listeners.hold_port(port);
+                    port
+                }
+            };
+            let Some((id, conn)) = inner.conns.alloc() else {
+                inner.listeners.release_port(port);
+                return Err(DeviceError::NoResources);
+            };
+            let io = &mut inner.io;
+            conn.state = State::ReqSent;
+            conn.active = true;
+            conn.qpn = qpn;
+            conn.local = SocketAddrV4::new(addr, port);
+            conn.remote = remote;
+            conn.tid = io.new_tid();
+            conn.send_psn = io.random_psn();
+            conn.pmtu = pmtu;
+            conn.ird = read_limit(params.inbound_reads, caps.max_inbound_reads);
+            conn.ord = read_limit(params.outbound_reads, caps.max_outbound_reads);
+            conn.peer_timeout = CM_RESPONSE_TIMEOUT;
+            conn.max_retries = MAX_CM_RETRIES;
+            conn.period_us = answer_wait_us(CM_RESPONSE_TIMEOUT);
+            let extras = ReqExtras { local_comm_id: io.comm_id(id), srq, private_data: params.private_data };
+            if let Some(mad) = msg::req(conn, &extras) {
+                io.send_conn(self, conn, &mad);
+            }
+            conn.deadline_us = now + conn.period_us;
+            io.arm(conn.deadline_us);
+            Ok((id, SocketAddr::V4(conn.local)))
+        })
+    }
+
+    /// Accepts inbound connection `conn_id` onto QP `qpn` (sends the REP).
+    pub fn cm_accept(
+        &self,
+        conn_id: u32,
+        qpn: u32,
+        inbound_reads: u32,
+        outbound_reads: u32,
+        private_data: &[u8],
+    ) -> Result<(), DeviceError> {
+        if private_data.len() > REP_PRIVATE_LEN {
+            return Err(DeviceError::InvalidParameter);
+        }
+        let srq = self.cm_qp(qpn)?;
+        let caps = self.caps();
+        let now = self.clock.now_us();
+        self.cm.with(self, |inner| {
+            if inner.conns.iter().any(|c| c.owned() && c.qpn == qpn) {
+                return Err(DeviceError::InvalidState);
+            }
+            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            if conn.state != State::ReqRcvd {
+                return Err(DeviceError::InvalidState);
+            }
+            let io = &mut inner.io;
+            conn.qpn = qpn;
+            // We serve at most as many reads as the initiator issues, and
+            // issue at most as many as it serves.
+            conn.ird = read_limit(inbound_reads, caps.max_inbound_reads).min(conn.peer_ord);
+            conn.ord = read_limit(outbound_reads, caps.max_outbound_reads).min(conn.peer_ird);
+            conn.send_psn = io.random_psn();
+            let mad = msg::rep(conn, io.comm_id(conn_id), srq, private_data).ok_or(DeviceError::InvalidParameter)?;
+            conn.state = State::RepSent;
+            conn.retries = 0;
+            conn.period_us = answer_wait_us(conn.peer_timeout);
+            io.send_conn(self, conn, &mad);
+            conn.deadline_us = now + conn.period_us;
+            io.arm(conn.deadline_us);
+            Ok(())
+        })
+    }
+
+    /// Rejects a connection: inbound before accept, or outbound after the
+    /// reply arrived.
+    pub fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+        if private_data.len() > REJ_PRIVATE_LEN {
+            return Err(DeviceError::InvalidParameter);
+        }
+        self.cm.with(self, |inner| {
+            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            let rejected = match conn.state {
+                State::ReqRcvd => MessageRef::REQ,
+                State::RepRcvd => MessageRef::REP,
+                _ => return Err(DeviceError::InvalidState),
+            };
+            let io = &mut inner.io;
+            let local = io.comm_id(conn_id);
+            let mad = msg::rej(conn.tid, local, conn.remote_comm_id, rejected, RejReason::CONSUMER_REJECT, private_data)
+                .ok_or(DeviceError::InvalidParameter)?;
+            conn.state = State::Closed;
+            conn.disarm();
+            io.send_conn(self, conn, &mad);
+            Ok(())
+        })
+    }
+
+    /// Completes an outbound connection after the reply: connects the QP,
+    /// then sends the RTU.
+    pub fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+        self.cm.with(self, |inner| {
+            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            if conn.state != State::RepRcvd {
+                return Err(DeviceError::InvalidState);
+            }
+            connect_qp(self, conn)?;
+            let io = &mut inner.io;
+            let mad = msg::rtu(conn.tid, io.comm_id(conn_id), conn.remote_comm_id);
+            conn.state = State::Established;
+            io.send_conn(self, conn, &mad);
+            Ok(())
+        })
+    }
+
+    /// Starts a graceful disconnect; `DisconnectDone` follows. During a
+    /// handshake it aborts the attempt (REJ to the peer); after the
+    /// connection ended it completes at once.
+    pub fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+        let now = self.clock.now_us();
+        self.cm.with(self, |inner| {
+            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            if conn.disconnecting {
+                return Err(DeviceError::InvalidState);
+            }
+            conn.disconnecting = true;
+            let io = &mut inner.io;
+            let local = io.comm_id(conn_id);
+            match conn.state {
+                State::Established => {
+                    let tid = io.new_tid();
+                    let mad = msg::dreq(tid, local, conn.remote_comm_id, conn.remote_qpn);
+                    conn.state = State::DreqSent;
+                    conn.retries = 0;
+                    conn.max_retries = MAX_CM_RETRIES;
+                    conn.period_us = answer_wait_us(conn.peer_timeout);
+                    io.send_conn(self, conn, &mad);
+                    conn.deadline_us = now + conn.period_us;
+                    io.arm(conn.deadline_us);
+                    return Ok(());
+                }
+                State::ReqSent | State::ReqRcvd | State::RepSent | State::RepRcvd => {
+                    let rejected = if matches!(conn.state, State::ReqSent | State::ReqRcvd) {
+                        MessageRef::REQ
+                    } else {
+                        MessageRef::REP
+                    };
+                    if let Some(mad) =
+                        msg::rej(conn.tid, local, conn.remote_comm_id, rejected, RejReason::CONSUMER_REJECT, &[])
+                    {
+                        io.send_conn(self, conn, &mad);
+                    }
+                    conn.state = State::Closed;
+                    conn.disarm();
+                }
+                State::Closed => {}
+                State::DreqSent | State::TimeWait | State::Free => return Err(DeviceError::InvalidState),
+            }
+            io.report(conn, conn_id, Kind::DisconnectDone);
+            Ok(())
+        })
+    }
+
+    /// Forgets a connection. Unfinished business with the peer ends as IB
+    /// CM ends it when a connection is destroyed: an unanswered or
+    /// unfinished handshake is rejected, an established connection gets one
+    /// DREQ. The slot then answers duplicates for a while (time-wait).
+    pub fn cm_release(&self, conn_id: u32) {
+        let now = self.clock.now_us();
+        self.cm.with(self, |inner| {
+            let Some((index, conn)) = inner.conns.owned(conn_id) else { return };
+            let io = &mut inner.io;
+            let local = io.comm_id(conn_id);
+            let remote = conn.remote_comm_id;
+            let mad = match conn.state {
+                State::ReqSent => msg::rej(conn.tid, local, remote, MessageRef::REQ, RejReason::TIMEOUT, &[]),
+                State::ReqRcvd => msg::rej(conn.tid, local, remote, MessageRef::REQ, RejReason::CONSUMER_REJECT, &[]),
+                State::RepSent | State::RepRcvd => {
+                    msg::rej(conn.tid, local, remote, MessageRef::REP, RejReason::CONSUMER_REJECT, &[])
+                }
+                State::Established => Some(msg::dreq(io.new_tid(), local, remote, conn.remote_qpn)),
+                State::DreqSent | State::Closed | State::TimeWait | State::Free => None,
+            };
+            if let Some(mad) = mad {
+                io.send_conn(self, conn, &mad);
+            }
+            time_wait(inner, index, now);
+        });
+    }
+}

@@ -1,0 +1,173 @@
+//! Building CM MADs and sending them to a peer's QP1.
+
+use core::net::Ipv4Addr;
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use super::conn::Conn;
+use super::{CM_RESPONSE_TIMEOUT, Io, LOCAL_ACK_TIMEOUT, MAX_CM_RETRIES, SoftRnic};
+use crate::wire::cm::{PERMISSIVE_LID, TRANSPORT_RC};
+use crate::wire::cma::PORT_SPACE_TCP;
+use crate::wire::{
+    CmaHeader, DrepMsg, DreqMsg, Ipv4UdpFields, Mad, MessageRef, MraMsg, ROCEV2_PORT, RejMsg,
+    RejReason, RepMsg, ReqMsg, RtuMsg, build, gid_from_ipv4, gsi_headers, ip_service_id,
+    psn_add,
+};
+
+/// Bytes of a MAD datagram: IPv4 20 + UDP 8 + BTH 12 + DETH 8 + MAD 256 +
+/// ICRC 4.
+const MAD_DATAGRAM_LEN: usize = 308;
+
+/// Hop limit (IPv4 TTL) announced in the REQ's path.
+const HOP_LIMIT: u8 = 64;
+/// Transport and RNR retry counts announced (7: RNR retries forever).
+const RETRY_COUNT: u8 = 7;
+const RNR_RETRY_COUNT: u8 = 7;
+
+/// The CA GUID of the device at `addr` (made up: RoCE has no real one).
+pub(super) fn ca_guid(addr: Ipv4Addr) -> u64 {
+    (0x5253_u64 << 48) | u64::from(addr.to_bits())
+}
+
+impl Io {
+    /// Sends `mad` to QP1 at `dst` (a UD SEND Only with the GSI DETH). The
+    /// IPv4/UDP facts follow the socket convention (source port 4791,
+    /// identification 0, DF) so the ICRC verifies over a UDP-socket link too.
+    pub(super) fn send(&mut self, device: &SoftRnic, dst: Ipv4Addr, mad: &Mad) {
+        let ip = Ipv4UdpFields::for_socket(device.config().addr, dst, ROCEV2_PORT);
+        let headers = gsi_headers(ip, self.mad_psn);
+        self.mad_psn = psn_add(self.mad_psn, 1);
+        let mut buf = [0u8; MAD_DATAGRAM_LEN];
+        if let Ok(n) = build(&headers, &[mad.as_bytes()], &mut buf) {
+            if let Some(datagram) = buf.get(..n) {
+                device.link.transmit(datagram);
+                self.stats.sent += 1;
+            }
+        }
+    }
+
+    /// Sends `mad` for `conn`, keeping it as the message to retransmit or
+    /// to answer duplicates with.
+    pub(super) fn send_conn(&mut self, device: &SoftRnic, conn: &mut Conn, mad: &Mad) {
+        conn.out = *mad;
+        self.send(device, *conn.remote.ip(), mad);
+    }
+
+    /// Re-sends the connection's last message.
+    pub(super) fn resend(&mut self, device: &SoftRnic, conn: &Conn) {
+        if conn.out.header.attribute_id.get() != 0 {
+            let out = conn.out;
+            self.send(device, *conn.remote.ip(), &out);
+        }
+    }
+}
+
+/// What a REQ needs besides the connection.
+pub(super) struct ReqExtras<'a> {
+    pub local_comm_id: u32,
+    pub srq: bool,
+    pub private_data: &'a [u8],
+}
+
+/// The REQ for active connection `conn`; `None` if the private data is too
+/// long.
+pub(super) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
+    let mut r = ReqMsg::new_zeroed();
+    r.set_local_comm_id(x.local_comm_id);
+    r.set_service_id(ip_service_id(PORT_SPACE_TCP, conn.remote.port()));
+    r.set_local_ca_guid(ca_guid(*conn.local.ip()));
+    r.set_local_qpn(conn.qpn);
+    r.set_responder_resources(conn.ird);
+    r.set_initiator_depth(conn.ord);
+    r.set_remote_cm_response_timeout(CM_RESPONSE_TIMEOUT);
+    r.set_transport_service_type(TRANSPORT_RC);
+    r.set_starting_psn(conn.send_psn);
+    r.set_local_cm_response_timeout(CM_RESPONSE_TIMEOUT);
+    r.set_retry_count(RETRY_COUNT);
+    r.set_partition_key(crate::wire::DEFAULT_PKEY);
+    r.set_path_mtu(conn.pmtu.code());
+    r.set_rnr_retry_count(RNR_RETRY_COUNT);
+    r.set_max_cm_retries(MAX_CM_RETRIES);
+    r.set_srq(x.srq);
+    let p = r.primary_path_mut();
+    p.set_local_lid(PERMISSIVE_LID);
+    p.set_remote_lid(PERMISSIVE_LID);
+    p.set_local_gid(gid_from_ipv4(*conn.local.ip()));
+    p.set_remote_gid(gid_from_ipv4(*conn.remote.ip()));
+    p.set_hop_limit(HOP_LIMIT);
+    p.set_local_ack_timeout(LOCAL_ACK_TIMEOUT);
+    let header = CmaHeader::ipv4(*conn.local.ip(), conn.local.port(), *conn.remote.ip());
+    *r.private_data_mut() = header.write_req_private(x.private_data)?;
+    Some(Mad::cm(conn.tid, &r))
+}
+
+/// The REP of passive connection `conn`; `None` if the private data is too
+/// long.
+pub(super) fn rep(conn: &Conn, local_comm_id: u32, srq: bool, private_data: &[u8]) -> Option<Mad> {
+    let mut r = RepMsg::new_zeroed();
+    r.set_local_comm_id(local_comm_id);
+    r.set_remote_comm_id(conn.remote_comm_id);
+    r.set_local_qpn(conn.qpn);
+    r.set_starting_psn(conn.send_psn);
+    r.set_responder_resources(conn.ird);
+    r.set_initiator_depth(conn.ord);
+    r.set_target_ack_delay(0);
+    r.set_rnr_retry_count(RNR_RETRY_COUNT);
+    r.set_srq(srq);
+    r.set_local_ca_guid(ca_guid(*conn.local.ip()));
+    r.private_data_mut().get_mut(..private_data.len())?.copy_from_slice(private_data);
+    Some(Mad::cm(conn.tid, &r))
+}
+
+/// A REJ; `None` if the private data is too long.
+pub(super) fn rej(
+    tid: u64,
+    local_comm_id: u32,
+    remote_comm_id: u32,
+    rejected: MessageRef,
+    reason: RejReason,
+    private_data: &[u8],
+) -> Option<Mad> {
+    let mut r = RejMsg::new_zeroed();
+    r.set_local_comm_id(local_comm_id);
+    r.set_remote_comm_id(remote_comm_id);
+    r.set_message_rejected(rejected);
+    r.set_reason(reason);
+    r.private_data_mut().get_mut(..private_data.len())?.copy_from_slice(private_data);
+    Some(Mad::cm(tid, &r))
+}
+
+/// An RTU.
+pub(super) fn rtu(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
+    let mut r = RtuMsg::new_zeroed();
+    r.set_local_comm_id(local_comm_id);
+    r.set_remote_comm_id(remote_comm_id);
+    Mad::cm(tid, &r)
+}
+
+/// A DREQ to the peer's QP `remote_qpn`.
+pub(super) fn dreq(tid: u64, local_comm_id: u32, remote_comm_id: u32, remote_qpn: u32) -> Mad {
+    let mut r = DreqMsg::new_zeroed();
+    r.set_local_comm_id(local_comm_id);
+    r.set_remote_comm_id(remote_comm_id);
+    r.set_remote_qpn(remote_qpn);
+    Mad::cm(tid, &r)
+}
+
+/// A DREP.
+pub(super) fn drep(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
+    let mut r = DrepMsg::new_zeroed();
+    r.set_local_comm_id(local_comm_id);
+    r.set_remote_comm_id(remote_comm_id);
+    Mad::cm(tid, &r)
+}
+
+/// An MRA for message `mraed`, asking for `service_timeout`.
+pub(super) fn mra(tid: u64, local_comm_id: u32, remote_comm_id: u32, mraed: MessageRef, service_timeout: u8) -> Mad {
+    let mut r = MraMsg::new_zeroed();
+    r.set_local_comm_id(local_comm_id);
+    r.set_remote_comm_id(remote_comm_id);
+    r.set_message_mraed(mraed);
+    r.set_service_timeout(service_timeout);
+    Mad::cm(tid, &r)
+}

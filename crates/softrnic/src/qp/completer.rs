@@ -1,0 +1,375 @@
+//! The completer: matches ACKs (explicit and implied), NAKs and READ
+//! responses to SQ work, places READ data, writes send-queue CQEs in SQ
+//! order, releases SQ slots, and runs the retransmit and RNR timers.
+
+use hwq::wqe::{SendOpcode, WqeFlags};
+use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
+
+use super::sg;
+use super::{Connection, Fatal, MetaKind, QueuePair, Requester, WqeMeta};
+use crate::device::SoftRnic;
+use crate::wire::{NakCode, Operation, Packet, Syndrome, psn_add, psn_before, psn_diff};
+
+impl Requester {
+    /// Moves `una_index` past WQEs that occupy no PSN.
+    fn skip_local(&mut self) {
+        while self.una_index != self.start_index {
+            let m = self.meta(self.una_index);
+            if matches!(m.kind, MetaKind::Done(_)) && m.npsn == 0 {
+                self.una_index = self.una_index.wrapping_add(1);
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The responder confirmed every PSN before `target`. Advances `una`
+    /// over SEND/WRITE PSNs; returns `true` if it stopped at a READ whose
+    /// response data is missing (lost or overtaken).
+    fn advance_to(&mut self, target: u32) -> (bool, bool) {
+        if psn_before(self.acked_hi, target) {
+            self.acked_hi = target;
+        }
+        let mut progressed = false;
+        let mut read_gap = false;
+        self.skip_local();
+        while psn_before(self.una, target) && self.una_index != self.start_index {
+            let m = self.meta(self.una_index);
+            match m.kind {
+                MetaKind::SendWrite => {
+                    let end = psn_add(m.first_psn, m.npsn);
+                    if psn_before(target, end) {
+                        self.una = target;
+                    } else {
+                        self.una = end;
+                        self.una_index = self.una_index.wrapping_add(1);
+                        self.skip_local();
+                    }
+                    progressed = true;
+                }
+                MetaKind::Read => {
+                    read_gap = true;
+                    break;
+                }
+                MetaKind::Done(_) | MetaKind::None => break,
+            }
+        }
+        (progressed, read_gap)
+    }
+
+    fn on_progress(&mut self, conn_rc: &super::RcConfig, now: u64) {
+        self.retry_left = conn_rc.retry_count;
+        self.rnr_left = conn_rc.rnr_retry;
+        self.retrans_deadline = self.outstanding().then(|| now.saturating_add(conn_rc.ack_timeout_us));
+    }
+
+    /// Starts one fast retry (lost READ response, PSN sequence NAK) per
+    /// `una` value.
+    fn fast_retry(&mut self) -> bool {
+        if self.retry_at == Some(self.una) {
+            return false;
+        }
+        self.retry_at = Some(self.una);
+        self.rewind();
+        true
+    }
+
+    /// Fails the oldest incomplete wire WQE with `status` (it completes,
+    /// in order, when it is the oldest) and stops the requester.
+    fn fail_oldest(&mut self, status: CqeStatus) {
+        let index = self.una_index;
+        if index == self.start_index {
+            return;
+        }
+        let m = self.meta(index);
+        self.set_meta(index, WqeMeta { kind: MetaKind::Done(status), ..m });
+        self.halted = true;
+        self.retrans_deadline = None;
+        self.rnr_deadline = None;
+    }
+}
+
+/// Handles an ACK, NAK or READ response for QP `qpn`.
+pub(crate) fn on_response(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
+    let before = qp.conn.as_ref().map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
+    let result = handle(dev, qp, p, now).and_then(|()| complete_ready(dev, qpn, qp));
+    if result.is_err() {
+        dev.enter_error(qpn, qp);
+        return;
+    }
+    let after = qp.conn.as_ref().map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
+    if before != after {
+        // Window opened, ORD token returned, or a resend was requested.
+        dev.sq_doorbell(qpn);
+    }
+}
+
+fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Result<(), Fatal> {
+    let QueuePair { sq, conn, pd, .. } = qp;
+    let Some(conn) = conn.as_mut() else {
+        return Ok(());
+    };
+    let stats = &dev.engine().stats;
+    let rc = conn.rc;
+    let psn = p.bth.psn;
+    let req = &mut conn.req;
+    match p.info.operation {
+        Operation::Acknowledge => {
+            let Some(aeth) = p.ext.aeth else { return Ok(()) };
+            match aeth.syndrome {
+                Syndrome::Ack(_) => {
+                    let target = psn_add(psn, 1);
+                    // Stale, duplicate or ghost ACKs change nothing.
+                    if psn_diff(target, req.una) <= 0 || psn_after_sent(req, target) {
+                        stats.ghost_acks.inc_if(psn_after_sent(req, target));
+                        return Ok(());
+                    }
+                    let (progressed, gap) = req.advance_to(target);
+                    if progressed {
+                        req.on_progress(&rc, now);
+                    }
+                    if gap && req.fast_retry() {
+                        stats.read_gap_retries.inc();
+                    }
+                }
+                Syndrome::RnrNak(timer) => {
+                    if !nak_in_window(req, psn) {
+                        return Ok(());
+                    }
+                    stats.rnr_naks_received.inc();
+                    let (progressed, _) = req.advance_to(psn);
+                    if progressed {
+                        req.on_progress(&rc, now);
+                    }
+                    if req.una != psn {
+                        return Ok(());
+                    }
+                    if rc.rnr_retry < 7 {
+                        if req.rnr_left == 0 {
+                            req.fail_oldest(CqeStatus::RnrRetryExceeded);
+                            return Ok(());
+                        }
+                        req.rnr_left -= 1;
+                    }
+                    req.rnr_deadline = Some(now.saturating_add(u64::from(timer.micros())));
+                    req.retrans_deadline = None;
+                    req.rewind();
+                }
+                Syndrome::Nak(code) => {
+                    if !nak_in_window(req, psn) {
+                        return Ok(());
+                    }
+                    let (progressed, _) = req.advance_to(psn);
+                    if progressed {
+                        req.on_progress(&rc, now);
+                    }
+                    let status = match code {
+                        NakCode::PsnSequenceError => {
+                            stats.seq_naks_received.inc();
+                            if req.rnr_deadline.is_none() && req.fast_retry() {
+                                stats.seq_nak_retries.inc();
+                            }
+                            return Ok(());
+                        }
+                        NakCode::InvalidRequest | NakCode::InvalidRdRequest => CqeStatus::RemoteInvalidRequest,
+                        NakCode::RemoteAccessError => CqeStatus::RemoteAccess,
+                        NakCode::RemoteOperationalError => CqeStatus::RemoteOperational,
+                    };
+                    stats.fatal_naks_received.inc();
+                    req.fail_oldest(status);
+                }
+            }
+        }
+        Operation::ReadResponse => {
+            if !nak_in_window(req, psn) {
+                stats.stale_responses.inc();
+                return Ok(());
+            }
+            if let Some(aeth) = p.ext.aeth
+                && !matches!(aeth.syndrome, Syndrome::Ack(_))
+            {
+                return Ok(());
+            }
+            let (progressed, _) = req.advance_to(psn);
+            if progressed {
+                req.on_progress(&rc, now);
+            }
+            let meta = req.meta(req.una_index);
+            if req.una != psn || meta.kind != MetaKind::Read {
+                // A response overtook an earlier one, or an earlier one was
+                // lost: ask again from the first missing PSN (once).
+                if req.una_index != req.start_index && meta.kind == MetaKind::Read && req.fast_retry() {
+                    stats.read_gap_retries.inc();
+                }
+                return Ok(());
+            }
+            place_read(dev, *pd, sq, conn, meta, p, now);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Whether `target` (one past an acknowledged PSN) lies beyond anything
+/// sent: a ghost ACK.
+fn psn_after_sent(req: &Requester, target: u32) -> bool {
+    psn_diff(target, req.sent_hi) > 0
+}
+
+/// Whether a NAK or response PSN names a packet sent and not yet acked.
+fn nak_in_window(req: &Requester, psn: u32) -> bool {
+    psn_diff(psn, req.una) >= 0 && psn_before(psn, req.sent_hi)
+}
+
+/// Places one READ response (the next expected one) into the READ's SGEs.
+fn place_read(
+    dev: &SoftRnic,
+    pd: u32,
+    sq: &hwq::Consumer<hwq::SendWqe>,
+    conn: &mut Connection,
+    meta: WqeMeta,
+    p: &Packet<'_>,
+    now: u64,
+) {
+    let pmtu = conn.pmtu.bytes();
+    let rc = conn.rc;
+    let req = &mut conn.req;
+    let k = psn_diff(p.bth.psn, meta.first_psn).max(0) as u32;
+    let offset = u64::from(k) * u64::from(pmtu);
+    let expect = u64::from(meta.len).saturating_sub(offset).min(u64::from(pmtu));
+    let last = k + 1 >= meta.npsn;
+    if p.payload.len() as u64 != expect || p.info.position.ends_message() != last {
+        // A malformed response: ignore it; the retransmit timer recovers.
+        dev.engine().stats.bad_responses.inc();
+        return;
+    }
+    let Some(wqe) = sq.read(req.una_index) else { return };
+    let placed = {
+        let keys = dev.keys.read();
+        sg::scatter(&keys, &*dev.dma, pd, wqe.sge_list(), offset, p.payload)
+    };
+    if placed.is_err() {
+        req.fail_oldest(CqeStatus::LocalProtection);
+        return;
+    }
+    req.una = psn_add(req.una, 1);
+    if last {
+        req.una_index = req.una_index.wrapping_add(1);
+        // ACKs that arrived while this READ's data was missing cover the
+        // WQEs after it.
+        let hi = req.acked_hi;
+        req.advance_to(hi);
+    }
+    req.on_progress(&rc, now);
+}
+
+/// Writes CQEs for every SQ WQE that is done, oldest first, and releases
+/// their slots. Fails (the QP must enter error) after writing an error CQE.
+pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Result<(), Fatal> {
+    let QueuePair { sq, conn, pd, send_cqn, context, .. } = qp;
+    let Some(conn) = conn.as_mut() else {
+        return Ok(());
+    };
+    let req = &mut conn.req;
+    req.skip_local();
+    loop {
+        let index = sq.released();
+        if index == req.start_index {
+            return Ok(());
+        }
+        let meta = req.meta(index);
+        let mut status = match meta.kind {
+            MetaKind::Done(s) => s,
+            MetaKind::SendWrite | MetaKind::Read if index != req.una_index => CqeStatus::Success,
+            _ => return Ok(()),
+        };
+        let Some(wqe) = sq.read(index) else { return Err(Fatal) };
+        let flags = wqe.wqe_flags();
+        if meta.kind == MetaKind::Read {
+            req.reads_outstanding = req.reads_outstanding.saturating_sub(1);
+            if flags.contains(WqeFlags::READ_LOCAL_INVALIDATE) {
+                let key = wqe.sge_list().first().map_or(0, |s| s.key);
+                if dev.keys.write().invalidate(MemoryKey(key), *pd).is_err() {
+                    status = CqeStatus::MemoryManagement;
+                }
+            }
+        }
+        let ok = status == CqeStatus::Success;
+        let mut alive = true;
+        if !ok || flags.contains(WqeFlags::SIGNALED) {
+            let cqe = Cqe {
+                wr_id: wqe.wr_id,
+                qp_context: *context,
+                byte_len: wqe.total_len,
+                qpn,
+                opcode: send_cqe_opcode(wqe.op()) as u8,
+                status: status as u8,
+                ..Cqe::default()
+            };
+            alive = dev.complete(*send_cqn, cqe, !ok);
+        }
+        sq.release(1);
+        if !ok || !alive {
+            return Err(Fatal);
+        }
+    }
+}
+
+/// The CQE opcode of a send-queue WQE.
+pub(crate) fn send_cqe_opcode(op: Option<SendOpcode>) -> CqeOpcode {
+    match op {
+        Some(SendOpcode::Write) => CqeOpcode::Write,
+        Some(SendOpcode::Read) => CqeOpcode::Read,
+        Some(SendOpcode::FastRegister) => CqeOpcode::FastRegister,
+        Some(SendOpcode::Bind) => CqeOpcode::Bind,
+        Some(SendOpcode::LocalInvalidate) => CqeOpcode::LocalInvalidate,
+        Some(SendOpcode::Send | SendOpcode::SendInvalidate) | None => CqeOpcode::Send,
+    }
+}
+
+/// The retransmit timer expired: go back to the oldest unacknowledged PSN,
+/// or fail the oldest WQE when the retries are used up.
+pub(crate) fn on_retransmit_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, now: u64) {
+    let Some(conn) = qp.conn.as_mut() else { return };
+    let rc = conn.rc;
+    let req = &mut conn.req;
+    req.retrans_deadline = None;
+    if !req.outstanding() || req.rnr_deadline.is_some() {
+        return;
+    }
+    dev.engine().stats.timeouts.inc();
+    if req.retry_left == 0 {
+        req.fail_oldest(CqeStatus::RetryExceeded);
+        if complete_ready(dev, qpn, qp).is_err() {
+            dev.enter_error(qpn, qp);
+        }
+        return;
+    }
+    req.retry_left -= 1;
+    req.retry_at = None;
+    req.rewind();
+    req.retrans_deadline = Some(now.saturating_add(rc.ack_timeout_us));
+    dev.sq_doorbell(qpn);
+}
+
+/// The RNR wait is over: resend from the refused PSN.
+pub(crate) fn on_rnr_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, now: u64) {
+    let Some(conn) = qp.conn.as_mut() else { return };
+    let req = &mut conn.req;
+    req.rnr_deadline = None;
+    req.retry_at = None;
+    req.rewind();
+    req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
+    dev.sq_doorbell(qpn);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opcodes_map() {
+        assert_eq!(send_cqe_opcode(Some(SendOpcode::SendInvalidate)), CqeOpcode::Send);
+        assert_eq!(send_cqe_opcode(Some(SendOpcode::Read)), CqeOpcode::Read);
+    }
+}

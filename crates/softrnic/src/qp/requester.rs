@@ -1,0 +1,361 @@
+//! The requester: takes SQ WQEs in order, executes local operations,
+//! segments SEND/WRITE messages into PMTU packets, issues READ requests,
+//! and resends from the oldest unacknowledged PSN when the completer asks
+//! (go-back-N), re-reading WQEs from the ring.
+
+use hwq::wqe::{Access, SendOpcode, WqeFlags};
+use hwq::{CqeStatus, MemoryKey, SendWqe};
+
+use super::sg::{self, SgError};
+use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
+use crate::device::SoftRnic;
+use crate::memory::Need;
+use crate::wire::{
+    Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff, segment_count,
+};
+
+/// Largest message the requester accepts (bytes).
+pub(crate) const MAX_MESSAGE: u64 = 1 << 30;
+
+impl super::Requester {
+    pub(crate) fn meta(&self, index: u32) -> WqeMeta {
+        self.metas.get((index & self.mask) as usize).copied().unwrap_or_default()
+    }
+
+    pub(crate) fn set_meta(&mut self, index: u32, meta: WqeMeta) {
+        if let Some(m) = self.metas.get_mut((index & self.mask) as usize) {
+            *m = meta;
+        }
+    }
+
+    /// Restarts transmission at the oldest unacknowledged PSN.
+    pub(crate) fn rewind(&mut self) {
+        self.send_index = self.una_index;
+        self.next_psn = self.una;
+    }
+
+    /// Whether any PSN is sent and not yet acknowledged.
+    pub(crate) fn outstanding(&self) -> bool {
+        psn_before(self.una, self.sent_hi)
+    }
+}
+
+/// Outcome of trying to start the WQE at `start_index`.
+enum Start {
+    /// Started (or finished locally): go on.
+    Started,
+    /// Must wait (window, ORD, fence, a key still in use, nothing posted).
+    Blocked,
+}
+
+/// Runs the requester of a connected QP for at most `budget` packets.
+/// Returns whether it stopped for the budget (more work is ready).
+pub(crate) fn run_requester(dev: &SoftRnic, qp: &mut QueuePair, now: u64, mut budget: u32) -> Result<bool, Fatal> {
+    let QueuePair { sq, conn, pd, .. } = qp;
+    let pd = *pd;
+    let Some(conn) = conn.as_mut() else {
+        return Ok(false);
+    };
+    if conn.req.rnr_deadline.is_some() {
+        return Ok(false);
+    }
+    sq.refresh();
+    let window = conn.rc.max_unacked_psns.max(1) as i32;
+    loop {
+        if budget == 0 {
+            return Ok(true);
+        }
+        let req = &mut conn.req;
+        // Acknowledgements may overtake a resend: skip what is acked.
+        if psn_before(req.next_psn, req.una) {
+            req.send_index = req.una_index;
+            req.next_psn = req.una;
+        }
+        if req.send_index != req.start_index {
+            let index = req.send_index;
+            let meta = req.meta(index);
+            match meta.kind {
+                MetaKind::SendWrite | MetaKind::Read => {
+                    if psn_diff(req.next_psn, req.una) >= window {
+                        return Ok(false);
+                    }
+                    let Some(wqe) = sq.read(index) else {
+                        return Err(Fatal);
+                    };
+                    if send_packet(dev, pd, conn, &wqe, meta, now).is_err() {
+                        // The source vanished under a started message (the
+                        // driver deregistered it): the WQE fails in order.
+                        let req = &mut conn.req;
+                        req.set_meta(index, WqeMeta { kind: MetaKind::Done(CqeStatus::LocalProtection), ..meta });
+                        req.halted = true;
+                        req.send_index = req.send_index.wrapping_add(1);
+                    }
+                    budget -= 1;
+                }
+                MetaKind::Done(_) | MetaKind::None => req.send_index = index.wrapping_add(1),
+            }
+            continue;
+        }
+        if req.halted {
+            return Ok(false);
+        }
+        let index = req.start_index;
+        let Some(wqe) = sq.read(index) else {
+            return Ok(false);
+        };
+        match start(dev, pd, sq, conn, &wqe, index, window)? {
+            Start::Started => {}
+            Start::Blocked => return Ok(false),
+        }
+    }
+}
+
+/// Whether a WQE started and not yet completed names key index `key` in
+/// its local scatter/gather list (a local operation on that key must wait,
+/// or a retransmission would find the key changed).
+fn key_in_use(sq: &hwq::Consumer<SendWqe>, conn: &Connection, key: u32) -> bool {
+    let req = &conn.req;
+    let mut i = sq.released();
+    while i != req.start_index {
+        if matches!(req.meta(i).kind, MetaKind::SendWrite | MetaKind::Read)
+            && sq.read_with(i, |w| {
+                !w.wqe_flags().contains(WqeFlags::INLINE)
+                    && w.sge_list().iter().any(|s| MemoryKey(s.key).index() == MemoryKey(key).index())
+            }) == Some(true)
+        {
+            return true;
+        }
+        i = i.wrapping_add(1);
+    }
+    false
+}
+
+fn finish_local(conn: &mut Connection, index: u32, status: CqeStatus) {
+    let req = &mut conn.req;
+    req.set_meta(index, WqeMeta { first_psn: req.alloc_psn, npsn: 0, len: 0, kind: MetaKind::Done(status) });
+    if status != CqeStatus::Success {
+        req.halted = true;
+    }
+    req.start_index = index.wrapping_add(1);
+    req.send_index = req.start_index;
+}
+
+fn start(
+    dev: &SoftRnic,
+    pd: u32,
+    sq: &hwq::Consumer<SendWqe>,
+    conn: &mut Connection,
+    wqe: &SendWqe,
+    index: u32,
+    window: i32,
+) -> Result<Start, Fatal> {
+    let Some(op) = wqe.op() else {
+        finish_local(conn, index, CqeStatus::LocalQpOperation);
+        return Ok(Start::Started);
+    };
+    let flags = wqe.wqe_flags();
+    match op {
+        SendOpcode::FastRegister | SendOpcode::Bind | SendOpcode::LocalInvalidate => {
+            if key_in_use(sq, conn, wqe.key) {
+                return Ok(Start::Blocked);
+            }
+            let status = execute_local(dev, pd, conn, wqe, op);
+            finish_local(conn, index, status);
+            Ok(Start::Started)
+        }
+        SendOpcode::Send | SendOpcode::SendInvalidate | SendOpcode::Write | SendOpcode::Read => {
+            let read = op == SendOpcode::Read;
+            let ord = conn.path.outbound_reads;
+            let req = &mut conn.req;
+            if flags.contains(WqeFlags::READ_FENCE) && req.reads_outstanding > 0 {
+                return Ok(Start::Blocked);
+            }
+            if read && ord > 0 && req.reads_outstanding >= ord {
+                return Ok(Start::Blocked);
+            }
+            if psn_diff(req.next_psn, req.una) >= window {
+                return Ok(Start::Blocked);
+            }
+            let inline = !read && flags.contains(WqeFlags::INLINE);
+            let len = if inline { wqe.inline_data().len() as u64 } else { sg::total(wqe.sge_list()) };
+            let status = if read && ord == 0 {
+                Some(CqeStatus::LocalQpOperation)
+            } else if len > MAX_MESSAGE || (inline && usize::from(wqe.inline_len) > hwq::wqe::MAX_INLINE) {
+                Some(CqeStatus::LocalLength)
+            } else if !inline {
+                let need = if read { Need::LocalWrite } else { Need::LocalRead };
+                let ok = sg::check_all(&dev.keys.read(), pd, wqe.sge_list(), need);
+                (!ok).then_some(CqeStatus::LocalProtection)
+            } else {
+                None
+            };
+            if let Some(status) = status {
+                finish_local(conn, index, status);
+                return Ok(Start::Started);
+            }
+            let req = &mut conn.req;
+            let npsn = segment_count(len as u32, conn.pmtu);
+            // A resend loop always ends at the allocation point.
+            req.next_psn = req.alloc_psn;
+            let meta = WqeMeta {
+                first_psn: req.alloc_psn,
+                npsn,
+                len: len as u32,
+                kind: if read { MetaKind::Read } else { MetaKind::SendWrite },
+            };
+            req.set_meta(index, meta);
+            req.alloc_psn = psn_add(req.alloc_psn, npsn);
+            req.start_index = index.wrapping_add(1);
+            req.send_index = index;
+            if read {
+                req.reads_outstanding += 1;
+            }
+            Ok(Start::Started)
+        }
+    }
+}
+
+/// Executes a fast-register, bind or local invalidate.
+fn execute_local(dev: &SoftRnic, pd: u32, conn: &mut Connection, wqe: &SendWqe, op: SendOpcode) -> CqeStatus {
+    let access = Access::from_bits_truncate(wqe.access);
+    let result = match op {
+        SendOpcode::FastRegister => {
+            let n = wqe.aux32 as usize;
+            let bytes = n * 8;
+            if n == 0 || n > MAX_FR_PAGES || bytes > conn.tx_buf.len() {
+                return CqeStatus::MemoryManagement;
+            }
+            let Some(scratch) = conn.tx_buf.get_mut(..bytes) else {
+                return CqeStatus::MemoryManagement;
+            };
+            if dev.dma.read(wqe.aux64, scratch).is_err() {
+                return CqeStatus::LocalProtection;
+            }
+            conn.pages.clear();
+            conn.pages.extend(
+                scratch
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
+            );
+            dev.keys.write().fast_register(
+                MemoryKey(wqe.key),
+                pd,
+                access,
+                wqe.remote_addr,
+                wqe.length,
+                wqe.fbo,
+                &conn.pages,
+            )
+        }
+        SendOpcode::Bind => dev.keys.write().bind(
+            MemoryKey(wqe.key),
+            MemoryKey(wqe.aux32),
+            pd,
+            access,
+            wqe.remote_addr,
+            wqe.length,
+        ),
+        SendOpcode::LocalInvalidate => dev.keys.write().invalidate(MemoryKey(wqe.key), pd),
+        _ => return CqeStatus::LocalQpOperation,
+    };
+    match result {
+        Ok(()) => CqeStatus::Success,
+        Err(_) => CqeStatus::MemoryManagement,
+    }
+}
+
+/// Position of packet `k` of `n`.
+fn position(k: u32, n: u32) -> (bool, bool) {
+    (k == 0, k + 1 >= n)
+}
+
+/// Sends the packet at `next_psn` of the WQE at `send_index`.
+fn send_packet(
+    dev: &SoftRnic,
+    pd: u32,
+    conn: &mut Connection,
+    wqe: &SendWqe,
+    meta: WqeMeta,
+    now: u64,
+) -> Result<(), SgError> {
+    let pmtu = conn.pmtu.bytes();
+    let req = &mut conn.req;
+    let psn = req.next_psn;
+    let k = psn_diff(psn, meta.first_psn).max(0) as u32;
+    let offset = u64::from(k) * u64::from(pmtu);
+    let dest_qp = conn.path.remote_qpn;
+    let op = wqe.op();
+    let window = conn.rc.max_unacked_psns.max(1) as i32;
+    let mut headers = Headers { ip: conn.ip, bth: Bth::new(Opcode::RDMA_READ_REQUEST, dest_qp, psn), ext: ExtHeaders::NONE };
+    let built = if meta.kind == MetaKind::Read {
+        // A READ (or the rest of one, after a lost response) is one
+        // request packet covering all its response PSNs.
+        headers.ext.reth = Some(Reth {
+            va: wqe.remote_addr.wrapping_add(offset),
+            rkey: wqe.key,
+            dma_len: meta.len.saturating_sub(offset as u32),
+        });
+        headers.bth.ack_req = true;
+        let n = crate::wire::build(&headers, &[], &mut conn.tx_buf).map_err(|_| SgError::Length)?;
+        req.next_psn = psn_add(meta.first_psn, meta.npsn);
+        req.send_index = req.send_index.wrapping_add(1);
+        req.since_ack_req = 0;
+        n
+    } else {
+        let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
+        let (first, last) = position(k, meta.npsn);
+        let send = matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate));
+        let invalidate = op == Some(SendOpcode::SendInvalidate);
+        headers.bth.opcode = match (send, first, last) {
+            (true, true, true) if invalidate => Opcode::SEND_ONLY_WITH_INVALIDATE,
+            (true, true, true) => Opcode::SEND_ONLY,
+            (true, true, false) => Opcode::SEND_FIRST,
+            (true, false, false) => Opcode::SEND_MIDDLE,
+            (true, false, true) if invalidate => Opcode::SEND_LAST_WITH_INVALIDATE,
+            (true, false, true) => Opcode::SEND_LAST,
+            (false, true, true) => Opcode::RDMA_WRITE_ONLY,
+            (false, true, false) => Opcode::RDMA_WRITE_FIRST,
+            (false, false, false) => Opcode::RDMA_WRITE_MIDDLE,
+            (false, false, true) => Opcode::RDMA_WRITE_LAST,
+        };
+        if !send && first {
+            headers.ext.reth = Some(Reth { va: wqe.remote_addr, rkey: wqe.key, dma_len: meta.len });
+        }
+        if invalidate && last {
+            headers.ext.ieth = Some(wqe.key);
+        }
+        headers.bth.solicited = send && last && wqe.wqe_flags().contains(WqeFlags::SOLICITED);
+        let ack_req = last
+            || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
+            || psn_diff(psn_add(psn, 1), req.una) >= window;
+        headers.bth.ack_req = ack_req;
+        let mut b = PacketBuilder::ipv4(&headers, plen, &mut conn.tx_buf).map_err(|_| SgError::Length)?;
+        if wqe.wqe_flags().contains(WqeFlags::INLINE) {
+            let data = wqe.inline_data();
+            let chunk = data.get(offset as usize..offset as usize + plen).ok_or(SgError::Length)?;
+            b.push_payload(chunk).map_err(|_| SgError::Length)?;
+        } else {
+            let keys = dev.keys.read();
+            let (slot, mut hasher) = b.payload_slot();
+            let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
+            sg::gather(&keys, &*dev.dma, pd, wqe.sge_list(), offset, out, |c| hasher.update(c))?;
+        }
+        let n = b.finish().map_err(|_| SgError::Length)?;
+        req.next_psn = psn_add(psn, 1);
+        if last {
+            req.send_index = req.send_index.wrapping_add(1);
+        }
+        req.since_ack_req = if ack_req { 0 } else { req.since_ack_req + 1 };
+        n
+    };
+    let req = &mut conn.req;
+    let resend = psn_before(psn, req.sent_hi);
+    if psn_before(req.sent_hi, req.next_psn) {
+        req.sent_hi = req.next_psn;
+    }
+    if req.retrans_deadline.is_none() {
+        req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
+    }
+    dev.transmit_packet(conn.tx_buf.get(..built).unwrap_or_default(), resend);
+    Ok(())
+}

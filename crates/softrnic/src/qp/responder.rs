@@ -1,0 +1,542 @@
+//! The responder: executes the peer's requests in PSN order.
+//!
+//! Per packet: PSN check (expected → execute; ahead → one PSN sequence
+//! error NAK, then silence until the expected PSN arrives; behind →
+//! duplicate: SEND/WRITE are re-acknowledged without placing anything,
+//! READs are replayed from the saved IRD resource after the key is checked
+//! again), opcode sequence, length, key checks, then placement, completion
+//! of the receive, and an ACK (on AckReq, after `ack_coalesce` packets, or
+//! when the coalescing timer expires). Every refusal of the peer's request
+//! (class C: invalid request, remote access, remote operational) sends a
+//! NAK and moves the QP to error without touching memory.
+//!
+//! READ responses are emitted from the IRD resources a few packets at a
+//! time (inline, then from `poll`), so a large READ does not monopolise the
+//! engine; ACKs and NAKs owed meanwhile wait behind them, so the requester
+//! never sees an acknowledgement ahead of READ data.
+
+use hwq::cqe::CQE_FLAG_SOLICITED;
+use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
+
+use super::sg;
+use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
+use crate::device::SoftRnic;
+use crate::memory::Need;
+use crate::wire::{
+    Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, PacketBuilder, Position,
+    Syndrome, psn_add, psn_diff, psn_sub, segment_count,
+};
+
+/// READ response packets emitted inline when the request arrives.
+const INLINE_READ_BUDGET: u32 = 16;
+/// Largest RETH DMA length accepted.
+const MAX_DMA_LEN: u32 = 1 << 31;
+
+/// Handles a request packet for QP `qpn`.
+pub(crate) fn on_request(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
+    if handle(dev, qpn, qp, p, now).is_err() {
+        dev.enter_error(qpn, qp);
+    }
+}
+
+/// Sends an ACK-opcode packet (ACK, RNR NAK or NAK) at `psn`.
+fn send_aeth(dev: &SoftRnic, conn: &mut Connection, syndrome: Syndrome, psn: u32) {
+    let headers = Headers {
+        ip: conn.ip,
+        bth: Bth::new(Opcode::ACKNOWLEDGE, conn.path.remote_qpn, psn & PSN_MASK),
+        ext: ExtHeaders { aeth: Some(Aeth { syndrome, msn: conn.resp.msn & PSN_MASK }), ..ExtHeaders::NONE },
+    };
+    if let Ok(n) = crate::wire::build(&headers, &[], &mut conn.tx_buf) {
+        dev.transmit_packet(conn.tx_buf.get(..n).unwrap_or_default(), false);
+    }
+}
+
+/// Sends a fatal NAK and reports that the QP must enter error.
+fn fatal_nak(dev: &SoftRnic, conn: &mut Connection, code: NakCode, psn: u32) -> Fatal {
+    let stats = &dev.engine().stats;
+    stats.fatal_naks_sent.inc();
+    send_aeth(dev, conn, Syndrome::Nak(code), psn);
+    Fatal
+}
+
+/// Sends the owed ACK/NAK unless READ responses are still queued.
+fn flush_owed(dev: &SoftRnic, conn: &mut Connection) {
+    if conn.resp.active_reads > 0 {
+        return;
+    }
+    let epsn = conn.resp.epsn;
+    let (syndrome, psn) = match conn.resp.owed {
+        Owed::None => return,
+        Owed::Ack => (Syndrome::ACK, psn_sub(epsn, 1)),
+        Owed::SeqNak => (Syndrome::Nak(NakCode::PsnSequenceError), epsn),
+        Owed::Rnr => (Syndrome::RnrNak(conn.rc.min_rnr_timer), epsn),
+    };
+    conn.resp.owed = Owed::None;
+    conn.resp.unacked = 0;
+    conn.resp.ack_deadline = None;
+    send_aeth(dev, conn, syndrome, psn);
+}
+
+fn owe(dev: &SoftRnic, conn: &mut Connection, what: Owed) {
+    conn.resp.owed = what;
+    flush_owed(dev, conn);
+}
+
+fn ack_or_coalesce(dev: &SoftRnic, conn: &mut Connection, ack_req: bool, now: u64) {
+    let resp = &mut conn.resp;
+    resp.unacked += 1;
+    if ack_req || resp.unacked >= conn.rc.ack_coalesce.max(1) {
+        owe(dev, conn, Owed::Ack);
+    } else if resp.ack_deadline.is_none() {
+        resp.ack_deadline = Some(now.saturating_add(conn.rc.ack_delay_us));
+    }
+}
+
+/// The ACK coalescing timer expired.
+pub(crate) fn on_ack_timer(dev: &SoftRnic, qp: &mut QueuePair) {
+    let Some(conn) = qp.conn.as_mut() else { return };
+    conn.resp.ack_deadline = None;
+    if conn.resp.unacked > 0 && conn.resp.owed == Owed::None {
+        owe(dev, conn, Owed::Ack);
+    }
+}
+
+struct RecvTarget<'a> {
+    rq: &'a mut Receives,
+    cqn: u32,
+    context: u64,
+    qpn: u32,
+}
+
+impl RecvTarget<'_> {
+    /// Completes the held receive with `status` and releases it.
+    fn finish(&mut self, dev: &SoftRnic, conn: &mut Connection, cqe: Cqe, solicited: bool) -> bool {
+        let alive = dev.complete(self.cqn, Cqe { qp_context: self.context, qpn: self.qpn, ..cqe }, solicited);
+        if !conn.resp.recv_from_srq
+            && let Receives::Own(c) = self.rq
+        {
+            c.release(1);
+        }
+        conn.resp.recv = None;
+        conn.resp.recv_from_srq = false;
+        conn.resp.msg = InMessage::None;
+        alive
+    }
+
+    fn fail(&mut self, dev: &SoftRnic, conn: &mut Connection, status: CqeStatus, byte_len: u64) {
+        if let Some(recv) = conn.resp.recv {
+            let cqe = Cqe {
+                wr_id: recv.wr_id,
+                byte_len: byte_len.min(u64::from(u32::MAX)) as u32,
+                opcode: CqeOpcode::Receive as u8,
+                status: status as u8,
+                ..Cqe::default()
+            };
+            self.finish(dev, conn, cqe, true);
+        }
+    }
+}
+
+fn handle(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Result<(), Fatal> {
+    let QueuePair { rq, conn, pd, recv_cqn, context, .. } = qp;
+    let pd = *pd;
+    let Some(conn) = conn.as_mut() else { return Ok(()) };
+    let stats = &dev.engine().stats;
+    let psn = p.bth.psn;
+    let d = psn_diff(psn, conn.resp.epsn);
+    if d > 0 {
+        stats.out_of_sequence.inc();
+        if !conn.resp.nak_sent {
+            conn.resp.nak_sent = true;
+            stats.seq_naks_sent.inc();
+            owe(dev, conn, Owed::SeqNak);
+        }
+        return Ok(());
+    }
+    if d < 0 {
+        stats.duplicates.inc();
+        return duplicate(dev, qpn, conn, pd, p);
+    }
+    if conn.resp.owed == Owed::SeqNak {
+        conn.resp.owed = Owed::None;
+    }
+    let op = p.info.operation;
+    let pos = p.info.position;
+    let in_sequence = match (conn.resp.msg, op) {
+        (InMessage::None, _) => pos.starts_message(),
+        (InMessage::Send { .. }, Operation::Send) | (InMessage::Write { .. }, Operation::Write) => {
+            !pos.starts_message()
+        }
+        _ => false,
+    };
+    if !in_sequence {
+        let mut target = RecvTarget { rq, cqn: *recv_cqn, context: *context, qpn };
+        target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, 0);
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    }
+    if matches!(op, Operation::Send | Operation::Write) && !length_ok(pos, p.payload.len(), conn.pmtu.bytes() as usize)
+    {
+        let mut target = RecvTarget { rq, cqn: *recv_cqn, context: *context, qpn };
+        target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, 0);
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    }
+    match op {
+        Operation::Send => {
+            let mut target = RecvTarget { rq, cqn: *recv_cqn, context: *context, qpn };
+            on_send(dev, &mut target, conn, pd, p, now)
+        }
+        Operation::Write => on_write(dev, conn, pd, p, now),
+        Operation::ReadRequest => on_read(dev, qpn, conn, pd, p),
+        _ => Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn)),
+    }
+}
+
+fn length_ok(pos: Position, n: usize, pmtu: usize) -> bool {
+    match pos {
+        Position::First | Position::Middle => n == pmtu,
+        Position::Last => (1..=pmtu).contains(&n),
+        Position::Only => n <= pmtu,
+    }
+}
+
+fn executed(conn: &mut Connection, psn: u32) {
+    conn.resp.epsn = psn_add(psn, 1);
+    conn.resp.nak_sent = false;
+}
+
+fn on_send(
+    dev: &SoftRnic,
+    target: &mut RecvTarget<'_>,
+    conn: &mut Connection,
+    pd: u32,
+    p: &Packet<'_>,
+    now: u64,
+) -> Result<(), Fatal> {
+    let psn = p.bth.psn;
+    let pos = p.info.position;
+    if pos.starts_message() {
+        if conn.resp.recv.is_none() {
+            let taken = match target.rq {
+                Receives::Own(c) => {
+                    c.refresh();
+                    c.read(c.released()).map(|w| (w, false))
+                }
+                Receives::Shared(srqn) => dev.take_srq_receive(*srqn).map(|w| (w, true)),
+            };
+            let Some((recv, from_srq)) = taken else {
+                dev.engine().stats.rnr_naks_sent.inc();
+                conn.resp.nak_sent = true;
+                owe(dev, conn, Owed::Rnr);
+                return Ok(());
+            };
+            conn.resp.recv = Some(recv);
+            conn.resp.recv_from_srq = from_srq;
+        }
+        conn.resp.msg = InMessage::Send { offset: 0 };
+    }
+    let (Some(recv), InMessage::Send { offset }) = (conn.resp.recv, conn.resp.msg) else {
+        return Err(fatal_nak(dev, conn, NakCode::RemoteOperationalError, psn));
+    };
+    let n = p.payload.len() as u64;
+    if offset + n > sg::total(recv.sge_list()) {
+        target.fail(dev, conn, CqeStatus::LocalLength, offset + n);
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    }
+    let placed = {
+        let keys = dev.keys.read();
+        sg::scatter(&keys, &*dev.dma, pd, recv.sge_list(), offset, p.payload)
+    };
+    if placed.is_err() {
+        target.fail(dev, conn, CqeStatus::LocalProtection, offset);
+        return Err(fatal_nak(dev, conn, NakCode::RemoteOperationalError, psn));
+    }
+    let offset = offset + n;
+    conn.resp.msg = InMessage::Send { offset };
+    executed(conn, psn);
+    if pos.ends_message() {
+        let mut opcode = CqeOpcode::Receive;
+        let mut invalidated = 0;
+        if let Some(key) = p.ext.ieth {
+            if dev.keys.write().invalidate(MemoryKey(key), pd).is_err() {
+                target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, offset);
+                return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+            }
+            opcode = CqeOpcode::ReceiveInvalidate;
+            invalidated = key;
+        }
+        conn.resp.msn = psn_add(conn.resp.msn, 1);
+        let se = p.bth.solicited;
+        let cqe = Cqe {
+            wr_id: recv.wr_id,
+            byte_len: offset as u32,
+            invalidated_key: invalidated,
+            opcode: opcode as u8,
+            status: CqeStatus::Success as u8,
+            flags: if se { CQE_FLAG_SOLICITED } else { 0 },
+            ..Cqe::default()
+        };
+        if !target.finish(dev, conn, cqe, se) {
+            return Err(Fatal);
+        }
+    }
+    ack_or_coalesce(dev, conn, p.bth.ack_req, now);
+    Ok(())
+}
+
+fn on_write(dev: &SoftRnic, conn: &mut Connection, pd: u32, p: &Packet<'_>, now: u64) -> Result<(), Fatal> {
+    let psn = p.bth.psn;
+    let pos = p.info.position;
+    if p.ext.imm.is_some() {
+        // WRITE with immediate needs a receive completion this contract
+        // cannot express: refused as unsupported.
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    }
+    if pos.starts_message() {
+        let Some(reth) = p.ext.reth else {
+            return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        };
+        if reth.dma_len > MAX_DMA_LEN {
+            return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        }
+        let ok = sg::check_remote(&dev.keys.read(), pd, reth.rkey, reth.va, u64::from(reth.dma_len), Need::RemoteWrite);
+        if !ok {
+            dev.engine().stats.remote_access_refused.inc();
+            return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+        }
+        conn.resp.msg = InMessage::Write { va: reth.va, rkey: reth.rkey, len: reth.dma_len, offset: 0 };
+    }
+    let InMessage::Write { va, rkey, len, offset } = conn.resp.msg else {
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    };
+    let n = p.payload.len();
+    let remaining = len.saturating_sub(offset) as usize;
+    let pmtu = conn.pmtu.bytes() as usize;
+    let fits = match pos {
+        Position::First | Position::Middle => remaining > pmtu,
+        Position::Last | Position::Only => n == remaining,
+    };
+    if !fits {
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    }
+    let placed = {
+        let keys = dev.keys.read();
+        sg::write_remote(&keys, &*dev.dma, pd, rkey, va.wrapping_add(u64::from(offset)), p.payload)
+    };
+    if placed.is_err() {
+        dev.engine().stats.remote_access_refused.inc();
+        return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+    }
+    executed(conn, psn);
+    if pos.ends_message() {
+        conn.resp.msn = psn_add(conn.resp.msn, 1);
+        conn.resp.msg = InMessage::None;
+    } else {
+        conn.resp.msg = InMessage::Write { va, rkey, len, offset: offset + n as u32 };
+    }
+    ack_or_coalesce(dev, conn, p.bth.ack_req, now);
+    Ok(())
+}
+
+fn on_read(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packet<'_>) -> Result<(), Fatal> {
+    let psn = p.bth.psn;
+    let ird = conn.resp.reads.len();
+    let Some(reth) = p.ext.reth else {
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    };
+    if ird == 0 || reth.dma_len > MAX_DMA_LEN {
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    }
+    let ok = sg::check_remote(&dev.keys.read(), pd, reth.rkey, reth.va, u64::from(reth.dma_len), Need::RemoteRead);
+    if !ok {
+        dev.engine().stats.remote_access_refused.inc();
+        return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+    }
+    let npsn = segment_count(reth.dma_len, conn.pmtu);
+    let resp = &mut conn.resp;
+    let slot = (resp.read_newest + 1) % ird;
+    if resp.reads.get(slot).is_none_or(|r| r.active) {
+        // More READs outstanding than this QP's IRD: the peer broke ORD.
+        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+    }
+    if let Some(r) = resp.reads.get_mut(slot) {
+        *r = ReadResource {
+            first_psn: psn,
+            npsn,
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.dma_len,
+            active: true,
+            start_psn: psn,
+            next_psn: psn,
+            valid: true,
+        };
+    }
+    resp.read_newest = slot;
+    if resp.active_reads == 0 {
+        resp.emit_head = slot;
+    }
+    resp.active_reads += 1;
+    resp.epsn = psn_add(psn, npsn);
+    resp.nak_sent = false;
+    resp.msn = psn_add(resp.msn, 1);
+    // The responses acknowledge everything before the READ.
+    resp.unacked = 0;
+    resp.ack_deadline = None;
+    resp.owed = Owed::None;
+    if emit(dev, conn, pd, INLINE_READ_BUDGET)? {
+        dev.sq_doorbell(qpn);
+    }
+    Ok(())
+}
+
+fn duplicate(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packet<'_>) -> Result<(), Fatal> {
+    let psn = p.bth.psn;
+    match p.info.operation {
+        Operation::Send | Operation::Write => {
+            // Already executed: acknowledge again, place nothing (C9-105).
+            if p.bth.ack_req {
+                owe(dev, conn, Owed::Ack);
+            }
+            Ok(())
+        }
+        Operation::ReadRequest => {
+            let Some(reth) = p.ext.reth else { return Ok(()) };
+            let pmtu = conn.pmtu.bytes();
+            let resp = &mut conn.resp;
+            let found = resp.reads.iter().position(|r| {
+                let k = psn_diff(psn, r.first_psn);
+                r.valid && k >= 0 && (k as u32) < r.npsn
+            });
+            let Some(index) = found else {
+                return Ok(());
+            };
+            let Some(r) = resp.reads.get(index).copied() else { return Ok(()) };
+            let offset = psn_diff(psn, r.first_psn) as u64 * u64::from(pmtu);
+            if reth.rkey != r.rkey
+                || reth.va != r.va.wrapping_add(offset)
+                || u64::from(reth.dma_len) != u64::from(r.len).saturating_sub(offset)
+            {
+                return Ok(());
+            }
+            if r.active && r.start_psn == psn {
+                // Already being answered from exactly there (a duplicated
+                // request packet).
+                return Ok(());
+            }
+            let ok = sg::check_remote(&dev.keys.read(), pd, reth.rkey, reth.va, u64::from(reth.dma_len), Need::RemoteRead);
+            if !ok {
+                dev.engine().stats.remote_access_refused.inc();
+                return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+            }
+            dev.engine().stats.read_replays.inc();
+            let resp = &mut conn.resp;
+            // Later responses are resent only when their requests are
+            // resent (go-back-N resends them in order).
+            for other in &mut resp.reads {
+                other.active = false;
+            }
+            if let Some(r) = resp.reads.get_mut(index) {
+                r.active = true;
+                r.start_psn = psn;
+                r.next_psn = psn;
+            }
+            resp.active_reads = 1;
+            resp.emit_head = index;
+            if emit(dev, conn, pd, INLINE_READ_BUDGET)? {
+                dev.sq_doorbell(qpn);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Emits queued READ responses of a QP from `poll`; returns whether more
+/// remain.
+pub(crate) fn emit_reads(dev: &SoftRnic, _qpn: u32, qp: &mut QueuePair, budget: u32) -> Result<bool, Fatal> {
+    let pd = qp.pd;
+    match qp.conn.as_mut() {
+        Some(conn) => emit(dev, conn, pd, budget),
+        None => Ok(false),
+    }
+}
+
+/// Emits up to `budget` READ response packets in PSN order; returns
+/// whether more remain. Sends the owed ACK/NAK once none remain.
+fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Result<bool, Fatal> {
+    let ird = conn.resp.reads.len();
+    let pmtu = conn.pmtu.bytes();
+    let mut idle = 0;
+    while conn.resp.active_reads > 0 {
+        if budget == 0 {
+            return Ok(true);
+        }
+        let head = conn.resp.emit_head % ird.max(1);
+        let Some(r) = conn.resp.reads.get(head).copied() else {
+            conn.resp.active_reads = 0;
+            break;
+        };
+        if !r.active {
+            conn.resp.emit_head = (head + 1) % ird;
+            idle += 1;
+            if idle > ird {
+                // Inconsistent count: nothing is really active.
+                conn.resp.active_reads = 0;
+            }
+            continue;
+        }
+        idle = 0;
+        let q = r.next_psn;
+        let k = psn_diff(q, r.first_psn).max(0) as u32;
+        let offset = u64::from(k) * u64::from(pmtu);
+        let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
+        let first = q == r.start_psn;
+        let last = k + 1 >= r.npsn;
+        let opcode = match (first, last) {
+            (true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
+            (true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
+            (false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
+            (false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
+        };
+        let aeth = (first || last).then_some(Aeth { syndrome: Syndrome::ACK, msn: conn.resp.msn & PSN_MASK });
+        let headers = Headers {
+            ip: conn.ip,
+            bth: Bth::new(opcode, conn.path.remote_qpn, q),
+            ext: ExtHeaders { aeth, ..ExtHeaders::NONE },
+        };
+        let built = (|| {
+            let mut b = PacketBuilder::ipv4(&headers, plen, &mut conn.tx_buf).map_err(|_| ())?;
+            {
+                let keys = dev.keys.read();
+                let (slot, mut hasher) = b.payload_slot();
+                let out = slot.get_mut(..plen).ok_or(())?;
+                sg::read_remote(&keys, &*dev.dma, pd, r.rkey, r.va.wrapping_add(offset), out, |c| {
+                    hasher.update(c);
+                })
+                .map_err(|_| ())?;
+            }
+            b.finish().map_err(|_| ())
+        })();
+        let Ok(n) = built else {
+            // The key changed since the request was accepted.
+            dev.engine().stats.remote_access_refused.inc();
+            return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, q));
+        };
+        dev.transmit_packet(conn.tx_buf.get(..n).unwrap_or_default(), false);
+        dev.engine().stats.read_responses_sent.inc();
+        budget -= 1;
+        let resp = &mut conn.resp;
+        if let Some(r) = resp.reads.get_mut(head) {
+            r.next_psn = psn_add(q, 1);
+            if last {
+                r.active = false;
+            }
+        }
+        if last {
+            resp.active_reads = resp.active_reads.saturating_sub(1);
+            resp.emit_head = (head + 1) % ird;
+        }
+    }
+    flush_owed(dev, conn);
+    Ok(false)
+}

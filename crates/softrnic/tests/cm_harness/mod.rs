@@ -1,0 +1,335 @@
+//! A deterministic two-device (or more) network for CM tests: software
+//! RNICs on the in-memory fabric, one simulated clock, an event recorder
+//! per device, and a loop that moves due packets, polls, and advances the
+//! clock to the next thing due, bounded by steps.
+
+#![allow(dead_code)] // each test file uses a different part
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hwq::device::{CmEvent, ConnectParams, ConnectionInfo, DeviceEvents, EventSink, QpSetup, ReceiveSource};
+use hwq::ring::ring;
+use hwq::{Cqe, DmaAccess, DmaFault, Producer, RecvWqe, SendWqe};
+use softrnic::device::{DeviceConfig, SoftRnic};
+use softrnic::env::{Clock, Wake};
+use softrnic::fabric::{Fabric, FabricPort, Faults};
+
+/// A clock the test moves.
+#[derive(Debug, Default)]
+pub struct SimClock(AtomicU64);
+
+impl SimClock {
+    pub fn set(&self, us: u64) {
+        self.0.store(us, Ordering::SeqCst);
+    }
+}
+
+impl Clock for SimClock {
+    fn now_us(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A device's handle on the shared clock.
+#[derive(Debug)]
+struct SharedClock(Arc<SimClock>);
+
+impl Clock for SharedClock {
+    fn now_us(&self) -> u64 {
+        self.0.now_us()
+    }
+}
+
+/// Host memory as a map of byte addresses (sparse, for tests).
+#[derive(Debug, Default)]
+pub struct Memory(Mutex<HashMap<u64, u8>>);
+
+impl Memory {
+    pub fn write_bytes(&self, addr: u64, data: &[u8]) {
+        let mut m = self.0.lock().unwrap();
+        for (i, b) in data.iter().enumerate() {
+            m.insert(addr + i as u64, *b);
+        }
+    }
+
+    pub fn read_bytes(&self, addr: u64, len: usize) -> Vec<u8> {
+        let m = self.0.lock().unwrap();
+        (0..len).map(|i| m.get(&(addr + i as u64)).copied().unwrap_or(0)).collect()
+    }
+}
+
+/// DMA into a shared [`Memory`].
+#[derive(Debug)]
+pub struct MemDma(pub Arc<Memory>);
+
+impl DmaAccess for MemDma {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+        buf.copy_from_slice(&self.0.read_bytes(addr, buf.len()));
+        Ok(())
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
+        self.0.write_bytes(addr, data);
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct NoWake;
+
+impl Wake for NoWake {
+    fn wake(&self) {}
+}
+
+/// A CM event with its private data copied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ev {
+    ConnectRequest { listen_id: u32, conn_id: u32, info: ConnectionInfo, data: Vec<u8> },
+    Replied { conn_id: u32, info: ConnectionInfo, data: Vec<u8> },
+    Rejected { conn_id: u32, by_consumer: bool, data: Vec<u8> },
+    Established { conn_id: u32 },
+    Disconnected { conn_id: u32 },
+    DisconnectDone { conn_id: u32 },
+    Failed { conn_id: u32, timed_out: bool },
+}
+
+impl Ev {
+    pub fn conn_id(&self) -> u32 {
+        match self {
+            Self::ConnectRequest { conn_id, .. }
+            | Self::Replied { conn_id, .. }
+            | Self::Rejected { conn_id, .. }
+            | Self::Established { conn_id }
+            | Self::Disconnected { conn_id }
+            | Self::DisconnectDone { conn_id }
+            | Self::Failed { conn_id, .. } => *conn_id,
+        }
+    }
+}
+
+/// Records every event.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub cm: Mutex<Vec<Ev>>,
+    pub cq: Mutex<Vec<u32>>,
+}
+
+impl DeviceEvents for Recorder {
+    fn cq_event(&self, cqn: u32, _overflow: bool) {
+        self.cq.lock().unwrap().push(cqn);
+    }
+
+    fn srq_limit(&self, _srqn: u32) {}
+
+    fn qp_error(&self, _qpn: u32) {}
+
+    fn cm_event(&self, event: CmEvent<'_>) {
+        let ev = match event {
+            CmEvent::ConnectRequest { listen_id, conn_id, info, private_data } => {
+                Ev::ConnectRequest { listen_id, conn_id, info, data: private_data.to_vec() }
+            }
+            CmEvent::Replied { conn_id, info, private_data } => {
+                Ev::Replied { conn_id, info, data: private_data.to_vec() }
+            }
+            CmEvent::Rejected { conn_id, by_consumer, private_data } => {
+                Ev::Rejected { conn_id, by_consumer, data: private_data.to_vec() }
+            }
+            CmEvent::Established { conn_id } => Ev::Established { conn_id },
+            CmEvent::Disconnected { conn_id } => Ev::Disconnected { conn_id },
+            CmEvent::DisconnectDone { conn_id } => Ev::DisconnectDone { conn_id },
+            CmEvent::Failed { conn_id, timed_out } => Ev::Failed { conn_id, timed_out },
+        };
+        self.cm.lock().unwrap().push(ev);
+    }
+}
+
+/// The driver-side ends of a QP's queues.
+pub struct Qp {
+    pub qpn: u32,
+    pub pd: u32,
+    pub cqn: u32,
+    pub sq: Producer<SendWqe>,
+    pub rq: Producer<RecvWqe>,
+    pub cq: hwq::Consumer<Cqe>,
+}
+
+/// One device with its recorder.
+pub struct Node {
+    pub addr: Ipv4Addr,
+    pub rnic: Arc<SoftRnic>,
+    pub events: Arc<Recorder>,
+    pub memory: Arc<Memory>,
+}
+
+impl Node {
+    /// Every CM event so far.
+    pub fn cm_events(&self) -> Vec<Ev> {
+        self.events.cm.lock().unwrap().clone()
+    }
+
+    /// CM events of connection `conn_id`.
+    pub fn events_of(&self, conn_id: u32) -> Vec<Ev> {
+        self.cm_events().into_iter().filter(|e| e.conn_id() == conn_id).collect()
+    }
+
+    /// The ConnectRequests so far.
+    pub fn requests(&self) -> Vec<Ev> {
+        self.cm_events().into_iter().filter(|e| matches!(e, Ev::ConnectRequest { .. })).collect()
+    }
+
+    /// A QP with its own CQ (for sends and receives) and queues.
+    pub fn qp(&self) -> Qp {
+        let (pd, _) = self.rnic.create_pd().unwrap();
+        let (cq_p, cq_c) = ring::<Cqe>(256).unwrap();
+        let cqn = self.rnic.create_cq(cq_p).unwrap();
+        let (sq_p, sq_c) = ring::<SendWqe>(64).unwrap();
+        let (rq_p, rq_c) = ring::<RecvWqe>(64).unwrap();
+        let qpn = self
+            .rnic
+            .create_qp(QpSetup { pd, send_cqn: cqn, recv_cqn: cqn, sq: sq_c, rq: ReceiveSource::Queue(rq_c), context: 7 })
+            .unwrap();
+        Qp { qpn, pd, cqn, sq: sq_p, rq: rq_p, cq: cq_c }
+    }
+
+    /// The node's address and `port`.
+    pub fn at(&self, port: u16) -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(self.addr, port))
+    }
+
+    /// Connect parameters from this node (port 0) to `remote`.
+    pub fn params<'a>(&self, remote: SocketAddr, ird: u32, ord: u32, data: &'a [u8]) -> ConnectParams<'a> {
+        ConnectParams { local: self.at(0), remote, inbound_reads: ird, outbound_reads: ord, private_data: data }
+    }
+}
+
+/// The network.
+pub struct Net {
+    pub fabric: Arc<Fabric>,
+    pub clock: Arc<SimClock>,
+    pub nodes: Vec<Node>,
+}
+
+/// 10.0.0.1, 10.0.0.2, …
+pub fn addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 0, 1 + i as u8)
+}
+
+impl Net {
+    /// `n` devices with path MTU 1024 on a fabric with `faults`.
+    pub fn new(n: usize, faults: Faults) -> Self {
+        Self::with_pmtus(&vec![1024; n], faults)
+    }
+
+    /// One device per path MTU.
+    pub fn with_pmtus(pmtus: &[u32], faults: Faults) -> Self {
+        let fabric = Fabric::new(faults);
+        let clock = Arc::new(SimClock::default());
+        clock.set(1_000_000);
+        let nodes = pmtus
+            .iter()
+            .enumerate()
+            .map(|(i, &pmtu)| {
+                let addr = addr(i);
+                let memory = Arc::new(Memory::default());
+                let mut config = DeviceConfig::new(addr, pmtu);
+                config.max_qps = 64;
+                let rnic = Arc::new(
+                    SoftRnic::new(
+                        config,
+                        Box::new(MemDma(memory.clone())),
+                        Box::new(FabricPort::new(fabric.clone(), clock.clone())),
+                        Box::new(SharedClock(clock.clone())),
+                        Box::new(NoWake),
+                    )
+                    .unwrap(),
+                );
+                let events = Arc::new(Recorder::default());
+                // The device may outlive the node (its Arc is shared): leak
+                // one reference so the recorder lives as long as the process.
+                std::mem::forget(events.clone());
+                // SAFETY: the recorder is never dropped (see above), and an
+                // `Arc`'s contents do not move.
+                let sink = unsafe { EventSink::new(&*events) };
+                rnic.attach(sink).unwrap();
+                Node { addr, rnic, events, memory }
+            })
+            .collect();
+        Self { fabric, clock, nodes }
+    }
+
+    pub fn now(&self) -> u64 {
+        self.clock.now_us()
+    }
+
+    /// Moves the clock forward by `us`.
+    pub fn advance(&self, us: u64) {
+        self.clock.set(self.now() + us);
+    }
+
+    /// One round: deliver every due packet, poll every device. Returns
+    /// whether anything happened.
+    pub fn round(&self) -> bool {
+        let mut any = false;
+        while let Some((dst, bytes)) = self.fabric.take_due(self.now()) {
+            any = true;
+            if let Some(node) = self.nodes.iter().find(|n| n.addr == dst) {
+                node.rnic.receive(&bytes);
+            }
+        }
+        for node in &self.nodes {
+            any |= node.rnic.poll();
+        }
+        any
+    }
+
+    /// Runs until `done` holds, moving the clock to the next due packet or
+    /// timer when idle; panics after `steps` rounds.
+    pub fn run_until(&self, steps: usize, mut done: impl FnMut(&Self) -> bool) {
+        for _ in 0..steps {
+            if done(self) {
+                return;
+            }
+            if !self.round() && !self.skip_ahead() {
+                // Nothing in flight, no timer: only the test can act.
+                assert!(done(self), "network idle and condition not met");
+                return;
+            }
+        }
+        panic!("condition not met after {steps} steps");
+    }
+
+    /// Runs until nothing is in flight and no timer is armed before
+    /// `horizon_us` from now (bounded by `steps`).
+    pub fn settle(&self, steps: usize, horizon_us: u64) {
+        let end = self.now() + horizon_us;
+        for _ in 0..steps {
+            if self.round() {
+                continue;
+            }
+            match self.next_event() {
+                Some(t) if t <= end => self.clock.set(t.max(self.now())),
+                _ => return,
+            }
+        }
+        panic!("network did not settle after {steps} steps");
+    }
+
+    fn next_event(&self) -> Option<u64> {
+        let timers = self.nodes.iter().filter_map(|n| n.rnic.next_timer_us());
+        self.fabric.next_due().into_iter().chain(timers).min()
+    }
+
+    /// Moves the clock to the next due packet or timer; false if none.
+    fn skip_ahead(&self) -> bool {
+        match self.next_event() {
+            Some(t) => {
+                self.clock.set(t.max(self.now()));
+                true
+            }
+            None => false,
+        }
+    }
+}

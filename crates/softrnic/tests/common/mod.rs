@@ -1,0 +1,399 @@
+//! Deterministic two-device test bench: a simulated clock, an in-memory
+//! fabric, Vec-backed host memory reached through `DmaAccess`, and a loop
+//! that moves due packets and polls both devices, bounded by steps.
+
+#![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate)]
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hwq::device::{QpSetup, ReceiveSource, Registration};
+use hwq::ring::ring;
+use hwq::wqe::{Access, SendOpcode, WqeFlags};
+use hwq::{Consumer, Cqe, DmaAccess, DmaFault, MemoryKey, Producer, RecvWqe, SendWqe, Sge};
+use softrnic::device::{DeviceConfig, SoftRnic};
+use softrnic::env::{Clock, Wake};
+use softrnic::fabric::{Fabric, FabricPort, Faults};
+use softrnic::qp::{Path, QpState, RcConfig};
+
+pub const PAGE: u64 = 4096;
+/// Virtual addresses are logical addresses plus this, so translation is
+/// exercised (the device never confuses the two).
+pub const VA_OFFSET: u64 = 0x5500_0000_0000;
+
+/// Host memory: a byte vector at logical address `BASE`, logging accesses.
+#[derive(Debug)]
+pub struct HostMem {
+    bytes: Mutex<Vec<u8>>,
+    next: AtomicU64,
+    /// (write?, addr, len) of every DMA, when logging.
+    pub log: Mutex<Option<Vec<(bool, u64, usize)>>>,
+}
+
+pub const BASE: u64 = 0x10_0000;
+
+impl HostMem {
+    pub fn new(size: usize) -> Arc<Self> {
+        Arc::new(Self { bytes: Mutex::new(vec![0; size]), next: AtomicU64::new(BASE), log: Mutex::new(None) })
+    }
+
+    /// Reserves `len` bytes, page aligned; returns the logical address.
+    pub fn alloc(&self, len: u64) -> u64 {
+        let len = len.max(1).div_ceil(PAGE) * PAGE;
+        let a = self.next.fetch_add(len, Ordering::Relaxed);
+        assert!(a + len - BASE <= self.bytes.lock().unwrap().len() as u64, "test memory exhausted");
+        a
+    }
+
+    pub fn fill(&self, addr: u64, data: &[u8]) {
+        let o = (addr - BASE) as usize;
+        self.bytes.lock().unwrap()[o..o + data.len()].copy_from_slice(data);
+    }
+
+    pub fn get(&self, addr: u64, len: usize) -> Vec<u8> {
+        let o = (addr - BASE) as usize;
+        self.bytes.lock().unwrap()[o..o + len].to_vec()
+    }
+
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.bytes.lock().unwrap().clone()
+    }
+
+    fn range(&self, addr: u64, len: usize) -> Result<usize, DmaFault> {
+        let size = self.bytes.lock().unwrap().len() as u64;
+        let o = addr.checked_sub(BASE).ok_or(DmaFault { addr, len })?;
+        if o.checked_add(len as u64).is_none_or(|e| e > size) {
+            return Err(DmaFault { addr, len });
+        }
+        Ok(o as usize)
+    }
+}
+
+struct Dma(Arc<HostMem>);
+
+impl DmaAccess for Dma {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+        let o = self.0.range(addr, buf.len())?;
+        if let Some(log) = self.0.log.lock().unwrap().as_mut() {
+            log.push((false, addr, buf.len()));
+        }
+        buf.copy_from_slice(&self.0.bytes.lock().unwrap()[o..o + buf.len()]);
+        Ok(())
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
+        let o = self.0.range(addr, data.len())?;
+        if let Some(log) = self.0.log.lock().unwrap().as_mut() {
+            log.push((true, addr, data.len()));
+        }
+        self.0.bytes.lock().unwrap()[o..o + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct SimClock(pub AtomicU64);
+
+impl SimClock {
+    pub fn now(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn set(&self, t: u64) {
+        self.0.store(t, Ordering::SeqCst);
+    }
+}
+
+impl Clock for SimClock {
+    fn now_us(&self) -> u64 {
+        self.now()
+    }
+}
+
+struct ClockRef(Arc<SimClock>);
+impl Clock for ClockRef {
+    fn now_us(&self) -> u64 {
+        self.0.now()
+    }
+}
+
+struct NoWake;
+impl Wake for NoWake {
+    fn wake(&self) {}
+}
+
+/// A completion queue as the test consumes it.
+#[derive(Debug)]
+pub struct Cq {
+    pub cqn: u32,
+    ring: Consumer<Cqe>,
+    pub seen: Vec<Cqe>,
+}
+
+impl Cq {
+    /// Moves new CQEs into `seen`; returns how many.
+    pub fn drain(&mut self) -> usize {
+        self.ring.refresh();
+        let mut n = 0;
+        while let Some(c) = self.ring.read(self.ring.released()) {
+            self.seen.push(c);
+            self.ring.release(1);
+            n += 1;
+        }
+        n
+    }
+}
+
+/// One device with its memory and PD.
+pub struct Node {
+    pub dev: SoftRnic,
+    pub mem: Arc<HostMem>,
+    pub addr: Ipv4Addr,
+    pub pd: u32,
+    pub pd_key: MemoryKey,
+}
+
+/// A QP as the test drives it.
+#[derive(Debug)]
+pub struct Qp {
+    pub qpn: u32,
+    pub sq: Producer<SendWqe>,
+    pub rq: Producer<RecvWqe>,
+    pub scq: Cq,
+    pub rcq: Cq,
+}
+
+/// A registered buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Buf {
+    pub logical: u64,
+    pub va: u64,
+    pub len: u64,
+    pub key: MemoryKey,
+}
+
+impl Buf {
+    pub fn sge(&self, offset: u64, len: u32) -> Sge {
+        Sge { addr: self.va + offset, length: len, key: self.key.0 }
+    }
+}
+
+impl Node {
+    pub fn new(addr: Ipv4Addr, pmtu: u32, fabric: &Arc<Fabric>, clock: &Arc<SimClock>, mem_size: usize) -> Self {
+        let mem = HostMem::new(mem_size);
+        let clock_dyn: Arc<dyn Clock> = clock.clone();
+        let dev = SoftRnic::new(
+            DeviceConfig::new(addr, pmtu),
+            Box::new(Dma(mem.clone())),
+            Box::new(FabricPort::new(fabric.clone(), clock_dyn)),
+            Box::new(ClockRef(clock.clone())),
+            Box::new(NoWake),
+        )
+        .expect("device");
+        let (pd, pd_key) = dev.create_pd().unwrap();
+        Self { dev, mem, addr, pd, pd_key }
+    }
+
+    /// Allocates and registers `len` bytes with `access` in `pd`.
+    pub fn register_in(&self, pd: u32, len: u64, access: Access) -> Buf {
+        let logical = self.mem.alloc(len);
+        let pages: Vec<u64> = (0..len.max(1).div_ceil(PAGE)).map(|i| logical + i * PAGE).collect();
+        let key = self.dev.alloc_key(pd, false).unwrap();
+        let va = logical + VA_OFFSET;
+        let reg = Registration { pd, access, va, length: len.max(1), first_byte_offset: 0, pages: &pages };
+        let key = self.dev.register(key, &reg).unwrap();
+        Buf { logical, va, len, key }
+    }
+
+    pub fn register(&self, len: u64, access: Access) -> Buf {
+        self.register_in(self.pd, len, access)
+    }
+
+    pub fn cq(&self, depth: u32) -> Cq {
+        let (p, c) = ring::<Cqe>(depth).unwrap();
+        let cqn = self.dev.create_cq(p).unwrap();
+        Cq { cqn, ring: c, seen: Vec::new() }
+    }
+
+    pub fn qp(&self, depth: u32) -> Qp {
+        self.qp_in(self.pd, depth)
+    }
+
+    pub fn qp_in(&self, pd: u32, depth: u32) -> Qp {
+        let scq = self.cq(depth * 4);
+        let rcq = self.cq(depth * 4);
+        let (sp, sc) = ring::<SendWqe>(depth).unwrap();
+        let (rp, rc) = ring::<RecvWqe>(depth).unwrap();
+        let qpn = self
+            .dev
+            .create_qp(QpSetup {
+                pd,
+                send_cqn: scq.cqn,
+                recv_cqn: rcq.cqn,
+                sq: sc,
+                rq: ReceiveSource::Queue(rc),
+                context: 0xC0DE_0000 + u64::from(pd),
+            })
+            .unwrap();
+        Qp { qpn, sq: sp, rq: rp, scq, rcq }
+    }
+
+    pub fn post_send(&self, qp: &mut Qp, wqe: SendWqe) {
+        qp.sq.push(wqe).expect("SQ full");
+        qp.sq.publish();
+        self.dev.sq_doorbell(qp.qpn);
+    }
+
+    pub fn post_recv(&self, qp: &mut Qp, wr_id: u64, sges: &[Sge]) {
+        let mut w = RecvWqe { wr_id, sge_count: sges.len() as u8, ..RecvWqe::default() };
+        w.sges[..sges.len()].copy_from_slice(sges);
+        qp.rq.push(w).expect("RQ full");
+        qp.rq.publish();
+        self.dev.rq_doorbell(qp.qpn);
+    }
+
+    pub fn state(&self, qp: &Qp) -> QpState {
+        self.dev.qp_state(qp.qpn).unwrap()
+    }
+}
+
+/// A send WQE for `op` gathering `sges`.
+pub fn wqe(op: SendOpcode, wr_id: u64, sges: &[Sge]) -> SendWqe {
+    let mut w = SendWqe {
+        opcode: op as u8,
+        flags: WqeFlags::SIGNALED.bits(),
+        sge_count: sges.len() as u8,
+        wr_id,
+        total_len: sges.iter().map(|s| s.length).sum(),
+        ..SendWqe::default()
+    };
+    w.sges[..sges.len()].copy_from_slice(sges);
+    w
+}
+
+/// An RDMA WRITE or READ WQE.
+pub fn rdma(op: SendOpcode, wr_id: u64, sges: &[Sge], remote: &Buf, offset: u64) -> SendWqe {
+    SendWqe { key: remote.key.0, remote_addr: remote.va + offset, ..wqe(op, wr_id, sges) }
+}
+
+/// Deterministic payload bytes for message `id`.
+pub fn pattern(id: u64, len: usize) -> Vec<u8> {
+    let mut x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Two devices on one fabric.
+pub struct World {
+    pub clock: Arc<SimClock>,
+    pub fabric: Arc<Fabric>,
+    pub a: Node,
+    pub b: Node,
+    pub steps: u64,
+}
+
+pub const ADDR_A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+/// Test-friendly timers: 1 ms retransmit, 10 µs RNR timer.
+pub fn fast_rc() -> RcConfig {
+    RcConfig {
+        ack_timeout_us: 1_000,
+        min_rnr_timer: softrnic::wire::RnrTimer::new(1).unwrap(),
+        ack_delay_us: 20,
+        ..RcConfig::default()
+    }
+}
+
+impl World {
+    pub fn new(faults: Faults, pmtu: u32, mem_size: usize) -> Self {
+        let clock = Arc::new(SimClock::default());
+        clock.set(1_000);
+        let fabric = Fabric::new(faults);
+        let a = Node::new(ADDR_A, pmtu, &fabric, &clock, mem_size);
+        let b = Node::new(ADDR_B, pmtu, &fabric, &clock, mem_size);
+        a.dev.set_default_rc_config(fast_rc());
+        b.dev.set_default_rc_config(fast_rc());
+        Self { clock, fabric, a, b, steps: 0 }
+    }
+
+    /// Connects `qa` on A with `qb` on B.
+    pub fn connect(&self, qa: &Qp, qb: &Qp, pmtu: u32, psn_a: u32, psn_b: u32, reads: u32) {
+        let pa = Path {
+            remote: SocketAddrV4::new(ADDR_B, 4791),
+            remote_qpn: qb.qpn,
+            pmtu,
+            send_psn: psn_a,
+            recv_psn: psn_b,
+            outbound_reads: reads,
+            inbound_reads: reads,
+        };
+        let pb = Path {
+            remote: SocketAddrV4::new(ADDR_A, 4791),
+            remote_qpn: qa.qpn,
+            send_psn: psn_b,
+            recv_psn: psn_a,
+            ..pa
+        };
+        self.a.dev.connect_qp(qa.qpn, pa).unwrap();
+        self.b.dev.connect_qp(qb.qpn, pb).unwrap();
+    }
+
+    /// One step: deliver every due packet, poll both devices; if nothing
+    /// happened, advance the clock to the next event. Returns false when
+    /// nothing is left to happen at all.
+    pub fn step(&mut self) -> bool {
+        self.steps += 1;
+        let now = self.clock.now();
+        let mut worked = false;
+        while let Some((dst, bytes)) = self.fabric.take_due(now) {
+            worked = true;
+            if dst == ADDR_A {
+                self.a.dev.receive(&bytes);
+            } else if dst == ADDR_B {
+                self.b.dev.receive(&bytes);
+            }
+        }
+        worked |= self.a.dev.poll();
+        worked |= self.b.dev.poll();
+        if worked {
+            return true;
+        }
+        let next = [self.fabric.next_due(), self.a.dev.next_timer_us(), self.b.dev.next_timer_us()]
+            .into_iter()
+            .flatten()
+            .min();
+        match next {
+            Some(t) => {
+                self.clock.set(t.max(now + 1));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Steps until `done` holds (checked after each step) or nothing more
+    /// can happen; panics after `max_steps`.
+    pub fn run_until(&mut self, max_steps: u64, mut done: impl FnMut(&mut Self) -> bool) -> bool {
+        for _ in 0..max_steps {
+            if done(self) {
+                return true;
+            }
+            if !self.step() {
+                return done(self);
+            }
+        }
+        panic!("no completion within {max_steps} steps");
+    }
+
+    /// Steps until nothing more happens (bounded).
+    pub fn settle(&mut self, max_steps: u64) {
+        self.run_until(max_steps, |_| false);
+    }
+}
