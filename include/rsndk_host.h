@@ -37,20 +37,35 @@ typedef int32_t NTSTATUS;
 typedef struct _NDK_ADAPTER NDK_ADAPTER;
 #endif
 
+#define RSNDK_STATUS_SUCCESS ((NTSTATUS)0x00000000L)
 #define RSNDK_STATUS_INVALID_PARAMETER ((NTSTATUS)0xC000000DL)
-#define RSNDK_STATUS_NOT_SUPPORTED ((NTSTATUS)0xC00000BBL)
+#define RSNDK_STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009AL)
+#define RSNDK_STATUS_SHARING_VIOLATION ((NTSTATUS)0xC0000043L)
+#define RSNDK_NDIS_STATUS_BAD_VERSION ((NTSTATUS)0xC0010004L)
 
 /*
- * Opens one adapter described by `config` and stores it in *adapter.
- * STATUS_INVALID_PARAMETER, writing nothing, when config or adapter is NULL or
- * the configuration is malformed. Until the software RNIC lands, a valid
- * configuration returns STATUS_NOT_SUPPORTED and writes nothing.
+ * Opens one adapter described by `config`, for a consumer asking for NDK
+ * version major.minor (1.0 to 1.2 are accepted; the adapter runs at 1.2), and
+ * stores it in *adapter. Opening the same configuration again opens another
+ * NDK_ADAPTER on the same software RNIC. On failure nothing is written:
+ *   STATUS_INVALID_PARAMETER      config or adapter NULL, malformed config,
+ *                                 pcap file cannot be created
+ *   NDIS_STATUS_BAD_VERSION       unsupported version
+ *   STATUS_SHARING_VIOLATION      the address is taken (UDP port 4791 owned by
+ *                                 someone else, a device of this process with
+ *                                 another configuration, a fabric node)
+ *   STATUS_INSUFFICIENT_RESOURCES out of memory or threads
  */
+NTSTATUS RsNdkOpenAdapterEx(const char *config, uint16_t major, uint16_t minor,
+                            NDK_ADAPTER **adapter);
+
+/* RsNdkOpenAdapterEx at version 1.2. */
 NTSTATUS RsNdkOpenAdapter(const char *config, NDK_ADAPTER **adapter);
 
 /*
  * Closes an adapter; returns when no callback into the consumer is running or
- * can still run.
+ * can still run. The device stops with its last adapter.
+ * STATUS_INVALID_PARAMETER for NULL or a pointer that is not an open adapter.
  */
 NTSTATUS RsNdkCloseAdapter(NDK_ADAPTER *adapter);
 

@@ -15,6 +15,17 @@ fn profile_dir() -> PathBuf {
 fn c_consumer_links_and_gets_documented_statuses() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let lib_dir = profile_dir();
+    // `cargo test` builds the library only as an rlib for the tests; build
+    // the cdylib a C program links against (a no-op when it is current).
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let profile_args: &[&str] = if cfg!(debug_assertions) { &[] } else { &["--release"] };
+    let built = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "rsndk", "--lib"])
+        .args(profile_args)
+        .current_dir(&root)
+        .status()
+        .expect("run cargo build");
+    assert!(built.success(), "building librsndk.so failed");
     assert!(
         lib_dir.join("librsndk.so").exists(),
         "librsndk.so not found in {}",

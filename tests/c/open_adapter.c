@@ -24,9 +24,20 @@ int main(void)
     expect("null config", RsNdkOpenAdapter(NULL, &adapter), RSNDK_STATUS_INVALID_PARAMETER);
     expect("null out", RsNdkOpenAdapter("127.0.0.1", NULL), RSNDK_STATUS_INVALID_PARAMETER);
     expect("close null", RsNdkCloseAdapter(NULL), RSNDK_STATUS_INVALID_PARAMETER);
+    expect("bad version", RsNdkOpenAdapterEx("mem:ctest/127.0.2.1", 3, 0, &adapter), RSNDK_NDIS_STATUS_BAD_VERSION);
     if (adapter != sentinel) {
         printf("FAIL: a refused open wrote the out-pointer\n");
         failures++;
+    }
+
+    adapter = NULL;
+    expect("open mem", RsNdkOpenAdapter("mem:ctest/127.0.2.1", &adapter), RSNDK_STATUS_SUCCESS);
+    if (adapter == NULL) {
+        printf("FAIL: open succeeded without an adapter\n");
+        failures++;
+    } else {
+        expect("close", RsNdkCloseAdapter(adapter), RSNDK_STATUS_SUCCESS);
+        expect("close twice", RsNdkCloseAdapter(adapter), RSNDK_STATUS_INVALID_PARAMETER);
     }
     printf("%d failures\n", failures);
     return failures != 0;

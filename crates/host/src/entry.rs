@@ -7,8 +7,11 @@
 
 use core::ffi::{CStr, c_char};
 
-use ndkpi::{NDK_ADAPTER, NTSTATUS, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use ndkpi::{
+    NDK_ADAPTER, NDK_VERSION, NDK_VERSION_1_2, NTSTATUS, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+};
 
+use crate::adapters;
 use crate::config::{AdapterConfig, ConfigError};
 
 /// Reads and parses the C configuration string.
@@ -25,48 +28,91 @@ unsafe fn read_config(config: *const c_char) -> Result<AdapterConfig, ConfigErro
     text.to_str().map_err(|_| ConfigError::NotUtf8)?.parse()
 }
 
-/// Opens one software RNIC adapter described by `config` and stores its
+/// Opens one software RNIC adapter described by `config` at NDK version
+/// 1.2 and stores its `NDK_ADAPTER` in `*adapter`. See
+/// [`RsNdkOpenAdapterEx`] for the statuses.
+///
+/// # Safety
+/// As for [`RsNdkOpenAdapterEx`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn RsNdkOpenAdapter(
+    config: *const c_char,
+    adapter: *mut *mut NDK_ADAPTER,
+) -> NTSTATUS {
+    // SAFETY: forwarded from this function's own contract.
+    unsafe {
+        RsNdkOpenAdapterEx(
+            config,
+            NDK_VERSION_1_2.Major,
+            NDK_VERSION_1_2.Minor,
+            adapter,
+        )
+    }
+}
+
+/// Opens one software RNIC adapter described by `config`, for a consumer
+/// asking for NDK version `major.minor` (the provider runs at 1.2 and
+/// accepts any 1.x up to it, as minors are supersets), and stores its
 /// `NDK_ADAPTER` in `*adapter`.
 ///
-/// Returns `STATUS_INVALID_PARAMETER` (writing nothing) when `config` or
-/// `adapter` is null or the configuration does not parse. The software RNIC
-/// behind the adapter is not implemented yet, so a valid configuration
-/// returns `STATUS_NOT_SUPPORTED` and writes nothing.
+/// Writes nothing on failure. `STATUS_INVALID_PARAMETER`: `config` or
+/// `adapter` is null, or the configuration does not parse, or its pcap file
+/// cannot be created; `NDIS_STATUS_BAD_VERSION`: an unsupported version;
+/// `STATUS_SHARING_VIOLATION`: the address belongs to another process's
+/// adapter (UDP port 4791 taken), to a device of this process opened with
+/// a different configuration, or to another node of the same fabric;
+/// `STATUS_INSUFFICIENT_RESOURCES`: memory or threads ran out.
 ///
 /// # Safety
 /// `config` must be null or a NUL-terminated string; `adapter` must be null
 /// or valid for a pointer-sized write.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn RsNdkOpenAdapter(
+pub unsafe extern "C" fn RsNdkOpenAdapterEx(
     config: *const c_char,
+    major: u16,
+    minor: u16,
     adapter: *mut *mut NDK_ADAPTER,
 ) -> NTSTATUS {
     if adapter.is_null() {
         return STATUS_INVALID_PARAMETER;
     }
     // SAFETY: forwarded from this function's own contract on `config`.
-    match unsafe { read_config(config) } {
-        Err(_) => STATUS_INVALID_PARAMETER,
-        Ok(_) => STATUS_NOT_SUPPORTED,
+    let Ok(config) = (unsafe { read_config(config) }) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    match adapters::open(
+        &config,
+        NDK_VERSION {
+            Major: major,
+            Minor: minor,
+        },
+    ) {
+        Ok(opened) => {
+            // SAFETY: non-null, and the caller guarantees it is writable.
+            unsafe { adapter.write(opened) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
     }
 }
 
 /// Closes an adapter opened by [`RsNdkOpenAdapter`]; returns when no
-/// callback into the consumer is running or can still run.
+/// callback into the consumer is running or can still run. When the last
+/// adapter of a device closes, the device stops.
 ///
-/// Returns `STATUS_INVALID_PARAMETER` for a null adapter. No adapter can be
-/// opened yet, so any other pointer is not one of ours:
-/// `STATUS_NOT_SUPPORTED`.
+/// `STATUS_INVALID_PARAMETER` for null or for a pointer that is not an open
+/// adapter of this process.
 ///
 /// # Safety
 /// `adapter` must be null or a pointer returned by [`RsNdkOpenAdapter`]
-/// that was not closed yet.
+/// that was not closed yet; no other call on it may be running.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn RsNdkCloseAdapter(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
     if adapter.is_null() {
         return STATUS_INVALID_PARAMETER;
     }
-    STATUS_NOT_SUPPORTED
+    // SAFETY: forwarded from this function's contract.
+    unsafe { adapters::close(adapter) }
 }
 
 /// Parses a configuration string as [`RsNdkOpenAdapter`] would, for tools
@@ -108,16 +154,16 @@ mod tests {
     }
 
     #[test]
-    fn valid_config_does_not_fake_success() {
-        let sentinel = ptr::dangling_mut::<NDK_ADAPTER>();
-        let mut out = sentinel;
-        // SAFETY: valid C string and out-pointer.
-        let status = unsafe { RsNdkOpenAdapter(c"127.0.0.2".as_ptr(), &raw mut out) };
-        assert_eq!((status, out), (STATUS_NOT_SUPPORTED, sentinel));
+    fn closing_a_pointer_that_is_not_an_adapter_is_refused() {
         // SAFETY: null is part of the contract.
         assert_eq!(
             unsafe { RsNdkCloseAdapter(ptr::null_mut()) },
             STATUS_INVALID_PARAMETER
         );
+        let mut not_ours = 0u64;
+        let p = (&raw mut not_ours).cast::<NDK_ADAPTER>();
+        // SAFETY: the registry refuses pointers it did not hand out before
+        // touching them.
+        assert_eq!(unsafe { RsNdkCloseAdapter(p) }, STATUS_INVALID_PARAMETER);
     }
 }

@@ -4,6 +4,7 @@
 //! adapters and then drives them through the NDK dispatch tables, as a
 //! kernel consumer does on Windows.
 
+pub mod adapters;
 pub mod config;
 pub mod entry;
 pub mod pcap;
@@ -13,4 +14,4 @@ pub mod scripted;
 pub mod udp;
 
 pub use config::{AdapterConfig, ConfigError, FaultConfig, Transport};
-pub use entry::{RsNdkCloseAdapter, RsNdkOpenAdapter, parse_config};
+pub use entry::{RsNdkCloseAdapter, RsNdkOpenAdapter, RsNdkOpenAdapterEx, parse_config};

@@ -70,7 +70,7 @@ impl DmaAccess for HostDma {
         // provider memory), valid for `buf.len()` bytes; `buf` is our own
         // buffer and cannot overlap it.
         unsafe {
-            core::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len())
+            core::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len());
         };
         Ok(())
     }
@@ -83,7 +83,7 @@ impl DmaAccess for HostDma {
         // SAFETY: as in `read`: the consumer registered this range for the
         // device to write, and it stays live while the work request runs.
         unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
+            core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len());
         };
         Ok(())
     }

@@ -1,0 +1,201 @@
+//! The adapters and devices a process has open.
+//!
+//! One software RNIC (a [`SoftRnic`] with its threads) exists per adapter
+//! address; opening the same configuration again opens another
+//! `NDK_ADAPTER` on the same device, as NDIS does for several kernel
+//! consumers of one NIC. The device goes away when its last adapter closes.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
+
+use hwq::TryArc;
+use ndkpi::{
+    NDK_ADAPTER, NDK_VERSION, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER,
+    STATUS_SHARING_VIOLATION,
+};
+use provider::device::DeviceContext;
+use softrnic::device::{DeviceConfig, SoftRnic};
+use softrnic::fabric::Faults;
+
+use crate::config::{AdapterConfig, FaultConfig, Transport};
+use crate::pcap::{PcapCapture, SharedCapture};
+use crate::platform::{HostDma, HostPlatform};
+use crate::runtime::{DeviceThreads, FabricHub, HostClock, SharedWaker, ThreadWaker, start_udp};
+use crate::udp::{UdpLink, UdpPort};
+
+/// How far a reordered or duplicated packet lags on an in-memory fabric.
+const REORDER_WINDOW_US: u64 = 200;
+
+/// A running software RNIC and what serves it. Field order is drop order:
+/// the threads stop first, then the provider detaches, then the device goes.
+struct HostDevice {
+    config: AdapterConfig,
+    threads: Option<DeviceThreads>,
+    ctx: TryArc<DeviceContext>,
+    rnic: Arc<SoftRnic>,
+    hub: Option<Arc<FabricHub>>,
+    _capture: Option<Arc<PcapCapture>>,
+}
+
+impl Drop for HostDevice {
+    fn drop(&mut self) {
+        self.threads.take();
+        self.ctx.detach();
+        if let (Some(hub), Transport::Memory { addr, .. }) = (&self.hub, &self.config.transport) {
+            hub.detach(*addr);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    devices: HashMap<Ipv4Addr, Weak<HostDevice>>,
+    hubs: HashMap<String, Weak<FabricHub>>,
+    /// Open adapters (by address) and the device each keeps alive.
+    adapters: HashMap<usize, Arc<HostDevice>>,
+}
+
+fn registry() -> MutexGuard<'static, Registry> {
+    static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
+    // A panic elsewhere must not make every later open fail.
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn faults(f: &FaultConfig) -> Faults {
+    Faults {
+        loss: f.loss,
+        reorder: f.reorder,
+        duplicate: f.duplicate,
+        delay_us: f.delay_us,
+        reorder_window_us: REORDER_WINDOW_US,
+        seed: f.seed,
+    }
+}
+
+fn hub_for(reg: &mut Registry, name: &str, f: &FaultConfig) -> Result<Arc<FabricHub>, NTSTATUS> {
+    if let Some(hub) = reg.hubs.get(name).and_then(Weak::upgrade) {
+        if *f != FaultConfig::default() {
+            hub.fabric().set_faults(faults(f));
+        }
+        return Ok(hub);
+    }
+    let hub = FabricHub::start(name, faults(f)).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+    reg.hubs.insert(name.to_owned(), Arc::downgrade(&hub));
+    Ok(hub)
+}
+
+fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDevice>, NTSTATUS> {
+    let addr = config.addr();
+    let waker = Arc::new(ThreadWaker::default());
+    let capture = match &config.pcap {
+        Some(path) => Some(Arc::new(
+            PcapCapture::create(path).map_err(|_| STATUS_INVALID_PARAMETER)?,
+        )),
+        None => None,
+    };
+    let dev_config = DeviceConfig::new(addr, config.pmtu);
+    let new_rnic = |link: Box<dyn softrnic::env::Link>| {
+        SoftRnic::new(
+            dev_config,
+            Box::new(HostDma),
+            link,
+            Box::new(HostClock),
+            Box::new(SharedWaker(waker.clone())),
+        )
+        .map(Arc::new)
+        .ok_or(STATUS_INSUFFICIENT_RESOURCES)
+    };
+    let (rnic, hub, threads) = match &config.transport {
+        Transport::Udp { .. } => {
+            let port = Arc::new(UdpPort::bind(addr).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AddrInUse => STATUS_SHARING_VIOLATION,
+                _ => STATUS_INVALID_PARAMETER,
+            })?);
+            let rnic = new_rnic(Box::new(UdpLink(port.clone())))?;
+            let threads =
+                start_udp(&rnic, port, waker.clone()).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+            (rnic, None, threads)
+        }
+        Transport::Memory {
+            fabric, faults: f, ..
+        } => {
+            let hub = hub_for(reg, fabric, f)?;
+            let rnic = new_rnic(Box::new(hub.link()))?;
+            if !hub.attach(addr, &rnic) {
+                return Err(STATUS_SHARING_VIOLATION);
+            }
+            let threads = hub
+                .start_device(&rnic, waker.clone())
+                .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+            (rnic, Some(hub), threads)
+        }
+    };
+    if let Some(c) = &capture {
+        rnic.set_capture(Some(Box::new(SharedCapture(c.clone()))));
+    }
+    let ctx = DeviceContext::new(Box::new(rnic.clone()), HostPlatform::global())?;
+    Ok(Arc::new(HostDevice {
+        config: config.clone(),
+        threads: Some(threads),
+        ctx,
+        rnic,
+        hub,
+        _capture: capture,
+    }))
+}
+
+/// Opens an adapter for `config` at NDK version `version`.
+pub fn open(config: &AdapterConfig, version: NDK_VERSION) -> Result<*mut NDK_ADAPTER, NTSTATUS> {
+    let mut reg = registry();
+    let device = match reg.devices.get(&config.addr()).and_then(Weak::upgrade) {
+        Some(d) if d.config == *config => d,
+        // The address is owned by a device configured differently.
+        Some(_) => return Err(STATUS_SHARING_VIOLATION),
+        None => {
+            let d = start_device(&mut reg, config)?;
+            reg.devices.insert(config.addr(), Arc::downgrade(&d));
+            d
+        }
+    };
+    let adapter = provider::adapter::open_adapter(&device.ctx, version)?;
+    reg.adapters.insert(adapter as usize, device);
+    Ok(adapter)
+}
+
+/// Closes an adapter opened by [`open`]; `STATUS_INVALID_PARAMETER` for any
+/// other pointer (which is never dereferenced).
+///
+/// # Safety
+/// No other call on `adapter` (or on objects created from it) may be
+/// running, as the NDK close contract requires.
+pub unsafe fn close(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
+    let Some(device) = registry().adapters.remove(&(adapter as usize)) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    // SAFETY: the pointer was registered by `open` and removed from the
+    // registry just now, so it names an open adapter closed exactly once;
+    // the caller guarantees no concurrent call on it.
+    let status = unsafe { provider::adapter::close_adapter(adapter) };
+    // Dropping the last adapter's reference stops the device, outside the
+    // registry lock (it joins threads).
+    drop(device);
+    status
+}
+
+/// The software RNIC behind an open adapter (for tools and tests that want
+/// its statistics).
+pub fn device_of(adapter: *mut NDK_ADAPTER) -> Option<Arc<SoftRnic>> {
+    registry()
+        .adapters
+        .get(&(adapter as usize))
+        .map(|d| d.rnic.clone())
+}
+
+/// The in-memory fabric behind an open adapter, if it is on one.
+pub fn fabric_of(adapter: *mut NDK_ADAPTER) -> Option<Arc<FabricHub>> {
+    registry()
+        .adapters
+        .get(&(adapter as usize))
+        .and_then(|d| d.hub.clone())
+}
