@@ -25,8 +25,10 @@ fn close(adapter: *mut NDK_ADAPTER) {
 fn query_info(adapter: *mut NDK_ADAPTER) -> NDK_ADAPTER_INFO {
     let mut info = NDK_ADAPTER_INFO::default();
     let mut size = size_of::<NDK_ADAPTER_INFO>() as u32;
-    // SAFETY: an open adapter; its dispatch table is the provider's.
-    let query = unsafe { (*(*adapter).Dispatch).NdkQueryAdapterInfo }.expect("NdkQueryAdapterInfo");
+    // SAFETY: an open adapter: a live NDK_ADAPTER.
+    let dispatch = unsafe { (*adapter).Dispatch };
+    // SAFETY: the provider's static dispatch table.
+    let query = unsafe { (*dispatch).NdkQueryAdapterInfo }.expect("NdkQueryAdapterInfo");
     // SAFETY: valid adapter, buffer and size.
     let status = unsafe { query(adapter, &raw mut info, &raw mut size) };
     assert_eq!(status, STATUS_SUCCESS);

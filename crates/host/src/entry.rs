@@ -156,10 +156,8 @@ mod tests {
     #[test]
     fn closing_a_pointer_that_is_not_an_adapter_is_refused() {
         // SAFETY: null is part of the contract.
-        assert_eq!(
-            unsafe { RsNdkCloseAdapter(ptr::null_mut()) },
-            STATUS_INVALID_PARAMETER
-        );
+        let status = unsafe { RsNdkCloseAdapter(ptr::null_mut()) };
+        assert_eq!(status, STATUS_INVALID_PARAMETER);
         let mut not_ours = 0u64;
         let p = (&raw mut not_ours).cast::<NDK_ADAPTER>();
         // SAFETY: the registry refuses pointers it did not hand out before
