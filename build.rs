@@ -4,12 +4,12 @@
 //! locates it, emits the kernel linker arguments and checks `+crt-static`.
 //! On any other configuration this script does nothing.
 
-#[cfg(feature = "wdk")]
+#[cfg(all(feature = "wdk", windows))]
 fn main() -> Result<(), wdk_build::ConfigError> {
     wdk_build::configure_wdk_binary_build()
 }
 
-#[cfg(not(feature = "wdk"))]
+#[cfg(not(all(feature = "wdk", windows)))]
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
 }

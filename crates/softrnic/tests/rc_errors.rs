@@ -118,9 +118,7 @@ fn rnr_then_receive_posted_completes() {
 #[test]
 fn rnr_retry_exhaustion() {
     let (mut w, mut qa, qb) = setup();
-    for q in [qa.qpn] {
-        w.a.dev.set_qp_rc_config(q, RcConfig { rnr_retry: 3, ..fast_rc() }).unwrap();
-    }
+    w.a.dev.set_qp_rc_config(qa.qpn, RcConfig { rnr_retry: 3, ..fast_rc() }).unwrap();
     let src = w.a.register(4096, Access::LOCAL_WRITE);
     w.a.post_send(&mut qa, wqe(SendOpcode::Send, 1, &[src.sge(0, 10)]));
     w.a.post_send(&mut qa, wqe(SendOpcode::Send, 2, &[src.sge(0, 10)]));

@@ -33,6 +33,7 @@ struct Bench {
     qb: Qp,
     /// Registered ranges (logical address, length) per side.
     a_ranges: Vec<(u64, u64)>,
+    a_buf: Buf,
     b_ranges: Vec<(u64, u64)>,
     remote: Buf,
 }
@@ -52,7 +53,7 @@ fn bench() -> Bench {
     *w.b.mem.log.lock().unwrap() = Some(Vec::new());
     let a_ranges = vec![(local.logical, local.len)];
     let b_ranges = vec![(remote.logical, remote.len), (recv.logical, recv.len)];
-    Bench { w, qa, qb, a_ranges, b_ranges, remote }
+    Bench { w, qa, qb, a_ranges, a_buf: local, b_ranges, remote }
 }
 
 fn check_ranges(node: &Node, ranges: &[(u64, u64)]) {
@@ -210,6 +211,13 @@ proptest! {
     #[test]
     fn well_formed_hostile_packets_stay_inside_registered_memory(specs in prop::collection::vec(spec(), 1..12)) {
         let mut b = bench();
+        // A has requests in flight (lost), so responses meet a live completer.
+        b.w.fabric.set_faults(Faults { loss: 1.0, ..Faults::default() });
+        let lbuf = b.a_buf;
+        b.w.a.post_send(&mut b.qa, rdma(SendOpcode::Read, 1, &[lbuf.sge(0, 700)], &b.remote, 0));
+        b.w.a.post_send(&mut b.qa, wqe(SendOpcode::Send, 2, &[lbuf.sge(0, 300)]));
+        b.w.a.post_send(&mut b.qa, rdma(SendOpcode::Write, 3, &[lbuf.sge(0, 600)], &b.remote, 0));
+        b.w.step();
         for s in &specs {
             // A's requester starts at 1000, B's responder expects 1000.
             if let Some(p) = make(&b, s, 1000) {

@@ -12,7 +12,7 @@ use super::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, SoftRnic, answer_wait_us};
 use crate::qp::{Path, QpState, Receives};
 use crate::wire::cm::{REJ_PRIVATE_LEN, REP_PRIVATE_LEN};
 use crate::wire::cma::REQ_CONSUMER_PRIVATE_LEN;
-use crate::wire::{MessageRef, Pmtu, ROCEV2_PORT, RejReason};
+use crate::wire::{MessageRef, ROCEV2_PORT, RejReason};
 
 /// Read limits as the CM carries them: capped by the device, in a byte.
 fn read_limit(requested: u32, cap: u32) -> u8 {
@@ -119,7 +119,7 @@ impl SoftRnic {
         let srq = self.cm_qp(qpn)?;
         let caps = self.caps();
         let addr = self.config().addr;
-        let pmtu = Pmtu::from_bytes(self.config().pmtu).unwrap_or(Pmtu::Mtu1024);
+        let pmtu = super::device_pmtu(self);
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             if inner.conns.iter().any(|c| c.owned() && c.qpn == qpn) {

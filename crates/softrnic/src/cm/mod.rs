@@ -114,6 +114,12 @@ pub const MAX_LISTENERS: u32 = 256;
 /// First and last ephemeral port (IANA dynamic range, as NDK requires).
 pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 49152..=65535;
 
+/// The device's path MTU (validated by the configuration's users; 1024 if
+/// it is not a valid one).
+fn device_pmtu(device: &SoftRnic) -> crate::wire::Pmtu {
+    crate::wire::Pmtu::from_bytes(device.config().pmtu).unwrap_or(crate::wire::Pmtu::Mtu1024)
+}
+
 /// The id of table slot `index` in its `generation`: never 0, and stale
 /// once the slot is reused.
 fn slot_id(index: usize, generation: u16) -> u32 {

@@ -108,7 +108,7 @@ impl Rx<'_> {
             self.inner.io.stats.no_listener += 1;
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_SERVICE_ID);
         };
-        let own_pmtu = Pmtu::from_bytes(self.device.config().pmtu).unwrap_or(Pmtu::Mtu1024);
+        let own_pmtu = super::device_pmtu(self.device);
         let Some(pmtu) = Pmtu::from_code(m.path_mtu()).filter(|p| *p <= own_pmtu) else {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_MTU);
         };
@@ -189,7 +189,8 @@ impl Rx<'_> {
             conn.state = State::Established;
             io.report(conn, id, Kind::Established);
         } else {
-            // The QP went away under the handshake.
+            // The QP cannot be connected (destroyed meanwhile, or the path
+            // refused): the attempt fails.
             conn.state = State::Closed;
             if let Some(mad) =
                 msg::rej(conn.tid, io.comm_id(id), conn.remote_comm_id, MessageRef::OTHER, RejReason::NO_QP, &[])

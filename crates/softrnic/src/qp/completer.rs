@@ -60,6 +60,7 @@ impl Requester {
     fn on_progress(&mut self, conn_rc: &super::RcConfig, now: u64) {
         self.retry_left = conn_rc.retry_count;
         self.rnr_left = conn_rc.rnr_retry;
+        self.cwnd = (self.cwnd + 1).min(conn_rc.max_unacked_psns.max(super::MIN_CWND));
         self.retrans_deadline = self.outstanding().then(|| now.saturating_add(conn_rc.ack_timeout_us));
     }
 
@@ -71,6 +72,7 @@ impl Requester {
         }
         self.retry_at = Some(self.una);
         self.rewind();
+        self.backoff();
         true
     }
 
@@ -92,7 +94,8 @@ impl Requester {
 /// Handles an ACK, NAK or READ response for QP `qpn`.
 pub(crate) fn on_response(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
     let before = qp.conn.as_ref().map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
-    let result = handle(dev, qp, p, now).and_then(|()| complete_ready(dev, qpn, qp));
+    handle(dev, qp, p, now);
+    let result = complete_ready(dev, qpn, qp);
     if result.is_err() {
         dev.enter_error(qpn, qp);
         return;
@@ -104,10 +107,10 @@ pub(crate) fn on_response(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Pack
     }
 }
 
-fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Result<(), Fatal> {
+fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
     let QueuePair { sq, conn, pd, .. } = qp;
     let Some(conn) = conn.as_mut() else {
-        return Ok(());
+        return;
     };
     let stats = &dev.engine().stats;
     let rc = conn.rc;
@@ -115,14 +118,14 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Resul
     let req = &mut conn.req;
     match p.info.operation {
         Operation::Acknowledge => {
-            let Some(aeth) = p.ext.aeth else { return Ok(()) };
+            let Some(aeth) = p.ext.aeth else { return };
             match aeth.syndrome {
                 Syndrome::Ack(_) => {
                     let target = psn_add(psn, 1);
                     // Stale, duplicate or ghost ACKs change nothing.
                     if psn_diff(target, req.una) <= 0 || psn_after_sent(req, target) {
                         stats.ghost_acks.inc_if(psn_after_sent(req, target));
-                        return Ok(());
+                        return;
                     }
                     let (progressed, gap) = req.advance_to(target);
                     if progressed {
@@ -134,7 +137,7 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Resul
                 }
                 Syndrome::RnrNak(timer) => {
                     if !nak_in_window(req, psn) {
-                        return Ok(());
+                        return;
                     }
                     stats.rnr_naks_received.inc();
                     let (progressed, _) = req.advance_to(psn);
@@ -142,12 +145,12 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Resul
                         req.on_progress(&rc, now);
                     }
                     if req.una != psn {
-                        return Ok(());
+                        return;
                     }
                     if rc.rnr_retry < 7 {
                         if req.rnr_left == 0 {
                             req.fail_oldest(CqeStatus::RnrRetryExceeded);
-                            return Ok(());
+                            return;
                         }
                         req.rnr_left -= 1;
                     }
@@ -157,7 +160,7 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Resul
                 }
                 Syndrome::Nak(code) => {
                     if !nak_in_window(req, psn) {
-                        return Ok(());
+                        return;
                     }
                     let (progressed, _) = req.advance_to(psn);
                     if progressed {
@@ -169,7 +172,7 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Resul
                             if req.rnr_deadline.is_none() && req.fast_retry() {
                                 stats.seq_nak_retries.inc();
                             }
-                            return Ok(());
+                            return;
                         }
                         NakCode::InvalidRequest | NakCode::InvalidRdRequest => CqeStatus::RemoteInvalidRequest,
                         NakCode::RemoteAccessError => CqeStatus::RemoteAccess,
@@ -183,12 +186,12 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Resul
         Operation::ReadResponse => {
             if !nak_in_window(req, psn) {
                 stats.stale_responses.inc();
-                return Ok(());
+                return;
             }
             if let Some(aeth) = p.ext.aeth
                 && !matches!(aeth.syndrome, Syndrome::Ack(_))
             {
-                return Ok(());
+                return;
             }
             let (progressed, _) = req.advance_to(psn);
             if progressed {
@@ -201,13 +204,12 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Resul
                 if req.una_index != req.start_index && meta.kind == MetaKind::Read && req.fast_retry() {
                     stats.read_gap_retries.inc();
                 }
-                return Ok(());
+                return;
             }
             place_read(dev, *pd, sq, conn, meta, p, now);
         }
         _ => {}
     }
-    Ok(())
 }
 
 /// Whether `target` (one past an acknowledged PSN) lies beyond anything
@@ -348,6 +350,7 @@ pub(crate) fn on_retransmit_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, 
     req.retry_left -= 1;
     req.retry_at = None;
     req.rewind();
+    req.backoff();
     req.retrans_deadline = Some(now.saturating_add(rc.ack_timeout_us));
     dev.sq_doorbell(qpn);
 }

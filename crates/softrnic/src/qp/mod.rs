@@ -55,12 +55,11 @@ pub(crate) fn run_send_side(dev: &crate::device::SoftRnic, qpn: u32, qp: &mut Qu
         completer::complete_ready(dev, qpn, qp)?;
         Ok(more_responses || more_requests)
     });
-    match result {
-        Ok(more) => more,
-        Err(Fatal) => {
-            dev.enter_error(qpn, qp);
-            false
-        }
+    if let Ok(more) = result {
+        more
+    } else {
+        dev.enter_error(qpn, qp);
+        false
     }
 }
 
@@ -210,6 +209,11 @@ pub(crate) struct Requester {
     pub acked_hi: u32,
     /// Packets sent since the last AckReq.
     pub since_ack_req: u32,
+    /// Congestion window (PSNs): halved by every retry, grown by one per
+    /// acknowledgement that makes progress, at most `max_unacked_psns`.
+    /// Go-back-N resends everything after a loss, so a smaller window under
+    /// loss wastes far fewer packets.
+    pub cwnd: u32,
 }
 
 /// A message the responder is in the middle of.
@@ -299,6 +303,9 @@ pub(crate) struct Connection {
     pub resp: Responder,
 }
 
+/// Smallest congestion window (PSNs).
+pub(crate) const MIN_CWND: u32 = 8;
+
 /// Largest datagram the engine builds: IPv4 + UDP + BTH + RETH + ImmDt +
 /// 4096 bytes of payload + pad + ICRC, rounded up.
 pub(crate) const TX_BUF_LEN: usize = 4096 + 128;
@@ -365,6 +372,7 @@ impl Connection {
                 retry_at: None,
                 acked_hi: send_psn,
                 since_ack_req: 0,
+                cwnd: rc.max_unacked_psns.max(MIN_CWND),
             },
             resp: Responder {
                 epsn: path.recv_psn & crate::wire::PSN_MASK,

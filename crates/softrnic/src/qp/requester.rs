@@ -34,6 +34,16 @@ impl super::Requester {
         self.next_psn = self.una;
     }
 
+    /// PSNs that may be unacknowledged now.
+    pub(crate) fn window(&self, rc: &super::RcConfig) -> i32 {
+        self.cwnd.min(rc.max_unacked_psns).max(1) as i32
+    }
+
+    /// A retry: halve the congestion window.
+    pub(crate) fn backoff(&mut self) {
+        self.cwnd = (self.cwnd / 2).max(super::MIN_CWND);
+    }
+
     /// Whether any PSN is sent and not yet acknowledged.
     pub(crate) fn outstanding(&self) -> bool {
         psn_before(self.una, self.sent_hi)
@@ -60,7 +70,7 @@ pub(crate) fn run_requester(dev: &SoftRnic, qp: &mut QueuePair, now: u64, mut bu
         return Ok(false);
     }
     sq.refresh();
-    let window = conn.rc.max_unacked_psns.max(1) as i32;
+    let window = conn.req.window(&conn.rc);
     loop {
         if budget == 0 {
             return Ok(true);
@@ -103,7 +113,7 @@ pub(crate) fn run_requester(dev: &SoftRnic, qp: &mut QueuePair, now: u64, mut bu
         let Some(wqe) = sq.read(index) else {
             return Ok(false);
         };
-        match start(dev, pd, sq, conn, &wqe, index, window)? {
+        match start(dev, pd, sq, conn, &wqe, index, window) {
             Start::Started => {}
             Start::Blocked => return Ok(false),
         }
@@ -148,33 +158,33 @@ fn start(
     wqe: &SendWqe,
     index: u32,
     window: i32,
-) -> Result<Start, Fatal> {
+) -> Start {
     let Some(op) = wqe.op() else {
         finish_local(conn, index, CqeStatus::LocalQpOperation);
-        return Ok(Start::Started);
+        return Start::Started;
     };
     let flags = wqe.wqe_flags();
     match op {
         SendOpcode::FastRegister | SendOpcode::Bind | SendOpcode::LocalInvalidate => {
             if key_in_use(sq, conn, wqe.key) {
-                return Ok(Start::Blocked);
+                return Start::Blocked;
             }
             let status = execute_local(dev, pd, conn, wqe, op);
             finish_local(conn, index, status);
-            Ok(Start::Started)
+            Start::Started
         }
         SendOpcode::Send | SendOpcode::SendInvalidate | SendOpcode::Write | SendOpcode::Read => {
             let read = op == SendOpcode::Read;
             let ord = conn.path.outbound_reads;
             let req = &mut conn.req;
             if flags.contains(WqeFlags::READ_FENCE) && req.reads_outstanding > 0 {
-                return Ok(Start::Blocked);
+                return Start::Blocked;
             }
             if read && ord > 0 && req.reads_outstanding >= ord {
-                return Ok(Start::Blocked);
+                return Start::Blocked;
             }
             if psn_diff(req.next_psn, req.una) >= window {
-                return Ok(Start::Blocked);
+                return Start::Blocked;
             }
             let inline = !read && flags.contains(WqeFlags::INLINE);
             let len = if inline { wqe.inline_data().len() as u64 } else { sg::total(wqe.sge_list()) };
@@ -191,7 +201,7 @@ fn start(
             };
             if let Some(status) = status {
                 finish_local(conn, index, status);
-                return Ok(Start::Started);
+                return Start::Started;
             }
             let req = &mut conn.req;
             let npsn = segment_count(len as u32, conn.pmtu);
@@ -210,7 +220,7 @@ fn start(
             if read {
                 req.reads_outstanding += 1;
             }
-            Ok(Start::Started)
+            Start::Started
         }
     }
 }
@@ -285,7 +295,7 @@ fn send_packet(
     let offset = u64::from(k) * u64::from(pmtu);
     let dest_qp = conn.path.remote_qpn;
     let op = wqe.op();
-    let window = conn.rc.max_unacked_psns.max(1) as i32;
+    let window = req.window(&conn.rc);
     let mut headers = Headers { ip: conn.ip, bth: Bth::new(Opcode::RDMA_READ_REQUEST, dest_qp, psn), ext: ExtHeaders::NONE };
     let built = if meta.kind == MetaKind::Read {
         // A READ (or the rest of one, after a lost response) is one

@@ -2,7 +2,7 @@
 //! fabric, Vec-backed host memory reached through `DmaAccess`, and a loop
 //! that moves due packets and polls both devices, bounded by steps.
 
-#![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate)]
+#![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate, clippy::large_types_passed_by_value)]
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicU64, Ordering};
