@@ -35,6 +35,7 @@ extern "C" {
 #ifndef _NDKPI_
 typedef int32_t NTSTATUS;
 typedef struct _NDK_ADAPTER NDK_ADAPTER;
+typedef struct _MDL MDL;
 #endif
 
 #define RSNDK_STATUS_SUCCESS ((NTSTATUS)0x00000000L)
@@ -68,6 +69,18 @@ NTSTATUS RsNdkOpenAdapter(const char *config, NDK_ADAPTER **adapter);
  * STATUS_INVALID_PARAMETER for NULL or a pointer that is not an open adapter.
  */
 NTSTATUS RsNdkCloseAdapter(NDK_ADAPTER *adapter);
+
+/*
+ * Describes `length` bytes at `va` with an MDL (the Windows x64 layout
+ * followed by its PFN array; on Linux a PFN is the virtual page number), for
+ * NdkRegisterMr and NdkBuildLAM. Long buffers get a chain linked through
+ * Next. NULL for a NULL address, zero length, a wrapping range or no memory.
+ * The memory must stay valid while the MDL or a registration from it is used.
+ */
+MDL *RsNdkAllocateMdl(void *va, size_t length);
+
+/* Frees a chain from RsNdkAllocateMdl; NULL is ignored. */
+void RsNdkFreeMdl(MDL *mdl);
 
 #ifdef __cplusplus
 }

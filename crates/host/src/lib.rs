@@ -7,6 +7,7 @@
 pub mod adapters;
 pub mod config;
 pub mod entry;
+pub mod mdl;
 pub mod pcap;
 pub mod platform;
 pub mod runtime;
@@ -15,3 +16,4 @@ pub mod udp;
 
 pub use config::{AdapterConfig, ConfigError, FaultConfig, Transport};
 pub use entry::{RsNdkCloseAdapter, RsNdkOpenAdapter, RsNdkOpenAdapterEx, parse_config};
+pub use mdl::{RsNdkAllocateMdl, RsNdkFreeMdl};

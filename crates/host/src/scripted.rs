@@ -614,6 +614,12 @@ impl ScriptedDevice {
         self.st().events.iter().cloned().collect()
     }
 
+    /// Drops the queued events (as if the hardware lost them) and returns
+    /// them; for tests that replace what the device would report.
+    pub fn discard_events(&self) -> Vec<Event> {
+        self.st().events.drain(..).collect()
+    }
+
     /// Every command issued so far, oldest first.
     pub fn commands(&self) -> Vec<Command> {
         self.st().commands.clone()
