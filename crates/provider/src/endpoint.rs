@@ -80,10 +80,14 @@ impl PortRegistry {
     /// reserved.
     pub fn reserve(&self, addr: SocketAddr) -> Result<SocketAddr, NTSTATUS> {
         loop {
-            self.ensure_room().map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+            self.ensure_room()
+                .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
             let mut guard = self.used.lock();
             let Some(used) = guard.as_mut() else { continue };
-            let taken = |a: &SocketAddr| used.iter().any(|u| u.ip() == a.ip() && u.port() == a.port());
+            let taken = |a: &SocketAddr| {
+                used.iter()
+                    .any(|u| u.ip() == a.ip() && u.port() == a.port())
+            };
             let chosen = if addr.port() == 0 {
                 let mut found = None;
                 for port in EPHEMERAL_FIRST..=u16::MAX {

@@ -11,9 +11,9 @@ use core::ffi::c_void;
 use core::mem::offset_of;
 
 use ndkpi::{
-    MDL, NDK_ADAPTER, NDK_FN_REQUEST_COMPLETION, NDK_LOGICAL_ADDRESS,
-    NDK_LOGICAL_ADDRESS_MAPPING, NTSTATUS, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    MDL, NDK_ADAPTER, NDK_FN_REQUEST_COMPLETION, NDK_LOGICAL_ADDRESS, NDK_LOGICAL_ADDRESS_MAPPING,
+    NTSTATUS, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER,
+    STATUS_SUCCESS,
 };
 
 use crate::abi;
@@ -87,7 +87,11 @@ pub(crate) unsafe extern "system" fn build_lam(
     let fill = |logical: u64| {
         if i < span.pages {
             // SAFETY: `i < pages`, and the buffer holds `pages` entries.
-            unsafe { array.wrapping_add(i).write_unaligned(logical as NDK_LOGICAL_ADDRESS) };
+            unsafe {
+                array
+                    .wrapping_add(i)
+                    .write_unaligned(logical as NDK_LOGICAL_ADDRESS);
+            };
         }
         i += 1;
     };

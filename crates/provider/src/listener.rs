@@ -12,9 +12,9 @@ use core::net::SocketAddr;
 use hwq::TryArc;
 use hwq::device::ConnectionInfo;
 use ndkpi::{
-    NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CONNECT_EVENT_CALLBACK,
-    NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_LISTENER, NDK_LISTENER_DISPATCH,
-    NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NTSTATUS, NdkObjectTypeListener, PSOCKADDR, SOCKADDR,
+    NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CONNECT_EVENT_CALLBACK, NDK_FN_CREATE_COMPLETION,
+    NDK_FN_REQUEST_COMPLETION, NDK_LISTENER, NDK_LISTENER_DISPATCH, NDK_OBJECT_HEADER,
+    NDK_OBJECT_TYPE, NTSTATUS, NdkObjectTypeListener, PSOCKADDR, SOCKADDR,
     STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
     STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
 };
@@ -170,7 +170,11 @@ impl Listener {
             s.bound
         };
         if let Some((id, _)) = bound {
-            self.adapter.get().ctx().device().cm_pause_listener(id, pause);
+            self.adapter
+                .get()
+                .ctx()
+                .device()
+                .cm_pause_listener(id, pause);
         }
     }
 }

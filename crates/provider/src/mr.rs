@@ -15,8 +15,8 @@ use hwq::device::Registration;
 use hwq::wqe::Access;
 use hwq::{MemoryKey, TryArc};
 use ndkpi::{
-    MDL, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION,
-    NDK_MR, NDK_MR_DISPATCH, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ,
+    MDL, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_MR,
+    NDK_MR_DISPATCH, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ,
     NDK_MR_FLAG_ALLOW_REMOTE_WRITE, NDK_MR_FLAG_RDMA_READ_SINK, NDK_OBJECT_HEADER, NDK_PD,
     NTSTATUS, NdkObjectTypeMr, PAGE_SIZE, STATUS_ACCESS_VIOLATION, STATUS_IMPLEMENTATION_LIMIT,
     STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_REQUEST, STATUS_INVALID_DEVICE_STATE,
@@ -250,13 +250,15 @@ impl Mr {
         let platform = adapter.platform();
         // SAFETY: forwarded from this function's contract.
         let span = unsafe { mdl::walk(platform, mdl, length, |_| {})? };
-        let mut pages = PoolVec::with_capacity(platform, tags::MR, span.pages)
-            .map_err(status::alloc_error)?;
+        let mut pages =
+            PoolVec::with_capacity(platform, tags::MR, span.pages).map_err(status::alloc_error)?;
         // SAFETY: the same chain, unchanged (the consumer does not touch it
         // while the registration runs).
-        unsafe { mdl::walk(platform, mdl, length, |p| {
-            let _ = pages.push(p);
-        })? };
+        unsafe {
+            mdl::walk(platform, mdl, length, |p| {
+                let _ = pages.push(p);
+            })?
+        };
         let mut state = self.state.lock();
         if state.region.is_some() {
             return Err(STATUS_INVALID_DEVICE_STATE);
@@ -301,7 +303,11 @@ impl Mr {
     }
 
     /// `NdkInitializeFastRegisterMr`.
-    fn initialize_fast_register(&self, max_pages: u32, remote_access: bool) -> Result<(), NTSTATUS> {
+    fn initialize_fast_register(
+        &self,
+        max_pages: u32,
+        remote_access: bool,
+    ) -> Result<(), NTSTATUS> {
         if !self.fast {
             return Err(STATUS_INVALID_DEVICE_REQUEST);
         }
@@ -350,7 +356,9 @@ impl Mr {
         {
             return Err(STATUS_INVALID_PARAMETER);
         }
-        let remote = req.access.intersects(Access::REMOTE_READ | Access::REMOTE_WRITE);
+        let remote = req
+            .access
+            .intersects(Access::REMOTE_READ | Access::REMOTE_WRITE);
         let mut state = self.state.lock();
         let fast = state.fast.as_mut().ok_or(STATUS_INVALID_PARAMETER)?;
         if count > u64::from(fast.max_pages) {

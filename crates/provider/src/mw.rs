@@ -12,9 +12,9 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use hwq::wqe::Access;
 use hwq::{MemoryKey, TryArc};
 use ndkpi::{
-    NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_MW, NDK_MW_DISPATCH,
-    NDK_OBJECT_HEADER, NDK_PD, NTSTATUS, NdkObjectTypeMw, STATUS_ACCESS_VIOLATION,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_MW, NDK_MW_DISPATCH, NDK_OBJECT_HEADER,
+    NDK_PD, NTSTATUS, NdkObjectTypeMw, STATUS_ACCESS_VIOLATION, STATUS_INVALID_HANDLE,
+    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
@@ -92,7 +92,9 @@ impl Mw {
     fn create(pd: &Pd) -> Result<TryArc<Self>, NTSTATUS> {
         let adapter = pd.adapter();
         let device = adapter.ctx().device();
-        let key = device.alloc_key(pd.pdn(), true).map_err(status::device_error)?;
+        let key = device
+            .alloc_key(pd.pdn(), true)
+            .map_err(status::device_error)?;
         let platform = adapter.platform();
         pool::try_arc(platform, tags::MW, |charge| Self {
             ndk: NdkCell::new(NDK_MW {

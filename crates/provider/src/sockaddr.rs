@@ -96,7 +96,9 @@ pub unsafe fn write(addr: SocketAddr, out: *mut SOCKADDR, len: *mut u32) -> NTST
     }
     match addr {
         // SAFETY: the buffer holds `have >= need` bytes (checked).
-        SocketAddr::V4(a) => unsafe { out.cast::<SOCKADDR_IN>().write_unaligned(to_sockaddr_in(a)) },
+        SocketAddr::V4(a) => unsafe {
+            out.cast::<SOCKADDR_IN>().write_unaligned(to_sockaddr_in(a));
+        },
         // SAFETY: as above.
         SocketAddr::V6(a) => unsafe {
             out.cast::<SOCKADDR_IN6>()

@@ -123,8 +123,8 @@ impl Srq {
             return Err(STATUS_INVALID_PARAMETER);
         }
         let platform = adapter.platform();
-        let (producer, consumer, ring_charge) = pool::ring(platform, tags::SRQ, depth)
-            .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+        let (producer, consumer, ring_charge) =
+            pool::ring(platform, tags::SRQ, depth).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let armed = threshold != 0 && callback.is_some();
         let limit = if armed { threshold } else { 0 };
         let srqn = ctx
@@ -197,7 +197,12 @@ impl Srq {
             let depth = q.depth;
             post_recv::push(&mut q.producer, depth, wr_id, sges)?;
         }
-        self.pd.get().adapter().ctx().device().srq_doorbell(self.srqn);
+        self.pd
+            .get()
+            .adapter()
+            .ctx()
+            .device()
+            .srq_doorbell(self.srqn);
         Ok(())
     }
 
@@ -294,7 +299,14 @@ pub(crate) unsafe extern "system" fn create_srq(
     if out.is_null() {
         return STATUS_INVALID_PARAMETER;
     }
-    match Srq::create(pd, depth, max_sge, threshold, notification, notification_context) {
+    match Srq::create(
+        pd,
+        depth,
+        max_sge,
+        threshold,
+        notification,
+        notification_context,
+    ) {
         Ok(srq) => {
             // SAFETY: non-null out-pointer of the consumer.
             unsafe { abi::write_out(out, abi::into_handle(srq)) };

@@ -9,12 +9,11 @@
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU8};
 
-use hwq::device::{QpSetup, ReceiveSource};
 use hwq::TryArc;
+use hwq::device::{QpSetup, ReceiveSource};
 use ndkpi::{
     NDK_CQ, NDK_FN_CREATE_COMPLETION, NDK_PD, NDK_QP, NDK_SRQ, NTSTATUS, NdkObjectTypeQp,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER,
-    STATUS_SUCCESS,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
 };
 
 use super::{ConnState, DISPATCH, Qp, QpLimits, RQ_LOCK, RecvQueue, SQ_LOCK, SendQueue};
@@ -94,7 +93,11 @@ fn create(
         })
         .map_err(status::device_error)?;
     let limits = QpLimits {
-        max_receive_sge: if srq.is_some() { 0 } else { req.max_receive_sge },
+        max_receive_sge: if srq.is_some() {
+            0
+        } else {
+            req.max_receive_sge
+        },
         max_initiator_sge: req.max_initiator_sge,
         inline_size: req.inline_size,
         max_transfer: caps.max_transfer,

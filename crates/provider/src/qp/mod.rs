@@ -38,8 +38,8 @@ use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use hwq::ring::Producer;
 use hwq::{RecvWqe, SendWqe, TryArc};
 use ndkpi::{
-    NDK_FN_CLOSE_COMPLETION, NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NDK_QP, NDK_QP_DISPATCH,
-    NTSTATUS, NdkObjectTypeQp, STATUS_CONNECTION_INVALID, STATUS_INSUFFICIENT_RESOURCES,
+    NDK_FN_CLOSE_COMPLETION, NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NDK_QP, NDK_QP_DISPATCH, NTSTATUS,
+    NdkObjectTypeQp, STATUS_CONNECTION_INVALID, STATUS_INSUFFICIENT_RESOURCES,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};

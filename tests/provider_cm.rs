@@ -1,0 +1,894 @@
+//! Connection management through the connector, listener and shared
+//! endpoint dispatch tables: connect / accept / complete, private data and
+//! NdkGetConnectionData, addresses, reject, refusal, disconnect and the
+//! disconnect event, listener pause, shared endpoints, IPv6.
+
+mod provider_util;
+
+use std::ptr;
+
+use hwq::CqeStatus;
+use ndkpi::*;
+use provider_util::*;
+use rsndk::scripted::{ADDR_V4, ADDR_V6, OwnedCmEvent};
+
+fn connection_data(
+    c: *mut NDK_CONNECTOR,
+    buf: Option<&mut [u8]>,
+    len: &mut u32,
+) -> (NTSTATUS, u32, u32) {
+    let f = connector_table(c).NdkGetConnectionData.unwrap();
+    let (mut ird, mut ord) = (0u32, 0u32);
+    let data = buf.map_or(ptr::null_mut(), |b| b.as_mut_ptr().cast());
+    // SAFETY: our connector; `data` holds `*len` bytes or is null.
+    let st = unsafe { f(c, &raw mut ird, &raw mut ord, data, len) };
+    (st, ird, ord)
+}
+
+fn address(f: NDK_FN_GET_LOCAL_ADDRESS, c: *mut NDK_CONNECTOR, buf: &mut [u8]) -> (NTSTATUS, u32) {
+    let mut len = buf.len() as u32;
+    let p = if buf.is_empty() {
+        ptr::null_mut()
+    } else {
+        buf.as_mut_ptr().cast()
+    };
+    // SAFETY: our connector; `p` holds `len` bytes or is null.
+    let st = unsafe { f.unwrap()(c, p, &raw mut len) };
+    (st, len)
+}
+
+#[test]
+fn connect_accept_and_post_between_the_two() {
+    let env = Env::new();
+    let pair = env.connected_pair(8, 2, 0);
+    let (a, b) = (pair.active_qp, pair.passive_qp);
+    assert_eq!(
+        env.dev.qp_state(a.qpn),
+        Some(rsndk::scripted::QpState::Connected)
+    );
+    assert_eq!(
+        env.dev.qp_state(b.qpn),
+        Some(rsndk::scripted::QpState::Connected)
+    );
+    let sg = [sge(0x1000, 16, 1)];
+    assert_eq!(send(a.qp, 1, &sg, 0), STATUS_SUCCESS);
+    assert_eq!(send(b.qp, 2, &sg, 0), STATUS_SUCCESS);
+    assert_eq!(pair.listen_events.count(), 1, "one connect event");
+    pair.close();
+    env.finish();
+}
+
+#[test]
+fn connection_data_rules_on_both_sides() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let b = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(7000)), STATUS_SUCCESS);
+    let active = env.create_connector();
+    let done = Recorder::new();
+    // Connection data before anything happened: wrong state.
+    let mut len = 0;
+    assert_eq!(
+        connection_data(active, None, &mut len).0,
+        STATUS_INVALID_DEVICE_STATE
+    );
+    assert_eq!(
+        connect(
+            active,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(7000),
+            b"0123456789",
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    // NULL buffer and *len == 0: success and the size.
+    let mut len = 0;
+    let (st, ird, ord) = connection_data(passive, None, &mut len);
+    assert_eq!((st, len), (STATUS_SUCCESS, 10));
+    assert_eq!(
+        (ird, ord),
+        (8, 8),
+        "the initiator's limits, capped by the adapter"
+    );
+    // NULL buffer with a length: invalid.
+    let mut len = 4;
+    assert_eq!(
+        connection_data(passive, None, &mut len).0,
+        STATUS_INVALID_PARAMETER
+    );
+    // Short buffer: what fits, BUFFER_TOO_SMALL, the full size.
+    let mut small = [0u8; 4];
+    let mut len = 4;
+    assert_eq!(
+        connection_data(passive, Some(&mut small), &mut len).0,
+        STATUS_BUFFER_TOO_SMALL
+    );
+    assert_eq!((&small, len), (b"0123", 10));
+    let mut big = [0u8; 32];
+    let mut len = 32;
+    assert_eq!(
+        connection_data(passive, Some(&mut big), &mut len).0,
+        STATUS_SUCCESS
+    );
+    assert_eq!((&big[..10], len), (&b"0123456789"[..], 10));
+    // Accept with data; the active side reads it after its connect completes.
+    let (accepted, disc) = (Recorder::new(), Recorder::new());
+    assert_eq!(
+        accept(passive, b.qp, b"ok!", &disc, &accepted),
+        STATUS_PENDING
+    );
+    assert_eq!(
+        connection_data(passive, None, &mut 0).0,
+        STATUS_INVALID_DEVICE_STATE,
+        "not after Accept"
+    );
+    env.dev.deliver_events();
+    assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
+    let mut buf = [0u8; 8];
+    let mut len = 8;
+    let (st, ird, ord) = connection_data(active, Some(&mut buf), &mut len);
+    assert_eq!(
+        (st, &buf[..3], len, ird, ord),
+        (STATUS_SUCCESS, &b"ok!"[..], 3, 8, 8)
+    );
+    assert_eq!(complete_connect(active, &Recorder::new()), STATUS_SUCCESS);
+    env.dev.deliver_events();
+    assert_eq!(accepted.statuses(), vec![STATUS_SUCCESS]);
+    for o in [
+        header(active),
+        header(passive),
+        header(l),
+        header(a.qp),
+        header(b.qp),
+        header(a.cq),
+        header(b.cq),
+        header(a.pd),
+        header(b.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn private_data_limits() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let c = env.create_connector();
+    let max = env.info().MaxCallerData as usize;
+    let data = vec![1u8; max + 1];
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(1),
+            &data,
+            &done
+        ),
+        STATUS_INVALID_PARAMETER
+    );
+    assert_eq!(done.count(), 0);
+    for o in [header(c), header(a.qp), header(a.cq), header(a.pd)] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn local_and_peer_addresses() {
+    let env = Env::new();
+    let pair = env.connected_pair(4, 1, 0);
+    let t = connector_table(pair.active);
+    let (st, len) = address(t.NdkGetLocalAddress, pair.active, &mut []);
+    assert_eq!((st, len), (STATUS_BUFFER_TOO_SMALL, 16));
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        address(t.NdkGetLocalAddress, pair.active, &mut buf),
+        (STATUS_SUCCESS, 16)
+    );
+    assert_eq!(u16::from_le_bytes([buf[0], buf[1]]), AF_INET);
+    assert_eq!(&buf[4..8], &ADDR_V4.octets());
+    let active_port = port_of(&buf);
+    assert!(active_port >= 49152, "an ephemeral port was chosen");
+    assert_eq!(
+        address(t.NdkGetPeerAddress, pair.active, &mut buf),
+        (STATUS_SUCCESS, 16)
+    );
+    let listen_port = port_of(&buf);
+    let pt = connector_table(pair.passive);
+    assert_eq!(
+        address(pt.NdkGetLocalAddress, pair.passive, &mut buf),
+        (STATUS_SUCCESS, 16)
+    );
+    assert_eq!(port_of(&buf), listen_port);
+    assert_eq!(
+        address(pt.NdkGetPeerAddress, pair.passive, &mut buf),
+        (STATUS_SUCCESS, 16)
+    );
+    assert_eq!(port_of(&buf), active_port);
+    // The listener reports where it listens.
+    let f = listener_table(pair.listener).NdkGetLocalAddress.unwrap();
+    let mut len = 16;
+    // SAFETY: our listener and a 16-byte buffer.
+    let st = unsafe { f(pair.listener, buf.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!((st, port_of(&buf)), (STATUS_SUCCESS, listen_port));
+    // A fresh connector has no addresses yet.
+    let c = env.create_connector();
+    assert_eq!(
+        address(connector_table(c).NdkGetLocalAddress, c, &mut buf).0,
+        STATUS_INVALID_DEVICE_STATE
+    );
+    close_now(c);
+    pair.close();
+    env.finish();
+}
+
+#[test]
+fn listen_on_port_zero_picks_one() {
+    let env = Env::new();
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(0)), STATUS_SUCCESS);
+    let mut buf = [0u8; 16];
+    let mut len = 16;
+    let f = listener_table(l).NdkGetLocalAddress.unwrap();
+    // SAFETY: our listener and a 16-byte buffer.
+    let st = unsafe { f(l, buf.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!(st, STATUS_SUCCESS);
+    assert!(port_of(&buf) >= 49152);
+    assert_eq!(
+        listen(l, &SockAddr::device(9)),
+        STATUS_INVALID_DEVICE_STATE,
+        "already listening"
+    );
+    close_now(l);
+    env.finish();
+}
+
+#[test]
+fn listen_address_errors() {
+    let env = Env::new();
+    let events = Recorder::new();
+    let a = env.create_listener(&events);
+    let b = env.create_listener(&events);
+    assert_eq!(listen(a, &SockAddr::device(8000)), STATUS_SUCCESS);
+    assert_eq!(listen(b, &SockAddr::device(8000)), STATUS_SHARING_VIOLATION);
+    assert_eq!(
+        listen(b, &SockAddr::v4([203, 0, 113, 9], 8000)),
+        STATUS_INVALID_ADDRESS
+    );
+    // A malformed address: too short, unknown family.
+    let f = listener_table(b).NdkListen.unwrap();
+    let addr = SockAddr::device(1);
+    // SAFETY: our listener and an address truncated to 8 bytes.
+    let st = unsafe { f(b, addr.ptr(), 8, None, ptr::null_mut()) };
+    assert_eq!(st, STATUS_INVALID_PARAMETER);
+    let mut odd = SockAddr::device(1);
+    if let SockAddr::V4(ref mut s) = odd {
+        s.sin_family = 99;
+    }
+    // SAFETY: as above, full length.
+    let st = unsafe { f(b, odd.ptr(), 16, None, ptr::null_mut()) };
+    assert_eq!(st, STATUS_INVALID_ADDRESS);
+    close_now(a);
+    close_now(b);
+    env.finish();
+}
+
+#[test]
+fn connecting_to_nobody_is_refused() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(4444),
+            &[],
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    assert_eq!(done.statuses(), vec![STATUS_CONNECTION_REFUSED]);
+    assert_eq!(
+        complete_connect(c, &Recorder::new()),
+        STATUS_CONNECTION_INVALID,
+        "nothing to complete"
+    );
+    // The QP was never connected: it can connect again with a new connector.
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(4444)), STATUS_SUCCESS);
+    let c2 = env.create_connector();
+    let done2 = Recorder::new();
+    assert_eq!(
+        connect(
+            c2,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(4444),
+            &[],
+            &done2
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    assert_eq!(events.count(), 1);
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    for o in [
+        header(passive),
+        header(c2),
+        header(c),
+        header(l),
+        header(a.qp),
+        header(a.cq),
+        header(a.pd),
+    ] {
+        close_now(o);
+    }
+    env.dev.deliver_events();
+    assert_eq!(
+        done2.statuses(),
+        vec![STATUS_CANCELLED],
+        "closing a connector cancels its pending connect"
+    );
+    env.finish();
+}
+
+#[test]
+fn a_rejected_request_refuses_the_connect() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(6000)), STATUS_SUCCESS);
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(6000),
+            b"hi",
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    assert_eq!(reject(passive, b"no"), STATUS_SUCCESS);
+    assert_eq!(
+        reject(passive, b"no"),
+        STATUS_INVALID_DEVICE_STATE,
+        "only once"
+    );
+    env.dev.deliver_events();
+    assert_eq!(done.statuses(), vec![STATUS_CONNECTION_REFUSED]);
+    for o in [
+        header(passive),
+        header(c),
+        header(l),
+        header(a.qp),
+        header(a.cq),
+        header(a.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn closing_an_unaccepted_connector_rejects_it() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(6100)), STATUS_SUCCESS);
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(6100),
+            &[],
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    close_now(events.calls()[0].object as *mut NDK_CONNECTOR);
+    env.dev.deliver_events();
+    assert_eq!(done.statuses(), vec![STATUS_CONNECTION_REFUSED]);
+    for o in [
+        header(c),
+        header(l),
+        header(a.qp),
+        header(a.cq),
+        header(a.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn accept_after_the_initiator_gave_up_is_aborted() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let b = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(6200)), STATUS_SUCCESS);
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(6200),
+            &[],
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    close_now(c); // the initiator abandons (its pending connect is cancelled)
+    assert_eq!(done.statuses(), vec![STATUS_CANCELLED]);
+    env.dev.deliver_events();
+    let (acc, disc) = (Recorder::new(), Recorder::new());
+    assert_eq!(
+        accept(passive, b.qp, &[], &disc, &acc),
+        STATUS_CONNECTION_ABORTED
+    );
+    assert_eq!(acc.count(), 0, "an inline failure has no callback");
+    for o in [
+        header(passive),
+        header(l),
+        header(a.qp),
+        header(b.qp),
+        header(a.cq),
+        header(b.cq),
+        header(a.pd),
+        header(b.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn accept_fails_when_the_initiator_leaves_after_the_reply() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let b = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(6300)), STATUS_SUCCESS);
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(6300),
+            &[],
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let (acc, disc) = (Recorder::new(), Recorder::new());
+    assert_eq!(accept(passive, b.qp, &[], &disc, &acc), STATUS_PENDING);
+    env.dev.deliver_events();
+    assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
+    // The initiator rejects after reading the reply.
+    assert_eq!(reject(c, &[]), STATUS_SUCCESS);
+    env.dev.deliver_events();
+    assert_eq!(acc.statuses(), vec![STATUS_CONNECTION_ABORTED]);
+    // A handshake timeout reads as IO_TIMEOUT (device-reported).
+    let c2 = env.create_connector();
+    let a2 = env.qp_setup(&notify, 4, 1, 0);
+    let done2 = Recorder::new();
+    assert_eq!(
+        connect(
+            c2,
+            a2.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(1),
+            &[],
+            &done2
+        ),
+        STATUS_PENDING
+    );
+    let conn = *env.dev.conn_ids().last().unwrap();
+    // Drop the queued refusal and report a timeout instead.
+    assert_eq!(env.dev.discard_events().len(), 1);
+    env.dev.fire_cm_event(OwnedCmEvent::Failed {
+        conn_id: conn,
+        timed_out: true,
+    });
+    assert_eq!(done2.statuses(), vec![STATUS_IO_TIMEOUT]);
+    env.dev.deliver_events();
+    assert_eq!(done2.count(), 1, "completed once");
+    for o in [header(c2), header(a2.qp), header(a2.cq), header(a2.pd)] {
+        close_now(o);
+    }
+    for o in [
+        header(passive),
+        header(c),
+        header(l),
+        header(a.qp),
+        header(b.qp),
+        header(a.cq),
+        header(b.cq),
+        header(a.pd),
+        header(b.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn disconnect_flushes_and_the_peer_gets_one_event() {
+    let env = Env::new();
+    let pair = env.connected_pair(8, 1, 0);
+    let (a, b) = (pair.active_qp, pair.passive_qp);
+    let sg = [sge(0x1000, 4, 1)];
+    assert_eq!(receive(a.qp, 11, &sg), STATUS_SUCCESS);
+    assert_eq!(receive(b.qp, 22, &sg), STATUS_SUCCESS);
+    let done = Recorder::new();
+    assert_eq!(disconnect(pair.active, &done), STATUS_PENDING);
+    env.dev.deliver_events();
+    assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
+    assert_eq!(pair.passive_disc.count(), 1, "the peer's disconnect event");
+    assert_eq!(
+        pair.active_disc.count(),
+        0,
+        "no event for our own disconnect"
+    );
+    // Our QP was flushed after the graceful close; the peer's was not.
+    let r = results(a.cq, 8);
+    assert_eq!(
+        r.iter()
+            .map(|x| (x.RequestContext as usize, x.Status))
+            .collect::<Vec<_>>(),
+        vec![(11, STATUS_CANCELLED)]
+    );
+    assert!(
+        results(b.cq, 8).is_empty(),
+        "a peer disconnect flushes nothing"
+    );
+    assert_eq!(send(a.qp, 1, &sg, 0), STATUS_CONNECTION_INVALID);
+    assert_eq!(send(b.qp, 1, &sg, 0), STATUS_CONNECTION_INVALID);
+    // Further events for the same connection do not repeat the callback.
+    let conn = env.dev.conn_peer(*env.dev.conn_ids().first().unwrap());
+    if let Some(c) = conn {
+        env.dev
+            .fire_cm_event(OwnedCmEvent::Disconnected { conn_id: c });
+    }
+    for id in env.dev.conn_ids() {
+        env.dev
+            .fire_cm_event(OwnedCmEvent::Disconnected { conn_id: id });
+    }
+    assert_eq!(pair.passive_disc.count(), 1, "exactly once");
+    assert_eq!(
+        disconnect(pair.active, &done),
+        STATUS_CONNECTION_INVALID,
+        "already disconnected"
+    );
+    // The peer's own disconnect now completes at once.
+    let done_b = Recorder::new();
+    let st = disconnect(pair.passive, &done_b);
+    if st == STATUS_PENDING {
+        env.dev.deliver_events();
+        assert_eq!(done_b.statuses(), vec![STATUS_SUCCESS]);
+    } else {
+        assert_eq!(st, STATUS_SUCCESS);
+        assert_eq!(done_b.count(), 0);
+    }
+    pair.close();
+    env.finish();
+}
+
+#[test]
+fn listener_pause_refuses_until_resumed() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(6400)), STATUS_SUCCESS);
+    let pause = listener_table(l).NdkControlConnectEvents.unwrap();
+    // SAFETY: our listener.
+    unsafe { pause(l, 1) };
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(6400),
+            &[],
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    assert_eq!(
+        (events.count(), done.statuses()),
+        (0, vec![STATUS_CONNECTION_REFUSED])
+    );
+    // SAFETY: our listener.
+    unsafe { pause(l, 0) };
+    let c2 = env.create_connector();
+    let done2 = Recorder::new();
+    assert_eq!(
+        connect(
+            c2,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(6400),
+            &[],
+            &done2
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    assert_eq!(events.count(), 1);
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    for o in [
+        header(passive),
+        header(c2),
+        header(c),
+        header(l),
+        header(a.qp),
+        header(a.cq),
+        header(a.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn a_closing_listener_stops_at_once() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(6500)), STATUS_SUCCESS);
+    close_now(l);
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(6500),
+            &[],
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    assert_eq!(
+        (events.count(), done.statuses()),
+        (0, vec![STATUS_CONNECTION_REFUSED])
+    );
+    for o in [header(c), header(a.qp), header(a.cq), header(a.pd)] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+#[allow(clippy::many_single_char_names)]
+fn shared_endpoints_reserve_addresses() {
+    let env = Env::new();
+    let a = env.try_create_endpoint(&SockAddr::device(0)).unwrap();
+    let mut buf = [0u8; 16];
+    let mut len = 16;
+    let f = endpoint_table(a).NdkGetLocalAddress.unwrap();
+    // SAFETY: our endpoint, a 16-byte buffer.
+    let st = unsafe { f(a, buf.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!(st, STATUS_SUCCESS);
+    let port = port_of(&buf);
+    assert!(port >= 49152);
+    assert_eq!(
+        env.try_create_endpoint(&SockAddr::device(port)).err(),
+        Some(STATUS_SHARING_VIOLATION)
+    );
+    let b = env.try_create_endpoint(&SockAddr::device(0)).unwrap();
+    let mut len = 4;
+    // SAFETY: our endpoint; a short length.
+    let st = unsafe { f(b, buf.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!(st, STATUS_BUFFER_TOO_SMALL);
+    assert_eq!(len, 16);
+    close_now(a);
+    // Released: the port can be taken again.
+    let c = env.try_create_endpoint(&SockAddr::device(port)).unwrap();
+    // Connect through it: the connection uses the endpoint's address.
+    let notify = Recorder::new();
+    let s = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(listen(l, &SockAddr::device(6600)), STATUS_SUCCESS);
+    let conn = env.create_connector();
+    let done = Recorder::new();
+    let g = connector_table(conn).NdkConnectWithSharedEndpoint.unwrap();
+    let dst = SockAddr::device(6600);
+    // SAFETY: our connector, QP and endpoint; valid address.
+    let st = unsafe {
+        g(
+            conn,
+            s.qp,
+            c,
+            dst.ptr(),
+            dst.len(),
+            1,
+            1,
+            ptr::null_mut(),
+            0,
+            Some(request_cb),
+            done.ctx(),
+        )
+    };
+    assert_eq!(st, STATUS_PENDING);
+    env.dev.deliver_events();
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let mut peer = [0u8; 16];
+    assert_eq!(
+        address(
+            connector_table(passive).NdkGetPeerAddress,
+            passive,
+            &mut peer
+        )
+        .0,
+        STATUS_SUCCESS
+    );
+    assert_eq!(port_of(&peer), port);
+    for o in [
+        header(passive),
+        header(conn),
+        header(l),
+        header(c),
+        header(b),
+        header(s.qp),
+        header(s.cq),
+        header(s.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn ipv6_addresses_use_the_windows_family() {
+    let env = Env::new();
+    let notify = Recorder::new();
+    let a = env.qp_setup(&notify, 4, 1, 0);
+    let b = env.qp_setup(&notify, 4, 1, 0);
+    let events = Recorder::new();
+    let l = env.create_listener(&events);
+    assert_eq!(
+        listen(l, &SockAddr::v6(ADDR_V6.octets(), 7100)),
+        STATUS_SUCCESS
+    );
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            a.qp,
+            &SockAddr::v6([0; 16], 0),
+            &SockAddr::v6(ADDR_V6.octets(), 7100),
+            &[],
+            &done
+        ),
+        STATUS_PENDING
+    );
+    env.dev.deliver_events();
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let mut buf = [0u8; 28];
+    assert_eq!(
+        address(
+            connector_table(passive).NdkGetLocalAddress,
+            passive,
+            &mut buf
+        ),
+        (STATUS_SUCCESS, 28)
+    );
+    assert_eq!(
+        u16::from_le_bytes([buf[0], buf[1]]),
+        23,
+        "AF_INET6 on Windows"
+    );
+    assert_eq!(port_of(&buf), 7100);
+    assert_eq!(&buf[8..24], &ADDR_V6.octets());
+    let mut short = [0u8; 16];
+    assert_eq!(
+        address(
+            connector_table(passive).NdkGetLocalAddress,
+            passive,
+            &mut short
+        ),
+        (STATUS_BUFFER_TOO_SMALL, 28)
+    );
+    let (acc, disc) = (Recorder::new(), Recorder::new());
+    assert_eq!(accept(passive, b.qp, &[], &disc, &acc), STATUS_PENDING);
+    env.dev.deliver_events();
+    assert_eq!(complete_connect(c, &Recorder::new()), STATUS_SUCCESS);
+    env.dev.deliver_events();
+    assert_eq!(acc.statuses(), vec![STATUS_SUCCESS]);
+    for o in [
+        header(passive),
+        header(c),
+        header(l),
+        header(a.qp),
+        header(b.qp),
+        header(a.cq),
+        header(b.cq),
+        header(a.pd),
+        header(b.pd),
+    ] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[test]
+fn a_qp_serves_one_connector() {
+    let env = Env::new();
+    let pair = env.connected_pair(4, 1, 0);
+    let c = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(
+            c,
+            pair.active_qp.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(1),
+            &[],
+            &done
+        ),
+        STATUS_INVALID_DEVICE_STATE
+    );
+    assert_eq!(done.count(), 0);
+    close_now(c);
+    let sg = [sge(0x1000, 4, 1)];
+    assert_eq!(receive(pair.active_qp.qp, 1, &sg), STATUS_SUCCESS);
+    env.dev
+        .complete_next_recv(pair.active_qp.qpn, CqeStatus::Success, 4, 0);
+    pair.close();
+    env.finish();
+}

@@ -1,0 +1,1107 @@
+//! Shared harness of the `provider_*` integration tests: an adapter opened
+//! over a `ScriptedDevice`, callback recorders, MDL and address builders,
+//! and one thin wrapper per NDK dispatch entry. Every wrapper goes through
+//! the object's dispatch table, exactly as a kernel consumer calls it.
+
+#![allow(dead_code)]
+
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hwq::TryArc;
+use ndkpi::*;
+use provider::DeviceContext;
+use rsndk::platform::HostPlatform;
+use rsndk::scripted::{ADDR_V4, ScriptedDevice};
+
+// ---------------------------------------------------------------- recorder
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// One recorded callback: a global sequence number (to check order across
+/// objects), its status (0 for callbacks without one) and an object pointer
+/// (connect events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub seq: u64,
+    pub status: NTSTATUS,
+    pub object: usize,
+}
+
+/// Code run inside a callback.
+type Hook = Box<dyn FnMut(NTSTATUS) + Send>;
+
+/// Records the calls of one callback context.
+#[derive(Default)]
+pub struct Recorder {
+    calls: Mutex<Vec<Call>>,
+    /// Run inside the callback (re-entrancy tests).
+    hook: Mutex<Option<Hook>>,
+}
+
+impl Recorder {
+    /// Boxed: its address is the callback context and must not move.
+    #[allow(clippy::unnecessary_box_returns)]
+    pub fn new() -> Box<Self> {
+        Box::default()
+    }
+
+    pub fn ctx(&self) -> PVOID {
+        ptr::from_ref(self).cast_mut().cast()
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+
+    pub fn statuses(&self) -> Vec<NTSTATUS> {
+        self.calls().iter().map(|c| c.status).collect()
+    }
+
+    pub fn last_seq(&self) -> Option<u64> {
+        self.calls().last().map(|c| c.seq)
+    }
+
+    pub fn set_hook(&self, hook: impl FnMut(NTSTATUS) + Send + 'static) {
+        *self.hook.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    fn record(&self, status: NTSTATUS, object: usize) {
+        assert_eq!(
+            HostPlatform::locks_held(),
+            0,
+            "callback under a provider lock"
+        );
+        let seq = SEQUENCE.fetch_add(1, Ordering::SeqCst);
+        self.calls.lock().unwrap().push(Call {
+            seq,
+            status,
+            object,
+        });
+        let hook = self.hook.lock().unwrap().take();
+        if let Some(mut hook) = hook {
+            hook(status);
+            *self.hook.lock().unwrap() = Some(hook);
+        }
+    }
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("calls", &self.calls())
+            .finish_non_exhaustive()
+    }
+}
+
+fn recorder<'a>(ctx: PVOID) -> &'a Recorder {
+    // SAFETY: every context the tests hand to the provider is a live
+    // `Recorder` (boxed, kept alive for the whole test).
+    unsafe { &*ctx.cast::<Recorder>() }
+}
+
+pub unsafe extern "system" fn close_cb(ctx: PVOID) {
+    recorder(ctx).record(0, 0);
+}
+
+pub unsafe extern "system" fn request_cb(ctx: PVOID, status: NTSTATUS) {
+    recorder(ctx).record(status, 0);
+}
+
+pub unsafe extern "system" fn create_cb(
+    ctx: PVOID,
+    status: NTSTATUS,
+    object: *mut NDK_OBJECT_HEADER,
+) {
+    recorder(ctx).record(status, object as usize);
+}
+
+pub unsafe extern "system" fn cq_cb(ctx: PVOID, status: NTSTATUS) {
+    recorder(ctx).record(status, 0);
+}
+
+pub unsafe extern "system" fn srq_cb(ctx: PVOID, status: NTSTATUS) {
+    recorder(ctx).record(status, 0);
+}
+
+pub unsafe extern "system" fn connect_cb(ctx: PVOID, connector: *mut NDK_CONNECTOR) {
+    recorder(ctx).record(0, connector as usize);
+}
+
+pub unsafe extern "system" fn disconnect_cb(ctx: PVOID) {
+    recorder(ctx).record(0, 0);
+}
+
+// ---------------------------------------------------------------- tables
+
+macro_rules! table {
+    ($name:ident, $obj:ty, $table:ty) => {
+        pub fn $name(object: *mut $obj) -> &'static $table {
+            assert!(!object.is_null());
+            // SAFETY: a live object the provider handed out.
+            let table = unsafe { (*object).Dispatch };
+            // SAFETY: dispatch tables are the provider's statics.
+            unsafe { &*table }
+        }
+    };
+}
+
+table!(adapter_table, NDK_ADAPTER, NDK_ADAPTER_DISPATCH);
+table!(pd_table, NDK_PD, NDK_PD_DISPATCH);
+table!(cq_table, NDK_CQ, NDK_CQ_DISPATCH);
+table!(mr_table, NDK_MR, NDK_MR_DISPATCH);
+table!(mw_table, NDK_MW, NDK_MW_DISPATCH);
+table!(srq_table, NDK_SRQ, NDK_SRQ_DISPATCH);
+table!(qp_table, NDK_QP, NDK_QP_DISPATCH);
+table!(connector_table, NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH);
+table!(listener_table, NDK_LISTENER, NDK_LISTENER_DISPATCH);
+table!(
+    endpoint_table,
+    NDK_SHARED_ENDPOINT,
+    NDK_SHARED_ENDPOINT_DISPATCH
+);
+
+pub fn header<T>(object: *mut T) -> *mut NDK_OBJECT_HEADER {
+    object.cast()
+}
+
+/// Reads an object's header.
+pub fn read_header<T>(object: *mut T) -> NDK_OBJECT_HEADER {
+    // SAFETY: a live object of the provider; the header is its first field.
+    unsafe { object.cast::<NDK_OBJECT_HEADER>().read() }
+}
+
+// ---------------------------------------------------------------- environment
+
+/// An adapter opened over a scripted device.
+pub struct Env {
+    pub platform: &'static HostPlatform,
+    pub dev: Arc<ScriptedDevice>,
+    pub ctx: TryArc<DeviceContext>,
+    pub adapter: *mut NDK_ADAPTER,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self::with_device(ScriptedDevice::with_default_caps())
+    }
+
+    pub fn with_device(device: ScriptedDevice) -> Self {
+        let platform = HostPlatform::leaked();
+        let dev = Arc::new(device);
+        let ctx = DeviceContext::new(Box::new(dev.clone()), platform).expect("device context");
+        let adapter =
+            provider::open_adapter(&ctx, NDK_VERSION { Major: 1, Minor: 2 }).expect("open adapter");
+        Self {
+            platform,
+            dev,
+            ctx,
+            adapter,
+        }
+    }
+
+    /// Closes the adapter and checks that nothing is left: no routed
+    /// objects, no device objects, no pool bytes.
+    pub fn finish(self) {
+        // SAFETY: our open adapter, closed once.
+        let status = unsafe { provider::close_adapter(self.adapter) };
+        assert_eq!(status, STATUS_SUCCESS);
+        assert_eq!(
+            self.ctx.routed_objects(),
+            0,
+            "objects left in routing tables"
+        );
+        self.ctx.detach();
+        assert!(!self.dev.attached());
+        drop(self.ctx);
+        assert_eq!(self.dev.live_objects(), 0, "device objects left");
+        let left = self.platform.outstanding();
+        assert!(left.is_empty(), "pool not released: {left:?}");
+    }
+
+    pub fn info(&self) -> NDK_ADAPTER_INFO {
+        let mut info = std::mem::MaybeUninit::<NDK_ADAPTER_INFO>::zeroed();
+        let mut size = size_of::<NDK_ADAPTER_INFO>() as u32;
+        let f = adapter_table(self.adapter).NdkQueryAdapterInfo.unwrap();
+        // SAFETY: our adapter; the buffer holds a full NDK_ADAPTER_INFO.
+        let status = unsafe { f(self.adapter, info.as_mut_ptr(), &raw mut size) };
+        assert_eq!(status, STATUS_SUCCESS);
+        // SAFETY: the provider filled it.
+        unsafe { info.assume_init() }
+    }
+
+    // ---- adapter children ----
+
+    pub fn try_create_pd(&self) -> Result<*mut NDK_PD, NTSTATUS> {
+        let mut pd = ptr::null_mut();
+        let f = adapter_table(self.adapter).NdkCreatePd.unwrap();
+        // SAFETY: our adapter and a valid out-pointer.
+        let status = unsafe { f(self.adapter, Some(create_cb), ptr::null_mut(), &raw mut pd) };
+        if status == STATUS_SUCCESS {
+            Ok(pd)
+        } else {
+            Err(status)
+        }
+    }
+
+    pub fn create_pd(&self) -> *mut NDK_PD {
+        self.try_create_pd().expect("create pd")
+    }
+
+    pub fn try_create_cq(&self, depth: u32, notify: &Recorder) -> Result<*mut NDK_CQ, NTSTATUS> {
+        let mut cq = ptr::null_mut();
+        let f = adapter_table(self.adapter).NdkCreateCq.unwrap();
+        // SAFETY: our adapter and a valid out-pointer.
+        let status = unsafe {
+            f(
+                self.adapter,
+                depth,
+                Some(cq_cb),
+                notify.ctx(),
+                ptr::null_mut(),
+                Some(create_cb),
+                ptr::null_mut(),
+                &raw mut cq,
+            )
+        };
+        if status == STATUS_SUCCESS {
+            Ok(cq)
+        } else {
+            Err(status)
+        }
+    }
+
+    pub fn create_cq(&self, depth: u32, notify: &Recorder) -> *mut NDK_CQ {
+        self.try_create_cq(depth, notify).expect("create cq")
+    }
+
+    pub fn create_connector(&self) -> *mut NDK_CONNECTOR {
+        let mut c = ptr::null_mut();
+        let f = adapter_table(self.adapter).NdkCreateConnector.unwrap();
+        // SAFETY: our adapter and a valid out-pointer.
+        let status = unsafe { f(self.adapter, Some(create_cb), ptr::null_mut(), &raw mut c) };
+        assert_eq!(status, STATUS_SUCCESS);
+        c
+    }
+
+    pub fn create_listener(&self, events: &Recorder) -> *mut NDK_LISTENER {
+        let mut l = ptr::null_mut();
+        let f = adapter_table(self.adapter).NdkCreateListener.unwrap();
+        // SAFETY: our adapter and a valid out-pointer.
+        let status = unsafe {
+            f(
+                self.adapter,
+                Some(connect_cb),
+                events.ctx(),
+                Some(create_cb),
+                ptr::null_mut(),
+                &raw mut l,
+            )
+        };
+        assert_eq!(status, STATUS_SUCCESS);
+        l
+    }
+
+    pub fn try_create_endpoint(
+        &self,
+        addr: &SockAddr,
+    ) -> Result<*mut NDK_SHARED_ENDPOINT, NTSTATUS> {
+        let mut e = ptr::null_mut();
+        let f = adapter_table(self.adapter).NdkCreateSharedEndpoint.unwrap();
+        // SAFETY: our adapter, a valid address and out-pointer.
+        let status = unsafe {
+            f(
+                self.adapter,
+                addr.ptr(),
+                addr.len(),
+                Some(create_cb),
+                ptr::null_mut(),
+                &raw mut e,
+            )
+        };
+        if status == STATUS_SUCCESS {
+            Ok(e)
+        } else {
+            Err(status)
+        }
+    }
+
+    /// A PD, one CQ for both directions and a QP with the given limits.
+    pub fn qp_setup(&self, notify: &Recorder, depth: u32, sge: u32, inline: u32) -> Setup {
+        let pd = self.create_pd();
+        let cq = self.create_cq(64, notify);
+        let context = 0x5100 + CONTEXTS.fetch_add(1, Ordering::SeqCst) as usize;
+        let qp = create_qp(pd, cq, cq, context, depth, depth, sge, sge, inline).expect("create qp");
+        let qpn = self.qpn_of(context);
+        let cqn = self.dev.qp_info(qpn).unwrap().0;
+        Setup {
+            pd,
+            cq,
+            qp,
+            qpn,
+            cqn,
+            context,
+        }
+    }
+
+    /// The device's number of the QP created with `context`.
+    pub fn qpn_of(&self, context: usize) -> u32 {
+        self.dev
+            .qpns()
+            .into_iter()
+            .find(|q| self.dev.qp_info(*q).is_some_and(|i| i.2 == context as u64))
+            .expect("a QP with that context")
+    }
+}
+
+static CONTEXTS: AtomicU64 = AtomicU64::new(0);
+
+/// A PD, a CQ and a QP, with the device's numbers.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    pub pd: *mut NDK_PD,
+    pub cq: *mut NDK_CQ,
+    pub qp: *mut NDK_QP,
+    pub qpn: u32,
+    pub cqn: u32,
+    pub context: usize,
+}
+
+// ---------------------------------------------------------------- closes
+
+/// Closes any object through its table's close entry, with a recorder for
+/// the completion.
+pub fn close<T>(object: *mut T, rec: &Recorder) -> NTSTATUS {
+    // Every table starts with its close entry.
+    // SAFETY: a live object; its dispatch pointer follows the header.
+    let table = unsafe {
+        object
+            .wrapping_byte_add(size_of::<NDK_OBJECT_HEADER>())
+            .cast::<*const NDK_FN_CLOSE_OBJECT>()
+            .read()
+    };
+    // SAFETY: the provider's static table; its first slot is the close.
+    let f = unsafe { table.read() }.unwrap();
+    // SAFETY: closing our object once.
+    unsafe { f(header(object), Some(close_cb), rec.ctx()) }
+}
+
+/// Closes and expects synchronous success.
+pub fn close_now<T>(object: *mut T) {
+    let rec = Recorder::new();
+    assert_eq!(close(object, &rec), STATUS_SUCCESS);
+    assert_eq!(rec.count(), 0, "no callback for a synchronous close");
+}
+
+// ---------------------------------------------------------------- PD children
+
+pub fn create_qp(
+    pd: *mut NDK_PD,
+    rcq: *mut NDK_CQ,
+    icq: *mut NDK_CQ,
+    context: usize,
+    receive_depth: u32,
+    initiator_depth: u32,
+    receive_sge: u32,
+    initiator_sge: u32,
+    inline: u32,
+) -> Result<*mut NDK_QP, NTSTATUS> {
+    let mut qp = ptr::null_mut();
+    let f = pd_table(pd).NdkCreateQp.unwrap();
+    // SAFETY: our PD and CQs, a valid out-pointer.
+    let status = unsafe {
+        f(
+            pd,
+            rcq,
+            icq,
+            context as PVOID,
+            receive_depth,
+            initiator_depth,
+            receive_sge,
+            initiator_sge,
+            inline,
+            Some(create_cb),
+            ptr::null_mut(),
+            &raw mut qp,
+        )
+    };
+    if status == STATUS_SUCCESS {
+        Ok(qp)
+    } else {
+        Err(status)
+    }
+}
+
+pub fn create_qp_with_srq(
+    pd: *mut NDK_PD,
+    cq: *mut NDK_CQ,
+    srq: *mut NDK_SRQ,
+    context: usize,
+    depth: u32,
+    sge: u32,
+) -> Result<*mut NDK_QP, NTSTATUS> {
+    let mut qp = ptr::null_mut();
+    let f = pd_table(pd).NdkCreateQpWithSrq.unwrap();
+    // SAFETY: our PD, CQ and SRQ, a valid out-pointer.
+    let status = unsafe {
+        f(
+            pd,
+            cq,
+            cq,
+            srq,
+            context as PVOID,
+            depth,
+            sge,
+            0,
+            Some(create_cb),
+            ptr::null_mut(),
+            &raw mut qp,
+        )
+    };
+    if status == STATUS_SUCCESS {
+        Ok(qp)
+    } else {
+        Err(status)
+    }
+}
+
+pub fn create_mr(pd: *mut NDK_PD, fast: bool) -> *mut NDK_MR {
+    let mut mr = ptr::null_mut();
+    let f = pd_table(pd).NdkCreateMr.unwrap();
+    // SAFETY: our PD and a valid out-pointer.
+    let status = unsafe {
+        f(
+            pd,
+            u8::from(fast),
+            Some(create_cb),
+            ptr::null_mut(),
+            &raw mut mr,
+        )
+    };
+    assert_eq!(status, STATUS_SUCCESS);
+    mr
+}
+
+pub fn create_mw(pd: *mut NDK_PD) -> *mut NDK_MW {
+    let mut mw = ptr::null_mut();
+    let f = pd_table(pd).NdkCreateMw.unwrap();
+    // SAFETY: our PD and a valid out-pointer.
+    let status = unsafe { f(pd, Some(create_cb), ptr::null_mut(), &raw mut mw) };
+    assert_eq!(status, STATUS_SUCCESS);
+    mw
+}
+
+pub fn try_create_srq(
+    pd: *mut NDK_PD,
+    depth: u32,
+    sge: u32,
+    threshold: u32,
+    notify: Option<&Recorder>,
+) -> Result<*mut NDK_SRQ, NTSTATUS> {
+    let mut srq = ptr::null_mut();
+    let f = pd_table(pd).NdkCreateSrq.unwrap();
+    let (cb, ctx): (NDK_FN_SRQ_NOTIFICATION_CALLBACK, PVOID) = match notify {
+        Some(r) => (Some(srq_cb), r.ctx()),
+        None => (None, ptr::null_mut()),
+    };
+    // SAFETY: our PD and a valid out-pointer.
+    let status = unsafe {
+        f(
+            pd,
+            depth,
+            sge,
+            threshold,
+            cb,
+            ctx,
+            ptr::null_mut(),
+            Some(create_cb),
+            ptr::null_mut(),
+            &raw mut srq,
+        )
+    };
+    if status == STATUS_SUCCESS {
+        Ok(srq)
+    } else {
+        Err(status)
+    }
+}
+
+pub fn privileged_token(pd: *mut NDK_PD) -> u32 {
+    let mut token = 0;
+    let f = pd_table(pd).NdkGetPrivilegedMemoryRegionToken.unwrap();
+    // SAFETY: our PD and a valid out-pointer.
+    unsafe { f(pd, &raw mut token) };
+    token
+}
+
+// ---------------------------------------------------------------- MR / MW
+
+pub fn register_mr(mr: *mut NDK_MR, mdl: &mut Mdl, length: usize, flags: u32) -> NTSTATUS {
+    let f = mr_table(mr).NdkRegisterMr.unwrap();
+    // SAFETY: our MR and a valid MDL chain.
+    unsafe {
+        f(
+            mr,
+            mdl.ptr(),
+            length,
+            flags,
+            Some(request_cb),
+            ptr::null_mut(),
+        )
+    }
+}
+
+pub fn deregister_mr(mr: *mut NDK_MR) -> NTSTATUS {
+    let f = mr_table(mr).NdkDeregisterMr.unwrap();
+    // SAFETY: our MR.
+    unsafe { f(mr, Some(request_cb), ptr::null_mut()) }
+}
+
+pub fn init_fast_register(mr: *mut NDK_MR, pages: u32, remote: bool) -> NTSTATUS {
+    let f = mr_table(mr).NdkInitializeFastRegisterMr.unwrap();
+    // SAFETY: our MR.
+    unsafe {
+        f(
+            mr,
+            pages,
+            u8::from(remote),
+            Some(request_cb),
+            ptr::null_mut(),
+        )
+    }
+}
+
+pub fn mr_tokens(mr: *mut NDK_MR) -> (u32, u32) {
+    let t = mr_table(mr);
+    // SAFETY: our MR.
+    let local = unsafe { t.NdkGetLocalTokenFromMr.unwrap()(mr) };
+    // SAFETY: our MR.
+    let remote = unsafe { t.NdkGetRemoteTokenFromMr.unwrap()(mr) };
+    (local, remote)
+}
+
+pub fn mw_token(mw: *mut NDK_MW) -> u32 {
+    // SAFETY: our MW.
+    unsafe { mw_table(mw).NdkGetRemoteTokenFromMw.unwrap()(mw) }
+}
+
+/// A registered regular MR over `buf` with `flags`.
+pub fn registered_mr(pd: *mut NDK_PD, buf: &[u8], flags: u32) -> (*mut NDK_MR, Mdl) {
+    let mr = create_mr(pd, false);
+    let mut mdl = Mdl::new(buf.as_ptr() as u64, buf.len() as u32);
+    assert_eq!(register_mr(mr, &mut mdl, buf.len(), flags), STATUS_SUCCESS);
+    (mr, mdl)
+}
+
+// ---------------------------------------------------------------- QP posts
+
+pub fn send(qp: *mut NDK_QP, ctx: usize, sges: &[NDK_SGE], flags: u32) -> NTSTATUS {
+    let f = qp_table(qp).NdkSend.unwrap();
+    // SAFETY: our QP and SGE array.
+    unsafe { f(qp, ctx as PVOID, sges.as_ptr(), sges.len() as u32, flags) }
+}
+
+pub fn send_and_invalidate(
+    qp: *mut NDK_QP,
+    ctx: usize,
+    sges: &[NDK_SGE],
+    flags: u32,
+    token: u32,
+) -> NTSTATUS {
+    let f = qp_table(qp).NdkSendAndInvalidate.unwrap();
+    // SAFETY: our QP and SGE array.
+    unsafe {
+        f(
+            qp,
+            ctx as PVOID,
+            sges.as_ptr(),
+            sges.len() as u32,
+            flags,
+            token,
+        )
+    }
+}
+
+pub fn write(
+    qp: *mut NDK_QP,
+    ctx: usize,
+    sges: &[NDK_SGE],
+    addr: u64,
+    token: u32,
+    flags: u32,
+) -> NTSTATUS {
+    let f = qp_table(qp).NdkWrite.unwrap();
+    // SAFETY: our QP and SGE array.
+    unsafe {
+        f(
+            qp,
+            ctx as PVOID,
+            sges.as_ptr(),
+            sges.len() as u32,
+            addr,
+            token,
+            flags,
+        )
+    }
+}
+
+pub fn read(
+    qp: *mut NDK_QP,
+    ctx: usize,
+    sges: &[NDK_SGE],
+    addr: u64,
+    token: u32,
+    flags: u32,
+) -> NTSTATUS {
+    let f = qp_table(qp).NdkRead.unwrap();
+    // SAFETY: our QP and SGE array.
+    unsafe {
+        f(
+            qp,
+            ctx as PVOID,
+            sges.as_ptr(),
+            sges.len() as u32,
+            addr,
+            token,
+            flags,
+        )
+    }
+}
+
+pub fn receive(qp: *mut NDK_QP, ctx: usize, sges: &[NDK_SGE]) -> NTSTATUS {
+    let f = qp_table(qp).NdkReceive.unwrap();
+    // SAFETY: our QP and SGE array.
+    unsafe { f(qp, ctx as PVOID, sges.as_ptr(), sges.len() as u32) }
+}
+
+pub fn srq_receive(srq: *mut NDK_SRQ, ctx: usize, sges: &[NDK_SGE]) -> NTSTATUS {
+    let f = srq_table(srq).NdkSrqReceive.unwrap();
+    // SAFETY: our SRQ and SGE array.
+    unsafe { f(srq, ctx as PVOID, sges.as_ptr(), sges.len() as u32) }
+}
+
+pub fn modify_srq(srq: *mut NDK_SRQ, depth: u32, threshold: u32) -> NTSTATUS {
+    let f = srq_table(srq).NdkModifySrq.unwrap();
+    // SAFETY: our SRQ.
+    unsafe { f(srq, depth, threshold, Some(request_cb), ptr::null_mut()) }
+}
+
+pub fn fast_register(
+    qp: *mut NDK_QP,
+    ctx: usize,
+    mr: *mut NDK_MR,
+    pages: &[NDK_LOGICAL_ADDRESS],
+    fbo: u32,
+    length: usize,
+    va: u64,
+    flags: u32,
+) -> NTSTATUS {
+    let f = qp_table(qp).NdkFastRegister.unwrap();
+    // SAFETY: our QP and MR, a page array of `pages.len()` entries.
+    unsafe {
+        f(
+            qp,
+            ctx as PVOID,
+            mr,
+            pages.len() as u32,
+            pages.as_ptr(),
+            fbo,
+            length,
+            va as PVOID,
+            flags,
+        )
+    }
+}
+
+pub fn bind(
+    qp: *mut NDK_QP,
+    ctx: usize,
+    mr: *mut NDK_MR,
+    mw: *mut NDK_MW,
+    va: u64,
+    length: usize,
+    flags: u32,
+) -> NTSTATUS {
+    let f = qp_table(qp).NdkBind.unwrap();
+    // SAFETY: our QP, MR and MW.
+    unsafe { f(qp, ctx as PVOID, mr, mw, va as PVOID, length, flags) }
+}
+
+pub fn invalidate<T>(qp: *mut NDK_QP, ctx: usize, object: *mut T, flags: u32) -> NTSTATUS {
+    let f = qp_table(qp).NdkInvalidate.unwrap();
+    // SAFETY: our QP and an MR or MW of ours.
+    unsafe { f(qp, ctx as PVOID, header(object), flags) }
+}
+
+pub fn flush(qp: *mut NDK_QP) {
+    let f = qp_table(qp).NdkFlush.unwrap();
+    // SAFETY: our QP.
+    unsafe { f(qp) };
+}
+
+pub fn sge(va: u64, length: u32, token: u32) -> NDK_SGE {
+    NDK_SGE::with_virtual_address(va as PVOID, length, token)
+}
+
+// ---------------------------------------------------------------- CQ
+
+pub fn arm(cq: *mut NDK_CQ, kind: u32) {
+    let f = cq_table(cq).NdkArmCq.unwrap();
+    // SAFETY: our CQ.
+    unsafe { f(cq, kind) };
+}
+
+pub fn results(cq: *mut NDK_CQ, max: usize) -> Vec<NDK_RESULT> {
+    let mut out = vec![NDK_RESULT::default(); max];
+    let f = cq_table(cq).NdkGetCqResults.unwrap();
+    // SAFETY: our CQ and an array of `max` results.
+    let n = unsafe { f(cq, out.as_mut_ptr(), max as u32) };
+    out.truncate(n as usize);
+    out
+}
+
+pub fn results_ex(cq: *mut NDK_CQ, max: usize) -> Vec<NDK_RESULT_EX> {
+    let mut out = vec![NDK_RESULT_EX::default(); max];
+    let f = cq_table(cq).NdkGetCqResultsEx.unwrap();
+    // SAFETY: our CQ and an array of `max` results.
+    let n = unsafe { f(cq, out.as_mut_ptr(), max as u32) };
+    out.truncate(n as usize);
+    out
+}
+
+pub fn resize_cq(cq: *mut NDK_CQ, depth: u32) -> NTSTATUS {
+    let f = cq_table(cq).NdkResizeCq.unwrap();
+    // SAFETY: our CQ.
+    unsafe { f(cq, depth, Some(request_cb), ptr::null_mut()) }
+}
+
+pub fn moderate(cq: *mut NDK_CQ, interval: u32, count: u32) -> NTSTATUS {
+    let f = cq_table(cq).NdkControlCqInterruptModeration.unwrap();
+    // SAFETY: our CQ.
+    unsafe { f(cq, interval, count) }
+}
+
+// ---------------------------------------------------------------- MDLs
+
+/// An MDL chain describing host memory the way Windows would (page frame
+/// number = virtual address >> 12 on the host).
+#[derive(Debug)]
+pub struct Mdl {
+    /// Each MDL: a 48-byte header followed by its PFNs, as u64 words.
+    parts: Vec<Vec<u64>>,
+}
+
+impl Mdl {
+    /// One MDL for `len` bytes at `va`.
+    pub fn new(va: u64, len: u32) -> Self {
+        Self::chain(&[(va, len)])
+    }
+
+    /// A chain of MDLs, linked in order.
+    pub fn chain(parts: &[(u64, u32)]) -> Self {
+        let mut built: Vec<Vec<u64>> = parts
+            .iter()
+            .map(|&(va, len)| {
+                let start = va & !0xfff;
+                let offset = va & 0xfff;
+                let pages = if len == 0 {
+                    0
+                } else {
+                    ((offset + u64::from(len) - 1) >> 12) + 1
+                };
+                let header_words = size_of::<MDL>() / 8;
+                let mut words = vec![0u64; header_words + pages as usize];
+                let mdl = MDL {
+                    Next: ptr::null_mut(),
+                    Size: (size_of::<MDL>() + 8 * pages as usize) as i16,
+                    MdlFlags: MDL_PAGES_LOCKED,
+                    Process: ptr::null_mut(),
+                    MappedSystemVa: ptr::null_mut(),
+                    StartVa: start as PVOID,
+                    ByteCount: len,
+                    ByteOffset: offset as u32,
+                };
+                // SAFETY: `words` starts with room for an MDL, 8-aligned.
+                unsafe { words.as_mut_ptr().cast::<MDL>().write(mdl) };
+                for i in 0..pages {
+                    words[header_words + i as usize] = (start >> 12) + i;
+                }
+                words
+            })
+            .collect();
+        for i in (0..built.len().saturating_sub(1)).rev() {
+            let next = built[i + 1].as_mut_ptr().cast::<MDL>();
+            // SAFETY: `built[i]` starts with an MDL we wrote above.
+            unsafe { (*built[i].as_mut_ptr().cast::<MDL>()).Next = next };
+        }
+        Self { parts: built }
+    }
+
+    pub fn ptr(&mut self) -> *mut MDL {
+        self.parts[0].as_mut_ptr().cast()
+    }
+
+    /// Overwrites one PFN (to build a non-contiguous physical layout).
+    pub fn set_pfn(&mut self, part: usize, index: usize, pfn: u64) {
+        self.parts[part][size_of::<MDL>() / 8 + index] = pfn;
+    }
+}
+
+/// A page-aligned host buffer.
+pub struct Pages {
+    raw: Vec<u8>,
+    offset: usize,
+    len: usize,
+}
+
+impl Pages {
+    pub fn new(pages: usize) -> Self {
+        let raw = vec![0u8; (pages + 1) * 4096];
+        let offset = (4096 - (raw.as_ptr() as usize % 4096)) % 4096;
+        Self {
+            raw,
+            offset,
+            len: pages * 4096,
+        }
+    }
+
+    pub fn addr(&self) -> u64 {
+        self.raw.as_ptr() as u64 + self.offset as u64
+    }
+
+    pub fn bytes(&mut self) -> &mut [u8] {
+        &mut self.raw[self.offset..self.offset + self.len]
+    }
+}
+
+// ---------------------------------------------------------------- addresses
+
+/// A Windows socket address (v4 or v6) with its length.
+#[derive(Clone, Copy, Debug)]
+pub enum SockAddr {
+    V4(SOCKADDR_IN),
+    V6(SOCKADDR_IN6),
+}
+
+impl SockAddr {
+    pub fn v4(ip: [u8; 4], port: u16) -> Self {
+        Self::V4(SOCKADDR_IN {
+            sin_family: AF_INET,
+            sin_port: port.to_be(),
+            sin_addr: IN_ADDR::new(ip),
+            sin_zero: [0; 8],
+        })
+    }
+
+    pub fn device(port: u16) -> Self {
+        Self::v4(ADDR_V4.octets(), port)
+    }
+
+    pub fn v6(ip: [u8; 16], port: u16) -> Self {
+        Self::V6(SOCKADDR_IN6 {
+            sin6_family: AF_INET6,
+            sin6_port: port.to_be(),
+            sin6_flowinfo: 0,
+            sin6_addr: IN6_ADDR { u: ip },
+            sin6_scope_id: 0,
+        })
+    }
+
+    pub fn ptr(&self) -> PSOCKADDR {
+        match self {
+            Self::V4(a) => ptr::from_ref(a).cast_mut().cast(),
+            Self::V6(a) => ptr::from_ref(a).cast_mut().cast(),
+        }
+    }
+
+    pub fn len(&self) -> u32 {
+        match self {
+            Self::V4(_) => size_of::<SOCKADDR_IN>() as u32,
+            Self::V6(_) => size_of::<SOCKADDR_IN6>() as u32,
+        }
+    }
+}
+
+/// Port of a SOCKADDR_IN written by the provider.
+pub fn port_of(buf: &[u8]) -> u16 {
+    u16::from_be_bytes([buf[2], buf[3]])
+}
+
+// ---------------------------------------------------------------- connections
+
+pub fn listen(l: *mut NDK_LISTENER, addr: &SockAddr) -> NTSTATUS {
+    let f = listener_table(l).NdkListen.unwrap();
+    // SAFETY: our listener and address.
+    unsafe { f(l, addr.ptr(), addr.len(), Some(request_cb), ptr::null_mut()) }
+}
+
+pub fn connect(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    src: &SockAddr,
+    dst: &SockAddr,
+    data: &[u8],
+    done: &Recorder,
+) -> NTSTATUS {
+    let f = connector_table(c).NdkConnect.unwrap();
+    // SAFETY: our connector and QP, valid addresses and private data.
+    unsafe {
+        f(
+            c,
+            qp,
+            src.ptr(),
+            src.len(),
+            dst.ptr(),
+            dst.len(),
+            8,
+            8,
+            data.as_ptr().cast_mut().cast(),
+            data.len() as u32,
+            Some(request_cb),
+            done.ctx(),
+        )
+    }
+}
+
+pub fn accept(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    data: &[u8],
+    disc: &Recorder,
+    done: &Recorder,
+) -> NTSTATUS {
+    let f = connector_table(c).NdkAccept.unwrap();
+    // SAFETY: our connector and QP, valid private data.
+    unsafe {
+        f(
+            c,
+            qp,
+            8,
+            8,
+            data.as_ptr().cast_mut().cast(),
+            data.len() as u32,
+            Some(disconnect_cb),
+            disc.ctx(),
+            Some(request_cb),
+            done.ctx(),
+        )
+    }
+}
+
+pub fn complete_connect(c: *mut NDK_CONNECTOR, disc: &Recorder) -> NTSTATUS {
+    let f = connector_table(c).NdkCompleteConnect.unwrap();
+    // SAFETY: our connector.
+    unsafe {
+        f(
+            c,
+            Some(disconnect_cb),
+            disc.ctx(),
+            Some(request_cb),
+            ptr::null_mut(),
+        )
+    }
+}
+
+pub fn disconnect(c: *mut NDK_CONNECTOR, done: &Recorder) -> NTSTATUS {
+    let f = connector_table(c).NdkDisconnect.unwrap();
+    // SAFETY: our connector.
+    unsafe { f(c, Some(request_cb), done.ctx()) }
+}
+
+pub fn reject(c: *mut NDK_CONNECTOR, data: &[u8]) -> NTSTATUS {
+    let f = connector_table(c).NdkReject.unwrap();
+    // SAFETY: our connector and private data.
+    unsafe { f(c, data.as_ptr().cast_mut().cast(), data.len() as u32) }
+}
+
+/// Both ends of a connection made through the scripted device's CM.
+pub struct Pair {
+    pub listener: *mut NDK_LISTENER,
+    pub active: *mut NDK_CONNECTOR,
+    pub passive: *mut NDK_CONNECTOR,
+    pub active_qp: Setup,
+    pub passive_qp: Setup,
+    pub listen_events: Box<Recorder>,
+    pub active_disc: Box<Recorder>,
+    pub passive_disc: Box<Recorder>,
+    pub notify: Box<Recorder>,
+}
+
+impl Env {
+    /// Connects two QPs of this adapter to each other (loopback through the
+    /// scripted device), checking every step's status.
+    pub fn connected_pair(&self, depth: u32, sge: u32, inline: u32) -> Pair {
+        let notify = Recorder::new();
+        let active_qp = self.qp_setup(&notify, depth, sge, inline);
+        let passive_qp = self.qp_setup(&notify, depth, sge, inline);
+        let listen_events = Recorder::new();
+        let listener = self.create_listener(&listen_events);
+        let port = 4000 + CONTEXTS.fetch_add(1, Ordering::SeqCst) as u16;
+        assert_eq!(listen(listener, &SockAddr::device(port)), STATUS_SUCCESS);
+        let active = self.create_connector();
+        let connected = Recorder::new();
+        let status = connect(
+            active,
+            active_qp.qp,
+            &SockAddr::device(0),
+            &SockAddr::device(port),
+            b"hello",
+            &connected,
+        );
+        assert_eq!(status, STATUS_PENDING);
+        self.dev.deliver_events();
+        assert_eq!(listen_events.count(), 1, "connect event");
+        let passive = listen_events.calls()[0].object as *mut NDK_CONNECTOR;
+        let accepted = Recorder::new();
+        let passive_disc = Recorder::new();
+        assert_eq!(
+            accept(passive, passive_qp.qp, b"welcome", &passive_disc, &accepted),
+            STATUS_PENDING
+        );
+        self.dev.deliver_events();
+        assert_eq!(
+            connected.statuses(),
+            vec![STATUS_SUCCESS],
+            "connect completes"
+        );
+        let active_disc = Recorder::new();
+        assert_eq!(complete_connect(active, &active_disc), STATUS_SUCCESS);
+        self.dev.deliver_events();
+        assert_eq!(
+            accepted.statuses(),
+            vec![STATUS_SUCCESS],
+            "accept completes"
+        );
+        Pair {
+            listener,
+            active,
+            passive,
+            active_qp,
+            passive_qp,
+            listen_events,
+            active_disc,
+            passive_disc,
+            notify,
+        }
+    }
+}
+
+impl Pair {
+    /// Closes everything in dependency order (connectors, listener, QPs,
+    /// CQs, PDs), each synchronously.
+    pub fn close(self) {
+        close_now(self.active);
+        close_now(self.passive);
+        close_now(self.listener);
+        for s in [self.active_qp, self.passive_qp] {
+            close_now(s.qp);
+            close_now(s.cq);
+            close_now(s.pd);
+        }
+    }
+}
