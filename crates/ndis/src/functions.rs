@@ -1,0 +1,142 @@
+//! The `ndis.sys` exports the driver calls, declared as in `ndis.h`, with
+//! the IRQL each one requires. They are only declared: `ndis.lib` is linked
+//! on Windows targets, and nothing on other targets may call them.
+//!
+//! This module is the crate's only `unsafe` code: an `extern` block must be
+//! spelled `unsafe extern` in edition 2024. Declaring a function runs
+//! nothing; every call site needs its own `unsafe` and SAFETY argument.
+#![allow(unsafe_code)]
+
+use ndkpi::{BOOLEAN, NDIS_STATUS, PVOID, ULONG};
+
+use crate::attributes::NDIS_MINIPORT_ADAPTER_ATTRIBUTES;
+use crate::config::{NDIS_CONFIGURATION_OBJECT, NDIS_CONFIGURATION_PARAMETER, NDIS_PARAMETER_TYPE};
+use crate::indicate::{NDIS_STATUS_INDICATION, NET_PNP_EVENT_NOTIFICATION};
+use crate::miniport::{
+    NDIS_DRIVER_OPTIONAL_HANDLERS, NDIS_IO_WORKITEM_FUNCTION, NDIS_MINIPORT_DRIVER_CHARACTERISTICS,
+};
+use crate::oid::NDIS_OID_REQUEST;
+use crate::types::{
+    DRIVER_OBJECT, NDIS_HANDLE, NDIS_PORT_NUMBER, NDIS_STRING, NET_BUFFER_LIST, UNICODE_STRING,
+};
+
+#[cfg_attr(target_os = "windows", link(name = "ndis"))]
+unsafe extern "system" {
+    /// Registers the miniport driver (`PASSIVE_LEVEL`, from `DriverEntry`).
+    /// NDIS calls `MiniportSetOptions` before it returns.
+    pub fn NdisMRegisterMiniportDriver(
+        DriverObject: *mut DRIVER_OBJECT,
+        RegistryPath: *mut UNICODE_STRING,
+        MiniportDriverContext: NDIS_HANDLE,
+        MiniportDriverCharacteristics: *mut NDIS_MINIPORT_DRIVER_CHARACTERISTICS,
+        NdisMiniportDriverHandle: *mut NDIS_HANDLE,
+    ) -> NDIS_STATUS;
+
+    /// Undoes `NdisMRegisterMiniportDriver` (`PASSIVE_LEVEL`).
+    pub fn NdisMDeregisterMiniportDriver(NdisMiniportDriverHandle: NDIS_HANDLE);
+
+    /// Registers optional services, e.g. NDK provider characteristics
+    /// (`PASSIVE_LEVEL`, from `MiniportSetOptions`).
+    pub fn NdisSetOptionalHandlers(
+        NdisHandle: NDIS_HANDLE,
+        OptionalHandlers: *mut NDIS_DRIVER_OPTIONAL_HANDLERS,
+    ) -> NDIS_STATUS;
+
+    /// Sets one attribute structure of an adapter (`PASSIVE_LEVEL`, from
+    /// `MiniportInitializeEx`); NDIS reads `Header.Size` bytes.
+    pub fn NdisMSetMiniportAttributes(
+        NdisMiniportHandle: NDIS_HANDLE,
+        MiniportAttributes: *mut NDIS_MINIPORT_ADAPTER_ATTRIBUTES,
+    ) -> NDIS_STATUS;
+
+    /// Raises a status indication (`<= DISPATCH_LEVEL`).
+    pub fn NdisMIndicateStatusEx(
+        MiniportAdapterHandle: NDIS_HANDLE,
+        StatusIndication: *mut NDIS_STATUS_INDICATION,
+    );
+
+    /// Raises a network PnP event such as `NetEventNDKEnable`
+    /// (`PASSIVE_LEVEL`; not from inside `MiniportOidRequest`).
+    pub fn NdisMNetPnPEvent(
+        MiniportAdapterHandle: NDIS_HANDLE,
+        NetPnPEventNotification: *mut NET_PNP_EVENT_NOTIFICATION,
+    ) -> NDIS_STATUS;
+
+    /// Completes an OID request that returned `NDIS_STATUS_PENDING`
+    /// (`<= DISPATCH_LEVEL`).
+    pub fn NdisMOidRequestComplete(
+        MiniportAdapterHandle: NDIS_HANDLE,
+        OidRequest: *mut NDIS_OID_REQUEST,
+        Status: NDIS_STATUS,
+    );
+
+    /// Completes a pended direct OID request (`<= DISPATCH_LEVEL`).
+    pub fn NdisMDirectOidRequestComplete(
+        MiniportAdapterHandle: NDIS_HANDLE,
+        OidRequest: *mut NDIS_OID_REQUEST,
+        Status: NDIS_STATUS,
+    );
+
+    /// Returns sent lists to NDIS (`<= DISPATCH_LEVEL`).
+    pub fn NdisMSendNetBufferListsComplete(
+        MiniportAdapterHandle: NDIS_HANDLE,
+        NetBufferList: *mut NET_BUFFER_LIST,
+        SendCompleteFlags: ULONG,
+    );
+
+    /// Indicates received lists (`<= DISPATCH_LEVEL`).
+    pub fn NdisMIndicateReceiveNetBufferLists(
+        MiniportAdapterHandle: NDIS_HANDLE,
+        NetBufferList: *mut NET_BUFFER_LIST,
+        PortNumber: NDIS_PORT_NUMBER,
+        NumberOfNetBufferLists: ULONG,
+        ReceiveFlags: ULONG,
+    );
+
+    /// Completes a pended `MiniportPause` (`<= DISPATCH_LEVEL`).
+    pub fn NdisMPauseComplete(MiniportAdapterHandle: NDIS_HANDLE);
+
+    /// Completes a pended `MiniportRestart`.
+    pub fn NdisMRestartComplete(MiniportAdapterHandle: NDIS_HANDLE, Status: NDIS_STATUS);
+
+    /// Completes a pended `MiniportResetEx` (`<= DISPATCH_LEVEL`).
+    pub fn NdisMResetComplete(
+        MiniportAdapterHandle: NDIS_HANDLE,
+        Status: NDIS_STATUS,
+        AddressingReset: BOOLEAN,
+    );
+
+    /// Allocates a work item bound to an NDIS handle (`<= DISPATCH_LEVEL`);
+    /// null on failure.
+    pub fn NdisAllocateIoWorkItem(NdisObjectHandle: NDIS_HANDLE) -> NDIS_HANDLE;
+
+    /// Queues a work item; `Routine` runs at `PASSIVE_LEVEL`
+    /// (`<= DISPATCH_LEVEL`).
+    pub fn NdisQueueIoWorkItem(
+        NdisIoWorkItemHandle: NDIS_HANDLE,
+        Routine: NDIS_IO_WORKITEM_FUNCTION,
+        WorkItemContext: PVOID,
+    );
+
+    /// Frees a work item (`<= DISPATCH_LEVEL`).
+    pub fn NdisFreeIoWorkItem(NdisIoWorkItemHandle: NDIS_HANDLE);
+
+    /// Opens the adapter's registry configuration (`PASSIVE_LEVEL`).
+    pub fn NdisOpenConfigurationEx(
+        ConfigObject: *mut NDIS_CONFIGURATION_OBJECT,
+        ConfigurationHandle: *mut NDIS_HANDLE,
+    ) -> NDIS_STATUS;
+
+    /// Reads one keyword (`PASSIVE_LEVEL`); the value stays valid until
+    /// the handle is closed. The outcome is written to `*Status`.
+    pub fn NdisReadConfiguration(
+        Status: *mut NDIS_STATUS,
+        ParameterValue: *mut *mut NDIS_CONFIGURATION_PARAMETER,
+        ConfigurationHandle: NDIS_HANDLE,
+        Keyword: *mut NDIS_STRING,
+        ParameterType: NDIS_PARAMETER_TYPE,
+    );
+
+    /// Closes a configuration handle (`PASSIVE_LEVEL`).
+    pub fn NdisCloseConfiguration(ConfigurationHandle: NDIS_HANDLE);
+}
