@@ -420,3 +420,28 @@ fn allocation_failure_at_every_step_is_clean() {
         env.finish();
     }
 }
+
+#[test]
+fn a_close_completion_precedes_its_antecedents() {
+    // CQ <- QP <- connector: close CQ and QP first (both pend), then the
+    // connector. The QP's completion must run before the CQ's.
+    let env = Env::new();
+    let pair = env.connected_pair(4, 1, 0);
+    let (cq_rec, qp_rec) = (Recorder::new(), Recorder::new());
+    assert_eq!(close(pair.active_qp.cq, &cq_rec), STATUS_PENDING);
+    assert_eq!(close(pair.active_qp.qp, &qp_rec), STATUS_PENDING);
+    assert_eq!((cq_rec.count(), qp_rec.count()), (0, 0));
+    close_now(pair.active);
+    assert_eq!((cq_rec.count(), qp_rec.count()), (1, 1));
+    assert!(
+        qp_rec.calls()[0].seq < cq_rec.calls()[0].seq,
+        "the successor's close completion comes first"
+    );
+    close_now(pair.passive);
+    close_now(pair.listener);
+    close_now(pair.active_qp.pd);
+    close_now(pair.passive_qp.qp);
+    close_now(pair.passive_qp.cq);
+    close_now(pair.passive_qp.pd);
+    env.finish();
+}

@@ -1551,3 +1551,213 @@ fn cm_conn_id(event: &OwnedCmEvent) -> u32 {
         | OwnedCmEvent::Failed { conn_id, .. } => *conn_id,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwq::ring::ring;
+    use std::sync::Arc;
+
+    /// Records what the device delivers.
+    #[derive(Default)]
+    struct Sink {
+        seen: Mutex<Vec<String>>,
+    }
+
+    impl hwq::DeviceEvents for Sink {
+        fn cq_event(&self, cqn: u32, overflow: bool) {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(format!("cq {cqn} {overflow}"));
+        }
+        fn srq_limit(&self, srqn: u32) {
+            self.seen.lock().unwrap().push(format!("srq {srqn}"));
+        }
+        fn qp_error(&self, qpn: u32) {
+            self.seen.lock().unwrap().push(format!("qp {qpn}"));
+        }
+        fn cm_event(&self, event: CmEvent<'_>) {
+            let text = match event {
+                CmEvent::ConnectRequest { conn_id, .. } => format!("request {conn_id}"),
+                CmEvent::Replied { conn_id, .. } => format!("replied {conn_id}"),
+                CmEvent::Rejected { conn_id, .. } => format!("rejected {conn_id}"),
+                CmEvent::Established { conn_id } => format!("established {conn_id}"),
+                CmEvent::Disconnected { conn_id } => format!("disconnected {conn_id}"),
+                CmEvent::DisconnectDone { conn_id } => format!("done {conn_id}"),
+                CmEvent::Failed { conn_id, .. } => format!("failed {conn_id}"),
+            };
+            self.seen.lock().unwrap().push(text);
+        }
+    }
+
+    impl Sink {
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.seen.lock().unwrap())
+        }
+    }
+
+    fn attached() -> (Arc<ScriptedDevice>, Arc<Sink>) {
+        let dev = Arc::new(ScriptedDevice::with_default_caps());
+        let sink = Arc::new(Sink::default());
+        // SAFETY: the sink outlives the device's use of it: the test
+        // detaches before dropping it.
+        let events = unsafe { EventSink::new(&*sink) };
+        dev.attach(events).unwrap();
+        (dev, sink)
+    }
+
+    #[test]
+    fn one_event_per_arm_and_none_from_commands() {
+        let (dev, sink) = attached();
+        let (producer, mut consumer) = ring::<Cqe>(4).unwrap();
+        let cqn = dev.create_cq(producer).unwrap();
+        dev.push_cqe(cqn, Cqe::default(), false);
+        assert!(sink.take().is_empty(), "unarmed");
+        dev.arm_cq(cqn, false);
+        assert!(
+            sink.take().is_empty(),
+            "a command never calls back by itself"
+        );
+        assert_eq!(
+            dev.deliver_events(),
+            1,
+            "at once: an unconsumed CQE arrived"
+        );
+        assert_eq!(sink.take(), vec![format!("cq {cqn} false")]);
+        dev.push_cqe(cqn, Cqe::default(), false);
+        assert!(sink.take().is_empty(), "one event per arm");
+        consumer.refresh();
+        consumer.release(consumer.len());
+        dev.arm_cq(cqn, true);
+        dev.push_cqe(cqn, Cqe::default(), false);
+        assert!(sink.take().is_empty(), "solicited arm ignores plain CQEs");
+        dev.push_cqe(cqn, Cqe::default(), true);
+        assert_eq!(sink.take().len(), 1);
+        // Two CQEs are outstanding in a ring of four: the fifth overflows.
+        for _ in 0..2 {
+            assert!(dev.push_cqe(cqn, Cqe::default(), false));
+        }
+        assert!(!dev.push_cqe(cqn, Cqe::default(), false));
+        assert_eq!(
+            sink.take(),
+            vec![format!("cq {cqn} true")],
+            "overflow always fires"
+        );
+        dev.detach();
+        assert!(!dev.attached());
+    }
+
+    #[test]
+    fn flush_completes_everything_and_records_commands() {
+        let (dev, sink) = attached();
+        let (cq_p, mut cq_c) = ring::<Cqe>(16).unwrap();
+        let cqn = dev.create_cq(cq_p).unwrap();
+        let (pd, _) = dev.create_pd().unwrap();
+        let (mut sq_p, sq_c) = ring::<SendWqe>(4).unwrap();
+        let (mut rq_p, rq_c) = ring::<RecvWqe>(4).unwrap();
+        let qpn = dev
+            .create_qp(QpSetup {
+                pd,
+                send_cqn: cqn,
+                recv_cqn: cqn,
+                sq: sq_c,
+                rq: ReceiveSource::Queue(rq_c),
+                context: 5,
+            })
+            .unwrap();
+        sq_p.push(SendWqe {
+            wr_id: 1,
+            ..SendWqe::default()
+        })
+        .unwrap();
+        sq_p.publish();
+        rq_p.push(RecvWqe {
+            wr_id: 2,
+            ..RecvWqe::default()
+        })
+        .unwrap();
+        rq_p.publish();
+        dev.sq_doorbell(qpn);
+        assert_eq!(dev.sq_doorbells(qpn), 1);
+        dev.flush_qp(qpn);
+        assert_eq!(dev.qp_state(qpn), Some(QpState::Error));
+        cq_c.refresh();
+        let ids: Vec<(u64, u8)> = (0..cq_c.len())
+            .filter_map(|i| cq_c.read(cq_c.released().wrapping_add(i)))
+            .map(|c| (c.wr_id, c.status))
+            .collect();
+        assert_eq!(
+            ids,
+            vec![(1, CqeStatus::Flushed as u8), (2, CqeStatus::Flushed as u8)]
+        );
+        assert!(dev.commands().contains(&Command::FlushQp(qpn)));
+        dev.destroy_qp(qpn);
+        dev.destroy_cq(cqn);
+        dev.destroy_pd(pd);
+        assert_eq!(dev.live_objects(), 0);
+        assert!(sink.take().is_empty());
+        dev.detach();
+    }
+
+    #[test]
+    fn in_device_cm_connects_two_qps() {
+        let (dev, sink) = attached();
+        let (pd, _) = dev.create_pd().unwrap();
+        let (cq_p, _cq_c) = ring::<Cqe>(4).unwrap();
+        let cqn = dev.create_cq(cq_p).unwrap();
+        let mut qpns = Vec::new();
+        for _ in 0..2 {
+            let (_, sq) = ring::<SendWqe>(2).unwrap();
+            let (_, rq) = ring::<RecvWqe>(2).unwrap();
+            let setup = QpSetup {
+                pd,
+                send_cqn: cqn,
+                recv_cqn: cqn,
+                sq,
+                rq: ReceiveSource::Queue(rq),
+                context: 0,
+            };
+            qpns.push(dev.create_qp(setup).unwrap());
+        }
+        let at = SocketAddr::new(IpAddr::V4(ADDR_V4), 5000);
+        let (listen_id, bound) = dev.cm_listen(at).unwrap();
+        assert_eq!(bound, at);
+        assert_eq!(dev.cm_listen(at), Err(DeviceError::AddressInUse));
+        let params = ConnectParams {
+            local: SocketAddr::new(IpAddr::V4(ADDR_V4), 0),
+            remote: at,
+            inbound_reads: 4,
+            outbound_reads: 2,
+            private_data: b"x",
+        };
+        let (active, local) = dev.cm_connect(qpns[0], &params).unwrap();
+        assert!(local.port() >= 49152);
+        dev.deliver_events();
+        let passive = dev.conn_peer(active).unwrap();
+        assert_eq!(sink.take(), vec![format!("request {passive}")]);
+        dev.cm_accept(passive, qpns[1], 3, 3, b"y").unwrap();
+        dev.deliver_events();
+        assert_eq!(sink.take(), vec![format!("replied {active}")]);
+        dev.cm_establish(active).unwrap();
+        dev.deliver_events();
+        assert_eq!(sink.take(), vec![format!("established {passive}")]);
+        assert_eq!(dev.qp_state(qpns[0]), Some(QpState::Connected));
+        assert_eq!(dev.qp_state(qpns[1]), Some(QpState::Connected));
+        dev.cm_disconnect(active).unwrap();
+        dev.deliver_events();
+        assert_eq!(
+            sink.take(),
+            vec![format!("disconnected {passive}"), format!("done {active}")]
+        );
+        dev.cm_pause_listener(listen_id, true);
+        let (refused, _) = dev.cm_connect(qpns[0], &params).unwrap();
+        dev.deliver_events();
+        assert_eq!(sink.take(), vec![format!("rejected {refused}")]);
+        for id in [active, passive, refused] {
+            dev.cm_release(id);
+        }
+        dev.cm_stop_listener(listen_id);
+        dev.detach();
+    }
+}

@@ -33,7 +33,7 @@ pub const PROVIDER_VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };
 /// minor it accepts; minors are supersets, so any minor up to ours is
 /// served at ours.
 pub fn negotiate(requested: NDK_VERSION) -> Result<NDK_VERSION, NTSTATUS> {
-    if requested.Major == PROVIDER_VERSION.Major && requested.Minor <= 3 {
+    if requested.Major == PROVIDER_VERSION.Major && requested.Minor <= PROVIDER_VERSION.Minor {
         Ok(PROVIDER_VERSION)
     } else {
         Err(NDIS_STATUS_BAD_VERSION)

@@ -45,6 +45,8 @@ pub mod sockaddr;
 pub mod srq;
 pub mod status;
 pub mod table;
+#[cfg(test)]
+mod testing;
 
 pub use adapter::{PROVIDER_VERSION, close_adapter, negotiate, open_adapter};
 pub use device::DeviceContext;

@@ -140,3 +140,77 @@ pub unsafe fn walk(
     // The chain ended (or looped) before `length` bytes.
     Err(STATUS_INVALID_PARAMETER)
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::testing::TestPlatform;
+    use std::vec;
+    use std::vec::Vec;
+
+    /// One MDL (header words + PFNs) for `len` bytes at `va`.
+    fn build(va: u64, len: u32, pfn_base: u64) -> Vec<u64> {
+        let pages = span_pages(va, u64::from(len));
+        let mut words = vec![0u64; size_of::<MDL>() / 8 + pages as usize];
+        let mdl = MDL {
+            Next: core::ptr::null_mut(),
+            Size: (size_of::<MDL>() + 8 * pages as usize) as i16,
+            MdlFlags: 0,
+            Process: core::ptr::null_mut(),
+            MappedSystemVa: core::ptr::null_mut(),
+            StartVa: (va & !0xfff) as *mut core::ffi::c_void,
+            ByteCount: len,
+            ByteOffset: (va & 0xfff) as u32,
+        };
+        // SAFETY: the vector starts with room for an 8-aligned MDL.
+        unsafe { words.as_mut_ptr().cast::<MDL>().write(mdl) };
+        for i in 0..pages as usize {
+            words[size_of::<MDL>() / 8 + i] = pfn_base + i as u64;
+        }
+        words
+    }
+
+    #[test]
+    fn pages_of_one_mdl() {
+        let p = TestPlatform::leaked();
+        let mut m = build(0x10_0ff0, 0x20, 0x500);
+        let mut seen = Vec::new();
+        // SAFETY: a well-formed MDL built above.
+        let span = unsafe { walk(p, m.as_mut_ptr().cast(), 0x20, |a| seen.push(a)) }.unwrap();
+        assert_eq!(
+            span,
+            Span {
+                va: 0x10_0ff0,
+                fbo: 0xff0,
+                pages: 2
+            }
+        );
+        assert_eq!(
+            seen,
+            vec![0x50_0000, 0x50_1000],
+            "PFNs, not VAs, become logical addresses"
+        );
+    }
+
+    #[test]
+    fn a_size_too_small_for_the_pfns_is_refused() {
+        let p = TestPlatform::leaked();
+        let mut m = build(0x1000, 0x3000, 1);
+        // Claim room for one PFN only.
+        // SAFETY: the MDL built above.
+        unsafe { (*m.as_mut_ptr().cast::<MDL>()).Size = (size_of::<MDL>() + 8) as i16 };
+        // SAFETY: as above; the walk must refuse before reading past Size.
+        let r = unsafe { walk(p, m.as_mut_ptr().cast(), 0x3000, |_| {}) };
+        assert_eq!(r, Err(STATUS_INVALID_PARAMETER));
+    }
+
+    #[test]
+    fn span_pages_counts_partial_pages() {
+        assert_eq!(span_pages(0, 0), 0);
+        assert_eq!(span_pages(0, 1), 1);
+        assert_eq!(span_pages(0xfff, 2), 2);
+        assert_eq!(span_pages(0x1000, 0x1000), 1);
+        assert_eq!(span_pages(0x1001, 0x1000), 2);
+    }
+}

@@ -367,7 +367,10 @@ impl Mr {
         if remote && !fast.remote_access {
             return Err(STATUS_ACCESS_VIOLATION);
         }
-        let list = &mut fast.pages[..req.pages.len()];
+        let list = fast
+            .pages
+            .get_mut(..req.pages.len())
+            .ok_or(STATUS_INVALID_PARAMETER)?;
         list.copy_from_slice(req.pages);
         let page_list = platform
             .logical_of(list.as_ptr() as usize, core::mem::size_of_val(list))

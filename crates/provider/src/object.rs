@@ -280,3 +280,115 @@ impl<T: Object> fmt::Debug for Busy<T> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestPlatform;
+    use core::sync::atomic::AtomicU32;
+
+    /// An object that counts its teardown and antecedent releases.
+    struct Node {
+        life: Life,
+        platform: &'static TestPlatform,
+        parent: Option<Dep<Node>>,
+        torn_down: AtomicU32,
+        released: AtomicU32,
+    }
+
+    impl Object for Node {
+        fn life(&self) -> &Life {
+            &self.life
+        }
+        fn platform(&self) -> &'static dyn Platform {
+            self.platform
+        }
+        fn teardown(&self) {
+            self.torn_down.fetch_add(1, Ordering::SeqCst);
+        }
+        fn release_antecedents(&self) {
+            self.released.fetch_add(1, Ordering::SeqCst);
+            if let Some(p) = &self.parent {
+                p.release();
+            }
+        }
+    }
+
+    fn node(p: &'static TestPlatform, parent: Option<&TryArc<Node>>) -> TryArc<Node> {
+        TryArc::try_new_or_drop(Node {
+            life: Life::new(p),
+            platform: p,
+            parent: parent.map(Dep::new),
+            torn_down: AtomicU32::new(0),
+            released: AtomicU32::new(0),
+        })
+        .unwrap()
+    }
+
+    static CLOSED: AtomicU32 = AtomicU32::new(0);
+    unsafe extern "system" fn on_close(ctx: *mut c_void) {
+        CLOSED.fetch_add(ctx as u32, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn close_without_successors_finishes_synchronously() {
+        let p = TestPlatform::leaked();
+        let n = node(p, None);
+        let done = CloseCompletion {
+            func: on_close,
+            context: 1000 as *mut c_void,
+        };
+        let before = CLOSED.load(Ordering::SeqCst);
+        assert!(
+            n.life.begin_close(Some(done)),
+            "finished by the close itself"
+        );
+        n.finish();
+        assert_eq!(
+            CLOSED.load(Ordering::SeqCst),
+            before,
+            "no completion for a synchronous close"
+        );
+        assert_eq!(n.torn_down.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn antecedent_finishes_after_the_last_successor() {
+        let p = TestPlatform::leaked();
+        let parent = node(p, None);
+        let child = node(p, Some(&parent));
+        assert!(!parent.life.begin_close(None), "pending: a child is open");
+        assert_eq!(parent.torn_down.load(Ordering::SeqCst), 0);
+        assert!(child.life.begin_close(None));
+        child.finish();
+        assert_eq!(parent.torn_down.load(Ordering::SeqCst), 1);
+        assert_eq!(parent.released.load(Ordering::SeqCst), 1);
+        // Releasing twice is harmless.
+        child.release_antecedents();
+        assert_eq!(parent.torn_down.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn busy_blocks_close_and_refuses_after_it() {
+        let p = TestPlatform::leaked();
+        let n = node(p, None);
+        let busy = Busy::enter(&n).expect("open object");
+        assert!(
+            !n.life.begin_close(None),
+            "a callback in flight keeps it open"
+        );
+        assert!(Busy::enter(&n).is_none(), "no new callbacks once closing");
+        assert_eq!(n.torn_down.load(Ordering::SeqCst), 0);
+        drop(busy);
+        assert_eq!(
+            n.torn_down.load(Ordering::SeqCst),
+            1,
+            "the last release finishes"
+        );
+        assert!(n.life.is_finished());
+        assert!(
+            Busy::enter(&n).is_none(),
+            "a finished object cannot be revived"
+        );
+    }
+}

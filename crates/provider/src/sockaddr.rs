@@ -107,3 +107,42 @@ pub unsafe fn write(addr: SocketAddr, out: *mut SOCKADDR, len: *mut u32) -> NTST
     }
     STATUS_SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_both_families() {
+        let v4: SocketAddr = "192.0.2.7:4791".parse().unwrap();
+        let mut buf = [0u8; 28];
+        let mut len = 28;
+        // SAFETY: a 28-byte buffer and its length.
+        let st = unsafe { write(v4, buf.as_mut_ptr().cast(), &raw mut len) };
+        assert_eq!((st, len), (STATUS_SUCCESS, 16));
+        assert_eq!(
+            &buf[..4],
+            &[2, 0, 0x12, 0xb7],
+            "AF_INET, port in network order"
+        );
+        // SAFETY: the bytes just written.
+        assert_eq!(unsafe { read(buf.as_ptr().cast(), 16) }, Ok(v4));
+        let v6: SocketAddr = "[2001:db8::5]:9".parse().unwrap();
+        let mut len = 28;
+        // SAFETY: as above.
+        let st = unsafe { write(v6, buf.as_mut_ptr().cast(), &raw mut len) };
+        assert_eq!(
+            (st, len, u16::from_le_bytes([buf[0], buf[1]])),
+            (STATUS_SUCCESS, 28, 23)
+        );
+        // SAFETY: the bytes just written.
+        assert_eq!(unsafe { read(buf.as_ptr().cast(), 28) }, Ok(v6));
+        // SAFETY: a truncated length is refused before reading past it.
+        let truncated = unsafe { read(buf.as_ptr().cast(), 27) };
+        assert_eq!(truncated, Err(STATUS_INVALID_PARAMETER));
+        let mut len = 27;
+        // SAFETY: a buffer of 28 described as 27 bytes.
+        let st = unsafe { write(v6, buf.as_mut_ptr().cast(), &raw mut len) };
+        assert_eq!((st, len), (STATUS_BUFFER_TOO_SMALL, 28));
+    }
+}

@@ -158,3 +158,51 @@ impl<T> IdTable<T> {
         drop(old);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestPlatform;
+    use core::sync::atomic::Ordering;
+
+    #[test]
+    fn grows_finds_removes_and_accounts() {
+        let p = TestPlatform::leaked();
+        let t = IdTable::<u32>::new(p);
+        for id in (0..40).rev() {
+            t.insert(id * 3, TryArc::try_new_or_drop(id).unwrap())
+                .unwrap();
+        }
+        assert_eq!(t.len(), 40);
+        assert_eq!(t.get(39 * 3).map(|v| *v), Some(39));
+        assert!(t.get(1).is_none());
+        assert!(
+            t.insert(3, TryArc::try_new_or_drop(0).unwrap()).is_err(),
+            "duplicate id"
+        );
+        assert_eq!(t.remove(3).map(|v| *v), Some(1));
+        assert!(t.get(3).is_none());
+        let made = t.insert_with(
+            || Ok::<_, ()>((7, TryArc::try_new_or_drop(70).unwrap())),
+            || (),
+        );
+        assert_eq!(made, Ok(7));
+        assert_eq!(t.get(7).map(|v| *v), Some(70));
+        assert_eq!(
+            t.insert_with(|| Err::<(u32, TryArc<u32>), _>(5), || 6),
+            Err(5)
+        );
+        t.clear();
+        assert!(t.is_empty());
+        assert_eq!(p.bytes.load(Ordering::SeqCst), 0, "table memory released");
+    }
+
+    #[test]
+    fn growth_failure_is_reported() {
+        let p = TestPlatform::leaked();
+        let t = IdTable::<u32>::new(p);
+        p.fail_at.store(1, Ordering::SeqCst);
+        assert!(t.insert(1, TryArc::try_new_or_drop(1).unwrap()).is_err());
+        assert!(t.insert(1, TryArc::try_new_or_drop(1).unwrap()).is_ok());
+    }
+}

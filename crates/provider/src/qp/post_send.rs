@@ -111,7 +111,13 @@ impl Qp {
                 wqe.total_len = len;
                 wqe.sge_count = 0;
             } else {
-                wqe.sges[..req.sges.len()].copy_from_slice(req.sges);
+                // At most MAX_SGE (checked above); refused rather than
+                // trusted.
+                let slots = wqe
+                    .sges
+                    .get_mut(..req.sges.len())
+                    .ok_or(STATUS_INVALID_PARAMETER)?;
+                slots.copy_from_slice(req.sges);
                 wqe.sge_count = req.sges.len() as u8;
                 wqe.total_len = req.sges.iter().map(|s| s.length).sum();
             }

@@ -1,0 +1,381 @@
+//! The command line of ndkperf: subcommands and their flags (clap
+//! derive), and the parsing of sizes, durations and probabilities.
+
+pub mod units;
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use units::{parse_duration, parse_probability, parse_size};
+
+/// ND port the server listens on unless told otherwise (SMB Direct's
+/// iWARP port).
+pub const DEFAULT_PORT: u16 = 5445;
+
+/// Bandwidth, latency and SMB Direct workloads over rsndk NDK adapters
+/// (software RoCEv2 RNICs), driven through the NDK dispatch tables.
+#[derive(Debug, Parser)]
+#[command(name = "ndkperf", version, propagate_version = true)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Bandwidth: a window of --depth operations of --size bytes in flight
+    /// (like ib_send_bw / ib_read_bw / ib_write_bw).
+    Bw(PerfArgs),
+    /// Latency: one operation at a time (send: ping-pong, reported as half
+    /// the round trip; read/write: post to completion).
+    Lat(PerfArgs),
+    /// Bandwidth and latency for every power of two from --min-size to
+    /// --max-size (64 B to 4 MiB by default), one row per size.
+    Sweep(SweepArgs),
+    /// SMB Direct ([MS-SMBD]) transport with SMB2-style 1 MiB READ/WRITE
+    /// I/O over RDMA, between two adapters.
+    Smbd(SmbdArgs),
+    /// The same transfer patterns over a TCP loopback connection, as the
+    /// baseline of SMB over TCP.
+    Tcp(TcpArgs),
+    /// Single-thread memcpy bandwidth of this machine, for comparison.
+    Memcpy(MemcpyArgs),
+    /// Open an adapter and print what it reports (NDK_ADAPTER_INFO).
+    Info(InfoArgs),
+}
+
+/// RDMA operation measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Op {
+    /// SEND to a posted receive.
+    Send,
+    /// RDMA READ from the peer's buffer.
+    Read,
+    /// RDMA WRITE into the peer's buffer.
+    Write,
+}
+
+impl Op {
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Send => "send",
+            Self::Read => "read",
+            Self::Write => "write",
+        }
+    }
+}
+
+/// How the two adapters reach each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportKind {
+    /// In-memory fabric inside this process.
+    Mem,
+    /// RoCEv2 over UDP port 4791 on loopback addresses.
+    Udp,
+}
+
+impl TransportKind {
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mem => "mem",
+            Self::Udp => "udp",
+        }
+    }
+}
+
+fn parse_pmtu(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(v @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(v),
+        _ => Err(format!(
+            "'{text}' is not a path MTU (use 256, 512, 1024, 2048 or 4096)"
+        )),
+    }
+}
+
+fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(v) if v <= 1 << 40 => Ok(v),
+        Ok(_) => Err(format!("'{text}' is too large")),
+        Err(_) => Err(format!("'{text}' is not a positive whole number")),
+    }
+}
+
+fn parse_depth(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(v @ 1..=4096) => Ok(v),
+        _ => Err(format!("'{text}' is not a depth from 1 to 4096")),
+    }
+}
+
+fn parse_sge(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(v @ 1..=16) => Ok(v),
+        _ => Err(format!("'{text}' is not an SGE count from 1 to 16")),
+    }
+}
+
+/// Where the adapters are and how they talk.
+#[derive(Debug, Clone, Args)]
+pub struct FabricArgs {
+    /// mem: an in-memory fabric in this process; udp: RoCEv2 over UDP on
+    /// loopback (default: mem, or udp with --server/--client).
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportKind>,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
+    #[arg(long, default_value = "4096", value_parser = parse_pmtu)]
+    pub pmtu: u32,
+    /// Packet loss probability on the in-memory fabric (0 to 1; mem only).
+    #[arg(long, value_parser = parse_probability)]
+    pub loss: Option<f64>,
+    /// Write every packet of the client's adapter to this pcap file.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// The server adapter's address (loopback only).
+    #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
+    pub server_addr: Ipv4Addr,
+    /// The client adapter's address (loopback only).
+    #[arg(long, default_value = "127.0.0.2", value_name = "IPV4")]
+    pub client_addr: Ipv4Addr,
+    /// ND port the server listens on.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// How long to wait for the peer when connecting (e.g. 500ms, 5s).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// Flags of `bw` and `lat`.
+#[derive(Debug, Clone, Args)]
+pub struct PerfArgs {
+    /// Operation to measure.
+    #[arg(long, value_enum, default_value = "send")]
+    pub op: Op,
+    /// Message size, with an optional unit: 64, 4K, 1M (max 1G) [default:
+    /// 64K for bw, 64 for lat].
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Number of operations (lat: round trips) [default: 1000].
+    #[arg(long, value_parser = parse_count)]
+    pub iters: Option<u64>,
+    /// Operations in flight (bw only) [default: 16].
+    #[arg(long, value_parser = parse_depth)]
+    pub depth: Option<u32>,
+    /// Scatter/gather entries per operation (the message is split evenly).
+    #[arg(long, default_value = "1", value_parser = parse_sge)]
+    pub sge: u32,
+    /// Fill the source with a pattern and check every byte at the target.
+    #[arg(long)]
+    pub verify: bool,
+    /// One JSON object per result instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Run only the server side, listening on ADDR (default
+    /// --server-addr) over UDP; a --client process connects to it.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, conflicts_with = "client")]
+    pub server: Option<Option<Ipv4Addr>>,
+    /// Run only the client side, connecting over UDP to a --server
+    /// process at ADDR (from --client-addr).
+    #[arg(long, value_name = "ADDR")]
+    pub client: Option<Ipv4Addr>,
+    /// Adapters and transport.
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+}
+
+/// Flags of `sweep`.
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// Operation to measure.
+    #[arg(long, value_enum, default_value = "send")]
+    pub op: Op,
+    /// Smallest size.
+    #[arg(long, default_value = "64", value_parser = parse_size)]
+    pub min_size: u64,
+    /// Largest size.
+    #[arg(long, default_value = "4M", value_parser = parse_size)]
+    pub max_size: u64,
+    /// Operations per size for bandwidth (fewer for large sizes, so that
+    /// each size moves at most --max-bytes) and round trips for latency.
+    #[arg(long, default_value = "1000", value_parser = parse_count)]
+    pub iters: u64,
+    /// Byte budget per size of the bandwidth runs.
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    pub max_bytes: u64,
+    /// Operations in flight for the bandwidth runs.
+    #[arg(long, default_value = "16", value_parser = parse_depth)]
+    pub depth: u32,
+    /// Scatter/gather entries per operation.
+    #[arg(long, default_value = "1", value_parser = parse_sge)]
+    pub sge: u32,
+    /// Check every byte at the target.
+    #[arg(long)]
+    pub verify: bool,
+    /// One JSON object per size.
+    #[arg(long)]
+    pub json: bool,
+    /// Draw bandwidth and p50 latency against size into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Adapters and transport.
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+}
+
+/// Which SMB2 I/Os the smbd workload issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mix {
+    /// Only READs (server RDMA-WRITEs into the client's buffer).
+    Read,
+    /// Only WRITEs (server RDMA-READs the client's buffer).
+    Write,
+    /// Alternating READs and WRITEs.
+    Mixed,
+}
+
+/// Flags of `smbd`.
+#[derive(Debug, Clone, Args)]
+pub struct SmbdArgs {
+    /// Number of I/Os.
+    #[arg(long, default_value = "2000", value_parser = parse_count)]
+    pub ops: u64,
+    /// Bytes per I/O.
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    pub io_size: u64,
+    /// READs, WRITEs or both.
+    #[arg(long, value_enum, default_value = "mixed")]
+    pub mix: Mix,
+    /// Outstanding I/Os.
+    #[arg(long, default_value = "8", value_parser = parse_depth)]
+    pub depth: u32,
+    /// Check every byte of every I/O (default: on).
+    #[arg(long, overrides_with = "no_verify")]
+    pub verify: bool,
+    /// Do not check the data.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Send credits requested and receives posted (ReceiveCreditMax).
+    #[arg(long, default_value = "255", value_parser = clap::value_parser!(u16).range(2..=255))]
+    pub credits: u16,
+    /// Largest SMB Direct message sent (PreferredSendSize).
+    #[arg(long, default_value = "1364", value_parser = parse_size)]
+    pub max_send_size: u64,
+    /// Largest SMB Direct message received (MaxReceiveSize).
+    #[arg(long, default_value = "8192", value_parser = parse_size)]
+    pub max_receive_size: u64,
+    /// I/Os smaller than this go inline in the SMB2 message (fragmented
+    /// by SMB Direct) instead of over RDMA.
+    #[arg(long, default_value = "4K", value_parser = parse_size)]
+    pub inline_threshold: u64,
+    /// Pages per fast-register MR (default: the adapter's FRMRPageCount);
+    /// I/Os larger than one MR go out as several buffer descriptors.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub fr_pages: Option<u32>,
+    /// Send a keepalive (RESPONSE_REQUESTED) after this much idle time.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub keepalive: Duration,
+    /// One JSON object per result.
+    #[arg(long)]
+    pub json: bool,
+    /// Adapters and transport.
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+}
+
+/// TCP transfer pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TcpMode {
+    /// Window of --depth messages in flight.
+    Bw,
+    /// Ping-pong, reported as half the round trip.
+    Lat,
+}
+
+/// Flags of `tcp`.
+#[derive(Debug, Clone, Args)]
+pub struct TcpArgs {
+    /// Bandwidth or latency.
+    #[arg(long, value_enum, default_value = "bw")]
+    pub mode: TcpMode,
+    /// Message size [default: 64K for bw, 64 for lat].
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Messages (lat: round trips) [default: 1000].
+    #[arg(long, value_parser = parse_count)]
+    pub iters: Option<u64>,
+    /// Messages in flight before waiting for acknowledgements (bw).
+    #[arg(long, default_value = "16", value_parser = parse_depth)]
+    pub depth: u32,
+    /// Check every byte at the receiver.
+    #[arg(long)]
+    pub verify: bool,
+    /// One JSON object per result.
+    #[arg(long)]
+    pub json: bool,
+    /// The listening side's loopback address.
+    #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
+    pub server_addr: Ipv4Addr,
+}
+
+/// Flags of `memcpy`.
+#[derive(Debug, Clone, Args)]
+pub struct MemcpyArgs {
+    /// Bytes per copy.
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    pub size: u64,
+    /// Copies.
+    #[arg(long, default_value = "2000", value_parser = parse_count)]
+    pub iters: u64,
+    /// One JSON object per result.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `info`.
+#[derive(Debug, Clone, Args)]
+pub struct InfoArgs {
+    /// Adapter configuration (see rsndk_host.h), e.g. 127.0.0.1 or
+    /// mem:lab/127.0.0.1.
+    #[arg(long, default_value = "mem:ndkperf-info/127.0.0.1")]
+    pub config: String,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn server_flag_takes_an_optional_address() {
+        let cli = Cli::try_parse_from(["ndkperf", "bw", "--server"]).unwrap();
+        let Command::Bw(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(a.server, Some(None));
+        let cli = Cli::try_parse_from(["ndkperf", "bw", "--server", "127.0.0.9"]).unwrap();
+        let Command::Bw(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(a.server, Some(Some(Ipv4Addr::new(127, 0, 0, 9))));
+        assert!(
+            Cli::try_parse_from(["ndkperf", "bw", "--server", "--client", "127.0.0.1"]).is_err()
+        );
+        assert!(Cli::try_parse_from(["ndkperf", "bw", "--pmtu", "1000"]).is_err());
+        assert!(Cli::try_parse_from(["ndkperf", "bw", "--op", "atomic"]).is_err());
+    }
+}

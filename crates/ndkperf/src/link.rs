@@ -1,0 +1,368 @@
+//! A connected queue pair with its CQ and PD, how it gets connected, and
+//! the helpers every workload uses: SGE lists, receive pools, request
+//! tags, waiting for completions.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ndkpi::{
+    NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ, NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+    NDK_RESULT_EX, NDK_SGE, STATUS_CONNECTION_REFUSED, STATUS_SUCCESS,
+};
+
+use crate::error::{Context, Error, Result, describe_status};
+use crate::ndk::{
+    Adapter, Connector, Cq, Listener, Pd, Qp, QpLimits, Region, show_duration, sockaddr,
+};
+
+/// No completion for this long ends a run.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Access flags of every data region: local and remote read and write.
+pub const DATA_ACCESS: u32 =
+    NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+
+/// Request-context tags: the kind in the top byte, an index below.
+pub mod tag {
+    /// A receive.
+    pub const RECV: u64 = 1 << 56;
+    /// A data send.
+    pub const SEND: u64 = 2 << 56;
+    /// An RDMA read.
+    pub const READ: u64 = 3 << 56;
+    /// An RDMA write.
+    pub const WRITE: u64 = 4 << 56;
+    /// A control send.
+    pub const CTRL: u64 = 5 << 56;
+    /// A fast register.
+    pub const FR: u64 = 6 << 56;
+    /// An invalidate.
+    pub const INV: u64 = 7 << 56;
+    /// A send-and-invalidate.
+    pub const SEND_INV: u64 = 8 << 56;
+
+    /// The kind of a context.
+    pub fn kind(context: u64) -> u64 {
+        context & (0xFF << 56)
+    }
+
+    /// The index of a context.
+    pub fn index(context: u64) -> usize {
+        (context & ((1 << 56) - 1)) as usize
+    }
+
+    /// A readable name of a kind.
+    pub fn name(context: u64) -> &'static str {
+        match kind(context) {
+            RECV => "receive",
+            SEND => "send",
+            READ => "RDMA READ",
+            WRITE => "RDMA WRITE",
+            CTRL => "control send",
+            FR => "fast register",
+            INV => "invalidate",
+            SEND_INV => "send-and-invalidate",
+            _ => "request",
+        }
+    }
+}
+
+/// The request context of a completion.
+pub fn context_of(r: &NDK_RESULT_EX) -> u64 {
+    r.RequestContext as usize as u64
+}
+
+/// An error for a completion that did not succeed.
+pub fn check_completion(r: &NDK_RESULT_EX) -> Result<()> {
+    if r.Status == STATUS_SUCCESS {
+        return Ok(());
+    }
+    let ctx = context_of(r);
+    Err(Error::msg(format!(
+        "{} #{} completed with {}",
+        tag::name(ctx),
+        tag::index(ctx),
+        describe_status(r.Status)
+    ))
+    .with_status(r.Status))
+}
+
+/// Up to 16 SGEs splitting one span of a region.
+#[derive(Debug, Clone, Copy)]
+pub struct Sgl {
+    items: [NDK_SGE; 16],
+    n: usize,
+}
+
+impl Sgl {
+    /// `len` bytes at `offset` of `region`, split evenly into `parts`
+    /// entries (fewer if `len` is smaller).
+    pub fn new(region: &Region, offset: usize, len: usize, parts: u32) -> Self {
+        let parts = (parts.clamp(1, 16) as usize).min(len.max(1));
+        let mut items = [NDK_SGE::default(); 16];
+        let base = len / parts;
+        let mut at = offset;
+        for (i, item) in items.iter_mut().enumerate().take(parts) {
+            let piece = if i + 1 == parts {
+                offset + len - at
+            } else {
+                base
+            };
+            *item = NDK_SGE::with_virtual_address(
+                region.addr(at) as usize as *mut _,
+                piece as u32,
+                region.local_token,
+            );
+            at += piece;
+        }
+        Self { items, n: parts }
+    }
+
+    /// The entries.
+    pub fn as_slice(&self) -> &[NDK_SGE] {
+        &self.items[..self.n]
+    }
+}
+
+/// Receives of equal slots in one region, reposted as they complete.
+#[derive(Debug)]
+pub struct RecvPool {
+    /// The slots' memory.
+    pub region: Region,
+    slot: usize,
+    count: usize,
+    sge: u32,
+}
+
+impl RecvPool {
+    /// `count` receive slots of `slot` bytes.
+    pub fn new(pd: &Pd, count: usize, slot: usize, sge: u32) -> Result<Self> {
+        let region = pd.register(count * slot, DATA_ACCESS)?;
+        Ok(Self {
+            region,
+            slot,
+            count,
+            sge,
+        })
+    }
+
+    /// Posts slot `i`.
+    pub fn post(&self, qp: &Qp, i: usize) -> Result<()> {
+        let sgl = Sgl::new(&self.region, i * self.slot, self.slot, self.sge);
+        qp.receive(tag::RECV | i as u64, sgl.as_slice())
+    }
+
+    /// Posts every slot.
+    pub fn post_all(&self, qp: &Qp) -> Result<()> {
+        (0..self.count).try_for_each(|i| self.post(qp, i))
+    }
+
+    /// The first `len` bytes of slot `i`.
+    pub fn bytes(&self, i: usize, len: usize) -> &[u8] {
+        self.region.buf.bytes(i * self.slot, len.min(self.slot))
+    }
+}
+
+/// A queue pair, its CQ and PD, and (once connected) its connector.
+/// Field order is drop order: disconnect and close the connector, then the
+/// QP, the CQ, the PD, and the adapter reference last.
+#[derive(Debug)]
+pub struct Link {
+    connector: Option<Connector>,
+    /// The queue pair.
+    pub qp: Qp,
+    /// One CQ for both directions.
+    pub cq: Cq,
+    /// The protection domain.
+    pub pd: Pd,
+    /// The adapter.
+    pub adapter: Arc<Adapter>,
+    results: Vec<NDK_RESULT_EX>,
+}
+
+impl Link {
+    /// A PD, a CQ and a QP of `limits` on `adapter`.
+    pub fn new(adapter: &Arc<Adapter>, limits: QpLimits) -> Result<Self> {
+        let info = adapter.info();
+        let sge = limits.initiator_sge.max(limits.receive_sge);
+        if sge > info.MaxInitiatorRequestSge || sge > info.MaxReceiveRequestSge {
+            return Err(Error::msg(format!(
+                "--sge {sge} is more than the adapter allows ({})",
+                info.MaxInitiatorRequestSge.min(info.MaxReceiveRequestSge)
+            )));
+        }
+        let depth = limits.initiator_depth.max(limits.receive_depth);
+        if depth > info.MaxInitiatorQueueDepth || depth > info.MaxReceiveQueueDepth {
+            return Err(Error::msg(format!(
+                "a queue depth of {depth} is more than the adapter allows ({})",
+                info.MaxInitiatorQueueDepth.min(info.MaxReceiveQueueDepth)
+            )));
+        }
+        let cq_depth = (limits.initiator_depth + limits.receive_depth + 16).min(info.MaxCqDepth);
+        let pd = adapter.create_pd()?;
+        let cq = adapter.create_cq(cq_depth)?;
+        let qp = pd.create_qp(&cq, &cq, 0, limits)?;
+        Ok(Self {
+            connector: None,
+            qp,
+            cq,
+            pd,
+            adapter: adapter.clone(),
+            results: vec![NDK_RESULT_EX::default(); 64],
+        })
+    }
+
+    /// Connects to `server` from `local` with `private_data`; returns the
+    /// server's private data. Waits at most `timeout` for the answer.
+    pub fn connect(
+        &mut self,
+        local: Ipv4Addr,
+        server: SocketAddrV4,
+        private_data: &[u8],
+        timeout: Duration,
+    ) -> Result<Vec<u8>> {
+        let info = self.adapter.info();
+        let mut connector = self.adapter.create_connector()?;
+        connector.connect(
+            &self.qp,
+            sockaddr(local, 0),
+            sockaddr(*server.ip(), server.port()),
+            info.MaxInboundReadLimit,
+            info.MaxOutboundReadLimit,
+            private_data,
+            timeout,
+        )?;
+        let (_, _, data) = connector.connection_data()?;
+        connector.complete_connect(timeout)?;
+        self.connector = Some(connector);
+        Ok(data)
+    }
+
+    /// Accepts `connector` onto this QP with `private_data`.
+    pub fn accept(
+        &mut self,
+        mut connector: Connector,
+        private_data: &[u8],
+        timeout: Duration,
+    ) -> Result<()> {
+        let info = self.adapter.info();
+        connector.accept(
+            &self.qp,
+            info.MaxInboundReadLimit,
+            info.MaxOutboundReadLimit,
+            private_data,
+            timeout,
+        )?;
+        self.connector = Some(connector);
+        Ok(())
+    }
+
+    /// Disconnects gracefully (also done on drop).
+    pub fn disconnect(&mut self) -> Result<()> {
+        match self.connector.as_mut() {
+            Some(c) => c.disconnect(Duration::from_secs(5)),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes at least one completion (every one must have succeeded),
+    /// calling `each` for each; fails after [`STALL_TIMEOUT`] without one.
+    pub fn drain(&mut self, each: impl FnMut(&NDK_RESULT_EX) -> Result<()>) -> Result<usize> {
+        let n = self.drain_for(STALL_TIMEOUT, each)?;
+        if n == 0 {
+            let peer = if self.peer_disconnected() {
+                " (the peer disconnected)"
+            } else {
+                ""
+            };
+            return Err(Error::msg(format!(
+                "no completion for {}{peer}",
+                show_duration(STALL_TIMEOUT)
+            )));
+        }
+        Ok(n)
+    }
+
+    /// Like [`Link::drain`], but returns 0 when `timeout` passes without a
+    /// completion.
+    pub fn drain_for(
+        &mut self,
+        timeout: Duration,
+        mut each: impl FnMut(&NDK_RESULT_EX) -> Result<()>,
+    ) -> Result<usize> {
+        let n = self.cq.wait(&mut self.results, timeout)?;
+        for r in &self.results[..n] {
+            check_completion(r)?;
+            each(r)?;
+        }
+        Ok(n)
+    }
+
+    /// Like [`Link::drain_for`], but hands failed completions to `each`
+    /// too (for callers that expect flushed requests).
+    pub fn drain_unchecked(
+        &mut self,
+        timeout: Duration,
+        mut each: impl FnMut(&NDK_RESULT_EX) -> Result<()>,
+    ) -> Result<usize> {
+        let n = self.cq.wait(&mut self.results, timeout)?;
+        for r in &self.results[..n] {
+            each(r)?;
+        }
+        Ok(n)
+    }
+
+    /// The peer disconnected (or the connection broke).
+    pub fn peer_disconnected(&self) -> bool {
+        self.connector
+            .as_ref()
+            .is_some_and(Connector::peer_disconnected)
+    }
+}
+
+/// Connects a fresh link built by `build` to `server`, retrying refused
+/// connections (the server may still be starting) until `timeout`.
+pub fn connect_with_retry<T>(
+    server: SocketAddrV4,
+    timeout: Duration,
+    mut attempt: impl FnMut(Duration) -> Result<T>,
+) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    let what = || format!("cannot connect to {server}");
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match attempt(left.max(Duration::from_millis(1))) {
+            Ok(v) => return Ok(v),
+            Err(e) if e.status() == Some(STATUS_CONNECTION_REFUSED) => {
+                if Instant::now() + Duration::from_millis(50) >= deadline {
+                    return Err(e
+                        .context(format!(
+                            "connection refused (no listener on that ND port) for {}",
+                            show_duration(timeout)
+                        ))
+                        .context(what()));
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) if e.to_string().contains("did not complete within") => {
+                return Err(Error::msg(format!(
+                    "no answer within {} (is a server running there?)",
+                    show_duration(timeout)
+                ))
+                .context(what()));
+            }
+            Err(e) => return Err(e.context(what())),
+        }
+    }
+}
+
+/// Listens on `addr:port` of `adapter`.
+pub fn listen(adapter: &Adapter, addr: Ipv4Addr, port: u16) -> Result<Listener> {
+    let listener = adapter.create_listener()?;
+    listener
+        .listen(sockaddr(addr, port), Duration::from_secs(10))
+        .with_context(|| format!("cannot listen on {addr}:{port}"))?;
+    Ok(listener)
+}

@@ -1,0 +1,137 @@
+//! Completion queues: poll, arm, and block until something completes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ndkpi::{
+    NDK_CQ, NDK_CQ_DISPATCH, NDK_CQ_NOTIFY_ANY, NDK_OBJECT_HEADER, NDK_RESULT_EX, NTSTATUS, PVOID,
+    STATUS_SUCCESS,
+};
+
+use super::signal::Event;
+use super::{close_object, dispatch_table};
+use crate::error::{Error, Result, describe_status};
+
+dispatch_table!(table, NDK_CQ, NDK_CQ_DISPATCH);
+
+/// Polls before arming: a completion that arrives within this many empty
+/// polls is taken without sleeping.
+const SPIN_POLLS: u32 = 64;
+
+/// A completion queue whose notifications fire an [`Event`].
+#[derive(Debug)]
+pub struct Cq {
+    raw: *mut NDK_CQ,
+    event: Arc<Event>,
+    context: PVOID,
+    polls: u64,
+    sleeps: u64,
+}
+
+// SAFETY: the CQ may be used from any thread; `Cq` is not `Sync`, so the
+// NDK rule that polls and arms of one CQ are serialised holds.
+unsafe impl Send for Cq {}
+
+impl Cq {
+    pub(super) fn from_raw(raw: *mut NDK_CQ, event: Arc<Event>, context: PVOID) -> Self {
+        Self {
+            raw,
+            event,
+            context,
+            polls: 0,
+            sleeps: 0,
+        }
+    }
+
+    /// `NDK_FN_CQ_NOTIFICATION_CALLBACK`: fires the CQ's event.
+    pub(super) unsafe extern "system" fn notification(context: PVOID, status: NTSTATUS) {
+        // SAFETY: the context is the CQ's `Event` reference, released only
+        // after the CQ's close completed (no callback after that).
+        let event = unsafe { Event::from_context(context) };
+        event.fire((status != STATUS_SUCCESS).then_some(status), None);
+    }
+
+    /// The raw object.
+    pub fn raw(&self) -> *mut NDK_CQ {
+        self.raw
+    }
+
+    /// Times the CQ was found empty and the caller slept on a notification.
+    pub fn sleeps(&self) -> u64 {
+        self.sleeps
+    }
+
+    /// `NdkGetCqResultsEx`: takes up to `out.len()` completions.
+    pub fn poll(&mut self, out: &mut [NDK_RESULT_EX]) -> usize {
+        let Some(f) = table(self.raw).NdkGetCqResultsEx else {
+            return 0;
+        };
+        self.polls += 1;
+        let n = u32::try_from(out.len()).unwrap_or(u32::MAX);
+        // SAFETY: our CQ (polls are serialised by `&mut self`) and room
+        // for `n` results.
+        let got = unsafe { f(self.raw, out.as_mut_ptr(), n) };
+        got as usize
+    }
+
+    /// `NdkArmCq`.
+    pub fn arm(&mut self, kind: u32) {
+        if let Some(f) = table(self.raw).NdkArmCq {
+            // SAFETY: our CQ; arms are serialised with polls by `&mut self`.
+            unsafe { f(self.raw, kind) };
+        }
+    }
+
+    /// The error the provider reported through a notification (overrun,
+    /// fatal error), if any.
+    pub fn error(&self) -> Option<NTSTATUS> {
+        self.event.error()
+    }
+
+    /// Takes completions, sleeping on a notification while the CQ is
+    /// empty. Returns 0 only when `timeout` passed without a completion.
+    pub fn wait(&mut self, out: &mut [NDK_RESULT_EX], timeout: Duration) -> Result<usize> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            for _ in 0..SPIN_POLLS {
+                let n = self.poll(out);
+                if n > 0 {
+                    return Ok(n);
+                }
+                std::hint::spin_loop();
+            }
+            if let Some(status) = self.error() {
+                return Err(Error::msg(format!(
+                    "the CQ failed: {}",
+                    describe_status(status)
+                )));
+            }
+            let seen = self.event.count();
+            self.arm(NDK_CQ_NOTIFY_ANY);
+            // Completions that raced with the arm.
+            let n = self.poll(out);
+            if n > 0 {
+                return Ok(n);
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return Ok(0);
+            };
+            self.sleeps += 1;
+            self.event.wait_past(seen, left);
+        }
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        let closed = close_object(
+            table(self.raw).NdkCloseCq,
+            self.raw.cast::<NDK_OBJECT_HEADER>(),
+            "NdkCloseCq",
+        );
+        if closed {
+            // SAFETY: the close completed, so no notification can come.
+            unsafe { Event::release(self.context) };
+        }
+    }
+}
