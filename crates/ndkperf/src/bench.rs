@@ -29,6 +29,8 @@ pub const CTRL: usize = 64;
 const SLOT_BUDGET: u64 = 64 << 20;
 /// Memory budget of the server's receive pool.
 const RECV_BUDGET: u64 = 128 << 20;
+/// Receives the server keeps posted for send bandwidth (budget allowing).
+const MAX_RECEIVES: u64 = 512;
 const MAGIC_HELLO: u32 = u32::from_le_bytes(*b"NDKP");
 const MAGIC_WELCOME: u32 = u32::from_le_bytes(*b"NDKW");
 const MAGIC_CTRL: u32 = u32::from_le_bytes(*b"NDKC");
@@ -127,16 +129,25 @@ impl Params {
         (SLOT_BUDGET / self.size).clamp(1, u64::from(self.depth)) as usize
     }
 
+    /// Bytes per server receive: a message for send tests, else a
+    /// control message.
     fn receive_slot(&self) -> usize {
-        (self.size as usize).max(CTRL)
+        if self.op == Op::Send {
+            (self.size as usize).max(CTRL)
+        } else {
+            CTRL
+        }
     }
 
     /// Receives the server keeps posted.
     fn server_receives(&self) -> usize {
         match (self.op, self.test) {
-            (Op::Send, Test::Bw) => {
-                (RECV_BUDGET / self.size).clamp(1, 2 * u64::from(self.depth) + 1) as usize
-            }
+            // Sends complete when the server's adapter acknowledges them,
+            // not when the server took them: keep a deep receive queue (as
+            // perftest's rx-depth) so that bursts do not hit RNR.
+            (Op::Send, Test::Bw) => (RECV_BUDGET / self.size)
+                .clamp(1, MAX_RECEIVES.max(2 * u64::from(self.depth) + 1))
+                as usize,
             (Op::Send, Test::Lat) => 2,
             _ => 1,
         }
@@ -286,7 +297,9 @@ impl Side {
         };
         let link = Link::new(adapter, limits)?;
         let data_len = p.slots() * p.size as usize;
+        let t0 = Instant::now();
         let data = link.pd.register(data_len, DATA_ACCESS)?;
+        crate::error::trace!("registered {data_len} bytes in {:?}", t0.elapsed());
         let ctrl = link.pd.register(CTRL, DATA_ACCESS)?;
         let recv = RecvPool::new(&link.pd, receives, slot, p.sge)?;
         recv.post_all(&link.qp)?;
@@ -603,14 +616,13 @@ fn client_lat(
                 side.link.qp.send(tag::SEND | n, local.as_slice(), 0)?;
                 sends_in_flight += 1;
             }
-            Op::Read => side
-                .link
-                .qp
-                .read(tag::READ | n, local.as_slice(), w.addr, w.token, 0)?,
+            Op::Read => {
+                let qp = &side.link.qp;
+                qp.read(tag::READ | n, local.as_slice(), w.addr, w.token, 0)?;
+            }
             Op::Write => {
-                side.link
-                    .qp
-                    .write(tag::WRITE | n, local.as_slice(), w.addr, w.token, 0)?
+                let qp = &side.link.qp;
+                qp.write(tag::WRITE | n, local.as_slice(), w.addr, w.token, 0)?;
             }
         }
         let mut finished = false;
@@ -724,6 +736,8 @@ mod tests {
         assert_eq!(p.slots(), 1);
         assert_eq!(p.server_receives(), 1);
         p.size = 64;
-        assert_eq!(p.server_receives(), 33);
+        assert_eq!(p.server_receives(), 512);
+        p.size = 1 << 20;
+        assert_eq!(p.server_receives(), 128);
     }
 }

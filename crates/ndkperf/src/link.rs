@@ -348,7 +348,7 @@ pub fn connect_with_retry<T>(
             }
             Err(e) if e.to_string().contains("did not complete within") => {
                 return Err(Error::msg(format!(
-                    "no answer within {} (is a server running there?)",
+                    "no answer within {} (no server there, or it did not accept in time: see --timeout)",
                     show_duration(timeout)
                 ))
                 .context(what()));

@@ -58,6 +58,9 @@ impl Local {
                 self.fabric.timeout,
                 progress,
             );
+            if client.is_err() {
+                self.listener.cancel_waits();
+            }
             let served = serving
                 .join()
                 .unwrap_or_else(|_| Err(Error::msg("the server thread failed")));
@@ -65,7 +68,8 @@ impl Local {
             crate::error::trace!("server: {:?}", served);
             match (client, served) {
                 (Ok(out), Ok(_)) => Ok(out),
-                (Err(e), _) => Err(e),
+                (Err(e), Ok(_)) => Err(e),
+                (Err(e), Err(s)) => Err(Error::msg(format!("{e} (server side: {s})"))),
                 (Ok(_), Err(e)) => Err(e.context("server side")),
             }
         })

@@ -14,6 +14,7 @@ const SHOW_AFTER: Duration = Duration::from_secs(1);
 pub struct Progress {
     bar: Option<ProgressBar>,
     start: Instant,
+    last: Instant,
     shown: bool,
     pending: u64,
 }
@@ -35,6 +36,7 @@ impl Progress {
         Self {
             bar,
             start: Instant::now(),
+            last: Instant::now(),
             shown: false,
             pending: 0,
         }
@@ -44,12 +46,13 @@ impl Progress {
     pub fn inc(&mut self, n: u64) {
         let Some(bar) = &self.bar else { return };
         self.pending += n;
-        // Touch the bar at most every 256 operations: it takes a lock.
-        if self.pending < 256 {
+        // Touch the bar every 64 operations or 100 ms: it takes a lock.
+        if self.pending < 64 && self.last.elapsed() < Duration::from_millis(100) {
             return;
         }
         bar.inc(self.pending);
         self.pending = 0;
+        self.last = Instant::now();
         if !self.shown && self.start.elapsed() >= SHOW_AFTER {
             self.shown = true;
             bar.set_draw_target(ProgressDrawTarget::stderr());

@@ -17,8 +17,14 @@ fn fails_with(args: &[&str], needle: &str) {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "one line expected for {args:?}, got: {err}");
     assert!(lines[0].starts_with("ndkperf: "), "{err}");
-    assert!(lines[0].contains(needle), "{args:?}: {err:?} lacks {needle:?}");
-    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: {err:?} lacks {needle:?}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -34,7 +40,10 @@ fn bad_sizes_are_refused() {
 
 #[test]
 fn bad_flag_values_are_refused() {
-    fails_with(&["bw", "--op", "atomic"], "possible values: send, read, write");
+    fails_with(
+        &["bw", "--op", "atomic"],
+        "possible values: send, read, write",
+    );
     fails_with(&["bw", "--transport", "rdma"], "possible values: mem, udp");
     fails_with(&["bw", "--pmtu", "1500"], "not a path MTU");
     fails_with(&["bw", "--depth", "0"], "depth");
@@ -57,12 +66,24 @@ fn loss_is_for_the_memory_fabric_only() {
 
 #[test]
 fn addresses_stay_on_loopback() {
-    fails_with(&["bw", "--server-addr", "10.1.2.3"], "not a loopback address");
     fails_with(
-        &["lat", "--client", "192.168.1.1", "--client-addr", "127.0.3.9"],
+        &["bw", "--server-addr", "10.1.2.3"],
         "not a loopback address",
     );
-    fails_with(&["tcp", "--server-addr", "8.8.8.8"], "not a loopback address");
+    fails_with(
+        &[
+            "lat",
+            "--client",
+            "192.168.1.1",
+            "--client-addr",
+            "127.0.3.9",
+        ],
+        "not a loopback address",
+    );
+    fails_with(
+        &["tcp", "--server-addr", "8.8.8.8"],
+        "not a loopback address",
+    );
 }
 
 #[test]
@@ -126,7 +147,7 @@ impl Drop for Server {
 }
 
 /// Starts `ndkperf <args>` as a server and waits for its "listening" line.
-pub fn start_server(args: &[&str]) -> Server {
+fn start_server(args: &[&str]) -> Server {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ndkperf"))
         .args(args)
         .stdout(Stdio::piped())

@@ -17,10 +17,25 @@ fn run_pair(op: &str, test: &str, server: &str, client: &str, port: &str) {
     let mut out = BufReader::new(srv.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    assert!(line.contains(&format!("listening on {server}:{port}")), "{line}");
+    assert!(
+        line.contains(&format!("listening on {server}:{port}")),
+        "{line}"
+    );
     let r = json_results(&[
-        test, "--op", op, "--size", "8K", "--iters", "50", "--verify", "--client", server,
-        "--client-addr", client, "--port", port,
+        test,
+        "--op",
+        op,
+        "--size",
+        "8K",
+        "--iters",
+        "50",
+        "--verify",
+        "--client",
+        server,
+        "--client-addr",
+        client,
+        "--port",
+        port,
     ]);
     check_result(&r[0], op, 8192, 50);
     assert_eq!(r[0]["verified"], true);

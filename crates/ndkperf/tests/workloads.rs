@@ -22,10 +22,16 @@ fn bw_over_memory_fabric_all_ops_verified() {
 #[test]
 fn lat_over_memory_fabric_all_ops_verified() {
     for op in ["send", "read", "write"] {
-        let r = json_results(&["lat", "--op", op, "--size", "64", "--iters", "40", "--verify"]);
+        let r = json_results(&[
+            "lat", "--op", op, "--size", "64", "--iters", "40", "--verify",
+        ]);
         check_result(&r[0], op, 64, 40);
         assert_eq!(r[0]["verified"], true, "{}", r[0]);
-        let kind = if op == "send" { "one-way" } else { "completion" };
+        let kind = if op == "send" {
+            "one-way"
+        } else {
+            "completion"
+        };
         assert_eq!(r[0]["lat_kind"], kind);
     }
 }
@@ -70,18 +76,43 @@ fn bw_and_lat_over_udp_loopback_with_pcap() {
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("bw.pcap");
     let r = json_results(&[
-        "bw", "--transport", "udp", "--op", "read", "--size", "16K", "--iters", "40",
-        "--server-addr", "127.0.3.1", "--client-addr", "127.0.3.2", "--verify", "--pcap",
+        "bw",
+        "--transport",
+        "udp",
+        "--op",
+        "read",
+        "--size",
+        "16K",
+        "--iters",
+        "40",
+        "--server-addr",
+        "127.0.3.1",
+        "--client-addr",
+        "127.0.3.2",
+        "--verify",
+        "--pcap",
         pcap.to_str().unwrap(),
     ]);
     check_result(&r[0], "read", 16384, 40);
     assert_eq!(r[0]["transport"], "udp");
     assert_eq!(r[0]["verified"], true);
     let captured = std::fs::metadata(&pcap).unwrap().len();
-    assert!(captured > 16384 * 40, "the capture holds the traffic ({captured} bytes)");
+    assert!(
+        captured > 16384 * 40,
+        "the capture holds the traffic ({captured} bytes)"
+    );
     let r = json_results(&[
-        "lat", "--transport", "udp", "--size", "64", "--iters", "30", "--server-addr",
-        "127.0.3.3", "--client-addr", "127.0.3.4",
+        "lat",
+        "--transport",
+        "udp",
+        "--size",
+        "64",
+        "--iters",
+        "30",
+        "--server-addr",
+        "127.0.3.3",
+        "--client-addr",
+        "127.0.3.4",
     ]);
     check_result(&r[0], "send", 64, 30);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -93,7 +124,14 @@ fn sweep_writes_rows_and_an_svg_plot() {
     std::fs::create_dir_all(&dir).unwrap();
     let svg = dir.join("sweep.svg");
     let rows = json_results(&[
-        "sweep", "--min-size", "64", "--max-size", "4K", "--iters", "16", "--plot",
+        "sweep",
+        "--min-size",
+        "64",
+        "--max-size",
+        "4K",
+        "--iters",
+        "16",
+        "--plot",
         svg.to_str().unwrap(),
     ]);
     let sizes: Vec<u64> = rows.iter().map(|r| r["size"].as_u64().unwrap()).collect();
@@ -122,7 +160,9 @@ fn tcp_baseline_bw_and_lat() {
     let r = json_results(&["tcp", "--size", "64K", "--iters", "50", "--verify"]);
     check_result(&r[0], "tcp", 65536, 50);
     assert_eq!(r[0]["verified"], true);
-    let r = json_results(&["tcp", "--mode", "lat", "--size", "64", "--iters", "100", "--verify"]);
+    let r = json_results(&[
+        "tcp", "--mode", "lat", "--size", "64", "--iters", "100", "--verify",
+    ]);
     check_result(&r[0], "tcp", 64, 100);
     assert_eq!(r[0]["lat_kind"], "one-way");
 }
@@ -131,7 +171,12 @@ fn tcp_baseline_bw_and_lat() {
 fn memcpy_and_info() {
     let r = json_results(&["memcpy", "--size", "64K", "--iters", "20"]);
     check_result(&r[0], "memcpy", 65536, 20);
-    let out = ndkperf(&["info", "--json"]).assert().success().get_output().stdout.clone();
+    let out = ndkperf(&["info", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["version"], "1.2");
     assert_eq!(v["rdma_technology"], "4");
@@ -147,7 +192,10 @@ fn smbd_rdma_io_over_memory_fabric() {
     assert_eq!(e["reads"], 12);
     assert_eq!(e["writes"], 12);
     assert_eq!(e["fast_registers"], 24);
-    assert_eq!(e["remote_invalidations"], 24, "every response invalidated its token");
+    assert_eq!(
+        e["remote_invalidations"], 24,
+        "every response invalidated its token"
+    );
     assert_eq!(e["server_send_and_invalidate"], 24);
     assert_eq!(e["server_rdma_reads"], 12);
     assert_eq!(e["server_rdma_writes"], 12);
@@ -158,7 +206,17 @@ fn smbd_rdma_io_over_memory_fabric() {
 #[test]
 fn smbd_one_mebibyte_reads() {
     // The server pushes 1 MiB with RDMA WRITE into one 256-page FRMR.
-    let r = json_results(&["smbd", "--ops", "6", "--io-size", "1M", "--mix", "read", "--depth", "2"]);
+    let r = json_results(&[
+        "smbd",
+        "--ops",
+        "6",
+        "--io-size",
+        "1M",
+        "--mix",
+        "read",
+        "--depth",
+        "2",
+    ]);
     check_result(&r[0], "smbd-read", 1 << 20, 6);
     assert_eq!(r[0]["extra"]["fast_registers"], 6);
     assert_eq!(r[0]["extra"]["server_rdma_writes"], 6);
@@ -169,13 +227,25 @@ fn smbd_one_mebibyte_reads() {
 fn smbd_multi_descriptor_io_invalidates_the_rest_locally() {
     // 4-page MRs: a 64K I/O needs four registrations and descriptors.
     let r = json_results(&[
-        "smbd", "--ops", "8", "--io-size", "64K", "--fr-pages", "4", "--mix", "mixed", "--depth",
+        "smbd",
+        "--ops",
+        "8",
+        "--io-size",
+        "64K",
+        "--fr-pages",
+        "4",
+        "--mix",
+        "mixed",
+        "--depth",
         "2",
     ]);
     check_result(&r[0], "smbd-mixed", 65536, 8);
     let e = &r[0]["extra"];
     assert_eq!(e["fast_registers"], 32, "four registrations per I/O");
-    assert_eq!(e["local_invalidates"], 24, "the client invalidates all but the first");
+    assert_eq!(
+        e["local_invalidates"], 24,
+        "the client invalidates all but the first"
+    );
     assert_eq!(e["server_rdma_reads"], 16);
     assert_eq!(e["server_rdma_writes"], 16);
     assert_eq!(r[0]["verified"], true);
@@ -187,7 +257,10 @@ fn smbd_inline_io_is_fragmented() {
     check_result(&r[0], "smbd-mixed", 3072, 20);
     let e = &r[0]["extra"];
     assert_eq!(e["rdma"], false);
-    assert_eq!(e["client_fragmented_sent"], 10, "each 3K WRITE spans 3 segments");
+    assert_eq!(
+        e["client_fragmented_sent"], 10,
+        "each 3K WRITE spans 3 segments"
+    );
     assert_eq!(e["server_fragmented_sent"], 10, "each 3K READ response too");
     assert_eq!(r[0]["verified"], true);
 }
@@ -195,8 +268,19 @@ fn smbd_inline_io_is_fragmented() {
 #[test]
 fn smbd_over_udp_with_small_credits() {
     let r = json_results(&[
-        "smbd", "--transport", "udp", "--ops", "16", "--io-size", "64K", "--credits", "8",
-        "--server-addr", "127.0.3.5", "--client-addr", "127.0.3.6",
+        "smbd",
+        "--transport",
+        "udp",
+        "--ops",
+        "16",
+        "--io-size",
+        "64K",
+        "--credits",
+        "8",
+        "--server-addr",
+        "127.0.3.5",
+        "--client-addr",
+        "127.0.3.6",
     ]);
     check_result(&r[0], "smbd-mixed", 65536, 16);
     assert_eq!(r[0]["transport"], "udp");

@@ -4,11 +4,11 @@
 use std::ffi::CString;
 use std::ptr;
 
+use host::{RsNdkCloseAdapter, RsNdkOpenAdapter};
 use ndkpi::{
     NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_ADAPTER_INFO, NDK_CONNECTOR, NDK_CQ, NDK_LISTENER,
     NDK_PD, STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION, STATUS_SUCCESS,
 };
-use host::{RsNdkCloseAdapter, RsNdkOpenAdapter};
 
 use super::signal::{Event, Signal, create_done};
 use super::{Connector, Cq, Listener, OBJECT_TIMEOUT, Pd, check, dispatch_table, entry};

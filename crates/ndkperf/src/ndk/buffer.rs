@@ -3,8 +3,8 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
 
-use ndkpi::{MDL, PAGE_SIZE};
 use host::{RsNdkAllocateMdl, RsNdkFreeMdl};
+use ndkpi::{MDL, PAGE_SIZE};
 
 use crate::error::{Error, Result};
 

@@ -348,6 +348,12 @@ impl Listener {
         check("NdkListen", status)
     }
 
+    /// Makes a thread waiting in [`Listener::next`] give up (the other
+    /// side of a one-process run failed).
+    pub fn cancel_waits(&self) {
+        self.events.cancel();
+    }
+
     /// The next incoming connection, waiting at most `timeout`.
     pub fn next(&self, timeout: Duration) -> Result<Option<Connector>> {
         match self.events.take_object(timeout) {

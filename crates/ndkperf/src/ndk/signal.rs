@@ -134,6 +134,8 @@ pub struct EventState {
     pub error: Option<NTSTATUS>,
     /// Objects delivered with it (new connectors), oldest first.
     pub objects: std::collections::VecDeque<usize>,
+    /// Waiters for objects give up (see [`Event::cancel`]).
+    pub cancelled: bool,
 }
 
 impl Event {
@@ -211,6 +213,14 @@ impl Event {
         s.count
     }
 
+    /// Makes current and future [`Event::take_object`] waits return
+    /// `None` at once.
+    pub fn cancel(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.cancelled = true;
+        self.cv.notify_all();
+    }
+
     /// Takes the oldest delivered object, waiting at most `timeout`.
     pub fn take_object(&self, timeout: Duration) -> Option<usize> {
         let deadline = Instant::now() + timeout;
@@ -218,6 +228,9 @@ impl Event {
         loop {
             if let Some(o) = s.objects.pop_front() {
                 return Some(o);
+            }
+            if s.cancelled {
+                return None;
             }
             let left = deadline.checked_duration_since(Instant::now())?;
             s = self

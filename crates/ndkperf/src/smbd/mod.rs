@@ -83,6 +83,9 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
             a.fabric.timeout,
             !a.json,
         );
+        if c.is_err() {
+            listener.cancel_waits();
+        }
         let sv = serving
             .join()
             .unwrap_or_else(|_| Err(Error::msg("the server thread failed")));
@@ -95,19 +98,39 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
             crate::error::trace!("{side} device: {:?}", rnic.stats());
         }
     }
-    let c = client?;
-    let sv = server.map_err(|e| e.context("server side"))?;
+    let (c, sv) = match (client, server) {
+        (Ok(c), Ok(sv)) => (c, sv),
+        (Err(e), Ok(_)) => return Err(e),
+        (Err(e), Err(s)) => return Err(Error::msg(format!("{e} (server side: {s})"))),
+        (Ok(_), Err(e)) => return Err(e.context("server side")),
+    };
     drop(listener);
     let mut r = result(a, &job, &c, &sv, transport.name());
     for (k, v) in setup::device_counters(&pair.client) {
         r.extra.insert(k, v);
     }
-    let banner = vec![
+    let banner = banner(a, &job, &c, transport.name());
+    let mut printer = Printer::new(a.json, banner);
+    printer.row(&r);
+    printer.finish();
+    if r.errors > 0 {
+        eprintln!(
+            "ndkperf: verification failed: {} I/Os had wrong data",
+            r.errors
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The lines above the table.
+fn banner(a: &SmbdArgs, job: &Job, c: &ClientReport, transport: &str) -> Vec<String> {
+    vec![
         format!(
             "ndkperf SMB Direct: SMB2 {} I/O of {} over {} ({} -> {}:{}), pmtu {}",
             mix_name(a.mix),
             ndkperf_cli::units::format_size(a.io_size),
-            transport.name(),
+            transport,
             a.fabric.client_addr,
             a.fabric.server_addr,
             a.fabric.port,
@@ -121,25 +144,14 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
             c.sizes.3,
             a.credits,
             a.depth,
-            if job_rdma(&job) {
+            if job_rdma(job) {
                 "RDMA (FastRegister + READ/WRITE + SendAndInvalidate)"
             } else {
                 "inline (fragmented)"
             },
-            if verify { "on" } else { "off" }
+            if job.verify { "on" } else { "off" }
         ),
-    ];
-    let mut printer = Printer::new(a.json, banner);
-    printer.row(&r);
-    printer.finish();
-    if r.errors > 0 {
-        eprintln!(
-            "ndkperf: verification failed: {} I/Os had wrong data",
-            r.errors
-        );
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    ]
 }
 
 /// The result row of a run, with SMB Direct's counters.

@@ -191,7 +191,8 @@ pub fn run_client(
     let mut conn = connect_with_retry(server, timeout, |left| {
         let link = Link::new(adapter, limits(config.credits, job.depth, chunks))?;
         let mut conn = SmbdConn::new(link, config)?;
-        conn.link.connect(local, server, &job.encode(chunks), left)?;
+        conn.link
+            .connect(local, server, &job.encode(chunks), left)?;
         Ok(conn)
     })?;
     let resp = conn.negotiate_client()?;

@@ -54,5 +54,8 @@ pub fn check_result(r: &Value, op: &str, size: u64, iterations: u64) {
     assert!(r["gbytes_per_sec"].as_f64().unwrap() > 0.0, "{r}");
     assert!(r["msgs_per_sec"].as_f64().unwrap() > 0.0, "{r}");
     assert!(r["lat_p50_us"].as_f64().unwrap() > 0.0, "{r}");
-    assert!(r["lat_p99_us"].as_f64().unwrap() >= r["lat_p50_us"].as_f64().unwrap(), "{r}");
+    assert!(
+        r["lat_p99_us"].as_f64().unwrap() >= r["lat_p50_us"].as_f64().unwrap(),
+        "{r}"
+    );
 }

@@ -40,7 +40,7 @@ impl Io {
         let mut buf = [0u8; MAD_DATAGRAM_LEN];
         if let Ok(n) = build(&headers, &[mad.as_bytes()], &mut buf) {
             if let Some(datagram) = buf.get(..n) {
-                device.link.transmit(datagram);
+                device.transmit_packet(datagram, false);
                 self.stats.sent += 1;
             }
         }
