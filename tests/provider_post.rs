@@ -999,19 +999,27 @@ fn posting_works_at_dispatch_level() {
 fn concurrent_posting_completion_and_polling() {
     // One thread posts on each of two QPs (at DISPATCH_LEVEL), one plays
     // the hardware completing them, one polls the CQs: every request comes
-    // back exactly once, in order per QP.
+    // back exactly once, in order per QP. Like any consumer, the posters
+    // keep no more requests in flight than their CQ (64 entries) holds.
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
     const N: usize = 2000;
+    const CQ_DEPTH: usize = 64;
     let env = Env::new();
-    let p1 = env.connected_pair(64, 1, 0);
+    let p1 = env.connected_pair(32, 1, 0);
     let qps = [p1.active_qp, p1.passive_qp];
-    let done = std::sync::atomic::AtomicBool::new(false);
+    let polled = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        for q in qps {
-            let (qp, platform) = (q.qp as usize, env.platform);
+        for (k, q) in qps.iter().enumerate() {
+            let (qp, platform, polled, done) = (q.qp as usize, env.platform, &polled[k], &done);
             s.spawn(move || {
                 let sg = [sge(0x1000, 8, 1)];
                 let mut i = 0;
-                while i < N {
+                while i < N && !done.load(SeqCst) {
+                    if i - polled.load(SeqCst) >= CQ_DEPTH {
+                        std::thread::yield_now();
+                        continue;
+                    }
                     let st = platform.at_dispatch(|| send(qp as *mut NDK_QP, i, &sg, 0));
                     match st {
                         STATUS_SUCCESS => i += 1,
@@ -1021,11 +1029,10 @@ fn concurrent_posting_completion_and_polling() {
                 }
             });
         }
-        let dev = env.dev.clone();
-        let done = &done;
+        let (dev, done) = (env.dev.clone(), &done);
         let qpns = [qps[0].qpn, qps[1].qpn];
         s.spawn(move || {
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            while !done.load(SeqCst) {
                 let mut any = false;
                 for qpn in qpns {
                     any |= dev.complete_next_send(qpn, CqeStatus::Success).is_some();
@@ -1036,7 +1043,12 @@ fn concurrent_posting_completion_and_polling() {
             }
         });
         let mut next = [0usize; 2];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while next != [N, N] {
+            if std::time::Instant::now() > deadline {
+                done.store(true, SeqCst);
+                panic!("completions lost: {next:?} of {N}");
+            }
             for (k, q) in qps.iter().enumerate() {
                 for r in results(q.cq, 32) {
                     assert_eq!(r.Status, STATUS_SUCCESS);
@@ -1044,9 +1056,11 @@ fn concurrent_posting_completion_and_polling() {
                     assert_eq!(r.RequestContext as usize, next[k], "in order, exactly once");
                     next[k] += 1;
                 }
+                polled[k].store(next[k], SeqCst);
             }
+            std::thread::yield_now();
         }
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        done.store(true, SeqCst);
     });
     p1.close();
     env.finish();

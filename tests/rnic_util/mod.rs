@@ -571,8 +571,8 @@ pub fn send_receive_sizes(cfg: Config, test: u8) {
 
 /// 3. RDMA WRITE and READ against a peer MR; a READ beyond it fails.
 pub fn write_read_and_out_of_bounds(cfg: Config, test: u8) {
-    let c = Conn::open(cfg, test, 8, 4);
     const N: usize = 64 * 1024 + 123;
+    let c = Conn::open(cfg, test, 8, 4);
     let mut target = pattern(N, 9);
     let target_orig = target.clone();
     let mut local = pattern(N, 3);
@@ -720,8 +720,8 @@ pub const REMOTE_ALL_OP: u32 = NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW
 
 /// 5. Memory window: bind, remote use, invalidate, stale use fails.
 pub fn memory_window(cfg: Config, test: u8) {
-    let c = Conn::open(cfg, test, 8, 4);
     const N: usize = 16 * 1024;
+    let c = Conn::open(cfg, test, 8, 4);
     let mut target = pattern(N, 5);
     let orig = target.clone();
     let rt = Region::of(c.b.pd, &mut target, REMOTE_ALL);
