@@ -39,7 +39,9 @@ fn post_send(c: &mut Criterion) {
     let send = qp_table(qp).NdkSend.expect("NdkSend");
     let drain = |n: u64| {
         for _ in 0..n {
-            env.dev.complete_next_send(qpn, CqeStatus::Success).expect("a posted WQE");
+            env.dev
+                .complete_next_send(qpn, CqeStatus::Success)
+                .expect("a posted WQE");
         }
         let done = results(cq, n as usize);
         assert_eq!(done.len() as u64, n);

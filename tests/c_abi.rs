@@ -8,7 +8,10 @@ use std::process::Command;
 /// `target/<profile>`, where cargo leaves `librsndk.so` beside `deps/`.
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>").to_path_buf()
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .to_path_buf()
 }
 
 #[test]
@@ -18,7 +21,11 @@ fn c_consumer_links_and_gets_documented_statuses() {
     // `cargo test` builds the library only as an rlib for the tests; build
     // the cdylib a C program links against (a no-op when it is current).
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let profile_args: &[&str] = if cfg!(debug_assertions) { &[] } else { &["--release"] };
+    let profile_args: &[&str] = if cfg!(debug_assertions) {
+        &[]
+    } else {
+        &["--release"]
+    };
     let built = Command::new(cargo)
         .args(["build", "--quiet", "-p", "rsndk", "--lib"])
         .args(profile_args)
@@ -53,6 +60,9 @@ fn c_consumer_links_and_gets_documented_statuses() {
         .output()
         .expect("run the C consumer");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "C consumer reported failures:\n{stdout}");
+    assert!(
+        output.status.success(),
+        "C consumer reported failures:\n{stdout}"
+    );
     assert!(stdout.contains("0 failures"), "{stdout}");
 }

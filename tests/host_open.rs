@@ -5,8 +5,9 @@
 use std::ptr;
 
 use ndkpi::{
-    NDK_ADAPTER, NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED, NDK_ADAPTER_INFO, NDIS_STATUS_BAD_VERSION,
-    NdkRoCEv2, STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION, STATUS_SUCCESS,
+    NDIS_STATUS_BAD_VERSION, NDK_ADAPTER, NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED,
+    NDK_ADAPTER_INFO, NdkRoCEv2, STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION,
+    STATUS_SUCCESS,
 };
 use rsndk::{RsNdkCloseAdapter, RsNdkOpenAdapter, RsNdkOpenAdapterEx};
 
@@ -14,7 +15,11 @@ fn open(config: &std::ffi::CStr) -> Result<*mut NDK_ADAPTER, i32> {
     let mut adapter = ptr::null_mut();
     // SAFETY: a valid C string and out-pointer.
     let status = unsafe { RsNdkOpenAdapter(config.as_ptr(), &raw mut adapter) };
-    if status == STATUS_SUCCESS { Ok(adapter) } else { Err(status) }
+    if status == STATUS_SUCCESS {
+        Ok(adapter)
+    } else {
+        Err(status)
+    }
 }
 
 fn close(adapter: *mut NDK_ADAPTER) {
@@ -41,7 +46,10 @@ fn memory_fabric_adapter_opens_reports_rocev2_and_closes() {
     let info = query_info(a);
     assert_eq!((info.Version.Major, info.Version.Minor), (1, 2));
     assert_eq!(info.RdmaTechnology, NdkRoCEv2);
-    assert_ne!(info.AdapterFlags & NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED, 0);
+    assert_ne!(
+        info.AdapterFlags & NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED,
+        0
+    );
     // A second open of the same configuration shares the device.
     let b = open(c"mem:hostopen/127.0.1.1").expect("second open");
     assert_ne!(a, b);
@@ -54,7 +62,10 @@ fn memory_fabric_adapter_opens_reports_rocev2_and_closes() {
 fn udp_adapter_owns_its_port_until_closed() {
     let a = open(c"127.0.1.2").expect("open udp");
     // Same address, other settings: refused while the first is open.
-    assert_eq!(open(c"udp:127.0.1.2,pmtu=4096").err(), Some(STATUS_SHARING_VIOLATION));
+    assert_eq!(
+        open(c"udp:127.0.1.2,pmtu=4096").err(),
+        Some(STATUS_SHARING_VIOLATION)
+    );
     close(a);
     let again = open(c"udp:127.0.1.2,pmtu=4096").expect("reopen after close");
     close(again);
@@ -64,20 +75,32 @@ fn udp_adapter_owns_its_port_until_closed() {
 fn version_negotiation_accepts_1_0_and_refuses_2_0() {
     let mut adapter = ptr::null_mut();
     // SAFETY: valid arguments.
-    let status = unsafe { RsNdkOpenAdapterEx(c"mem:hostver/127.0.1.3".as_ptr(), 1, 0, &raw mut adapter) };
+    let status =
+        unsafe { RsNdkOpenAdapterEx(c"mem:hostver/127.0.1.3".as_ptr(), 1, 0, &raw mut adapter) };
     assert_eq!(status, STATUS_SUCCESS);
     let info = query_info(adapter);
-    assert_eq!((info.Version.Major, info.Version.Minor), (1, 2), "runs at the provider's highest minor");
+    assert_eq!(
+        (info.Version.Major, info.Version.Minor),
+        (1, 2),
+        "runs at the provider's highest minor"
+    );
     close(adapter);
     let mut refused = ptr::null_mut();
     // SAFETY: valid arguments.
-    let status = unsafe { RsNdkOpenAdapterEx(c"mem:hostver/127.0.1.3".as_ptr(), 2, 0, &raw mut refused) };
+    let status =
+        unsafe { RsNdkOpenAdapterEx(c"mem:hostver/127.0.1.3".as_ptr(), 2, 0, &raw mut refused) };
     assert_eq!(status, NDIS_STATUS_BAD_VERSION);
     assert!(refused.is_null(), "nothing written on failure");
 }
 
 #[test]
 fn bad_configurations_write_nothing() {
-    assert_eq!(open(c"mem:hostbad/127.0.1.4,loss=2").err(), Some(STATUS_INVALID_PARAMETER));
-    assert_eq!(open(c"udp:127.0.1.5,pcap=/nonexistent-dir/x.pcap").err(), Some(STATUS_INVALID_PARAMETER));
+    assert_eq!(
+        open(c"mem:hostbad/127.0.1.4,loss=2").err(),
+        Some(STATUS_INVALID_PARAMETER)
+    );
+    assert_eq!(
+        open(c"udp:127.0.1.5,pcap=/nonexistent-dir/x.pcap").err(),
+        Some(STATUS_INVALID_PARAMETER)
+    );
 }

@@ -86,10 +86,28 @@ fn session(cfg: Config, file: &str) {
     assert_eq!(send(c.a.qp, 2, &[rs.sge(0, 300)], 0), STATUS_SUCCESS);
     assert_eq!(wait_results(c.a.cq, 1)[0].Status, STATUS_SUCCESS);
     assert_eq!(wait_results(c.b.cq, 1)[0].Status, STATUS_SUCCESS);
-    assert_eq!(write(c.a.qp, 3, &[rs.sge(0, 200)], rt.va, rt.remote, 0), STATUS_SUCCESS);
-    expect(&wait_results(c.a.cq, 1)[0], STATUS_SUCCESS, NdkOperationTypeWrite, c.a.qp_ctx, 3);
-    assert_eq!(read(c.a.qp, 4, &[rs.sge(0, 256)], rt.va, rt.remote, 0), STATUS_SUCCESS);
-    expect(&wait_results(c.a.cq, 1)[0], STATUS_SUCCESS, NdkOperationTypeRead, c.a.qp_ctx, 4);
+    assert_eq!(
+        write(c.a.qp, 3, &[rs.sge(0, 200)], rt.va, rt.remote, 0),
+        STATUS_SUCCESS
+    );
+    expect(
+        &wait_results(c.a.cq, 1)[0],
+        STATUS_SUCCESS,
+        NdkOperationTypeWrite,
+        c.a.qp_ctx,
+        3,
+    );
+    assert_eq!(
+        read(c.a.qp, 4, &[rs.sge(0, 256)], rt.va, rt.remote, 0),
+        STATUS_SUCCESS
+    );
+    expect(
+        &wait_results(c.a.cq, 1)[0],
+        STATUS_SUCCESS,
+        NdkOperationTypeRead,
+        c.a.qp_ctx,
+        4,
+    );
 
     rt.release();
     rr.release();
@@ -104,7 +122,17 @@ fn session(cfg: Config, file: &str) {
 fn capture_decodes_as_rocev2_in_wireshark() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     session(cfg, PCAP);
-    let frames = tshark(PCAP, &["-T", "fields", "-e", "frame.protocols", "-e", "_ws.malformed"]);
+    let frames = tshark(
+        PCAP,
+        &[
+            "-T",
+            "fields",
+            "-e",
+            "frame.protocols",
+            "-e",
+            "_ws.malformed",
+        ],
+    );
     assert!(frames.len() >= 8, "too few frames: {frames:?}");
     for (i, line) in frames.iter().enumerate() {
         let mut fields = line.split('\t');
@@ -129,12 +157,28 @@ fn capture_decodes_as_rocev2_in_wireshark() {
         (17, "ACKNOWLEDGE"),
         (100, "UD SEND only (CM MAD)"),
     ] {
-        assert!(count_opcode(op) >= 1, "no {what} (opcode {op}) in the capture");
+        assert!(
+            count_opcode(op) >= 1,
+            "no {what} (opcode {op}) in the capture"
+        );
     }
     // One READ was posted: every READ request frame (a retransmission on a
     // slow machine is legitimate) carries the same PSN.
-    let psns = tshark(PCAP, &["-Y", "infiniband.bth.opcode == 12", "-T", "fields", "-e", "infiniband.bth.psn"]);
-    assert!(psns.windows(2).all(|w| w[0] == w[1]), "one READ request: PSNs {psns:?}");
+    let psns = tshark(
+        PCAP,
+        &[
+            "-Y",
+            "infiniband.bth.opcode == 12",
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.bth.psn",
+        ],
+    );
+    assert!(
+        psns.windows(2).all(|w| w[0] == w[1]),
+        "one READ request: PSNs {psns:?}"
+    );
     // The CM MADs A received decode as such: REP (0x0013), DREP (0x0016).
     let mads = cm_attributes(PCAP);
     for (id, what) in [("0x0013", "REP"), ("0x0016", "DREP")] {
@@ -144,7 +188,17 @@ fn capture_decodes_as_rocev2_in_wireshark() {
 
 /// The CM attribute IDs of the capture's MADs, in order.
 fn cm_attributes(file: &str) -> Vec<String> {
-    tshark(file, &["-Y", "infiniband.mad", "-T", "fields", "-e", "infiniband.mad.attributeid"])
+    tshark(
+        file,
+        &[
+            "-Y",
+            "infiniband.mad",
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.mad.attributeid",
+        ],
+    )
 }
 
 /// The capture of the connecting node holds the CM MADs it sent too.

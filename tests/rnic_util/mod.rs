@@ -315,7 +315,11 @@ pub const REMOTE_ALL: u32 =
 /// A test pattern: distinct per `seed` and position.
 pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
-        .map(|i| (i as u32).wrapping_mul(31).wrapping_add(u32::from(seed) * 7 + (i >> 8) as u32) as u8)
+        .map(|i| {
+            (i as u32)
+                .wrapping_mul(31)
+                .wrapping_add(u32::from(seed) * 7 + (i >> 8) as u32) as u8
+        })
         .collect()
 }
 
@@ -395,7 +399,15 @@ impl Conn {
             let f = listener_table(listener).NdkListen.unwrap();
             let addr = b.node.addr(PORT);
             // SAFETY: our listener and a valid address.
-            unsafe { f(listener, addr.ptr(), addr.len(), Some(request_cb), lrec.ctx()) }
+            unsafe {
+                f(
+                    listener,
+                    addr.ptr(),
+                    addr.len(),
+                    Some(request_cb),
+                    lrec.ctx(),
+                )
+            }
         };
         assert_eq!(finish(status, &lrec, "listen"), STATUS_SUCCESS, "NdkListen");
 
@@ -444,7 +456,11 @@ impl Conn {
         );
         wait_calls(&connected, 1, "NdkConnect completion");
         assert_eq!(connected.statuses(), vec![STATUS_SUCCESS], "connect status");
-        assert_eq!(accepted.count(), 0, "accept completes after CompleteConnect");
+        assert_eq!(
+            accepted.count(),
+            0,
+            "accept completes after CompleteConnect"
+        );
         // The active side sees the accept data.
         let mut len = 0u32;
         let (st, _, _) = connection_data(a.connector, ptr::null_mut(), &mut len);
@@ -453,7 +469,11 @@ impl Conn {
         let mut reply = vec![0u8; len as usize];
         let (st, _, _) = connection_data(a.connector, reply.as_mut_ptr(), &mut len);
         assert_eq!(st, STATUS_SUCCESS);
-        assert_eq!(&reply[..ACCEPT_DATA.len()], ACCEPT_DATA, "accept private data");
+        assert_eq!(
+            &reply[..ACCEPT_DATA.len()],
+            ACCEPT_DATA,
+            "accept private data"
+        );
         assert!(reply[ACCEPT_DATA.len()..].iter().all(|&x| x == 0));
 
         assert_eq!(complete_connect(a.connector, &a.disc), STATUS_SUCCESS);
@@ -480,7 +500,10 @@ impl Conn {
         // open; it must complete once they are closed.
         let lclose = Recorder::new();
         let lst = close(self.listener, &lclose);
-        assert!(lst == STATUS_SUCCESS || lst == STATUS_PENDING, "listener close {lst:#x}");
+        assert!(
+            lst == STATUS_SUCCESS || lst == STATUS_PENDING,
+            "listener close {lst:#x}"
+        );
         close_wait(self.b.connector);
         close_wait(self.a.connector);
         finish(lst, &lclose, "listener close completion");
@@ -495,9 +518,20 @@ impl Conn {
 
 /// Checks one completion.
 #[track_caller]
-pub fn expect(r: &NDK_RESULT_EX, status: NTSTATUS, ty: NDK_OPERATION_TYPE, qp_ctx: usize, ctx: usize) {
+pub fn expect(
+    r: &NDK_RESULT_EX,
+    status: NTSTATUS,
+    ty: NDK_OPERATION_TYPE,
+    qp_ctx: usize,
+    ctx: usize,
+) {
     assert_eq!(
-        (r.Status, r.Type, r.QPContext as usize, r.RequestContext as usize),
+        (
+            r.Status,
+            r.Type,
+            r.QPContext as usize,
+            r.RequestContext as usize
+        ),
         (status, ty, qp_ctx, ctx),
         "result {r:?}"
     );
@@ -519,7 +553,12 @@ pub fn connect_accept_complete(cfg: Config, test: u8) {
     assert_eq!(send(c.b.qp, 4, &[rb.sge(8, 8)], 0), STATUS_SUCCESS);
     let ra_res = wait_results(c.a.cq, 2);
     let rb_res = wait_results(c.b.cq, 2);
-    assert!(ra_res.iter().chain(&rb_res).all(|r| r.Status == STATUS_SUCCESS));
+    assert!(
+        ra_res
+            .iter()
+            .chain(&rb_res)
+            .all(|r| r.Status == STATUS_SUCCESS)
+    );
     ra.release();
     rb.release();
     c.close();
@@ -551,20 +590,33 @@ pub fn send_receive_sizes(cfg: Config, test: u8) {
         let rctx = 0x7000 + i;
         let sctx = 0x8000 + i;
         c.b.receive(rctx, &recv_sges);
-        assert_eq!(send(c.a.qp, sctx, &send_sges, 0), STATUS_SUCCESS, "NdkSend {len}");
+        assert_eq!(
+            send(c.a.qp, sctx, &send_sges, 0),
+            STATUS_SUCCESS,
+            "NdkSend {len}"
+        );
         let sres = wait_results_plain(c.a.cq, 1);
         assert_eq!(sres[0].Status, STATUS_SUCCESS, "send {len}");
         assert_eq!(sres[0].RequestContext as usize, sctx);
         assert_eq!(sres[0].QPContext as usize, c.a.qp_ctx);
         let rres = wait_results_plain(c.b.cq, 1);
         assert_eq!(rres[0].Status, STATUS_SUCCESS, "receive {len}");
-        assert_eq!(rres[0].RequestContext as usize, rctx, "RequestContext unchanged");
-        assert_eq!(rres[0].QPContext as usize, c.b.qp_ctx, "QPContext unchanged");
+        assert_eq!(
+            rres[0].RequestContext as usize, rctx,
+            "RequestContext unchanged"
+        );
+        assert_eq!(
+            rres[0].QPContext as usize, c.b.qp_ctx,
+            "QPContext unchanged"
+        );
         assert_eq!(rres[0].BytesTransferred as usize, len, "BytesTransferred");
         rr.release();
         rs.release();
         assert!(rbuf[..len] == src[..], "payload of {len} B is byte-exact");
-        assert!(rbuf[len..].iter().all(|&x| x == 0xEE), "nothing past the message");
+        assert!(
+            rbuf[len..].iter().all(|&x| x == 0xEE),
+            "nothing past the message"
+        );
     }
     c.close();
 }
@@ -590,7 +642,10 @@ pub fn write_read_and_out_of_bounds(cfg: Config, test: u8) {
     // WRITE 1000..1000+W from two local SGEs.
     let w = 40_000;
     let sg = [rl.sge(0, 10_000), rl.sge(10_000, w - 10_000)];
-    assert_eq!(write(c.a.qp, 1, &sg, rt.va + 1000, remote, 0), STATUS_SUCCESS);
+    assert_eq!(
+        write(c.a.qp, 1, &sg, rt.va + 1000, remote, 0),
+        STATUS_SUCCESS
+    );
     let r = wait_results(c.a.cq, 1);
     expect(&r[0], STATUS_SUCCESS, NdkOperationTypeWrite, c.a.qp_ctx, 1);
     // READ the whole target back into two SGEs.
@@ -598,7 +653,10 @@ pub fn write_read_and_out_of_bounds(cfg: Config, test: u8) {
     assert_eq!(read(c.a.qp, 2, &sg, rt.va, remote, 0), STATUS_SUCCESS);
     let r = wait_results(c.a.cq, 1);
     expect(&r[0], STATUS_SUCCESS, NdkOperationTypeRead, c.a.qp_ctx, 2);
-    assert!(results_ex(c.b.cq, 4).is_empty(), "no completion at the target of RDMA");
+    assert!(
+        results_ex(c.b.cq, 4).is_empty(),
+        "no completion at the target of RDMA"
+    );
 
     // READ beyond the peer's region: remote access error, nothing touched.
     let mut sink = vec![0x5Au8; 256];
@@ -609,7 +667,13 @@ pub fn write_read_and_out_of_bounds(cfg: Config, test: u8) {
         STATUS_SUCCESS
     );
     let r = wait_results(c.a.cq, 1);
-    expect(&r[0], STATUS_REMOTE_RESOURCES, NdkOperationTypeRead, c.a.qp_ctx, 3);
+    expect(
+        &r[0],
+        STATUS_REMOTE_RESOURCES,
+        NdkOperationTypeRead,
+        c.a.qp_ctx,
+        3,
+    );
 
     rsink.release();
     rback.release();
@@ -618,7 +682,10 @@ pub fn write_read_and_out_of_bounds(cfg: Config, test: u8) {
     assert!(sink.iter().all(|&x| x == 0x5A), "failed READ wrote nothing");
     let mut want = target_orig.clone();
     want[1000..1000 + w].copy_from_slice(&local_orig[..w]);
-    assert!(target == want, "WRITE is byte-exact and touches only its range");
+    assert!(
+        target == want,
+        "WRITE is byte-exact and touches only its range"
+    );
     assert!(back == want, "READ is byte-exact");
     assert!(local == local_orig);
     c.close();
@@ -660,7 +727,13 @@ pub fn fast_register_and_remote_invalidate(cfg: Config, test: u8) {
     assert_eq!(local, remote);
     assert_ne!(remote, before_fr, "fast register rotates the key");
     let r = wait_results(c.b.cq, 1);
-    expect(&r[0], STATUS_SUCCESS, NdkOperationTypeFastRegister, c.b.qp_ctx, 0xF0);
+    expect(
+        &r[0],
+        STATUS_SUCCESS,
+        NdkOperationTypeFastRegister,
+        c.b.qp_ctx,
+        0xF0,
+    );
     assert_eq!(mr_tokens(mr).1, remote, "token unchanged by the completion");
 
     // A: WRITE then READ through the new token.
@@ -669,10 +742,16 @@ pub fn fast_register_and_remote_invalidate(cfg: Config, test: u8) {
     let mut back = vec![0u8; len];
     let rd = Region::of(c.a.pd, &mut data, 0);
     let rb = Region::of(c.a.pd, &mut back, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    assert_eq!(write(c.a.qp, 1, &[rd.sge(0, 5000)], base + 3000, remote, 0), STATUS_SUCCESS);
+    assert_eq!(
+        write(c.a.qp, 1, &[rd.sge(0, 5000)], base + 3000, remote, 0),
+        STATUS_SUCCESS
+    );
     let r = wait_results(c.a.cq, 1);
     expect(&r[0], STATUS_SUCCESS, NdkOperationTypeWrite, c.a.qp_ctx, 1);
-    assert_eq!(read(c.a.qp, 2, &[rb.sge(0, len)], base, remote, 0), STATUS_SUCCESS);
+    assert_eq!(
+        read(c.a.qp, 2, &[rb.sge(0, len)], base, remote, 0),
+        STATUS_SUCCESS
+    );
     let r = wait_results(c.a.cq, 1);
     expect(&r[0], STATUS_SUCCESS, NdkOperationTypeRead, c.a.qp_ctx, 2);
     let mut want = orig.clone();
@@ -690,17 +769,35 @@ pub fn fast_register_and_remote_invalidate(cfg: Config, test: u8) {
     let r = wait_results(c.a.cq, 1);
     expect(&r[0], STATUS_SUCCESS, NdkOperationTypeSend, c.a.qp_ctx, 3);
     let r = wait_results(c.b.cq, 1);
-    expect(&r[0], STATUS_SUCCESS, NdkOperationTypeReceiveAndInvalidate, c.b.qp_ctx, 0xB1);
-    assert_eq!(r[0].TypeSpecificCompletionOutput as u32, remote, "invalidated token");
+    expect(
+        &r[0],
+        STATUS_SUCCESS,
+        NdkOperationTypeReceiveAndInvalidate,
+        c.b.qp_ctx,
+        0xB1,
+    );
+    assert_eq!(
+        r[0].TypeSpecificCompletionOutput as u32, remote,
+        "invalidated token"
+    );
     assert_eq!(r[0].BytesTransferred, 16);
 
     // A: READ with the stale token fails, touching nothing.
     let before = target.bytes().to_vec();
     let mut sink = vec![0x33u8; 128];
     let rs = Region::of(c.a.pd, &mut sink, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    assert_eq!(read(c.a.qp, 4, &[rs.sge(0, 128)], base, remote, 0), STATUS_SUCCESS);
+    assert_eq!(
+        read(c.a.qp, 4, &[rs.sge(0, 128)], base, remote, 0),
+        STATUS_SUCCESS
+    );
     let r = wait_results(c.a.cq, 1);
-    expect(&r[0], STATUS_REMOTE_RESOURCES, NdkOperationTypeRead, c.a.qp_ctx, 4);
+    expect(
+        &r[0],
+        STATUS_REMOTE_RESOURCES,
+        NdkOperationTypeRead,
+        c.a.qp_ctx,
+        4,
+    );
 
     rs.release();
     rr.release();
@@ -711,7 +808,10 @@ pub fn fast_register_and_remote_invalidate(cfg: Config, test: u8) {
     // SAFETY: our chain, no longer used.
     unsafe { RsNdkFreeMdl(mdl) };
     assert!(sink.iter().all(|&x| x == 0x33), "stale READ wrote nothing");
-    assert!(target.bytes() == &before[..], "stale READ touched nothing at B");
+    assert!(
+        target.bytes() == &before[..],
+        "stale READ touched nothing at B"
+    );
     c.close();
 }
 
@@ -734,7 +834,13 @@ pub fn memory_window(cfg: Config, test: u8) {
         "NdkBind"
     );
     let r = wait_results(c.b.cq, 1);
-    expect(&r[0], STATUS_SUCCESS, NdkOperationTypeBind, c.b.qp_ctx, 0xB0);
+    expect(
+        &r[0],
+        STATUS_SUCCESS,
+        NdkOperationTypeBind,
+        c.b.qp_ctx,
+        0xB0,
+    );
     let token = mw_token(mw);
 
     let mut data = pattern(1000, 99);
@@ -742,25 +848,53 @@ pub fn memory_window(cfg: Config, test: u8) {
     let mut back = vec![0u8; wlen];
     let rd = Region::of(c.a.pd, &mut data, 0);
     let rb = Region::of(c.a.pd, &mut back, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    assert_eq!(write(c.a.qp, 1, &[rd.sge(0, 1000)], rt.va + win + 10, token, 0), STATUS_SUCCESS);
+    assert_eq!(
+        write(c.a.qp, 1, &[rd.sge(0, 1000)], rt.va + win + 10, token, 0),
+        STATUS_SUCCESS
+    );
     let r = wait_results(c.a.cq, 1);
     expect(&r[0], STATUS_SUCCESS, NdkOperationTypeWrite, c.a.qp_ctx, 1);
-    assert_eq!(read(c.a.qp, 2, &[rb.sge(0, wlen)], rt.va + win, token, 0), STATUS_SUCCESS);
+    assert_eq!(
+        read(c.a.qp, 2, &[rb.sge(0, wlen)], rt.va + win, token, 0),
+        STATUS_SUCCESS
+    );
     let r = wait_results(c.a.cq, 1);
     expect(&r[0], STATUS_SUCCESS, NdkOperationTypeRead, c.a.qp_ctx, 2);
     let mut want = orig.clone();
     want[win as usize + 10..win as usize + 1010].copy_from_slice(&data_orig);
-    assert!(back[..] == want[win as usize..win as usize + wlen], "READ through the MW");
+    assert!(
+        back[..] == want[win as usize..win as usize + wlen],
+        "READ through the MW"
+    );
 
     // B invalidates the window locally.
-    assert_eq!(invalidate(c.b.qp, 0xB2, mw, 0), STATUS_SUCCESS, "NdkInvalidate");
+    assert_eq!(
+        invalidate(c.b.qp, 0xB2, mw, 0),
+        STATUS_SUCCESS,
+        "NdkInvalidate"
+    );
     let r = wait_results(c.b.cq, 1);
-    expect(&r[0], STATUS_SUCCESS, NdkOperationTypeInvalidate, c.b.qp_ctx, 0xB2);
+    expect(
+        &r[0],
+        STATUS_SUCCESS,
+        NdkOperationTypeInvalidate,
+        c.b.qp_ctx,
+        0xB2,
+    );
 
     // Stale WRITE fails and touches nothing.
-    assert_eq!(write(c.a.qp, 3, &[rd.sge(0, 1000)], rt.va + win, token, 0), STATUS_SUCCESS);
+    assert_eq!(
+        write(c.a.qp, 3, &[rd.sge(0, 1000)], rt.va + win, token, 0),
+        STATUS_SUCCESS
+    );
     let r = wait_results(c.a.cq, 1);
-    expect(&r[0], STATUS_REMOTE_RESOURCES, NdkOperationTypeWrite, c.a.qp_ctx, 3);
+    expect(
+        &r[0],
+        STATUS_REMOTE_RESOURCES,
+        NdkOperationTypeWrite,
+        c.a.qp_ctx,
+        3,
+    );
 
     rb.release();
     rd.release();
@@ -780,11 +914,17 @@ pub fn flush_cancels(cfg: Config, test: u8) {
         c.a.receive(0x100 + i, &[r.sge(i * 64, 64)]);
     }
     for i in 0..4 {
-        assert_eq!(send(c.a.qp, 0x200 + i, &[r.sge(2048 + i * 64, 64)], 0), STATUS_SUCCESS);
+        assert_eq!(
+            send(c.a.qp, 0x200 + i, &[r.sge(2048 + i * 64, 64)], 0),
+            STATUS_SUCCESS
+        );
     }
     arm(c.a.cq, NDK_CQ_NOTIFY_ANY);
     settle();
-    assert!(results_ex(c.a.cq, 16).is_empty(), "nothing completes before the flush");
+    assert!(
+        results_ex(c.a.cq, 16).is_empty(),
+        "nothing completes before the flush"
+    );
     flush(c.a.qp);
     let res = wait_results(c.a.cq, 10);
     let mut ctxs: Vec<usize> = res
@@ -796,7 +936,10 @@ pub fn flush_cancels(cfg: Config, test: u8) {
         })
         .collect();
     ctxs.sort_unstable();
-    let mut want: Vec<usize> = (0..6).map(|i| 0x100 + i).chain((0..4).map(|i| 0x200 + i)).collect();
+    let mut want: Vec<usize> = (0..6)
+        .map(|i| 0x100 + i)
+        .chain((0..4).map(|i| 0x200 + i))
+        .collect();
     want.sort_unstable();
     assert_eq!(ctxs, want, "every request completes once");
     wait_calls(&c.a.notify, 1, "armed CQ notification");
@@ -815,7 +958,11 @@ pub fn disconnect_event_once(cfg: Config, test: u8) {
     wait_calls(&c.b.disc, 1, "B's disconnect event");
     settle();
     assert_eq!(c.b.disc.count(), 1, "disconnect event exactly once");
-    assert_eq!(c.a.disc.count(), 0, "no disconnect event at the side that disconnected");
+    assert_eq!(
+        c.a.disc.count(),
+        0,
+        "no disconnect event at the side that disconnected"
+    );
     // B disconnecting too is harmless (completes now or later, once).
     let bdone = Recorder::new();
     let st = disconnect(c.b.connector, &bdone);
@@ -829,7 +976,12 @@ pub fn disconnect_event_once(cfg: Config, test: u8) {
     settle();
     assert_eq!(c.b.disc.count(), 1, "still exactly once");
     // Reverse order of creation.
-    let Conn { a, b, listener, listen_events } = c;
+    let Conn {
+        a,
+        b,
+        listener,
+        listen_events,
+    } = c;
     close_wait(b.connector);
     close_wait(a.connector);
     close_wait(listener);

@@ -44,7 +44,15 @@ pub struct DeviceConfig {
 impl DeviceConfig {
     /// Default table sizes for a device at `addr` with path MTU `pmtu`.
     pub fn new(addr: Ipv4Addr, pmtu: u32) -> Self {
-        Self { addr, pmtu, max_qps: 1024, max_cqs: 1024, max_srqs: 256, max_pds: 256, max_keys: 16384 }
+        Self {
+            addr,
+            pmtu,
+            max_qps: 1024,
+            max_cqs: 1024,
+            max_srqs: 256,
+            max_pds: 256,
+            max_keys: 16384,
+        }
     }
 }
 
@@ -103,7 +111,9 @@ pub struct SoftRnic {
 
 impl core::fmt::Debug for SoftRnic {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SoftRnic").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("SoftRnic")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -193,7 +203,12 @@ impl SoftRnic {
         let mut any = false;
         let Some(sink) = sink.as_ref() else {
             // Nobody listens: drop them, as a masked interrupt would be.
-            for set in [&self.events.cq, &self.events.cq_overflow, &self.events.srq_limit, &self.events.qp_error] {
+            for set in [
+                &self.events.cq,
+                &self.events.cq_overflow,
+                &self.events.srq_limit,
+                &self.events.qp_error,
+            ] {
                 set.drain(|_| any = true);
             }
             return crate::cm::deliver(self, None) || any;
@@ -257,7 +272,12 @@ impl SoftRnic {
 
     /// Creates a PD and its privileged key.
     pub fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
-        let pd = self.pds.insert(ProtectionDomain { privileged: MemoryKey(0) }).ok_or(DeviceError::NoResources)?;
+        let pd = self
+            .pds
+            .insert(ProtectionDomain {
+                privileged: MemoryKey(0),
+            })
+            .ok_or(DeviceError::NoResources)?;
         match self.keys.write().alloc_privileged(pd) {
             Ok(key) => {
                 self.pds.with(pd, |p| p.privileged = key);
@@ -284,7 +304,11 @@ impl SoftRnic {
         if !self.pds.contains(pd) {
             return Err(DeviceError::NoSuchObject);
         }
-        let kind = if window { KeyKind::Window } else { KeyKind::Region };
+        let kind = if window {
+            KeyKind::Window
+        } else {
+            KeyKind::Region
+        };
         self.keys.write().alloc(kind, pd).map_err(key_error)
     }
 
@@ -299,7 +323,11 @@ impl SoftRnic {
     }
 
     /// Registers memory.
-    pub fn register(&self, key: MemoryKey, reg: &Registration<'_>) -> Result<MemoryKey, DeviceError> {
+    pub fn register(
+        &self,
+        key: MemoryKey,
+        reg: &Registration<'_>,
+    ) -> Result<MemoryKey, DeviceError> {
         self.keys.write().register(key, reg).map_err(key_error)
     }
 
@@ -309,23 +337,35 @@ impl SoftRnic {
     }
 
     /// Prepares fast registration.
-    pub fn init_fast_register(&self, key: MemoryKey, max_pages: u32, remote: bool) -> Result<(), DeviceError> {
+    pub fn init_fast_register(
+        &self,
+        key: MemoryKey,
+        max_pages: u32,
+        remote: bool,
+    ) -> Result<(), DeviceError> {
         if max_pages > self.caps().max_fast_register_pages {
             return Err(DeviceError::InvalidParameter);
         }
-        self.keys.write().init_fast_register(key, max_pages, remote).map_err(key_error)
+        self.keys
+            .write()
+            .init_fast_register(key, max_pages, remote)
+            .map_err(key_error)
     }
 
     // ---- completion queues ----
 
     /// Creates a CQ.
     pub fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
-        self.cqs.insert(CompletionQueue::new(ring)).ok_or(DeviceError::NoResources)
+        self.cqs
+            .insert(CompletionQueue::new(ring))
+            .ok_or(DeviceError::NoResources)
     }
 
     /// Replaces a CQ's ring.
     pub fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
-        self.cqs.with(cqn, |cq| cq.replace_ring(ring)).ok_or(DeviceError::NoSuchObject)
+        self.cqs
+            .with(cqn, |cq| cq.replace_ring(ring))
+            .ok_or(DeviceError::NoSuchObject)
     }
 
     /// Destroys a CQ.
@@ -345,7 +385,9 @@ impl SoftRnic {
         if usec > 0 {
             self.note_cq_moderation();
         }
-        self.cqs.with(cqn, |cq| cq.moderate(count, usec)).ok_or(DeviceError::NoSuchObject)
+        self.cqs
+            .with(cqn, |cq| cq.moderate(count, usec))
+            .ok_or(DeviceError::NoSuchObject)
     }
 
     /// Fires moderated CQ events whose interval elapsed; returns whether a
@@ -353,7 +395,10 @@ impl SoftRnic {
     pub(crate) fn tick_cqs(&self, now_us: u64) -> bool {
         let mut pending = false;
         for cqn in 1..=self.config.max_cqs {
-            if let Some((fire, still)) = self.cqs.with(cqn, |cq| (cq.tick(now_us), cq.timer_pending())) {
+            if let Some((fire, still)) = self
+                .cqs
+                .with(cqn, |cq| (cq.tick(now_us), cq.timer_pending()))
+            {
                 if fire {
                     self.raise(&self.events.cq, cqn);
                 }
@@ -366,7 +411,12 @@ impl SoftRnic {
     // ---- shared receive queues ----
 
     /// Creates an SRQ.
-    pub fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+    pub fn create_srq(
+        &self,
+        pd: u32,
+        ring: Consumer<RecvWqe>,
+        limit: u32,
+    ) -> Result<u32, DeviceError> {
         if !self.pds.contains(pd) {
             return Err(DeviceError::NoSuchObject);
         }
@@ -378,7 +428,10 @@ impl SoftRnic {
 
     /// Arms or disarms an SRQ's limit.
     pub fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
-        let fire = self.srqs.with(srqn, |s| s.set_limit(limit)).ok_or(DeviceError::NoSuchObject)?;
+        let fire = self
+            .srqs
+            .with(srqn, |s| s.set_limit(limit))
+            .ok_or(DeviceError::NoSuchObject)?;
         if fire {
             self.raise(&self.events.srq_limit, srqn);
         }
@@ -403,7 +456,10 @@ impl SoftRnic {
 
     /// Creates a QP.
     pub fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
-        if !self.pds.contains(setup.pd) || !self.cqs.contains(setup.send_cqn) || !self.cqs.contains(setup.recv_cqn) {
+        if !self.pds.contains(setup.pd)
+            || !self.cqs.contains(setup.send_cqn)
+            || !self.cqs.contains(setup.recv_cqn)
+        {
             return Err(DeviceError::NoSuchObject);
         }
         let rq = match setup.rq {
@@ -415,7 +471,14 @@ impl SoftRnic {
                 Receives::Shared(srqn)
             }
         };
-        let qp = QueuePair::new(setup.pd, setup.send_cqn, setup.recv_cqn, setup.sq, rq, setup.context);
+        let qp = QueuePair::new(
+            setup.pd,
+            setup.send_cqn,
+            setup.recv_cqn,
+            setup.sq,
+            rq,
+            setup.context,
+        );
         self.qps.insert(qp).ok_or(DeviceError::NoResources)
     }
 
@@ -423,7 +486,12 @@ impl SoftRnic {
     pub fn flush_qp(&self, qpn: u32) {
         self.qps.with(qpn, |qp| {
             let (send_cqn, recv_cqn) = (qp.send_cqn, qp.recv_cqn);
-            qp::flush(qp, qpn, |c| _ = self.complete(send_cqn, c, true), |c| _ = self.complete(recv_cqn, c, true));
+            qp::flush(
+                qp,
+                qpn,
+                |c| _ = self.complete(send_cqn, c, true),
+                |c| _ = self.complete(recv_cqn, c, true),
+            );
         });
     }
 

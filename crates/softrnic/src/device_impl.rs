@@ -40,7 +40,11 @@ impl Device for SoftRnic {
         SoftRnic::free_key(self, key);
     }
 
-    fn register(&self, key: MemoryKey, registration: &Registration<'_>) -> Result<MemoryKey, DeviceError> {
+    fn register(
+        &self,
+        key: MemoryKey,
+        registration: &Registration<'_>,
+    ) -> Result<MemoryKey, DeviceError> {
         SoftRnic::register(self, key, registration)
     }
 
@@ -48,7 +52,12 @@ impl Device for SoftRnic {
         SoftRnic::deregister(self, key)
     }
 
-    fn init_fast_register(&self, key: MemoryKey, max_pages: u32, remote_access: bool) -> Result<(), DeviceError> {
+    fn init_fast_register(
+        &self,
+        key: MemoryKey,
+        max_pages: u32,
+        remote_access: bool,
+    ) -> Result<(), DeviceError> {
         SoftRnic::init_fast_register(self, key, max_pages, remote_access)
     }
 
@@ -120,7 +129,11 @@ impl Device for SoftRnic {
         SoftRnic::cm_stop_listener(self, listen_id);
     }
 
-    fn cm_connect(&self, qpn: u32, params: &ConnectParams<'_>) -> Result<(u32, SocketAddr), DeviceError> {
+    fn cm_connect(
+        &self,
+        qpn: u32,
+        params: &ConnectParams<'_>,
+    ) -> Result<(u32, SocketAddr), DeviceError> {
         SoftRnic::cm_connect(self, qpn, params)
     }
 
@@ -132,7 +145,14 @@ impl Device for SoftRnic {
         outbound_reads: u32,
         private_data: &[u8],
     ) -> Result<(), DeviceError> {
-        SoftRnic::cm_accept(self, conn_id, qpn, inbound_reads, outbound_reads, private_data)
+        SoftRnic::cm_accept(
+            self,
+            conn_id,
+            qpn,
+            inbound_reads,
+            outbound_reads,
+            private_data,
+        )
     }
 
     fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {

@@ -165,7 +165,9 @@ pub(crate) struct Engine {
 
 impl core::fmt::Debug for Engine {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Engine").field("stats", &self.stats.snapshot()).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("stats", &self.stats.snapshot())
+            .finish_non_exhaustive()
     }
 }
 
@@ -256,8 +258,8 @@ impl SoftRnic {
             return Err(DeviceError::InvalidState);
         }
         let rc = rc.unwrap_or(*self.engine.defaults.read());
-        let mut conn =
-            Connection::new(self.config().addr, path, pmtu, rc, depth).ok_or(DeviceError::NoResources)?;
+        let mut conn = Connection::new(self.config().addr, path, pmtu, rc, depth)
+            .ok_or(DeviceError::NoResources)?;
         self.qps
             .with(qpn, move |qp| {
                 if qp.state != QpState::Init {
@@ -298,7 +300,10 @@ impl SoftRnic {
             tos: 0,
         };
         if let Some(cap) = self.engine.capture.read().as_ref()
-            && let (Some(ip), Some(udp)) = (fields.ipv4_header(payload.len()), fields.udp_header(payload.len()))
+            && let (Some(ip), Some(udp)) = (
+                fields.ipv4_header(payload.len()),
+                fields.udp_header(payload.len()),
+            )
         {
             let mut buf = self.engine.scratch.lock();
             buf.clear();
@@ -339,7 +344,10 @@ impl SoftRnic {
         }
         let now = self.clock.now_us();
         let taken = self.qps.with(qpn, |qp| {
-            let from_peer = qp.conn.as_ref().is_some_and(|c| *c.path.remote.ip() == p.ip.src);
+            let from_peer = qp
+                .conn
+                .as_ref()
+                .is_some_and(|c| *c.path.remote.ip() == p.ip.src);
             if qp.state != QpState::Connected || !from_peer {
                 return false;
             }
@@ -369,7 +377,12 @@ impl SoftRnic {
     /// written) and queues the QP error event.
     pub(crate) fn enter_error(&self, qpn: u32, qp: &mut QueuePair) {
         let (s, r) = (qp.send_cqn, qp.recv_cqn);
-        qp::flush(qp, qpn, |c| _ = self.complete(s, c, true), |c| _ = self.complete(r, c, true));
+        qp::flush(
+            qp,
+            qpn,
+            |c| _ = self.complete(s, c, true),
+            |c| _ = self.complete(r, c, true),
+        );
         self.raise_qp_error(qpn);
     }
 
@@ -384,8 +397,11 @@ impl SoftRnic {
     fn fire_timers(&self, qpn: u32, qp: &mut QueuePair, now: u64) {
         let due = |d: Option<u64>| d.is_some_and(|d| d <= now);
         let Some(conn) = qp.conn.as_ref() else { return };
-        let (ack, rnr, retrans) =
-            (due(conn.resp.ack_deadline), due(conn.req.rnr_deadline), due(conn.req.retrans_deadline));
+        let (ack, rnr, retrans) = (
+            due(conn.resp.ack_deadline),
+            due(conn.req.rnr_deadline),
+            due(conn.req.retrans_deadline),
+        );
         if ack && qp.state == QpState::Connected {
             qp::on_ack_timer(self, qp);
         }
@@ -421,7 +437,12 @@ impl SoftRnic {
                 self.qps.with(n, |qp| {
                     if qp.state == QpState::Error {
                         let (s, r) = (qp.send_cqn, qp.recv_cqn);
-                        qp::flush(qp, n, |c| _ = self.complete(s, c, true), |c| _ = self.complete(r, c, true));
+                        qp::flush(
+                            qp,
+                            n,
+                            |c| _ = self.complete(s, c, true),
+                            |c| _ = self.complete(r, c, true),
+                        );
                     }
                 });
             }
@@ -442,7 +463,9 @@ impl SoftRnic {
             && now.saturating_sub(engine.last_cq_tick.load(Ordering::Relaxed)) >= CQ_TICK_US
         {
             engine.last_cq_tick.store(now, Ordering::Relaxed);
-            engine.cq_timers.store(self.tick_cqs(now), Ordering::Relaxed);
+            engine
+                .cq_timers
+                .store(self.tick_cqs(now), Ordering::Relaxed);
         }
         self.link.flush();
         worked |= self.deliver_events();
@@ -459,7 +482,10 @@ impl SoftRnic {
             .cq_timers
             .load(Ordering::Relaxed)
             .then(|| engine.last_cq_tick.load(Ordering::Relaxed) + CQ_TICK_US);
-        [qp, cq, crate::cm::next_timer_us(self)].into_iter().flatten().min()
+        [qp, cq, crate::cm::next_timer_us(self)]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Notes that CQ moderation intervals are in use, so `poll` ticks CQs

@@ -103,7 +103,12 @@ impl State {
     fn enqueue(&mut self, due_us: u64, dst: Ipv4Addr, bytes: Vec<u8>) {
         self.seq += 1;
         let seq = self.seq;
-        self.queue.push(InFlight { due_us, seq, dst, bytes });
+        self.queue.push(InFlight {
+            due_us,
+            seq,
+            dst,
+            bytes,
+        });
     }
 }
 
@@ -207,7 +212,9 @@ impl FabricPort {
 
 impl core::fmt::Debug for FabricPort {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("FabricPort").field("fabric", &self.fabric).finish_non_exhaustive()
+        f.debug_struct("FabricPort")
+            .field("fabric", &self.fabric)
+            .finish_non_exhaustive()
     }
 }
 
@@ -230,25 +237,39 @@ mod tests {
 
     #[test]
     fn clean_fabric_delivers_in_order_after_delay() {
-        let f = Fabric::new(Faults { delay_us: 5, ..Faults::default() });
+        let f = Fabric::new(Faults {
+            delay_us: 5,
+            ..Faults::default()
+        });
         for tag in 0..3 {
             f.transmit(10, &datagram([127, 0, 0, 2], tag));
         }
         assert!(f.take_due(14).is_none());
-        let tags: Vec<u8> = core::iter::from_fn(|| f.take_due(15)).map(|(_, d)| d[27]).collect();
+        let tags: Vec<u8> = core::iter::from_fn(|| f.take_due(15))
+            .map(|(_, d)| d[27])
+            .collect();
         assert_eq!(tags, [0, 1, 2]);
         assert_eq!(f.stats().delivered, 3);
     }
 
     #[test]
     fn faults_are_deterministic_per_seed_and_roughly_at_rate() {
-        let faults = Faults { loss: 0.1, reorder: 0.1, duplicate: 0.1, reorder_window_us: 50, seed: 42, ..Faults::default() };
+        let faults = Faults {
+            loss: 0.1,
+            reorder: 0.1,
+            duplicate: 0.1,
+            reorder_window_us: 50,
+            seed: 42,
+            ..Faults::default()
+        };
         let run = || {
             let f = Fabric::new(faults);
             for i in 0..10_000u32 {
                 f.transmit(u64::from(i), &datagram([127, 0, 0, 2], i as u8));
             }
-            let order: Vec<u8> = core::iter::from_fn(|| f.take_due(u64::MAX)).map(|(_, d)| d[27]).collect();
+            let order: Vec<u8> = core::iter::from_fn(|| f.take_due(u64::MAX))
+                .map(|(_, d)| d[27])
+                .collect();
             (f.stats(), order)
         };
         let (a, order_a) = run();
@@ -257,7 +278,10 @@ mod tests {
         assert!((800..1200).contains(&a.lost), "{a:?}");
         assert!((800..1200).contains(&a.duplicated), "{a:?}");
         assert_eq!(a.delivered, a.sent - a.lost + a.duplicated);
-        assert!(order_a.windows(2).any(|w| w[1] != w[0].wrapping_add(1)), "reordered");
+        assert!(
+            order_a.windows(2).any(|w| w[1] != w[0].wrapping_add(1)),
+            "reordered"
+        );
     }
 
     #[test]

@@ -52,11 +52,21 @@ fn run(faults: Faults) {
         private_data: b"e2e",
     };
     let (ca, _) = w.a.dev.cm_connect(qa.qpn, &params).unwrap();
-    w.run_until(STEPS, |_| events(&rb).iter().any(|e| matches!(e, Ev::ConnectRequest { .. })));
-    let Some(Ev::ConnectRequest { conn_id: cb, .. }) = events(&rb).pop() else { panic!() };
+    w.run_until(STEPS, |_| {
+        events(&rb)
+            .iter()
+            .any(|e| matches!(e, Ev::ConnectRequest { .. }))
+    });
+    let Some(Ev::ConnectRequest { conn_id: cb, .. }) = events(&rb).pop() else {
+        panic!()
+    };
     w.b.dev.cm_accept(cb, qb.qpn, 8, 8, b"welcome").unwrap();
-    w.run_until(STEPS, |_| events(&ra).iter().any(|e| matches!(e, Ev::Replied { .. })));
-    let Some(Ev::Replied { info, .. }) = events(&ra).pop() else { panic!() };
+    w.run_until(STEPS, |_| {
+        events(&ra).iter().any(|e| matches!(e, Ev::Replied { .. }))
+    });
+    let Some(Ev::Replied { info, .. }) = events(&ra).pop() else {
+        panic!()
+    };
     // A serves min(4, B's ORD 8) reads and issues min(2, B's IRD 8).
     assert_eq!((info.inbound_reads, info.outbound_reads), (4, 2));
     assert_eq!(w.a.state(&qa), QpState::Init, "connected only at establish");
@@ -75,14 +85,23 @@ fn run(faults: Faults) {
     assert!(events(&rb).contains(&Ev::Established { conn_id: cb }));
     assert_eq!(w.b.state(&qb), QpState::Connected);
     let (s, r) = (qa.scq.seen[0], qb.rcq.seen[0]);
-    assert_eq!((s.wr_id, s.op(), s.cqe_status()), (7, Some(CqeOpcode::Send), CqeStatus::Success));
-    assert_eq!((r.wr_id, r.op(), r.cqe_status(), r.byte_len), (1, Some(CqeOpcode::Receive), CqeStatus::Success, 3000));
+    assert_eq!(
+        (s.wr_id, s.op(), s.cqe_status()),
+        (7, Some(CqeOpcode::Send), CqeStatus::Success)
+    );
+    assert_eq!(
+        (r.wr_id, r.op(), r.cqe_status(), r.byte_len),
+        (1, Some(CqeOpcode::Receive), CqeStatus::Success, 3000)
+    );
     assert_eq!(w.b.mem.get(dst.logical, 3000), message);
 
     // The acceptor reads back from the initiator (its ORD is 4).
     let back = pattern(43, 5000);
     w.a.mem.fill(src.logical, &back);
-    w.b.post_send(&mut qb, rdma(SendOpcode::Read, 8, &[dst.sge(0, 5000)], &src, 0));
+    w.b.post_send(
+        &mut qb,
+        rdma(SendOpcode::Read, 8, &[dst.sge(0, 5000)], &src, 0),
+    );
     w.run_until(STEPS, |_| {
         qb.scq.drain();
         !qb.scq.seen.is_empty()
@@ -92,9 +111,14 @@ fn run(faults: Faults) {
 
     // Disconnect: the peer hears it once, the QPs are left to the driver.
     w.b.dev.cm_disconnect(cb).unwrap();
-    w.run_until(STEPS, |_| events(&rb).contains(&Ev::DisconnectDone { conn_id: cb }));
+    w.run_until(STEPS, |_| {
+        events(&rb).contains(&Ev::DisconnectDone { conn_id: cb })
+    });
     w.settle(STEPS);
-    let a_ends: Vec<_> = events(&ra).into_iter().filter(|e| matches!(e, Ev::Disconnected { .. })).collect();
+    let a_ends: Vec<_> = events(&ra)
+        .into_iter()
+        .filter(|e| matches!(e, Ev::Disconnected { .. }))
+        .collect();
     assert_eq!(a_ends, [Ev::Disconnected { conn_id: ca }]);
     assert_eq!(w.a.state(&qa), QpState::Connected, "the CM never flushes");
     w.a.dev.flush_qp(qa.qpn);
@@ -103,12 +127,22 @@ fn run(faults: Faults) {
 
 #[test]
 fn connect_send_read_disconnect() {
-    run(Faults { delay_us: 10, ..Faults::default() });
+    run(Faults {
+        delay_us: 10,
+        ..Faults::default()
+    });
 }
 
 #[test]
 fn connect_send_read_disconnect_on_a_lossy_fabric() {
     for seed in 1..=5 {
-        run(Faults { loss: 0.05, duplicate: 0.05, reorder: 0.05, reorder_window_us: 200, delay_us: 20, seed });
+        run(Faults {
+            loss: 0.05,
+            duplicate: 0.05,
+            reorder: 0.05,
+            reorder_window_us: 200,
+            delay_us: 20,
+            seed,
+        });
     }
 }

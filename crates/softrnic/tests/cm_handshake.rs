@@ -12,7 +12,10 @@ use softrnic::fabric::Faults;
 const STEPS: usize = 10_000;
 
 fn clean() -> Faults {
-    Faults { delay_us: 10, ..Faults::default() }
+    Faults {
+        delay_us: 10,
+        ..Faults::default()
+    }
 }
 
 /// The single ConnectRequest `node` received (panics otherwise).
@@ -20,7 +23,12 @@ fn the_request(node: &Node) -> (u32, u32, ConnectionInfo, Vec<u8>) {
     let reqs = node.requests();
     assert_eq!(reqs.len(), 1, "{reqs:?}");
     match reqs.into_iter().next() {
-        Some(Ev::ConnectRequest { listen_id, conn_id, info, data }) => (listen_id, conn_id, info, data),
+        Some(Ev::ConnectRequest {
+            listen_id,
+            conn_id,
+            info,
+            data,
+        }) => (listen_id, conn_id, info, data),
         _ => unreachable!(),
     }
 }
@@ -31,13 +39,24 @@ fn connect(net: &Net, port: u16) -> (u32, u32) {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     let (qa, qb) = (a.qp(), b.qp());
     let before = b.requests().len();
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(port), 4, 4, b"hi")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(port), 4, 4, b"hi"))
+        .unwrap();
     net.run_until(STEPS, |_| b.requests().len() > before);
-    let Some(Ev::ConnectRequest { conn_id: cb, .. }) = b.requests().pop() else { unreachable!() };
+    let Some(Ev::ConnectRequest { conn_id: cb, .. }) = b.requests().pop() else {
+        unreachable!()
+    };
     b.rnic.cm_accept(cb, qb.qpn, 4, 4, b"ok").unwrap();
-    net.run_until(STEPS, |_| a.events_of(ca).iter().any(|e| matches!(e, Ev::Replied { .. })));
+    net.run_until(STEPS, |_| {
+        a.events_of(ca)
+            .iter()
+            .any(|e| matches!(e, Ev::Replied { .. }))
+    });
     a.rnic.cm_establish(ca).unwrap();
-    net.run_until(STEPS, |_| b.events_of(cb).contains(&Ev::Established { conn_id: cb }));
+    net.run_until(STEPS, |_| {
+        b.events_of(cb).contains(&Ev::Established { conn_id: cb })
+    });
     (ca, cb)
 }
 
@@ -51,15 +70,31 @@ fn connect_accept_establish_with_private_data_and_read_limits() {
 
     let request_data: Vec<u8> = (1..=56).collect();
     // The initiator asks IRD 8, ORD 100 (capped at 16).
-    let (ca, local) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(445), 8, 100, &request_data)).unwrap();
-    let SocketAddr::V4(local4) = local else { panic!() };
+    let (ca, local) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(445), 8, 100, &request_data))
+        .unwrap();
+    let SocketAddr::V4(local4) = local else {
+        panic!()
+    };
     assert_eq!(*local4.ip(), a.addr);
-    assert!((49152..=65535).contains(&local4.port()), "ephemeral local port {local}");
+    assert!(
+        (49152..=65535).contains(&local4.port()),
+        "ephemeral local port {local}"
+    );
 
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (listen_id, cb, info, data) = the_request(b);
     assert_eq!(listen_id, lid);
-    assert_eq!(info, ConnectionInfo { local: b.at(445), remote: local, inbound_reads: 8, outbound_reads: 16 });
+    assert_eq!(
+        info,
+        ConnectionInfo {
+            local: b.at(445),
+            remote: local,
+            inbound_reads: 8,
+            outbound_reads: 16
+        }
+    );
     assert_eq!(data, request_data, "all 56 bytes of consumer data arrive");
 
     // The acceptor asks IRD 16, ORD 2: it serves min(16, initiator ORD 16)
@@ -67,13 +102,27 @@ fn connect_accept_establish_with_private_data_and_read_limits() {
     let reply_data = [0xA5u8; 196];
     b.rnic.cm_accept(cb, qb.qpn, 16, 2, &reply_data).unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
-    let Ev::Replied { info, data, .. } = &a.events_of(ca)[0] else { panic!("{:?}", a.events_of(ca)) };
-    assert_eq!(*info, ConnectionInfo { local, remote: b.at(445), inbound_reads: 2, outbound_reads: 16 });
+    let Ev::Replied { info, data, .. } = &a.events_of(ca)[0] else {
+        panic!("{:?}", a.events_of(ca))
+    };
+    assert_eq!(
+        *info,
+        ConnectionInfo {
+            local,
+            remote: b.at(445),
+            inbound_reads: 2,
+            outbound_reads: 16
+        }
+    );
     assert_eq!(data.as_slice(), reply_data.as_slice());
     assert!(b.events_of(cb).len() == 1, "no Established before the RTU");
 
     a.rnic.cm_establish(ca).unwrap();
-    assert_eq!(a.rnic.cm_establish(ca), Err(DeviceError::InvalidState), "once");
+    assert_eq!(
+        a.rnic.cm_establish(ca),
+        Err(DeviceError::InvalidState),
+        "once"
+    );
     net.run_until(STEPS, |_| b.events_of(cb).len() == 2);
     assert_eq!(b.events_of(cb)[1], Ev::Established { conn_id: cb });
     net.settle(STEPS, 10_000_000);
@@ -88,10 +137,16 @@ fn shorter_private_data_is_zero_padded_to_the_field() {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     b.rnic.cm_listen(b.at(1)).unwrap();
     let qa = a.qp();
-    a.rnic.cm_connect(qa.qpn, &a.params(b.at(1), 1, 1, b"abc")).unwrap();
+    a.rnic
+        .cm_connect(qa.qpn, &a.params(b.at(1), 1, 1, b"abc"))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, _, _, data) = the_request(b);
-    assert_eq!(data.len(), 56, "IB CM carries no length: the whole field arrives");
+    assert_eq!(
+        data.len(),
+        56,
+        "IB CM carries no length: the whole field arrives"
+    );
     assert_eq!(&data[..3], b"abc");
     assert!(data[3..].iter().all(|&x| x == 0));
 }
@@ -103,14 +158,24 @@ fn private_data_limits() {
     b.rnic.cm_listen(b.at(7)).unwrap();
     let (qa, qb) = (a.qp(), b.qp());
     assert_eq!(
-        a.rnic.cm_connect(qa.qpn, &a.params(b.at(7), 1, 1, &[0; 57])).map(|_| ()),
+        a.rnic
+            .cm_connect(qa.qpn, &a.params(b.at(7), 1, 1, &[0; 57]))
+            .map(|_| ()),
         Err(DeviceError::InvalidParameter)
     );
-    a.rnic.cm_connect(qa.qpn, &a.params(b.at(7), 1, 1, &[0; 56])).unwrap();
+    a.rnic
+        .cm_connect(qa.qpn, &a.params(b.at(7), 1, 1, &[0; 56]))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
-    assert_eq!(b.rnic.cm_accept(cb, qb.qpn, 1, 1, &[0; 197]), Err(DeviceError::InvalidParameter));
-    assert_eq!(b.rnic.cm_reject(cb, &[0; 149]), Err(DeviceError::InvalidParameter));
+    assert_eq!(
+        b.rnic.cm_accept(cb, qb.qpn, 1, 1, &[0; 197]),
+        Err(DeviceError::InvalidParameter)
+    );
+    assert_eq!(
+        b.rnic.cm_reject(cb, &[0; 149]),
+        Err(DeviceError::InvalidParameter)
+    );
     let caps = b.rnic.caps();
     assert_eq!((caps.max_connect_data, caps.max_accept_data), (56, 148));
     b.rnic.cm_reject(cb, &[0; 148]).unwrap();
@@ -122,19 +187,31 @@ fn consumer_reject_delivers_private_data() {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     b.rnic.cm_listen(b.at(80)).unwrap();
     let qa = a.qp();
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(80), 1, 1, b"please")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(80), 1, 1, b"please"))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     b.rnic.cm_reject(cb, b"go away").unwrap();
     assert_eq!(b.rnic.cm_reject(cb, b""), Err(DeviceError::InvalidState));
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
-    let Ev::Rejected { by_consumer, data, .. } = &a.events_of(ca)[0] else { panic!() };
+    let Ev::Rejected {
+        by_consumer, data, ..
+    } = &a.events_of(ca)[0]
+    else {
+        panic!()
+    };
     assert!(*by_consumer);
     assert_eq!(data.len(), 148);
     assert_eq!(&data[..7], b"go away");
     net.settle(STEPS, 10_000_000);
     assert_eq!(a.events_of(ca).len(), 1);
-    assert_eq!(b.events_of(cb).len(), 1, "the rejecter gets no event of its own");
+    assert_eq!(
+        b.events_of(cb).len(),
+        1,
+        "the rejecter gets no event of its own"
+    );
 }
 
 #[test]
@@ -143,14 +220,23 @@ fn initiator_rejects_after_the_reply() {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     b.rnic.cm_listen(b.at(80)).unwrap();
     let (qa, qb) = (a.qp(), b.qp());
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(80), 1, 1, b"")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(80), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
     a.rnic.cm_reject(ca, b"changed my mind").unwrap();
     net.run_until(STEPS, |_| b.events_of(cb).len() == 2);
-    assert_eq!(b.events_of(cb)[1], Ev::Failed { conn_id: cb, timed_out: false });
+    assert_eq!(
+        b.events_of(cb)[1],
+        Ev::Failed {
+            conn_id: cb,
+            timed_out: false
+        }
+    );
 }
 
 #[test]
@@ -158,9 +244,18 @@ fn no_listener_is_a_reject_not_by_the_consumer() {
     let net = Net::new(2, clean());
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     let qa = a.qp();
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(9999), 1, 1, b"")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(9999), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
-    assert!(matches!(a.events_of(ca)[0], Ev::Rejected { by_consumer: false, .. }));
+    assert!(matches!(
+        a.events_of(ca)[0],
+        Ev::Rejected {
+            by_consumer: false,
+            ..
+        }
+    ));
     assert!(b.cm_events().is_empty());
     assert_eq!(b.rnic.cm_stats().no_listener, 1);
 }
@@ -172,15 +267,26 @@ fn paused_listener_refuses_and_resumed_accepts() {
     let (lid, _) = b.rnic.cm_listen(b.at(4000)).unwrap();
     b.rnic.cm_pause_listener(lid, true);
     let qa = a.qp();
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(4000), 1, 1, b"")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(4000), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
-    assert!(matches!(a.events_of(ca)[0], Ev::Rejected { by_consumer: false, .. }));
+    assert!(matches!(
+        a.events_of(ca)[0],
+        Ev::Rejected {
+            by_consumer: false,
+            ..
+        }
+    ));
     assert!(b.requests().is_empty());
     a.rnic.cm_release(ca);
 
     b.rnic.cm_pause_listener(lid, false);
     let qa2 = a.qp();
-    a.rnic.cm_connect(qa2.qpn, &a.params(b.at(4000), 1, 1, b"")).unwrap();
+    a.rnic
+        .cm_connect(qa2.qpn, &a.params(b.at(4000), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     assert_eq!(the_request(b).0, lid);
 }
@@ -192,14 +298,25 @@ fn stopped_listener_vanishes_and_frees_its_port() {
     let (lid, _) = b.rnic.cm_listen(b.at(4001)).unwrap();
     b.rnic.cm_stop_listener(lid);
     let qa = a.qp();
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(4001), 1, 1, b"")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(4001), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
-    assert!(matches!(a.events_of(ca)[0], Ev::Rejected { by_consumer: false, .. }));
+    assert!(matches!(
+        a.events_of(ca)[0],
+        Ev::Rejected {
+            by_consumer: false,
+            ..
+        }
+    ));
     let (lid2, _) = b.rnic.cm_listen(b.at(4001)).unwrap();
     assert_ne!(lid2, lid, "a stale listener id never names the new one");
     b.rnic.cm_pause_listener(lid, true); // stale: no effect
     let qa2 = a.qp();
-    a.rnic.cm_connect(qa2.qpn, &a.params(b.at(4001), 1, 1, b"")).unwrap();
+    a.rnic
+        .cm_connect(qa2.qpn, &a.params(b.at(4001), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     assert_eq!(the_request(b).0, lid2);
 }
@@ -218,16 +335,28 @@ fn listen_addresses_ports_and_conflicts() {
     assert_eq!(e1.ip(), Ipv4Addr::UNSPECIFIED);
     assert_eq!(e2.ip(), b.addr);
     // The wildcard and the device's address share the port space.
-    assert_eq!(b.rnic.cm_listen(b.at(e1.port())), Err(DeviceError::AddressInUse));
     assert_eq!(
-        b.rnic.cm_listen(SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, e2.port()))),
+        b.rnic.cm_listen(b.at(e1.port())),
+        Err(DeviceError::AddressInUse)
+    );
+    assert_eq!(
+        b.rnic.cm_listen(SocketAddr::V4(SocketAddrV4::new(
+            Ipv4Addr::UNSPECIFIED,
+            e2.port()
+        ))),
         Err(DeviceError::AddressInUse)
     );
     b.rnic.cm_listen(b.at(445)).unwrap();
     assert_eq!(b.rnic.cm_listen(b.at(445)), Err(DeviceError::AddressInUse));
     // Not our address, or IPv6.
-    assert_eq!(b.rnic.cm_listen(net.nodes[0].at(446)), Err(DeviceError::InvalidAddress));
-    assert_eq!(b.rnic.cm_listen("[fe80::1]:446".parse().unwrap()), Err(DeviceError::InvalidAddress));
+    assert_eq!(
+        b.rnic.cm_listen(net.nodes[0].at(446)),
+        Err(DeviceError::InvalidAddress)
+    );
+    assert_eq!(
+        b.rnic.cm_listen("[fe80::1]:446".parse().unwrap()),
+        Err(DeviceError::InvalidAddress)
+    );
 }
 
 #[test]
@@ -263,7 +392,10 @@ fn ephemeral_ports_are_distinct_and_recycled() {
     // An outbound connection from port 0 gets one too.
     let qp = n.qp();
     let remote = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 9, 9, 9), 1));
-    let (_, local) = n.rnic.cm_connect(qp.qpn, &n.params(remote, 1, 1, b"")).unwrap();
+    let (_, local) = n
+        .rnic
+        .cm_connect(qp.qpn, &n.params(remote, 1, 1, b""))
+        .unwrap();
     assert!((49152..=65535).contains(&local.port()));
 }
 
@@ -276,16 +408,39 @@ fn disconnect_from_the_initiator() {
     a.rnic.cm_disconnect(ca).unwrap();
     assert_eq!(a.rnic.cm_disconnect(ca), Err(DeviceError::InvalidState));
     net.settle(STEPS, 10_000_000);
-    assert_eq!(a.events_of(ca).last(), Some(&Ev::DisconnectDone { conn_id: ca }));
-    assert_eq!(b.events_of(cb).last(), Some(&Ev::Disconnected { conn_id: cb }));
-    let count = |n: &Node, c: u32| n.events_of(c).iter().filter(|e| matches!(e, Ev::Disconnected { .. } | Ev::DisconnectDone { .. })).count();
+    assert_eq!(
+        a.events_of(ca).last(),
+        Some(&Ev::DisconnectDone { conn_id: ca })
+    );
+    assert_eq!(
+        b.events_of(cb).last(),
+        Some(&Ev::Disconnected { conn_id: cb })
+    );
+    let count = |n: &Node, c: u32| {
+        n.events_of(c)
+            .iter()
+            .filter(|e| matches!(e, Ev::Disconnected { .. } | Ev::DisconnectDone { .. }))
+            .count()
+    };
     assert_eq!((count(a, ca), count(b, cb)), (1, 1));
     // The peer completes its own disconnect at once.
     b.rnic.cm_disconnect(cb).unwrap();
     net.settle(STEPS, 10_000_000);
-    assert_eq!(b.events_of(cb).last(), Some(&Ev::DisconnectDone { conn_id: cb }));
-    assert_eq!(b.events_of(cb).iter().filter(|e| matches!(e, Ev::Disconnected { .. })).count(), 1);
-    assert_eq!(a.rnic.cm_stats().retransmitted + b.rnic.cm_stats().retransmitted, 0);
+    assert_eq!(
+        b.events_of(cb).last(),
+        Some(&Ev::DisconnectDone { conn_id: cb })
+    );
+    assert_eq!(
+        b.events_of(cb)
+            .iter()
+            .filter(|e| matches!(e, Ev::Disconnected { .. }))
+            .count(),
+        1
+    );
+    assert_eq!(
+        a.rnic.cm_stats().retransmitted + b.rnic.cm_stats().retransmitted,
+        0
+    );
 }
 
 #[test]
@@ -296,9 +451,21 @@ fn disconnect_from_the_acceptor() {
     let (ca, cb) = connect(&net, 445);
     b.rnic.cm_disconnect(cb).unwrap();
     net.settle(STEPS, 10_000_000);
-    assert_eq!(b.events_of(cb).last(), Some(&Ev::DisconnectDone { conn_id: cb }));
-    assert_eq!(a.events_of(ca).last(), Some(&Ev::Disconnected { conn_id: ca }));
-    assert_eq!(a.events_of(ca).iter().filter(|e| matches!(e, Ev::Disconnected { .. })).count(), 1);
+    assert_eq!(
+        b.events_of(cb).last(),
+        Some(&Ev::DisconnectDone { conn_id: cb })
+    );
+    assert_eq!(
+        a.events_of(ca).last(),
+        Some(&Ev::Disconnected { conn_id: ca })
+    );
+    assert_eq!(
+        a.events_of(ca)
+            .iter()
+            .filter(|e| matches!(e, Ev::Disconnected { .. }))
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -310,10 +477,20 @@ fn crossed_disconnects_both_complete_without_a_disconnect_event() {
     a.rnic.cm_disconnect(ca).unwrap();
     b.rnic.cm_disconnect(cb).unwrap();
     net.settle(STEPS, 10_000_000);
-    assert_eq!(a.events_of(ca).last(), Some(&Ev::DisconnectDone { conn_id: ca }));
-    assert_eq!(b.events_of(cb).last(), Some(&Ev::DisconnectDone { conn_id: cb }));
+    assert_eq!(
+        a.events_of(ca).last(),
+        Some(&Ev::DisconnectDone { conn_id: ca })
+    );
+    assert_eq!(
+        b.events_of(cb).last(),
+        Some(&Ev::DisconnectDone { conn_id: cb })
+    );
     for (n, c) in [(a, ca), (b, cb)] {
-        assert!(!n.events_of(c).iter().any(|e| matches!(e, Ev::Disconnected { .. })));
+        assert!(
+            !n.events_of(c)
+                .iter()
+                .any(|e| matches!(e, Ev::Disconnected { .. }))
+        );
     }
 }
 
@@ -323,13 +500,25 @@ fn release_of_an_unaccepted_request_rejects_it() {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     b.rnic.cm_listen(b.at(445)).unwrap();
     let qa = a.qp();
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b"")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     b.rnic.cm_release(cb);
-    assert_eq!(b.rnic.cm_accept(cb, b.qp().qpn, 1, 1, b""), Err(DeviceError::NoSuchObject));
+    assert_eq!(
+        b.rnic.cm_accept(cb, b.qp().qpn, 1, 1, b""),
+        Err(DeviceError::NoSuchObject)
+    );
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
-    assert!(matches!(a.events_of(ca)[0], Ev::Rejected { by_consumer: true, .. }));
+    assert!(matches!(
+        a.events_of(ca)[0],
+        Ev::Rejected {
+            by_consumer: true,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -340,8 +529,15 @@ fn release_of_an_established_connection_disconnects_the_peer() {
     let (ca, cb) = connect(&net, 445);
     a.rnic.cm_release(ca);
     net.settle(STEPS, 10_000_000);
-    assert_eq!(b.events_of(cb).last(), Some(&Ev::Disconnected { conn_id: cb }));
-    assert_eq!(a.events_of(ca).len(), 1, "a released connection reports nothing more");
+    assert_eq!(
+        b.events_of(cb).last(),
+        Some(&Ev::Disconnected { conn_id: cb })
+    );
+    assert_eq!(
+        a.events_of(ca).len(),
+        1,
+        "a released connection reports nothing more"
+    );
 }
 
 #[test]
@@ -350,13 +546,25 @@ fn initiator_gives_up_before_the_reply() {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     b.rnic.cm_listen(b.at(445)).unwrap();
     let qa = a.qp();
-    let (ca, _) = a.rnic.cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b"")).unwrap();
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b""))
+        .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     a.rnic.cm_release(ca);
     net.run_until(STEPS, |_| b.events_of(cb).len() == 2);
-    assert_eq!(b.events_of(cb)[1], Ev::Failed { conn_id: cb, timed_out: false });
-    assert_eq!(b.rnic.cm_accept(cb, b.qp().qpn, 1, 1, b""), Err(DeviceError::InvalidState));
+    assert_eq!(
+        b.events_of(cb)[1],
+        Ev::Failed {
+            conn_id: cb,
+            timed_out: false
+        }
+    );
+    assert_eq!(
+        b.rnic.cm_accept(cb, b.qp().qpn, 1, 1, b""),
+        Err(DeviceError::InvalidState)
+    );
 }
 
 #[test]
@@ -365,20 +573,35 @@ fn loopback_connection_to_own_address() {
     let n = &net.nodes[0];
     let (_, bound) = n.rnic.cm_listen(n.at(0)).unwrap();
     let (q1, q2) = (n.qp(), n.qp());
-    let (ca, local) = n.rnic.cm_connect(q1.qpn, &n.params(bound, 2, 2, b"self")).unwrap();
+    let (ca, local) = n
+        .rnic
+        .cm_connect(q1.qpn, &n.params(bound, 2, 2, b"self"))
+        .unwrap();
     net.run_until(STEPS, |_| !n.requests().is_empty());
     let (_, cb, info, data) = the_request(n);
     assert_ne!(ca, cb);
     assert_eq!((info.local, info.remote), (bound, local));
     assert_eq!(&data[..4], b"self");
     n.rnic.cm_accept(cb, q2.qpn, 2, 2, b"me too").unwrap();
-    net.run_until(STEPS, |_| n.events_of(ca).iter().any(|e| matches!(e, Ev::Replied { .. })));
+    net.run_until(STEPS, |_| {
+        n.events_of(ca)
+            .iter()
+            .any(|e| matches!(e, Ev::Replied { .. }))
+    });
     n.rnic.cm_establish(ca).unwrap();
-    net.run_until(STEPS, |_| n.events_of(cb).contains(&Ev::Established { conn_id: cb }));
+    net.run_until(STEPS, |_| {
+        n.events_of(cb).contains(&Ev::Established { conn_id: cb })
+    });
     n.rnic.cm_disconnect(cb).unwrap();
     net.settle(STEPS, 10_000_000);
-    assert_eq!(n.events_of(cb).last(), Some(&Ev::DisconnectDone { conn_id: cb }));
-    assert_eq!(n.events_of(ca).last(), Some(&Ev::Disconnected { conn_id: ca }));
+    assert_eq!(
+        n.events_of(cb).last(),
+        Some(&Ev::DisconnectDone { conn_id: cb })
+    );
+    assert_eq!(
+        n.events_of(ca).last(),
+        Some(&Ev::Disconnected { conn_id: ca })
+    );
 }
 
 #[test]
@@ -388,24 +611,48 @@ fn command_checks() {
     b.rnic.cm_listen(b.at(445)).unwrap();
     let qa = a.qp();
     // Unknown QP, IPv6 peer, another device's local address.
-    assert_eq!(a.rnic.cm_connect(999, &a.params(b.at(445), 1, 1, b"")).map(|_| ()), Err(DeviceError::NoSuchObject));
+    assert_eq!(
+        a.rnic
+            .cm_connect(999, &a.params(b.at(445), 1, 1, b""))
+            .map(|_| ()),
+        Err(DeviceError::NoSuchObject)
+    );
     let v6: SocketAddr = "[fe80::2]:445".parse().unwrap();
-    assert_eq!(a.rnic.cm_connect(qa.qpn, &a.params(v6, 1, 1, b"")).map(|_| ()), Err(DeviceError::InvalidAddress));
+    assert_eq!(
+        a.rnic
+            .cm_connect(qa.qpn, &a.params(v6, 1, 1, b""))
+            .map(|_| ()),
+        Err(DeviceError::InvalidAddress)
+    );
     let mut p = a.params(b.at(445), 1, 1, b"");
     p.local = b.at(0);
-    assert_eq!(a.rnic.cm_connect(qa.qpn, &p).map(|_| ()), Err(DeviceError::InvalidAddress));
+    assert_eq!(
+        a.rnic.cm_connect(qa.qpn, &p).map(|_| ()),
+        Err(DeviceError::InvalidAddress)
+    );
     // An explicit local port; the same 4-tuple twice is refused; one QP,
     // one connection.
     let mut p = a.params(b.at(445), 1, 1, b"");
     p.local = a.at(5000);
     let (ca, local) = a.rnic.cm_connect(qa.qpn, &p).unwrap();
     assert_eq!(local, a.at(5000));
-    assert_eq!(a.rnic.cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b"")).map(|_| ()), Err(DeviceError::InvalidState));
+    assert_eq!(
+        a.rnic
+            .cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b""))
+            .map(|_| ()),
+        Err(DeviceError::InvalidState)
+    );
     let qa2 = a.qp();
-    assert_eq!(a.rnic.cm_connect(qa2.qpn, &p).map(|_| ()), Err(DeviceError::AddressInUse));
+    assert_eq!(
+        a.rnic.cm_connect(qa2.qpn, &p).map(|_| ()),
+        Err(DeviceError::AddressInUse)
+    );
     // Commands out of order.
     assert_eq!(a.rnic.cm_establish(ca), Err(DeviceError::InvalidState));
-    assert_eq!(a.rnic.cm_accept(ca, qa2.qpn, 1, 1, b""), Err(DeviceError::InvalidState));
+    assert_eq!(
+        a.rnic.cm_accept(ca, qa2.qpn, 1, 1, b""),
+        Err(DeviceError::InvalidState)
+    );
     assert_eq!(a.rnic.cm_reject(ca, b""), Err(DeviceError::InvalidState));
     assert_eq!(a.rnic.cm_establish(12345), Err(DeviceError::NoSuchObject));
     a.rnic.cm_release(12345); // unknown: ignored
@@ -413,5 +660,8 @@ fn command_checks() {
     let (_, cb, info, _) = the_request(b);
     assert_eq!(info.remote, a.at(5000));
     // The acceptor's QP must be unbound.
-    assert_eq!(b.rnic.cm_accept(cb, 999, 1, 1, b""), Err(DeviceError::NoSuchObject));
+    assert_eq!(
+        b.rnic.cm_accept(cb, 999, 1, 1, b""),
+        Err(DeviceError::NoSuchObject)
+    );
 }

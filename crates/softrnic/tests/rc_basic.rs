@@ -9,10 +9,15 @@ use hwq::{Cqe, CqeOpcode, CqeStatus};
 use softrnic::fabric::Faults;
 use softrnic::qp::QpState;
 
-const ALL: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ).union(Access::REMOTE_WRITE);
+const ALL: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_WRITE);
 
 fn clean() -> Faults {
-    Faults { delay_us: 5, ..Faults::default() }
+    Faults {
+        delay_us: 5,
+        ..Faults::default()
+    }
 }
 
 fn setup(pmtu: u32, psn_a: u32, psn_b: u32) -> (World, Qp, Qp) {
@@ -41,7 +46,20 @@ fn expect(c: &Cqe, wr_id: u64, op: CqeOpcode, status: CqeStatus, len: u32) {
 
 #[test]
 fn send_receive_sizes_and_psn_wrap() {
-    let sizes = [0usize, 1, 3, 255, 256, 257, 1023, 1024, 1025, 3 * 1024 + 3, 65_536, 1 << 20];
+    let sizes = [
+        0usize,
+        1,
+        3,
+        255,
+        256,
+        257,
+        1023,
+        1024,
+        1025,
+        3 * 1024 + 3,
+        65_536,
+        1 << 20,
+    ];
     for (pmtu, psn) in [(1024, 0), (256, 0xFF_FFF0), (4096, 0xFF_FFFE)] {
         let (mut w, mut qa, mut qb) = setup(pmtu, psn, psn ^ 0x5A5A);
         let src = w.a.register(2 << 20, Access::LOCAL_WRITE);
@@ -52,16 +70,35 @@ fn send_receive_sizes_and_psn_wrap() {
             w.b.post_recv(&mut qb, 100 + i as u64, &[dst.sge(0, (2 << 20) as u32)]);
             // Three SGEs when the message is long enough.
             let sges = if n >= 3 {
-                vec![src.sge(0, 1), src.sge(1, (n / 2 - 1) as u32), src.sge(n as u64 / 2, (n - n / 2) as u32)]
+                vec![
+                    src.sge(0, 1),
+                    src.sge(1, (n / 2 - 1) as u32),
+                    src.sge(n as u64 / 2, (n - n / 2) as u32),
+                ]
             } else {
                 vec![src.sge(0, n as u32)]
             };
             w.a.post_send(&mut qa, wqe(SendOpcode::Send, i as u64, &sges));
             wait_cqes(&mut w, &mut qa, &mut qb, i + 1, i + 1);
-            expect(&qa.scq.seen[i], i as u64, CqeOpcode::Send, CqeStatus::Success, n as u32);
+            expect(
+                &qa.scq.seen[i],
+                i as u64,
+                CqeOpcode::Send,
+                CqeStatus::Success,
+                n as u32,
+            );
             let r = qb.rcq.seen[i];
-            expect(&r, 100 + i as u64, CqeOpcode::Receive, CqeStatus::Success, n as u32);
-            assert_eq!((r.qpn, r.qp_context, r.flags), (qb.qpn, 0xC0DE_0000 + u64::from(w.b.pd), 0));
+            expect(
+                &r,
+                100 + i as u64,
+                CqeOpcode::Receive,
+                CqeStatus::Success,
+                n as u32,
+            );
+            assert_eq!(
+                (r.qpn, r.qp_context, r.flags),
+                (qb.qpn, 0xC0DE_0000 + u64::from(w.b.pd), 0)
+            );
             assert_eq!(qa.scq.seen[i].qpn, qa.qpn);
             assert!(w.b.mem.get(dst.logical, n) == data, "pmtu {pmtu} size {n}");
         }
@@ -83,7 +120,13 @@ fn inline_send_with_solicited_event() {
     w.a.post_send(&mut qa, s);
     wait_cqes(&mut w, &mut qa, &mut qb, 1, 1);
     expect(&qa.scq.seen[0], 5, CqeOpcode::Send, CqeStatus::Success, 11);
-    expect(&qb.rcq.seen[0], 1, CqeOpcode::Receive, CqeStatus::Success, 11);
+    expect(
+        &qb.rcq.seen[0],
+        1,
+        CqeOpcode::Receive,
+        CqeStatus::Success,
+        11,
+    );
     assert_eq!(qb.rcq.seen[0].flags, hwq::cqe::CQE_FLAG_SOLICITED);
     assert_eq!(w.b.mem.get(dst.logical, 11), b"hello world");
 }
@@ -98,10 +141,25 @@ fn write_and_read_sizes() {
     for (i, &n) in sizes.iter().enumerate() {
         let data = pattern(1000 + i as u64, n);
         w.a.mem.fill(local.logical, &data);
-        w.a.post_send(&mut qa, rdma(SendOpcode::Write, i as u64, &[local.sge(0, n as u32)], &remote, 3));
+        w.a.post_send(
+            &mut qa,
+            rdma(
+                SendOpcode::Write,
+                i as u64,
+                &[local.sge(0, n as u32)],
+                &remote,
+                3,
+            ),
+        );
         done += 1;
         wait_cqes(&mut w, &mut qa, &mut qb, done, 0);
-        expect(&qa.scq.seen[done - 1], i as u64, CqeOpcode::Write, CqeStatus::Success, n as u32);
+        expect(
+            &qa.scq.seen[done - 1],
+            i as u64,
+            CqeOpcode::Write,
+            CqeStatus::Success,
+            n as u32,
+        );
         assert!(w.b.mem.get(remote.logical + 3, n) == data, "write of {n}");
         // Read it back into a different place, in two SGEs.
         let back = pattern(2000 + i as u64, n);
@@ -109,10 +167,19 @@ fn write_and_read_sizes() {
         let half = (n / 2) as u32;
         let second = (1 << 20) + u64::from(half) + 64;
         let sges = [local.sge(1 << 20, half), local.sge(second, n as u32 - half)];
-        w.a.post_send(&mut qa, rdma(SendOpcode::Read, 50 + i as u64, &sges, &remote, 3));
+        w.a.post_send(
+            &mut qa,
+            rdma(SendOpcode::Read, 50 + i as u64, &sges, &remote, 3),
+        );
         done += 1;
         wait_cqes(&mut w, &mut qa, &mut qb, done, 0);
-        expect(&qa.scq.seen[done - 1], 50 + i as u64, CqeOpcode::Read, CqeStatus::Success, n as u32);
+        expect(
+            &qa.scq.seen[done - 1],
+            50 + i as u64,
+            CqeOpcode::Read,
+            CqeStatus::Success,
+            n as u32,
+        );
         let mut got = w.a.mem.get(local.logical + (1 << 20), half as usize);
         got.extend(w.a.mem.get(local.logical + second, n - half as usize));
         assert!(got == back, "read of {n}");
@@ -160,13 +227,31 @@ fn udp_payload_transport_and_capture() {
             break;
         }
     }
-    expect(&qa.scq.seen[0], 1, CqeOpcode::Send, CqeStatus::Success, 3000);
-    expect(&qb.rcq.seen[0], 1, CqeOpcode::Receive, CqeStatus::Success, 3000);
+    expect(
+        &qa.scq.seen[0],
+        1,
+        CqeOpcode::Send,
+        CqeStatus::Success,
+        3000,
+    );
+    expect(
+        &qb.rcq.seen[0],
+        1,
+        CqeOpcode::Receive,
+        CqeStatus::Success,
+        3000,
+    );
     assert!(w.b.mem.get(dst.logical, 3000) == data);
     assert_eq!(w.b.dev.stats().rx_bad_icrc, 0);
     let captured = tap.0.lock().unwrap();
-    let rx = captured.iter().filter(|(d, _)| *d == Direction::Receive).count();
-    let tx = captured.iter().filter(|(d, _)| *d == Direction::Transmit).count();
+    let rx = captured
+        .iter()
+        .filter(|(d, _)| *d == Direction::Receive)
+        .count();
+    let tx = captured
+        .iter()
+        .filter(|(d, _)| *d == Direction::Transmit)
+        .count();
     assert_eq!(rx, 3, "three SEND packets at PMTU 1024");
     assert!(tx >= 1, "at least the ACK");
     // Captured receives are whole datagrams that parse and verify.
@@ -187,17 +272,33 @@ fn shared_receive_queue_feeds_sends() {
     let mut rcq = w.b.cq(64);
     let scq = w.b.cq(64);
     let (_sp, sc) = ring::<SendWqe>(16).unwrap();
-    let qpn = w
-        .b
-        .dev
-        .create_qp(QpSetup { pd: w.b.pd, send_cqn: scq.cqn, recv_cqn: rcq.cqn, sq: sc, rq: ReceiveSource::Shared(srqn), context: 5 })
-        .unwrap();
-    let qb = Qp { qpn, sq: ring::<SendWqe>(1).unwrap().0, rq: ring::<RecvWqe>(1).unwrap().0, scq, rcq: w.b.cq(4) };
+    let qpn =
+        w.b.dev
+            .create_qp(QpSetup {
+                pd: w.b.pd,
+                send_cqn: scq.cqn,
+                recv_cqn: rcq.cqn,
+                sq: sc,
+                rq: ReceiveSource::Shared(srqn),
+                context: 5,
+            })
+            .unwrap();
+    let qb = Qp {
+        qpn,
+        sq: ring::<SendWqe>(1).unwrap().0,
+        rq: ring::<RecvWqe>(1).unwrap().0,
+        scq,
+        rcq: w.b.cq(4),
+    };
     w.connect(&qa, &qb, 1024, 10, 20, 2);
     let src = w.a.register(8192, Access::LOCAL_WRITE);
     let dst = w.b.register(8192, Access::LOCAL_WRITE);
     for i in 0..3u64 {
-        let mut r = RecvWqe { wr_id: 300 + i, sge_count: 1, ..RecvWqe::default() };
+        let mut r = RecvWqe {
+            wr_id: 300 + i,
+            sge_count: 1,
+            ..RecvWqe::default()
+        };
         r.sges[0] = dst.sge(i * 2048, 2048);
         srq_p.push(r).unwrap();
     }
@@ -205,7 +306,10 @@ fn shared_receive_queue_feeds_sends() {
     w.b.dev.srq_doorbell(srqn);
     for i in 0..3u64 {
         w.a.mem.fill(src.logical + i * 2048, &pattern(i, 2000));
-        w.a.post_send(&mut qa, wqe(SendOpcode::Send, i, &[src.sge(i * 2048, 2000)]));
+        w.a.post_send(
+            &mut qa,
+            wqe(SendOpcode::Send, i, &[src.sge(i * 2048, 2000)]),
+        );
     }
     w.run_until(10_000, |_| {
         qa.scq.drain();
@@ -213,7 +317,13 @@ fn shared_receive_queue_feeds_sends() {
         qa.scq.seen.len() == 3 && rcq.seen.len() == 3
     });
     for i in 0..3u64 {
-        expect(&rcq.seen[i as usize], 300 + i, CqeOpcode::Receive, CqeStatus::Success, 2000);
+        expect(
+            &rcq.seen[i as usize],
+            300 + i,
+            CqeOpcode::Receive,
+            CqeStatus::Success,
+            2000,
+        );
         assert_eq!(rcq.seen[i as usize].qp_context, 5);
         assert!(w.b.mem.get(dst.logical + i * 2048, 2000) == pattern(i, 2000));
     }

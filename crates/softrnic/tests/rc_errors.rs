@@ -10,10 +10,19 @@ use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendWqe};
 use softrnic::fabric::Faults;
 use softrnic::qp::{QpState, RcConfig};
 
-const REMOTE: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ).union(Access::REMOTE_WRITE);
+const REMOTE: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_WRITE);
 
 fn setup() -> (World, Qp, Qp) {
-    let w = World::new(Faults { delay_us: 5, ..Faults::default() }, 4096, 8 << 20);
+    let w = World::new(
+        Faults {
+            delay_us: 5,
+            ..Faults::default()
+        },
+        4096,
+        8 << 20,
+    );
     let qa = w.a.qp(32);
     let qb = w.b.qp(32);
     w.connect(&qa, &qb, 1024, 100, 200, 4);
@@ -66,15 +75,33 @@ fn violation(v: Violation, op: SendOpcode) {
     }
     w.a.post_send(&mut qa, req);
     run_until_sends(&mut w, &mut qa, 1);
-    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::RemoteAccess)], "{v:?} {op:?}");
-    assert!(w.b.mem.snapshot() == before, "{v:?}: responder memory touched");
+    assert_eq!(
+        statuses(&qa.scq.seen),
+        [(1, CqeStatus::RemoteAccess)],
+        "{v:?} {op:?}"
+    );
+    assert!(
+        w.b.mem.snapshot() == before,
+        "{v:?}: responder memory touched"
+    );
     if op == SendOpcode::Read {
-        assert!(w.a.mem.get(local.logical, 8192) == a_before, "{v:?}: read sink touched");
+        assert!(
+            w.a.mem.get(local.logical, 8192) == a_before,
+            "{v:?}: read sink touched"
+        );
     }
     w.settle(10_000);
-    assert_eq!((w.a.state(&qa), w.b.state(&qb)), (QpState::Error, QpState::Error), "{v:?}");
+    assert_eq!(
+        (w.a.state(&qa), w.b.state(&qb)),
+        (QpState::Error, QpState::Error),
+        "{v:?}"
+    );
     qb.rcq.drain();
-    assert_eq!(statuses(&qb.rcq.seen), [(77, CqeStatus::Flushed)], "posted receive flushed");
+    assert_eq!(
+        statuses(&qb.rcq.seen),
+        [(77, CqeStatus::Flushed)],
+        "posted receive flushed"
+    );
     // Later work flushes on both sides.
     w.a.post_send(&mut qa, rdma(op, 2, &[local.sge(0, 16)], &target, 0));
     w.b.post_recv(&mut qb, 78, &[target.sge(0, 16)]);
@@ -82,13 +109,26 @@ fn violation(v: Violation, op: SendOpcode) {
     qa.scq.drain();
     qb.rcq.drain();
     assert_eq!(statuses(&qa.scq.seen[1..]), [(2, CqeStatus::Flushed)]);
-    assert_eq!(qa.scq.seen[1].op(), Some(if op == SendOpcode::Read { CqeOpcode::Read } else { CqeOpcode::Write }));
+    assert_eq!(
+        qa.scq.seen[1].op(),
+        Some(if op == SendOpcode::Read {
+            CqeOpcode::Read
+        } else {
+            CqeOpcode::Write
+        })
+    );
     assert_eq!(statuses(&qb.rcq.seen[1..]), [(78, CqeStatus::Flushed)]);
 }
 
 #[test]
 fn access_violations_touch_nothing_and_fail_both_qps() {
-    for v in [Violation::WrongKey, Violation::StaleKey, Violation::OutOfRange, Violation::WrongPd, Violation::NoRemoteAccess] {
+    for v in [
+        Violation::WrongKey,
+        Violation::StaleKey,
+        Violation::OutOfRange,
+        Violation::WrongPd,
+        Violation::NoRemoteAccess,
+    ] {
         violation(v, SendOpcode::Write);
         violation(v, SendOpcode::Read);
     }
@@ -118,30 +158,67 @@ fn rnr_then_receive_posted_completes() {
 #[test]
 fn rnr_retry_exhaustion() {
     let (mut w, mut qa, qb) = setup();
-    w.a.dev.set_qp_rc_config(qa.qpn, RcConfig { rnr_retry: 3, ..fast_rc() }).unwrap();
+    w.a.dev
+        .set_qp_rc_config(
+            qa.qpn,
+            RcConfig {
+                rnr_retry: 3,
+                ..fast_rc()
+            },
+        )
+        .unwrap();
     let src = w.a.register(4096, Access::LOCAL_WRITE);
     w.a.post_send(&mut qa, wqe(SendOpcode::Send, 1, &[src.sge(0, 10)]));
     w.a.post_send(&mut qa, wqe(SendOpcode::Send, 2, &[src.sge(0, 10)]));
     run_until_sends(&mut w, &mut qa, 2);
-    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::RnrRetryExceeded), (2, CqeStatus::Flushed)]);
-    assert_eq!(w.a.dev.stats().rnr_naks_received, 4, "first try plus three retries");
+    assert_eq!(
+        statuses(&qa.scq.seen),
+        [(1, CqeStatus::RnrRetryExceeded), (2, CqeStatus::Flushed)]
+    );
+    assert_eq!(
+        w.a.dev.stats().rnr_naks_received,
+        4,
+        "first try plus three retries"
+    );
     assert_eq!(w.a.state(&qa), QpState::Error);
-    assert_eq!(w.b.state(&qb), QpState::Connected, "an RNR NAK is no error at the responder");
+    assert_eq!(
+        w.b.state(&qb),
+        QpState::Connected,
+        "an RNR NAK is no error at the responder"
+    );
 }
 
 #[test]
 fn retry_exhaustion_on_total_loss() {
     let (mut w, mut qa, _qb) = setup();
-    w.fabric.set_faults(Faults { loss: 1.0, ..Faults::default() });
-    w.a.dev.set_qp_rc_config(qa.qpn, RcConfig { retry_count: 2, ..fast_rc() }).unwrap();
+    w.fabric.set_faults(Faults {
+        loss: 1.0,
+        ..Faults::default()
+    });
+    w.a.dev
+        .set_qp_rc_config(
+            qa.qpn,
+            RcConfig {
+                retry_count: 2,
+                ..fast_rc()
+            },
+        )
+        .unwrap();
     let src = w.a.register(4096, Access::LOCAL_WRITE);
     w.a.post_send(&mut qa, wqe(SendOpcode::Send, 1, &[src.sge(0, 2048)]));
     w.a.post_send(&mut qa, wqe(SendOpcode::Write, 2, &[src.sge(0, 8)]));
     run_until_sends(&mut w, &mut qa, 2);
-    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::RetryExceeded), (2, CqeStatus::Flushed)]);
+    assert_eq!(
+        statuses(&qa.scq.seen),
+        [(1, CqeStatus::RetryExceeded), (2, CqeStatus::Flushed)]
+    );
     let s = w.a.dev.stats();
     assert_eq!(s.timeouts, 3, "two retries, then the third expiry fails");
-    assert_eq!(s.retransmitted, 2 * 3, "both packets of the first message resent twice... and the WRITE");
+    assert_eq!(
+        s.retransmitted,
+        2 * 3,
+        "both packets of the first message resent twice... and the WRITE"
+    );
     assert_eq!(w.a.state(&qa), QpState::Error);
 }
 
@@ -156,9 +233,18 @@ fn receive_too_small_is_a_local_length_error() {
     run_until_sends(&mut w, &mut qa, 1);
     w.settle(10_000);
     qb.rcq.drain();
-    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::RemoteInvalidRequest)]);
-    assert_eq!(statuses(&qb.rcq.seen), [(10, CqeStatus::LocalLength), (11, CqeStatus::Flushed)]);
-    assert_eq!((w.a.state(&qa), w.b.state(&qb)), (QpState::Error, QpState::Error));
+    assert_eq!(
+        statuses(&qa.scq.seen),
+        [(1, CqeStatus::RemoteInvalidRequest)]
+    );
+    assert_eq!(
+        statuses(&qb.rcq.seen),
+        [(10, CqeStatus::LocalLength), (11, CqeStatus::Flushed)]
+    );
+    assert_eq!(
+        (w.a.state(&qa), w.b.state(&qb)),
+        (QpState::Error, QpState::Error)
+    );
 }
 
 #[test]
@@ -177,7 +263,11 @@ fn local_protection_fails_in_order_and_flushes_the_rest() {
     run_until_sends(&mut w, &mut qa, 3);
     assert_eq!(
         statuses(&qa.scq.seen),
-        [(1, CqeStatus::Success), (2, CqeStatus::LocalProtection), (3, CqeStatus::Flushed)]
+        [
+            (1, CqeStatus::Success),
+            (2, CqeStatus::LocalProtection),
+            (3, CqeStatus::Flushed)
+        ]
     );
     assert_eq!(w.a.state(&qa), QpState::Error);
     // A doorbell on the errored QP flushes new work.
@@ -195,8 +285,17 @@ fn page_list(node: &Node, pages: &[u64]) -> u64 {
     at
 }
 
-fn fast_register(node: &Node, key: MemoryKey, logical: u64, len: u64, access: Access, wr_id: u64) -> SendWqe {
-    let pages: Vec<u64> = (0..len.div_ceil(PAGE)).map(|i| logical + i * PAGE).collect();
+fn fast_register(
+    node: &Node,
+    key: MemoryKey,
+    logical: u64,
+    len: u64,
+    access: Access,
+    wr_id: u64,
+) -> SendWqe {
+    let pages: Vec<u64> = (0..len.div_ceil(PAGE))
+        .map(|i| logical + i * PAGE)
+        .collect();
     let list = page_list(node, &pages);
     SendWqe {
         opcode: SendOpcode::FastRegister as u8,
@@ -220,7 +319,10 @@ fn fast_register_remote_access_then_send_with_invalidate() {
     w.b.dev.init_fast_register(entry, 4, true).unwrap();
     let backing = w.b.mem.alloc(3 * PAGE);
     let frkey = entry.next_variant();
-    w.b.post_send(&mut qb, fast_register(&w.b, frkey, backing, 3 * PAGE, REMOTE, 50));
+    w.b.post_send(
+        &mut qb,
+        fast_register(&w.b, frkey, backing, 3 * PAGE, REMOTE, 50),
+    );
     run_until_sends(&mut w, &mut qb, 1);
     assert_eq!(qb.scq.seen[0].op(), Some(CqeOpcode::FastRegister));
     assert_eq!(statuses(&qb.scq.seen), [(50, CqeStatus::Success)]);
@@ -228,13 +330,24 @@ fn fast_register_remote_access_then_send_with_invalidate() {
     let local = w.a.register(3 * PAGE, Access::LOCAL_WRITE);
     let data = pattern(8, 5000);
     w.a.mem.fill(local.logical, &data);
-    let remote = Buf { logical: backing, va: 0x7777_0000_0000, len: 3 * PAGE, key: frkey };
-    w.a.post_send(&mut qa, rdma(SendOpcode::Write, 1, &[local.sge(0, 5000)], &remote, 100));
+    let remote = Buf {
+        logical: backing,
+        va: 0x7777_0000_0000,
+        len: 3 * PAGE,
+        key: frkey,
+    };
+    w.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Write, 1, &[local.sge(0, 5000)], &remote, 100),
+    );
     let mut read = rdma(SendOpcode::Read, 2, &[local.sge(6000, 5000)], &remote, 100);
     read.flags |= WqeFlags::READ_FENCE.bits();
     w.a.post_send(&mut qa, read);
     run_until_sends(&mut w, &mut qa, 2);
-    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::Success), (2, CqeStatus::Success)]);
+    assert_eq!(
+        statuses(&qa.scq.seen),
+        [(1, CqeStatus::Success), (2, CqeStatus::Success)]
+    );
     assert!(w.b.mem.get(backing + 100, 5000) == data);
     assert!(w.a.mem.get(local.logical + 6000, 5000) == data);
     // SEND with invalidate kills the key before the receive completes.
@@ -246,9 +359,27 @@ fn fast_register_remote_access_then_send_with_invalidate() {
     run_until_sends(&mut w, &mut qa, 3);
     w.run_until(1000, |_| qb.rcq.drain() > 0 || !qb.rcq.seen.is_empty());
     let r = qb.rcq.seen[0];
-    assert_eq!((r.wr_id, r.op(), r.cqe_status(), r.byte_len, r.invalidated_key), (60, Some(CqeOpcode::ReceiveInvalidate), CqeStatus::Success, 2000, frkey.0));
+    assert_eq!(
+        (
+            r.wr_id,
+            r.op(),
+            r.cqe_status(),
+            r.byte_len,
+            r.invalidated_key
+        ),
+        (
+            60,
+            Some(CqeOpcode::ReceiveInvalidate),
+            CqeStatus::Success,
+            2000,
+            frkey.0
+        )
+    );
     // The invalidated key is refused: stale key.
-    w.a.post_send(&mut qa, rdma(SendOpcode::Write, 4, &[local.sge(0, 8)], &remote, 0));
+    w.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Write, 4, &[local.sge(0, 8)], &remote, 0),
+    );
     run_until_sends(&mut w, &mut qa, 4);
     assert_eq!(qa.scq.seen[3].cqe_status(), CqeStatus::RemoteAccess);
 }
@@ -265,9 +396,18 @@ fn invalid_send_with_invalidate_token_fails_both() {
     run_until_sends(&mut w, &mut qa, 1);
     w.settle(1000);
     qb.rcq.drain();
-    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::RemoteInvalidRequest)]);
-    assert_eq!(statuses(&qb.rcq.seen), [(1, CqeStatus::RemoteInvalidRequest)]);
-    assert_eq!((w.a.state(&qa), w.b.state(&qb)), (QpState::Error, QpState::Error));
+    assert_eq!(
+        statuses(&qa.scq.seen),
+        [(1, CqeStatus::RemoteInvalidRequest)]
+    );
+    assert_eq!(
+        statuses(&qb.rcq.seen),
+        [(1, CqeStatus::RemoteInvalidRequest)]
+    );
+    assert_eq!(
+        (w.a.state(&qa), w.b.state(&qb)),
+        (QpState::Error, QpState::Error)
+    );
 }
 
 #[test]
@@ -288,20 +428,46 @@ fn bind_window_then_local_invalidate() {
     };
     w.b.post_send(&mut qb, bind);
     run_until_sends(&mut w, &mut qb, 1);
-    assert_eq!((qb.scq.seen[0].op(), qb.scq.seen[0].cqe_status()), (Some(CqeOpcode::Bind), CqeStatus::Success));
+    assert_eq!(
+        (qb.scq.seen[0].op(), qb.scq.seen[0].cqe_status()),
+        (Some(CqeOpcode::Bind), CqeStatus::Success)
+    );
     let local = w.a.register(PAGE, Access::LOCAL_WRITE);
     w.a.mem.fill(local.logical, &pattern(4, 100));
-    let win = Buf { logical: mr.logical + PAGE, va: mr.va + PAGE, len: 2 * PAGE, key: window };
-    w.a.post_send(&mut qa, rdma(SendOpcode::Write, 1, &[local.sge(0, 100)], &win, 10));
+    let win = Buf {
+        logical: mr.logical + PAGE,
+        va: mr.va + PAGE,
+        len: 2 * PAGE,
+        key: window,
+    };
+    w.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Write, 1, &[local.sge(0, 100)], &win, 10),
+    );
     run_until_sends(&mut w, &mut qa, 1);
     assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::Success)]);
     assert!(w.b.mem.get(mr.logical + PAGE + 10, 100) == pattern(4, 100));
     // B invalidates the window locally; A's next WRITE through it fails.
-    w.b.post_send(&mut qb, SendWqe { opcode: SendOpcode::LocalInvalidate as u8, flags: WqeFlags::SIGNALED.bits(), key: window.0, wr_id: 71, ..SendWqe::default() });
+    w.b.post_send(
+        &mut qb,
+        SendWqe {
+            opcode: SendOpcode::LocalInvalidate as u8,
+            flags: WqeFlags::SIGNALED.bits(),
+            key: window.0,
+            wr_id: 71,
+            ..SendWqe::default()
+        },
+    );
     run_until_sends(&mut w, &mut qb, 2);
-    assert_eq!((qb.scq.seen[1].op(), qb.scq.seen[1].cqe_status()), (Some(CqeOpcode::LocalInvalidate), CqeStatus::Success));
+    assert_eq!(
+        (qb.scq.seen[1].op(), qb.scq.seen[1].cqe_status()),
+        (Some(CqeOpcode::LocalInvalidate), CqeStatus::Success)
+    );
     let before = w.b.mem.snapshot();
-    w.a.post_send(&mut qa, rdma(SendOpcode::Write, 2, &[local.sge(0, 100)], &win, 200));
+    w.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Write, 2, &[local.sge(0, 100)], &win, 200),
+    );
     run_until_sends(&mut w, &mut qa, 2);
     assert_eq!(qa.scq.seen[1].cqe_status(), CqeStatus::RemoteAccess);
     assert!(w.b.mem.snapshot() == before);
@@ -312,15 +478,39 @@ fn window_bounds_are_enforced() {
     let (mut w, mut qa, mut qb) = setup();
     let mr = w.b.register(4 * PAGE, Access::LOCAL_WRITE);
     let window = w.b.dev.alloc_key(w.b.pd, true).unwrap().next_variant();
-    w.b.post_send(&mut qb, SendWqe { opcode: SendOpcode::Bind as u8, flags: WqeFlags::SIGNALED.bits(), access: Access::REMOTE_WRITE.bits(), key: window.0, aux32: mr.key.0, remote_addr: mr.va + PAGE, length: PAGE, wr_id: 1, ..SendWqe::default() });
+    w.b.post_send(
+        &mut qb,
+        SendWqe {
+            opcode: SendOpcode::Bind as u8,
+            flags: WqeFlags::SIGNALED.bits(),
+            access: Access::REMOTE_WRITE.bits(),
+            key: window.0,
+            aux32: mr.key.0,
+            remote_addr: mr.va + PAGE,
+            length: PAGE,
+            wr_id: 1,
+            ..SendWqe::default()
+        },
+    );
     run_until_sends(&mut w, &mut qb, 1);
     let local = w.a.register(PAGE, Access::LOCAL_WRITE);
     let before = w.b.mem.snapshot();
-    let win = Buf { logical: mr.logical + PAGE, va: mr.va + PAGE, len: PAGE, key: window };
-    w.a.post_send(&mut qa, rdma(SendOpcode::Write, 1, &[local.sge(0, 100)], &win, PAGE - 50));
+    let win = Buf {
+        logical: mr.logical + PAGE,
+        va: mr.va + PAGE,
+        len: PAGE,
+        key: window,
+    };
+    w.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Write, 1, &[local.sge(0, 100)], &win, PAGE - 50),
+    );
     run_until_sends(&mut w, &mut qa, 1);
     assert_eq!(qa.scq.seen[0].cqe_status(), CqeStatus::RemoteAccess);
-    assert!(w.b.mem.snapshot() == before, "out-of-window range touched nothing");
+    assert!(
+        w.b.mem.snapshot() == before,
+        "out-of-window range touched nothing"
+    );
 }
 
 #[test]
@@ -335,7 +525,17 @@ fn read_with_local_invalidate_and_key_reuse_waits() {
     let mut fr = fast_register(&w.a, k1, sink, PAGE, Access::LOCAL_WRITE, 1);
     fr.remote_addr = 0x1000;
     w.a.post_send(&mut qa, fr);
-    let mut read = rdma(SendOpcode::Read, 2, &[hwq::Sge { addr: 0x1000, length: 300, key: k1.0 }], &remote, 0);
+    let mut read = rdma(
+        SendOpcode::Read,
+        2,
+        &[hwq::Sge {
+            addr: 0x1000,
+            length: 300,
+            key: k1.0,
+        }],
+        &remote,
+        0,
+    );
     read.flags |= WqeFlags::READ_LOCAL_INVALIDATE.bits();
     w.a.post_send(&mut qa, read);
     // Re-register the same entry with the next variant: waits for the READ.
@@ -344,13 +544,27 @@ fn read_with_local_invalidate_and_key_reuse_waits() {
     fr2.remote_addr = 0x1000;
     w.a.post_send(&mut qa, fr2);
     run_until_sends(&mut w, &mut qa, 3);
-    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::Success), (2, CqeStatus::Success), (3, CqeStatus::Success)]);
+    assert_eq!(
+        statuses(&qa.scq.seen),
+        [
+            (1, CqeStatus::Success),
+            (2, CqeStatus::Success),
+            (3, CqeStatus::Success)
+        ]
+    );
     assert!(w.a.mem.get(sink, 300) == pattern(6, 300));
 }
 
 #[test]
 fn ord_one_serialises_reads_and_fences_wait() {
-    let w = World::new(Faults { delay_us: 5, ..Faults::default() }, 4096, 8 << 20);
+    let w = World::new(
+        Faults {
+            delay_us: 5,
+            ..Faults::default()
+        },
+        4096,
+        8 << 20,
+    );
     let mut qa = w.a.qp(32);
     let qb = w.b.qp(32);
     w.connect(&qa, &qb, 1024, 0, 0, 1);
@@ -359,14 +573,31 @@ fn ord_one_serialises_reads_and_fences_wait() {
     let remote = w.b.register(64 * 1024, REMOTE);
     w.b.mem.fill(remote.logical, &pattern(9, 64 * 1024));
     for i in 0..8u64 {
-        w.a.post_send(&mut qa, rdma(SendOpcode::Read, i, &[local.sge(i * 8192, 8192)], &remote, i * 8192));
+        w.a.post_send(
+            &mut qa,
+            rdma(
+                SendOpcode::Read,
+                i,
+                &[local.sge(i * 8192, 8192)],
+                &remote,
+                i * 8192,
+            ),
+        );
     }
     let mut fenced = rdma(SendOpcode::Write, 8, &[local.sge(0, 64)], &remote, 0);
     fenced.flags |= WqeFlags::READ_FENCE.bits();
     w.a.post_send(&mut qa, fenced);
     run_until_sends(&mut w, &mut qa, 9);
-    assert!(qa.scq.seen.iter().all(|c| c.cqe_status() == CqeStatus::Success));
-    assert_eq!(qa.scq.seen.iter().map(|c| c.wr_id).collect::<Vec<_>>(), (0..9).collect::<Vec<_>>());
+    assert!(
+        qa.scq
+            .seen
+            .iter()
+            .all(|c| c.cqe_status() == CqeStatus::Success)
+    );
+    assert_eq!(
+        qa.scq.seen.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        (0..9).collect::<Vec<_>>()
+    );
     assert!(w.a.mem.get(local.logical, 64 * 1024) == pattern(9, 64 * 1024));
 }
 
@@ -387,7 +618,10 @@ fn unsignaled_successes_only_release_slots() {
         w.a.post_send(&mut qa, s);
     }
     run_until_sends(&mut w, &mut qa, 10);
-    assert_eq!(qa.scq.seen.iter().map(|c| c.wr_id).collect::<Vec<_>>(), (0..10).map(|i| i * 4 + 3).collect::<Vec<_>>());
+    assert_eq!(
+        qa.scq.seen.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        (0..10).map(|i| i * 4 + 3).collect::<Vec<_>>()
+    );
     w.settle(1000);
     assert_eq!(qa.sq.free(), 32);
 }

@@ -111,31 +111,67 @@ fn ten_thousand_messages_under_loss_reorder_and_duplication() {
                     } else {
                         (b_recv, (sends_posted as u64 % u64::from(DEPTH)) * SLOT)
                     };
-                    w.b.post_recv(&mut qb, i as u64, &[rb.sge(ro, rb.len.min(SLOT.max(size as u64)) as u32)]);
+                    w.b.post_recv(
+                        &mut qb,
+                        i as u64,
+                        &[rb.sge(ro, rb.len.min(SLOT.max(size as u64)) as u32)],
+                    );
                     recv_expect.push_back((i, rb.logical + ro));
                     sends_posted += 1;
                     wqe(SendOpcode::Send, i as u64, &[a_buf.sge(a_off, size as u32)])
                 }
                 Kind::Write => {
                     w.a.mem.fill(a_buf.logical + a_off, &data);
-                    rdma(SendOpcode::Write, i as u64, &[a_buf.sge(a_off, size as u32)], &b_buf, b_off)
+                    rdma(
+                        SendOpcode::Write,
+                        i as u64,
+                        &[a_buf.sge(a_off, size as u32)],
+                        &b_buf,
+                        b_off,
+                    )
                 }
                 Kind::Read => {
                     w.b.mem.fill(b_buf.logical + b_off, &data);
-                    rdma(SendOpcode::Read, i as u64, &[a_buf.sge(a_off, size as u32)], &b_buf, b_off)
+                    rdma(
+                        SendOpcode::Read,
+                        i as u64,
+                        &[a_buf.sge(a_off, size as u32)],
+                        &b_buf,
+                        b_off,
+                    )
                 }
             };
             w.a.post_send(&mut qa, wqe);
             posted += 1;
         }
-        assert!(w.steps < MAX_STEPS, "stuck: {completed} of {MESSAGES} completed after {} steps", w.steps);
-        assert!(w.step(), "nothing left to happen with {completed} of {MESSAGES} completed");
+        assert!(
+            w.steps < MAX_STEPS,
+            "stuck: {completed} of {MESSAGES} completed after {} steps",
+            w.steps
+        );
+        assert!(
+            w.step(),
+            "nothing left to happen with {completed} of {MESSAGES} completed"
+        );
         qb.rcq.drain();
         for c in qb.rcq.seen.drain(..) {
-            let (i, at) = recv_expect.pop_front().expect("a receive completion nobody expected");
+            let (i, at) = recv_expect
+                .pop_front()
+                .expect("a receive completion nobody expected");
             let (_, size) = plan[i];
-            assert_eq!((c.wr_id, c.op(), c.cqe_status(), c.byte_len), (i as u64, Some(CqeOpcode::Receive), CqeStatus::Success, size as u32));
-            assert!(w.b.mem.get(at, size) == pattern(i as u64, size), "SEND {i} ({size} B) corrupted");
+            assert_eq!(
+                (c.wr_id, c.op(), c.cqe_status(), c.byte_len),
+                (
+                    i as u64,
+                    Some(CqeOpcode::Receive),
+                    CqeStatus::Success,
+                    size as u32
+                )
+            );
+            assert!(
+                w.b.mem.get(at, size) == pattern(i as u64, size),
+                "SEND {i} ({size} B) corrupted"
+            );
             received += 1;
         }
         qa.scq.drain();
@@ -147,17 +183,35 @@ fn ten_thousand_messages_under_loss_reorder_and_duplication() {
                 Kind::Write => CqeOpcode::Write,
                 Kind::Read => CqeOpcode::Read,
             };
-            assert_eq!((c.wr_id, c.op(), c.cqe_status(), c.byte_len), (i as u64, Some(op), CqeStatus::Success, size as u32), "message {i}");
+            assert_eq!(
+                (c.wr_id, c.op(), c.cqe_status(), c.byte_len),
+                (i as u64, Some(op), CqeStatus::Success, size as u32),
+                "message {i}"
+            );
             let slot = (i as u64 % u64::from(DEPTH)) * SLOT;
             let large = size == LARGE;
             match kind {
                 Kind::Write => {
-                    let at = if large { b_large.logical } else { b_slots.logical + slot };
-                    assert!(w.b.mem.get(at, size) == pattern(i as u64, size), "WRITE {i} ({size} B) corrupted");
+                    let at = if large {
+                        b_large.logical
+                    } else {
+                        b_slots.logical + slot
+                    };
+                    assert!(
+                        w.b.mem.get(at, size) == pattern(i as u64, size),
+                        "WRITE {i} ({size} B) corrupted"
+                    );
                 }
                 Kind::Read => {
-                    let at = if large { a_large.logical } else { a_slots.logical + slot };
-                    assert!(w.a.mem.get(at, size) == pattern(i as u64, size), "READ {i} ({size} B) corrupted");
+                    let at = if large {
+                        a_large.logical
+                    } else {
+                        a_slots.logical + slot
+                    };
+                    assert!(
+                        w.a.mem.get(at, size) == pattern(i as u64, size),
+                        "READ {i} ({size} B) corrupted"
+                    );
                 }
                 Kind::Send => {}
             }
@@ -166,10 +220,21 @@ fn ten_thousand_messages_under_loss_reorder_and_duplication() {
     }
     // Nothing more completes: every request exactly once.
     w.settle(100_000);
-    assert_eq!((qa.scq.drain(), qb.rcq.drain(), qa.rcq.drain(), qb.scq.drain()), (0, 0, 0, 0));
+    assert_eq!(
+        (
+            qa.scq.drain(),
+            qb.rcq.drain(),
+            qa.rcq.drain(),
+            qb.scq.drain()
+        ),
+        (0, 0, 0, 0)
+    );
     assert_eq!(received, sends_posted);
     assert!(recv_expect.is_empty());
-    assert_eq!((w.a.state(&qa), w.b.state(&qb)), (QpState::Connected, QpState::Connected));
+    assert_eq!(
+        (w.a.state(&qa), w.b.state(&qb)),
+        (QpState::Connected, QpState::Connected)
+    );
     let f = w.fabric.stats();
     let (sa, sb) = (w.a.dev.stats(), w.b.dev.stats());
     println!(

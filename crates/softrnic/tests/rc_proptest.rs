@@ -13,10 +13,13 @@ use proptest::prelude::*;
 use softrnic::env::{Capture, Direction};
 use softrnic::fabric::Faults;
 use softrnic::wire::{
-    Aeth, Bth, ExtHeaders, Headers, HeaderSet, Ipv4UdpFields, Opcode, PSN_MASK, Reth, Syndrome, build,
+    Aeth, Bth, ExtHeaders, HeaderSet, Headers, Ipv4UdpFields, Opcode, PSN_MASK, Reth, Syndrome,
+    build,
 };
 
-const REMOTE: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ).union(Access::REMOTE_WRITE);
+const REMOTE: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_WRITE);
 
 #[derive(Default)]
 struct Tap(Mutex<Vec<Vec<u8>>>);
@@ -39,7 +42,14 @@ struct Bench {
 }
 
 fn bench() -> Bench {
-    let w = World::new(Faults { delay_us: 3, ..Faults::default() }, 4096, 1 << 20);
+    let w = World::new(
+        Faults {
+            delay_us: 3,
+            ..Faults::default()
+        },
+        4096,
+        1 << 20,
+    );
     let qa = w.a.qp(16);
     let mut qb = w.b.qp(16);
     w.connect(&qa, &qb, 256, 1000, 5000, 4);
@@ -53,12 +63,22 @@ fn bench() -> Bench {
     *w.b.mem.log.lock().unwrap() = Some(Vec::new());
     let a_ranges = vec![(local.logical, local.len)];
     let b_ranges = vec![(remote.logical, remote.len), (recv.logical, recv.len)];
-    Bench { w, qa, qb, a_ranges, a_buf: local, b_ranges, remote }
+    Bench {
+        w,
+        qa,
+        qb,
+        a_ranges,
+        a_buf: local,
+        b_ranges,
+        remote,
+    }
 }
 
 fn check_ranges(node: &Node, ranges: &[(u64, u64)]) {
     for &(_, addr, len) in node.mem.log.lock().unwrap().as_ref().unwrap() {
-        let inside = ranges.iter().any(|&(a, l)| addr >= a && addr + len as u64 <= a + l);
+        let inside = ranges
+            .iter()
+            .any(|&(a, l)| addr >= a && addr + len as u64 <= a + l);
         assert!(inside, "DMA at {addr:#x}+{len} outside registered memory");
     }
 }
@@ -71,9 +91,16 @@ fn captured() -> &'static [Vec<u8>] {
         let tap = Arc::new(Tap::default());
         b.w.a.dev.set_capture(Some(Box::new(TapRef(tap.clone()))));
         let local = b.w.a.register(8192, Access::LOCAL_WRITE);
-        b.w.a.post_send(&mut b.qa, wqe(SendOpcode::Send, 1, &[local.sge(0, 600)]));
-        b.w.a.post_send(&mut b.qa, rdma(SendOpcode::Write, 2, &[local.sge(0, 700)], &b.remote, 8));
-        b.w.a.post_send(&mut b.qa, rdma(SendOpcode::Read, 3, &[local.sge(1000, 900)], &b.remote, 16));
+        b.w.a
+            .post_send(&mut b.qa, wqe(SendOpcode::Send, 1, &[local.sge(0, 600)]));
+        b.w.a.post_send(
+            &mut b.qa,
+            rdma(SendOpcode::Write, 2, &[local.sge(0, 700)], &b.remote, 8),
+        );
+        b.w.a.post_send(
+            &mut b.qa,
+            rdma(SendOpcode::Read, 3, &[local.sge(1000, 900)], &b.remote, 16),
+        );
         b.w.settle(10_000);
         b.qa.scq.drain();
         assert_eq!(b.qa.scq.seen.len(), 3);
@@ -84,8 +111,8 @@ fn captured() -> &'static [Vec<u8>] {
 }
 
 const OPCODES: [u8; 25] = [
-    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11,
-    0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65,
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F,
+    0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65,
 ];
 
 #[derive(Clone, Debug)]
@@ -115,27 +142,56 @@ fn spec() -> impl Strategy<Value = Spec> {
         prop_oneof![0x00u8..0x20, 0x20u8..0x40, 0x60u8..0x65],
         0usize..300,
     )
-        .prop_map(|(opcode, to_a, psn_delta, ack_req, key_choice, raw_key, va_delta, dma_len, syndrome, payload)| Spec {
-            opcode,
-            to_a,
-            psn_delta,
-            ack_req,
-            key_choice,
-            raw_key,
-            va_delta,
-            dma_len,
-            syndrome,
-            payload,
-        })
+        .prop_map(
+            |(
+                opcode,
+                to_a,
+                psn_delta,
+                ack_req,
+                key_choice,
+                raw_key,
+                va_delta,
+                dma_len,
+                syndrome,
+                payload,
+            )| Spec {
+                opcode,
+                to_a,
+                psn_delta,
+                ack_req,
+                key_choice,
+                raw_key,
+                va_delta,
+                dma_len,
+                syndrome,
+                payload,
+            },
+        )
 }
 
 /// A well-formed datagram (correct lengths, pad and ICRC) from `spec`.
 fn make(b: &Bench, s: &Spec, base_psn: u32) -> Option<Vec<u8>> {
     let op = Opcode(s.opcode);
     let info = op.info()?;
-    let (src, dst, qpn) = if s.to_a { (ADDR_B, ADDR_A, b.qa.qpn) } else { (ADDR_A, ADDR_B, b.qb.qpn) };
-    let ip = Ipv4UdpFields { src, dst, src_port: 4791, dst_port: 4791, ident: 0, dont_fragment: true, tos: 0 };
-    let mut bth = Bth::new(op, qpn, base_psn.wrapping_add_signed(s.psn_delta) & PSN_MASK);
+    let (src, dst, qpn) = if s.to_a {
+        (ADDR_B, ADDR_A, b.qa.qpn)
+    } else {
+        (ADDR_A, ADDR_B, b.qb.qpn)
+    };
+    let ip = Ipv4UdpFields {
+        src,
+        dst,
+        src_port: 4791,
+        dst_port: 4791,
+        ident: 0,
+        dont_fragment: true,
+        tos: 0,
+    };
+    let mut bth = Bth::new(
+        op,
+        qpn,
+        base_psn.wrapping_add_signed(s.psn_delta) & PSN_MASK,
+    );
     bth.ack_req = s.ack_req;
     let key = match s.key_choice {
         0 => b.remote.key.0,
@@ -147,13 +203,25 @@ fn make(b: &Bench, s: &Spec, base_psn: u32) -> Option<Vec<u8>> {
     let mut ext = ExtHeaders::NONE;
     let h = info.headers;
     if h.contains(HeaderSet::RETH) {
-        ext.reth = Some(Reth { va, rkey: key, dma_len: s.dma_len });
+        ext.reth = Some(Reth {
+            va,
+            rkey: key,
+            dma_len: s.dma_len,
+        });
     }
     if h.contains(HeaderSet::AETH) {
-        ext.aeth = Some(Aeth { syndrome: Syndrome::decode(s.syndrome).ok()?, msn: 1 });
+        ext.aeth = Some(Aeth {
+            syndrome: Syndrome::decode(s.syndrome).ok()?,
+            msn: 1,
+        });
     }
     if h.contains(HeaderSet::ATOMIC_ETH) {
-        ext.atomic_eth = Some(softrnic::wire::AtomicEth { va, rkey: key, swap_add: 1, compare: 2 });
+        ext.atomic_eth = Some(softrnic::wire::AtomicEth {
+            va,
+            rkey: key,
+            swap_add: 1,
+            compare: 2,
+        });
     }
     if h.contains(HeaderSet::ATOMIC_ACK_ETH) {
         ext.atomic_ack = Some(7);
@@ -167,7 +235,11 @@ fn make(b: &Bench, s: &Spec, base_psn: u32) -> Option<Vec<u8>> {
     if h.contains(HeaderSet::DETH) {
         ext.deth = Some(softrnic::wire::Deth { qkey: 1, src_qp: 1 });
     }
-    let payload = if info.payload { pattern(s.payload as u64, s.payload) } else { Vec::new() };
+    let payload = if info.payload {
+        pattern(s.payload as u64, s.payload)
+    } else {
+        Vec::new()
+    };
     let mut out = vec![0u8; 9000];
     let n = build(&Headers { ip, bth, ext }, &[&payload], &mut out).ok()?;
     out.truncate(n);

@@ -78,7 +78,9 @@ impl SoftRnic {
         self.cm.with(self, |inner| {
             let listeners = &mut inner.listeners;
             let port = if addr.port() == 0 {
-                listeners.ephemeral_port().ok_or(DeviceError::NoPortAvailable)?
+                listeners
+                    .ephemeral_port()
+                    .ok_or(DeviceError::NoPortAvailable)?
             } else if listeners.port_taken(addr.port()) {
                 return Err(DeviceError::AddressInUse);
             } else {
@@ -96,20 +98,30 @@ impl SoftRnic {
 
     /// Pauses (refuses requests as if absent) or resumes a listener.
     pub fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
-        self.cm.with(self, |inner| inner.listeners.pause(listen_id, paused));
+        self.cm
+            .with(self, |inner| inner.listeners.pause(listen_id, paused));
     }
 
     /// Stops a listener: later requests for its port are refused.
     pub fn cm_stop_listener(&self, listen_id: u32) {
-        self.cm.with(self, |inner| inner.listeners.remove(listen_id));
+        self.cm
+            .with(self, |inner| inner.listeners.remove(listen_id));
     }
 
     /// Sends a connect request for QP `qpn`.
-    pub fn cm_connect(&self, qpn: u32, params: &ConnectParams<'_>) -> Result<(u32, SocketAddr), DeviceError> {
+    pub fn cm_connect(
+        &self,
+        qpn: u32,
+        params: &ConnectParams<'_>,
+    ) -> Result<(u32, SocketAddr), DeviceError> {
         let SocketAddr::V4(remote) = params.remote else {
             return Err(DeviceError::InvalidAddress);
         };
-        if remote.ip().is_unspecified() || remote.ip().is_broadcast() || remote.ip().is_multicast() || remote.port() == 0 {
+        if remote.ip().is_unspecified()
+            || remote.ip().is_broadcast()
+            || remote.ip().is_multicast()
+            || remote.port() == 0
+        {
             return Err(DeviceError::InvalidAddress);
         }
         self.cm_local_ip(params.local)?;
@@ -126,10 +138,17 @@ impl SoftRnic {
                 return Err(DeviceError::InvalidState);
             }
             let port = match params.local.port() {
-                0 => inner.listeners.ephemeral_port().ok_or(DeviceError::NoPortAvailable)?,
+                0 => inner
+                    .listeners
+                    .ephemeral_port()
+                    .ok_or(DeviceError::NoPortAvailable)?,
                 port => {
                     let local = SocketAddrV4::new(addr, port);
-                    if inner.conns.iter().any(|c| c.owned() && c.local == local && c.remote == remote) {
+                    if inner
+                        .conns
+                        .iter()
+                        .any(|c| c.owned() && c.local == local && c.remote == remote)
+                    {
                         return Err(DeviceError::AddressInUse);
                     }
                     inner.listeners.hold_port(port);
@@ -154,7 +173,11 @@ impl SoftRnic {
             conn.peer_timeout = CM_RESPONSE_TIMEOUT;
             conn.max_retries = MAX_CM_RETRIES;
             conn.period_us = answer_wait_us(CM_RESPONSE_TIMEOUT);
-            let extras = ReqExtras { local_comm_id: io.comm_id(id), srq, private_data: params.private_data };
+            let extras = ReqExtras {
+                local_comm_id: io.comm_id(id),
+                srq,
+                private_data: params.private_data,
+            };
             if let Some(mad) = msg::req(conn, &extras) {
                 io.send_conn(self, conn, &mad);
             }
@@ -183,7 +206,10 @@ impl SoftRnic {
             if inner.conns.iter().any(|c| c.owned() && c.qpn == qpn) {
                 return Err(DeviceError::InvalidState);
             }
-            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            let (_, conn) = inner
+                .conns
+                .owned(conn_id)
+                .ok_or(DeviceError::NoSuchObject)?;
             if conn.state != State::ReqRcvd {
                 return Err(DeviceError::InvalidState);
             }
@@ -194,7 +220,8 @@ impl SoftRnic {
             conn.ird = read_limit(inbound_reads, caps.max_inbound_reads).min(conn.peer_ord);
             conn.ord = read_limit(outbound_reads, caps.max_outbound_reads).min(conn.peer_ird);
             conn.send_psn = io.random_psn();
-            let mad = msg::rep(conn, io.comm_id(conn_id), srq, private_data).ok_or(DeviceError::InvalidParameter)?;
+            let mad = msg::rep(conn, io.comm_id(conn_id), srq, private_data)
+                .ok_or(DeviceError::InvalidParameter)?;
             conn.state = State::RepSent;
             conn.retries = 0;
             conn.period_us = answer_wait_us(conn.peer_timeout);
@@ -212,7 +239,10 @@ impl SoftRnic {
             return Err(DeviceError::InvalidParameter);
         }
         self.cm.with(self, |inner| {
-            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            let (_, conn) = inner
+                .conns
+                .owned(conn_id)
+                .ok_or(DeviceError::NoSuchObject)?;
             let rejected = match conn.state {
                 State::ReqRcvd => MessageRef::REQ,
                 State::RepRcvd => MessageRef::REP,
@@ -220,8 +250,15 @@ impl SoftRnic {
             };
             let io = &mut inner.io;
             let local = io.comm_id(conn_id);
-            let mad = msg::rej(conn.tid, local, conn.remote_comm_id, rejected, RejReason::CONSUMER_REJECT, private_data)
-                .ok_or(DeviceError::InvalidParameter)?;
+            let mad = msg::rej(
+                conn.tid,
+                local,
+                conn.remote_comm_id,
+                rejected,
+                RejReason::CONSUMER_REJECT,
+                private_data,
+            )
+            .ok_or(DeviceError::InvalidParameter)?;
             conn.state = State::Closed;
             conn.disarm();
             io.send_conn(self, conn, &mad);
@@ -233,7 +270,10 @@ impl SoftRnic {
     /// then sends the RTU.
     pub fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
         self.cm.with(self, |inner| {
-            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            let (_, conn) = inner
+                .conns
+                .owned(conn_id)
+                .ok_or(DeviceError::NoSuchObject)?;
             if conn.state != State::RepRcvd {
                 return Err(DeviceError::InvalidState);
             }
@@ -252,7 +292,10 @@ impl SoftRnic {
     pub fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
-            let (_, conn) = inner.conns.owned(conn_id).ok_or(DeviceError::NoSuchObject)?;
+            let (_, conn) = inner
+                .conns
+                .owned(conn_id)
+                .ok_or(DeviceError::NoSuchObject)?;
             if conn.disconnecting {
                 return Err(DeviceError::InvalidState);
             }
@@ -278,16 +321,23 @@ impl SoftRnic {
                     } else {
                         MessageRef::REP
                     };
-                    if let Some(mad) =
-                        msg::rej(conn.tid, local, conn.remote_comm_id, rejected, RejReason::CONSUMER_REJECT, &[])
-                    {
+                    if let Some(mad) = msg::rej(
+                        conn.tid,
+                        local,
+                        conn.remote_comm_id,
+                        rejected,
+                        RejReason::CONSUMER_REJECT,
+                        &[],
+                    ) {
                         io.send_conn(self, conn, &mad);
                     }
                     conn.state = State::Closed;
                     conn.disarm();
                 }
                 State::Closed => {}
-                State::DreqSent | State::TimeWait | State::Free => return Err(DeviceError::InvalidState),
+                State::DreqSent | State::TimeWait | State::Free => {
+                    return Err(DeviceError::InvalidState);
+                }
             }
             io.report(conn, conn_id, Kind::DisconnectDone);
             Ok(())
@@ -301,16 +351,37 @@ impl SoftRnic {
     pub fn cm_release(&self, conn_id: u32) {
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
-            let Some((index, conn)) = inner.conns.owned(conn_id) else { return };
+            let Some((index, conn)) = inner.conns.owned(conn_id) else {
+                return;
+            };
             let io = &mut inner.io;
             let local = io.comm_id(conn_id);
             let remote = conn.remote_comm_id;
             let mad = match conn.state {
-                State::ReqSent => msg::rej(conn.tid, local, remote, MessageRef::REQ, RejReason::TIMEOUT, &[]),
-                State::ReqRcvd => msg::rej(conn.tid, local, remote, MessageRef::REQ, RejReason::CONSUMER_REJECT, &[]),
-                State::RepSent | State::RepRcvd => {
-                    msg::rej(conn.tid, local, remote, MessageRef::REP, RejReason::CONSUMER_REJECT, &[])
-                }
+                State::ReqSent => msg::rej(
+                    conn.tid,
+                    local,
+                    remote,
+                    MessageRef::REQ,
+                    RejReason::TIMEOUT,
+                    &[],
+                ),
+                State::ReqRcvd => msg::rej(
+                    conn.tid,
+                    local,
+                    remote,
+                    MessageRef::REQ,
+                    RejReason::CONSUMER_REJECT,
+                    &[],
+                ),
+                State::RepSent | State::RepRcvd => msg::rej(
+                    conn.tid,
+                    local,
+                    remote,
+                    MessageRef::REP,
+                    RejReason::CONSUMER_REJECT,
+                    &[],
+                ),
                 State::Established => Some(msg::dreq(io.new_tid(), local, remote, conn.remote_qpn)),
                 State::DreqSent | State::Closed | State::TimeWait | State::Free => None,
             };

@@ -128,7 +128,9 @@ impl Conn {
 
     /// The peer's private data.
     pub fn peer_data(&self) -> &[u8] {
-        self.peer_data.get(..usize::from(self.peer_data_len)).unwrap_or_default()
+        self.peer_data
+            .get(..usize::from(self.peer_data_len))
+            .unwrap_or_default()
     }
 
     /// Whether the slot belongs to the consumer (not free, not released).
@@ -141,8 +143,6 @@ impl Conn {
         self.deadline_us = u64::MAX;
     }
 }
-
-
 
 /// The table.
 #[derive(Debug)]
@@ -189,7 +189,8 @@ impl ConnTable {
     pub fn get(&mut self, id: u32) -> Option<(usize, &mut Conn)> {
         let index = slot_index(id)?;
         let conn = self.slots.get_mut(index)?;
-        (conn.state != State::Free && slot_id(index, conn.generation) == id).then_some((index, conn))
+        (conn.state != State::Free && slot_id(index, conn.generation) == id)
+            .then_some((index, conn))
     }
 
     /// The consumer's connection `id` (not free, not released).
@@ -199,7 +200,9 @@ impl ConnTable {
 
     /// The id of the connection in slot `index`.
     pub fn id_of(&self, index: usize) -> u32 {
-        self.slots.get(index).map_or(0, |c| slot_id(index, c.generation))
+        self.slots
+            .get(index)
+            .map_or(0, |c| slot_id(index, c.generation))
     }
 
     /// The id of the passive connection whose initiator at `ip` has
@@ -207,7 +210,10 @@ impl ConnTable {
     /// matched: the initiator does not know our ID yet).
     pub fn passive_by_peer(&self, ip: Ipv4Addr, comm_id: u32) -> Option<u32> {
         self.slots.iter().enumerate().find_map(|(index, c)| {
-            let hit = c.state != State::Free && !c.active && c.remote_comm_id == comm_id && *c.remote.ip() == ip;
+            let hit = c.state != State::Free
+                && !c.active
+                && c.remote_comm_id == comm_id
+                && *c.remote.ip() == ip;
             hit.then(|| slot_id(index, c.generation))
         })
     }

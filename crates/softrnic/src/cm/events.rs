@@ -43,8 +43,18 @@ impl EventRing {
     pub fn new(capacity: u32) -> Option<Self> {
         let mut buf = Vec::new();
         buf.try_reserve_exact(capacity as usize).ok()?;
-        buf.resize(capacity as usize, Record { kind: Kind::Established, conn_id: 0 });
-        Some(Self { buf, head: 0, len: 0 })
+        buf.resize(
+            capacity as usize,
+            Record {
+                kind: Kind::Established,
+                conn_id: 0,
+            },
+        );
+        Some(Self {
+            buf,
+            head: 0,
+            len: 0,
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -113,8 +123,16 @@ impl Ready {
                 info: self.info,
                 private_data,
             },
-            Kind::Replied => CmEvent::Replied { conn_id, info: self.info, private_data },
-            Kind::Rejected { by_consumer } => CmEvent::Rejected { conn_id, by_consumer, private_data },
+            Kind::Replied => CmEvent::Replied {
+                conn_id,
+                info: self.info,
+                private_data,
+            },
+            Kind::Rejected { by_consumer } => CmEvent::Rejected {
+                conn_id,
+                by_consumer,
+                private_data,
+            },
             Kind::Established => CmEvent::Established { conn_id },
             Kind::Disconnected => CmEvent::Disconnected { conn_id },
             Kind::DisconnectDone => CmEvent::DisconnectDone { conn_id },
@@ -159,7 +177,10 @@ fn next(device: &SoftRnic) -> Option<Ready> {
             data: [0; REP_PRIVATE_LEN],
             len: 0,
         };
-        if matches!(r.kind, Kind::ConnectRequest | Kind::Replied | Kind::Rejected { .. }) {
+        if matches!(
+            r.kind,
+            Kind::ConnectRequest | Kind::Replied | Kind::Rejected { .. }
+        ) {
             let data = conn.peer_data();
             ready.len = data.len();
             if let Some(dst) = ready.data.get_mut(..data.len()) {

@@ -30,7 +30,9 @@ pub(super) struct Listeners {
 }
 
 fn ephemeral_index(port: u16) -> Option<usize> {
-    EPHEMERAL_PORTS.contains(&port).then(|| usize::from(port - EPHEMERAL_PORTS.start()))
+    EPHEMERAL_PORTS
+        .contains(&port)
+        .then(|| usize::from(port - EPHEMERAL_PORTS.start()))
 }
 
 impl Listeners {
@@ -39,13 +41,22 @@ impl Listeners {
         slots.try_reserve_exact(capacity as usize).ok()?;
         slots.resize(
             capacity as usize,
-            Listener { generation: 0, live: false, paused: false, addr: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0) },
+            Listener {
+                generation: 0,
+                live: false,
+                paused: false,
+                addr: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+            },
         );
         let span = usize::from(EPHEMERAL_PORTS.end() - EPHEMERAL_PORTS.start()) + 1;
         let mut port_refs = Vec::new();
         port_refs.try_reserve_exact(span).ok()?;
         port_refs.resize(span, 0);
-        Some(Self { slots, port_refs, cursor: (cursor as usize % span) as u16 })
+        Some(Self {
+            slots,
+            port_refs,
+            cursor: (cursor as usize % span) as u16,
+        })
     }
 
     /// Takes a reference on `port` (no-op outside the ephemeral range).

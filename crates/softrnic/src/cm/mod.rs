@@ -231,7 +231,10 @@ impl CmState {
     pub fn new(config: &DeviceConfig, seed: u64) -> Option<Self> {
         // Inbound requests need a connection before a QP is bound, and
         // released connections linger in time-wait: twice the QPs.
-        let capacity = config.max_qps.saturating_mul(2).clamp(16, u32::from(u16::MAX) - 1);
+        let capacity = config
+            .max_qps
+            .saturating_mul(2)
+            .clamp(16, u32::from(u16::MAX) - 1);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         // The low half of a comm ID stays the slot number + 1, never 0.
         let comm_id_mask = rng.next_u32() & 0xFFFF_0000;
@@ -267,7 +270,8 @@ impl CmState {
         let mut inner = self.inner.lock();
         let r = f(&mut inner);
         let wake = core::mem::take(&mut inner.io.wake);
-        self.next_deadline.store(inner.io.earliest, Ordering::Release);
+        self.next_deadline
+            .store(inner.io.earliest, Ordering::Release);
         if !inner.io.events.is_empty() {
             self.events_pending.store(true, Ordering::Release);
         }

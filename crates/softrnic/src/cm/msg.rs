@@ -10,8 +10,7 @@ use crate::wire::cm::{PERMISSIVE_LID, TRANSPORT_RC};
 use crate::wire::cma::PORT_SPACE_TCP;
 use crate::wire::{
     CmaHeader, DrepMsg, DreqMsg, Ipv4UdpFields, Mad, MessageRef, MraMsg, ROCEV2_PORT, RejMsg,
-    RejReason, RepMsg, ReqMsg, RtuMsg, build, gid_from_ipv4, gsi_headers, ip_service_id,
-    psn_add,
+    RejReason, RepMsg, ReqMsg, RtuMsg, build, gid_from_ipv4, gsi_headers, ip_service_id, psn_add,
 };
 
 /// Bytes of a MAD datagram: IPv4 20 + UDP 8 + BTH 12 + DETH 8 + MAD 256 +
@@ -115,7 +114,9 @@ pub(super) fn rep(conn: &Conn, local_comm_id: u32, srq: bool, private_data: &[u8
     r.set_rnr_retry_count(RNR_RETRY_COUNT);
     r.set_srq(srq);
     r.set_local_ca_guid(ca_guid(*conn.local.ip()));
-    r.private_data_mut().get_mut(..private_data.len())?.copy_from_slice(private_data);
+    r.private_data_mut()
+        .get_mut(..private_data.len())?
+        .copy_from_slice(private_data);
     Some(Mad::cm(conn.tid, &r))
 }
 
@@ -133,7 +134,9 @@ pub(super) fn rej(
     r.set_remote_comm_id(remote_comm_id);
     r.set_message_rejected(rejected);
     r.set_reason(reason);
-    r.private_data_mut().get_mut(..private_data.len())?.copy_from_slice(private_data);
+    r.private_data_mut()
+        .get_mut(..private_data.len())?
+        .copy_from_slice(private_data);
     Some(Mad::cm(tid, &r))
 }
 
@@ -163,7 +166,13 @@ pub(super) fn drep(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
 }
 
 /// An MRA for message `mraed`, asking for `service_timeout`.
-pub(super) fn mra(tid: u64, local_comm_id: u32, remote_comm_id: u32, mraed: MessageRef, service_timeout: u8) -> Mad {
+pub(super) fn mra(
+    tid: u64,
+    local_comm_id: u32,
+    remote_comm_id: u32,
+    mraed: MessageRef,
+    service_timeout: u8,
+) -> Mad {
     let mut r = MraMsg::new_zeroed();
     r.set_local_comm_id(local_comm_id);
     r.set_remote_comm_id(remote_comm_id);

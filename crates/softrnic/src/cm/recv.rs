@@ -16,7 +16,11 @@ use crate::wire::{
 pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
     let gsi = packet.bth.opcode == Opcode::UD_SEND_ONLY
         && packet.ext.deth.is_some_and(|d| d.qkey == GSI_QKEY);
-    let parsed = if gsi { parse_cm(packet.payload).ok() } else { None };
+    let parsed = if gsi {
+        parse_cm(packet.payload).ok()
+    } else {
+        None
+    };
     let now = device.clock.now_us();
     device.cm.with(device, |inner| {
         let Some((header, message)) = parsed else {
@@ -24,7 +28,13 @@ pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
             return;
         };
         inner.io.stats.received += 1;
-        let mut rx = Rx { device, inner, src: packet.ip.src, tid: header.transaction_id.get(), now };
+        let mut rx = Rx {
+            device,
+            inner,
+            src: packet.ip.src,
+            tid: header.transaction_id.get(),
+            now,
+        };
         match message {
             CmMessage::Req(m) => rx.req(m),
             CmMessage::Rep(m) => rx.rep(m),
@@ -55,8 +65,8 @@ impl Rx<'_> {
         let id = self.inner.io.conn_id(our_comm_id);
         let src = self.src;
         let (_, conn) = self.inner.conns.get(id)?;
-        let from_peer =
-            *conn.remote.ip() == src && (conn.remote_comm_id == 0 || conn.remote_comm_id == peer_comm_id);
+        let from_peer = *conn.remote.ip() == src
+            && (conn.remote_comm_id == 0 || conn.remote_comm_id == peer_comm_id);
         if from_peer {
             Some((id, conn, &mut self.inner.io))
         } else {
@@ -75,13 +85,21 @@ impl Rx<'_> {
     fn req(&mut self, m: &ReqMsg) {
         let peer_comm_id = m.local_comm_id();
         if let Some(id) = self.inner.conns.passive_by_peer(self.src, peer_comm_id) {
-            let Some((_, conn)) = self.inner.conns.get(id) else { return };
+            let Some((_, conn)) = self.inner.conns.get(id) else {
+                return;
+            };
             let io = &mut self.inner.io;
             io.stats.duplicates += 1;
             match conn.state {
                 // The consumer is still deciding: ask the initiator to wait.
                 State::ReqRcvd => {
-                    let mad = msg::mra(self.tid, io.comm_id(id), peer_comm_id, MessageRef::REQ, MRA_SERVICE_TIMEOUT);
+                    let mad = msg::mra(
+                        self.tid,
+                        io.comm_id(id),
+                        peer_comm_id,
+                        MessageRef::REQ,
+                        MRA_SERVICE_TIMEOUT,
+                    );
                     io.send(self.device, self.src, &mad);
                 }
                 // Our REP (or REJ) was lost: send it again.
@@ -95,11 +113,16 @@ impl Rx<'_> {
             return;
         }
         if m.transport_service_type() != TRANSPORT_RC {
-            return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_TRANSPORT_TYPE);
+            return self.refuse(
+                peer_comm_id,
+                MessageRef::REQ,
+                RejReason::INVALID_TRANSPORT_TYPE,
+            );
         }
-        let (Some((PORT_SPACE_TCP, port)), Ok((cma, consumer_data))) =
-            (ip_service_port(m.service_id()), CmaHeader::parse(m.private_data()))
-        else {
+        let (Some((PORT_SPACE_TCP, port)), Ok((cma, consumer_data))) = (
+            ip_service_port(m.service_id()),
+            CmaHeader::parse(m.private_data()),
+        ) else {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_SERVICE_ID);
         };
         let addr = self.device.config().addr;
@@ -136,7 +159,11 @@ impl Rx<'_> {
     fn rep(&mut self, m: &RepMsg) {
         let (device, tid) = (self.device, self.tid);
         let Some((id, conn, io)) = self.conn(m.remote_comm_id(), m.local_comm_id()) else {
-            return self.refuse(m.local_comm_id(), MessageRef::REP, RejReason::INVALID_COMM_ID);
+            return self.refuse(
+                m.local_comm_id(),
+                MessageRef::REP,
+                RejReason::INVALID_COMM_ID,
+            );
         };
         if !conn.active {
             io.stats.unmatched += 1;
@@ -159,7 +186,13 @@ impl Rx<'_> {
             // Our consumer has not completed yet: ask the acceptor to wait.
             State::RepRcvd => {
                 io.stats.duplicates += 1;
-                let mad = msg::mra(tid, io.comm_id(id), conn.remote_comm_id, MessageRef::REP, MRA_SERVICE_TIMEOUT);
+                let mad = msg::mra(
+                    tid,
+                    io.comm_id(id),
+                    conn.remote_comm_id,
+                    MessageRef::REP,
+                    MRA_SERVICE_TIMEOUT,
+                );
                 io.send(device, *conn.remote.ip(), &mad);
             }
             // Our RTU was lost: send it again. After a REQ that timed out
@@ -192,9 +225,14 @@ impl Rx<'_> {
             // The QP cannot be connected (destroyed meanwhile, or the path
             // refused): the attempt fails.
             conn.state = State::Closed;
-            if let Some(mad) =
-                msg::rej(conn.tid, io.comm_id(id), conn.remote_comm_id, MessageRef::OTHER, RejReason::NO_QP, &[])
-            {
+            if let Some(mad) = msg::rej(
+                conn.tid,
+                io.comm_id(id),
+                conn.remote_comm_id,
+                MessageRef::OTHER,
+                RejReason::NO_QP,
+                &[],
+            ) {
                 io.send_conn(device, conn, &mad);
             }
             io.report(conn, id, Kind::Failed { timed_out: false });
@@ -205,11 +243,17 @@ impl Rx<'_> {
         let reason = m.reason();
         let (id, conn, io) = if m.remote_comm_id() == 0 {
             // The initiator gives up before it learned our ID.
-            let Some(id) = self.inner.conns.passive_by_peer(self.src, m.local_comm_id()) else {
+            let Some(id) = self
+                .inner
+                .conns
+                .passive_by_peer(self.src, m.local_comm_id())
+            else {
                 self.inner.io.stats.unmatched += 1;
                 return;
             };
-            let Some((_, conn)) = self.inner.conns.get(id) else { return };
+            let Some((_, conn)) = self.inner.conns.get(id) else {
+                return;
+            };
             (id, conn, &mut self.inner.io)
         } else {
             match self.conn(m.remote_comm_id(), m.local_comm_id()) {
@@ -221,12 +265,16 @@ impl Rx<'_> {
             State::ReqSent => {
                 let data = m.private_data();
                 conn.set_peer_data(data.get(..REJ_PRIVATE_LEN).unwrap_or(data));
-                Kind::Rejected { by_consumer: reason == RejReason::CONSUMER_REJECT }
+                Kind::Rejected {
+                    by_consumer: reason == RejReason::CONSUMER_REJECT,
+                }
             }
             // The initiator abandoned the attempt before we answered.
             State::ReqRcvd => Kind::Failed { timed_out: false },
             // The peer gave up on the handshake after the reply.
-            State::RepSent | State::RepRcvd => Kind::Failed { timed_out: reason == RejReason::TIMEOUT },
+            State::RepSent | State::RepRcvd => Kind::Failed {
+                timed_out: reason == RejReason::TIMEOUT,
+            },
             // The acceptor timed out waiting for our RTU: the connection
             // is gone.
             State::Established => Kind::Disconnected,

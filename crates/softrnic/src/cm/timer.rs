@@ -48,9 +48,14 @@ pub(super) fn time_wait(inner: &mut Inner, index: usize, now_us: u64) {
 
 fn expire(device: &SoftRnic, inner: &mut Inner, index: usize, now_us: u64) {
     let id = inner.conns.id_of(index);
-    let Some(conn) = inner.conns.at(index) else { return };
+    let Some(conn) = inner.conns.at(index) else {
+        return;
+    };
     let io = &mut inner.io;
-    let retransmits = matches!(conn.state, State::ReqSent | State::RepSent | State::DreqSent);
+    let retransmits = matches!(
+        conn.state,
+        State::ReqSent | State::RepSent | State::DreqSent
+    );
     if retransmits && conn.retries < conn.max_retries {
         conn.retries += 1;
         conn.deadline_us = now_us + conn.period_us;
@@ -62,9 +67,20 @@ fn expire(device: &SoftRnic, inner: &mut Inner, index: usize, now_us: u64) {
     match conn.state {
         State::ReqSent | State::RepSent => {
             // Tell the peer we gave up, and answer its late messages so.
-            let rejected = if conn.active { MessageRef::REQ } else { MessageRef::REP };
+            let rejected = if conn.active {
+                MessageRef::REQ
+            } else {
+                MessageRef::REP
+            };
             let remote = conn.remote_comm_id;
-            if let Some(mad) = msg::rej(conn.tid, io.comm_id(id), remote, rejected, RejReason::TIMEOUT, &[]) {
+            if let Some(mad) = msg::rej(
+                conn.tid,
+                io.comm_id(id),
+                remote,
+                rejected,
+                RejReason::TIMEOUT,
+                &[],
+            ) {
                 io.send_conn(device, conn, &mad);
             }
             conn.state = State::Closed;

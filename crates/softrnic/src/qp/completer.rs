@@ -61,7 +61,9 @@ impl Requester {
         self.retry_left = conn_rc.retry_count;
         self.rnr_left = conn_rc.rnr_retry;
         self.cwnd = (self.cwnd + 1).min(conn_rc.max_unacked_psns.max(super::MIN_CWND));
-        self.retrans_deadline = self.outstanding().then(|| now.saturating_add(conn_rc.ack_timeout_us));
+        self.retrans_deadline = self
+            .outstanding()
+            .then(|| now.saturating_add(conn_rc.ack_timeout_us));
     }
 
     /// Starts one fast retry (lost READ response, PSN sequence NAK) per
@@ -84,7 +86,13 @@ impl Requester {
             return;
         }
         let m = self.meta(index);
-        self.set_meta(index, WqeMeta { kind: MetaKind::Done(status), ..m });
+        self.set_meta(
+            index,
+            WqeMeta {
+                kind: MetaKind::Done(status),
+                ..m
+            },
+        );
         self.halted = true;
         self.retrans_deadline = None;
         self.rnr_deadline = None;
@@ -93,14 +101,20 @@ impl Requester {
 
 /// Handles an ACK, NAK or READ response for QP `qpn`.
 pub(crate) fn on_response(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
-    let before = qp.conn.as_ref().map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
+    let before = qp
+        .conn
+        .as_ref()
+        .map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
     handle(dev, qp, p, now);
     let result = complete_ready(dev, qpn, qp);
     if result.is_err() {
         dev.enter_error(qpn, qp);
         return;
     }
-    let after = qp.conn.as_ref().map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
+    let after = qp
+        .conn
+        .as_ref()
+        .map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
     if before != after {
         // Window opened, ORD token returned, or a resend was requested.
         dev.sq_doorbell(qpn);
@@ -174,7 +188,9 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                             }
                             return;
                         }
-                        NakCode::InvalidRequest | NakCode::InvalidRdRequest => CqeStatus::RemoteInvalidRequest,
+                        NakCode::InvalidRequest | NakCode::InvalidRdRequest => {
+                            CqeStatus::RemoteInvalidRequest
+                        }
                         NakCode::RemoteAccessError => CqeStatus::RemoteAccess,
                         NakCode::RemoteOperationalError => CqeStatus::RemoteOperational,
                     };
@@ -201,7 +217,10 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
             if req.una != psn || meta.kind != MetaKind::Read {
                 // A response overtook an earlier one, or an earlier one was
                 // lost: ask again from the first missing PSN (once).
-                if req.una_index != req.start_index && meta.kind == MetaKind::Read && req.fast_retry() {
+                if req.una_index != req.start_index
+                    && meta.kind == MetaKind::Read
+                    && req.fast_retry()
+                {
                     stats.read_gap_retries.inc();
                 }
                 return;
@@ -238,14 +257,18 @@ fn place_read(
     let req = &mut conn.req;
     let k = psn_diff(p.bth.psn, meta.first_psn).max(0) as u32;
     let offset = u64::from(k) * u64::from(pmtu);
-    let expect = u64::from(meta.len).saturating_sub(offset).min(u64::from(pmtu));
+    let expect = u64::from(meta.len)
+        .saturating_sub(offset)
+        .min(u64::from(pmtu));
     let last = k + 1 >= meta.npsn;
     if p.payload.len() as u64 != expect || p.info.position.ends_message() != last {
         // A malformed response: ignore it; the retransmit timer recovers.
         dev.engine().stats.bad_responses.inc();
         return;
     }
-    let Some(wqe) = sq.read(req.una_index) else { return };
+    let Some(wqe) = sq.read(req.una_index) else {
+        return;
+    };
     let placed = {
         let keys = dev.keys.read();
         sg::scatter(&keys, &*dev.dma, pd, wqe.sge_list(), offset, p.payload)
@@ -268,7 +291,14 @@ fn place_read(
 /// Writes CQEs for every SQ WQE that is done, oldest first, and releases
 /// their slots. Fails (the QP must enter error) after writing an error CQE.
 pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Result<(), Fatal> {
-    let QueuePair { sq, conn, pd, send_cqn, context, .. } = qp;
+    let QueuePair {
+        sq,
+        conn,
+        pd,
+        send_cqn,
+        context,
+        ..
+    } = qp;
     let Some(conn) = conn.as_mut() else {
         return Ok(());
     };
@@ -285,7 +315,9 @@ pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Re
             MetaKind::SendWrite | MetaKind::Read if index != req.una_index => CqeStatus::Success,
             _ => return Ok(()),
         };
-        let Some(wqe) = sq.read(index) else { return Err(Fatal) };
+        let Some(wqe) = sq.read(index) else {
+            return Err(Fatal);
+        };
         let flags = wqe.wqe_flags();
         if meta.kind == MetaKind::Read {
             req.reads_outstanding = req.reads_outstanding.saturating_sub(1);
@@ -372,7 +404,10 @@ mod tests {
 
     #[test]
     fn opcodes_map() {
-        assert_eq!(send_cqe_opcode(Some(SendOpcode::SendInvalidate)), CqeOpcode::Send);
+        assert_eq!(
+            send_cqe_opcode(Some(SendOpcode::SendInvalidate)),
+            CqeOpcode::Send
+        );
         assert_eq!(send_cqe_opcode(Some(SendOpcode::Read)), CqeOpcode::Read);
     }
 }

@@ -85,9 +85,9 @@ pub fn flush(
 mod tests {
     use super::*;
     use alloc::vec::Vec;
-    use hwq::wqe::SendOpcode;
     use hwq::RecvWqe;
     use hwq::ring::ring;
+    use hwq::wqe::SendOpcode;
 
     #[test]
     fn flush_completes_everything_in_order() {

@@ -38,23 +38,40 @@ pub(crate) struct Fatal;
 
 /// Runs the send side of QP `qpn` (queued READ responses, then the
 /// requester) for at most `budget` packets; returns whether more is ready.
-pub(crate) fn run_send_side(dev: &crate::device::SoftRnic, qpn: u32, qp: &mut QueuePair, now: u64, budget: u32) -> bool {
+pub(crate) fn run_send_side(
+    dev: &crate::device::SoftRnic,
+    qpn: u32,
+    qp: &mut QueuePair,
+    now: u64,
+    budget: u32,
+) -> bool {
     match qp.state {
         QpState::Init => return false,
         QpState::Error => {
             // Work posted after the error completes as flushed.
             let (s, r) = (qp.send_cqn, qp.recv_cqn);
-            flush(qp, qpn, |c| _ = dev.complete(s, c, true), |c| _ = dev.complete(r, c, true));
+            flush(
+                qp,
+                qpn,
+                |c| _ = dev.complete(s, c, true),
+                |c| _ = dev.complete(r, c, true),
+            );
             return false;
         }
         QpState::Connected => {}
     }
-    let result = responder::emit_reads(dev, qpn, qp, (budget / 2).max(1)).and_then(|more_responses| {
-        let used = if more_responses { (budget / 2).max(1) } else { 0 };
-        let more_requests = requester::run_requester(dev, qp, now, budget.saturating_sub(used).max(1))?;
-        completer::complete_ready(dev, qpn, qp)?;
-        Ok(more_responses || more_requests)
-    });
+    let result =
+        responder::emit_reads(dev, qpn, qp, (budget / 2).max(1)).and_then(|more_responses| {
+            let used = if more_responses {
+                (budget / 2).max(1)
+            } else {
+                0
+            };
+            let more_requests =
+                requester::run_requester(dev, qp, now, budget.saturating_sub(used).max(1))?;
+            completer::complete_ready(dev, qpn, qp)?;
+            Ok(more_responses || more_requests)
+        });
     if let Ok(more) = result {
         more
     } else {
@@ -221,9 +238,16 @@ pub(crate) struct Requester {
 pub(crate) enum InMessage {
     None,
     /// A SEND: bytes placed so far into the held receive.
-    Send { offset: u64 },
+    Send {
+        offset: u64,
+    },
     /// A WRITE: its RETH and bytes placed so far.
-    Write { va: u64, rkey: u32, len: u32, offset: u32 },
+    Write {
+        va: u64,
+        rkey: u32,
+        len: u32,
+        offset: u32,
+    },
 }
 
 /// A saved RDMA READ (an IRD resource): enough to emit and replay its
@@ -394,10 +418,14 @@ impl Connection {
 
     /// The earliest timer of this connection.
     pub(crate) fn next_deadline(&self) -> Option<u64> {
-        [self.req.retrans_deadline, self.req.rnr_deadline, self.resp.ack_deadline]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.req.retrans_deadline,
+            self.req.rnr_deadline,
+            self.resp.ack_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 

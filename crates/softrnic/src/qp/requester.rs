@@ -11,7 +11,8 @@ use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
 use crate::device::SoftRnic;
 use crate::memory::Need;
 use crate::wire::{
-    Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff, segment_count,
+    Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff,
+    segment_count,
 };
 
 /// Largest message the requester accepts (bytes).
@@ -19,7 +20,10 @@ pub(crate) const MAX_MESSAGE: u64 = 1 << 30;
 
 impl super::Requester {
     pub(crate) fn meta(&self, index: u32) -> WqeMeta {
-        self.metas.get((index & self.mask) as usize).copied().unwrap_or_default()
+        self.metas
+            .get((index & self.mask) as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     pub(crate) fn set_meta(&mut self, index: u32, meta: WqeMeta) {
@@ -60,7 +64,12 @@ enum Start {
 
 /// Runs the requester of a connected QP for at most `budget` packets.
 /// Returns whether it stopped for the budget (more work is ready).
-pub(crate) fn run_requester(dev: &SoftRnic, qp: &mut QueuePair, now: u64, mut budget: u32) -> Result<bool, Fatal> {
+pub(crate) fn run_requester(
+    dev: &SoftRnic,
+    qp: &mut QueuePair,
+    now: u64,
+    mut budget: u32,
+) -> Result<bool, Fatal> {
     let QueuePair { sq, conn, pd, .. } = qp;
     let pd = *pd;
     let Some(conn) = conn.as_mut() else {
@@ -96,7 +105,13 @@ pub(crate) fn run_requester(dev: &SoftRnic, qp: &mut QueuePair, now: u64, mut bu
                         // The source vanished under a started message (the
                         // driver deregistered it): the WQE fails in order.
                         let req = &mut conn.req;
-                        req.set_meta(index, WqeMeta { kind: MetaKind::Done(CqeStatus::LocalProtection), ..meta });
+                        req.set_meta(
+                            index,
+                            WqeMeta {
+                                kind: MetaKind::Done(CqeStatus::LocalProtection),
+                                ..meta
+                            },
+                        );
                         req.halted = true;
                         req.send_index = req.send_index.wrapping_add(1);
                     }
@@ -130,7 +145,9 @@ fn key_in_use(sq: &hwq::Consumer<SendWqe>, conn: &Connection, key: u32) -> bool 
         if matches!(req.meta(i).kind, MetaKind::SendWrite | MetaKind::Read)
             && sq.read_with(i, |w| {
                 !w.wqe_flags().contains(WqeFlags::INLINE)
-                    && w.sge_list().iter().any(|s| MemoryKey(s.key).index() == MemoryKey(key).index())
+                    && w.sge_list()
+                        .iter()
+                        .any(|s| MemoryKey(s.key).index() == MemoryKey(key).index())
             }) == Some(true)
         {
             return true;
@@ -142,7 +159,15 @@ fn key_in_use(sq: &hwq::Consumer<SendWqe>, conn: &Connection, key: u32) -> bool 
 
 fn finish_local(conn: &mut Connection, index: u32, status: CqeStatus) {
     let req = &mut conn.req;
-    req.set_meta(index, WqeMeta { first_psn: req.alloc_psn, npsn: 0, len: 0, kind: MetaKind::Done(status) });
+    req.set_meta(
+        index,
+        WqeMeta {
+            first_psn: req.alloc_psn,
+            npsn: 0,
+            len: 0,
+            kind: MetaKind::Done(status),
+        },
+    );
     if status != CqeStatus::Success {
         req.halted = true;
     }
@@ -187,13 +212,23 @@ fn start(
                 return Start::Blocked;
             }
             let inline = !read && flags.contains(WqeFlags::INLINE);
-            let len = if inline { wqe.inline_data().len() as u64 } else { sg::total(wqe.sge_list()) };
+            let len = if inline {
+                wqe.inline_data().len() as u64
+            } else {
+                sg::total(wqe.sge_list())
+            };
             let status = if read && ord == 0 {
                 Some(CqeStatus::LocalQpOperation)
-            } else if len > MAX_MESSAGE || (inline && usize::from(wqe.inline_len) > hwq::wqe::MAX_INLINE) {
+            } else if len > MAX_MESSAGE
+                || (inline && usize::from(wqe.inline_len) > hwq::wqe::MAX_INLINE)
+            {
                 Some(CqeStatus::LocalLength)
             } else if !inline {
-                let need = if read { Need::LocalWrite } else { Need::LocalRead };
+                let need = if read {
+                    Need::LocalWrite
+                } else {
+                    Need::LocalRead
+                };
                 let ok = sg::check_all(&dev.keys.read(), pd, wqe.sge_list(), need);
                 (!ok).then_some(CqeStatus::LocalProtection)
             } else {
@@ -211,7 +246,11 @@ fn start(
                 first_psn: req.alloc_psn,
                 npsn,
                 len: len as u32,
-                kind: if read { MetaKind::Read } else { MetaKind::SendWrite },
+                kind: if read {
+                    MetaKind::Read
+                } else {
+                    MetaKind::SendWrite
+                },
             };
             req.set_meta(index, meta);
             req.alloc_psn = psn_add(req.alloc_psn, npsn);
@@ -226,7 +265,13 @@ fn start(
 }
 
 /// Executes a fast-register, bind or local invalidate.
-fn execute_local(dev: &SoftRnic, pd: u32, conn: &mut Connection, wqe: &SendWqe, op: SendOpcode) -> CqeStatus {
+fn execute_local(
+    dev: &SoftRnic,
+    pd: u32,
+    conn: &mut Connection,
+    wqe: &SendWqe,
+    op: SendOpcode,
+) -> CqeStatus {
     let access = Access::from_bits_truncate(wqe.access);
     let result = match op {
         SendOpcode::FastRegister => {
@@ -296,7 +341,11 @@ fn send_packet(
     let dest_qp = conn.path.remote_qpn;
     let op = wqe.op();
     let window = req.window(&conn.rc);
-    let mut headers = Headers { ip: conn.ip, bth: Bth::new(Opcode::RDMA_READ_REQUEST, dest_qp, psn), ext: ExtHeaders::NONE };
+    let mut headers = Headers {
+        ip: conn.ip,
+        bth: Bth::new(Opcode::RDMA_READ_REQUEST, dest_qp, psn),
+        ext: ExtHeaders::NONE,
+    };
     let built = if meta.kind == MetaKind::Read {
         // A READ (or the rest of one, after a lost response) is one
         // request packet covering all its response PSNs.
@@ -329,7 +378,11 @@ fn send_packet(
             (false, false, true) => Opcode::RDMA_WRITE_LAST,
         };
         if !send && first {
-            headers.ext.reth = Some(Reth { va: wqe.remote_addr, rkey: wqe.key, dma_len: meta.len });
+            headers.ext.reth = Some(Reth {
+                va: wqe.remote_addr,
+                rkey: wqe.key,
+                dma_len: meta.len,
+            });
         }
         if invalidate && last {
             headers.ext.ieth = Some(wqe.key);
@@ -339,16 +392,21 @@ fn send_packet(
             || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
             || psn_diff(psn_add(psn, 1), req.una) >= window;
         headers.bth.ack_req = ack_req;
-        let mut b = PacketBuilder::ipv4(&headers, plen, &mut conn.tx_buf).map_err(|_| SgError::Length)?;
+        let mut b =
+            PacketBuilder::ipv4(&headers, plen, &mut conn.tx_buf).map_err(|_| SgError::Length)?;
         if wqe.wqe_flags().contains(WqeFlags::INLINE) {
             let data = wqe.inline_data();
-            let chunk = data.get(offset as usize..offset as usize + plen).ok_or(SgError::Length)?;
+            let chunk = data
+                .get(offset as usize..offset as usize + plen)
+                .ok_or(SgError::Length)?;
             b.push_payload(chunk).map_err(|_| SgError::Length)?;
         } else {
             let keys = dev.keys.read();
             let (slot, mut hasher) = b.payload_slot();
             let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
-            sg::gather(&keys, &*dev.dma, pd, wqe.sge_list(), offset, out, |c| hasher.update(c))?;
+            sg::gather(&keys, &*dev.dma, pd, wqe.sge_list(), offset, out, |c| {
+                hasher.update(c)
+            })?;
         }
         let n = b.finish().map_err(|_| SgError::Length)?;
         req.next_psn = psn_add(psn, 1);

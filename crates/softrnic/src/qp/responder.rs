@@ -23,8 +23,8 @@ use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receive
 use crate::device::SoftRnic;
 use crate::memory::Need;
 use crate::wire::{
-    Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, PacketBuilder, Position,
-    Syndrome, psn_add, psn_diff, psn_sub, segment_count,
+    Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, PacketBuilder,
+    Position, Syndrome, psn_add, psn_diff, psn_sub, segment_count,
 };
 
 /// READ response packets emitted inline when the request arrives.
@@ -44,7 +44,13 @@ fn send_aeth(dev: &SoftRnic, conn: &mut Connection, syndrome: Syndrome, psn: u32
     let headers = Headers {
         ip: conn.ip,
         bth: Bth::new(Opcode::ACKNOWLEDGE, conn.path.remote_qpn, psn & PSN_MASK),
-        ext: ExtHeaders { aeth: Some(Aeth { syndrome, msn: conn.resp.msn & PSN_MASK }), ..ExtHeaders::NONE },
+        ext: ExtHeaders {
+            aeth: Some(Aeth {
+                syndrome,
+                msn: conn.resp.msn & PSN_MASK,
+            }),
+            ..ExtHeaders::NONE
+        },
     };
     if let Ok(n) = crate::wire::build(&headers, &[], &mut conn.tx_buf) {
         dev.transmit_packet(conn.tx_buf.get(..n).unwrap_or_default(), false);
@@ -111,7 +117,15 @@ struct RecvTarget<'a> {
 impl RecvTarget<'_> {
     /// Completes the held receive with `status` and releases it.
     fn finish(&mut self, dev: &SoftRnic, conn: &mut Connection, cqe: Cqe, solicited: bool) -> bool {
-        let alive = dev.complete(self.cqn, Cqe { qp_context: self.context, qpn: self.qpn, ..cqe }, solicited);
+        let alive = dev.complete(
+            self.cqn,
+            Cqe {
+                qp_context: self.context,
+                qpn: self.qpn,
+                ..cqe
+            },
+            solicited,
+        );
         if !conn.resp.recv_from_srq
             && let Receives::Own(c) = self.rq
         {
@@ -137,10 +151,25 @@ impl RecvTarget<'_> {
     }
 }
 
-fn handle(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) -> Result<(), Fatal> {
-    let QueuePair { rq, conn, pd, recv_cqn, context, .. } = qp;
+fn handle(
+    dev: &SoftRnic,
+    qpn: u32,
+    qp: &mut QueuePair,
+    p: &Packet<'_>,
+    now: u64,
+) -> Result<(), Fatal> {
+    let QueuePair {
+        rq,
+        conn,
+        pd,
+        recv_cqn,
+        context,
+        ..
+    } = qp;
     let pd = *pd;
-    let Some(conn) = conn.as_mut() else { return Ok(()) };
+    let Some(conn) = conn.as_mut() else {
+        return Ok(());
+    };
     let stats = &dev.engine().stats;
     let psn = p.bth.psn;
     let d = psn_diff(psn, conn.resp.epsn);
@@ -170,19 +199,35 @@ fn handle(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64
         _ => false,
     };
     if !in_sequence {
-        let mut target = RecvTarget { rq, cqn: *recv_cqn, context: *context, qpn };
+        let mut target = RecvTarget {
+            rq,
+            cqn: *recv_cqn,
+            context: *context,
+            qpn,
+        };
         target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, 0);
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
-    if matches!(op, Operation::Send | Operation::Write) && !length_ok(pos, p.payload.len(), conn.pmtu.bytes() as usize)
+    if matches!(op, Operation::Send | Operation::Write)
+        && !length_ok(pos, p.payload.len(), conn.pmtu.bytes() as usize)
     {
-        let mut target = RecvTarget { rq, cqn: *recv_cqn, context: *context, qpn };
+        let mut target = RecvTarget {
+            rq,
+            cqn: *recv_cqn,
+            context: *context,
+            qpn,
+        };
         target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, 0);
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
     match op {
         Operation::Send => {
-            let mut target = RecvTarget { rq, cqn: *recv_cqn, context: *context, qpn };
+            let mut target = RecvTarget {
+                rq,
+                cqn: *recv_cqn,
+                context: *context,
+                qpn,
+            };
             on_send(dev, &mut target, conn, pd, p, now)
         }
         Operation::Write => on_write(dev, conn, pd, p, now),
@@ -283,7 +328,13 @@ fn on_send(
     Ok(())
 }
 
-fn on_write(dev: &SoftRnic, conn: &mut Connection, pd: u32, p: &Packet<'_>, now: u64) -> Result<(), Fatal> {
+fn on_write(
+    dev: &SoftRnic,
+    conn: &mut Connection,
+    pd: u32,
+    p: &Packet<'_>,
+    now: u64,
+) -> Result<(), Fatal> {
     let psn = p.bth.psn;
     let pos = p.info.position;
     if p.ext.imm.is_some() {
@@ -298,14 +349,32 @@ fn on_write(dev: &SoftRnic, conn: &mut Connection, pd: u32, p: &Packet<'_>, now:
         if reth.dma_len > MAX_DMA_LEN {
             return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
         }
-        let ok = sg::check_remote(&dev.keys.read(), pd, reth.rkey, reth.va, u64::from(reth.dma_len), Need::RemoteWrite);
+        let ok = sg::check_remote(
+            &dev.keys.read(),
+            pd,
+            reth.rkey,
+            reth.va,
+            u64::from(reth.dma_len),
+            Need::RemoteWrite,
+        );
         if !ok {
             dev.engine().stats.remote_access_refused.inc();
             return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
         }
-        conn.resp.msg = InMessage::Write { va: reth.va, rkey: reth.rkey, len: reth.dma_len, offset: 0 };
+        conn.resp.msg = InMessage::Write {
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.dma_len,
+            offset: 0,
+        };
     }
-    let InMessage::Write { va, rkey, len, offset } = conn.resp.msg else {
+    let InMessage::Write {
+        va,
+        rkey,
+        len,
+        offset,
+    } = conn.resp.msg
+    else {
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     };
     let n = p.payload.len();
@@ -320,7 +389,14 @@ fn on_write(dev: &SoftRnic, conn: &mut Connection, pd: u32, p: &Packet<'_>, now:
     }
     let placed = {
         let keys = dev.keys.read();
-        sg::write_remote(&keys, &*dev.dma, pd, rkey, va.wrapping_add(u64::from(offset)), p.payload)
+        sg::write_remote(
+            &keys,
+            &*dev.dma,
+            pd,
+            rkey,
+            va.wrapping_add(u64::from(offset)),
+            p.payload,
+        )
     };
     if placed.is_err() {
         dev.engine().stats.remote_access_refused.inc();
@@ -331,13 +407,24 @@ fn on_write(dev: &SoftRnic, conn: &mut Connection, pd: u32, p: &Packet<'_>, now:
         conn.resp.msn = psn_add(conn.resp.msn, 1);
         conn.resp.msg = InMessage::None;
     } else {
-        conn.resp.msg = InMessage::Write { va, rkey, len, offset: offset + n as u32 };
+        conn.resp.msg = InMessage::Write {
+            va,
+            rkey,
+            len,
+            offset: offset + n as u32,
+        };
     }
     ack_or_coalesce(dev, conn, p.bth.ack_req, now);
     Ok(())
 }
 
-fn on_read(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packet<'_>) -> Result<(), Fatal> {
+fn on_read(
+    dev: &SoftRnic,
+    qpn: u32,
+    conn: &mut Connection,
+    pd: u32,
+    p: &Packet<'_>,
+) -> Result<(), Fatal> {
     let psn = p.bth.psn;
     let ird = conn.resp.reads.len();
     let Some(reth) = p.ext.reth else {
@@ -346,7 +433,14 @@ fn on_read(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packet<
     if ird == 0 || reth.dma_len > MAX_DMA_LEN {
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
-    let ok = sg::check_remote(&dev.keys.read(), pd, reth.rkey, reth.va, u64::from(reth.dma_len), Need::RemoteRead);
+    let ok = sg::check_remote(
+        &dev.keys.read(),
+        pd,
+        reth.rkey,
+        reth.va,
+        u64::from(reth.dma_len),
+        Need::RemoteRead,
+    );
     if !ok {
         dev.engine().stats.remote_access_refused.inc();
         return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
@@ -389,7 +483,13 @@ fn on_read(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packet<
     Ok(())
 }
 
-fn duplicate(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packet<'_>) -> Result<(), Fatal> {
+fn duplicate(
+    dev: &SoftRnic,
+    qpn: u32,
+    conn: &mut Connection,
+    pd: u32,
+    p: &Packet<'_>,
+) -> Result<(), Fatal> {
     let psn = p.bth.psn;
     match p.info.operation {
         Operation::Send | Operation::Write => {
@@ -400,7 +500,9 @@ fn duplicate(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packe
             Ok(())
         }
         Operation::ReadRequest => {
-            let Some(reth) = p.ext.reth else { return Ok(()) };
+            let Some(reth) = p.ext.reth else {
+                return Ok(());
+            };
             let pmtu = conn.pmtu.bytes();
             let resp = &mut conn.resp;
             let found = resp.reads.iter().position(|r| {
@@ -410,7 +512,9 @@ fn duplicate(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packe
             let Some(index) = found else {
                 return Ok(());
             };
-            let Some(r) = resp.reads.get(index).copied() else { return Ok(()) };
+            let Some(r) = resp.reads.get(index).copied() else {
+                return Ok(());
+            };
             let offset = psn_diff(psn, r.first_psn) as u64 * u64::from(pmtu);
             if reth.rkey != r.rkey
                 || reth.va != r.va.wrapping_add(offset)
@@ -423,7 +527,14 @@ fn duplicate(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packe
                 // request packet).
                 return Ok(());
             }
-            let ok = sg::check_remote(&dev.keys.read(), pd, reth.rkey, reth.va, u64::from(reth.dma_len), Need::RemoteRead);
+            let ok = sg::check_remote(
+                &dev.keys.read(),
+                pd,
+                reth.rkey,
+                reth.va,
+                u64::from(reth.dma_len),
+                Need::RemoteRead,
+            );
             if !ok {
                 dev.engine().stats.remote_access_refused.inc();
                 return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
@@ -453,7 +564,12 @@ fn duplicate(dev: &SoftRnic, qpn: u32, conn: &mut Connection, pd: u32, p: &Packe
 
 /// Emits queued READ responses of a QP from `poll`; returns whether more
 /// remain.
-pub(crate) fn emit_reads(dev: &SoftRnic, _qpn: u32, qp: &mut QueuePair, budget: u32) -> Result<bool, Fatal> {
+pub(crate) fn emit_reads(
+    dev: &SoftRnic,
+    _qpn: u32,
+    qp: &mut QueuePair,
+    budget: u32,
+) -> Result<bool, Fatal> {
     let pd = qp.pd;
     match qp.conn.as_mut() {
         Some(conn) => emit(dev, conn, pd, budget),
@@ -498,11 +614,17 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
             (false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
             (false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
         };
-        let aeth = (first || last).then_some(Aeth { syndrome: Syndrome::ACK, msn: conn.resp.msn & PSN_MASK });
+        let aeth = (first || last).then_some(Aeth {
+            syndrome: Syndrome::ACK,
+            msn: conn.resp.msn & PSN_MASK,
+        });
         let headers = Headers {
             ip: conn.ip,
             bth: Bth::new(opcode, conn.path.remote_qpn, q),
-            ext: ExtHeaders { aeth, ..ExtHeaders::NONE },
+            ext: ExtHeaders {
+                aeth,
+                ..ExtHeaders::NONE
+            },
         };
         let built = (|| {
             let mut b = PacketBuilder::ipv4(&headers, plen, &mut conn.tx_buf).map_err(|_| ())?;
@@ -510,9 +632,17 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
                 let keys = dev.keys.read();
                 let (slot, mut hasher) = b.payload_slot();
                 let out = slot.get_mut(..plen).ok_or(())?;
-                sg::read_remote(&keys, &*dev.dma, pd, r.rkey, r.va.wrapping_add(offset), out, |c| {
-                    hasher.update(c);
-                })
+                sg::read_remote(
+                    &keys,
+                    &*dev.dma,
+                    pd,
+                    r.rkey,
+                    r.va.wrapping_add(offset),
+                    out,
+                    |c| {
+                        hasher.update(c);
+                    },
+                )
                 .map_err(|_| ())?;
             }
             b.finish().map_err(|_| ())

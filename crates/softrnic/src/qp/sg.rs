@@ -22,9 +22,10 @@ pub(crate) fn total(sges: &[Sge]) -> u64 {
 
 /// Whether every non-empty entry grants `need` over its whole range.
 pub(crate) fn check_all(keys: &KeyTable, pd: u32, sges: &[Sge], need: Need) -> bool {
-    sges.iter()
-        .filter(|s| s.length != 0)
-        .all(|s| keys.check(MemoryKey(s.key), pd, s.addr, u64::from(s.length), need).is_ok())
+    sges.iter().filter(|s| s.length != 0).all(|s| {
+        keys.check(MemoryKey(s.key), pd, s.addr, u64::from(s.length), need)
+            .is_ok()
+    })
 }
 
 /// Walks `sges` from message byte `offset` for `len` bytes, calling `f`
@@ -52,7 +53,11 @@ fn walk(
         at += take as usize;
         skip = 0;
     }
-    if at == len { Ok(()) } else { Err(SgError::Length) }
+    if at == len {
+        Ok(())
+    } else {
+        Err(SgError::Length)
+    }
 }
 
 /// Gathers message bytes `[offset, offset + out.len())` from local memory
@@ -132,12 +137,25 @@ pub(crate) fn write_remote(
         return Ok(());
     }
     let range = keys
-        .check(MemoryKey(rkey), pd, va, data.len() as u64, Need::RemoteWrite)
+        .check(
+            MemoryKey(rkey),
+            pd,
+            va,
+            data.len() as u64,
+            Need::RemoteWrite,
+        )
         .map_err(|_| SgError::Protection)?;
     copy_to_host(dma, range, data).map_err(|_| SgError::Protection)
 }
 
 /// Whether `rkey` grants `need` over `[va, va + len)` (true for len 0).
-pub(crate) fn check_remote(keys: &KeyTable, pd: u32, rkey: u32, va: u64, len: u64, need: Need) -> bool {
+pub(crate) fn check_remote(
+    keys: &KeyTable,
+    pd: u32,
+    rkey: u32,
+    va: u64,
+    len: u64,
+    need: Need,
+) -> bool {
     len == 0 || keys.check(MemoryKey(rkey), pd, va, len, need).is_ok()
 }

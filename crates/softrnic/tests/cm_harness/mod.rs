@@ -10,7 +10,9 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hwq::device::{CmEvent, ConnectParams, ConnectionInfo, DeviceEvents, EventSink, QpSetup, ReceiveSource};
+use hwq::device::{
+    CmEvent, ConnectParams, ConnectionInfo, DeviceEvents, EventSink, QpSetup, ReceiveSource,
+};
 use hwq::ring::ring;
 use hwq::{Cqe, DmaAccess, DmaFault, Producer, RecvWqe, SendWqe};
 use softrnic::device::{DeviceConfig, SoftRnic};
@@ -57,7 +59,9 @@ impl Memory {
 
     pub fn read_bytes(&self, addr: u64, len: usize) -> Vec<u8> {
         let m = self.0.lock().unwrap();
-        (0..len).map(|i| m.get(&(addr + i as u64)).copied().unwrap_or(0)).collect()
+        (0..len)
+            .map(|i| m.get(&(addr + i as u64)).copied().unwrap_or(0))
+            .collect()
     }
 }
 
@@ -87,13 +91,35 @@ impl Wake for NoWake {
 /// A CM event with its private data copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ev {
-    ConnectRequest { listen_id: u32, conn_id: u32, info: ConnectionInfo, data: Vec<u8> },
-    Replied { conn_id: u32, info: ConnectionInfo, data: Vec<u8> },
-    Rejected { conn_id: u32, by_consumer: bool, data: Vec<u8> },
-    Established { conn_id: u32 },
-    Disconnected { conn_id: u32 },
-    DisconnectDone { conn_id: u32 },
-    Failed { conn_id: u32, timed_out: bool },
+    ConnectRequest {
+        listen_id: u32,
+        conn_id: u32,
+        info: ConnectionInfo,
+        data: Vec<u8>,
+    },
+    Replied {
+        conn_id: u32,
+        info: ConnectionInfo,
+        data: Vec<u8>,
+    },
+    Rejected {
+        conn_id: u32,
+        by_consumer: bool,
+        data: Vec<u8>,
+    },
+    Established {
+        conn_id: u32,
+    },
+    Disconnected {
+        conn_id: u32,
+    },
+    DisconnectDone {
+        conn_id: u32,
+    },
+    Failed {
+        conn_id: u32,
+        timed_out: bool,
+    },
 }
 
 impl Ev {
@@ -128,15 +154,35 @@ impl DeviceEvents for Recorder {
 
     fn cm_event(&self, event: CmEvent<'_>) {
         let ev = match event {
-            CmEvent::ConnectRequest { listen_id, conn_id, info, private_data } => {
-                Ev::ConnectRequest { listen_id, conn_id, info, data: private_data.to_vec() }
-            }
-            CmEvent::Replied { conn_id, info, private_data } => {
-                Ev::Replied { conn_id, info, data: private_data.to_vec() }
-            }
-            CmEvent::Rejected { conn_id, by_consumer, private_data } => {
-                Ev::Rejected { conn_id, by_consumer, data: private_data.to_vec() }
-            }
+            CmEvent::ConnectRequest {
+                listen_id,
+                conn_id,
+                info,
+                private_data,
+            } => Ev::ConnectRequest {
+                listen_id,
+                conn_id,
+                info,
+                data: private_data.to_vec(),
+            },
+            CmEvent::Replied {
+                conn_id,
+                info,
+                private_data,
+            } => Ev::Replied {
+                conn_id,
+                info,
+                data: private_data.to_vec(),
+            },
+            CmEvent::Rejected {
+                conn_id,
+                by_consumer,
+                private_data,
+            } => Ev::Rejected {
+                conn_id,
+                by_consumer,
+                data: private_data.to_vec(),
+            },
             CmEvent::Established { conn_id } => Ev::Established { conn_id },
             CmEvent::Disconnected { conn_id } => Ev::Disconnected { conn_id },
             CmEvent::DisconnectDone { conn_id } => Ev::DisconnectDone { conn_id },
@@ -172,12 +218,18 @@ impl Node {
 
     /// CM events of connection `conn_id`.
     pub fn events_of(&self, conn_id: u32) -> Vec<Ev> {
-        self.cm_events().into_iter().filter(|e| e.conn_id() == conn_id).collect()
+        self.cm_events()
+            .into_iter()
+            .filter(|e| e.conn_id() == conn_id)
+            .collect()
     }
 
     /// The ConnectRequests so far.
     pub fn requests(&self) -> Vec<Ev> {
-        self.cm_events().into_iter().filter(|e| matches!(e, Ev::ConnectRequest { .. })).collect()
+        self.cm_events()
+            .into_iter()
+            .filter(|e| matches!(e, Ev::ConnectRequest { .. }))
+            .collect()
     }
 
     /// A QP with its own CQ (for sends and receives) and queues.
@@ -189,9 +241,23 @@ impl Node {
         let (rq_p, rq_c) = ring::<RecvWqe>(64).unwrap();
         let qpn = self
             .rnic
-            .create_qp(QpSetup { pd, send_cqn: cqn, recv_cqn: cqn, sq: sq_c, rq: ReceiveSource::Queue(rq_c), context: 7 })
+            .create_qp(QpSetup {
+                pd,
+                send_cqn: cqn,
+                recv_cqn: cqn,
+                sq: sq_c,
+                rq: ReceiveSource::Queue(rq_c),
+                context: 7,
+            })
             .unwrap();
-        Qp { qpn, pd, cqn, sq: sq_p, rq: rq_p, cq: cq_c }
+        Qp {
+            qpn,
+            pd,
+            cqn,
+            sq: sq_p,
+            rq: rq_p,
+            cq: cq_c,
+        }
     }
 
     /// The node's address and `port`.
@@ -200,8 +266,20 @@ impl Node {
     }
 
     /// Connect parameters from this node (port 0) to `remote`.
-    pub fn params<'a>(&self, remote: SocketAddr, ird: u32, ord: u32, data: &'a [u8]) -> ConnectParams<'a> {
-        ConnectParams { local: self.at(0), remote, inbound_reads: ird, outbound_reads: ord, private_data: data }
+    pub fn params<'a>(
+        &self,
+        remote: SocketAddr,
+        ird: u32,
+        ord: u32,
+        data: &'a [u8],
+    ) -> ConnectParams<'a> {
+        ConnectParams {
+            local: self.at(0),
+            remote,
+            inbound_reads: ird,
+            outbound_reads: ord,
+            private_data: data,
+        }
     }
 }
 
@@ -254,10 +332,19 @@ impl Net {
                 // `Arc`'s contents do not move.
                 let sink = unsafe { EventSink::new(&*events) };
                 rnic.attach(sink).unwrap();
-                Node { addr, rnic, events, memory }
+                Node {
+                    addr,
+                    rnic,
+                    events,
+                    memory,
+                }
             })
             .collect();
-        Self { fabric, clock, nodes }
+        Self {
+            fabric,
+            clock,
+            nodes,
+        }
     }
 
     pub fn now(&self) -> u64 {

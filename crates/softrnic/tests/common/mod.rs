@@ -2,7 +2,12 @@
 //! fabric, Vec-backed host memory reached through `DmaAccess`, and a loop
 //! that moves due packets and polls both devices, bounded by steps.
 
-#![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate, clippy::large_types_passed_by_value)]
+#![allow(
+    dead_code,
+    clippy::missing_panics_doc,
+    clippy::must_use_candidate,
+    clippy::large_types_passed_by_value
+)]
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,14 +40,21 @@ pub const BASE: u64 = 0x10_0000;
 
 impl HostMem {
     pub fn new(size: usize) -> Arc<Self> {
-        Arc::new(Self { bytes: Mutex::new(vec![0; size]), next: AtomicU64::new(BASE), log: Mutex::new(None) })
+        Arc::new(Self {
+            bytes: Mutex::new(vec![0; size]),
+            next: AtomicU64::new(BASE),
+            log: Mutex::new(None),
+        })
     }
 
     /// Reserves `len` bytes, page aligned; returns the logical address.
     pub fn alloc(&self, len: u64) -> u64 {
         let len = len.max(1).div_ceil(PAGE) * PAGE;
         let a = self.next.fetch_add(len, Ordering::Relaxed);
-        assert!(a + len - BASE <= self.bytes.lock().unwrap().len() as u64, "test memory exhausted");
+        assert!(
+            a + len - BASE <= self.bytes.lock().unwrap().len() as u64,
+            "test memory exhausted"
+        );
         a
     }
 
@@ -174,12 +186,22 @@ pub struct Buf {
 
 impl Buf {
     pub fn sge(&self, offset: u64, len: u32) -> Sge {
-        Sge { addr: self.va + offset, length: len, key: self.key.0 }
+        Sge {
+            addr: self.va + offset,
+            length: len,
+            key: self.key.0,
+        }
     }
 }
 
 impl Node {
-    pub fn new(addr: Ipv4Addr, pmtu: u32, fabric: &Arc<Fabric>, clock: &Arc<SimClock>, mem_size: usize) -> Self {
+    pub fn new(
+        addr: Ipv4Addr,
+        pmtu: u32,
+        fabric: &Arc<Fabric>,
+        clock: &Arc<SimClock>,
+        mem_size: usize,
+    ) -> Self {
         let mem = HostMem::new(mem_size);
         let clock_dyn: Arc<dyn Clock> = clock.clone();
         let dev = SoftRnic::new(
@@ -191,18 +213,38 @@ impl Node {
         )
         .expect("device");
         let (pd, pd_key) = dev.create_pd().unwrap();
-        Self { dev, mem, addr, pd, pd_key }
+        Self {
+            dev,
+            mem,
+            addr,
+            pd,
+            pd_key,
+        }
     }
 
     /// Allocates and registers `len` bytes with `access` in `pd`.
     pub fn register_in(&self, pd: u32, len: u64, access: Access) -> Buf {
         let logical = self.mem.alloc(len);
-        let pages: Vec<u64> = (0..len.max(1).div_ceil(PAGE)).map(|i| logical + i * PAGE).collect();
+        let pages: Vec<u64> = (0..len.max(1).div_ceil(PAGE))
+            .map(|i| logical + i * PAGE)
+            .collect();
         let key = self.dev.alloc_key(pd, false).unwrap();
         let va = logical + VA_OFFSET;
-        let reg = Registration { pd, access, va, length: len.max(1), first_byte_offset: 0, pages: &pages };
+        let reg = Registration {
+            pd,
+            access,
+            va,
+            length: len.max(1),
+            first_byte_offset: 0,
+            pages: &pages,
+        };
         let key = self.dev.register(key, &reg).unwrap();
-        Buf { logical, va, len, key }
+        Buf {
+            logical,
+            va,
+            len,
+            key,
+        }
     }
 
     pub fn register(&self, len: u64, access: Access) -> Buf {
@@ -212,7 +254,11 @@ impl Node {
     pub fn cq(&self, depth: u32) -> Cq {
         let (p, c) = ring::<Cqe>(depth).unwrap();
         let cqn = self.dev.create_cq(p).unwrap();
-        Cq { cqn, ring: c, seen: Vec::new() }
+        Cq {
+            cqn,
+            ring: c,
+            seen: Vec::new(),
+        }
     }
 
     pub fn qp(&self, depth: u32) -> Qp {
@@ -235,7 +281,13 @@ impl Node {
                 context: 0xC0DE_0000 + u64::from(pd),
             })
             .unwrap();
-        Qp { qpn, sq: sp, rq: rp, scq, rcq }
+        Qp {
+            qpn,
+            sq: sp,
+            rq: rp,
+            scq,
+            rcq,
+        }
     }
 
     pub fn post_send(&self, qp: &mut Qp, wqe: SendWqe) {
@@ -245,7 +297,11 @@ impl Node {
     }
 
     pub fn post_recv(&self, qp: &mut Qp, wr_id: u64, sges: &[Sge]) {
-        let mut w = RecvWqe { wr_id, sge_count: sges.len() as u8, ..RecvWqe::default() };
+        let mut w = RecvWqe {
+            wr_id,
+            sge_count: sges.len() as u8,
+            ..RecvWqe::default()
+        };
         w.sges[..sges.len()].copy_from_slice(sges);
         qp.rq.push(w).expect("RQ full");
         qp.rq.publish();
@@ -273,7 +329,11 @@ pub fn wqe(op: SendOpcode, wr_id: u64, sges: &[Sge]) -> SendWqe {
 
 /// An RDMA WRITE or READ WQE.
 pub fn rdma(op: SendOpcode, wr_id: u64, sges: &[Sge], remote: &Buf, offset: u64) -> SendWqe {
-    SendWqe { key: remote.key.0, remote_addr: remote.va + offset, ..wqe(op, wr_id, sges) }
+    SendWqe {
+        key: remote.key.0,
+        remote_addr: remote.va + offset,
+        ..wqe(op, wr_id, sges)
+    }
 }
 
 /// Deterministic payload bytes for message `id`.
@@ -320,7 +380,13 @@ impl World {
         let b = Node::new(ADDR_B, pmtu, &fabric, &clock, mem_size);
         a.dev.set_default_rc_config(fast_rc());
         b.dev.set_default_rc_config(fast_rc());
-        Self { clock, fabric, a, b, steps: 0 }
+        Self {
+            clock,
+            fabric,
+            a,
+            b,
+            steps: 0,
+        }
     }
 
     /// Connects `qa` on A with `qb` on B.
@@ -365,10 +431,14 @@ impl World {
         if worked {
             return true;
         }
-        let next = [self.fabric.next_due(), self.a.dev.next_timer_us(), self.b.dev.next_timer_us()]
-            .into_iter()
-            .flatten()
-            .min();
+        let next = [
+            self.fabric.next_due(),
+            self.a.dev.next_timer_us(),
+            self.b.dev.next_timer_us(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         match next {
             Some(t) => {
                 self.clock.set(t.max(now + 1));
