@@ -692,6 +692,8 @@ pub fn write_read_and_out_of_bounds(cfg: Config, test: u8) {
 }
 
 /// 4. Fast registration, remote use, send-and-invalidate, stale token.
+// One scenario told start to end, as a consumer would run it.
+#[allow(clippy::too_many_lines)]
 pub fn fast_register_and_remote_invalidate(cfg: Config, test: u8) {
     let c = Conn::open(cfg, test, 8, 4);
     let pages = 4usize;

@@ -405,7 +405,7 @@ fn send_packet(
             let (slot, mut hasher) = b.payload_slot();
             let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
             sg::gather(&keys, &*dev.dma, pd, wqe.sge_list(), offset, out, |c| {
-                hasher.update(c)
+                hasher.update(c);
             })?;
         }
         let n = b.finish().map_err(|_| SgError::Length)?;
