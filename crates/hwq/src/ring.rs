@@ -165,6 +165,31 @@ impl<T: Copy> Producer<T> {
         Ok(index)
     }
 
+    /// Like [`Producer::push_with`] for a fill that may fail: on `Err` the
+    /// entry is not pushed (the slot stays free, whatever `fill` wrote into
+    /// it, since nothing was published). `full` is returned when no slot is
+    /// free.
+    pub fn try_push_with<E>(
+        &mut self,
+        full: E,
+        fill: impl FnOnce(&mut T) -> Result<(), E>,
+    ) -> Result<u32, E> {
+        if self.head.wrapping_sub(self.released_cache) >= self.shared.limit {
+            self.refresh();
+            if self.head.wrapping_sub(self.released_cache) >= self.shared.limit {
+                return Err(full);
+            }
+        }
+        let index = self.head;
+        self.shared.slot(index).with_mut(|slot| {
+            // SAFETY: as in `push_with`: the slot is outside
+            // `[released, published)` and we are the only producer.
+            fill(unsafe { &mut *slot })
+        })?;
+        self.head = index.wrapping_add(1);
+        Ok(index)
+    }
+
     /// Writes `value` as the next entry without publishing it.
     pub fn push(&mut self, value: T) -> Result<u32, RingFull> {
         self.push_with(|slot| *slot = value)
@@ -324,6 +349,30 @@ mod tests {
         assert_eq!(c.read(1), Some(3));
         assert!(c.release(4));
         assert_eq!(p.free(), 4);
+    }
+
+    #[test]
+    fn a_failed_fill_pushes_nothing() {
+        let (mut p, mut c) = ring::<u8>(1).unwrap();
+        assert_eq!(
+            p.try_push_with(0u8, |v| {
+                *v = 7;
+                Err(9)
+            }),
+            Err(9)
+        );
+        assert_eq!(p.head(), 0);
+        assert_eq!(
+            p.try_push_with(0u8, |v| {
+                *v = 5;
+                Ok(())
+            }),
+            Ok(0)
+        );
+        assert_eq!(p.try_push_with(1u8, |_| Ok(())), Err(1), "full");
+        p.publish();
+        c.refresh();
+        assert_eq!(c.read(0), Some(5));
     }
 
     #[test]

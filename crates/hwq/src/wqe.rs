@@ -153,6 +153,28 @@ impl Default for SendWqe {
 }
 
 impl SendWqe {
+    /// Zeroes the 64-byte header, leaving the scatter/gather area as it is
+    /// (only `sge_count` entries or `inline_len` bytes of it are valid), so a
+    /// reused slot carries nothing from its previous WQE at the cost of a
+    /// header write instead of a whole-slot one.
+    pub fn clear_header(&mut self) {
+        self.opcode = 0;
+        self.flags = 0;
+        self.sge_count = 0;
+        self.access = 0;
+        self.inline_len = 0;
+        self.reserved0 = 0;
+        self.key = 0;
+        self.aux32 = 0;
+        self.wr_id = 0;
+        self.remote_addr = 0;
+        self.length = 0;
+        self.aux64 = 0;
+        self.fbo = 0;
+        self.total_len = 0;
+        self.reserved1 = 0;
+    }
+
     /// The opcode, if the byte is valid.
     pub fn op(&self) -> Option<SendOpcode> {
         SendOpcode::from_raw(self.opcode)

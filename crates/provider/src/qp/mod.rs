@@ -271,15 +271,13 @@ impl Qp {
         if self.conn_state() != ConnState::Connected {
             return Err(STATUS_CONNECTION_INVALID);
         }
-        if sq.producer.free() == 0 {
-            return Err(STATUS_INSUFFICIENT_RESOURCES);
-        }
-        let mut wqe = SendWqe::default();
-        fill(&mut wqe)?;
-        // Cannot fail: a slot was free and only we produce.
+        // The WQE is written straight into its ring slot; a fill that
+        // fails (e.g. unreadable inline data) leaves the slot unpushed.
         sq.producer
-            .push(wqe)
-            .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+            .try_push_with(STATUS_INSUFFICIENT_RESOURCES, |wqe| {
+                wqe.clear_header();
+                fill(wqe)
+            })?;
         sq.producer.publish();
         Ok(())
     }
