@@ -147,22 +147,10 @@ impl<T: Copy> Producer<T> {
     /// Writes the next entry in place without publishing it. `fill` receives
     /// the slot's previous contents and must set every field it relies on.
     pub fn push_with(&mut self, fill: impl FnOnce(&mut T)) -> Result<u32, RingFull> {
-        if self.head.wrapping_sub(self.released_cache) >= self.shared.limit {
-            self.refresh();
-            if self.head.wrapping_sub(self.released_cache) >= self.shared.limit {
-                return Err(RingFull);
-            }
-        }
-        let index = self.head;
-        self.shared.slot(index).with_mut(|slot| {
-            // SAFETY: `index` is outside `[released, published)` (checked
-            // above against an Acquire load of `released`), so the consumer
-            // neither reads nor will read this slot until we publish; we are
-            // the only producer, so nobody else writes it.
-            fill(unsafe { &mut *slot });
-        });
-        self.head = index.wrapping_add(1);
-        Ok(index)
+        self.try_push_with(RingFull, |slot| {
+            fill(slot);
+            Ok(())
+        })
     }
 
     /// Like [`Producer::push_with`] for a fill that may fail: on `Err` the
@@ -182,8 +170,10 @@ impl<T: Copy> Producer<T> {
         }
         let index = self.head;
         self.shared.slot(index).with_mut(|slot| {
-            // SAFETY: as in `push_with`: the slot is outside
-            // `[released, published)` and we are the only producer.
+            // SAFETY: `index` is outside `[released, published)` (checked
+            // above against an Acquire load of `released`), so the consumer
+            // neither reads nor will read this slot until we publish; we are
+            // the only producer, so nobody else writes it.
             fill(unsafe { &mut *slot })
         })?;
         self.head = index.wrapping_add(1);
