@@ -1,14 +1,31 @@
 //! rsndk: an NDK provider driver whose hardware is a software RoCEv2 RNIC.
 //!
-//! This package is the driver. On Windows with `--features wdk` it is the
-//! kernel driver `rsndk.sys`; on every other configuration it is an ordinary
-//! library whose cdylib (`librsndk.so`) exports the host entry points of
-//! `include/rsndk_host.h`.
+//! This package is the driver. For Windows targets it is the kernel driver
+//! `rsndk.sys`: `no_std`, with the NDIS miniport shell of `src/driver/` over
+//! hand-declared NDIS, kernel and Winsock Kernel imports (crate `ndis`).
+//! That shell needs no WDK to compile, so Linux CI type-checks it with
+//! `cargo check --target x86_64-pc-windows-msvc`; only the final link
+//! (`--features wdk`, on a Windows host with the WDK) needs windows-drivers-rs.
+//! On every other target it is an ordinary library whose cdylib
+//! (`librsndk.so`) exports the host entry points of `include/rsndk_host.h`.
 
-#![cfg_attr(feature = "wdk", no_std)]
+// The kernel has no std. Unit tests of this crate (a Windows host only)
+// link the test harness, which brings std and its panic handler.
+#![cfg_attr(all(windows, not(test)), no_std)]
 
 #[cfg(not(windows))]
 pub use host::*;
 
-#[cfg(all(feature = "wdk", target_os = "windows"))]
+#[cfg(windows)]
+extern crate alloc;
+
+// The kernel image links wdk-sys for what a driver without the C runtime
+// needs (`_fltused`, the EH handler stubs); `--features wdk` only.
+#[cfg(all(windows, feature = "wdk"))]
+extern crate wdk_sys as _;
+
+#[cfg(windows)]
 mod driver;
+
+#[cfg(any(windows, test))]
+mod portable;

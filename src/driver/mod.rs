@@ -1,56 +1,107 @@
-//! The Windows kernel shell of rsndk: `DriverEntry`, the kernel allocator and
-//! the panic handler (windows-drivers-rs, WDM model).
+//! The Windows kernel shell of rsndk: an NDIS 6.50 miniport for a virtual
+//! Ethernet adapter that is an NDK provider, whose RNIC is the software
+//! RoCEv2 engine of `softrnic`, carried over UDP by Winsock Kernel.
 //!
-//! Compiled only for `all(feature = "wdk", target_os = "windows")`: the kernel
-//! driver `rsndk.sys` that `cargo make` builds on a Windows host with the WDK
-//! (see `docs/windows.md`). Nothing here is built or tested on Linux; the NDK
-//! provider itself lives in the portable crates.
+//! Compiled for every Windows target, with or without the `wdk` feature:
+//! it uses only the hand declarations of crate `ndis` (NDIS, ntoskrnl,
+//! WSK), so `cargo check --target x86_64-pc-windows-msvc` type-checks all
+//! of it on Linux. The `wdk` feature adds only the final link (wdk-sys's
+//! link glue, wdk-build's linker arguments) and [`wdk_check`], which
+//! compares the hand declarations with wdk-sys's bindgen output.
 //!
-//! Status: an NDK provider is an NDIS 6.30+ miniport, registered from
-//! `DriverEntry` with `NdisMRegisterMiniportDriver` (MiniportSetOptions then
-//! registers the NDK open/close handlers). That registration is issue #7 and is
-//! not written yet. Until it is, `DriverEntry` says so on the debugger and
-//! fails the load with `STATUS_NOT_SUPPORTED` instead of pretending to be a
-//! network adapter.
+//! Map: [`miniport`] (registration and handlers), [`adapter`] (per-adapter
+//! state and attributes), [`oid`], [`ndk`] (NDK registration, open/close,
+//! counters), [`config`] (registry keywords), [`device`] (the RNIC, its
+//! engine and transport), [`engine`] (DPC and timer), [`udp`] (WSK
+//! socket), [`platform`] (the provider's `Platform`), [`dma`] (device
+//! access to memory), [`alloc`] (global allocator, fallible and aligned
+//! allocation), [`panic`] (bugchecking panic handler), [`irql`], [`irp`],
+//! [`clock`], [`log`], [`rnic`].
 
-// The panic handler. wdk-panic 0.4.1 spins forever (`loop {}`) on a panic,
-// which hangs a processor instead of producing a crash dump. A later issue
-// replaces it with our own `#[panic_handler]` that bugchecks (KeBugCheckEx).
-// Excluded under `cfg(test)`, where the test harness brings std's handler.
-#[cfg(not(test))]
-extern crate wdk_panic;
+pub mod adapter;
+pub mod alloc;
+pub mod clock;
+pub mod config;
+pub mod device;
+pub mod dma;
+pub mod engine;
+pub mod irp;
+pub mod irql;
+pub mod log;
+pub mod miniport;
+pub mod ndk;
+pub mod oid;
+pub mod panic;
+pub mod platform;
+pub mod rnic;
+pub mod udp;
+#[cfg(feature = "wdk")]
+mod wdk_check;
 
-use ndkpi::STATUS_NOT_SUPPORTED;
-#[cfg(not(test))]
-use wdk_alloc::WdkAllocator;
-use wdk_sys::{NTSTATUS, PCUNICODE_STRING, PDRIVER_OBJECT};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, Ordering};
 
-/// The kernel allocator behind `alloc`: non-paged pool (`ExAllocatePool2`,
-/// tag `'rust'`), usable at IRQL <= DISPATCH_LEVEL. It ignores `Layout`
-/// alignment beyond the pool's 16 bytes, so page-aligned memory (rings) must
-/// be allocated explicitly, never through `alloc`.
-#[cfg(not(test))]
-#[global_allocator]
-static GLOBAL_ALLOCATOR: WdkAllocator = WdkAllocator;
+use ndis::{DRIVER_OBJECT, NDIS_HANDLE, UNICODE_STRING};
+use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_SUCCESS};
+use provider::platform::Platform;
 
-// The hand-written ABI mirror (ndkpi) must agree with the WDK's headers: the
-// first Windows build checks it for the one status this shell returns.
-const _: () = assert!(STATUS_NOT_SUPPORTED == wdk_sys::STATUS_NOT_SUPPORTED);
+use self::alloc::try_box;
+use self::dma::KernelDma;
+use self::log::{log_error, log_info};
+use self::platform::KernelPlatform;
 
-/// The driver's entry point, called once by the I/O manager at PASSIVE_LEVEL
-/// when `rsndk.sys` is loaded.
+/// The provider's platform, from `DriverEntry` until `MiniportDriverUnload`.
+static PLATFORM: AtomicPtr<KernelPlatform> = AtomicPtr::new(ptr::null_mut());
+/// The NDIS driver handle, for deregistration.
+static DRIVER_HANDLE: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(ptr::null_mut());
+
+/// The platform every device context uses.
 ///
-/// Until the NDIS miniport registration exists (issue #7) it refuses to load:
-/// it prints why and returns `STATUS_NOT_SUPPORTED`. A failed `DriverEntry`
-/// unloads the image without calling `DriverUnload`, so there is nothing to
-/// undo and no unload routine to set.
+/// # Panics
+/// Before `DriverEntry` set it up (never: NDIS calls no handler before).
+pub fn platform() -> &'static KernelPlatform {
+    let p = NonNull::new(PLATFORM.load(Ordering::Acquire)).expect("rsndk platform not initialised");
+    // SAFETY: set once in DriverEntry before any handler can run and freed
+    // in MiniportDriverUnload after every adapter (hence every provider
+    // object using it) is gone: it outlives all its users, which is what
+    // the provider's `'static` asks for.
+    unsafe { p.as_ref() }
+}
+
+/// Waits a moment at PASSIVE_LEVEL (teardown loops).
+pub fn platform_wait() {
+    platform().wait_briefly();
+}
+
+fn take_driver_handle() -> Option<NDIS_HANDLE> {
+    let h = DRIVER_HANDLE.swap(ptr::null_mut(), Ordering::AcqRel);
+    (!h.is_null()).then_some(h)
+}
+
+fn free_platform() {
+    if let Some(p) = NonNull::new(PLATFORM.swap(ptr::null_mut(), Ordering::AcqRel)) {
+        // SAFETY: the live platform, read before it is freed.
+        let (blocks, bytes) = unsafe { p.as_ref() }.pool_outstanding();
+        if blocks != 0 {
+            log_error!(
+                "rsndk: provider pool outstanding at unload: {blocks} blocks, {bytes} bytes"
+            );
+        }
+        // SAFETY: allocated by `try_box` in DriverEntry; no user is left.
+        drop(unsafe { ::alloc::boxed::Box::from_raw(p.as_ptr()) });
+    }
+}
+
+/// The driver's entry point, called once by the I/O manager at
+/// PASSIVE_LEVEL when `rsndk.sys` is loaded: builds the provider's
+/// platform and registers the NDIS miniport. A failed `DriverEntry`
+/// unloads the image without calling any unload routine, so it undoes its
+/// own work.
 ///
 /// # Safety
-///
-/// Only the kernel calls this, exactly once per load, with `_driver` pointing
-/// to the driver object being initialised and `_registry_path` to the driver's
-/// service key; both stay valid for the duration of the call. It must never be
-/// called from Rust.
+/// Only the kernel calls this, once per load, with `driver` pointing to
+/// the driver object being initialised and `registry_path` to the driver's
+/// service key; both stay valid for the call. Never called from Rust.
 #[unsafe(
     // SAFETY: `DriverEntry` is the symbol named by the `/ENTRY:DriverEntry`
     // linker argument that wdk-build emits for WDM drivers. No other item in
@@ -58,9 +109,30 @@ const _: () = assert!(STATUS_NOT_SUPPORTED == wdk_sys::STATUS_NOT_SUPPORTED);
     export_name = "DriverEntry"
 )]
 pub unsafe extern "system" fn driver_entry(
-    _driver: PDRIVER_OBJECT,
-    _registry_path: PCUNICODE_STRING,
+    driver: *mut DRIVER_OBJECT,
+    registry_path: *mut UNICODE_STRING,
 ) -> NTSTATUS {
-    wdk::println!("rsndk: NDIS miniport registration is not implemented yet; refusing to load");
-    STATUS_NOT_SUPPORTED
+    let Some(dma) = KernelDma::new() else {
+        return STATUS_INSUFFICIENT_RESOURCES;
+    };
+    let Ok(platform) = try_box(KernelPlatform::new(dma)) else {
+        return STATUS_INSUFFICIENT_RESOURCES;
+    };
+    PLATFORM.store(::alloc::boxed::Box::into_raw(platform), Ordering::Release);
+    // SAFETY: DriverEntry's own arguments.
+    match unsafe { miniport::register(driver, registry_path) } {
+        Ok(handle) => {
+            DRIVER_HANDLE.store(handle, Ordering::Release);
+            log_info!("rsndk: miniport registered");
+            STATUS_SUCCESS
+        }
+        Err(status) => {
+            log_error!(
+                "rsndk: NdisMRegisterMiniportDriver failed: {:#010x}",
+                status as u32
+            );
+            free_platform();
+            status
+        }
+    }
 }

@@ -17,6 +17,10 @@
 //! 64-bit targets. `NDIS_STATUS` values print as the decimal of their `u32`
 //! bit pattern, like `ndkpi` prints NTSTATUS values.
 //!
+//! The `kernel` and `wsk` entries (spin locks, DPCs, IRPs, pool, Winsock
+//! Kernel) follow `wdm.h`, `ntddk.h` and `wsk.h`; where each value was
+//! checked is said in those modules' docs.
+//!
 //! One value is not header text but arithmetic on it: the size of the
 //! `NDIS_MINIPORT_ADAPTER_ATTRIBUTES` union, whose omitted members are all
 //! smaller than the general attributes at NDIS 6.50 (see
@@ -267,6 +271,29 @@ layout_facts! {
             VPortId: 240,
             Flags: 244,
         },
+        // ntddndis.h: OID_GEN_STATISTICS
+        NDIS_STATISTICS_INFO: 152 {
+            Header: 0,
+            SupportedStatistics: 4,
+            ifInDiscards: 8,
+            ifInErrors: 16,
+            ifHCInOctets: 24,
+            ifHCInUcastPkts: 32,
+            ifHCInMulticastPkts: 40,
+            ifHCInBroadcastPkts: 48,
+            ifHCOutOctets: 56,
+            ifHCOutUcastPkts: 64,
+            ifHCOutMulticastPkts: 72,
+            ifHCOutBroadcastPkts: 80,
+            ifOutErrors: 88,
+            ifOutDiscards: 96,
+            ifHCInUcastOctets: 104,
+            ifHCInMulticastOctets: 112,
+            ifHCInBroadcastOctets: 120,
+            ifHCOutUcastOctets: 128,
+            ifHCOutMulticastOctets: 136,
+            ifHCOutBroadcastOctets: 144,
+        },
         // ndis.h: adapter attributes
         NDIS_MINIPORT_ADAPTER_REGISTRATION_ATTRIBUTES: 32 {
             Header: 0,
@@ -427,6 +454,106 @@ layout_facts! {
         BINARY_DATA: 16 { Length: 0, Buffer: 8 },
         NDIS_CONFIGURATION_PARAMETER: 24 { ParameterType: 0, ParameterData: 8 },
         NDIS_CONFIGURATION_OBJECT: 24 { Header: 0, NdisHandle: 8, Flags: 16 },
+        // wdm.h / ntddk.h (kernel.rs): objects the shell allocates, and the
+        // IRP fields the IoSetCompletionRoutine macro touches. Sizes and
+        // offsets as in the Windows 10 x64 kernel type dumps of the public
+        // ntdiff/headers repository (Win10_20H1_18885/x64, ntoskrnl.exe).
+        KDPC: 64 { Opaque: 0 },
+        KTIMER: 64 { Opaque: 0 },
+        KEVENT: 24 { Opaque: 0 },
+        LIST_ENTRY: 16 { Flink: 0, Blink: 8 },
+        IO_STATUS_BLOCK: 16 { Status: 0, Reserved: 4, Information: 8 },
+        IO_STACK_LOCATION: 72 {
+            MajorFunction: 0,
+            MinorFunction: 1,
+            Flags: 2,
+            Control: 3,
+            Parameters: 8,
+            DeviceObject: 40,
+            FileObject: 48,
+            CompletionRoutine: 56,
+            Context: 64,
+        },
+        IRP: 208 (
+            Type, Size, AllocationProcessorNumber, Reserved, MdlAddress, Flags, AssociatedIrp,
+            ThreadListEntry, IoStatus, RequestorMode, PendingReturned, StackCount,
+            CurrentLocation, Cancel, CancelIrql, ApcEnvironment, AllocationFlags, UserIosb,
+            UserEvent, Overlay, CancelRoutine, UserBuffer, Tail_DriverContext, Tail_Thread,
+            Tail_AuxiliaryBuffer, Tail_ListEntry, Tail_CurrentStackLocation,
+            Tail_OriginalFileObject, Tail_IrpExtension
+        ) {
+            Type: 0,
+            Size: 2,
+            AllocationProcessorNumber: 4,
+            Reserved: 6,
+            MdlAddress: 8,
+            Flags: 16,
+            AssociatedIrp: 24,
+            ThreadListEntry: 32,
+            IoStatus: 48,
+            IoStatus.Status: 48,
+            IoStatus.Information: 56,
+            RequestorMode: 64,
+            PendingReturned: 65,
+            StackCount: 66,
+            CurrentLocation: 67,
+            Cancel: 68,
+            CancelIrql: 69,
+            ApcEnvironment: 70,
+            AllocationFlags: 71,
+            UserIosb: 72,
+            UserEvent: 80,
+            Overlay: 88,
+            CancelRoutine: 104,
+            UserBuffer: 112,
+            Tail_DriverContext: 120,
+            Tail_Thread: 152,
+            Tail_AuxiliaryBuffer: 160,
+            Tail_ListEntry: 168,
+            Tail_CurrentStackLocation: 184,
+            Tail_OriginalFileObject: 192,
+            Tail_IrpExtension: 200,
+        },
+        // wsk.h (wsk.rs), as the WDK's km header declares them.
+        WSK_SOCKET: 8 { Dispatch: 0 },
+        WSK_BUF: 24 { Mdl: 0, Offset: 8, Length: 16 },
+        WSK_DATAGRAM_INDICATION: 56 {
+            Next: 0,
+            Buffer: 8,
+            ControlInfo: 32,
+            ControlInfoLength: 40,
+            RemoteAddress: 48,
+        },
+        WSK_EVENT_CALLBACK_CONTROL: 16 { NpiId: 0, EventMask: 8 },
+        WSK_CLIENT_DISPATCH: 16 { Version: 0, Reserved: 2, WskClientEvent: 8 },
+        WSK_CLIENT_DATAGRAM_DISPATCH: 8 { WskReceiveFromEvent: 0 },
+        WSK_PROVIDER_DISPATCH: 56 {
+            Version: 0,
+            Reserved: 2,
+            WskSocket: 8,
+            WskSocketConnect: 16,
+            WskControlClient: 24,
+            WskGetAddressInfo: 32,
+            WskFreeAddressInfo: 40,
+            WskGetNameInfo: 48,
+        },
+        WSK_PROVIDER_BASIC_DISPATCH: 16 { WskControlSocket: 0, WskCloseSocket: 8 },
+        WSK_PROVIDER_DATAGRAM_DISPATCH: 64 {
+            Basic: 0,
+            WskBind: 16,
+            WskSendTo: 24,
+            WskReceiveFrom: 32,
+            WskRelease: 40,
+            WskGetLocalAddress: 48,
+            WskSendMessages: 56,
+        },
+        WSK_CLIENT_NPI: 16 { ClientContext: 0, Dispatch: 8 },
+        WSK_PROVIDER_NPI: 16 { Client: 0, Dispatch: 8 },
+        WSK_REGISTRATION: 24 {
+            ReservedRegistrationState: 0,
+            ReservedRegistrationContext: 8,
+            ReservedRegistrationLock: 16,
+        },
     }
     unions {
         SOCKADDR_INET: 28 { Ipv4: 0, Ipv6: 0, si_family: 0 },
@@ -515,6 +642,8 @@ layout_facts! {
         usz {
             NDIS_MAX_PHYS_ADDRESS_LENGTH = 32,
             NDIS_OID_REQUEST_NDIS_RESERVED_SIZE = 16,
+            NET_BUFFER_LIST_NEXT_OFFSET = 0,
+            NET_BUFFER_LIST_STATUS_OFFSET = 0x8C,
         },
         u64v { NDIS_LINK_SPEED_UNKNOWN = 0xFFFF_FFFF_FFFF_FFFF },
         u32v {
@@ -758,6 +887,82 @@ layout_facts! {
             NDIS_STATUS_LINK_SPEED_CHANGE = 0x4001_0013,
             NDIS_STATUS_LINK_STATE = 0x4001_0017,
         },
+        // kernel.rs (wdm.h, ntddk.h, dpfilter.h, ntstatus.h).
+        u8v {
+            PASSIVE_LEVEL = 0,
+            APC_LEVEL = 1,
+            DISPATCH_LEVEL = 2,
+            SL_INVOKE_ON_CANCEL = 0x20,
+            SL_INVOKE_ON_SUCCESS = 0x40,
+            SL_INVOKE_ON_ERROR = 0x80,
+        },
+        u64v {
+            POOL_FLAG_UNINITIALIZED = 0x02,
+            POOL_FLAG_CACHE_ALIGNED = 0x08,
+            POOL_FLAG_NON_PAGED = 0x40,
+        },
+        u32v {
+            NormalPagePriority = 16,
+            MdlMappingNoExecute = 0x4000_0000,
+            DPFLTR_IHVNETWORK_ID = 80,
+            DPFLTR_ERROR_LEVEL = 0,
+            DPFLTR_INFO_LEVEL = 3,
+        },
+        i32v {
+            MmCached = 1,
+            NotificationEvent = 0,
+            Executive = 0,
+            NotificationTimer = 0,
+            STATUS_MORE_PROCESSING_REQUIRED = 0xC000_0016,
+        },
+        // oid.rs: OID_GEN_STATISTICS (ntddndis.h).
+        u8v { NDIS_STATISTICS_INFO_REVISION_1 = 1 },
+        u16v { NDIS_SIZEOF_STATISTICS_INFO_REVISION_1 = 152 },
+        u32v {
+            NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_RCV = 0x0000_0001,
+            NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_RCV = 0x0000_0002,
+            NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_RCV = 0x0000_0004,
+            NDIS_STATISTICS_FLAGS_VALID_BYTES_RCV = 0x0000_0008,
+            NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS = 0x0000_0010,
+            NDIS_STATISTICS_FLAGS_VALID_RCV_ERROR = 0x0000_0020,
+            NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_XMIT = 0x0000_0040,
+            NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_XMIT = 0x0000_0080,
+            NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_XMIT = 0x0000_0100,
+            NDIS_STATISTICS_FLAGS_VALID_BYTES_XMIT = 0x0000_0200,
+            NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR = 0x0000_0400,
+            NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS = 0x0000_8000,
+            NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_RCV = 0x0001_0000,
+            NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_RCV = 0x0002_0000,
+            NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_RCV = 0x0004_0000,
+            NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_XMIT = 0x0008_0000,
+            NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_XMIT = 0x0010_0000,
+            NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_XMIT = 0x0020_0000,
+        },
+        // wsk.rs (wsk.h, mswsockdef.h, ws2def.h).
+        u16v {
+            WSK_VERSION_1_0 = 0x0100,
+            SOCK_DGRAM = 2,
+        },
+        u32v {
+            WSK_NO_WAIT = 0,
+            WSK_INFINITE_WAIT = 0xFFFF_FFFF,
+            WSK_FLAG_BASIC_SOCKET = 0,
+            WSK_FLAG_LISTEN_SOCKET = 1,
+            WSK_FLAG_CONNECTION_SOCKET = 2,
+            WSK_FLAG_DATAGRAM_SOCKET = 4,
+            WSK_FLAG_AT_DISPATCH_LEVEL = 8,
+            WSK_SO_BASE = 0x4000,
+            SO_WSK_EVENT_CALLBACK = 0x4002,
+            WSK_EVENT_RECEIVE_FROM = 0x0100,
+            WSK_EVENT_DISABLE = 0x8000_0000,
+            SOL_SOCKET = 0xFFFF,
+            IPPROTO_UDP = 17,
+        },
+        i32v {
+            WskSetOption = 0,
+            WskGetOption = 1,
+            WskIoctl = 2,
+        },
     }
 }
 
@@ -798,6 +1003,15 @@ mod tests {
             "NDIS_NDK_STATISTICS_INFO.CounterSet offset 8",
             "NDIS_NDK_CONNECTION_ENTRY size 64",
             "NDIS_NDK_LOCAL_ENDPOINT_ENTRY.OwnerPid offset 32",
+            "KDPC size 64",
+            "IRP size 208",
+            "IRP.IoStatus offset 48",
+            "IRP.Tail_CurrentStackLocation offset 184",
+            "IO_STACK_LOCATION.CompletionRoutine offset 56",
+            "WSK_DATAGRAM_INDICATION.RemoteAddress offset 48",
+            "WSK_PROVIDER_DATAGRAM_DISPATCH.WskSendTo offset 24",
+            "WSK_REGISTRATION size 24",
+            "const SO_WSK_EVENT_CALLBACK 16386",
             "SOCKADDR_INET size 28",
             "NET_PNP_EVENT size 152",
             "NDIS_OPEN_NDK_ADAPTER_PARAMETERS.VPortId offset 8",

@@ -1,6 +1,9 @@
 //! The part of the Windows NDIS headers (`ndis.h`, `ntddndis.h`,
-//! `ndisndk.h`) that the rsndk miniport needs, declared by hand for x64:
-//! `wdk-sys` generates no NDIS bindings.
+//! `ndisndk.h`) that the rsndk miniport needs, and the few kernel
+//! (`wdm.h`) and Winsock Kernel (`wsk.h`) services of its shell, declared by
+//! hand for x64: `wdk-sys` generates no NDIS or WSK bindings, and declaring
+//! the kernel services here lets the whole driver shell type-check on any
+//! host without the WDK.
 //!
 //! Names are the C names. Structures are `#[repr(C)]` with every field in
 //! header order; C enums are `i32` aliases with one constant per value
@@ -22,10 +25,12 @@
 //! parameters), [`oid`] (`NDIS_OID_REQUEST`, general OIDs), [`attributes`]
 //! (adapter attributes), [`indicate`] (status indications, PnP events),
 //! [`ndk`] (`ndisndk.h` and the NDK OIDs), [`config`] (registry keywords),
-//! [`functions`] (the `ndis.sys` imports).
+//! [`functions`] (the `ndis.sys` imports), [`kernel`] (the `ntoskrnl.exe`
+//! services of the driver shell: spin locks, DPCs, timers, pool, IRPs,
+//! MDLs, bug checks), [`wsk`] (Winsock Kernel, for the UDP transport).
 #![cfg_attr(not(test), no_std)]
-// Only `functions` (the `unsafe extern` block) allows it; nothing in this
-// crate reads a union or dereferences a pointer.
+// Only `functions`, `kernel` and `wsk` (the `unsafe extern` blocks) allow
+// it; nothing in this crate reads a union or dereferences a pointer.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 // C names are kept verbatim: NDIS_OID_REQUEST, InformationBuffer,
@@ -53,6 +58,7 @@ pub mod attributes;
 pub mod config;
 pub mod functions;
 pub mod indicate;
+pub mod kernel;
 pub mod layout;
 pub mod miniport;
 pub mod ndk;
@@ -61,11 +67,13 @@ pub mod oid;
 pub mod status;
 pub mod types;
 pub mod version;
+pub mod wsk;
 
 pub use attributes::*;
 pub use config::*;
 pub use functions::*;
 pub use indicate::*;
+pub use kernel::*;
 pub use layout::{LAYOUT, facts};
 pub use miniport::*;
 pub use ndk::*;
@@ -74,3 +82,4 @@ pub use oid::*;
 pub use status::*;
 pub use types::*;
 pub use version::*;
+pub use wsk::*;

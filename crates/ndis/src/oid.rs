@@ -327,3 +327,145 @@ pub const NDIS_MAC_OPTION_NO_LOOPBACK: ULONG = 0x0000_0008;
 pub const NDIS_MAC_OPTION_8021P_PRIORITY: ULONG = 0x0000_0040;
 /// MAC option: 802.1Q VLAN supported.
 pub const NDIS_MAC_OPTION_8021Q_VLAN: ULONG = 0x0000_0200;
+
+// ---------------------------------------------------------------------
+// OID_GEN_STATISTICS (mandatory for NDIS 6 miniports).
+
+/// `NDIS_STATISTICS_INFO` revision.
+pub const NDIS_STATISTICS_INFO_REVISION_1: UCHAR = 1;
+/// `RTL_SIZEOF_THROUGH_FIELD(NDIS_STATISTICS_INFO, ifHCOutBroadcastOctets)`.
+pub const NDIS_SIZEOF_STATISTICS_INFO_REVISION_1: u16 =
+    crate::sizeof_through_field!(NDIS_STATISTICS_INFO, ifHCOutBroadcastOctets);
+
+/// `SupportedStatistics` of the answer: `ifHCInUcastPkts` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_RCV: ULONG = 0x0000_0001;
+/// `ifHCInMulticastPkts` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_RCV: ULONG = 0x0000_0002;
+/// `ifHCInBroadcastPkts` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_RCV: ULONG = 0x0000_0004;
+/// `ifHCInOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_BYTES_RCV: ULONG = 0x0000_0008;
+/// `ifInDiscards` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS: ULONG = 0x0000_0010;
+/// `ifInErrors` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_RCV_ERROR: ULONG = 0x0000_0020;
+/// `ifHCOutUcastPkts` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_XMIT: ULONG = 0x0000_0040;
+/// `ifHCOutMulticastPkts` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_XMIT: ULONG = 0x0000_0080;
+/// `ifHCOutBroadcastPkts` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_XMIT: ULONG = 0x0000_0100;
+/// `ifHCOutOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_BYTES_XMIT: ULONG = 0x0000_0200;
+/// `ifOutErrors` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR: ULONG = 0x0000_0400;
+/// `ifOutDiscards` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS: ULONG = 0x0000_8000;
+/// `ifHCInUcastOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_RCV: ULONG = 0x0001_0000;
+/// `ifHCInMulticastOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_RCV: ULONG = 0x0002_0000;
+/// `ifHCInBroadcastOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_RCV: ULONG = 0x0004_0000;
+/// `ifHCOutUcastOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_XMIT: ULONG = 0x0008_0000;
+/// `ifHCOutMulticastOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_XMIT: ULONG = 0x0010_0000;
+/// `ifHCOutBroadcastOctets` is valid.
+pub const NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_XMIT: ULONG = 0x0020_0000;
+
+/// Answer to `OID_GEN_STATISTICS`: the interface counters (RFC 2863
+/// names).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NDIS_STATISTICS_INFO {
+    /// `NDIS_OBJECT_TYPE_DEFAULT`, revision 1.
+    pub Header: NDIS_OBJECT_HEADER,
+    /// `NDIS_STATISTICS_FLAGS_VALID_*` of the counters filled in.
+    pub SupportedStatistics: ULONG,
+    /// Received frames dropped.
+    pub ifInDiscards: u64,
+    /// Received frames with errors.
+    pub ifInErrors: u64,
+    /// Bytes received.
+    pub ifHCInOctets: u64,
+    /// Unicast frames received.
+    pub ifHCInUcastPkts: u64,
+    /// Multicast frames received.
+    pub ifHCInMulticastPkts: u64,
+    /// Broadcast frames received.
+    pub ifHCInBroadcastPkts: u64,
+    /// Bytes sent.
+    pub ifHCOutOctets: u64,
+    /// Unicast frames sent.
+    pub ifHCOutUcastPkts: u64,
+    /// Multicast frames sent.
+    pub ifHCOutMulticastPkts: u64,
+    /// Broadcast frames sent.
+    pub ifHCOutBroadcastPkts: u64,
+    /// Frames that failed to send.
+    pub ifOutErrors: u64,
+    /// Frames dropped instead of sent.
+    pub ifOutDiscards: u64,
+    /// Unicast bytes received.
+    pub ifHCInUcastOctets: u64,
+    /// Multicast bytes received.
+    pub ifHCInMulticastOctets: u64,
+    /// Broadcast bytes received.
+    pub ifHCInBroadcastOctets: u64,
+    /// Unicast bytes sent.
+    pub ifHCOutUcastOctets: u64,
+    /// Multicast bytes sent.
+    pub ifHCOutMulticastOctets: u64,
+    /// Broadcast bytes sent.
+    pub ifHCOutBroadcastOctets: u64,
+}
+
+impl NDIS_STATISTICS_INFO {
+    /// A revision-1 answer with every counter 0 and valid.
+    pub const fn new() -> Self {
+        Self {
+            Header: NDIS_OBJECT_HEADER::new(
+                crate::object::NDIS_OBJECT_TYPE_DEFAULT,
+                NDIS_STATISTICS_INFO_REVISION_1,
+                NDIS_SIZEOF_STATISTICS_INFO_REVISION_1,
+            ),
+            SupportedStatistics: NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_RCV
+                | NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_RCV
+                | NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_RCV
+                | NDIS_STATISTICS_FLAGS_VALID_BYTES_RCV
+                | NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS
+                | NDIS_STATISTICS_FLAGS_VALID_RCV_ERROR
+                | NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_XMIT
+                | NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_XMIT
+                | NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_XMIT
+                | NDIS_STATISTICS_FLAGS_VALID_BYTES_XMIT
+                | NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR
+                | NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS
+                | NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_RCV
+                | NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_RCV
+                | NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_RCV
+                | NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_XMIT
+                | NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_XMIT
+                | NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_XMIT,
+            ifInDiscards: 0,
+            ifInErrors: 0,
+            ifHCInOctets: 0,
+            ifHCInUcastPkts: 0,
+            ifHCInMulticastPkts: 0,
+            ifHCInBroadcastPkts: 0,
+            ifHCOutOctets: 0,
+            ifHCOutUcastPkts: 0,
+            ifHCOutMulticastPkts: 0,
+            ifHCOutBroadcastPkts: 0,
+            ifOutErrors: 0,
+            ifOutDiscards: 0,
+            ifHCInUcastOctets: 0,
+            ifHCInMulticastOctets: 0,
+            ifHCInBroadcastOctets: 0,
+            ifHCOutUcastOctets: 0,
+            ifHCOutMulticastOctets: 0,
+            ifHCOutBroadcastOctets: 0,
+        }
+    }
+}

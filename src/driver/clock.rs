@@ -1,0 +1,48 @@
+//! Time from the performance counter (`KeQueryPerformanceCounter`): one
+//! monotonic source for the provider (`now_ns`) and the software RNIC's
+//! timers (`now_us`). Callable at any IRQL.
+
+use core::sync::atomic::{AtomicI64, Ordering};
+
+use ndis::KeQueryPerformanceCounter;
+use softrnic::env::Clock;
+
+/// Counter ticks per second, read once (the frequency never changes
+/// while the system runs).
+static FREQUENCY: AtomicI64 = AtomicI64::new(0);
+
+fn ticks_and_frequency() -> (u64, u64) {
+    let mut freq = FREQUENCY.load(Ordering::Relaxed);
+    let ticks = if freq > 0 {
+        // SAFETY: a null frequency pointer is allowed; any IRQL.
+        unsafe { KeQueryPerformanceCounter(core::ptr::null_mut()) }
+    } else {
+        // SAFETY: `freq` is a valid LARGE_INTEGER to write; any IRQL.
+        let t = unsafe { KeQueryPerformanceCounter(&raw mut freq) };
+        FREQUENCY.store(freq, Ordering::Relaxed);
+        t
+    };
+    (ticks.max(0) as u64, freq.max(1) as u64)
+}
+
+/// Monotonic time in `unit`ths of a second (1e9: ns, 1e6: µs).
+fn now(unit: u64) -> u64 {
+    let (ticks, freq) = ticks_and_frequency();
+    let scaled = u128::from(ticks) * u128::from(unit) / u128::from(freq);
+    u64::try_from(scaled).unwrap_or(u64::MAX)
+}
+
+/// Nanoseconds since boot.
+pub fn now_ns() -> u64 {
+    now(1_000_000_000)
+}
+
+/// The software RNIC's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelClock;
+
+impl Clock for KernelClock {
+    fn now_us(&self) -> u64 {
+        now(1_000_000)
+    }
+}

@@ -1,0 +1,222 @@
+//! Device access to host memory for the software RNIC.
+//!
+//! A logical address is a physical address: the "device" is the CPU, with
+//! no IOMMU between it and memory (rsndk asks NDIS for no DMA adapter).
+//! The provider turns a consumer's MDL page frame numbers into logical
+//! addresses with `pfn << PAGE_SHIFT` ([`super::platform`]), so the engine
+//! names consumer memory by physical address. Every page an NDK consumer
+//! registers is locked by the consumer's own MDL for the registration's
+//! life (the NDK contract); that is what makes mapping it here sound.
+//!
+//! To copy, a request's pages are mapped into system space through one of
+//! a few driver-owned mapping MDLs (`MmMapLockedPagesSpecifyCache`, legal
+//! at `DISPATCH_LEVEL`), copied, and unmapped. The processor stays at
+//! `DISPATCH_LEVEL` while it owns a mapping MDL, so an owner is never
+//! preempted and waiting for one is a short spin.
+//!
+//! Cost: a map and unmap (with its TLB flush) per request chunk of up to
+//! [`MAP_PAGES`] pages. Mapping each registration once at registration time
+//! would avoid it; that needs a provider hook and is future work.
+
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hwq::{DmaAccess, DmaFault};
+use ndis::{
+    IoAllocateMdl, IoFreeMdl, KernelMode, MdlMappingNoExecute, MmCached,
+    MmMapLockedPagesSpecifyCache, MmUnmapLockedPages, NormalPagePriority,
+};
+use ndkpi::{MDL, MDL_MAPPED_TO_SYSTEM_VA, MDL_PAGES_LOCKED, PAGE_SHIFT, PAGE_SIZE, mdl_pfn_array};
+
+use super::irql;
+
+/// Pages one mapping covers at most.
+pub const MAP_PAGES: usize = 16;
+/// Mapping MDLs, i.e. processors that can copy at once.
+const SLOTS: usize = 8;
+/// Page-aligned stand-in virtual address the mapping MDLs are built over;
+/// only its page offset (0) is ever used.
+const STUB_VA: usize = 0x10_0000;
+
+/// One mapping MDL and its owner flag.
+struct Slot {
+    mdl: NonNull<MDL>,
+    busy: AtomicBool,
+}
+
+/// The software RNIC's [`DmaAccess`] in the kernel.
+pub struct KernelDma {
+    slots: [Option<Slot>; SLOTS],
+}
+
+impl core::fmt::Debug for KernelDma {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KernelDma").finish_non_exhaustive()
+    }
+}
+
+// SAFETY: the MDLs are owned by this value and used by one processor at a
+// time (the `busy` flag, taken with acquire and released with release).
+unsafe impl Send for KernelDma {}
+// SAFETY: as above.
+unsafe impl Sync for KernelDma {}
+
+impl KernelDma {
+    /// Allocates the mapping MDLs (`PASSIVE_LEVEL` or `DISPATCH_LEVEL`).
+    /// `None` if pool ran out.
+    pub fn new() -> Option<Self> {
+        let mut slots = [const { None }; SLOTS];
+        for slot in &mut slots {
+            // SAFETY: IoAllocateMdl only computes the MDL's size from the
+            // (never dereferenced) address and length; no IRP.
+            let mdl = unsafe {
+                IoAllocateMdl(
+                    STUB_VA as *mut _,
+                    (MAP_PAGES * PAGE_SIZE) as u32,
+                    0,
+                    0,
+                    ptr::null_mut(),
+                )
+            };
+            *slot = Some(Slot {
+                mdl: NonNull::new(mdl)?,
+                busy: AtomicBool::new(false),
+            });
+        }
+        Some(Self { slots })
+    }
+
+    /// Runs `f` on `len` bytes of memory at physical address `addr`,
+    /// mapped in chunks of at most [`MAP_PAGES`] pages.
+    fn with_mapped(
+        &self,
+        addr: u64,
+        len: usize,
+        mut f: impl FnMut(*mut u8, usize, usize),
+    ) -> Result<(), DmaFault> {
+        let fault = DmaFault { addr, len };
+        if addr == 0 || addr.checked_add(len as u64).is_none() {
+            return Err(fault);
+        }
+        let old = irql::raise_to_dispatch();
+        let result = self.claim().map_or(Err(fault), |slot| {
+            let mut done = 0;
+            let mut ok = true;
+            while done < len {
+                let at = addr + done as u64;
+                let offset = (at % PAGE_SIZE as u64) as usize;
+                let chunk = (len - done).min(MAP_PAGES * PAGE_SIZE - offset);
+                // SAFETY: the slot is ours (claimed) at DISPATCH_LEVEL.
+                let Some(va) =
+                    (unsafe { map(slot.mdl.as_ptr(), at - offset as u64, offset + chunk) })
+                else {
+                    ok = false;
+                    break;
+                };
+                // `va` maps `offset + chunk` bytes.
+                f(va.wrapping_add(offset), done, chunk);
+                // SAFETY: `va` was returned by mapping this MDL.
+                unsafe { MmUnmapLockedPages(va.cast(), slot.mdl.as_ptr()) };
+                done += chunk;
+            }
+            slot.busy.store(false, Ordering::Release);
+            if ok { Ok(()) } else { Err(fault) }
+        });
+        irql::lower(old);
+        result
+    }
+
+    /// Takes a free mapping MDL, spinning while all are busy (owners run at
+    /// DISPATCH_LEVEL and hold one only for a copy).
+    fn claim(&self) -> Option<&Slot> {
+        loop {
+            let mut any = false;
+            for slot in self.slots.iter().flatten() {
+                any = true;
+                if slot
+                    .busy
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Some(slot);
+                }
+            }
+            if !any {
+                return None;
+            }
+            core::hint::spin_loop();
+        }
+    }
+}
+
+/// Points `mdl` at the physical pages from page-aligned `base` for `bytes`
+/// bytes and maps them; the system address of `base`, or `None`.
+///
+/// # Safety
+/// `mdl` is a mapping MDL owned by the caller (not mapped), allocated for
+/// [`MAP_PAGES`] pages; `bytes <= MAP_PAGES * PAGE_SIZE`; the pages are
+/// locked by their owner for the duration of the mapping.
+unsafe fn map(mdl: *mut MDL, base: u64, bytes: usize) -> Option<*mut u8> {
+    let pages = bytes.div_ceil(PAGE_SIZE);
+    let pfns = mdl_pfn_array(mdl);
+    for i in 0..pages {
+        // SAFETY: the PFN array has room for MAP_PAGES entries.
+        unsafe {
+            pfns.wrapping_add(i)
+                .write(((base >> PAGE_SHIFT) as usize) + i);
+        };
+    }
+    // SAFETY: the caller owns the MDL; a plain header update.
+    let header = unsafe { &mut *mdl };
+    header.ByteCount = bytes as u32;
+    header.ByteOffset = 0;
+    header.MdlFlags = (header.MdlFlags | MDL_PAGES_LOCKED) & !MDL_MAPPED_TO_SYSTEM_VA;
+    // SAFETY: a locked-pages MDL describing resident pages, mapped for
+    // kernel mode at DISPATCH_LEVEL; failure returns null (no bugcheck).
+    let va = unsafe {
+        MmMapLockedPagesSpecifyCache(
+            mdl,
+            KernelMode,
+            MmCached,
+            ptr::null_mut(),
+            0,
+            NormalPagePriority | MdlMappingNoExecute,
+        )
+    };
+    (!va.is_null()).then_some(va.cast())
+}
+
+impl DmaAccess for KernelDma {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let dst = buf.as_mut_ptr();
+        self.with_mapped(addr, buf.len(), |src, at, n| {
+            // SAFETY: `src` maps `n` bytes; `dst + at` is inside `buf`
+            // (`at + n <= buf.len()`), which cannot overlap a mapping.
+            unsafe { ptr::copy_nonoverlapping(src, dst.wrapping_add(at), n) };
+        })
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let src = data.as_ptr();
+        self.with_mapped(addr, data.len(), |dst, at, n| {
+            // SAFETY: as in `read`, the other way round.
+            unsafe { ptr::copy_nonoverlapping(src.wrapping_add(at), dst, n) };
+        })
+    }
+}
+
+impl Drop for KernelDma {
+    fn drop(&mut self) {
+        for slot in self.slots.iter().flatten() {
+            // SAFETY: allocated by IoAllocateMdl in `new`, not mapped (every
+            // mapping is undone before its slot is released).
+            unsafe { IoFreeMdl(slot.mdl.as_ptr()) };
+        }
+    }
+}

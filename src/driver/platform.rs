@@ -1,0 +1,195 @@
+//! The provider's [`Platform`] in the Windows kernel.
+//!
+//! * IRQL: the processor's own (CR8, [`super::irql`]). The provider only
+//!   distinguishes PASSIVE from DISPATCH; a caller at APC_LEVEL is treated
+//!   as PASSIVE and comes back at PASSIVE (NDK consumers call at PASSIVE
+//!   or DISPATCH).
+//! * Pool: the provider's charges are counted (bytes and blocks
+//!   outstanding) for the debugger; the memory itself (paged or not: all
+//!   of it is non-paged here) comes from the global allocator ([`super::alloc`], tag `RsNk`), and Driver Verifier's
+//!   low-resources simulation is what injects failures.
+//! * Locks and callouts: debug builds check that provider locks are taken
+//!   at DISPATCH_LEVEL and that no consumer callback runs with one held
+//!   (a per-processor count is exact here: a lock holder cannot migrate at
+//!   DISPATCH_LEVEL); release builds leave that to Driver Verifier.
+//! * Memory: logical = physical ([`super::dma`]).
+
+use core::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+
+use hwq::DmaAccess;
+use ndis::{DISPATCH_LEVEL, KeDelayExecutionThread, KernelMode, MmGetPhysicalAddress};
+use ndkpi::{PAGE_SHIFT, PAGE_SIZE};
+use provider::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
+
+use super::{clock, dma::KernelDma, irql};
+
+/// Processors whose provider-lock count is tracked in debug builds.
+const TRACKED_CPUS: usize = 64;
+
+/// The kernel platform. One instance lives for the driver's life.
+#[derive(Debug)]
+pub struct KernelPlatform {
+    dma: KernelDma,
+    pool_bytes: AtomicI64,
+    pool_blocks: AtomicI64,
+    /// Provider locks held, by processor number modulo [`TRACKED_CPUS`]
+    /// (debug builds).
+    locks_held: [AtomicU32; TRACKED_CPUS],
+}
+
+impl KernelPlatform {
+    /// A platform over `dma`.
+    pub fn new(dma: KernelDma) -> Self {
+        Self {
+            dma,
+            pool_bytes: AtomicI64::new(0),
+            pool_blocks: AtomicI64::new(0),
+            locks_held: [const { AtomicU32::new(0) }; TRACKED_CPUS],
+        }
+    }
+
+    /// Provider pool outstanding: (blocks, bytes).
+    pub fn pool_outstanding(&self) -> (i64, i64) {
+        (
+            self.pool_blocks.load(Ordering::Relaxed),
+            self.pool_bytes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// This processor's lock counter (only meaningful at DISPATCH_LEVEL).
+    fn my_locks(&self) -> &AtomicU32 {
+        // SAFETY: any IRQL; a null PROCESSOR_NUMBER pointer is allowed.
+        let cpu = unsafe { ndis::KeGetCurrentProcessorNumberEx(core::ptr::null_mut()) };
+        &self.locks_held[cpu as usize % TRACKED_CPUS]
+    }
+}
+
+impl Platform for KernelPlatform {
+    fn current_irql(&self) -> Irql {
+        if irql::current() >= DISPATCH_LEVEL {
+            Irql::Dispatch
+        } else {
+            Irql::Passive
+        }
+    }
+
+    fn raise_to_dispatch(&self) -> Irql {
+        if irql::raise_to_dispatch() >= DISPATCH_LEVEL {
+            Irql::Dispatch
+        } else {
+            Irql::Passive
+        }
+    }
+
+    fn lower_irql(&self, old: Irql) {
+        if old == Irql::Passive {
+            irql::lower(ndis::PASSIVE_LEVEL);
+        }
+    }
+
+    fn pool_charge(&self, _tag: PoolTag, _pool: PoolType, bytes: usize) -> bool {
+        self.pool_blocks.fetch_add(1, Ordering::Relaxed);
+        self.pool_bytes.fetch_add(bytes as i64, Ordering::Relaxed);
+        true
+    }
+
+    fn pool_release(&self, _tag: PoolTag, _pool: PoolType, bytes: usize) {
+        self.pool_blocks.fetch_sub(1, Ordering::Relaxed);
+        self.pool_bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
+    }
+
+    fn lock_acquired(&self, class: &'static LockClass, _lock: usize) {
+        if cfg!(debug_assertions) {
+            assert!(
+                irql::current() >= DISPATCH_LEVEL,
+                "provider lock {} taken below DISPATCH_LEVEL",
+                class.name
+            );
+            self.my_locks().fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn lock_released(&self, _class: &'static LockClass, _lock: usize) {
+        if cfg!(debug_assertions) {
+            self.my_locks().fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    fn require_passive(&self, what: &'static str) {
+        // PAGED_CODE() is checked builds only; so is this.
+        if cfg!(debug_assertions) {
+            assert!(
+                irql::current() < DISPATCH_LEVEL,
+                "{what} called at DISPATCH_LEVEL or above"
+            );
+        }
+    }
+
+    fn callout_begin(&self) {
+        if cfg!(debug_assertions) && irql::current() >= DISPATCH_LEVEL {
+            let held = self.my_locks().load(Ordering::Relaxed);
+            assert!(
+                held == 0,
+                "consumer callback with {held} provider lock(s) held"
+            );
+        }
+    }
+
+    fn callout_end(&self) {}
+
+    fn now_ns(&self) -> u64 {
+        clock::now_ns()
+    }
+
+    fn pfn_to_logical(&self, pfn: u64) -> u64 {
+        pfn << PAGE_SHIFT
+    }
+
+    fn logical_of(&self, va: usize, len: usize) -> Option<u64> {
+        if va == 0 || len == 0 {
+            return None;
+        }
+        // SAFETY: `va` is provider memory (non-paged pool), resident and
+        // mapped, which is all MmGetPhysicalAddress needs.
+        let first = unsafe { MmGetPhysicalAddress(va as *mut _) };
+        let first = u64::try_from(first).ok().filter(|&p| p != 0)?;
+        // The range must be physically contiguous page after page.
+        let page = PAGE_SIZE as u64;
+        let start_page = va as u64 / page;
+        let last_page = (va as u64).checked_add(len as u64 - 1)? / page;
+        for k in 1..=(last_page - start_page) {
+            let at = (start_page + k) * page;
+            // SAFETY: as above, for a later page of the same allocation.
+            let phys = unsafe { MmGetPhysicalAddress(at as usize as *mut _) };
+            if u64::try_from(phys).ok()? != (first & !(page - 1)) + k * page {
+                return None;
+            }
+        }
+        Some(first)
+    }
+
+    fn copy_from_va(&self, va: u64, buf: &mut [u8]) -> bool {
+        if va == 0 || va.checked_add(buf.len() as u64).is_none() {
+            return false;
+        }
+        // SAFETY: an NDK consumer's inline-send buffer is a kernel virtual
+        // address it keeps valid and resident while the post runs (the NDK
+        // contract); `buf` is the provider's own slot.
+        unsafe {
+            core::ptr::copy_nonoverlapping(va as usize as *const u8, buf.as_mut_ptr(), buf.len());
+        };
+        true
+    }
+
+    fn dma(&self) -> &dyn DmaAccess {
+        &self.dma
+    }
+
+    fn wait_briefly(&self) {
+        // 50 µs, relative (negative), in 100 ns units.
+        let mut interval: i64 = -500;
+        // SAFETY: PASSIVE_LEVEL (the trait's contract for this method); a
+        // valid interval; not alertable.
+        unsafe { KeDelayExecutionThread(KernelMode, 0, &raw mut interval) };
+    }
+}
