@@ -39,7 +39,7 @@ fn post_send(c: &mut Criterion) {
     let send = qp_table(qp).NdkSend.expect("NdkSend");
     let drain = |n: u64| {
         for _ in 0..n {
-            env.dev
+            env.dev()
                 .complete_next_send(qpn, CqeStatus::Success)
                 .expect("a posted WQE");
         }

@@ -20,7 +20,7 @@ use softrnic::fabric::Faults;
 
 use crate::config::{AdapterConfig, FaultConfig, Transport};
 use crate::pcap::{PcapCapture, SharedCapture};
-use crate::platform::{HostDma, HostPlatform};
+use crate::platform::{DeviceLease, HostDma};
 use crate::runtime::{DeviceThreads, FabricHub, HostClock, SharedWaker, ThreadWaker, start_udp};
 use crate::udp::{UdpLink, UdpPort};
 
@@ -36,6 +36,9 @@ struct HostDevice {
     rnic: Arc<SoftRnic>,
     hub: Option<Arc<FabricHub>>,
     _capture: Option<Arc<PcapCapture>>,
+    /// Last: once everything else is gone, the platform checks that none
+    /// of the device's pool remains.
+    _lease: DeviceLease,
 }
 
 impl Drop for HostDevice {
@@ -94,7 +97,10 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         )),
         None => None,
     };
-    let dev_config = DeviceConfig::new(addr, config.pmtu);
+    let mut dev_config = DeviceConfig::new(addr, config.pmtu);
+    // The fabric carries whole datagrams, so per-QP source ports are real
+    // there; a UDP socket sends from 4791 (see softrnic's engine docs).
+    dev_config.per_qp_source_port = matches!(config.transport, Transport::Memory { .. });
     let new_rnic = |link: Box<dyn softrnic::env::Link>| {
         SoftRnic::new(
             dev_config,
@@ -122,11 +128,11 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         } => {
             let hub = hub_for(reg, fabric, f)?;
             let rnic = new_rnic(Box::new(hub.link()))?;
-            if !hub.attach(addr, &rnic) {
+            if !hub.attach(addr, &rnic, waker.clone()) {
                 return Err(STATUS_SHARING_VIOLATION);
             }
             let threads = hub
-                .start_device(&rnic, waker.clone())
+                .start_device(addr, &rnic, waker.clone())
                 .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
             (rnic, Some(hub), threads)
         }
@@ -134,7 +140,8 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     if let Some(c) = &capture {
         rnic.set_capture(Some(Box::new(SharedCapture(c.clone()))));
     }
-    let ctx = DeviceContext::new(Box::new(rnic.clone()), HostPlatform::global())?;
+    let lease = DeviceLease::new(addr);
+    let ctx = DeviceContext::new(Box::new(rnic.clone()), lease.platform())?;
     Ok(Arc::new(HostDevice {
         config: config.clone(),
         threads: Some(threads),
@@ -142,6 +149,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         rnic,
         hub,
         _capture: capture,
+        _lease: lease,
     }))
 }
 

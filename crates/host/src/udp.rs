@@ -88,6 +88,9 @@ impl UdpPort {
         // kernel caps them at its own maximum, which is fine.
         let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, SOCKET_BUFFER);
         let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, SOCKET_BUFFER);
+        // The engine thread receives between poll passes and parks in
+        // poll(2): reads must never block.
+        socket.set_nonblocking(true)?;
         let state = UdpSocketState::new((&socket).into())?;
         let max_segments = state.max_gso_segments().clamp(1, MAX_BATCH);
         let batch = Batch {
@@ -199,7 +202,7 @@ impl UdpPort {
         &self,
         buffers: &mut RxBuffers,
         timeout: Duration,
-        mut deliver: impl FnMut(SocketAddrV4, SocketAddrV4, &[u8]),
+        deliver: impl FnMut(SocketAddrV4, SocketAddrV4, &[u8]),
     ) -> io::Result<usize> {
         let mut fds = [PollFd::new(&self.socket, PollFlags::IN)];
         let ts = Timespec {
@@ -209,6 +212,17 @@ impl UdpPort {
         if poll(&mut fds, Some(&ts))? == 0 {
             return Ok(0);
         }
+        self.try_receive(buffers, deliver)
+    }
+
+    /// Takes what datagrams are queued (one `recvmmsg`, never waiting) and
+    /// hands each one's source, destination and UDP payload to `deliver`.
+    /// Returns how many there were.
+    pub fn try_receive(
+        &self,
+        buffers: &mut RxBuffers,
+        mut deliver: impl FnMut(SocketAddrV4, SocketAddrV4, &[u8]),
+    ) -> io::Result<usize> {
         let mut metas = [RecvMeta::default(); RX_BUFFERS];
         let mut slices: Vec<IoSliceMut<'_>> = buffers
             .bufs
@@ -242,6 +256,12 @@ impl UdpPort {
             .received
             .fetch_add(count as u64, Ordering::Relaxed);
         Ok(count)
+    }
+}
+
+impl std::os::fd::AsFd for UdpPort {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.socket.as_fd()
     }
 }
 

@@ -27,6 +27,10 @@ use ndkperf_cli::Op;
 pub const CTRL: usize = 64;
 /// Memory budget of a side's data slots.
 const SLOT_BUDGET: u64 = 64 << 20;
+
+/// Time allowed per GiB of buffer for both sides to allocate and register
+/// it while connecting (about 4 s per GiB was seen on a loaded 2-core box).
+const REGISTER_ALLOWANCE_PER_GIB: Duration = Duration::from_secs(20);
 /// Memory budget of the server's receive pool.
 const RECV_BUDGET: u64 = 128 << 20;
 /// Receives the server keeps posted for send bandwidth (budget allowing).
@@ -124,8 +128,16 @@ impl Params {
         Ok(p)
     }
 
-    /// Data slots each side keeps (`depth` while they fit the budget).
+    /// Data slots each side keeps: with `--verify`, one per operation in
+    /// flight (`depth` while they fit the budget) so every operation's
+    /// bytes can be told apart; without, one that all operations share, as
+    /// perftest's cycle buffer does, so the figure is the transport's and
+    /// not the memory system's (16 MiB in flight each way would not stay
+    /// in any cache, while `ndkperf memcpy` copies cache-resident buffers).
     pub fn slots(&self) -> usize {
+        if !self.verify {
+            return 1;
+        }
         (SLOT_BUDGET / self.size).clamp(1, u64::from(self.depth)) as usize
     }
 
@@ -463,6 +475,11 @@ pub fn run_client(
     timeout: Duration,
     show_progress: bool,
 ) -> Result<Outcome> {
+    // Both sides allocate and register their buffers inside the connect
+    // (the server once it has read the request): allow for that on top of
+    // the wait for the peer, or a 1 GiB run would time out registering.
+    let data = p.slots() as u64 * p.size;
+    let timeout = timeout + REGISTER_ALLOWANCE_PER_GIB.mul_f64(data as f64 / f64::from(1u32 << 30));
     let (mut side, welcome) = connect_with_retry(server, timeout, |left| {
         let mut side = Side::new(adapter, p, true)?;
         let answer = side.link.connect(local, server, &p.encode(), left)?;
@@ -728,10 +745,13 @@ mod tests {
             iters: 1,
             depth: 16,
             sge: 1,
-            verify: false,
+            verify: true,
             seed: 0,
         };
         assert_eq!(p.slots(), 16);
+        p.verify = false;
+        assert_eq!(p.slots(), 1, "unverified runs share one slot");
+        p.verify = true;
         p.size = 1 << 30;
         assert_eq!(p.slots(), 1);
         assert_eq!(p.server_receives(), 1);

@@ -23,7 +23,9 @@
 //! Every packet is built as a whole IPv4 datagram with identification 0,
 //! DF set, TTL 64, TOS 0, UDP source port 4791 (the port a UDP-socket
 //! transport binds, so the receiver knows it) and destination port the
-//! path's (4791). A UDP-socket transport carries only the UDP payload; its
+//! path's (4791). With [`crate::device::DeviceConfig::per_qp_source_port`]
+//! (links that carry whole datagrams) a connected QP's packets leave from
+//! its own port in 0xC000..=0xFFFF instead, for ECMP entropy. A UDP-socket transport carries only the UDP payload; its
 //! receiver hands it to [`SoftRnic::receive_udp_payload`] with the socket
 //! addresses, and the ICRC is verified over the IPv4/UDP headers rebuilt
 //! from the same convention (identification 0, DF, the real addresses and
@@ -142,6 +144,21 @@ counters! {
     bad_responses,
     /// Responder: requests refused by a key, range, PD or access check.
     remote_access_refused,
+    /// Responder: replays of an executed READ refused because its key was
+    /// invalidated after execution (a non-fatal NAK).
+    stale_read_refusals,
+    /// Responder: duplicate READ requests the running response stream
+    /// still covers (not restarted).
+    read_replays_skipped,
+}
+
+/// Whether a QP took a received packet.
+#[derive(PartialEq)]
+enum Taken {
+    Yes,
+    No,
+    /// Created, not connected yet: maybe the RTU was lost.
+    Unconnected,
 }
 
 /// The engine's part of the device: timers, the capture tap, defaults and
@@ -260,6 +277,9 @@ impl SoftRnic {
         let rc = rc.unwrap_or(*self.engine.defaults.read());
         let mut conn = Connection::new(self.config().addr, path, pmtu, rc, depth)
             .ok_or(DeviceError::NoResources)?;
+        if self.config().per_qp_source_port {
+            conn.ip.src_port = qp::entropy_port(qpn, path.remote_qpn);
+        }
         self.qps
             .with(qpn, move |qp| {
                 if qp.state != QpState::Init {
@@ -343,23 +363,37 @@ impl SoftRnic {
             return stats.rx_dropped.inc();
         }
         let now = self.clock.now_us();
-        let taken = self.qps.with(qpn, |qp| {
-            let from_peer = qp
-                .conn
-                .as_ref()
-                .is_some_and(|c| *c.path.remote.ip() == p.ip.src);
-            if qp.state != QpState::Connected || !from_peer {
-                return false;
-            }
-            if op.is_request() {
-                qp::on_request(self, qpn, qp, &p, now);
-            } else {
-                qp::on_response(self, qpn, qp, &p, now);
-            }
-            self.arm_timer(qpn, qp);
-            true
-        });
-        if taken != Some(true) {
+        let take = || {
+            self.qps.with(qpn, |qp| {
+                let from_peer = qp
+                    .conn
+                    .as_ref()
+                    .is_some_and(|c| *c.path.remote.ip() == p.ip.src);
+                if qp.state == QpState::Init {
+                    return Taken::Unconnected;
+                }
+                if qp.state != QpState::Connected || !from_peer {
+                    return Taken::No;
+                }
+                if op.is_request() {
+                    qp::on_request(self, qpn, qp, &p, now);
+                } else {
+                    qp::on_response(self, qpn, qp, &p, now);
+                }
+                self.arm_timer(qpn, qp);
+                Taken::Yes
+            })
+        };
+        let mut taken = take();
+        // A request before the RTU: the CM establishes the acceptor's QP
+        // (with no QP lock held: the CM locks the QP's slot itself).
+        if taken == Some(Taken::Unconnected)
+            && op.is_request()
+            && crate::cm::establish_on_request(self, qpn, p.ip.src)
+        {
+            taken = take();
+        }
+        if taken != Some(Taken::Yes) {
             stats.rx_dropped.inc();
         }
     }
@@ -371,6 +405,18 @@ impl SoftRnic {
         stats.retransmitted.inc_if(resend);
         self.tap(Direction::Transmit, datagram);
         self.link.transmit(datagram);
+    }
+
+    /// Puts the datagram built in `buf[..len]` on the link (and the tap);
+    /// the link may swap `buf` for another buffer of the same length.
+    pub(crate) fn transmit_buf(&self, buf: &mut Vec<u8>, len: usize, resend: bool) {
+        let stats = &self.engine.stats;
+        stats.tx_packets.inc();
+        stats.retransmitted.inc_if(resend);
+        if let Some(datagram) = buf.get(..len) {
+            self.tap(Direction::Transmit, datagram);
+        }
+        self.link.transmit_owned(buf, len);
     }
 
     /// Moves a QP to error: flushes its work (after any error CQE already

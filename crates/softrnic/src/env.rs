@@ -11,6 +11,16 @@ pub trait Link: Send + Sync {
     /// cannot take the packet drops it (the RC transport retransmits).
     fn transmit(&self, datagram: &[u8]);
 
+    /// Like [`Link::transmit`] for the datagram in `buf[..len]`, but the
+    /// link may take the buffer instead of copying it, leaving in its place
+    /// another of at least the same length and unspecified contents (an
+    /// in-memory fabric moves full-size packets this way without a copy).
+    fn transmit_owned(&self, buf: &mut alloc::vec::Vec<u8>, len: usize) {
+        if let Some(datagram) = buf.get(..len) {
+            self.transmit(datagram);
+        }
+    }
+
     /// Pushes queued datagrams out (a batching link sends them here).
     fn flush(&self) {}
 }

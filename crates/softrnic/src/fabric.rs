@@ -78,11 +78,32 @@ impl Ord for InFlight {
     }
 }
 
+/// The datagrams in flight to one destination.
+#[derive(Debug)]
+struct Queue {
+    dst: Ipv4Addr,
+    heap: BinaryHeap<InFlight>,
+}
+
+impl Queue {
+    fn head(&self) -> Option<(u64, u64)> {
+        self.heap.peek().map(|p| (p.due_us, p.seq))
+    }
+}
+
+/// Buffers kept for reuse: enough for a few windows of full-size packets,
+/// so a bulk transfer allocates nothing per packet once warmed up.
+const MAX_SPARE: usize = 4096;
+
 #[derive(Debug)]
 struct State {
     faults: Faults,
     rng: Xoshiro256PlusPlus,
-    queue: BinaryHeap<InFlight>,
+    /// One queue per destination (a handful), so each receiver takes only
+    /// its own packets without scanning the others'.
+    queues: Vec<Queue>,
+    /// Delivered datagrams' buffers, handed back by [`Fabric::recycle`].
+    spare: Vec<Vec<u8>>,
     seq: u64,
     stats: FabricStats,
 }
@@ -102,14 +123,42 @@ impl State {
 
     fn enqueue(&mut self, due_us: u64, dst: Ipv4Addr, bytes: Vec<u8>) {
         self.seq += 1;
-        let seq = self.seq;
-        self.queue.push(InFlight {
+        let flight = InFlight {
             due_us,
-            seq,
+            seq: self.seq,
             dst,
             bytes,
-        });
+        };
+        if let Some(q) = self.queues.iter_mut().find(|q| q.dst == dst) {
+            q.heap.push(flight);
+        } else {
+            let mut heap = BinaryHeap::new();
+            heap.push(flight);
+            self.queues.push(Queue { dst, heap });
+        }
     }
+
+    /// The queue holding the earliest datagram (ties by send order).
+    fn earliest(&mut self) -> Option<&mut Queue> {
+        self.queues
+            .iter_mut()
+            .filter(|q| q.head().is_some())
+            .min_by_key(|q| q.head())
+    }
+
+    fn queue_of(&mut self, dst: Ipv4Addr) -> Option<&mut Queue> {
+        self.queues.iter_mut().find(|q| q.dst == dst)
+    }
+}
+
+/// What happens to a datagram being sent.
+struct Fate {
+    dst: Ipv4Addr,
+    due: u64,
+    /// Due time of a duplicate, if one is made.
+    duplicate: Option<u64>,
+    /// A recycled (or new) buffer to carry it.
+    buffer: Vec<u8>,
 }
 
 /// The fabric.
@@ -131,7 +180,8 @@ impl Fabric {
             state: Mutex::new(State {
                 faults,
                 rng: Xoshiro256PlusPlus::seed_from_u64(faults.seed),
-                queue: BinaryHeap::new(),
+                queues: Vec::new(),
+                spare: Vec::new(),
                 seq: 0,
                 stats: FabricStats::default(),
             }),
@@ -143,52 +193,174 @@ impl Fabric {
         self.state.lock().faults = faults;
     }
 
-    /// Sends a datagram at time `now_us`.
-    pub fn transmit(&self, now_us: u64, datagram: &[u8]) {
+    /// Sends a datagram at time `now_us`. Returns its destination if it
+    /// was queued (not lost or malformed), so the caller can wake the
+    /// receiver. The bytes are copied with the lock released, so a
+    /// receiver taking its packets never spins behind a 4 KiB copy.
+    pub fn transmit(&self, now_us: u64, datagram: &[u8]) -> Option<Ipv4Addr> {
+        let mut fate = self.decide(now_us, datagram)?;
+        let mut bytes = core::mem::take(&mut fate.buffer);
+        bytes.clear();
+        bytes.extend_from_slice(datagram);
+        self.finish(&fate, bytes);
+        Some(fate.dst)
+    }
+
+    /// [`Fabric::transmit`] of `buf[..len]` that takes `buf` itself into
+    /// the fabric, leaving a recycled buffer of the same length in its
+    /// place: a full-size packet moves without being copied.
+    pub fn transmit_owned(&self, now_us: u64, buf: &mut Vec<u8>, len: usize) -> Option<Ipv4Addr> {
+        // One lock round: nothing is copied (but a duplicate), so nothing
+        // slow happens under the lock.
         let mut s = self.state.lock();
+        let fate = Self::decide_locked(&mut s, now_us, buf.get(..len)?)?;
+        let mut bytes = fate.buffer;
+        // Only the tail beyond the recycled buffer's length is written;
+        // the caller overwrites what it uses.
+        bytes.resize(buf.len(), 0);
+        core::mem::swap(buf, &mut bytes);
+        bytes.truncate(len);
+        if let Some(lagged) = fate.duplicate {
+            let dup = bytes.clone();
+            s.enqueue(lagged, fate.dst, dup);
+        }
+        s.enqueue(fate.due, fate.dst, bytes);
+        Some(fate.dst)
+    }
+
+    /// Draws a datagram's fate (loss, delay, duplication) and a buffer for
+    /// it, under the lock.
+    fn decide(&self, now_us: u64, datagram: &[u8]) -> Option<Fate> {
+        Self::decide_locked(&mut self.state.lock(), now_us, datagram)
+    }
+
+    fn decide_locked(s: &mut State, now_us: u64, datagram: &[u8]) -> Option<Fate> {
         s.stats.sent += 1;
         let Some(dst) = destination(datagram) else {
             s.stats.malformed += 1;
-            return;
+            return None;
         };
         let faults = s.faults;
         if faults.loss > 0.0 && s.chance() < faults.loss {
             s.stats.lost += 1;
-            return;
+            return None;
         }
         let mut due = now_us + faults.delay_us;
         if faults.reorder > 0.0 && s.chance() < faults.reorder {
             s.stats.reordered += 1;
             due += s.lag();
         }
-        let copy = faults.duplicate > 0.0 && s.chance() < faults.duplicate;
-        if copy {
+        let duplicate = (faults.duplicate > 0.0 && s.chance() < faults.duplicate).then(|| {
             s.stats.duplicated += 1;
-            let lag = s.lag();
-            s.enqueue(due + lag, dst, datagram.to_vec());
-        }
-        s.enqueue(due, dst, datagram.to_vec());
+            due + s.lag()
+        });
+        Some(Fate {
+            dst,
+            due,
+            duplicate,
+            buffer: s.spare.pop().unwrap_or_default(),
+        })
     }
 
-    /// Takes the next datagram due at or before `now_us`.
+    /// Queues a datagram (and, when its fate says so, a copy of it that
+    /// lags behind).
+    fn finish(&self, fate: &Fate, bytes: Vec<u8>) {
+        let copy = fate.duplicate.map(|lagged| (lagged, bytes.clone()));
+        let mut s = self.state.lock();
+        if let Some((lagged, dup)) = copy {
+            s.enqueue(lagged, fate.dst, dup);
+        }
+        s.enqueue(fate.due, fate.dst, bytes);
+    }
+
+    /// Takes the next datagram due at or before `now_us`, whatever its
+    /// destination (in due order, ties in send order).
     pub fn take_due(&self, now_us: u64) -> Option<(Ipv4Addr, Vec<u8>)> {
         let mut s = self.state.lock();
-        if s.queue.peek()?.due_us > now_us {
+        let q = s.earliest()?;
+        if q.heap.peek()?.due_us > now_us {
             return None;
         }
-        let p = s.queue.pop()?;
+        let p = q.heap.pop()?;
         s.stats.delivered += 1;
         Some((p.dst, p.bytes))
     }
 
+    /// Takes the next datagram for `dst` due at or before `now_us`. Hand
+    /// its buffer back with [`Fabric::recycle`] once done with it.
+    pub fn take_due_for(&self, dst: Ipv4Addr, now_us: u64) -> Option<Vec<u8>> {
+        let mut s = self.state.lock();
+        let q = s.queue_of(dst)?;
+        if q.heap.peek()?.due_us > now_us {
+            return None;
+        }
+        let p = q.heap.pop()?;
+        s.stats.delivered += 1;
+        Some(p.bytes)
+    }
+
+    /// Gives a delivered datagram's buffer back for reuse.
+    pub fn recycle(&self, bytes: Vec<u8>) {
+        let mut s = self.state.lock();
+        if s.spare.len() < MAX_SPARE {
+            s.spare.push(bytes);
+        }
+    }
+
+    /// Moves up to `max` datagrams for `dst` due at or before `now_us` to
+    /// `out` (in order), first giving the buffers left in `out` back for
+    /// reuse: one lock round per batch. Returns how many were taken and
+    /// when the next datagram for `dst` is due, if one is in flight.
+    pub fn exchange_due_for(
+        &self,
+        dst: Ipv4Addr,
+        now_us: u64,
+        out: &mut Vec<Vec<u8>>,
+        max: usize,
+    ) -> (usize, Option<u64>) {
+        let mut s = self.state.lock();
+        let room = MAX_SPARE.saturating_sub(s.spare.len());
+        let keep = out.len().min(room);
+        s.spare.extend(out.drain(..keep));
+        out.clear();
+        let mut taken = 0;
+        let mut next = None;
+        if let Some(q) = s.queue_of(dst) {
+            while taken < max && q.heap.peek().is_some_and(|p| p.due_us <= now_us) {
+                if let Some(p) = q.heap.pop() {
+                    out.push(p.bytes);
+                    taken += 1;
+                }
+            }
+            next = q.heap.peek().map(|p| p.due_us);
+        }
+        s.stats.delivered += taken as u64;
+        (taken, next)
+    }
+
     /// When the next datagram is due, if any is in flight.
     pub fn next_due(&self) -> Option<u64> {
-        self.state.lock().queue.peek().map(|p| p.due_us)
+        self.state
+            .lock()
+            .queues
+            .iter()
+            .filter_map(|q| q.heap.peek().map(|p| p.due_us))
+            .min()
+    }
+
+    /// When the next datagram for `dst` is due, if any is in flight.
+    pub fn next_due_for(&self, dst: Ipv4Addr) -> Option<u64> {
+        self.state
+            .lock()
+            .queue_of(dst)?
+            .heap
+            .peek()
+            .map(|p| p.due_us)
     }
 
     /// Datagrams in flight.
     pub fn in_flight(&self) -> usize {
-        self.state.lock().queue.len()
+        self.state.lock().queues.iter().map(|q| q.heap.len()).sum()
     }
 
     /// Counters so far.
@@ -220,7 +392,11 @@ impl core::fmt::Debug for FabricPort {
 
 impl Link for FabricPort {
     fn transmit(&self, datagram: &[u8]) {
-        self.fabric.transmit(self.clock.now_us(), datagram);
+        let _ = self.fabric.transmit(self.clock.now_us(), datagram);
+    }
+
+    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
+        let _ = self.fabric.transmit_owned(self.clock.now_us(), buf, len);
     }
 }
 
@@ -282,6 +458,60 @@ mod tests {
             order_a.windows(2).any(|w| w[1] != w[0].wrapping_add(1)),
             "reordered"
         );
+    }
+
+    #[test]
+    fn each_destination_takes_only_its_own_datagrams() {
+        let f = Fabric::new(Faults {
+            delay_us: 5,
+            ..Faults::default()
+        });
+        let (a, b) = (Ipv4Addr::new(127, 0, 0, 3), Ipv4Addr::new(127, 0, 0, 2));
+        assert_eq!(f.transmit(10, &datagram(b.octets(), 1)), Some(b));
+        assert_eq!(f.transmit(11, &datagram(a.octets(), 2)), Some(a));
+        assert_eq!(f.transmit(12, &datagram(b.octets(), 3)), Some(b));
+        assert_eq!(f.next_due_for(a), Some(16));
+        assert_eq!(f.next_due_for(b), Some(15));
+        assert!(f.take_due_for(b, 14).is_none());
+        let first = f.take_due_for(b, 100).unwrap();
+        assert_eq!(first[27], 1);
+        f.recycle(first);
+        assert_eq!(f.take_due_for(b, 100).unwrap()[27], 3);
+        assert!(f.take_due_for(b, 100).is_none());
+        assert_eq!(f.in_flight(), 1);
+        // A recycled buffer carries the next datagram, not its old bytes.
+        f.transmit(20, &datagram(b.octets(), 4));
+        assert_eq!(f.take_due(u64::MAX).map(|(d, p)| (d, p[27])), Some((a, 2)));
+        assert_eq!(f.take_due(u64::MAX).map(|(d, p)| (d, p[27])), Some((b, 4)));
+        assert_eq!(f.stats().delivered, 4);
+    }
+
+    #[test]
+    fn owned_transmits_swap_buffers_and_batches_recycle_them() {
+        let f = Fabric::new(Faults::default());
+        let b = Ipv4Addr::new(127, 0, 0, 2);
+        let mut buf = datagram(b.octets(), 7);
+        buf.resize(64, 0xAA);
+        assert_eq!(f.transmit_owned(1, &mut buf, 28), Some(b));
+        // The caller keeps a buffer as long as before.
+        assert_eq!(buf.len(), 64);
+        buf[16..20].copy_from_slice(&b.octets());
+        buf[27] = 8;
+        f.transmit_owned(2, &mut buf, 28);
+        let mut batch = Vec::new();
+        assert_eq!(f.exchange_due_for(b, 1, &mut batch, 8), (1, Some(2)));
+        assert_eq!(
+            batch.iter().map(|d| (d.len(), d[27])).collect::<Vec<_>>(),
+            [(28, 7)]
+        );
+        assert_eq!(f.exchange_due_for(b, 10, &mut batch, 8), (1, None));
+        assert_eq!(batch[0][27], 8);
+        assert_eq!(f.exchange_due_for(b, 10, &mut batch, 8), (0, None));
+        assert!(batch.is_empty());
+        // Both buffers went back to the pool and carry the next datagrams.
+        f.transmit(3, &datagram(b.octets(), 9));
+        assert_eq!(f.take_due_for(b, 10).map(|d| d[27]), Some(9));
+        assert_eq!(f.stats().delivered, 3);
     }
 
     #[test]

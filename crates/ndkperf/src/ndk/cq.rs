@@ -18,6 +18,10 @@ dispatch_table!(table, NDK_CQ, NDK_CQ_DISPATCH);
 /// polls is taken without sleeping.
 const SPIN_POLLS: u32 = 64;
 
+/// How long to keep polling (yielding the core between polls) before
+/// arming and sleeping.
+const SPIN_YIELDING: Duration = Duration::from_micros(50);
+
 /// A completion queue whose notifications fire an [`Event`].
 #[derive(Debug)]
 pub struct Cq {
@@ -99,6 +103,18 @@ impl Cq {
                     return Ok(n);
                 }
                 std::hint::spin_loop();
+            }
+            // Then poll a little longer, giving the core to any runnable
+            // thread between polls (on a small machine the engines that
+            // produce our completions may need it): a sleep and wake-up
+            // through the scheduler costs more than most round trips.
+            let spin_end = Instant::now() + SPIN_YIELDING;
+            while Instant::now() < spin_end {
+                std::thread::yield_now();
+                let n = self.poll(out);
+                if n > 0 {
+                    return Ok(n);
+                }
             }
             if let Some(status) = self.error() {
                 return Err(Error::msg(format!(
