@@ -1,92 +1,58 @@
-//! The provider's [`Platform`] for Linux user space.
+//! The provider's [`Platform`] for Linux user space, checked.
 //!
 //! Kernel facilities are simulated just enough to run the provider in a
-//! process and to catch its mistakes the way Driver Verifier would:
+//! process and to catch its mistakes the way Driver Verifier would (the
+//! rules are in [`crate::checker`]; a violation is recorded on the instance
+//! and, by default, panics like a bugcheck):
 //!
-//! * **IRQL** is a thread-local level; raising and lowering must pair up.
-//! * **Locks**: a thread-local count of provider locks held; calling into the
-//!   consumer ([`Platform::callout_begin`]) with a lock held is a provider
-//!   bug and panics (a bugcheck, in kernel terms).
-//! * **Pool**: every charge is counted per tag so a test can assert that
-//!   nothing is outstanding after it closed everything
-//!   ([`HostPlatform::outstanding`]); a charge can be made to fail on
-//!   purpose ([`HostPlatform::fail_charge_after`]).
+//! * **IRQL** is a thread-local level (PASSIVE or DISPATCH). Paged-pool
+//!   allocations, blocking waits ([`Platform::wait_briefly`]) and
+//!   `PASSIVE_LEVEL`-only functions ([`Platform::require_passive`]) are
+//!   refused at DISPATCH.
+//! * **Spin locks**: each thread's held locks form a stack; acquiring
+//!   below DISPATCH, releasing out of order, re-acquiring, nesting a class
+//!   not declared nestable and acquiring two classes in both orders (a
+//!   process-wide order graph) are violations, and so is calling into the
+//!   consumer ([`Platform::callout_begin`]) with a lock held.
+//! * **Pool**: every charge is counted per 4-character tag so a test can
+//!   assert that nothing is outstanding after it closed everything
+//!   ([`HostPlatform::outstanding`], [`HostPlatform::check_no_leaks`]); the
+//!   Nth charge can be made to fail on purpose
+//!   ([`HostPlatform::fail_charge_after`]) to simulate low memory.
 //! * **Memory**: logical addresses are host virtual addresses and an MDL's
 //!   page frame number is `va >> 12`, so DMA and inline copies are plain
 //!   memory copies.
 //!
-//! Tests that assert on pool accounting should use their own instance
-//! ([`HostPlatform::leaked`]) because tests in one binary run in parallel.
+//! Tests that assert on pool accounting use their own instance
+//! ([`HostPlatform::leaked`]) because tests in one binary run in parallel;
+//! adapters opened by configuration string get the instance of their
+//! device's address ([`HostPlatform::for_device`]).
 
 use std::cell::Cell;
-use std::sync::Mutex;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use hwq::{DmaAccess, DmaFault};
-use provider::platform::{Irql, LockClass, Platform, PoolTag};
+use hwq::DmaAccess;
+use provider::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
+
+use crate::checker::{LockTracker, Mode, Rule, Violation, Violations, locks_held};
+
+mod devices;
+mod dma;
+mod pool;
+mod waits;
+
+pub use devices::DeviceLease;
+pub use dma::HostDma;
+pub use pool::PoolUsage;
 
 thread_local! {
     static IRQL: Cell<Irql> = const { Cell::new(Irql::Passive) };
-    static LOCKS_HELD: Cell<u32> = const { Cell::new(0) };
     static CALLOUT_DEPTH: Cell<u32> = const { Cell::new(0) };
-}
-
-/// Outstanding pool use under one tag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolUsage {
-    /// The tag.
-    pub tag: PoolTag,
-    /// Charges not yet released.
-    pub count: i64,
-    /// Bytes not yet released.
-    pub bytes: i64,
-}
-
-/// Device access to host memory: a logical address is a host virtual
-/// address.
-#[derive(Debug, Default)]
-pub struct HostDma;
-
-impl HostDma {
-    fn check(addr: u64, len: usize) -> Result<(), DmaFault> {
-        // Null and wrapping ranges are never live consumer memory.
-        if addr == 0 || addr.checked_add(len as u64).is_none() {
-            return Err(DmaFault { addr, len });
-        }
-        Ok(())
-    }
-}
-
-impl DmaAccess for HostDma {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
-        Self::check(addr, buf.len())?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: the host contract: logical addresses handed to the device
-        // are virtual addresses of live memory the consumer registered (or
-        // provider memory), valid for `buf.len()` bytes; `buf` is our own
-        // buffer and cannot overlap it.
-        unsafe {
-            core::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len());
-        };
-        Ok(())
-    }
-
-    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
-        Self::check(addr, data.len())?;
-        if data.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: as in `read`: the consumer registered this range for the
-        // device to write, and it stays live while the work request runs.
-        unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len());
-        };
-        Ok(())
-    }
+    /// When this thread's current run of back-to-back waits began, and
+    /// when it last waited (a gap ends the run).
+    static WAITING: Cell<Option<(Instant, Instant)>> = const { Cell::new(None) };
 }
 
 /// The Linux user-space platform.
@@ -98,6 +64,13 @@ pub struct HostPlatform {
     /// fails; 0: injection off.
     fail_at: AtomicU64,
     failures: AtomicU64,
+    /// Devices running on this instance ([`DeviceLease`]).
+    devices: AtomicU64,
+    /// [`waits::CLOSE_WAIT_LIMIT`] unless changed, in milliseconds.
+    close_wait_limit_ms: AtomicU64,
+    /// The tag of the last charge refused by fault injection.
+    last_refused: Mutex<Option<PoolTag>>,
+    violations: Violations,
     dma: HostDma,
 }
 
@@ -115,13 +88,23 @@ impl Default for HostPlatform {
 }
 
 impl HostPlatform {
-    /// A platform with empty accounting and no fault injection.
+    /// A platform with empty accounting, no fault injection, and
+    /// violations handled as bugchecks.
     pub const fn new() -> Self {
+        Self::with_mode(Mode::Bugcheck)
+    }
+
+    /// A platform handling violations as `mode` says.
+    pub const fn with_mode(mode: Mode) -> Self {
         Self {
             pool: Mutex::new(Vec::new()),
             charges: AtomicU64::new(0),
             fail_at: AtomicU64::new(0),
             failures: AtomicU64::new(0),
+            devices: AtomicU64::new(0),
+            close_wait_limit_ms: AtomicU64::new(waits::CLOSE_WAIT_LIMIT.as_millis() as u64),
+            last_refused: Mutex::new(None),
+            violations: Violations::new(mode),
             dma: HostDma,
         }
     }
@@ -137,33 +120,67 @@ impl HostPlatform {
         Box::leak(Box::new(Self::new()))
     }
 
-    /// Pool use not yet released, per tag (tags with nothing outstanding
-    /// are left out).
-    pub fn outstanding(&self) -> Vec<PoolUsage> {
-        self.pool
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .filter(|u| u.count != 0 || u.bytes != 0)
-            .copied()
-            .collect()
+    /// A fresh instance that records violations without panicking, for
+    /// tests that break a rule on purpose.
+    pub fn recording() -> &'static Self {
+        Box::leak(Box::new(Self::with_mode(Mode::Record)))
     }
 
-    /// Charges made so far (successful or not).
-    pub fn charges(&self) -> u64 {
-        self.charges.load(Ordering::SeqCst)
+    /// Violations seen so far.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.violations.list()
     }
 
-    /// Charges refused by fault injection so far.
-    pub fn injected_failures(&self) -> u64 {
-        self.failures.load(Ordering::SeqCst)
+    /// Violations seen so far, emptying the list.
+    pub fn take_violations(&self) -> Vec<Violation> {
+        self.violations.take()
     }
 
-    /// Makes the `n`th charge from now fail (`n` >= 1), once. `0` turns
-    /// injection off.
-    pub fn fail_charge_after(&self, n: u64) {
-        let at = if n == 0 { 0 } else { self.charges() + n };
-        self.fail_at.store(at, Ordering::SeqCst);
+    /// Whether a violation of `rule` was seen.
+    pub fn saw(&self, rule: Rule) -> bool {
+        self.violations.saw(rule)
+    }
+
+    /// What this instance does on a violation.
+    pub fn mode(&self) -> Mode {
+        self.violations.mode()
+    }
+
+    /// Changes what this instance does on a violation.
+    pub fn set_mode(&self, mode: Mode) {
+        self.violations.set_mode(mode);
+    }
+
+    /// Panics (with every violation listed) if any rule was broken on this
+    /// instance. Test teardown calls it, outside any `extern` function.
+    /// The calling thread must also be back at `PASSIVE_LEVEL` with no
+    /// provider lock held (an entry point that returned raised, or with a
+    /// lock, leaks it into its caller).
+    #[track_caller]
+    pub fn assert_no_violations(&self) {
+        assert_eq!(
+            (Self::irql(), locks_held()),
+            (Irql::Passive, 0),
+            "checked platform: the thread is left raised or holding {:?}",
+            LockTracker::held_names()
+        );
+        let seen = self.violations();
+        assert!(
+            seen.is_empty(),
+            "checked platform violations:\n{}",
+            seen.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
+    /// [`HostPlatform::assert_no_violations`], and no pool outstanding.
+    #[track_caller]
+    pub fn assert_clean(&self) {
+        self.assert_no_violations();
+        let left = self.outstanding();
+        assert!(left.is_empty(), "pool not released: {left:?}");
     }
 
     /// The current thread's simulated IRQL.
@@ -173,7 +190,7 @@ impl HostPlatform {
 
     /// Provider locks the current thread holds.
     pub fn locks_held() -> u32 {
-        LOCKS_HELD.with(Cell::get)
+        u32::try_from(locks_held()).unwrap_or(u32::MAX)
     }
 
     /// Runs `f` at `DISPATCH_LEVEL` on this thread, as a DPC would (for
@@ -185,17 +202,17 @@ impl HostPlatform {
         r
     }
 
-    fn account(&self, tag: PoolTag, count: i64, bytes: i64) {
-        let mut pool = self
-            .pool
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(u) = pool.iter_mut().find(|u| u.tag == tag) {
-            u.count += count;
-            u.bytes += bytes;
-        } else {
-            pool.push(PoolUsage { tag, count, bytes });
+    fn report_all(&self, found: Vec<(Rule, String)>) {
+        for (rule, detail) in found {
+            self.violations.report(rule, detail);
         }
+    }
+}
+
+fn irql_name(irql: Irql) -> &'static str {
+    match irql {
+        Irql::Passive => "PASSIVE_LEVEL",
+        Irql::Dispatch => "DISPATCH_LEVEL",
     }
 }
 
@@ -209,17 +226,43 @@ impl Platform for HostPlatform {
     }
 
     fn lower_irql(&self, old: Irql) {
-        IRQL.with(|l| {
-            assert_eq!(
-                l.get(),
-                Irql::Dispatch,
-                "lower_irql without a raise (IRQL_NOT_LESS_OR_EQUAL)"
+        if Self::irql() != Irql::Dispatch {
+            self.violations.report(
+                Rule::IrqlMismatch,
+                format!(
+                    "lower_irql to {} at PASSIVE_LEVEL, without a raise",
+                    irql_name(old)
+                ),
             );
-            l.set(old);
-        });
+        }
+        if old == Irql::Passive && locks_held() > 0 {
+            self.violations.report(
+                Rule::SpinLockIrql,
+                format!(
+                    "IRQL lowered to PASSIVE_LEVEL while holding spin lock(s) {}",
+                    LockTracker::held_names().join(", ")
+                ),
+            );
+        }
+        IRQL.with(|l| l.set(old));
     }
 
-    fn pool_charge(&self, tag: PoolTag, bytes: usize) -> bool {
+    fn pool_charge(&self, tag: PoolTag, pool: PoolType, bytes: usize) -> bool {
+        if !tag.0.iter().all(u8::is_ascii_graphic) {
+            self.violations.report(
+                Rule::BadPoolTag,
+                format!("pool tag {:02x?} is not four printable characters", tag.0),
+            );
+        }
+        if pool == PoolType::Paged && Self::irql() == Irql::Dispatch {
+            self.violations.report(
+                Rule::PagedPoolAtDispatch,
+                format!(
+                    "paged pool allocation of {bytes} bytes (tag {}) at DISPATCH_LEVEL",
+                    tag.as_str()
+                ),
+            );
+        }
         let n = self.charges.fetch_add(1, Ordering::SeqCst) + 1;
         if self
             .fail_at
@@ -227,56 +270,94 @@ impl Platform for HostPlatform {
             .is_ok()
         {
             self.failures.fetch_add(1, Ordering::SeqCst);
+            *self
+                .last_refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(tag);
             return false;
         }
-        self.account(tag, 1, bytes as i64);
+        self.account(tag, 1, i64::try_from(bytes).unwrap_or(i64::MAX));
         true
     }
 
-    fn pool_release(&self, tag: PoolTag, bytes: usize) {
-        self.account(tag, -1, -(bytes as i64));
+    fn pool_release(&self, tag: PoolTag, _pool: PoolType, bytes: usize) {
+        self.account(tag, -1, -i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
-    fn lock_acquired(&self, class: &'static LockClass) {
-        assert_eq!(
-            Self::irql(),
-            Irql::Dispatch,
-            "spin lock {} held below DISPATCH_LEVEL",
-            class.name
-        );
-        LOCKS_HELD.with(|n| n.set(n.get() + 1));
+    fn lock_acquired(&self, class: &'static LockClass, lock: usize) {
+        if Self::irql() != Irql::Dispatch {
+            self.violations.report(
+                Rule::SpinLockIrql,
+                format!(
+                    "spin lock {} acquired at PASSIVE_LEVEL (raise to DISPATCH_LEVEL first)",
+                    class.name
+                ),
+            );
+        }
+        self.report_all(LockTracker::acquired(class, lock));
     }
 
-    fn lock_released(&self, class: &'static LockClass) {
-        LOCKS_HELD.with(|n| {
-            assert!(n.get() > 0, "release of {} which is not held", class.name);
-            n.set(n.get() - 1);
-        });
+    fn lock_released(&self, class: &'static LockClass, lock: usize) {
+        if Self::irql() != Irql::Dispatch {
+            self.violations.report(
+                Rule::SpinLockIrql,
+                format!(
+                    "spin lock {} released at PASSIVE_LEVEL (held locks keep DISPATCH_LEVEL)",
+                    class.name
+                ),
+            );
+        }
+        self.report_all(LockTracker::released(class, lock));
+    }
+
+    fn require_passive(&self, what: &'static str) {
+        // Entry to a function that may block: any wait from here on is a
+        // new one for the hang guard.
+        WAITING.with(|w| w.set(None));
+        if Self::irql() != Irql::Passive {
+            let held = LockTracker::held_names();
+            self.violations.report(
+                Rule::PassiveOnlyAtDispatch,
+                if held.is_empty() {
+                    format!("{what} called at DISPATCH_LEVEL")
+                } else {
+                    format!(
+                        "{what} called at DISPATCH_LEVEL, holding spin lock(s) {}",
+                        held.join(", ")
+                    )
+                },
+            );
+        }
     }
 
     fn callout_begin(&self) {
-        let held = Self::locks_held();
-        assert_eq!(
-            held, 0,
-            "consumer callback called with {held} provider lock(s) held"
-        );
+        if locks_held() > 0 {
+            self.violations.report(
+                Rule::CalloutUnderLock,
+                format!(
+                    "consumer callback called with provider lock(s) {} held",
+                    LockTracker::held_names().join(", ")
+                ),
+            );
+        }
         CALLOUT_DEPTH.with(|d| d.set(d.get() + 1));
     }
 
     fn callout_end(&self) {
-        CALLOUT_DEPTH.with(|d| {
-            assert!(d.get() > 0, "callout_end without callout_begin");
-            d.set(d.get() - 1);
-        });
-        let held = Self::locks_held();
-        assert_eq!(
-            held, 0,
-            "consumer callback returned holding {held} provider lock(s)"
-        );
+        CALLOUT_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        if locks_held() > 0 {
+            self.violations.report(
+                Rule::CalloutUnderLock,
+                format!(
+                    "consumer callback returned with provider lock(s) {} held",
+                    LockTracker::held_names().join(", ")
+                ),
+            );
+        }
     }
 
     fn now_ns(&self) -> u64 {
-        epoch().elapsed().as_nanos() as u64
+        u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn pfn_to_logical(&self, pfn: u64) -> u64 {
@@ -296,7 +377,21 @@ impl Platform for HostPlatform {
     }
 
     fn wait_briefly(&self) {
-        assert_eq!(Self::irql(), Irql::Passive, "waiting at DISPATCH_LEVEL");
+        if Self::irql() != Irql::Passive {
+            let held = LockTracker::held_names();
+            self.violations.report(
+                Rule::BlockingAtDispatch,
+                if held.is_empty() {
+                    "blocking wait at DISPATCH_LEVEL".to_owned()
+                } else {
+                    format!(
+                        "blocking wait at DISPATCH_LEVEL holding spin lock(s) {}",
+                        held.join(", ")
+                    )
+                },
+            );
+        }
+        self.check_wait_length();
         std::thread::sleep(Duration::from_micros(50));
     }
 }
@@ -304,14 +399,15 @@ impl Platform for HostPlatform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hwq::DmaFault;
 
     const TAG: PoolTag = PoolTag(*b"Test");
 
     #[test]
     fn accounting_balances_per_tag() {
         let p = HostPlatform::leaked();
-        assert!(p.pool_charge(TAG, 100));
-        assert!(p.pool_charge(TAG, 28));
+        assert!(p.pool_charge(TAG, PoolType::NonPaged, 100));
+        assert!(p.pool_charge(TAG, PoolType::NonPaged, 28));
         assert_eq!(
             p.outstanding(),
             vec![PoolUsage {
@@ -320,8 +416,8 @@ mod tests {
                 bytes: 128
             }]
         );
-        p.pool_release(TAG, 100);
-        p.pool_release(TAG, 28);
+        p.pool_release(TAG, PoolType::NonPaged, 100);
+        p.pool_release(TAG, PoolType::NonPaged, 28);
         assert!(p.outstanding().is_empty());
     }
 
@@ -329,9 +425,12 @@ mod tests {
     fn nth_charge_fails_once() {
         let p = HostPlatform::leaked();
         p.fail_charge_after(2);
-        assert!(p.pool_charge(TAG, 1));
-        assert!(!p.pool_charge(TAG, 1), "second charge from now fails");
-        assert!(p.pool_charge(TAG, 1), "only once");
+        assert!(p.pool_charge(TAG, PoolType::NonPaged, 1));
+        assert!(
+            !p.pool_charge(TAG, PoolType::NonPaged, 1),
+            "second charge from now fails"
+        );
+        assert!(p.pool_charge(TAG, PoolType::NonPaged, 1), "only once");
         assert_eq!(p.injected_failures(), 1);
         assert_eq!(
             p.outstanding()[0].count,
@@ -358,12 +457,12 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "provider lock(s) held")]
-    fn callout_under_a_lock_is_caught() {
+    #[should_panic(expected = "CALLBACK_WITH_SPIN_LOCK_HELD")]
+    fn callout_under_a_lock_bugchecks() {
         static CLASS: LockClass = LockClass::new("test");
         let p = HostPlatform::leaked();
         let _old = p.raise_to_dispatch();
-        p.lock_acquired(&CLASS);
+        p.lock_acquired(&CLASS, 1);
         p.callout_begin();
     }
 

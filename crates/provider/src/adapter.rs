@@ -153,6 +153,7 @@ pub unsafe fn close_adapter(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
     let Some(a) = (unsafe { abi::object::<Adapter>(adapter) }) else {
         return ndkpi::STATUS_INVALID_HANDLE;
     };
+    a.platform().require_passive("NdkCloseAdapter");
     // SAFETY: the consumer closes each adapter once (contract above).
     let a = unsafe { abi::from_handle(a) };
     if a.life.begin_close(None) {

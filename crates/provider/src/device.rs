@@ -75,6 +75,9 @@ impl DeviceContext {
     /// `PASSIVE_LEVEL`; never from inside a device event. Idempotent.
     pub fn detach(&self) {
         if self.attached.swap(false, Ordering::AcqRel) {
+            // Detaching waits out running events. (Checked only when it
+            // detaches: a drop after the owner detached may run anywhere.)
+            self.platform.require_passive("DeviceContext::detach");
             self.device.detach();
         }
     }
@@ -121,24 +124,45 @@ impl fmt::Debug for DeviceContext {
 /// is dropped at the end of the arm, outside any table lock.
 impl DeviceEvents for DeviceContext {
     fn cq_event(&self, cqn: u32, overflow: bool) {
-        if let Some(cq) = self.cqs.get(cqn) {
-            cq::on_device_event(&cq, overflow);
-        }
+        self.as_dpc(|| {
+            if let Some(cq) = self.cqs.get(cqn) {
+                cq::on_device_event(&cq, overflow);
+            }
+        });
     }
 
     fn srq_limit(&self, srqn: u32) {
-        if let Some(srq) = self.srqs.get(srqn) {
-            srq::on_limit(&srq);
-        }
+        self.as_dpc(|| {
+            if let Some(srq) = self.srqs.get(srqn) {
+                srq::on_limit(&srq);
+            }
+        });
     }
 
     fn qp_error(&self, qpn: u32) {
-        if let Some(qp) = self.qps.get(qpn) {
-            qp::on_error(&qp);
-        }
+        self.as_dpc(|| {
+            if let Some(qp) = self.qps.get(qpn) {
+                qp::on_error(&qp);
+            }
+        });
     }
 
     fn cm_event(&self, event: CmEvent<'_>) {
+        self.as_dpc(|| self.on_cm_event(event));
+    }
+}
+
+impl DeviceContext {
+    /// Runs a device event handler at `DISPATCH_LEVEL`, where a DPC runs
+    /// it on Windows, so the platform's checker holds event paths (and the
+    /// consumer callbacks they make) to the DISPATCH_LEVEL rules.
+    fn as_dpc(&self, handler: impl FnOnce()) {
+        let old = self.platform.raise_to_dispatch();
+        handler();
+        self.platform.lower_irql(old);
+    }
+
+    fn on_cm_event(&self, event: CmEvent<'_>) {
         match event {
             CmEvent::ConnectRequest {
                 listen_id,

@@ -50,4 +50,4 @@ mod testing;
 
 pub use adapter::{PROVIDER_VERSION, close_adapter, negotiate, open_adapter};
 pub use device::DeviceContext;
-pub use platform::{Irql, LockClass, Platform, PoolTag};
+pub use platform::{Irql, LockClass, Platform, PoolTag, PoolType};

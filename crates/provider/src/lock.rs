@@ -52,7 +52,7 @@ impl<T> SpinLock<T> {
                 core::hint::spin_loop();
             }
         }
-        self.platform.lock_acquired(self.class);
+        self.platform.lock_acquired(self.class, self.address());
         SpinGuard {
             lock: self,
             old_irql,
@@ -62,6 +62,11 @@ impl<T> SpinLock<T> {
     /// Mutable access without locking: `&mut self` proves exclusivity.
     pub fn get_mut(&mut self) -> &mut T {
         self.value.get_mut()
+    }
+
+    /// The lock's identity for the platform's checker.
+    fn address(&self) -> usize {
+        core::ptr::from_ref(self).addr()
     }
 
     /// The platform this lock reports to.
@@ -106,7 +111,9 @@ impl<T> DerefMut for SpinGuard<'_, T> {
 
 impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
-        self.lock.platform.lock_released(self.lock.class);
+        self.lock
+            .platform
+            .lock_released(self.lock.class, self.lock.address());
         self.lock.locked.store(false, Ordering::Release);
         self.lock.platform.lower_irql(self.old_irql);
     }

@@ -28,23 +28,53 @@ impl PoolTag {
     }
 }
 
+/// The pool an allocation comes from.
+///
+/// The provider's NDK entry points run at `IRQL <= DISPATCH_LEVEL`, so
+/// everything they allocate is non-paged; paged pool is for code that only
+/// ever runs at `PASSIVE_LEVEL`, and a checker treats a paged allocation at
+/// `DISPATCH_LEVEL` as a bug (on Windows it faults once the page is out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoolType {
+    /// `NonPagedPoolNx`: usable at any IRQL.
+    NonPaged,
+    /// `PagedPool`: `PASSIVE_LEVEL` only.
+    Paged,
+}
+
 /// A class of locks, for a lock-order checker: every lock of one kind (all
 /// SQ locks, all CQ state locks...) shares one `'static` class.
 #[derive(Debug)]
 pub struct LockClass {
     /// Human-readable name of the class.
     pub name: &'static str,
+    /// Whether two locks of this class may be held at once by one thread
+    /// (the code that nests them orders them itself). A checker reports
+    /// nesting of a class that does not declare it.
+    pub nestable: bool,
 }
 
 impl LockClass {
-    /// A new class.
+    /// A new class whose locks are never nested in each other.
     pub const fn new(name: &'static str) -> Self {
-        Self { name }
+        Self {
+            name,
+            nestable: false,
+        }
+    }
+
+    /// A new class whose locks may be nested in each other.
+    pub const fn nestable(name: &'static str) -> Self {
+        Self {
+            name,
+            nestable: true,
+        }
     }
 }
 
 /// Kernel services used by the provider. Every method may be called at
-/// `DISPATCH_LEVEL` except [`Platform::wait_briefly`].
+/// `DISPATCH_LEVEL` except [`Platform::wait_briefly`] and
+/// [`Platform::require_passive`].
 pub trait Platform: Send + Sync + core::fmt::Debug {
     /// The calling thread's IRQL.
     fn current_irql(&self) -> Irql;
@@ -57,19 +87,28 @@ pub trait Platform: Send + Sync + core::fmt::Debug {
     /// reported.
     fn lower_irql(&self, old: Irql);
 
-    /// Accounts `bytes` of non-paged pool under `tag` before the provider
-    /// allocates them. `false` means the allocation must be treated as
-    /// failed (low memory, or fault injection).
-    fn pool_charge(&self, tag: PoolTag, bytes: usize) -> bool;
+    /// Accounts `bytes` of `pool` under `tag` before the provider allocates
+    /// them. `false` means the allocation must be treated as failed (low
+    /// memory, or fault injection).
+    fn pool_charge(&self, tag: PoolTag, pool: PoolType, bytes: usize) -> bool;
 
     /// Gives back a charge made by [`Platform::pool_charge`].
-    fn pool_release(&self, tag: PoolTag, bytes: usize);
+    fn pool_release(&self, tag: PoolTag, pool: PoolType, bytes: usize);
 
-    /// A lock of `class` was just acquired by the calling thread.
-    fn lock_acquired(&self, class: &'static LockClass);
+    /// The lock at address `lock`, of `class`, was just acquired by the
+    /// calling thread (after raising to `DISPATCH_LEVEL`).
+    fn lock_acquired(&self, class: &'static LockClass, lock: usize);
 
-    /// A lock of `class` is about to be released by the calling thread.
-    fn lock_released(&self, class: &'static LockClass);
+    /// The lock at address `lock`, of `class`, is about to be released by
+    /// the calling thread (before lowering the IRQL).
+    fn lock_released(&self, class: &'static LockClass, lock: usize);
+
+    /// Marks code that must run at `PASSIVE_LEVEL` (what `PAGED_CODE()`
+    /// asserts on Windows): called on entry to functions that block or may
+    /// block, so a caller at `DISPATCH_LEVEL` is caught even on the runs
+    /// where no wait happens (and so a checker knows a new wait begins).
+    /// `what` names the function.
+    fn require_passive(&self, what: &'static str);
 
     /// The provider is about to call into the consumer (a completion or
     /// event callback). A checker asserts no provider lock is held.
@@ -98,7 +137,8 @@ pub trait Platform: Send + Sync + core::fmt::Debug {
     /// The device's access to host memory by logical address.
     fn dma(&self) -> &dyn DmaAccess;
 
-    /// `PASSIVE_LEVEL` only: lets other threads make progress while the
-    /// caller waits for something (adapter close waiting for callbacks).
+    /// `PASSIVE_LEVEL` only, no lock held: lets other threads make progress
+    /// while the caller waits for something (adapter close waiting for
+    /// callbacks). A blocking wait.
     fn wait_briefly(&self);
 }

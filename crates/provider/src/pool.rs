@@ -15,7 +15,7 @@ use core::ops::{Deref, DerefMut};
 use hwq::ring::{Consumer, Producer, RingError};
 use hwq::{AllocError, TryArc};
 
-use crate::platform::{Platform, PoolTag};
+use crate::platform::{Platform, PoolTag, PoolType};
 
 /// Pool tags, one per object kind.
 pub mod tags {
@@ -51,20 +51,33 @@ pub mod tags {
 pub struct Charge {
     platform: &'static dyn Platform,
     tag: PoolTag,
+    pool: PoolType,
     bytes: usize,
 }
 
 impl Charge {
-    /// Charges `bytes` under `tag`.
+    /// Charges `bytes` of non-paged pool under `tag` (what every NDK
+    /// object uses: its entry points run at `DISPATCH_LEVEL` too).
     pub fn take(
         platform: &'static dyn Platform,
         tag: PoolTag,
         bytes: usize,
     ) -> Result<Self, AllocError> {
-        if platform.pool_charge(tag, bytes) {
+        Self::take_from(platform, tag, PoolType::NonPaged, bytes)
+    }
+
+    /// Charges `bytes` of `pool` under `tag`.
+    pub fn take_from(
+        platform: &'static dyn Platform,
+        tag: PoolTag,
+        pool: PoolType,
+        bytes: usize,
+    ) -> Result<Self, AllocError> {
+        if platform.pool_charge(tag, pool, bytes) {
             Ok(Self {
                 platform,
                 tag,
+                pool,
                 bytes,
             })
         } else {
@@ -80,7 +93,7 @@ impl Charge {
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        self.platform.pool_release(self.tag, self.bytes);
+        self.platform.pool_release(self.tag, self.pool, self.bytes);
     }
 }
 
@@ -88,6 +101,7 @@ impl fmt::Debug for Charge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Charge")
             .field("tag", &self.tag.as_str())
+            .field("pool", &self.pool)
             .field("bytes", &self.bytes)
             .finish_non_exhaustive()
     }

@@ -8,7 +8,7 @@ use std::boxed::Box;
 
 use hwq::{DmaAccess, DmaFault};
 
-use crate::platform::{Irql, LockClass, Platform, PoolTag};
+use crate::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
 
 /// Counts pool bytes and callouts; refuses the `fail_at`th charge.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ impl Platform for TestPlatform {
         Irql::Passive
     }
     fn lower_irql(&self, _old: Irql) {}
-    fn pool_charge(&self, _tag: PoolTag, bytes: usize) -> bool {
+    fn pool_charge(&self, _tag: PoolTag, _pool: PoolType, bytes: usize) -> bool {
         let n = self.charges.fetch_add(1, Ordering::SeqCst) + 1;
         if self.fail_at.load(Ordering::SeqCst) == n {
             return false;
@@ -60,13 +60,13 @@ impl Platform for TestPlatform {
         self.bytes.fetch_add(bytes as i64, Ordering::SeqCst);
         true
     }
-    fn pool_release(&self, _tag: PoolTag, bytes: usize) {
+    fn pool_release(&self, _tag: PoolTag, _pool: PoolType, bytes: usize) {
         self.bytes.fetch_sub(bytes as i64, Ordering::SeqCst);
     }
-    fn lock_acquired(&self, _class: &'static LockClass) {
+    fn lock_acquired(&self, _class: &'static LockClass, _lock: usize) {
         self.locks_held.fetch_add(1, Ordering::SeqCst);
     }
-    fn lock_released(&self, _class: &'static LockClass) {
+    fn lock_released(&self, _class: &'static LockClass, _lock: usize) {
         self.locks_held.fetch_sub(1, Ordering::SeqCst);
     }
     fn callout_begin(&self) {
@@ -93,5 +93,6 @@ impl Platform for TestPlatform {
     fn dma(&self) -> &dyn DmaAccess {
         &NoDma
     }
+    fn require_passive(&self, _what: &'static str) {}
     fn wait_briefly(&self) {}
 }

@@ -1,0 +1,224 @@
+//! Spin-lock bookkeeping: the locks each thread holds (a stack, so
+//! releases must be last-in first-out) and one process-wide lock-order
+//! graph over lock classes.
+//!
+//! The graph has an edge `A -> B` once some thread acquired a lock of class
+//! `B` while holding one of class `A`. An acquisition that would add an edge
+//! closing a cycle means two code paths take the same classes in opposite
+//! orders: a deadlock waiting for the right interleaving, reported even if
+//! that interleaving never happens in the run. The edge is then not added,
+//! so the graph stays acyclic and later reports stay precise. The graph is
+//! global because lock order is a property of the code, not of one device.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::{LazyLock, Mutex, PoisonError};
+
+use provider::platform::LockClass;
+
+use super::Rule;
+
+/// A lock one thread holds.
+#[derive(Clone, Copy, Debug)]
+pub struct HeldLock {
+    /// Its class.
+    pub class: &'static LockClass,
+    /// Its address.
+    pub lock: usize,
+}
+
+thread_local! {
+    static HELD: RefCell<Vec<HeldLock>> = const { RefCell::new(Vec::new()) };
+    /// Edges this thread already found in the graph (saves the global
+    /// lock on the common path).
+    static KNOWN_EDGES: RefCell<HashSet<(usize, usize)>> = RefCell::new(HashSet::new());
+}
+
+fn id(class: &'static LockClass) -> usize {
+    std::ptr::from_ref(class).addr()
+}
+
+/// Classes by id, and edges `from -> [to]`.
+#[derive(Default)]
+struct OrderGraph {
+    classes: HashMap<usize, &'static LockClass>,
+    edges: HashMap<usize, Vec<usize>>,
+}
+
+impl OrderGraph {
+    /// A path `from ->* to` (both ends included), if any.
+    fn path(&self, from: usize, to: usize) -> Option<Vec<usize>> {
+        let mut stack = vec![vec![from]];
+        let mut seen = HashSet::from([from]);
+        while let Some(path) = stack.pop() {
+            let last = *path.last()?;
+            if last == to {
+                return Some(path);
+            }
+            for &next in self.edges.get(&last).into_iter().flatten() {
+                if seen.insert(next) {
+                    let mut longer = path.clone();
+                    longer.push(next);
+                    stack.push(longer);
+                }
+            }
+        }
+        None
+    }
+
+    fn name(&self, id: usize) -> &'static str {
+        self.classes.get(&id).map_or("?", |c| c.name)
+    }
+
+    /// Adds `held -> acquired`, or describes the cycle it would close.
+    fn add(
+        &mut self,
+        held: &'static LockClass,
+        acquired: &'static LockClass,
+    ) -> Result<(), String> {
+        let (h, a) = (id(held), id(acquired));
+        self.classes.insert(h, held);
+        self.classes.insert(a, acquired);
+        if self.edges.get(&h).is_some_and(|v| v.contains(&a)) {
+            return Ok(());
+        }
+        if let Some(back) = self.path(a, h) {
+            let mut cycle = vec![held.name];
+            cycle.extend(back.iter().map(|&c| self.name(c)));
+            return Err(format!(
+                "acquiring {} while holding {}, but {} was taken before {} elsewhere: cycle {}",
+                acquired.name,
+                held.name,
+                acquired.name,
+                held.name,
+                cycle.join(" -> ")
+            ));
+        }
+        self.edges.entry(h).or_default().push(a);
+        Ok(())
+    }
+}
+
+fn graph() -> std::sync::MutexGuard<'static, OrderGraph> {
+    static GRAPH: LazyLock<Mutex<OrderGraph>> = LazyLock::new(Mutex::default);
+    GRAPH.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Every edge of the lock-order graph seen so far in this process, by
+/// class name (`(held, acquired)`), sorted.
+pub fn lock_order_edges() -> Vec<(&'static str, &'static str)> {
+    let g = graph();
+    let mut edges: Vec<_> = g
+        .edges
+        .iter()
+        .flat_map(|(&from, to)| to.iter().map(move |&t| (from, t)))
+        .map(|(from, to)| (g.name(from), g.name(to)))
+        .collect();
+    edges.sort_unstable();
+    edges
+}
+
+/// Provider locks the calling thread holds.
+pub fn locks_held() -> usize {
+    HELD.with(|h| h.borrow().len())
+}
+
+/// Lock bookkeeping operations; each returns the violations it found.
+#[derive(Debug)]
+pub struct LockTracker;
+
+impl LockTracker {
+    /// Names of the locks the calling thread holds, oldest first.
+    pub fn held_names() -> Vec<&'static str> {
+        HELD.with(|h| h.borrow().iter().map(|l| l.class.name).collect())
+    }
+
+    /// The calling thread acquired `lock` of `class`.
+    pub fn acquired(class: &'static LockClass, lock: usize) -> Vec<(Rule, String)> {
+        // The common case (no other lock held) stays cheap: posting paths
+        // take one lock per call.
+        let held = HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.is_empty() {
+                h.push(HeldLock { class, lock });
+                None
+            } else {
+                Some(h.clone())
+            }
+        });
+        let Some(held) = held else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        let mut classes_checked = HashSet::new();
+        for h in &held {
+            if h.lock == lock {
+                found.push((
+                    Rule::RecursiveLock,
+                    format!(
+                        "spin lock {} acquired again by the thread that holds it",
+                        class.name
+                    ),
+                ));
+            } else if id(h.class) == id(class) {
+                if !class.nestable {
+                    found.push((
+                        Rule::SameClassNesting,
+                        format!(
+                            "two locks of class {} held at once (the class is not declared nestable)",
+                            class.name
+                        ),
+                    ));
+                }
+            } else if classes_checked.insert(id(h.class)) {
+                let edge = (id(h.class), id(class));
+                if KNOWN_EDGES.with(|k| k.borrow().contains(&edge)) {
+                    continue;
+                }
+                match graph().add(h.class, class) {
+                    Ok(()) => KNOWN_EDGES.with(|k| k.borrow_mut().insert(edge)),
+                    Err(cycle) => {
+                        found.push((Rule::LockOrderInversion, cycle));
+                        false
+                    }
+                };
+            }
+        }
+        HELD.with(|h| h.borrow_mut().push(HeldLock { class, lock }));
+        found
+    }
+
+    /// The calling thread is releasing `lock` of `class`.
+    pub fn released(class: &'static LockClass, lock: usize) -> Vec<(Rule, String)> {
+        HELD.with(|h| {
+            let mut held = h.borrow_mut();
+            if held.last().is_some_and(|l| l.lock == lock) {
+                held.pop();
+                return Vec::new();
+            }
+            let Some(at) = held.iter().rposition(|l| l.lock == lock) else {
+                return vec![(
+                    Rule::LockNotHeld,
+                    format!(
+                        "spin lock {} released by a thread that does not hold it",
+                        class.name
+                    ),
+                )];
+            };
+            let later: Vec<&str> = held[at + 1..].iter().map(|l| l.class.name).collect();
+            held.remove(at);
+            if later.is_empty() {
+                Vec::new()
+            } else {
+                vec![(
+                    Rule::LockReleaseOrder,
+                    format!(
+                        "spin lock {} released while {} (acquired after it) still held",
+                        class.name,
+                        later.join(", ")
+                    ),
+                )]
+            }
+        })
+    }
+}
