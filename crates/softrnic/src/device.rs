@@ -39,6 +39,11 @@ pub struct DeviceConfig {
     pub max_pds: u32,
     /// Memory keys (regions and windows).
     pub max_keys: u32,
+    /// Give each connected QP its own UDP source port (ECMP entropy, in
+    /// 0xC000..=0xFFFF) instead of 4791. Only for links that carry the
+    /// whole datagram (the in-memory fabric): a UDP socket sends from the
+    /// port it is bound to, and the ICRC covers the source port.
+    pub per_qp_source_port: bool,
 }
 
 impl DeviceConfig {
@@ -52,6 +57,7 @@ impl DeviceConfig {
             max_srqs: 256,
             max_pds: 256,
             max_keys: 16384,
+            per_qp_source_port: false,
         }
     }
 }

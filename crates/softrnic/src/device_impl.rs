@@ -82,7 +82,12 @@ impl Device for SoftRnic {
     }
 
     fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
-        SoftRnic::create_srq(self, pd, ring, limit)
+        // The limit counts receives consumed below it: a new, still empty
+        // SRQ has consumed none, so arming it must not fire at once (the
+        // one-shot event would be spent before the consumer posts).
+        let srqn = SoftRnic::create_srq(self, pd, ring, 0)?;
+        self.srqs.with(srqn, |s| s.limit = limit);
+        Ok(srqn)
     }
 
     fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {

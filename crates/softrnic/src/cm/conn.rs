@@ -218,6 +218,16 @@ impl ConnTable {
         })
     }
 
+    /// The id of the passive connection that replied for QP `qpn` to the
+    /// peer at `ip` and still waits for its RTU.
+    pub fn awaiting_rtu(&self, qpn: u32, ip: Ipv4Addr) -> Option<u32> {
+        self.slots.iter().enumerate().find_map(|(index, c)| {
+            let hit =
+                c.state == State::RepSent && !c.active && c.qpn == qpn && *c.remote.ip() == ip;
+            hit.then(|| slot_id(index, c.generation))
+        })
+    }
+
     /// Every slot, for timers and address checks.
     pub fn iter(&self) -> impl Iterator<Item = &Conn> {
         self.slots.iter()

@@ -48,13 +48,19 @@
 //! * The initiator's QP is connected at `cm_establish` (before the RTU goes
 //!   out: IB's RTR at REP plus RTS before RTU, collapsed into the one
 //!   transition the engine has); the acceptor's at RTU. A disconnect never
-//!   flushes the QP: the driver does (`flush_qp`).
+//!   flushes the QP: the driver does (`flush_qp`). A request packet that
+//!   reaches the acceptor's QP before the RTU stands in for it (IB's
+//!   communication-established event): the QP connects and the packet is
+//!   taken, so a lost RTU costs the initiator's first message nothing.
 //! * IRD/ORD: the REQ carries the initiator's (capped) IRD as responder
 //!   resources and ORD as initiator depth; the acceptor's effective IRD is
 //!   `min(its IRD, cap, initiator ORD)`, its ORD `min(its ORD, cap, initiator
 //!   IRD)`, sent in the REP, and the initiator takes the min with those.
-//! * Path MTU: the REQ proposes the initiator's; an acceptor with a smaller
-//!   one refuses (REJ "invalid MTU"), as an IB port would.
+//! * Path MTU: the REQ proposes the initiator's; an acceptor with a
+//!   smaller one refuses it (REJ "invalid MTU", as an IB port would) with
+//!   its own MTU code in the additional rejection information, and the
+//!   initiator sends the REQ again with that MTU. Both QPs thus use
+//!   min(path MTUs); an acceptor with a larger MTU takes the REQ's.
 //! * Loopback needs nothing special: a device connecting to its own address
 //!   sends the REQ through its link and receives it back; the two ends are
 //!   two connections in the same table, told apart by their comm IDs.
@@ -92,7 +98,7 @@ use events::EventRing;
 use listen::Listeners;
 
 pub(crate) use events::deliver;
-pub(crate) use recv::receive;
+pub(crate) use recv::{establish_on_request, receive};
 pub(crate) use timer::{next_timer_us, poll};
 
 /// CM response timeout we announce (exponent: 4.096 µs × 2^16 ≈ 268 ms).
@@ -162,6 +168,12 @@ pub struct CmStats {
     pub no_listener: u64,
     /// Events dropped because the event queue was full (never expected).
     pub events_lost: u64,
+    /// Passive connections established by the first request packet
+    /// because the RTU had not arrived.
+    pub implicit_establish: u64,
+    /// REQs sent again with the smaller path MTU a REJ "invalid MTU"
+    /// offered.
+    pub mtu_retries: u64,
 }
 
 /// Mutable CM state besides the tables: what sending and reporting need.

@@ -2,14 +2,14 @@
 
 use core::net::Ipv4Addr;
 
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::conn::Conn;
 use super::{CM_RESPONSE_TIMEOUT, Io, LOCAL_ACK_TIMEOUT, MAX_CM_RETRIES, SoftRnic};
 use crate::wire::cm::{PERMISSIVE_LID, TRANSPORT_RC};
 use crate::wire::cma::PORT_SPACE_TCP;
 use crate::wire::{
-    CmaHeader, DrepMsg, DreqMsg, Ipv4UdpFields, Mad, MessageRef, MraMsg, ROCEV2_PORT, RejMsg,
+    CmaHeader, DrepMsg, DreqMsg, Ipv4UdpFields, Mad, MessageRef, MraMsg, Pmtu, ROCEV2_PORT, RejMsg,
     RejReason, RepMsg, ReqMsg, RtuMsg, build, gid_from_ipv4, gsi_headers, ip_service_id, psn_add,
 };
 
@@ -138,6 +138,37 @@ pub(super) fn rej(
         .get_mut(..private_data.len())?
         .copy_from_slice(private_data);
     Some(Mad::cm(tid, &r))
+}
+
+/// A REJ "invalid MTU" refusing a REQ whose path MTU exceeds ours, with
+/// our path MTU code as its one byte of additional rejection information,
+/// so the initiator can ask again with it.
+pub(super) fn rej_mtu(tid: u64, remote_comm_id: u32, ours: Pmtu) -> Mad {
+    let mut r = RejMsg::new_zeroed();
+    r.set_remote_comm_id(remote_comm_id);
+    r.set_message_rejected(MessageRef::REQ);
+    r.set_reason(RejReason::INVALID_MTU);
+    r.set_rejected_info_length(1);
+    if let Some(b) = r.ari_mut().first_mut() {
+        *b = ours.code();
+    }
+    Mad::cm(tid, &r)
+}
+
+/// The path MTU a REJ "invalid MTU" offers, if it carries a valid one.
+pub(super) fn rej_offered_mtu(m: &RejMsg) -> Option<Pmtu> {
+    if m.reason() != RejReason::INVALID_MTU || m.rejected_info_length() < 1 {
+        return None;
+    }
+    m.ari().first().and_then(|&code| Pmtu::from_code(code))
+}
+
+/// Lowers the path MTU of a REQ already built (the connection's last
+/// message) to `pmtu`.
+pub(super) fn lower_req_mtu(out: &mut Mad, pmtu: Pmtu) {
+    if let Ok(r) = ReqMsg::mut_from_bytes(&mut out.data) {
+        r.set_path_mtu(pmtu.code());
+    }
 }
 
 /// An RTU.

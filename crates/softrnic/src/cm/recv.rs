@@ -132,9 +132,15 @@ impl Rx<'_> {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_SERVICE_ID);
         };
         let own_pmtu = super::device_pmtu(self.device);
-        let Some(pmtu) = Pmtu::from_code(m.path_mtu()).filter(|p| *p <= own_pmtu) else {
+        let Some(pmtu) = Pmtu::from_code(m.path_mtu()) else {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_MTU);
         };
+        if pmtu > own_pmtu {
+            // Refuse with our MTU: the initiator asks again with the
+            // smaller one, and both QPs use min(path MTUs).
+            let mad = msg::rej_mtu(self.tid, peer_comm_id, own_pmtu);
+            return self.inner.io.send(self.device, self.src, &mad);
+        }
         let Some((id, conn)) = self.inner.conns.alloc() else {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::NO_RESOURCES);
         };
@@ -217,30 +223,12 @@ impl Rx<'_> {
             io.stats.duplicates += 1;
             return;
         }
-        conn.disarm();
-        if super::commands::connect_qp(device, conn).is_ok() {
-            conn.state = State::Established;
-            io.report(conn, id, Kind::Established);
-        } else {
-            // The QP cannot be connected (destroyed meanwhile, or the path
-            // refused): the attempt fails.
-            conn.state = State::Closed;
-            if let Some(mad) = msg::rej(
-                conn.tid,
-                io.comm_id(id),
-                conn.remote_comm_id,
-                MessageRef::OTHER,
-                RejReason::NO_QP,
-                &[],
-            ) {
-                io.send_conn(device, conn, &mad);
-            }
-            io.report(conn, id, Kind::Failed { timed_out: false });
-        }
+        establish_passive(device, id, conn, io);
     }
 
     fn rej(&mut self, m: &RejMsg) {
         let reason = m.reason();
+        let (device, now) = (self.device, self.now);
         let (id, conn, io) = if m.remote_comm_id() == 0 {
             // The initiator gives up before it learned our ID.
             let Some(id) = self
@@ -261,6 +249,20 @@ impl Rx<'_> {
                 None => return,
             }
         };
+        if conn.state == State::ReqSent
+            && let Some(offered) = msg::rej_offered_mtu(m).filter(|p| *p < conn.pmtu)
+        {
+            // The acceptor's path MTU is smaller: propose it instead (the
+            // REJ left no state there). The consumer sees one attempt.
+            conn.pmtu = offered;
+            msg::lower_req_mtu(&mut conn.out, offered);
+            conn.retries = 0;
+            conn.deadline_us = now + conn.period_us;
+            io.arm(conn.deadline_us);
+            io.stats.mtu_retries += 1;
+            io.resend(device, conn);
+            return;
+        }
         let kind = match conn.state {
             State::ReqSent => {
                 let data = m.private_data();
@@ -351,4 +353,49 @@ impl Rx<'_> {
             io.stats.duplicates += 1;
         }
     }
+}
+
+/// The passive side's RTU (or the first request packet standing in for a
+/// lost one): connects the QP and reports the connection established, or
+/// fails the attempt if the QP cannot be connected.
+fn establish_passive(device: &SoftRnic, id: u32, conn: &mut Conn, io: &mut Io) {
+    conn.disarm();
+    if super::commands::connect_qp(device, conn).is_ok() {
+        conn.state = State::Established;
+        io.report(conn, id, Kind::Established);
+    } else {
+        // The QP cannot be connected (destroyed meanwhile, or the path
+        // refused): the attempt fails.
+        conn.state = State::Closed;
+        if let Some(mad) = msg::rej(
+            conn.tid,
+            io.comm_id(id),
+            conn.remote_comm_id,
+            MessageRef::OTHER,
+            RejReason::NO_QP,
+            &[],
+        ) {
+            io.send_conn(device, conn, &mad);
+        }
+        io.report(conn, id, Kind::Failed { timed_out: false });
+    }
+}
+
+/// A request packet reached QP `qpn` (not yet connected) from `src`: if
+/// the QP's passive connection replied and waits for its RTU, the RTU was
+/// lost or overtaken and the initiator is already sending. Establish now
+/// (IB's "communication established" event), so the packet is not
+/// dropped. Returns whether the QP was connected.
+pub(crate) fn establish_on_request(device: &SoftRnic, qpn: u32, src: Ipv4Addr) -> bool {
+    device.cm.with(device, |inner| {
+        let Some(id) = inner.conns.awaiting_rtu(qpn, src) else {
+            return false;
+        };
+        let Some((_, conn)) = inner.conns.get(id) else {
+            return false;
+        };
+        establish_passive(device, id, conn, &mut inner.io);
+        inner.io.stats.implicit_establish += 1;
+        conn.state == State::Established
+    })
 }

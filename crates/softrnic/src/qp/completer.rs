@@ -1,10 +1,17 @@
 //! The completer: matches ACKs (explicit and implied), NAKs and READ
 //! responses to SQ work, places READ data, writes send-queue CQEs in SQ
 //! order, releases SQ slots, and runs the retransmit and RNR timers.
+//!
+//! READ responses of the oldest incomplete READ are placed even past a
+//! lost one ([`super::read_window`]); the hole is asked for again once
+//! three responses went past it, the READ's last arrived, or the hole
+//! filled up to another one. A NAK or response for a PSN already
+//! acknowledged (a stale duplicate's answer) is ignored, never fatal.
 
 use hwq::wqe::{SendOpcode, WqeFlags};
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
 
+use super::read_window::READ_WINDOW;
 use super::sg;
 use super::{Connection, Fatal, MetaKind, QueuePair, Requester, WqeMeta};
 use crate::device::SoftRnic;
@@ -216,18 +223,36 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                 req.on_progress(&rc, now);
             }
             let meta = req.meta(req.una_index);
-            if req.una != psn || meta.kind != MetaKind::Read {
-                // A response overtook an earlier one, or an earlier one was
-                // lost: ask again from the first missing PSN (once).
-                if req.una_index != req.start_index
-                    && meta.kind == MetaKind::Read
-                    && req.fast_retry()
-                {
+            let reading = req.una_index != req.start_index && meta.kind == MetaKind::Read;
+            let ahead = psn_diff(psn, req.una);
+            let in_read = reading && psn_diff(psn, psn_add(meta.first_psn, meta.npsn)) < 0;
+            if !in_read || ahead as u32 >= READ_WINDOW {
+                // A later WQE's response overtook this READ's, or it is too
+                // far ahead to remember: ask again from the first missing
+                // PSN (once).
+                if reading && req.fast_retry() {
                     stats.read_gap_retries.inc();
                 }
+                stats.stale_responses.inc();
+                return;
+            }
+            if ahead > 0 && req.read_window.has(psn) {
+                stats.stale_responses.inc();
                 return;
             }
             place_read(dev, *pd, sq, conn, meta, p, now);
+            let req = &mut conn.req;
+            if ahead > 0 {
+                // Placed past a hole: ask for the hole once it is clearly
+                // a loss (a few responses went past it, or this was the
+                // READ's last), not a reordering.
+                req.ooo_responses += 1;
+                let end = psn_add(meta.first_psn, meta.npsn);
+                let last = psn_add(psn, 1) == end;
+                if (req.ooo_responses >= GAP_RESPONSES || last) && req.fast_retry() {
+                    stats.read_gap_retries.inc();
+                }
+            }
         }
         _ => {}
     }
@@ -244,7 +269,12 @@ fn nak_in_window(req: &Requester, psn: u32) -> bool {
     psn_diff(psn, req.una) >= 0 && psn_before(psn, req.sent_hi)
 }
 
-/// Places one READ response (the next expected one) into the READ's SGEs.
+/// Responses placed past a hole before the hole is asked for again.
+const GAP_RESPONSES: u32 = 3;
+
+/// Places one READ response of the READ at `una_index` (the oldest missing
+/// one, or one within the window after it) into the READ's SGEs, and moves
+/// `una` past everything placed.
 fn place_read(
     dev: &SoftRnic,
     pd: u32,
@@ -257,13 +287,16 @@ fn place_read(
     let pmtu = conn.pmtu.bytes();
     let rc = conn.rc;
     let req = &mut conn.req;
-    let k = psn_diff(p.bth.psn, meta.first_psn).max(0) as u32;
+    let psn = p.bth.psn;
+    let k = psn_diff(psn, meta.first_psn).max(0) as u32;
     let offset = u64::from(k) * u64::from(pmtu);
     let expect = u64::from(meta.len)
         .saturating_sub(offset)
         .min(u64::from(pmtu));
     let last = k + 1 >= meta.npsn;
-    if p.payload.len() as u64 != expect || p.info.position.ends_message() != last {
+    // A replay of a hole ends with a Last response in the middle of the
+    // READ, so only the READ's own last PSN must end a message.
+    if p.payload.len() as u64 != expect || (last && !p.info.position.ends_message()) {
         // A malformed response: ignore it; the retransmit timer recovers.
         dev.engine().stats.bad_responses.inc();
         return;
@@ -279,15 +312,29 @@ fn place_read(
         req.fail_oldest(CqeStatus::LocalProtection);
         return;
     }
-    req.una = psn_add(req.una, 1);
-    if last {
+    if psn != req.una {
+        req.read_window.set(psn);
+        return;
+    }
+    let end = psn_add(meta.first_psn, meta.npsn);
+    req.una = req.read_window.absorb(psn_add(psn, 1), end);
+    req.ooo_responses = 0;
+    if req.una == end {
         req.una_index = req.una_index.wrapping_add(1);
         // ACKs that arrived while this READ's data was missing cover the
         // WQEs after it.
         let hi = req.acked_hi;
         req.advance_to(hi);
+        req.on_progress(&rc, now);
+        return;
     }
     req.on_progress(&rc, now);
+    // Stopped at another hole with data already placed after it: those
+    // responses came from a stream that passed the hole before our last
+    // request reached the responder, so nothing in flight fills it.
+    if req.read_window.hole_end(req.una, end) != end && req.fast_retry() {
+        dev.engine().stats.read_gap_retries.inc();
+    }
 }
 
 /// Writes CQEs for every SQ WQE that is done, oldest first, and releases

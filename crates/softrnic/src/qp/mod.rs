@@ -5,8 +5,9 @@
 //!
 //! * [`requester`] — takes SQ WQEs in order, executes local operations,
 //!   segments messages into packets, go-back-N retransmission.
-//! * [`completer`] — ACKs, NAKs and READ responses: placement of READ data,
-//!   in-order completion of SQ work, retry and RNR timers.
+//! * [`completer`] — ACKs, NAKs and READ responses: placement of READ data
+//!   (selective: only holes are asked for again), in-order completion of
+//!   SQ work, retry and RNR timers.
 //! * [`responder`] — the peer's requests: PSN and opcode-sequence checks,
 //!   receive consumption, key checks, placement, READ responses (with replay
 //!   from saved resources), ACK coalescing.
@@ -17,6 +18,7 @@
 
 mod completer;
 mod flush;
+mod read_window;
 mod requester;
 mod responder;
 mod sg;
@@ -219,8 +221,13 @@ pub(crate) struct Requester {
     pub retrans_deadline: Option<u64>,
     pub rnr_deadline: Option<u64>,
     /// `una` at which a fast retry (lost READ response, PSN sequence NAK)
-    /// already started, so a burst of them starts only one.
+    /// already started, so a burst of them (or the rest of a READ stream
+    /// still arriving after the hole) starts only one.
     pub retry_at: Option<u32>,
+    /// Responses of the READ at `una_index` placed past `una`.
+    pub read_window: read_window::ReadWindow,
+    /// Responses placed past `una` since it last moved.
+    pub ooo_responses: u32,
     /// Every PSN before this was acknowledged by the responder (READ data
     /// may still be missing).
     pub acked_hi: u32,
@@ -266,8 +273,19 @@ pub(crate) struct ReadResource {
     pub start_psn: u32,
     /// Next response PSN to emit.
     pub next_psn: u32,
+    /// One past the last PSN of the running stream (the READ's end, or
+    /// the end of a hole a duplicate request asked for).
+    pub end_psn: u32,
+    /// Responses a hole replay interrupted, emitted after it
+    /// (`cont_next == cont_end`: none).
+    pub cont_next: u32,
+    pub cont_end: u32,
     /// Holds a request (not just default-initialised).
     pub valid: bool,
+    /// Emission was (re)started by a duplicate request: the READ was
+    /// executed once already, so a key that fails now was invalidated
+    /// after that execution and the refusal must not be fatal.
+    pub replay: bool,
 }
 
 /// A response the responder owes, sent after queued READ responses so a
@@ -325,6 +343,16 @@ pub(crate) struct Connection {
     pub pages: Vec<u64>,
     pub req: Requester,
     pub resp: Responder,
+}
+
+/// The UDP source port of QP `local_qpn` connected to `remote_qpn`: a
+/// fixed port per connection in 0xC000..=0xFFFF, so a connection's packets
+/// stay on one ECMP path (in order) while connections spread (RoCEv2 leaves
+/// the source port to the sender; rxe derives it from the QPN likewise).
+pub(crate) fn entropy_port(local_qpn: u32, remote_qpn: u32) -> u16 {
+    let key = (u64::from(local_qpn) << 32) | u64::from(remote_qpn);
+    let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 50;
+    0xC000 | (h as u16 & 0x3FFF)
 }
 
 /// Smallest congestion window (PSNs).
@@ -394,6 +422,8 @@ impl Connection {
                 retrans_deadline: None,
                 rnr_deadline: None,
                 retry_at: None,
+                read_window: read_window::ReadWindow::default(),
+                ooo_responses: 0,
                 acked_hi: send_psn,
                 since_ack_req: 0,
                 cwnd: rc.max_unacked_psns.max(MIN_CWND),

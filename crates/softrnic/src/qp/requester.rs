@@ -347,12 +347,21 @@ fn send_packet(
         ext: ExtHeaders::NONE,
     };
     let built = if meta.kind == MetaKind::Read {
-        // A READ (or the rest of one, after a lost response) is one
-        // request packet covering all its response PSNs.
+        // A READ is one request packet covering all its response PSNs;
+        // asked again after a lost response, it covers the hole from
+        // there to the first response already placed (or to the end).
+        let end = psn_add(meta.first_psn, meta.npsn);
+        let hole_end = if req.send_index == req.una_index && psn == req.una {
+            req.read_window.hole_end(psn, end)
+        } else {
+            end
+        };
+        let hole = u64::from(psn_diff(hole_end, psn).max(0) as u32) * u64::from(pmtu);
+        let rest = u64::from(meta.len).saturating_sub(offset);
         headers.ext.reth = Some(Reth {
             va: wqe.remote_addr.wrapping_add(offset),
             rkey: wqe.key,
-            dma_len: meta.len.saturating_sub(offset as u32),
+            dma_len: rest.min(hole) as u32,
         });
         headers.bth.ack_req = true;
         let n = crate::wire::build(&headers, &[], &mut conn.tx_buf).map_err(|_| SgError::Length)?;
@@ -424,6 +433,6 @@ fn send_packet(
     if req.retrans_deadline.is_none() {
         req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
     }
-    dev.transmit_packet(conn.tx_buf.get(..built).unwrap_or_default(), resend);
+    dev.transmit_buf(&mut conn.tx_buf, built, resend);
     Ok(())
 }

@@ -10,6 +10,20 @@
 //! (class C: invalid request, remote access, remote operational) sends a
 //! NAK and moves the QP to error without touching memory.
 //!
+//! One refusal is not fatal: a duplicate READ (or the replay it started)
+//! whose key no longer passes. The READ was executed once with a valid
+//! key; its key died afterwards (the requester's SEND with invalidate, or
+//! our consumer), which a correct requester does only after the READ
+//! completed, so the duplicate is stale and its answer ignored. It gets a
+//! remote access NAK (a requester still waiting fails the READ with it)
+//! and the QP stays up. A SEND with invalidate first lets the responses of
+//! READs accepted before it, under the key it kills, leave: requests
+//! execute in order.
+//!
+//! A duplicate READ may ask for a subset of the original (a hole the
+//! requester misses): its responses are replayed, ending with a Last, and
+//! then the stream it interrupted goes on (the resource's continuation).
+//!
 //! READ responses are emitted from the IRD resources a few packets at a
 //! time (inline, then from `poll`), so a large READ does not monopolise the
 //! engine; ACKs and NAKs owed meanwhile wait behind them, so the requester
@@ -302,6 +316,17 @@ fn on_send(
         let mut opcode = CqeOpcode::Receive;
         let mut invalidated = 0;
         if let Some(key) = p.ext.ieth {
+            // Requests execute in order: READs accepted before this SEND
+            // read the memory before its key dies, so their queued
+            // responses leave first.
+            let reading = conn
+                .resp
+                .reads
+                .iter()
+                .any(|r| r.active && MemoryKey(r.rkey).index() == MemoryKey(key).index());
+            if reading {
+                emit(dev, conn, pd, u32::MAX)?;
+            }
             if dev.keys.write().invalidate(MemoryKey(key), pd).is_err() {
                 target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, offset);
                 return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
@@ -462,7 +487,11 @@ fn on_read(
             active: true,
             start_psn: psn,
             next_psn: psn,
+            end_psn: psn_add(psn, npsn),
+            cont_next: 0,
+            cont_end: 0,
             valid: true,
+            replay: false,
         };
     }
     resp.read_newest = slot;
@@ -516,15 +545,22 @@ fn duplicate(
                 return Ok(());
             };
             let offset = psn_diff(psn, r.first_psn) as u64 * u64::from(pmtu);
-            if reth.rkey != r.rkey
-                || reth.va != r.va.wrapping_add(offset)
-                || u64::from(reth.dma_len) != u64::from(r.len).saturating_sub(offset)
-            {
+            let rest = u64::from(r.len).saturating_sub(offset);
+            let read_end = psn_add(r.first_psn, r.npsn);
+            let end = psn_add(psn, segment_count(reth.dma_len, conn.pmtu));
+            // The same READ from `psn` on, or a subset of it (a hole the
+            // requester misses) ending on a PMTU boundary.
+            let subset = u64::from(reth.dma_len) <= rest
+                && (reth.dma_len > 0 || rest == 0)
+                && (end == read_end || reth.dma_len % pmtu == 0);
+            if reth.rkey != r.rkey || reth.va != r.va.wrapping_add(offset) || !subset {
                 return Ok(());
             }
-            if r.active && r.start_psn == psn {
-                // Already being answered from exactly there (a duplicated
-                // request packet).
+            if r.active && psn_diff(psn, r.next_psn) >= 0 && psn_diff(end, r.end_psn) <= 0 {
+                // The running stream has not reached `psn` yet and will
+                // answer it all (a duplicated or overtaken request packet):
+                // restarting would only send the same responses twice.
+                dev.engine().stats.read_replays_skipped.inc();
                 return Ok(());
             }
             let ok = sg::check_remote(
@@ -536,20 +572,55 @@ fn duplicate(
                 Need::RemoteRead,
             );
             if !ok {
+                // This READ was executed once with a valid key, so the key
+                // died after that (the requester's SEND with invalidate,
+                // or our consumer). A correct requester invalidates only
+                // after the READ completed: this is a stale duplicate whose
+                // answer it ignores. Refuse it without tearing the
+                // connection down; a requester that does still wait gets
+                // the remote access error from the NAK.
                 dev.engine().stats.remote_access_refused.inc();
-                return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+                dev.engine().stats.stale_read_refusals.inc();
+                send_aeth(dev, conn, Syndrome::Nak(NakCode::RemoteAccessError), psn);
+                return Ok(());
             }
             dev.engine().stats.read_replays.inc();
             let resp = &mut conn.resp;
             // Later responses are resent only when their requests are
             // resent (go-back-N resends them in order).
-            for other in &mut resp.reads {
-                other.active = false;
+            for (i, other) in resp.reads.iter_mut().enumerate() {
+                if i != index {
+                    other.active = false;
+                    (other.cont_next, other.cont_end) = (0, 0);
+                }
             }
             if let Some(r) = resp.reads.get_mut(index) {
+                // What the interrupted stream still owed past the new one
+                // follows it.
+                let from = if psn_diff(r.next_psn, end) >= 0 {
+                    r.next_psn
+                } else {
+                    end
+                };
+                if !r.active {
+                    (r.cont_next, r.cont_end) = (0, 0);
+                } else if psn_diff(r.end_psn, from) > 0 {
+                    if r.cont_next == r.cont_end {
+                        (r.cont_next, r.cont_end) = (from, r.end_psn);
+                    } else {
+                        if psn_diff(from, r.cont_next) < 0 {
+                            r.cont_next = from;
+                        }
+                        if psn_diff(r.end_psn, r.cont_end) > 0 {
+                            r.cont_end = r.end_psn;
+                        }
+                    }
+                }
                 r.active = true;
                 r.start_psn = psn;
                 r.next_psn = psn;
+                r.end_psn = end;
+                r.replay = true;
             }
             resp.active_reads = 1;
             resp.emit_head = index;
@@ -607,7 +678,7 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
         let offset = u64::from(k) * u64::from(pmtu);
         let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
         let first = q == r.start_psn;
-        let last = k + 1 >= r.npsn;
+        let last = psn_add(q, 1) == r.end_psn || k + 1 >= r.npsn;
         let opcode = match (first, last) {
             (true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
             (true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
@@ -650,23 +721,44 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
         let Ok(n) = built else {
             // The key changed since the request was accepted.
             dev.engine().stats.remote_access_refused.inc();
-            return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, q));
+            if !r.replay {
+                return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, q));
+            }
+            // A replay of a READ executed before the key died: stop it
+            // and refuse without killing the QP (see `duplicate`).
+            dev.engine().stats.stale_read_refusals.inc();
+            stream_done(&mut conn.resp, head, true);
+            send_aeth(dev, conn, Syndrome::Nak(NakCode::RemoteAccessError), q);
+            continue;
         };
-        dev.transmit_packet(conn.tx_buf.get(..n).unwrap_or_default(), false);
+        dev.transmit_buf(&mut conn.tx_buf, n, false);
         dev.engine().stats.read_responses_sent.inc();
         budget -= 1;
-        let resp = &mut conn.resp;
-        if let Some(r) = resp.reads.get_mut(head) {
+        if let Some(r) = conn.resp.reads.get_mut(head) {
             r.next_psn = psn_add(q, 1);
-            if last {
-                r.active = false;
-            }
         }
         if last {
-            resp.active_reads = resp.active_reads.saturating_sub(1);
-            resp.emit_head = (head + 1) % ird;
+            stream_done(&mut conn.resp, head, false);
         }
     }
     flush_owed(dev, conn);
     Ok(false)
+}
+
+/// The stream of the resource at ring position `head` ended (or, with
+/// `abandon`, is given up): the stream a hole replay interrupted goes on,
+/// else the resource is idle and emission moves to the next one.
+fn stream_done(resp: &mut super::Responder, head: usize, abandon: bool) {
+    let ird = resp.reads.len().max(1);
+    if let Some(r) = resp.reads.get_mut(head) {
+        if !abandon && r.cont_next != r.cont_end {
+            (r.start_psn, r.next_psn, r.end_psn) = (r.cont_next, r.cont_next, r.cont_end);
+            (r.cont_next, r.cont_end) = (0, 0);
+            return;
+        }
+        r.active = false;
+        (r.cont_next, r.cont_end) = (0, 0);
+    }
+    resp.active_reads = resp.active_reads.saturating_sub(1);
+    resp.emit_head = (head + 1) % ird;
 }
