@@ -1,6 +1,10 @@
 //! Adapter-level behaviour through the NDK dispatch tables: version
 //! negotiation, adapter info, object headers, extensions, LAMs, adapter
-//! close.
+//! close. Every test runs on the scripted device and on the software RNIC
+//! over the in-memory fabric and UDP.
+//!
+//! Scripted-only: `loopback_flag_follows_the_device` (needs a device
+//! without loopback support; the RNIC always has it).
 
 mod provider_util;
 
@@ -11,37 +15,26 @@ use provider_util::*;
 use rsndk::platform::HostPlatform;
 use rsndk::scripted::{DEFAULT_CAPS, ScriptedDevice};
 
-fn open(env: &Env, major: u16, minor: u16) -> Result<*mut NDK_ADAPTER, NTSTATUS> {
-    provider::open_adapter(
-        &env.ctx,
-        NDK_VERSION {
-            Major: major,
-            Minor: minor,
-        },
-    )
-}
+backend_tests! {
 
-#[test]
-fn version_1_0_and_1_1_are_served_at_1_2() {
-    let env = Env::new();
+fn version_1_0_and_1_1_are_served_at_1_2(b: Backend) {
+    let env = Env::on(b);
     for minor in [0, 1, 2] {
-        let a = open(&env, 1, minor).expect("accepted");
+        let a = env.open_another(1, minor).expect("accepted");
         let h = read_header(a);
         assert_eq!((h.Version.Major, h.Version.Minor), (1, 2));
         assert_eq!(h.ObjectType, NdkObjectTypeAdapter);
         assert!(h.NdkReserved.rf.iter().all(|p| p.is_null()));
-        // SAFETY: opened above, closed once.
-        assert_eq!(unsafe { provider::close_adapter(a) }, STATUS_SUCCESS);
+        assert_eq!(env.close_adapter(a), STATUS_SUCCESS);
     }
     env.finish();
 }
 
-#[test]
-fn other_versions_are_refused() {
-    let env = Env::new();
+fn other_versions_are_refused(b: Backend) {
+    let env = Env::on(b);
     for (major, minor) in [(2, 0), (1, 3), (0, 9), (2, 1)] {
         assert_eq!(
-            open(&env, major, minor).err(),
+            env.open_another(major, minor).err(),
             Some(NDIS_STATUS_BAD_VERSION),
             "{major}.{minor}"
         );
@@ -49,32 +42,32 @@ fn other_versions_are_refused() {
     env.finish();
 }
 
-#[test]
-fn adapter_info_is_honest_and_sized() {
-    let env = Env::new();
+fn adapter_info_is_honest_and_sized(b: Backend) {
+    let env = Env::on(b);
     let info = env.info();
+    let caps = env.caps();
     assert_eq!((info.Version.Major, info.Version.Minor), (1, 2));
-    assert_eq!(info.VendorId, DEFAULT_CAPS.vendor_id);
-    assert_eq!(info.DeviceId, DEFAULT_CAPS.device_id);
+    assert_eq!(info.VendorId, caps.vendor_id);
+    assert_eq!(info.DeviceId, caps.device_id);
     assert_eq!(info.RdmaTechnology, NdkRoCEv2);
     assert_eq!(info.MaxInitiatorRequestSge, 16);
     assert_eq!(info.MaxReceiveRequestSge, 16);
     assert_eq!(info.MaxReadRequestSge, 16);
     assert_eq!(info.MaxInlineDataSize, 256);
     assert!(info.FRMRPageCount >= 16);
-    assert_eq!(info.MaxCqDepth, DEFAULT_CAPS.max_cq_depth);
-    assert_eq!(info.MaxInitiatorQueueDepth, DEFAULT_CAPS.max_qp_depth);
-    assert_eq!(info.MaxReceiveQueueDepth, DEFAULT_CAPS.max_qp_depth);
-    assert_eq!(info.MaxSrqDepth, DEFAULT_CAPS.max_srq_depth);
-    assert_eq!(info.MaxTransferLength, DEFAULT_CAPS.max_transfer);
+    assert_eq!(info.MaxCqDepth, caps.max_cq_depth);
+    assert_eq!(info.MaxInitiatorQueueDepth, caps.max_qp_depth);
+    assert_eq!(info.MaxReceiveQueueDepth, caps.max_qp_depth);
+    assert_eq!(info.MaxSrqDepth, caps.max_srq_depth);
+    assert_eq!(info.MaxTransferLength, caps.max_transfer);
     assert_eq!(
         info.MaxRegistrationSize as u64,
-        DEFAULT_CAPS.max_registration
+        caps.max_registration
     );
-    assert_eq!(info.MaxInboundReadLimit, DEFAULT_CAPS.max_inbound_reads);
-    assert_eq!(info.MaxOutboundReadLimit, DEFAULT_CAPS.max_outbound_reads);
-    assert_eq!(info.MaxCallerData, DEFAULT_CAPS.max_connect_data);
-    assert_eq!(info.MaxCalleeData, DEFAULT_CAPS.max_accept_data);
+    assert_eq!(info.MaxInboundReadLimit, caps.max_inbound_reads);
+    assert_eq!(info.MaxOutboundReadLimit, caps.max_outbound_reads);
+    assert_eq!(info.MaxCallerData, caps.max_connect_data);
+    assert_eq!(info.MaxCalleeData, caps.max_accept_data);
     let expected = NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED
         | NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED
         | NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED
@@ -107,6 +100,8 @@ fn adapter_info_is_honest_and_sized() {
     env.finish();
 }
 
+}
+
 #[test]
 fn loopback_flag_follows_the_device() {
     let env = Env::with_device(ScriptedDevice::new(hwq::device::DeviceCaps {
@@ -120,9 +115,10 @@ fn loopback_flag_follows_the_device() {
     env.finish();
 }
 
-#[test]
-fn every_object_reports_no_extensions_and_a_proper_header() {
-    let env = Env::new();
+backend_tests! {
+
+fn every_object_reports_no_extensions_and_a_proper_header(b: Backend) {
+    let env = Env::on(b);
     let notify = Recorder::new();
     let s = env.qp_setup(&notify, 4, 2, 0);
     let mr = create_mr(s.pd, false);
@@ -131,7 +127,7 @@ fn every_object_reports_no_extensions_and_a_proper_header() {
     let connector = env.create_connector();
     let events = Recorder::new();
     let listener = env.create_listener(&events);
-    let endpoint = env.try_create_endpoint(&SockAddr::device(0)).unwrap();
+    let endpoint = env.try_create_endpoint(&env.addr(0)).unwrap();
     let objects: [(
         *mut NDK_OBJECT_HEADER,
         i32,
@@ -217,9 +213,8 @@ fn every_object_reports_no_extensions_and_a_proper_header() {
     env.finish();
 }
 
-#[test]
-fn dispatch_tables_are_complete() {
-    let env = Env::new();
+fn dispatch_tables_are_complete(b: Backend) {
+    let env = Env::on(b);
     let t = adapter_table(env.adapter);
     assert!(t.NdkQueryExtension.is_some() && t.NdkQueryAdapterInfo.is_some());
     assert!(
@@ -256,6 +251,8 @@ fn dispatch_tables_are_complete() {
     env.finish();
 }
 
+}
+
 fn build_lam(
     env: &Env,
     mdl: &mut Mdl,
@@ -290,9 +287,10 @@ fn release_lam(env: &Env, buf: &mut [u64]) {
     unsafe { f(env.adapter, buf.as_mut_ptr().cast()) };
 }
 
-#[test]
-fn build_lam_maps_pages_of_a_chain() {
-    let env = Env::new();
+backend_tests! {
+
+fn build_lam_maps_pages_of_a_chain(b: Backend) {
+    let env = Env::on(b);
     let mut pages = Pages::new(4);
     let base = pages.addr();
     // Two MDLs meeting inside page 1: 0x123..0x1800 and 0x1800..0x3100.
@@ -324,9 +322,8 @@ fn build_lam_maps_pages_of_a_chain() {
     env.finish();
 }
 
-#[test]
-fn build_lam_refuses_gaps_and_short_chains() {
-    let env = Env::new();
+fn build_lam_refuses_gaps_and_short_chains(b: Backend) {
+    let env = Env::on(b);
     let pages = Pages::new(4);
     let base = pages.addr();
     let mut gap = Mdl::chain(&[(base, 0x1000), (base + 0x2000, 0x1000)]);
@@ -363,9 +360,8 @@ fn build_lam_refuses_gaps_and_short_chains() {
     env.finish();
 }
 
-#[test]
-fn privileged_token_is_the_pds() {
-    let env = Env::new();
+fn privileged_token_is_the_pds(b: Backend) {
+    let env = Env::on(b);
     let a = env.create_pd();
     let b = env.create_pd();
     let (ta, tb) = (privileged_token(a), privileged_token(b));
@@ -376,9 +372,8 @@ fn privileged_token_is_the_pds() {
     env.finish();
 }
 
-#[test]
-fn adapter_close_waits_for_children() {
-    let env = Env::new();
+fn adapter_close_waits_for_children(b: Backend) {
+    let env = Env::on(b);
     let pd = env.create_pd();
     let adapter = env.adapter;
     let pd_addr = pd as usize;
@@ -387,22 +382,19 @@ fn adapter_close_waits_for_children() {
         close_now(pd_addr as *mut NDK_PD);
     });
     let started = std::time::Instant::now();
-    // SAFETY: our adapter, closed once; the PD is closed by the thread.
-    assert_eq!(unsafe { provider::close_adapter(adapter) }, STATUS_SUCCESS);
+    // The PD is closed by the thread.
+    assert_eq!(env.close_adapter(adapter), STATUS_SUCCESS);
     assert!(
         started.elapsed() >= std::time::Duration::from_millis(40),
         "returned before the child closed"
     );
     closer.join().unwrap();
     assert_eq!(HostPlatform::irql(), provider::Irql::Passive);
-    env.ctx.detach();
-    drop(env.ctx);
-    assert!(env.platform.outstanding().is_empty());
+    env.finish_closed();
 }
 
-#[test]
-fn bad_object_pointers_are_refused_not_followed() {
-    let env = Env::new();
+fn bad_object_pointers_are_refused_not_followed(b: Backend) {
+    let env = Env::on(b);
     let pd = env.create_pd();
     let g = pd_table(pd).NdkCreateMr.unwrap();
     let mut out = ptr::null_mut();
@@ -416,4 +408,6 @@ fn bad_object_pointers_are_refused_not_followed() {
     assert!(out.is_null());
     close_now(pd);
     env.finish();
+}
+
 }

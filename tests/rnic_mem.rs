@@ -1,6 +1,8 @@
-//! The provider's consumer-level suite on the real software RNIC over the
-//! in-memory fabric: adapters opened with `RsNdkOpenAdapter("mem:...")`,
-//! driven only through the NDK dispatch tables.
+//! Two-adapter scenarios on the real software RNIC over the in-memory
+//! fabric: adapters opened with `RsNdkOpenAdapter("mem:...")`, driven only
+//! through the NDK dispatch tables (1 MiB transfers, private data both
+//! ways, remote invalidation between two nodes). The provider's whole
+//! consumer-level suite runs on the RNIC too: `tests/provider_*.rs`.
 
 mod provider_util;
 mod rnic_util;

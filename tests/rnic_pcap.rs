@@ -114,8 +114,13 @@ fn session(cfg: Config, file: &str) {
     rs.release();
     c.close();
     assert_eq!(rbuf[..], pattern(300, 1)[..]);
-    let left = rsndk::platform::HostPlatform::global().outstanding();
-    assert!(left.is_empty(), "pool not released: {left:?}");
+    // Each adapter's device accounts its pool on its own address's
+    // platform; both devices stopped when their adapters closed.
+    for node in [1, 2] {
+        let ip = ip_of(&cfg(0, node));
+        let left = rsndk::platform::HostPlatform::for_device(ip.into()).outstanding();
+        assert!(left.is_empty(), "pool not released on {ip:?}: {left:?}");
+    }
 }
 
 #[test]

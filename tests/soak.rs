@@ -361,12 +361,16 @@ fn soak() {
     for c in live {
         close_conn(c);
     }
+    let ips: Vec<[u8; 4]> = nodes.iter().map(|n| n.node.ip).collect();
     for n in nodes {
         close_wait(n.pd);
         n.node.close();
     }
-    let left = rsndk::platform::HostPlatform::global().outstanding();
-    assert!(left.is_empty(), "pool left after the soak: {left:?}");
+    // Each device accounts its pool on its own address's platform.
+    for ip in ips {
+        let left = rsndk::platform::HostPlatform::for_device(ip.into()).outstanding();
+        assert!(left.is_empty(), "pool left after the soak on {ip:?}: {left:?}");
+    }
     eprintln!(
         "soak: {:.1} s, {} ops ({} SEND, {} WRITE, {} READ), {:.1} MiB, {} connections ({} churned), seed {:#x}, 0 leaks; fabric {:?}; {} packets retransmitted",
         elapsed.as_secs_f64(),

@@ -129,6 +129,9 @@ impl Node {
         // SAFETY: our adapter, closed once, with every child closed.
         let status = unsafe { RsNdkCloseAdapter(self.adapter) };
         assert_eq!(status, STATUS_SUCCESS, "close adapter {}", self.config);
+        // The checked platform of this address: no rule broken, and (once
+        // the device stopped) no pool left.
+        rsndk::platform::HostPlatform::for_device(self.ip.into()).assert_no_violations();
     }
 
     pub fn addr(&self, port: u16) -> SockAddr {
