@@ -114,12 +114,12 @@ fn connection_data_rules_on_both_sides(b: Backend) {
     env.pump(|| events.count() >= 1);
     let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
     // The RNIC carries private data in fixed-size CM fields: it reports
-    // the whole field (the data, then zeros), as IB/RoCE adapters do.
+    // the consumer's part of the field (the data, then zeros), as IB/RoCE
+    // adapters do: exactly the advertised limits, never more.
     let (req_len, rep_len) = if env.is_scripted() {
         (10, 3)
     } else {
-        // REQ and REP private data fields.
-        (env.info().MaxCallerData, 196)
+        (env.info().MaxCallerData, env.info().MaxCalleeData)
     };
     // NULL buffer and *len == 0: success and the size.
     let mut len = 0;
@@ -316,7 +316,7 @@ fn listen_address_errors(b: Backend) {
     env.finish();
 }
 
-fn connecting_to_nobody_is_refused(b: Backend) rnic_ignore("bug (softrnic cm/commands.rs cm_connect): a connection REJected or refused stays owned (State::Closed) until cm_release, so the QP cannot connect again with a new connector while the failed one is open: InvalidState") {
+fn connecting_to_nobody_is_refused(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
     let a = env.qp_setup(&notify, 4, 1, 0);
@@ -629,7 +629,7 @@ fn disconnect_flushes_and_the_peer_gets_one_event(b: Backend) {
     env.finish();
 }
 
-fn listener_pause_refuses_until_resumed(b: Backend) rnic_ignore("bug (softrnic cm/commands.rs cm_connect): a connection REJected or refused stays owned (State::Closed) until cm_release, so the QP cannot connect again with a new connector while the failed one is open: InvalidState") {
+fn listener_pause_refuses_until_resumed(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
     let a = env.qp_setup(&notify, 4, 1, 0);

@@ -99,7 +99,8 @@ fn connect_accept_establish_with_private_data_and_read_limits() {
 
     // The acceptor asks IRD 16, ORD 2: it serves min(16, initiator ORD 16)
     // and issues min(2, initiator IRD 8).
-    let reply_data = [0xA5u8; 196];
+    // The most an acceptor may send: the adapter's accept/reject limit.
+    let reply_data = [0xA5u8; 148];
     b.rnic.cm_accept(cb, qb.qpn, 16, 2, &reply_data).unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
     let Ev::Replied { info, data, .. } = &a.events_of(ca)[0] else {
@@ -169,7 +170,7 @@ fn private_data_limits() {
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     assert_eq!(
-        b.rnic.cm_accept(cb, qb.qpn, 1, 1, &[0; 197]),
+        b.rnic.cm_accept(cb, qb.qpn, 1, 1, &[0; 149]),
         Err(DeviceError::InvalidParameter)
     );
     assert_eq!(

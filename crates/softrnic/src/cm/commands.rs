@@ -10,7 +10,7 @@ use super::msg::{self, ReqExtras};
 use super::timer::time_wait;
 use super::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, SoftRnic, answer_wait_us};
 use crate::qp::{Path, QpState, Receives};
-use crate::wire::cm::{REJ_PRIVATE_LEN, REP_PRIVATE_LEN};
+use crate::wire::cm::REJ_PRIVATE_LEN;
 use crate::wire::cma::REQ_CONSUMER_PRIVATE_LEN;
 use crate::wire::{MessageRef, ROCEV2_PORT, RejReason};
 
@@ -134,7 +134,7 @@ impl SoftRnic {
         let pmtu = super::device_pmtu(self);
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
-            if inner.conns.iter().any(|c| c.owned() && c.qpn == qpn) {
+            if inner.conns.iter().any(|c| c.binds(qpn)) {
                 return Err(DeviceError::InvalidState);
             }
             let port = match params.local.port() {
@@ -196,14 +196,17 @@ impl SoftRnic {
         outbound_reads: u32,
         private_data: &[u8],
     ) -> Result<(), DeviceError> {
-        if private_data.len() > REP_PRIVATE_LEN {
+        // The REP field holds 196 bytes, but the adapter advertises one
+        // accept/reject limit (the REJ's 148), and the initiator reports
+        // exactly that much of the field as the acceptor's data.
+        if private_data.len() > REJ_PRIVATE_LEN {
             return Err(DeviceError::InvalidParameter);
         }
         let srq = self.cm_qp(qpn)?;
         let caps = self.caps();
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
-            if inner.conns.iter().any(|c| c.owned() && c.qpn == qpn) {
+            if inner.conns.iter().any(|c| c.binds(qpn)) {
                 return Err(DeviceError::InvalidState);
             }
             let (_, conn) = inner

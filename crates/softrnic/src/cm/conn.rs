@@ -138,6 +138,16 @@ impl Conn {
         !matches!(self.state, State::Free | State::TimeWait)
     }
 
+    /// Whether this connection still holds QP `qpn`, so the QP may not be
+    /// given to another connect or accept. A connection that is over
+    /// (rejected, refused, failed) no longer does, even while the consumer
+    /// keeps its connector open: the QP may try again through a new one.
+    /// (A QP that was connected has left `Init` and cannot connect again
+    /// anyway.)
+    pub fn binds(&self, qpn: u32) -> bool {
+        self.qpn == qpn && self.owned() && self.state != State::Closed
+    }
+
     /// Stops the timer.
     pub fn disarm(&mut self) {
         self.deadline_us = u64::MAX;

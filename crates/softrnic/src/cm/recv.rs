@@ -184,7 +184,12 @@ impl Rx<'_> {
                 conn.peer_ord = m.initiator_depth();
                 conn.ord = conn.ord.min(conn.peer_ird);
                 conn.ird = conn.ird.min(conn.peer_ord);
-                conn.set_peer_data(m.private_data());
+                // The REP field is 196 bytes, but an acceptor can only have
+                // supplied up to the adapter's accept-data limit (the REJ's
+                // 148, one NDK limit for both): the rest is padding, and
+                // reporting it would exceed the advertised MaxCalleeData.
+                let data = m.private_data();
+                conn.set_peer_data(data.get(..REJ_PRIVATE_LEN).unwrap_or(data));
                 conn.state = State::RepRcvd;
                 conn.disarm();
                 io.report(conn, id, Kind::Replied);

@@ -378,20 +378,19 @@ pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Re
             }
         }
         let ok = status == CqeStatus::Success;
-        let mut alive = true;
-        if !ok || flags.contains(WqeFlags::SIGNALED) {
-            let cqe = Cqe {
-                wr_id: wqe.wr_id,
-                qp_context: *context,
-                byte_len: wqe.total_len,
-                qpn,
-                opcode: send_cqe_opcode(wqe.op()) as u8,
-                status: status as u8,
-                ..Cqe::default()
-            };
-            alive = dev.complete(*send_cqn, cqe, !ok);
-        }
+        let cqe = (!ok || flags.contains(WqeFlags::SIGNALED)).then(|| Cqe {
+            wr_id: wqe.wr_id,
+            qp_context: *context,
+            byte_len: wqe.total_len,
+            qpn,
+            opcode: send_cqe_opcode(wqe.op()) as u8,
+            status: status as u8,
+            ..Cqe::default()
+        });
+        // Free the slot before the completion is visible: a consumer that
+        // polls it may re-post at once and must find the room it implies.
         sq.release(1);
+        let alive = cqe.is_none_or(|cqe| dev.complete(*send_cqn, cqe, !ok));
         if !ok || !alive {
             return Err(Fatal);
         }

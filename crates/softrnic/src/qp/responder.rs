@@ -131,6 +131,13 @@ struct RecvTarget<'a> {
 impl RecvTarget<'_> {
     /// Completes the held receive with `status` and releases it.
     fn finish(&mut self, dev: &SoftRnic, conn: &mut Connection, cqe: Cqe, solicited: bool) -> bool {
+        // Free the slot before the completion is visible: a consumer that
+        // polls it may re-post at once and must find the room it implies.
+        if !conn.resp.recv_from_srq
+            && let Receives::Own(c) = self.rq
+        {
+            c.release(1);
+        }
         let alive = dev.complete(
             self.cqn,
             Cqe {
@@ -140,11 +147,6 @@ impl RecvTarget<'_> {
             },
             solicited,
         );
-        if !conn.resp.recv_from_srq
-            && let Receives::Own(c) = self.rq
-        {
-            c.release(1);
-        }
         conn.resp.recv = None;
         conn.resp.recv_from_srq = false;
         conn.resp.msg = InMessage::None;
