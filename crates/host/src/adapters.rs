@@ -161,6 +161,10 @@ pub fn open(config: &AdapterConfig, version: NDK_VERSION) -> Result<*mut NDK_ADA
         // The address is owned by a device configured differently.
         Some(_) => return Err(STATUS_SHARING_VIOLATION),
         None => {
+            // Forget devices and fabrics that stopped since: a long-running
+            // process opening many addresses must not grow the registry.
+            reg.devices.retain(|_, d| d.strong_count() > 0);
+            reg.hubs.retain(|_, h| h.strong_count() > 0);
             let d = start_device(&mut reg, config)?;
             reg.devices.insert(config.addr(), Arc::downgrade(&d));
             d
