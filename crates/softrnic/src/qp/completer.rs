@@ -431,7 +431,8 @@ pub(crate) fn on_retransmit_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, 
     req.retry_at = None;
     req.rewind();
     req.backoff();
-    req.retrans_deadline = Some(now.saturating_add(rc.ack_timeout_us));
+    let expiries = rc.retry_count.saturating_sub(req.retry_left);
+    req.retrans_deadline = Some(now.saturating_add(rc.retransmit_timeout_us(expiries)));
     dev.sq_doorbell(qpn);
 }
 

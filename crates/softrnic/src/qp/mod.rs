@@ -149,6 +149,18 @@ pub struct RcConfig {
     pub ack_delay_us: u64,
 }
 
+impl RcConfig {
+    /// The retransmit timeout after `expiries` consecutive timeouts without
+    /// progress: `ack_timeout_us`, doubled per expiry (as TCP backs off its
+    /// RTO), at most 128 times. A single loss is recovered after the short
+    /// base timeout, while a peer that is merely slow to be scheduled (a
+    /// loaded host, a debugger, valgrind) gets seconds, not 8 x 8 ms,
+    /// before the request fails with `RetryExceeded`.
+    pub fn retransmit_timeout_us(&self, expiries: u8) -> u64 {
+        self.ack_timeout_us.saturating_mul(1 << expiries.min(7))
+    }
+}
+
 impl Default for RcConfig {
     fn default() -> Self {
         Self {
@@ -515,5 +527,21 @@ impl QueuePair {
             return None;
         }
         self.conn.as_ref().and_then(Connection::next_deadline)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RcConfig;
+
+    #[test]
+    fn retransmit_timeout_doubles_per_expiry_up_to_128_times() {
+        let rc = RcConfig::default();
+        let seq: [u64; 9] = core::array::from_fn(|i| rc.retransmit_timeout_us(i as u8));
+        assert_eq!(
+            seq,
+            [8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 512_000, 1_024_000, 1_024_000]
+        );
+        assert_eq!(rc.retransmit_timeout_us(u8::MAX), 1_024_000);
     }
 }
