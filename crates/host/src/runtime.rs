@@ -228,6 +228,9 @@ where
         waker.bind_current();
         let _ = ready_tx.send(());
         let mut last_work = Instant::now();
+        let mut pure = 0u64;
+        let spin_window = knob("ENG_SPIN_US", 50);
+        let pure_max = knob_n("ENG_PURE", 0);
         while !stop.load(Ordering::Acquire) {
             let Some(rnic) = rnic.upgrade() else { break };
             // Take what has arrived (bounded) before the poll pass fires
@@ -242,10 +245,18 @@ where
             }
             let worked = rnic.poll();
             if received > 0 || worked || waker.take() {
+                pure = 0;
                 last_work = Instant::now();
                 continue;
             }
-            if last_work.elapsed() < SPIN {
+            if last_work.elapsed() < spin_window {
+                if pure < pure_max {
+                    pure += 1;
+                    std::hint::spin_loop();
+                    drop(rnic);
+                    continue;
+                }
+                pure = 0;
                 // Work tends to come back within a round trip: look again
                 // after letting any other runnable thread have the core.
                 drop(rnic);
@@ -490,4 +501,13 @@ mod tests {
         assert_eq!(hub.fabric().stats().sent, 1);
         assert_eq!(hub.fabric().in_flight(), 0);
     }
+}
+
+fn knob_n(name: &str, d: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
+}
+fn knob(name: &'static str, d: u64) -> Duration {
+    static C: OnceLock<std::sync::Mutex<HashMap<&'static str, Duration>>> = OnceLock::new();
+    let m = C.get_or_init(Default::default);
+    *m.lock().unwrap().entry(name).or_insert_with(|| Duration::from_micros(knob_n(name, d)))
 }
