@@ -369,7 +369,10 @@ fn soak() {
     // Each device accounts its pool on its own address's platform.
     for ip in ips {
         let left = rsndk::platform::HostPlatform::for_device(ip.into()).outstanding();
-        assert!(left.is_empty(), "pool left after the soak on {ip:?}: {left:?}");
+        assert!(
+            left.is_empty(),
+            "pool left after the soak on {ip:?}: {left:?}"
+        );
     }
     eprintln!(
         "soak: {:.1} s, {} ops ({} SEND, {} WRITE, {} READ), {:.1} MiB, {} connections ({} churned), seed {:#x}, 0 leaks; fabric {:?}; {} packets retransmitted",

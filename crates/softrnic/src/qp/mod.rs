@@ -540,7 +540,9 @@ mod tests {
         let seq: [u64; 9] = core::array::from_fn(|i| rc.retransmit_timeout_us(i as u8));
         assert_eq!(
             seq,
-            [8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 512_000, 1_024_000, 1_024_000]
+            [
+                8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 512_000, 1_024_000, 1_024_000
+            ]
         );
         assert_eq!(rc.retransmit_timeout_us(u8::MAX), 1_024_000);
     }
