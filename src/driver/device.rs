@@ -16,7 +16,6 @@ use super::alloc::try_box;
 use super::clock::KernelClock;
 use super::dma::KernelDma;
 use super::engine::{Engine, EngineWaker};
-use super::rnic::SharedRnic;
 use super::udp::{ROCEV2_UDP_PORT, UdpTransport, WskLink};
 
 /// A running software RNIC. Teardown order is [`RnicDevice::shutdown`]'s.
@@ -50,7 +49,7 @@ impl RnicDevice {
         let rnic = SoftRnic::new(DeviceConfig::new(addr, pmtu), dma, link, clock, waker)
             .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
-        let device: Box<dyn hwq::Device> = boxed(SharedRnic(rnic.clone()))?;
+        let device: Box<dyn hwq::Device> = boxed(rnic.clone())?;
         transport.attach(&rnic);
         engine.start(&rnic);
         let ctx = match DeviceContext::new(device, super::platform()) {

@@ -16,7 +16,7 @@
 //! socket), [`platform`] (the provider's `Platform`), [`dma`] (device
 //! access to memory), [`alloc`] (global allocator, fallible and aligned
 //! allocation), [`panic`] (bugchecking panic handler), [`irql`], [`irp`],
-//! [`clock`], [`log`], [`rnic`].
+//! [`clock`], [`log`].
 
 pub mod adapter;
 pub mod alloc;
@@ -33,7 +33,6 @@ pub mod ndk;
 pub mod oid;
 pub mod panic;
 pub mod platform;
-pub mod rnic;
 pub mod udp;
 #[cfg(feature = "wdk")]
 mod wdk_check;

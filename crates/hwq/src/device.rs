@@ -444,126 +444,143 @@ pub trait Device: Send + Sync {
     fn cm_release(&self, conn_id: u32);
 }
 
-/// A shared device is a device: the host keeps an `Arc` to drive the engine
-/// and hands the driver a clone.
-impl<D: Device + ?Sized> Device for alloc::sync::Arc<D> {
-    fn caps(&self) -> DeviceCaps {
-        (**self).caps()
-    }
-    fn attach(&self, sink: EventSink) -> Result<(), DeviceError> {
-        (**self).attach(sink)
-    }
-    fn detach(&self) {
-        (**self).detach();
-    }
-    fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
-        (**self).create_pd()
-    }
-    fn destroy_pd(&self, pd: u32) {
-        (**self).destroy_pd(pd);
-    }
-    fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
-        (**self).alloc_key(pd, window)
-    }
-    fn free_key(&self, key: MemoryKey) {
-        (**self).free_key(key);
-    }
-    fn register(
-        &self,
-        key: MemoryKey,
-        registration: &Registration<'_>,
-    ) -> Result<MemoryKey, DeviceError> {
-        (**self).register(key, registration)
-    }
-    fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
-        (**self).deregister(key)
-    }
-    fn init_fast_register(
-        &self,
-        key: MemoryKey,
-        max_pages: u32,
-        remote_access: bool,
-    ) -> Result<(), DeviceError> {
-        (**self).init_fast_register(key, max_pages, remote_access)
-    }
-    fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
-        (**self).create_cq(ring)
-    }
-    fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
-        (**self).resize_cq(cqn, ring)
-    }
-    fn destroy_cq(&self, cqn: u32) {
-        (**self).destroy_cq(cqn);
-    }
-    fn arm_cq(&self, cqn: u32, solicited_only: bool) {
-        (**self).arm_cq(cqn, solicited_only);
-    }
-    fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
-        (**self).moderate_cq(cqn, count, usec)
-    }
-    fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
-        (**self).create_srq(pd, ring, limit)
-    }
-    fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
-        (**self).set_srq_limit(srqn, limit)
-    }
-    fn destroy_srq(&self, srqn: u32) {
-        (**self).destroy_srq(srqn);
-    }
-    fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
-        (**self).create_qp(setup)
-    }
-    fn flush_qp(&self, qpn: u32) {
-        (**self).flush_qp(qpn);
-    }
-    fn destroy_qp(&self, qpn: u32) {
-        (**self).destroy_qp(qpn);
-    }
-    fn sq_doorbell(&self, qpn: u32) {
-        (**self).sq_doorbell(qpn);
-    }
-    fn rq_doorbell(&self, qpn: u32) {
-        (**self).rq_doorbell(qpn);
-    }
-    fn srq_doorbell(&self, srqn: u32) {
-        (**self).srq_doorbell(srqn);
-    }
-    fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
-        (**self).cm_listen(addr)
-    }
-    fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
-        (**self).cm_pause_listener(listen_id, paused);
-    }
-    fn cm_stop_listener(&self, listen_id: u32) {
-        (**self).cm_stop_listener(listen_id);
-    }
-    fn cm_connect(
-        &self,
-        qpn: u32,
-        params: &ConnectParams<'_>,
-    ) -> Result<(u32, SocketAddr), DeviceError> {
-        (**self).cm_connect(qpn, params)
-    }
-    fn cm_accept(
-        &self,
-        conn_id: u32,
-        qpn: u32,
-        inbound_reads: u32,
-        outbound_reads: u32,
-        private_data: &[u8],
-    ) -> Result<(), DeviceError> {
-        (**self).cm_accept(conn_id, qpn, inbound_reads, outbound_reads, private_data)
-    }
-    fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
-        (**self).cm_reject(conn_id, private_data)
-    }
-    fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
-        (**self).cm_establish(conn_id)
-    }
-    fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
-        (**self).cm_disconnect(conn_id)
-    }
-    fn cm_release(&self, conn_id: u32) {
-        (**self).cm_release(conn_id);
-    }
+/// Implements [`Device`] for a shared pointer type by forwarding every
+/// call to the device it points to.
+macro_rules! forward_device {
+    ($(#[$doc:meta])* impl<$d:ident $(: ?$sized:ident)?> for $ty:ty) => {
+        $(#[$doc])*
+        impl<$d: Device $(+ ?$sized)?> Device for $ty {
+            fn caps(&self) -> DeviceCaps {
+                (**self).caps()
+            }
+            fn attach(&self, sink: EventSink) -> Result<(), DeviceError> {
+                (**self).attach(sink)
+            }
+            fn detach(&self) {
+                (**self).detach();
+            }
+            fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+                (**self).create_pd()
+            }
+            fn destroy_pd(&self, pd: u32) {
+                (**self).destroy_pd(pd);
+            }
+            fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
+                (**self).alloc_key(pd, window)
+            }
+            fn free_key(&self, key: MemoryKey) {
+                (**self).free_key(key);
+            }
+            fn register(
+                &self,
+                key: MemoryKey,
+                registration: &Registration<'_>,
+            ) -> Result<MemoryKey, DeviceError> {
+                (**self).register(key, registration)
+            }
+            fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
+                (**self).deregister(key)
+            }
+            fn init_fast_register(
+                &self,
+                key: MemoryKey,
+                max_pages: u32,
+                remote_access: bool,
+            ) -> Result<(), DeviceError> {
+                (**self).init_fast_register(key, max_pages, remote_access)
+            }
+            fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+                (**self).create_cq(ring)
+            }
+            fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+                (**self).resize_cq(cqn, ring)
+            }
+            fn destroy_cq(&self, cqn: u32) {
+                (**self).destroy_cq(cqn);
+            }
+            fn arm_cq(&self, cqn: u32, solicited_only: bool) {
+                (**self).arm_cq(cqn, solicited_only);
+            }
+            fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+                (**self).moderate_cq(cqn, count, usec)
+            }
+            fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+                (**self).create_srq(pd, ring, limit)
+            }
+            fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+                (**self).set_srq_limit(srqn, limit)
+            }
+            fn destroy_srq(&self, srqn: u32) {
+                (**self).destroy_srq(srqn);
+            }
+            fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
+                (**self).create_qp(setup)
+            }
+            fn flush_qp(&self, qpn: u32) {
+                (**self).flush_qp(qpn);
+            }
+            fn destroy_qp(&self, qpn: u32) {
+                (**self).destroy_qp(qpn);
+            }
+            fn sq_doorbell(&self, qpn: u32) {
+                (**self).sq_doorbell(qpn);
+            }
+            fn rq_doorbell(&self, qpn: u32) {
+                (**self).rq_doorbell(qpn);
+            }
+            fn srq_doorbell(&self, srqn: u32) {
+                (**self).srq_doorbell(srqn);
+            }
+            fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+                (**self).cm_listen(addr)
+            }
+            fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+                (**self).cm_pause_listener(listen_id, paused);
+            }
+            fn cm_stop_listener(&self, listen_id: u32) {
+                (**self).cm_stop_listener(listen_id);
+            }
+            fn cm_connect(
+                &self,
+                qpn: u32,
+                params: &ConnectParams<'_>,
+            ) -> Result<(u32, SocketAddr), DeviceError> {
+                (**self).cm_connect(qpn, params)
+            }
+            fn cm_accept(
+                &self,
+                conn_id: u32,
+                qpn: u32,
+                inbound_reads: u32,
+                outbound_reads: u32,
+                private_data: &[u8],
+            ) -> Result<(), DeviceError> {
+                (**self).cm_accept(conn_id, qpn, inbound_reads, outbound_reads, private_data)
+            }
+            fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+                (**self).cm_reject(conn_id, private_data)
+            }
+            fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+                (**self).cm_establish(conn_id)
+            }
+            fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+                (**self).cm_disconnect(conn_id)
+            }
+            fn cm_release(&self, conn_id: u32) {
+                (**self).cm_release(conn_id);
+            }
+        }
+    };
 }
+
+forward_device!(
+    /// A shared device is a device: the host keeps an `Arc` to drive the
+    /// engine and hands the provider a clone.
+    impl<D: ?Sized> for alloc::sync::Arc<D>
+);
+
+forward_device!(
+    /// The same for the fallible `TryArc` the kernel driver shares its
+    /// device with (an `Arc` aborts when allocation fails).
+    impl<D> for crate::mem::TryArc<D>
+);
