@@ -29,6 +29,7 @@ use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
 use softrnic::device::SoftRnic;
 use softrnic::env::{Clock, Link, Wake};
 use softrnic::fabric::{Fabric, Faults};
+use softrnic::qp::RcConfig;
 
 use crate::udp::{RxBuffers, UdpPort};
 
@@ -44,6 +45,12 @@ const SPIN: Duration = Duration::from_micros(50);
 /// Inbound datagrams an engine takes before running a poll pass, so
 /// receiving and sending interleave under load.
 const RX_BURST: usize = 64;
+
+/// How long a responder may hold the ACK of a lone SEND for the answer its
+/// consumer is about to send, so both leave in one datagram batch (one
+/// system call instead of two on each side of a ping-pong). Short against
+/// the 8 ms retransmit timeout; a longer answer gets its ACK from the timer.
+const ACK_DEFER_US: u64 = 20;
 
 /// Most inbound datagrams an engine takes before a poll pass.
 const RX_DRAIN: usize = 8 * RX_BURST;
@@ -204,6 +211,14 @@ fn idle_sleep(rnic: &SoftRnic, other: Option<u64>) -> Duration {
     })
 }
 
+/// Reliability defaults of a device run by this runtime.
+fn set_rc_defaults(rnic: &SoftRnic) {
+    rnic.set_default_rc_config(RcConfig {
+        ack_defer_us: ACK_DEFER_US,
+        ..RcConfig::default()
+    });
+}
+
 /// Starts the engine thread of `rnic`: `receive` hands it up to
 /// [`RX_BURST`] inbound datagrams (returning how many, and when the next
 /// delayed one is due), then a poll pass runs; with nothing done it parks
@@ -228,9 +243,6 @@ where
         waker.bind_current();
         let _ = ready_tx.send(());
         let mut last_work = Instant::now();
-        let mut pure = 0u64;
-        let spin_window = knob("ENG_SPIN_US", 50);
-        let pure_max = knob_n("ENG_PURE", 0);
         while !stop.load(Ordering::Acquire) {
             let Some(rnic) = rnic.upgrade() else { break };
             // Take what has arrived (bounded) before the poll pass fires
@@ -245,18 +257,10 @@ where
             }
             let worked = rnic.poll();
             if received > 0 || worked || waker.take() {
-                pure = 0;
                 last_work = Instant::now();
                 continue;
             }
-            if last_work.elapsed() < spin_window {
-                if pure < pure_max {
-                    pure += 1;
-                    std::hint::spin_loop();
-                    drop(rnic);
-                    continue;
-                }
-                pure = 0;
+            if last_work.elapsed() < SPIN {
                 // Work tends to come back within a round trip: look again
                 // after letting any other runnable thread have the core.
                 drop(rnic);
@@ -286,6 +290,7 @@ pub fn start_udp(
     waker: Arc<ThreadWaker>,
 ) -> std::io::Result<DeviceThreads> {
     let mut threads = DeviceThreads::new(waker);
+    set_rc_defaults(rnic);
     let mut buffers = RxBuffers::default();
     let rx_port = port.clone();
     let name = format!("rsndk-engine-{}", port.local().ip());
@@ -397,6 +402,7 @@ impl FabricHub {
         waker: Arc<ThreadWaker>,
     ) -> std::io::Result<DeviceThreads> {
         let mut threads = DeviceThreads::new(waker);
+        set_rc_defaults(rnic);
         let fabric = self.fabric.clone();
         let mut batch: Vec<Vec<u8>> = Vec::with_capacity(RX_BURST);
         spawn_engine::<OwnedFd>(
@@ -501,13 +507,4 @@ mod tests {
         assert_eq!(hub.fabric().stats().sent, 1);
         assert_eq!(hub.fabric().in_flight(), 0);
     }
-}
-
-fn knob_n(name: &str, d: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
-}
-fn knob(name: &'static str, d: u64) -> Duration {
-    static C: OnceLock<std::sync::Mutex<HashMap<&'static str, Duration>>> = OnceLock::new();
-    let m = C.get_or_init(Default::default);
-    *m.lock().unwrap().entry(name).or_insert_with(|| Duration::from_micros(knob_n(name, d)))
 }

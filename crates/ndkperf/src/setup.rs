@@ -123,6 +123,8 @@ pub fn device_counters(adapter: &Adapter) -> serde_json::Map<String, serde_json:
         m.insert("timeouts".into(), s.timeouts.into());
         m.insert("rnr_naks_received".into(), s.rnr_naks_received.into());
         m.insert("seq_naks_received".into(), s.seq_naks_received.into());
+        m.insert("acks_held".into(), s.acks_held.into());
+        m.insert("acks_joined".into(), s.acks_joined.into());
     }
     m
 }

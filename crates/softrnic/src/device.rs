@@ -492,6 +492,12 @@ impl SoftRnic {
     pub fn flush_qp(&self, qpn: u32) {
         self.qps.with(qpn, |qp| {
             let (send_cqn, recv_cqn) = (qp.send_cqn, qp.recv_cqn);
+            // An ACK held back for a reply goes now, or the peer would
+            // retransmit to a QP that no longer answers.
+            if qp.state == qp::QpState::Connected {
+                qp::flush_held_ack(self, qp);
+                self.link.flush();
+            }
             qp::flush(
                 qp,
                 qpn,

@@ -5,7 +5,8 @@
 //!   inbound datagram: parsed (malformed or bad-ICRC datagrams are counted
 //!   and dropped), demultiplexed by the BTH destination QP to connection
 //!   management (QP1), the responder (requests) or the completer (ACKs,
-//!   NAKs, READ responses). ACKs and small READ responses leave at once.
+//!   NAKs, READ responses). ACKs and small READ responses leave at once
+//!   (but see [`crate::qp::RcConfig::ack_defer_us`]).
 //! * [`SoftRnic::poll`] — the deferred work: requesters of QPs whose
 //!   doorbell rang (a bitset drained each pass; at most [`POLL_BUDGET`]
 //!   packets per QP per pass, so one QP cannot starve the others), queued
@@ -67,7 +68,7 @@ impl Counter {
         }
     }
 
-    fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -150,6 +151,11 @@ counters! {
     /// Responder: duplicate READ requests the running response stream
     /// still covers (not restarted).
     read_replays_skipped,
+    /// Responder: ACKs of a lone SEND held for the answer.
+    acks_held,
+    /// Responder: ACKs (held or coalesced) sent behind the QP's own
+    /// requests instead of alone.
+    acks_joined,
 }
 
 /// Whether a QP took a received packet.

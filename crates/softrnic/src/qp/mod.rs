@@ -32,7 +32,7 @@ use crate::wire::{Ipv4UdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 
 pub(crate) use completer::{on_response, on_retransmit_timer, on_rnr_timer};
 pub use flush::flush;
-pub(crate) use responder::{on_ack_timer, on_request};
+pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request};
 
 /// The QP must enter the error state (any error CQE is already written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +62,8 @@ pub(crate) fn run_send_side(
         }
         QpState::Connected => {}
     }
+    // Only this engine thread transmits for the device while it polls.
+    let sent_before = dev.engine().stats.tx_packets.get();
     let result =
         responder::emit_reads(dev, qpn, qp, (budget / 2).max(1)).and_then(|more_responses| {
             let used = if more_responses {
@@ -72,6 +74,9 @@ pub(crate) fn run_send_side(
             let more_requests =
                 requester::run_requester(dev, qp, now, budget.saturating_sub(used).max(1))?;
             completer::complete_ready(dev, qpn, qp)?;
+            if dev.engine().stats.tx_packets.get() != sent_before {
+                responder::flush_held_ack(dev, qp);
+            }
             Ok(more_responses || more_requests)
         });
     if let Ok(more) = result {
@@ -147,6 +152,12 @@ pub struct RcConfig {
     pub ack_coalesce: u32,
     /// ...or this many microseconds after the first of them.
     pub ack_delay_us: u64,
+    /// The ACK a lone SEND asks for may wait this many microseconds (0:
+    /// never) for the requester of the same QP to send, on a QP that has
+    /// been sending: the consumer of a SEND often answers at once, and the
+    /// ACK then leaves in the same transmit batch. A hold that times out
+    /// stops holding until the requester sends again.
+    pub ack_defer_us: u64,
 }
 
 impl RcConfig {
@@ -173,6 +184,7 @@ impl Default for RcConfig {
             ack_req_every: 32,
             ack_coalesce: 16,
             ack_delay_us: 100,
+            ack_defer_us: 0,
         }
     }
 }
@@ -332,6 +344,9 @@ pub(crate) struct Responder {
     /// Solicited bit seen on the message.
     pub unacked: u32,
     pub ack_deadline: Option<u64>,
+    /// The requester of this QP sends, and no held ACK timed out since:
+    /// the ACK of a lone SEND is worth holding for an answer.
+    pub answers: bool,
     pub owed: Owed,
     pub reads: Vec<ReadResource>,
     /// Ring position of the newest resource.
@@ -449,6 +464,7 @@ impl Connection {
                 recv_from_srq: false,
                 unacked: 0,
                 ack_deadline: None,
+                answers: false,
                 owed: Owed::None,
                 reads,
                 read_newest: ird.saturating_sub(1),

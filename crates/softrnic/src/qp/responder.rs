@@ -102,13 +102,49 @@ fn owe(dev: &SoftRnic, conn: &mut Connection, what: Owed) {
     flush_owed(dev, conn);
 }
 
-fn ack_or_coalesce(dev: &SoftRnic, conn: &mut Connection, ack_req: bool, now: u64) {
+/// Acknowledges a request now or later. `answerable`: the request ended a
+/// SEND, whose consumer often answers at once; when it is the only request
+/// not yet acknowledged, its ACK may wait [`RcConfig::ack_defer_us`] for
+/// that answer and leave with it (see [`flush_held_ack`]), saving the peer
+/// a datagram. Any second request before then is acknowledged at once.
+///
+/// [`RcConfig::ack_defer_us`]: super::RcConfig::ack_defer_us
+fn ack_or_coalesce(
+    dev: &SoftRnic,
+    conn: &mut Connection,
+    ack_req: bool,
+    answerable: bool,
+    now: u64,
+) {
     let resp = &mut conn.resp;
     resp.unacked += 1;
-    if ack_req || resp.unacked >= conn.rc.ack_coalesce.max(1) {
+    let hold = ack_req
+        && answerable
+        && resp.answers
+        && conn.rc.ack_defer_us > 0
+        && resp.unacked == 1
+        && resp.owed == Owed::None
+        && resp.active_reads == 0;
+    if hold {
+        dev.engine().stats.acks_held.inc();
+        resp.ack_deadline = Some(now.saturating_add(conn.rc.ack_defer_us));
+    } else if ack_req || resp.unacked >= conn.rc.ack_coalesce.max(1) {
         owe(dev, conn, Owed::Ack);
     } else if resp.ack_deadline.is_none() {
         resp.ack_deadline = Some(now.saturating_add(conn.rc.ack_delay_us));
+    }
+}
+
+/// The requester of this QP is sending to the peer: an ACK waiting for
+/// its timer (held for an answer, or coalesced) leaves now, behind the
+/// requests in the same transmit batch.
+pub(crate) fn flush_held_ack(dev: &SoftRnic, qp: &mut QueuePair) {
+    let Some(conn) = qp.conn.as_mut() else { return };
+    let resp = &mut conn.resp;
+    resp.answers = true;
+    if resp.unacked > 0 && resp.owed == Owed::None && resp.ack_deadline.is_some() {
+        dev.engine().stats.acks_joined.inc();
+        owe(dev, conn, Owed::Ack);
     }
 }
 
@@ -117,6 +153,9 @@ pub(crate) fn on_ack_timer(dev: &SoftRnic, qp: &mut QueuePair) {
     let Some(conn) = qp.conn.as_mut() else { return };
     conn.resp.ack_deadline = None;
     if conn.resp.unacked > 0 && conn.resp.owed == Owed::None {
+        // No answer came in time: a one-way stream (whose sender waits for
+        // these ACKs) gets them at once from now on.
+        conn.resp.answers = false;
         owe(dev, conn, Owed::Ack);
     }
 }
@@ -351,7 +390,7 @@ fn on_send(
             return Err(Fatal);
         }
     }
-    ack_or_coalesce(dev, conn, p.bth.ack_req, now);
+    ack_or_coalesce(dev, conn, p.bth.ack_req, pos.ends_message(), now);
     Ok(())
 }
 
@@ -441,7 +480,7 @@ fn on_write(
             offset: offset + n as u32,
         };
     }
-    ack_or_coalesce(dev, conn, p.bth.ack_req, now);
+    ack_or_coalesce(dev, conn, p.bth.ack_req, false, now);
     Ok(())
 }
 
