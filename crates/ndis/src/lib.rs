@@ -16,7 +16,7 @@
 //!
 //! Every size, field offset and constant is written once in the table of
 //! [`layout`], which asserts them at compile time; `cargo run -p ndis
-//! --example layout` prints them. The contract version registered is NDIS
+//! --example ndis_layout` prints them. The contract version registered is NDIS
 //! 6.50 ([`version`] says why).
 //!
 //! Module map: [`types`] (base types, `SOCKADDR_INET`, opaque kernel
