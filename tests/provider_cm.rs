@@ -46,6 +46,40 @@ fn address(f: NDK_FN_GET_LOCAL_ADDRESS, c: *mut NDK_CONNECTOR, buf: &mut [u8]) -
     (st, len)
 }
 
+/// A connect in flight: `listener` listens on `port` of the adapter,
+/// `active` connects `qp` to it with private data `data`, and `passive` is
+/// the connector the listener's connect event handed over.
+struct Request {
+    listener: *mut NDK_LISTENER,
+    active: *mut NDK_CONNECTOR,
+    passive: *mut NDK_CONNECTOR,
+    /// The active connect's completion.
+    done: Box<Recorder>,
+    /// The listener's connect events.
+    events: Box<Recorder>,
+}
+
+fn request(env: &Env, qp: *mut NDK_QP, port: u16, data: &[u8]) -> Request {
+    let events = Recorder::new();
+    let listener = env.create_listener(&events);
+    assert_eq!(listen(listener, &env.addr(port)), STATUS_SUCCESS);
+    let active = env.create_connector();
+    let done = Recorder::new();
+    assert_eq!(
+        connect(active, qp, &env.addr(0), &env.addr(port), data, &done),
+        STATUS_PENDING
+    );
+    env.pump(|| events.count() >= 1);
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    Request {
+        listener,
+        active,
+        passive,
+        done,
+        events,
+    }
+}
+
 backend_tests! {
 
 fn connect_accept_and_post_between_the_two(b: Backend) {
@@ -341,25 +375,9 @@ fn connecting_to_nobody_is_refused(b: Backend) {
         "nothing to complete"
     );
     // The QP was never connected: it can connect again with a new connector.
-    let events = Recorder::new();
-    let l = env.create_listener(&events);
-    assert_eq!(listen(l, &env.addr(4444)), STATUS_SUCCESS);
-    let c2 = env.create_connector();
-    let done2 = Recorder::new();
-    assert_eq!(
-        connect(
-            c2,
-            a.qp,
-            &env.addr(0),
-            &env.addr(4444),
-            &[],
-            &done2
-        ),
-        STATUS_PENDING
-    );
-    env.pump(|| events.count() >= 1);
-    assert_eq!(events.count(), 1);
-    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let req = request(&env, a.qp, 4444, &[]);
+    assert_eq!(req.events.count(), 1);
+    let (l, c2, passive, done2) = (req.listener, req.active, req.passive, &req.done);
     for o in [
         header(passive),
         header(c2),
@@ -384,24 +402,8 @@ fn a_rejected_request_refuses_the_connect(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
     let a = env.qp_setup(&notify, 4, 1, 0);
-    let events = Recorder::new();
-    let l = env.create_listener(&events);
-    assert_eq!(listen(l, &env.addr(6000)), STATUS_SUCCESS);
-    let c = env.create_connector();
-    let done = Recorder::new();
-    assert_eq!(
-        connect(
-            c,
-            a.qp,
-            &env.addr(0),
-            &env.addr(6000),
-            b"hi",
-            &done
-        ),
-        STATUS_PENDING
-    );
-    env.pump(|| events.count() >= 1);
-    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let req = request(&env, a.qp, 6000, b"hi");
+    let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
     assert_eq!(reject(passive, b"no"), STATUS_SUCCESS);
     assert_eq!(
         reject(passive, b"no"),
@@ -427,24 +429,9 @@ fn closing_an_unaccepted_connector_rejects_it(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
     let a = env.qp_setup(&notify, 4, 1, 0);
-    let events = Recorder::new();
-    let l = env.create_listener(&events);
-    assert_eq!(listen(l, &env.addr(6100)), STATUS_SUCCESS);
-    let c = env.create_connector();
-    let done = Recorder::new();
-    assert_eq!(
-        connect(
-            c,
-            a.qp,
-            &env.addr(0),
-            &env.addr(6100),
-            &[],
-            &done
-        ),
-        STATUS_PENDING
-    );
-    env.pump(|| events.count() >= 1);
-    close_now(events.calls()[0].object as *mut NDK_CONNECTOR);
+    let req = request(&env, a.qp, 6100, &[]);
+    let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
+    close_now(passive);
     env.pump(|| done.count() >= 1);
     assert_eq!(done.statuses(), vec![STATUS_CONNECTION_REFUSED]);
     for o in [
@@ -464,24 +451,8 @@ fn accept_after_the_initiator_gave_up_is_aborted(b: Backend) {
     let notify = Recorder::new();
     let a = env.qp_setup(&notify, 4, 1, 0);
     let b = env.qp_setup(&notify, 4, 1, 0);
-    let events = Recorder::new();
-    let l = env.create_listener(&events);
-    assert_eq!(listen(l, &env.addr(6200)), STATUS_SUCCESS);
-    let c = env.create_connector();
-    let done = Recorder::new();
-    assert_eq!(
-        connect(
-            c,
-            a.qp,
-            &env.addr(0),
-            &env.addr(6200),
-            &[],
-            &done
-        ),
-        STATUS_PENDING
-    );
-    env.pump(|| events.count() >= 1);
-    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let req = request(&env, a.qp, 6200, &[]);
+    let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
     close_now(c); // the initiator abandons (its pending connect is cancelled)
     assert_eq!(done.statuses(), vec![STATUS_CANCELLED]);
     // The abandonment reaches the passive side (on the RNIC as a REJ on
@@ -517,24 +488,8 @@ fn accept_fails_when_the_initiator_leaves_after_the_reply(b: Backend) {
     let notify = Recorder::new();
     let a = env.qp_setup(&notify, 4, 1, 0);
     let b = env.qp_setup(&notify, 4, 1, 0);
-    let events = Recorder::new();
-    let l = env.create_listener(&events);
-    assert_eq!(listen(l, &env.addr(6300)), STATUS_SUCCESS);
-    let c = env.create_connector();
-    let done = Recorder::new();
-    assert_eq!(
-        connect(
-            c,
-            a.qp,
-            &env.addr(0),
-            &env.addr(6300),
-            &[],
-            &done
-        ),
-        STATUS_PENDING
-    );
-    env.pump(|| events.count() >= 1);
-    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let req = request(&env, a.qp, 6300, &[]);
+    let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
     let (acc, disc) = (Recorder::new(), Recorder::new());
     assert_eq!(accept(passive, b.qp, &[], &disc, &acc), STATUS_PENDING);
     env.pump(|| done.count() >= 1);
