@@ -443,7 +443,10 @@ pub fn send_and_invalidate(
     }
 }
 
-pub fn write(
+/// Posts an RDMA operation through `entry` (NdkRead and NdkWrite share
+/// one signature).
+fn rdma(
+    entry: NDK_FN_READ,
     qp: *mut NDK_QP,
     ctx: usize,
     sges: &[NDK_SGE],
@@ -451,7 +454,7 @@ pub fn write(
     token: u32,
     flags: u32,
 ) -> NTSTATUS {
-    let f = qp_table(qp).NdkWrite.unwrap();
+    let f = entry.unwrap();
     // SAFETY: our QP and SGE array.
     unsafe {
         f(
@@ -466,6 +469,17 @@ pub fn write(
     }
 }
 
+pub fn write(
+    qp: *mut NDK_QP,
+    ctx: usize,
+    sges: &[NDK_SGE],
+    addr: u64,
+    token: u32,
+    flags: u32,
+) -> NTSTATUS {
+    rdma(qp_table(qp).NdkWrite, qp, ctx, sges, addr, token, flags)
+}
+
 pub fn read(
     qp: *mut NDK_QP,
     ctx: usize,
@@ -474,19 +488,7 @@ pub fn read(
     token: u32,
     flags: u32,
 ) -> NTSTATUS {
-    let f = qp_table(qp).NdkRead.unwrap();
-    // SAFETY: our QP and SGE array.
-    unsafe {
-        f(
-            qp,
-            ctx as PVOID,
-            sges.as_ptr(),
-            sges.len() as u32,
-            addr,
-            token,
-            flags,
-        )
-    }
+    rdma(qp_table(qp).NdkRead, qp, ctx, sges, addr, token, flags)
 }
 
 pub fn receive(qp: *mut NDK_QP, ctx: usize, sges: &[NDK_SGE]) -> NTSTATUS {
