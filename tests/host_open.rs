@@ -11,13 +11,24 @@ use ndkpi::{
 };
 use rsndk::{RsNdkCloseAdapter, RsNdkOpenAdapter, RsNdkOpenAdapterEx};
 
+/// A non-null out-pointer value no open returns: a refused open must leave
+/// it as it was (the header promises nothing is written on failure).
+fn sentinel() -> *mut NDK_ADAPTER {
+    ptr::without_provenance_mut(0x1000)
+}
+
 fn open(config: &std::ffi::CStr) -> Result<*mut NDK_ADAPTER, i32> {
-    let mut adapter = ptr::null_mut();
+    let mut adapter = sentinel();
     // SAFETY: a valid C string and out-pointer.
     let status = unsafe { RsNdkOpenAdapter(config.as_ptr(), &raw mut adapter) };
     if status == STATUS_SUCCESS {
         Ok(adapter)
     } else {
+        assert_eq!(
+            adapter,
+            sentinel(),
+            "refused open of {config:?} wrote the out-pointer"
+        );
         Err(status)
     }
 }
@@ -85,12 +96,12 @@ fn version_negotiation_accepts_1_0_and_refuses_2_0() {
         "runs at the provider's highest minor"
     );
     close(adapter);
-    let mut refused = ptr::null_mut();
+    let mut refused = sentinel();
     // SAFETY: valid arguments.
     let status =
         unsafe { RsNdkOpenAdapterEx(c"mem:hostver/127.0.1.3".as_ptr(), 2, 0, &raw mut refused) };
     assert_eq!(status, NDIS_STATUS_BAD_VERSION);
-    assert!(refused.is_null(), "nothing written on failure");
+    assert_eq!(refused, sentinel(), "nothing written on failure");
 }
 
 #[test]

@@ -441,7 +441,7 @@ struct Hostile {
 impl Hostile {
     fn send_raw(&mut self, d: &[u8]) {
         let before = self.rnic.stats().rx_packets;
-        self.hub.link().transmit(d);
+        self.hub.link(Ipv4Addr::from(self.src)).transmit(d);
         self.sent += 1;
         wait_until("V takes the packet", || {
             self.rnic.stats().rx_packets > before
@@ -599,7 +599,7 @@ fn hostile_packets_are_dropped_or_nakked_and_touch_nothing() {
     }
     // Shorter than an IPv4 header: the fabric itself drops it.
     let short_before = h.hub.fabric().stats().malformed;
-    h.hub.link().transmit(&full[..10]);
+    h.hub.link(Ipv4Addr::from(h.src)).transmit(&full[..10]);
     h.sent += 1;
     assert_eq!(h.hub.fabric().stats().malformed, short_before + 1);
     std::thread::sleep(Duration::from_millis(30));

@@ -9,6 +9,8 @@
 mod provider_util;
 
 use std::ptr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndkpi::*;
 use provider_util::*;
@@ -377,16 +379,22 @@ fn adapter_close_waits_for_children(b: Backend) {
     let pd = env.create_pd();
     let adapter = env.adapter;
     let pd_addr = pd as usize;
+    let child_closing = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&child_closing);
     let closer = std::thread::spawn(move || {
+        // The pause only widens the window in which a close that did not
+        // wait would return; the check below is about order, not time.
         std::thread::sleep(std::time::Duration::from_millis(50));
+        // Raised before the PD close starts: a waiting adapter close cannot
+        // return before the PD close has run, so it must see the flag.
+        flag.store(true, Ordering::Release);
         close_now(pd_addr as *mut NDK_PD);
     });
-    let started = std::time::Instant::now();
     // The PD is closed by the thread.
     assert_eq!(env.close_adapter(adapter), STATUS_SUCCESS);
     assert!(
-        started.elapsed() >= std::time::Duration::from_millis(40),
-        "returned before the child closed"
+        child_closing.load(Ordering::Acquire),
+        "adapter close returned before its child PD was closed"
     );
     closer.join().unwrap();
     assert_eq!(HostPlatform::irql(), provider::Irql::Passive);

@@ -127,7 +127,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             fabric, faults: f, ..
         } => {
             let hub = hub_for(reg, fabric, f)?;
-            let rnic = new_rnic(Box::new(hub.link()))?;
+            let rnic = new_rnic(Box::new(hub.link(addr)))?;
             if !hub.attach(addr, &rnic, waker.clone()) {
                 return Err(STATUS_SHARING_VIOLATION);
             }
@@ -137,6 +137,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             (rnic, Some(hub), threads)
         }
     };
+    rnic.set_busy_poll(config.busy_poll);
     if let Some(c) = &capture {
         rnic.set_capture(Some(Box::new(SharedCapture(c.clone()))));
     }

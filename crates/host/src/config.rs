@@ -10,6 +10,8 @@
 //!           | "loss=" P | "reorder=" P | "duplicate=" P   ; mem only, 0 <= P <= 1
 //!           | "delay_us=" N           ; mem only, extra delivery delay
 //!           | "seed=" N               ; mem only, fault-injection seed
+//!           | "busy_poll=" "on" | "off"  ; consumers polling an empty CQ run
+//!                                      ; the device themselves (default on)
 //! ```
 //!
 //! Examples: `127.0.0.2`, `udp:127.0.0.3,pmtu=4096`,
@@ -68,6 +70,9 @@ pub struct AdapterConfig {
     pub pmtu: u32,
     /// Where to write a packet capture, if anywhere.
     pub pcap: Option<PathBuf>,
+    /// Whether a consumer polling an empty CQ runs the device's work on
+    /// its own thread (busy polling; see `softrnic::busy`).
+    pub busy_poll: bool,
 }
 
 impl AdapterConfig {
@@ -132,7 +137,7 @@ impl fmt::Display for ConfigError {
             }
             Self::UnknownOption(o) => write!(
                 f,
-                "unknown option '{o}' (known: pmtu, pcap, loss, reorder, duplicate, delay_us, seed)"
+                "unknown option '{o}' (known: pmtu, pcap, busy_poll, loss, reorder, duplicate, delay_us, seed)"
             ),
             Self::BadValue {
                 key,
@@ -224,6 +229,7 @@ impl FromStr for AdapterConfig {
         let mut transport = parse_transport(transport_text)?;
         let mut pmtu = None;
         let mut pcap = None;
+        let mut busy_poll = true;
         let mut seen: Vec<&str> = Vec::new();
         for option in parts {
             let option = option.trim();
@@ -241,6 +247,13 @@ impl FromStr for AdapterConfig {
                 },
                 "pcap" if !value.is_empty() => pcap = Some(PathBuf::from(value)),
                 "pcap" => return Err(bad(key, value, "a file path")),
+                "busy_poll" => {
+                    busy_poll = match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(bad(key, value, "on or off")),
+                    };
+                }
                 "loss" | "reorder" | "duplicate" | "delay_us" | "seed" => {
                     let Transport::Memory { faults, .. } = &mut transport else {
                         return Err(ConfigError::MemoryOnly(key.to_owned()));
@@ -260,6 +273,7 @@ impl FromStr for AdapterConfig {
             transport,
             pmtu: pmtu.unwrap_or(1024),
             pcap,
+            busy_poll,
         })
     }
 }
@@ -281,7 +295,21 @@ mod tests {
                 addr: Ipv4Addr::new(127, 0, 0, 2)
             }
         );
-        assert_eq!((c.pmtu, c.pcap), (1024, None));
+        assert_eq!((c.pmtu, c.pcap, c.busy_poll), (1024, None, true));
+    }
+
+    #[test]
+    fn busy_poll_is_on_or_off() {
+        assert!(!parse("127.0.0.2,busy_poll=off").unwrap().busy_poll);
+        assert!(parse("mem:f/10.0.0.1,busy_poll=on").unwrap().busy_poll);
+        assert_eq!(
+            parse("127.0.0.2,busy_poll=1"),
+            Err(ConfigError::BadValue {
+                key: "busy_poll".into(),
+                value: "1".into(),
+                expected: "on or off",
+            })
+        );
     }
 
     #[test]

@@ -16,22 +16,33 @@
 //! a doorbell does). No system call is made per posted work request when
 //! the engine is busy, and no fixed sleep sits on the critical path: an idle
 //! engine sleeps until its next timer, or [`IDLE_PARK`] at most.
+//!
+//! Busy polling: a consumer spinning on an empty CQ runs the device's pass
+//! itself (`softrnic::busy`). While it does (a poll within the last
+//! [`BUSY_WINDOW`]), the engine thread stands aside, as Linux defers a
+//! NIC's interrupts while a socket busy polls (`SO_PREFER_BUSY_POLL`): it
+//! parks on its wake-up only, not on its socket, and doorbells and
+//! arrivals do not wake it (the poller takes them). Events to deliver, a
+//! CQ being armed (the consumer is about to sleep) and the window running
+//! out bring it back.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, Link, Wake};
+use softrnic::env::{Arrival, Clock, Link, Received, Wake};
 use softrnic::fabric::{Fabric, Faults};
 use softrnic::qp::RcConfig;
 
-use crate::udp::{RxBuffers, UdpPort};
+use crate::udp::UdpPort;
+#[cfg(test)]
+use crate::udp::RxBuffers;
 
 /// Longest an idle engine sleeps before looking at its timers again (a
 /// safety net only: every event that creates work wakes it).
@@ -42,23 +53,19 @@ const IDLE_PARK: Duration = Duration::from_millis(50);
 /// scheduler costs several microseconds, a look far less.
 const SPIN: Duration = Duration::from_micros(50);
 
-/// Inbound datagrams an engine takes before running a poll pass, so
-/// receiving and sending interleave under load.
+/// Inbound datagrams a fabric device takes in one batch.
 const RX_BURST: usize = 64;
+
+/// How long after a consumer's last busy poll the engine still leaves the
+/// device to it (a consumer that stops polling without arming a CQ waits
+/// at most this long for the engine to take over).
+const BUSY_WINDOW: Duration = Duration::from_micros(50);
 
 /// How long a responder may hold the ACK of a lone SEND for the answer its
 /// consumer is about to send, so both leave in one datagram batch (one
 /// system call instead of two on each side of a ping-pong). Short against
 /// the 8 ms retransmit timeout; a longer answer gets its ACK from the timer.
 const ACK_DEFER_US: u64 = 20;
-
-/// Most inbound datagrams an engine takes before a poll pass.
-const RX_DRAIN: usize = 8 * RX_BURST;
-
-/// A receive that returned at least this many datagrams may have left
-/// more behind (a `recvmmsg` fills 8 buffers): look again before polling.
-/// Fewer means the queue was drained, and a ping-pong pays no extra call.
-const RX_MORE: usize = 8;
 
 /// Monotonic microseconds since the process's first use of the clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,6 +92,13 @@ pub struct ThreadWaker {
     pending: AtomicBool,
     /// The engine is (about to be) blocked in `poll(2)`.
     parked: AtomicBool,
+    /// A consumer busy polls the device until then ([`HostClock`] µs).
+    busy_until: AtomicU64,
+    /// A wake-up was left to a busy poller.
+    absorbed: AtomicBool,
+    /// The engine is (about to be) parked without a bound tied to the busy
+    /// window: an absorbed wake-up must then wake it after all.
+    parked_long: AtomicBool,
 }
 
 impl ThreadWaker {
@@ -103,6 +117,36 @@ impl ThreadWaker {
     /// Consumes a pending wake-up.
     pub fn take(&self) -> bool {
         self.pending.swap(false, Ordering::SeqCst)
+    }
+
+    /// Re-arms a wake-up that was taken but could not be served yet.
+    fn repend(&self) {
+        self.pending.store(true, Ordering::SeqCst);
+    }
+
+    /// Before an engine parks until its next timer or wake-up: whether it
+    /// may (false: work was left to a busy poller that stopped, or one
+    /// polls right now). Pair with [`ThreadWaker::unpark_long`].
+    fn may_park_long(&self) -> bool {
+        // Dekker-style with `wake` (both sides SeqCst): either `wake` sees
+        // `parked_long` and wakes us, or we see `absorbed`.
+        self.parked_long.store(true, Ordering::SeqCst);
+        if self.absorbed.swap(false, Ordering::SeqCst) || self.busy_remaining().is_some() {
+            self.parked_long.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    fn unpark_long(&self) {
+        self.parked_long.store(false, Ordering::SeqCst);
+    }
+
+    /// How much longer a busy-polling consumer owns the device, if one does.
+    fn busy_remaining(&self) -> Option<Duration> {
+        let until = self.busy_until.load(Ordering::SeqCst);
+        let now = HostClock.now_us();
+        (until > now).then(|| Duration::from_micros(until - now))
     }
 
     /// Parks the bound thread for at most `timeout`, unless a wake-up is
@@ -147,6 +191,31 @@ impl ThreadWaker {
 
 impl Wake for ThreadWaker {
     fn wake(&self) {
+        if self.busy_remaining().is_some() {
+            // The busy poller takes this work on its next pass; if it never
+            // comes, the engine does when the window closes (it parks no
+            // longer than the window while one polls) or before it parks
+            // for longer (it sees `absorbed`).
+            self.absorbed.store(true, Ordering::SeqCst);
+            if !self.parked_long.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+        self.wake_engine();
+    }
+
+    fn note_busy_poll(&self) {
+        let until = HostClock.now_us() + BUSY_WINDOW.as_micros() as u64;
+        self.busy_until.fetch_max(until, Ordering::SeqCst);
+    }
+
+    fn end_busy_poll(&self) {
+        if self.busy_until.swap(0, Ordering::SeqCst) != 0 {
+            self.wake_engine();
+        }
+    }
+
+    fn wake_engine(&self) {
         if self.pending.swap(true, Ordering::SeqCst) {
             // Already pending: the engine takes it before it sleeps.
             return;
@@ -169,6 +238,18 @@ pub struct SharedWaker(pub Arc<ThreadWaker>);
 impl Wake for SharedWaker {
     fn wake(&self) {
         self.0.wake();
+    }
+
+    fn wake_engine(&self) {
+        self.0.wake_engine();
+    }
+
+    fn note_busy_poll(&self) {
+        self.0.note_busy_poll();
+    }
+
+    fn end_busy_poll(&self) {
+        self.0.end_busy_poll();
     }
 }
 
@@ -193,7 +274,7 @@ impl DeviceThreads {
 impl Drop for DeviceThreads {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        self.engine_waker.wake();
+        self.engine_waker.wake_engine();
         for t in self.threads.drain(..) {
             t.thread().unpark();
             let _ = t.join();
@@ -219,16 +300,15 @@ fn set_rc_defaults(rnic: &SoftRnic) {
     });
 }
 
-/// Starts the engine thread of `rnic`: `receive` hands it up to
-/// [`RX_BURST`] inbound datagrams (returning how many, and when the next
-/// delayed one is due), then a poll pass runs; with nothing done it parks
-/// until woken, until `wait_fd` is readable, or until the next timer.
+/// Starts the engine thread of `rnic`: it runs the device's passes
+/// (receive, then poll work and events); with nothing done it parks until
+/// woken, until `wait_fd` (the device's socket) is readable, or until the
+/// next timer. While a consumer busy polls it parks on its wake-up only.
 fn spawn_engine<F>(
     threads: &mut DeviceThreads,
     name: String,
     rnic: Weak<SoftRnic>,
     wait_fd: Option<Arc<F>>,
-    mut receive: impl FnMut(&SoftRnic) -> (usize, Option<u64>) + Send + 'static,
 ) -> std::io::Result<()>
 where
     F: AsFd + Send + Sync + 'static,
@@ -245,18 +325,25 @@ where
         let mut last_work = Instant::now();
         while !stop.load(Ordering::Acquire) {
             let Some(rnic) = rnic.upgrade() else { break };
-            // Take what has arrived (bounded) before the poll pass fires
-            // timers: after the engine was descheduled for a while, the
-            // acknowledgement a retransmit timer waits for may be queued
-            // behind a burst of other packets.
-            let (mut received, mut next_due) = receive(&rnic);
-            let mut last = received;
-            while last >= RX_MORE && received < RX_DRAIN {
-                (last, next_due) = receive(&rnic);
-                received += last;
+            if let Some(left) = waker.busy_remaining()
+                && !waker.take()
+            {
+                // A consumer drives the device: stay out of its way until
+                // it stops, unless events need delivering.
+                drop(rnic);
+                waker.park(left, None::<&F>);
+                last_work = Instant::now();
+                continue;
             }
-            let worked = rnic.poll();
-            if received > 0 || worked || waker.take() {
+            let Some(pass) = rnic.engine_pass() else {
+                // A busy poller holds the turn: come back for whatever
+                // woke us once it is done.
+                waker.repend();
+                drop(rnic);
+                thread::yield_now();
+                continue;
+            };
+            if pass.received > 0 || pass.worked || waker.take() {
                 last_work = Instant::now();
                 continue;
             }
@@ -267,11 +354,13 @@ where
                 thread::yield_now();
                 continue;
             }
-            let sleep = idle_sleep(&rnic, next_due);
+            let sleep = idle_sleep(&rnic, pass.next_due_us);
             drop(rnic);
-            if !sleep.is_zero() {
-                waker.park(sleep, wait_fd.as_deref());
+            if sleep.is_zero() || !waker.may_park_long() {
+                continue;
             }
+            waker.park(sleep, wait_fd.as_deref());
+            waker.unpark_long();
             last_work = Instant::now()
                 .checked_sub(SPIN)
                 .unwrap_or_else(Instant::now);
@@ -291,23 +380,8 @@ pub fn start_udp(
 ) -> std::io::Result<DeviceThreads> {
     let mut threads = DeviceThreads::new(waker);
     set_rc_defaults(rnic);
-    let mut buffers = RxBuffers::default();
-    let rx_port = port.clone();
     let name = format!("rsndk-engine-{}", port.local().ip());
-    spawn_engine(
-        &mut threads,
-        name,
-        Arc::downgrade(rnic),
-        Some(port),
-        move |rnic| {
-            let received = rx_port
-                .try_receive(&mut buffers, |src, dst, payload| {
-                    rnic.receive_udp_payload(src, dst, payload);
-                })
-                .unwrap_or(0);
-            (received, None)
-        },
-    )?;
+    spawn_engine(&mut threads, name, Arc::downgrade(rnic), Some(port))?;
     Ok(threads)
 }
 
@@ -325,6 +399,8 @@ struct Node {
 pub struct FabricHub {
     fabric: Arc<Fabric>,
     nodes: RwLock<HashMap<Ipv4Addr, Node>>,
+    /// Changes with every attach and detach, so links can cache wakers.
+    generation: AtomicU64,
 }
 
 impl FabricHub {
@@ -333,6 +409,7 @@ impl FabricHub {
         Ok(Arc::new(Self {
             fabric: Fabric::new(faults),
             nodes: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
         }))
     }
 
@@ -358,40 +435,54 @@ impl FabricHub {
                 waker,
             },
         );
+        self.generation.fetch_add(1, Ordering::AcqRel);
         true
     }
 
     /// Detaches the device at `addr`, dropping what is in flight to it.
     pub fn detach(&self, addr: Ipv4Addr) {
-        self.nodes
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&addr);
+        {
+            let mut nodes = self
+                .nodes
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            nodes.remove(&addr);
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
         while let Some(bytes) = self.fabric.take_due_for(addr, u64::MAX) {
             self.fabric.recycle(bytes);
         }
     }
 
-    fn wake(&self, addr: Ipv4Addr) {
+    /// The waker of the device at `addr` (and the generation it is valid
+    /// for); `None` (after dropping what is queued for it) if there is no
+    /// device there.
+    fn waker_of(&self, addr: Ipv4Addr) -> Option<(u64, Arc<ThreadWaker>)> {
         let nodes = self
             .nodes
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let generation = self.generation.load(Ordering::Acquire);
         if let Some(node) = nodes.get(&addr) {
-            node.waker.wake();
-        } else {
-            drop(nodes);
-            // No device at that address: the packet is lost, as on a real
-            // network.
-            while let Some(bytes) = self.fabric.take_due_for(addr, u64::MAX) {
-                self.fabric.recycle(bytes);
-            }
+            return Some((generation, node.waker.clone()));
         }
+        drop(nodes);
+        // No device at that address: the packet is lost, as on a real
+        // network.
+        while let Some(bytes) = self.fabric.take_due_for(addr, u64::MAX) {
+            self.fabric.recycle(bytes);
+        }
+        None
     }
 
-    /// A link for a device on this hub.
-    pub fn link(self: &Arc<Self>) -> HubLink {
-        HubLink { hub: self.clone() }
+    /// The link of a device at `addr` on this hub.
+    pub fn link(self: &Arc<Self>, addr: Ipv4Addr) -> HubLink {
+        HubLink {
+            hub: self.clone(),
+            addr,
+            batch: Mutex::new(Vec::with_capacity(RX_BURST)),
+            last_waker: Mutex::new(None),
+        }
     }
 
     /// Starts the engine thread of a device attached at `addr`.
@@ -403,23 +494,11 @@ impl FabricHub {
     ) -> std::io::Result<DeviceThreads> {
         let mut threads = DeviceThreads::new(waker);
         set_rc_defaults(rnic);
-        let fabric = self.fabric.clone();
-        let mut batch: Vec<Vec<u8>> = Vec::with_capacity(RX_BURST);
         spawn_engine::<OwnedFd>(
             &mut threads,
             format!("rsndk-engine-mem-{addr}"),
             Arc::downgrade(rnic),
             None,
-            move |rnic| {
-                let now = HostClock.now_us();
-                // One lock round gives back the last batch's buffers and
-                // takes the next batch.
-                let (received, next) = fabric.exchange_due_for(addr, now, &mut batch, RX_BURST);
-                for bytes in &batch {
-                    rnic.receive(bytes);
-                }
-                (received, next)
-            },
         )?;
         Ok(threads)
     }
@@ -429,18 +508,72 @@ impl FabricHub {
 #[derive(Debug)]
 pub struct HubLink {
     hub: Arc<FabricHub>,
+    addr: Ipv4Addr,
+    /// The last batch taken; its buffers go back to the fabric with the
+    /// next take.
+    batch: Mutex<Vec<Vec<u8>>>,
+    /// The last destination's waker, valid while the hub's generation is
+    /// unchanged: a bulk transfer wakes its peer per packet without the
+    /// hub's shared lock and map lookup.
+    last_waker: Mutex<Option<(Ipv4Addr, u64, Arc<ThreadWaker>)>>,
+}
+
+impl HubLink {
+    /// Wakes the device a datagram was just queued for. Per packet, so the
+    /// receiver starts on the first packet of a burst (waking per flush
+    /// instead measured slower: the receiver then idles while the sender
+    /// builds the burst).
+    fn sent_to(&self, dst: Ipv4Addr) {
+        let mut last = self
+            .last_waker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let generation = self.hub.generation.load(Ordering::Acquire);
+        if let Some((addr, g, waker)) = last.as_ref()
+            && *addr == dst
+            && *g == generation
+        {
+            waker.wake();
+            return;
+        }
+        *last = None;
+        if let Some((g, waker)) = self.hub.waker_of(dst) {
+            waker.wake();
+            *last = Some((dst, g, waker));
+        }
+    }
 }
 
 impl Link for HubLink {
     fn transmit(&self, datagram: &[u8]) {
         if let Some(dst) = self.hub.fabric.transmit(HostClock.now_us(), datagram) {
-            self.hub.wake(dst);
+            self.sent_to(dst);
         }
     }
 
     fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
         if let Some(dst) = self.hub.fabric.transmit_owned(HostClock.now_us(), buf, len) {
-            self.hub.wake(dst);
+            self.sent_to(dst);
+        }
+    }
+
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        let Ok(mut batch) = self.batch.try_lock() else {
+            return Received::default();
+        };
+        // One lock round gives back the last batch's buffers and takes
+        // the next batch.
+        let (count, next_due_us) =
+            self.hub
+                .fabric
+                .exchange_due_for(self.addr, HostClock.now_us(), &mut batch, RX_BURST);
+        for bytes in batch.iter() {
+            deliver(Arrival::Datagram(bytes));
+        }
+        Received {
+            count,
+            more: count >= RX_BURST,
+            next_due_us,
         }
     }
 }
@@ -481,6 +614,54 @@ mod tests {
     }
 
     #[test]
+    fn a_wake_left_to_a_busy_poller_keeps_the_engine_from_parking_long() {
+        let waker = ThreadWaker::default();
+        waker.note_busy_poll();
+        waker.wake();
+        assert!(!waker.take(), "the doorbell was left to the busy poller");
+        // Whether or not the window is still open, the engine must not
+        // sleep on work that was left to a poller.
+        assert!(!waker.may_park_long());
+        waker.end_busy_poll();
+        assert!(waker.may_park_long(), "nothing left over");
+        waker.unpark_long();
+    }
+
+    #[test]
+    fn a_wake_during_busy_polling_wakes_an_engine_parked_long() {
+        let waker = Arc::new(ThreadWaker::default());
+        waker.use_eventfd().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let w = waker.clone();
+        let handle = thread::spawn(move || {
+            assert!(w.may_park_long());
+            w.park(LONG, None::<&OwnedFd>);
+            w.unpark_long();
+            tx.send(()).unwrap();
+        });
+        while !waker.parked_long.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        // A consumer starts polling, and a doorbell rings: the engine,
+        // asleep for long, must still be woken.
+        waker.note_busy_poll();
+        waker.wake();
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the absorbed wake-up still ended the long park");
+        handle.join().unwrap();
+    }
+
+    #[test]
+    fn arming_ends_busy_polling_and_wakes_the_engine() {
+        let waker = ThreadWaker::default();
+        waker.note_busy_poll();
+        assert!(waker.busy_remaining().is_some());
+        waker.end_busy_poll();
+        assert!(waker.busy_remaining().is_none());
+        assert!(waker.take(), "the engine was asked to take over");
+    }
+
+    #[test]
     fn a_datagram_wakes_an_engine_parked_on_its_socket() {
         let port = Arc::new(UdpPort::bind(Ipv4Addr::new(127, 0, 80, 10)).unwrap());
         let sender = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 11)).unwrap();
@@ -503,7 +684,7 @@ mod tests {
         let mut d = vec![0u8; 28];
         d[0] = 0x45;
         d[16..20].copy_from_slice(&[127, 0, 80, 12]);
-        hub.link().transmit(&d);
+        hub.link(Ipv4Addr::new(127, 0, 80, 13)).transmit(&d);
         assert_eq!(hub.fabric().stats().sent, 1);
         assert_eq!(hub.fabric().in_flight(), 0);
     }

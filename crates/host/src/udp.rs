@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use softrnic::env::Link;
+use softrnic::env::{Arrival, Link, Received};
 
 use crate::config::ROCEV2_UDP_PORT;
 
@@ -63,6 +63,9 @@ pub struct UdpPort {
     state: UdpSocketState,
     local: SocketAddrV4,
     batch: Mutex<Batch>,
+    /// Receive buffers of whichever thread receives (the engine, or a
+    /// consumer busy polling the device).
+    rx: Mutex<RxBuffers>,
     max_segments: usize,
     /// Counters.
     pub stats: UdpStats,
@@ -105,6 +108,7 @@ impl UdpPort {
             state,
             local: SocketAddrV4::new(addr, ROCEV2_UDP_PORT),
             batch: Mutex::new(batch),
+            rx: Mutex::new(RxBuffers::default()),
             max_segments,
             stats: UdpStats::default(),
         })
@@ -224,11 +228,9 @@ impl UdpPort {
         mut deliver: impl FnMut(SocketAddrV4, SocketAddrV4, &[u8]),
     ) -> io::Result<usize> {
         let mut metas = [RecvMeta::default(); RX_BUFFERS];
-        let mut slices: Vec<IoSliceMut<'_>> = buffers
-            .bufs
-            .iter_mut()
-            .map(|b| IoSliceMut::new(b))
-            .collect();
+        // No allocation: a busy-polling consumer calls this for every
+        // empty CQ poll.
+        let mut slices = buffers.bufs.each_mut().map(|b| IoSliceMut::new(b));
         let n = match self
             .state
             .recv((&self.socket).into(), &mut slices, &mut metas)
@@ -268,15 +270,13 @@ impl std::os::fd::AsFd for UdpPort {
 /// Receive buffers, allocated once per receiving thread.
 #[derive(Debug)]
 pub struct RxBuffers {
-    bufs: Vec<Box<[u8]>>,
+    bufs: [Box<[u8]>; RX_BUFFERS],
 }
 
 impl Default for RxBuffers {
     fn default() -> Self {
         Self {
-            bufs: (0..RX_BUFFERS)
-                .map(|_| vec![0u8; RX_BUFFER_LEN].into_boxed_slice())
-                .collect(),
+            bufs: std::array::from_fn(|_| vec![0u8; RX_BUFFER_LEN].into_boxed_slice()),
         }
     }
 }
@@ -294,6 +294,26 @@ impl Link for UdpLink {
 
     fn flush(&self) {
         self.0.flush();
+    }
+
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        // One receiver at a time; the device's turn already ensures it.
+        let Ok(mut buffers) = self.0.rx.try_lock() else {
+            return Received::default();
+        };
+        let count = self
+            .0
+            .try_receive(&mut buffers, |src, dst, payload| {
+                deliver(Arrival::UdpPayload { src, dst, payload });
+            })
+            .unwrap_or(0);
+        Received {
+            count,
+            // A full `recvmmsg` may have left more behind; fewer means
+            // the queue was drained and a ping-pong pays no extra call.
+            more: count >= RX_BUFFERS,
+            next_due_us: None,
+        }
     }
 }
 

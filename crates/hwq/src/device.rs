@@ -392,6 +392,20 @@ pub trait Device: Send + Sync {
     /// Doorbell: new send WQEs were published on QP `qpn`.
     fn sq_doorbell(&self, qpn: u32);
 
+    /// Busy polling: the driver found a CQ empty and offers the caller's
+    /// processor for one short, bounded pass of device work (taking
+    /// arrived packets, running rung queues), as Linux sockets do with
+    /// `SO_BUSY_POLL`, so that a consumer spinning on a CQ needs no
+    /// hand-off to another thread. Called with no driver lock held, at
+    /// `DISPATCH_LEVEL` or below, possibly from several processors at once
+    /// and from inside an event callback; must not block and must not call
+    /// the [`EventSink`] (events wait for the device's own context).
+    /// Returns whether it did work (a CQE may have been written). A device
+    /// that works on its own (real hardware) does nothing.
+    fn busy_poll(&self) -> bool {
+        false
+    }
+
     /// Doorbell: new receive WQEs were published on QP `qpn`.
     fn rq_doorbell(&self, qpn: u32);
 
@@ -524,6 +538,9 @@ macro_rules! forward_device {
             }
             fn sq_doorbell(&self, qpn: u32) {
                 (**self).sq_doorbell(qpn);
+            }
+            fn busy_poll(&self) -> bool {
+                (**self).busy_poll()
             }
             fn rq_doorbell(&self, qpn: u32) {
                 (**self).rq_doorbell(qpn);

@@ -60,6 +60,9 @@ pub fn config(fabric: &FabricArgs, transport: TransportKind, role: Role, addr: I
     if let (TransportKind::Mem, Some(p)) = (transport, fabric.loss) {
         let _ = write!(c, ",loss={p},seed=1");
     }
+    if fabric.no_busy_poll {
+        c.push_str(",busy_poll=off");
+    }
     if let (Role::Client, Some(path)) = (role, &fabric.pcap) {
         let _ = write!(c, ",pcap={}", path.display());
     }

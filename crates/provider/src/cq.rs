@@ -196,18 +196,37 @@ impl Cq {
 
     /// Removes up to `max` completions, oldest first, handing each to
     /// `emit(index, cqe)`; returns how many.
+    ///
+    /// An empty CQ first lends the caller's processor to the device
+    /// ([`hwq::device::Device::busy_poll`], with no lock held) and looks
+    /// again if that did work: a consumer spinning on its CQ then drives
+    /// a software device itself instead of waiting for its thread.
     fn poll(&self, max: usize, mut emit: impl FnMut(usize, &Cqe)) -> usize {
+        let n = self.take(max, &mut emit);
+        if n > 0 || max == 0 {
+            return n;
+        }
+        let device_worked = self.adapter.get().ctx().device().busy_poll();
+        if device_worked {
+            self.take(max, &mut emit)
+        } else {
+            0
+        }
+    }
+
+    /// Removes up to `max` completions (no busy polling).
+    fn take(&self, max: usize, emit: &mut impl FnMut(usize, &Cqe)) -> usize {
         let mut rings = self.rings.lock();
         let mut n = 0;
         if let Some((old, _)) = rings.old.as_mut() {
-            n += drain(old, max, &mut emit, 0);
+            n += drain(old, max, emit, 0);
             old.refresh();
             if old.is_empty() {
                 rings.old = None;
             }
         }
         if n < max {
-            n += drain(&mut rings.current, max - n, &mut emit, n);
+            n += drain(&mut rings.current, max - n, emit, n);
         }
         n
     }

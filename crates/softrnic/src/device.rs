@@ -238,12 +238,27 @@ impl SoftRnic {
         crate::cm::deliver(self, Some(sink)) || any
     }
 
-    /// Asks for a poll.
-    pub(crate) fn wake(&self) {
-        self.waker.wake();
+    /// How the device asks for its engine to run.
+    pub(crate) fn waker(&self) -> &dyn Wake {
+        &*self.waker
     }
 
+    /// Asks the device's own context for a poll (connection management:
+    /// its events and commands are not left to a busy poller).
+    pub(crate) fn wake(&self) {
+        self.waker.wake_engine();
+    }
+
+    /// Records an event for delivery, which only the device's own context
+    /// does.
     fn raise(&self, set: &AtomicBitset, n: u32) {
+        if set.insert(n) {
+            self.waker.wake_engine();
+        }
+    }
+
+    /// Records a doorbell; a busy poller may serve it.
+    fn ring(&self, set: &AtomicBitset, n: u32) {
         if set.insert(n) {
             self.waker.wake();
         }
@@ -384,6 +399,8 @@ impl SoftRnic {
         if self.cqs.with(cqn, |cq| cq.arm(solicited_only)) == Some(true) {
             self.raise(&self.events.cq, cqn);
         }
+        // The consumer will wait for the event instead of polling.
+        self.waker.end_busy_poll();
     }
 
     /// Sets a CQ's interrupt moderation.
@@ -514,16 +531,16 @@ impl SoftRnic {
 
     /// Send doorbell.
     pub fn sq_doorbell(&self, qpn: u32) {
-        self.raise(&self.sq_ready, qpn);
+        self.ring(&self.sq_ready, qpn);
     }
 
     /// Receive doorbell.
     pub fn rq_doorbell(&self, qpn: u32) {
-        self.raise(&self.rq_ready, qpn);
+        self.ring(&self.rq_ready, qpn);
     }
 
     /// SRQ doorbell.
     pub fn srq_doorbell(&self, srqn: u32) {
-        self.raise(&self.rq_ready, FIRST_QPN + self.config.max_qps + srqn);
+        self.ring(&self.rq_ready, FIRST_QPN + self.config.max_qps + srqn);
     }
 }

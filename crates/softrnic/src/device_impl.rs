@@ -114,6 +114,10 @@ impl Device for SoftRnic {
         SoftRnic::sq_doorbell(self, qpn);
     }
 
+    fn busy_poll(&self) -> bool {
+        SoftRnic::busy_poll(self)
+    }
+
     fn rq_doorbell(&self, qpn: u32) {
         SoftRnic::rq_doorbell(self, qpn);
     }

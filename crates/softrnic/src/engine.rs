@@ -16,7 +16,8 @@
 //! * [`SoftRnic::connect_qp`] — the modify-to-RTS command.
 //!
 //! Doorbells never process inline and events are never delivered while a
-//! device lock is held. Lock order: QP slot → SRQ → CQ → keys; the capture
+//! device lock is held. A consumer polling an empty CQ may run a pass
+//! without event delivery on its own processor (`busy.rs`). Lock order: QP slot → SRQ → CQ → keys; the capture
 //! tap and the link are leaves.
 //!
 //! ## UDP source port and the ICRC of socket transports
@@ -156,6 +157,10 @@ counters! {
     /// Responder: ACKs (held or coalesced) sent behind the QP's own
     /// requests instead of alone.
     acks_joined,
+    /// Busy polls that ran a pass ([`SoftRnic::busy_poll`]).
+    busy_passes,
+    /// Busy polls that found the device's turn taken.
+    busy_turn_taken,
 }
 
 /// Whether a QP took a received packet.
@@ -184,6 +189,10 @@ pub(crate) struct Engine {
     /// The last CQ tick found a moderation timer running.
     cq_timers: AtomicBool,
     last_cq_tick: AtomicU64,
+    /// Busy polling is allowed ([`SoftRnic::set_busy_poll`]).
+    pub(crate) busy_poll: AtomicBool,
+    /// Somebody runs the device's receive-and-poll pass (`busy.rs`).
+    pub(crate) turn: AtomicBool,
 }
 
 impl core::fmt::Debug for Engine {
@@ -207,6 +216,8 @@ impl Engine {
             cq_moderation: AtomicBool::new(false),
             cq_timers: AtomicBool::new(false),
             last_cq_tick: AtomicU64::new(0),
+            busy_poll: AtomicBool::new(false),
+            turn: AtomicBool::new(false),
         })
     }
 }
@@ -469,6 +480,12 @@ impl SoftRnic {
     /// moderation, then event delivery with no lock held. Returns whether
     /// anything was done (call again at once if so).
     pub fn poll(&self) -> bool {
+        let worked = self.poll_work();
+        self.deliver_events() || worked
+    }
+
+    /// [`SoftRnic::poll`] without the event delivery.
+    pub(crate) fn poll_work(&self) -> bool {
         let now = self.clock.now_us();
         let mut worked = false;
         let engine = &self.engine;
@@ -520,7 +537,6 @@ impl SoftRnic {
                 .store(self.tick_cqs(now), Ordering::Relaxed);
         }
         self.link.flush();
-        worked |= self.deliver_events();
         worked
     }
 

@@ -23,6 +23,44 @@ pub trait Link: Send + Sync {
 
     /// Pushes queued datagrams out (a batching link sends them here).
     fn flush(&self) {}
+
+    /// Hands datagrams that have arrived (a bounded batch, never waiting)
+    /// to `deliver`. For links that are polled; a link that pushes its
+    /// arrivals into [`crate::device::SoftRnic::receive`] itself (an
+    /// interrupt or receive callback) keeps this default, which takes
+    /// nothing. Called by one thread at a time per device.
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        let _ = deliver;
+        Received::default()
+    }
+}
+
+/// One datagram a polled [`Link`] took.
+#[derive(Clone, Copy, Debug)]
+pub enum Arrival<'a> {
+    /// A whole IPv4 datagram (IPv4 header through ICRC).
+    Datagram(&'a [u8]),
+    /// A UDP payload (BTH through ICRC) as a socket delivers it.
+    UdpPayload {
+        /// Where it came from.
+        src: core::net::SocketAddrV4,
+        /// Where it was sent.
+        dst: core::net::SocketAddrV4,
+        /// The payload.
+        payload: &'a [u8],
+    },
+}
+
+/// What one [`Link::receive`] took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Datagrams handed over.
+    pub count: usize,
+    /// The batch was full: more may be waiting.
+    pub more: bool,
+    /// When the next datagram held back by the link (a simulated delay)
+    /// becomes due, on the device's clock.
+    pub next_due_us: Option<u64>,
 }
 
 /// Monotonic time.
@@ -33,9 +71,28 @@ pub trait Clock: Send + Sync {
 
 /// Asks for [`crate::SoftRnic::poll`] to run soon (a doorbell was rung or a
 /// timer is due). Must not block; called at `DISPATCH_LEVEL`.
+///
+/// While a consumer busy polls the device ([`crate::device::SoftRnic::busy_poll`])
+/// the poller takes doorbells and arrivals itself, so [`Wake::wake`] may
+/// be absorbed; what only the device's own context may do (deliver events)
+/// asks through [`Wake::wake_engine`], which always gets through.
 pub trait Wake: Send + Sync {
-    /// Requests a poll.
+    /// Requests a poll (a busy poller, if one is active, serves it).
     fn wake(&self);
+
+    /// Requests a poll by the device's own context even while a consumer
+    /// busy polls: events are waiting for delivery.
+    fn wake_engine(&self) {
+        self.wake();
+    }
+
+    /// Notes that a consumer busy polls the device now (its own context
+    /// may stand aside for a while).
+    fn note_busy_poll(&self) {}
+
+    /// A consumer armed a CQ, so it is about to sleep rather than poll:
+    /// the device's own context must take over at once.
+    fn end_busy_poll(&self) {}
 }
 
 /// Which way a captured datagram went.

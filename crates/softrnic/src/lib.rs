@@ -10,6 +10,7 @@
 extern crate alloc;
 
 pub mod bitset;
+pub mod busy;
 pub mod cm;
 pub mod cq;
 pub mod device;

@@ -138,6 +138,11 @@ pub struct FabricArgs {
     /// Write every packet of the client's adapter to this pcap file.
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+    /// Leave all device work to the adapters' engine threads, even while
+    /// a CQ is polled (by default a thread polling an empty CQ runs the
+    /// device itself: busy polling).
+    #[arg(long)]
+    pub no_busy_poll: bool,
     /// The server adapter's address (loopback only).
     #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
     pub server_addr: Ipv4Addr,

@@ -18,7 +18,7 @@ use hwq::ring::ring;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{Consumer, Cqe, DmaAccess, DmaFault, MemoryKey, Producer, RecvWqe, SendWqe, Sge};
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, Wake};
+use softrnic::env::{Clock, Link, Wake};
 use softrnic::fabric::{Fabric, FabricPort, Faults};
 use softrnic::qp::{Path, QpState, RcConfig};
 
@@ -202,14 +202,27 @@ impl Node {
         clock: &Arc<SimClock>,
         mem_size: usize,
     ) -> Self {
-        let mem = HostMem::new(mem_size);
         let clock_dyn: Arc<dyn Clock> = clock.clone();
+        let link = Box::new(FabricPort::new(fabric.clone(), clock_dyn));
+        Self::custom(addr, pmtu, clock, mem_size, link, Box::new(NoWake))
+    }
+
+    /// A device with its own link and waker.
+    pub fn custom(
+        addr: Ipv4Addr,
+        pmtu: u32,
+        clock: &Arc<SimClock>,
+        mem_size: usize,
+        link: Box<dyn Link>,
+        waker: Box<dyn Wake>,
+    ) -> Self {
+        let mem = HostMem::new(mem_size);
         let dev = SoftRnic::new(
             DeviceConfig::new(addr, pmtu),
             Box::new(Dma(mem.clone())),
-            Box::new(FabricPort::new(fabric.clone(), clock_dyn)),
+            link,
             Box::new(ClockRef(clock.clone())),
-            Box::new(NoWake),
+            waker,
         )
         .expect("device");
         let (pd, pd_key) = dev.create_pd().unwrap();

@@ -1,0 +1,298 @@
+//! Busy polling (`softrnic::busy`): a consumer's pass sends rung work and
+//! takes arrivals from a polled link, never delivers events (it asks the
+//! device's own context instead), is off until allowed, and never runs
+//! beside another pass.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use hwq::wqe::{Access, SendOpcode};
+use hwq::{CqeOpcode, CqeStatus};
+use softrnic::device::SoftRnic;
+use softrnic::env::{Arrival, Link, Received, Wake};
+use softrnic::qp::RcConfig;
+
+/// A wire with one inbound queue per address, read only by polling.
+#[derive(Default)]
+struct Wire {
+    queues: Mutex<Vec<(Ipv4Addr, VecDeque<Vec<u8>>)>>,
+}
+
+impl Wire {
+    fn queued_for(&self, addr: Ipv4Addr) -> usize {
+        let q = self.queues.lock().unwrap();
+        q.iter().find(|(a, _)| *a == addr).map_or(0, |(_, q)| q.len())
+    }
+}
+
+/// A polled link; `during_receive` runs inside the device's pass.
+struct PolledLink {
+    wire: Arc<Wire>,
+    addr: Ipv4Addr,
+    during_receive: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Link for PolledLink {
+    fn transmit(&self, datagram: &[u8]) {
+        let dst = Ipv4Addr::new(datagram[16], datagram[17], datagram[18], datagram[19]);
+        let mut q = self.wire.queues.lock().unwrap();
+        if let Some((_, q)) = q.iter_mut().find(|(a, _)| *a == dst) {
+            q.push_back(datagram.to_vec());
+        } else {
+            q.push((dst, VecDeque::from([datagram.to_vec()])));
+        }
+    }
+
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        if let Some(hook) = self.during_receive.lock().unwrap().take() {
+            hook();
+        }
+        let taken: Vec<Vec<u8>> = {
+            let mut q = self.wire.queues.lock().unwrap();
+            q.iter_mut()
+                .find(|(a, _)| *a == self.addr)
+                .map(|(_, q)| q.drain(..).collect())
+                .unwrap_or_default()
+        };
+        for d in &taken {
+            deliver(Arrival::Datagram(d));
+        }
+        Received {
+            count: taken.len(),
+            ..Received::default()
+        }
+    }
+}
+
+/// Counts what the device asks of its surroundings.
+#[derive(Default)]
+struct Asks {
+    wake: AtomicU32,
+    wake_engine: AtomicU32,
+    busy_notes: AtomicU32,
+    busy_ends: AtomicU32,
+}
+
+struct CountingWake(Arc<Asks>);
+
+impl Wake for CountingWake {
+    fn wake(&self) {
+        self.0.wake.fetch_add(1, Ordering::SeqCst);
+    }
+    fn wake_engine(&self) {
+        self.0.wake_engine.fetch_add(1, Ordering::SeqCst);
+    }
+    fn note_busy_poll(&self) {
+        self.0.busy_notes.fetch_add(1, Ordering::SeqCst);
+    }
+    fn end_busy_poll(&self) {
+        self.0.busy_ends.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+struct Side {
+    node: Node,
+    asks: Arc<Asks>,
+}
+
+struct Bench {
+    wire: Arc<Wire>,
+    a: Side,
+    b: Side,
+    qa: Qp,
+    qb: Qp,
+    ba: Buf,
+    bb: Buf,
+}
+
+fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<PolledLinkHandle>) {
+    let asks = Arc::new(Asks::default());
+    let handle = Arc::new(PolledLinkHandle::default());
+    let link = PolledLink {
+        wire: wire.clone(),
+        addr,
+        during_receive: Mutex::new(None),
+    };
+    let link = SharedLink(Arc::new(link));
+    *handle.0.lock().unwrap() = Some(link.0.clone());
+    let node = Node::custom(
+        addr,
+        4096,
+        clock,
+        1 << 20,
+        Box::new(link),
+        Box::new(CountingWake(asks.clone())),
+    );
+    node.dev.set_default_rc_config(RcConfig {
+        ack_defer_us: 0,
+        ..fast_rc()
+    });
+    (
+        Side { node, asks },
+        handle,
+    )
+}
+
+/// Lets a test reach the link after the device owns it.
+#[derive(Default)]
+struct PolledLinkHandle(Mutex<Option<Arc<PolledLink>>>);
+
+struct SharedLink(Arc<PolledLink>);
+
+impl Link for SharedLink {
+    fn transmit(&self, datagram: &[u8]) {
+        self.0.transmit(datagram);
+    }
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        self.0.receive(deliver)
+    }
+}
+
+fn bench() -> (Bench, Arc<PolledLinkHandle>) {
+    let clock = Arc::new(SimClock::default());
+    clock.set(1_000);
+    let wire = Arc::new(Wire::default());
+    let (a, _) = side(ADDR_A, &wire, &clock);
+    let (b, b_link) = side(ADDR_B, &wire, &clock);
+    let qa = a.node.qp(16);
+    let qb = b.node.qp(16);
+    let path = |remote, remote_qpn, send_psn, recv_psn| softrnic::qp::Path {
+        remote: std::net::SocketAddrV4::new(remote, 4791),
+        remote_qpn,
+        pmtu: 4096,
+        send_psn,
+        recv_psn,
+        outbound_reads: 1,
+        inbound_reads: 1,
+    };
+    a.node.dev.connect_qp(qa.qpn, path(ADDR_B, qb.qpn, 10, 20)).unwrap();
+    b.node.dev.connect_qp(qb.qpn, path(ADDR_A, qa.qpn, 20, 10)).unwrap();
+    let ba = a.node.register(4096, Access::LOCAL_WRITE);
+    let bb = b.node.register(4096, Access::LOCAL_WRITE);
+    (
+        Bench {
+            wire,
+            a,
+            b,
+            qa,
+            qb,
+            ba,
+            bb,
+        },
+        b_link,
+    )
+}
+
+#[test]
+fn busy_polling_is_off_until_allowed() {
+    let (mut t, _) = bench();
+    t.a.node.mem.fill(t.ba.logical, &[7; 64]);
+    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 1, &[t.ba.sge(0, 64)]));
+    assert!(!t.a.node.dev.busy_poll(), "nothing runs while not allowed");
+    assert_eq!(t.wire.queued_for(ADDR_B), 0, "the SEND did not leave");
+    assert_eq!(t.a.asks.busy_notes.load(Ordering::SeqCst), 0);
+    t.a.node.dev.set_busy_poll(true);
+    assert!(t.a.node.dev.busy_poll());
+    assert_eq!(t.wire.queued_for(ADDR_B), 1, "the busy pass sent it");
+    assert_eq!(t.a.asks.busy_notes.load(Ordering::SeqCst), 1);
+    assert_eq!(t.a.node.dev.stats().busy_passes, 1);
+}
+
+#[test]
+fn a_send_round_trip_runs_entirely_in_busy_passes() {
+    let (mut t, _) = bench();
+    t.a.node.dev.set_busy_poll(true);
+    t.b.node.dev.set_busy_poll(true);
+    t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
+    t.a.node.mem.fill(t.ba.logical, &pattern(1, 64));
+    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
+    assert!(t.a.node.dev.busy_poll());
+    assert!(t.b.node.dev.busy_poll(), "B took the SEND");
+    assert_eq!(t.qb.rcq.drain(), 1);
+    let r = t.qb.rcq.seen[0];
+    assert_eq!((r.wr_id, r.op(), r.byte_len), (5, Some(CqeOpcode::Receive), 64));
+    assert_eq!(t.b.node.mem.get(t.bb.logical, 64), pattern(1, 64));
+    assert!(t.a.node.dev.busy_poll(), "A took the ACK");
+    assert_eq!(t.qa.scq.drain(), 1);
+    let c = t.qa.scq.seen[0];
+    assert_eq!((c.wr_id, c.cqe_status()), (6, CqeStatus::Success));
+    // Nothing was left for the devices' own contexts.
+    assert_eq!(t.a.node.dev.busy_poll(), false);
+    assert_eq!(t.b.node.dev.busy_poll(), false);
+}
+
+#[test]
+fn a_busy_pass_leaves_events_to_the_device_context() {
+    let (mut t, _) = bench();
+    t.b.node.dev.set_busy_poll(true);
+    t.b.node.dev.arm_cq(t.qb.rcq.cqn, false);
+    assert_eq!(t.b.asks.busy_ends.load(Ordering::SeqCst), 1, "arming ends busy polling");
+    t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
+    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
+    assert!(t.a.node.dev.poll());
+    let engine_wakes = t.b.asks.wake_engine.load(Ordering::SeqCst);
+    assert!(t.b.node.dev.busy_poll());
+    assert_eq!(t.qb.rcq.drain(), 1, "the CQE is written by the busy pass");
+    assert_eq!(
+        t.b.asks.wake_engine.load(Ordering::SeqCst),
+        engine_wakes + 1,
+        "the armed CQ's event asked for the device's own context"
+    );
+    // The event is still pending: the engine delivers it.
+    assert!(t.b.node.dev.deliver_events(), "the event waited for delivery");
+    assert!(!t.b.node.dev.deliver_events());
+}
+
+#[test]
+fn a_doorbell_asks_for_a_poll_a_busy_poller_may_serve() {
+    let (mut t, _) = bench();
+    // Connecting rang the doorbell once already: take that first.
+    let _ = t.a.node.dev.poll();
+    let before = (
+        t.a.asks.wake.load(Ordering::SeqCst),
+        t.a.asks.wake_engine.load(Ordering::SeqCst),
+    );
+    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
+    assert_eq!(
+        (
+            t.a.asks.wake.load(Ordering::SeqCst),
+            t.a.asks.wake_engine.load(Ordering::SeqCst)
+        ),
+        (before.0 + 1, before.1),
+        "a doorbell asks for a poll a busy poller may serve"
+    );
+}
+
+#[test]
+fn a_second_pass_does_not_run_beside_the_first() {
+    let clock = Arc::new(SimClock::default());
+    let wire = Arc::new(Wire::default());
+    let (b, b_link) = side(ADDR_B, &wire, &clock);
+    let dev = Arc::new(b.node.dev);
+    dev.set_busy_poll(true);
+    let seen = Arc::new(Mutex::new(None));
+    let out = seen.clone();
+    let weak = Arc::downgrade(&dev);
+    // Runs on the pass's thread while it holds the turn: another thread
+    // tries a busy poll and an engine pass meanwhile.
+    let link = b_link.0.lock().unwrap().clone().unwrap();
+    *link.during_receive.lock().unwrap() = Some(Box::new(move || {
+        let dev = weak.upgrade().unwrap();
+        let other = std::thread::spawn(move || (dev.busy_poll(), dev.engine_pass().is_none()));
+        *out.lock().unwrap() = Some(other.join().unwrap());
+    }));
+    let _ = dev.busy_poll();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some((false, true)),
+        "a busy poll and an engine pass both found the turn taken"
+    );
+    assert_eq!(dev.stats().busy_turn_taken, 1);
+    // The turn is free again.
+    assert!(dev.engine_pass().is_some());
+}
