@@ -40,9 +40,9 @@ use softrnic::env::{Arrival, Clock, Link, Received, Wake};
 use softrnic::fabric::{Fabric, Faults};
 use softrnic::qp::RcConfig;
 
-use crate::udp::UdpPort;
 #[cfg(test)]
 use crate::udp::RxBuffers;
+use crate::udp::UdpPort;
 
 /// Longest an idle engine sleeps before looking at its timers again (a
 /// safety net only: every event that creates work wakes it).

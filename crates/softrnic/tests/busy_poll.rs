@@ -26,7 +26,9 @@ struct Wire {
 impl Wire {
     fn queued_for(&self, addr: Ipv4Addr) -> usize {
         let q = self.queues.lock().unwrap();
-        q.iter().find(|(a, _)| *a == addr).map_or(0, |(_, q)| q.len())
+        q.iter()
+            .find(|(a, _)| *a == addr)
+            .map_or(0, |(_, q)| q.len())
     }
 }
 
@@ -132,10 +134,7 @@ fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<P
         ack_defer_us: 0,
         ..fast_rc()
     });
-    (
-        Side { node, asks },
-        handle,
-    )
+    (Side { node, asks }, handle)
 }
 
 /// Lets a test reach the link after the device owns it.
@@ -170,8 +169,14 @@ fn bench() -> (Bench, Arc<PolledLinkHandle>) {
         outbound_reads: 1,
         inbound_reads: 1,
     };
-    a.node.dev.connect_qp(qa.qpn, path(ADDR_B, qb.qpn, 10, 20)).unwrap();
-    b.node.dev.connect_qp(qb.qpn, path(ADDR_A, qa.qpn, 20, 10)).unwrap();
+    a.node
+        .dev
+        .connect_qp(qa.qpn, path(ADDR_B, qb.qpn, 10, 20))
+        .unwrap();
+    b.node
+        .dev
+        .connect_qp(qb.qpn, path(ADDR_A, qa.qpn, 20, 10))
+        .unwrap();
     let ba = a.node.register(4096, Access::LOCAL_WRITE);
     let bb = b.node.register(4096, Access::LOCAL_WRITE);
     (
@@ -192,7 +197,8 @@ fn bench() -> (Bench, Arc<PolledLinkHandle>) {
 fn busy_polling_is_off_until_allowed() {
     let (mut t, _) = bench();
     t.a.node.mem.fill(t.ba.logical, &[7; 64]);
-    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 1, &[t.ba.sge(0, 64)]));
+    t.a.node
+        .post_send(&mut t.qa, wqe(SendOpcode::Send, 1, &[t.ba.sge(0, 64)]));
     assert!(!t.a.node.dev.busy_poll(), "nothing runs while not allowed");
     assert_eq!(t.wire.queued_for(ADDR_B), 0, "the SEND did not leave");
     assert_eq!(t.a.asks.busy_notes.load(Ordering::SeqCst), 0);
@@ -210,12 +216,16 @@ fn a_send_round_trip_runs_entirely_in_busy_passes() {
     t.b.node.dev.set_busy_poll(true);
     t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
     t.a.node.mem.fill(t.ba.logical, &pattern(1, 64));
-    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
+    t.a.node
+        .post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
     assert!(t.a.node.dev.busy_poll());
     assert!(t.b.node.dev.busy_poll(), "B took the SEND");
     assert_eq!(t.qb.rcq.drain(), 1);
     let r = t.qb.rcq.seen[0];
-    assert_eq!((r.wr_id, r.op(), r.byte_len), (5, Some(CqeOpcode::Receive), 64));
+    assert_eq!(
+        (r.wr_id, r.op(), r.byte_len),
+        (5, Some(CqeOpcode::Receive), 64)
+    );
     assert_eq!(t.b.node.mem.get(t.bb.logical, 64), pattern(1, 64));
     assert!(t.a.node.dev.busy_poll(), "A took the ACK");
     assert_eq!(t.qa.scq.drain(), 1);
@@ -231,9 +241,14 @@ fn a_busy_pass_leaves_events_to_the_device_context() {
     let (mut t, _) = bench();
     t.b.node.dev.set_busy_poll(true);
     t.b.node.dev.arm_cq(t.qb.rcq.cqn, false);
-    assert_eq!(t.b.asks.busy_ends.load(Ordering::SeqCst), 1, "arming ends busy polling");
+    assert_eq!(
+        t.b.asks.busy_ends.load(Ordering::SeqCst),
+        1,
+        "arming ends busy polling"
+    );
     t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
-    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
+    t.a.node
+        .post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
     assert!(t.a.node.dev.poll());
     let engine_wakes = t.b.asks.wake_engine.load(Ordering::SeqCst);
     assert!(t.b.node.dev.busy_poll());
@@ -244,7 +259,10 @@ fn a_busy_pass_leaves_events_to_the_device_context() {
         "the armed CQ's event asked for the device's own context"
     );
     // The event is still pending: the engine delivers it.
-    assert!(t.b.node.dev.deliver_events(), "the event waited for delivery");
+    assert!(
+        t.b.node.dev.deliver_events(),
+        "the event waited for delivery"
+    );
     assert!(!t.b.node.dev.deliver_events());
 }
 
@@ -257,7 +275,8 @@ fn a_doorbell_asks_for_a_poll_a_busy_poller_may_serve() {
         t.a.asks.wake.load(Ordering::SeqCst),
         t.a.asks.wake_engine.load(Ordering::SeqCst),
     );
-    t.a.node.post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
+    t.a.node
+        .post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
     assert_eq!(
         (
             t.a.asks.wake.load(Ordering::SeqCst),
