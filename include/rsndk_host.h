@@ -19,6 +19,8 @@
  *             | "pcap=" PATH                      capture every packet
  *             | "loss=" P | "reorder=" P | "duplicate=" P  (mem only, 0..1)
  *             | "delay_us=" N | "seed=" N                 (mem only)
+ *             | "busy_poll=" "on"|"off"   a thread polling an empty CQ runs
+ *                                         the device itself (default on)
  *
  *   e.g. "127.0.0.2", "udp:127.0.0.3,pmtu=4096", "mem:lab/192.0.2.1,loss=0.05"
  */
