@@ -57,9 +57,14 @@ const SPIN: Duration = Duration::from_micros(50);
 const RX_BURST: usize = 64;
 
 /// How long after a consumer's last busy poll the engine still leaves the
-/// device to it (a consumer that stops polling without arming a CQ waits
-/// at most this long for the engine to take over).
+/// device to it: wake-ups in that window are left to the poller.
 const BUSY_WINDOW: Duration = Duration::from_micros(50);
+
+/// How long an engine that stands aside for a busy poller sleeps before it
+/// looks again: the bound on how late work left to a poller that then
+/// stopped without arming a CQ (or a timer it would have fired) is taken
+/// over. Wake-ups after the window reach the engine at once.
+const BUSY_PARK: Duration = Duration::from_millis(1);
 
 /// How long a responder may hold the ACK of a lone SEND for the answer its
 /// consumer is about to send, so both leave in one datagram batch (one
@@ -325,13 +330,14 @@ where
         let mut last_work = Instant::now();
         while !stop.load(Ordering::Acquire) {
             let Some(rnic) = rnic.upgrade() else { break };
-            if let Some(left) = waker.busy_remaining()
-                && !waker.take()
-            {
-                // A consumer drives the device: stay out of its way until
-                // it stops, unless events need delivering.
+            if waker.busy_remaining().is_some() && !waker.take() {
+                // A consumer drives the device (its passes also fire the
+                // timers): stay out of its way, unless events need
+                // delivering or it arms a CQ. Not waking at the end of
+                // each window keeps the engine from preempting the
+                // poller every 50 us.
                 drop(rnic);
-                waker.park(left, None::<&F>);
+                waker.park(BUSY_PARK, None::<&F>);
                 last_work = Instant::now();
                 continue;
             }
