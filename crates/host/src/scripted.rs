@@ -1237,7 +1237,10 @@ impl Device for ScriptedDevice {
         // QP numbers are never reused on a device, so a count kept by number
         // belongs to one QP.
         if let Some(count) = self.sq_doorbell_counts.get(qpn as usize) {
-            count.fetch_add(1, Ordering::Relaxed);
+            // A plain store, like the producer-index register write it
+            // models: one queue's doorbell is never rung from two
+            // processors at once (the provider rings under the SQ lock).
+            count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             return;
         }
         if let Some(qp) = self.st().qps.get_mut(&qpn) {

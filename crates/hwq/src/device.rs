@@ -389,7 +389,9 @@ pub trait Device: Send + Sync {
     /// or writes CQEs for it.
     fn destroy_qp(&self, qpn: u32);
 
-    /// Doorbell: new send WQEs were published on QP `qpn`.
+    /// Doorbell: new send WQEs were published on QP `qpn`. The driver
+    /// rings one queue's doorbell from one processor at a time (in publish
+    /// order, under the queue's lock), as a register write would be.
     fn sq_doorbell(&self, qpn: u32);
 
     /// Busy polling: the driver found a CQ empty and offers the caller's

@@ -33,3 +33,18 @@ pub fn total(sges: &[Sge], max_transfer: u32) -> Result<u32, NTSTATUS> {
     }
     Ok(sum as u32)
 }
+
+/// Copies `src` into the front of `dst`; `None` if it does not fit.
+///
+/// Posts usually carry one SGE, and a variable-length `copy_from_slice`
+/// of 16 bytes becomes a call into the C library's `memmove` that costs
+/// more than the copy: the single entry is copied inline instead.
+pub fn copy_into(dst: &mut [Sge], src: &[Sge]) -> Option<()> {
+    let dst = dst.get_mut(..src.len())?;
+    if let ([d], [s]) = (&mut *dst, src) {
+        *d = *s;
+    } else {
+        dst.copy_from_slice(src);
+    }
+    Some(())
+}

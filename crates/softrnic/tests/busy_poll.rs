@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
-use softrnic::device::SoftRnic;
 use softrnic::env::{Arrival, Link, Received, Wake};
 use softrnic::qp::RcConfig;
 
@@ -232,8 +231,8 @@ fn a_send_round_trip_runs_entirely_in_busy_passes() {
     let c = t.qa.scq.seen[0];
     assert_eq!((c.wr_id, c.cqe_status()), (6, CqeStatus::Success));
     // Nothing was left for the devices' own contexts.
-    assert_eq!(t.a.node.dev.busy_poll(), false);
-    assert_eq!(t.b.node.dev.busy_poll(), false);
+    assert!(!t.a.node.dev.busy_poll());
+    assert!(!t.b.node.dev.busy_poll());
 }
 
 #[test]

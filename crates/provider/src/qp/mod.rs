@@ -245,20 +245,25 @@ impl Qp {
         defer: bool,
         fill: impl FnOnce(&mut SendWqe) -> Result<(), NTSTATUS>,
     ) -> Result<(), NTSTATUS> {
+        // Looked up before locking: the lock's atomic test-and-set holds
+        // back every later load until it completes, so this chain of loads
+        // would otherwise sit on the post's critical path.
+        let device = self.device();
         let mut sq = self.sq.lock();
         let result = self.post_locked(&mut sq, fill);
-        match result {
+        let ring = match result {
             Ok(()) if defer => {
                 sq.deferred += 1;
-                if sq.deferred >= DEFER_BATCH {
-                    self.ring_deferred(&mut sq);
-                }
+                sq.deferred >= DEFER_BATCH
             }
-            Ok(()) => {
-                sq.deferred = 0;
-                self.device().sq_doorbell(self.qpn);
-            }
-            Err(_) => self.ring_deferred(&mut sq),
+            Ok(()) => true,
+            Err(_) => sq.deferred != 0,
+        };
+        if ring {
+            // Under the lock, so doorbells of one SQ are never concurrent
+            // and reach the device in publish order.
+            sq.deferred = 0;
+            device.sq_doorbell(self.qpn);
         }
         result
     }
@@ -283,7 +288,10 @@ impl Qp {
     }
 
     /// Fails a post before it reached the queue: NDK's rule still hands
-    /// deferred WQEs to the device.
+    /// deferred WQEs to the device. Kept out of line: posts call it only on
+    /// their error paths.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn fail_post(&self, status: NTSTATUS) -> NTSTATUS {
         let mut sq = self.sq.lock();
         self.ring_deferred(&mut sq);
