@@ -128,6 +128,8 @@ pub fn device_counters(adapter: &Adapter) -> serde_json::Map<String, serde_json:
         m.insert("seq_naks_received".into(), s.seq_naks_received.into());
         m.insert("acks_held".into(), s.acks_held.into());
         m.insert("acks_joined".into(), s.acks_joined.into());
+        m.insert("busy_passes".into(), s.busy_passes.into());
+        m.insert("busy_bulk_backoffs".into(), s.busy_bulk_backoffs.into());
     }
     m
 }

@@ -27,6 +27,21 @@ use crate::env::Arrival;
 /// a flood cannot hold a pass (and the CQ poll that lent it) for long.
 const RX_BATCHES: usize = 8;
 
+/// Busy passes that take this many packets within [`BULK_SPAN_US`] have
+/// found a bulk transfer (a ping-pong takes one per round trip).
+const BULK_PACKETS: u32 = 32;
+
+/// The span over which busy passes count packets (µs).
+const BULK_SPAN_US: u64 = 100;
+
+/// How long a device that found a bulk transfer leaves all work to its own
+/// context (µs). Busy polling wins where a hand-off costs more than the
+/// work (a ping-pong); in a bulk transfer the device's own context, fed in
+/// batches, keeps a second core busy while the consumer's thread would do
+/// both halves on one (measured: 1 MiB READs over UDP at 1.1-2.4 GB/s
+/// busy polled against 2.5-3.0 GB/s left to the engine).
+const BULK_BACKOFF_US: u64 = 10_000;
+
 /// What a pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pass {
@@ -70,17 +85,51 @@ impl SoftRnic {
     /// CQ empty, unless busy polling is off or another pass is running.
     /// Delivers no event. Returns whether anything was done.
     pub fn busy_poll(&self) -> bool {
-        if !self.engine().busy_poll.load(Ordering::Relaxed) {
+        let engine = self.engine();
+        if !engine.busy_poll.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = self.clock.now_us();
+        if now < engine.bulk_until.load(Ordering::Relaxed) {
             return false;
         }
         self.waker().note_busy_poll();
-        let stats = &self.engine().stats;
+        let stats = &engine.stats;
         let Some(pass) = self.pass(false) else {
             stats.busy_turn_taken.inc();
             return false;
         };
         stats.busy_passes.inc();
+        if self.bulk_found(now, pass.received) {
+            // A bulk transfer: hand it back to the device's own context.
+            stats.busy_bulk_backoffs.inc();
+            engine
+                .bulk_until
+                .store(now + BULK_BACKOFF_US, Ordering::Relaxed);
+            self.waker().end_busy_poll();
+        }
         pass.received > 0 || pass.worked
+    }
+
+    /// Counts packets taken by busy passes over spans of [`BULK_SPAN_US`];
+    /// whether this span reached [`BULK_PACKETS`]. Racy by design (one
+    /// pass at a time updates it; a lost count only delays the verdict).
+    fn bulk_found(&self, now: u64, received: usize) -> bool {
+        let engine = self.engine();
+        let received = u32::try_from(received).unwrap_or(u32::MAX);
+        if now.saturating_sub(engine.bulk_span_start.load(Ordering::Relaxed)) > BULK_SPAN_US {
+            engine.bulk_span_start.store(now, Ordering::Relaxed);
+            engine.bulk_span_packets.store(received, Ordering::Relaxed);
+        } else {
+            engine
+                .bulk_span_packets
+                .fetch_add(received, Ordering::Relaxed);
+        }
+        if engine.bulk_span_packets.load(Ordering::Relaxed) < BULK_PACKETS {
+            return false;
+        }
+        engine.bulk_span_packets.store(0, Ordering::Relaxed);
+        true
     }
 
     /// Runs one pass with event delivery, for the device's own context;

@@ -36,7 +36,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::net::SocketAddrV4;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use hwq::device::DeviceError;
 use spin::{Mutex, RwLock};
@@ -161,6 +161,9 @@ counters! {
     busy_passes,
     /// Busy polls that found the device's turn taken.
     busy_turn_taken,
+    /// Busy passes that found a bulk transfer and left the device to its
+    /// own context for a while.
+    busy_bulk_backoffs,
 }
 
 /// Whether a QP took a received packet.
@@ -193,6 +196,12 @@ pub(crate) struct Engine {
     pub(crate) busy_poll: AtomicBool,
     /// Somebody runs the device's receive-and-poll pass (`busy.rs`).
     pub(crate) turn: AtomicBool,
+    /// Busy polling is off until then (device clock, µs): a bulk transfer
+    /// was found (`busy.rs`).
+    pub(crate) bulk_until: AtomicU64,
+    /// Packets busy passes took since `bulk_span_start` (`busy.rs`).
+    pub(crate) bulk_span_packets: AtomicU32,
+    pub(crate) bulk_span_start: AtomicU64,
 }
 
 impl core::fmt::Debug for Engine {
@@ -218,6 +227,9 @@ impl Engine {
             last_cq_tick: AtomicU64::new(0),
             busy_poll: AtomicBool::new(false),
             turn: AtomicBool::new(false),
+            bulk_until: AtomicU64::new(0),
+            bulk_span_packets: AtomicU32::new(0),
+            bulk_span_start: AtomicU64::new(0),
         })
     }
 }

@@ -314,3 +314,52 @@ fn a_second_pass_does_not_run_beside_the_first() {
     // The turn is free again.
     assert!(dev.engine_pass().is_some());
 }
+
+#[test]
+fn a_bulk_transfer_is_left_to_the_device_context() {
+    let clock = Arc::new(SimClock::default());
+    clock.set(1_000);
+    let wire = Arc::new(Wire::default());
+    let (b, _) = side(ADDR_B, &wire, &clock);
+    let dev = &b.node.dev;
+    dev.set_busy_poll(true);
+    let arrive = |n: usize| {
+        let mut q = wire.queues.lock().unwrap();
+        let mut d = vec![0u8; 64];
+        d[0] = 0x45;
+        d[16..20].copy_from_slice(&ADDR_B.octets());
+        match q.iter_mut().find(|(a, _)| *a == ADDR_B) {
+            Some((_, q)) => q.extend((0..n).map(|_| d.clone())),
+            None => q.push((ADDR_B, (0..n).map(|_| d.clone()).collect())),
+        }
+    };
+    // A trickle (a ping-pong's pace) keeps the consumer polling.
+    for _ in 0..4 {
+        arrive(1);
+        assert!(dev.busy_poll());
+        clock.set(clock.now() + 10);
+    }
+    assert_eq!(dev.stats().busy_bulk_backoffs, 0);
+    assert_eq!(b.asks.busy_ends.load(Ordering::SeqCst), 0);
+    // A burst within the span is a bulk transfer: the engine takes over.
+    arrive(40);
+    assert!(dev.busy_poll());
+    assert_eq!(dev.stats().busy_bulk_backoffs, 1);
+    assert_eq!(
+        b.asks.busy_ends.load(Ordering::SeqCst),
+        1,
+        "the engine was called back"
+    );
+    arrive(1);
+    let notes = b.asks.busy_notes.load(Ordering::SeqCst);
+    assert!(!dev.busy_poll(), "busy polling stands down for a while");
+    assert_eq!(b.asks.busy_notes.load(Ordering::SeqCst), notes);
+    assert_eq!(
+        wire.queued_for(ADDR_B),
+        1,
+        "the arrival is left to the engine"
+    );
+    clock.set(clock.now() + 20_000);
+    assert!(dev.busy_poll(), "and resumes afterwards");
+    assert_eq!(wire.queued_for(ADDR_B), 0);
+}
