@@ -229,6 +229,8 @@ impl Wake for ThreadWaker {
     }
 
     fn end_busy_poll(&self) {
+        // The engine is in charge again, spinning after work as usual.
+        self.last_busy_poll.store(0, Ordering::Relaxed);
         if self.busy_until.swap(0, Ordering::SeqCst) != 0 {
             self.wake_engine();
         }
