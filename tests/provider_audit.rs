@@ -571,6 +571,27 @@ struct Posts {
 }
 
 impl Posts {
+    /// Posts of every kind on `pair`'s active QP over one page of `pages`
+    /// (registered, with a fast-register MR and a window); the returned MDL
+    /// must outlive them.
+    fn on(pair: &Pair, pages: &mut Pages) -> (Self, Mdl) {
+        let s = pair.active_qp;
+        let va = pages.addr();
+        let (mr, mdl) = registered_mr(s.pd, pages.bytes(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+        let fr = create_mr(s.pd, true);
+        assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
+        let posts = Self {
+            qp: s.qp,
+            sg: [s.sg(0, 8)],
+            target: pair.remote(),
+            mr,
+            mw: create_mw(s.pd),
+            fr,
+            va,
+        };
+        (posts, mdl)
+    }
+
     const KINDS: [&'static str; 8] = [
         "send",
         "send_and_invalidate",
@@ -633,19 +654,7 @@ fn every_initiator_post_encodes_silent_fence_and_solicit() {
     let pair = env.connected_pair(64, 1, 0);
     let s = pair.active_qp;
     let mut pages = Pages::new(1);
-    let va = pages.addr();
-    let (mr, _mdl) = registered_mr(s.pd, pages.bytes(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    let fr = create_mr(s.pd, true);
-    assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
-    let posts = Posts {
-        qp: s.qp,
-        sg: [s.sg(0, 8)],
-        target: pair.remote(),
-        mr,
-        mw: create_mw(s.pd),
-        fr,
-        va,
-    };
+    let (posts, _mdl) = Posts::on(&pair, &mut pages);
     let silent = NDK_OP_FLAG_SILENT_SUCCESS;
     let fence = NDK_OP_FLAG_READ_FENCE;
     let solicit = NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
@@ -714,7 +723,7 @@ fn every_initiator_post_encodes_silent_fence_and_solicit() {
             "{kind}"
         );
     }
-    for o in [header(posts.mw), header(fr), header(mr)] {
+    for o in [header(posts.mw), header(posts.fr), header(posts.mr)] {
         close_now(o);
     }
     pair.close();
@@ -727,20 +736,8 @@ fn every_post_runs_at_dispatch_level_without_a_pool_charge() {
     let pair = env.connected_pair(64, 1, 64);
     let s = pair.active_qp;
     let mut pages = Pages::new(1);
-    let va = pages.addr();
-    let (mr, _mdl) = registered_mr(s.pd, pages.bytes(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    let fr = create_mr(s.pd, true);
-    assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
+    let (p, _mdl) = Posts::on(&pair, &mut pages);
     let srq = try_create_srq(s.pd, 8, 1, 0, None).unwrap();
-    let p = Posts {
-        qp: s.qp,
-        sg: [s.sg(0, 8)],
-        target: pair.remote(),
-        mr,
-        mw: create_mw(s.pd),
-        fr,
-        va,
-    };
     let charges = env.platform.charges();
     let flag_sets = [
         0,
@@ -797,7 +794,7 @@ fn every_post_runs_at_dispatch_level_without_a_pool_charge() {
     // The device's interrupt for the flushed entries.
     env.dev().deliver_events();
     assert_eq!(pair.notify.count(), 1, "the armed CQ was notified once");
-    for o in [header(p.mw), header(fr), header(mr), header(srq)] {
+    for o in [header(p.mw), header(p.fr), header(p.mr), header(srq)] {
         close_now(o);
     }
     pair.close();
