@@ -171,8 +171,19 @@ unsafe fn map(mdl: *mut MDL, base: u64, bytes: usize) -> Option<*mut u8> {
     header.ByteCount = bytes as u32;
     header.ByteOffset = 0;
     header.MdlFlags = (header.MdlFlags | MDL_PAGES_LOCKED) & !MDL_MAPPED_TO_SYSTEM_VA;
-    // SAFETY: a locked-pages MDL describing resident pages, mapped for
-    // kernel mode at DISPATCH_LEVEL; failure returns null (no bugcheck).
+    // SAFETY: a locked-pages MDL describing resident pages.
+    unsafe { map_locked_pages(mdl) }
+}
+
+/// Maps an MDL's locked pages for kernel mode (cached, no-execute); the
+/// system address of its first page, or `None` if the system has no
+/// mapping to spare (failure returns null: no bugcheck, usable at
+/// `DISPATCH_LEVEL`). The mapping belongs to the MDL; its owner undoes it.
+///
+/// # Safety
+/// `mdl` is a valid MDL describing locked, resident pages.
+pub(super) unsafe fn map_locked_pages(mdl: *mut MDL) -> Option<*mut u8> {
+    // SAFETY: per the contract; kernel mode at or below DISPATCH_LEVEL.
     let va = unsafe {
         MmMapLockedPagesSpecifyCache(
             mdl,

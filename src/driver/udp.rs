@@ -28,9 +28,8 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsiz
 
 use hwq::TryArc;
 use ndis::{
-    IPPROTO_UDP, IRP, IoAllocateIrp, IoAllocateMdl, IoFreeIrp, IoFreeMdl, IoReuseIrp, KernelMode,
-    MdlMappingNoExecute, MmBuildMdlForNonPagedPool, MmCached, MmMapLockedPagesSpecifyCache,
-    NPI_WSK_INTERFACE_ID, NormalPagePriority, SO_WSK_EVENT_CALLBACK, SOCK_DGRAM, SOL_SOCKET,
+    IPPROTO_UDP, IRP, IoAllocateIrp, IoAllocateMdl, IoFreeIrp, IoFreeMdl, IoReuseIrp,
+    MmBuildMdlForNonPagedPool, NPI_WSK_INTERFACE_ID, SO_WSK_EVENT_CALLBACK, SOCK_DGRAM, SOL_SOCKET,
     STATUS_MORE_PROCESSING_REQUIRED, WSK_BUF, WSK_CLIENT_DATAGRAM_DISPATCH, WSK_CLIENT_DISPATCH,
     WSK_CLIENT_NPI, WSK_DATAGRAM_INDICATION, WSK_EVENT_CALLBACK_CONTROL, WSK_EVENT_RECEIVE_FROM,
     WSK_FLAG_DATAGRAM_SOCKET, WSK_PROVIDER_DATAGRAM_DISPATCH, WSK_PROVIDER_NPI, WSK_REGISTRATION,
@@ -585,19 +584,9 @@ unsafe fn system_address(mdl: *mut MDL) -> Option<*const u8> {
     if m.MdlFlags & (MDL_MAPPED_TO_SYSTEM_VA | MDL_SOURCE_IS_NONPAGED_POOL) != 0 {
         return Some(m.MappedSystemVa.cast_const().cast());
     }
-    // SAFETY: locked pages, kernel mode, <= DISPATCH_LEVEL; on success the
-    // mapping belongs to the MDL and its owner undoes it.
-    let va = unsafe {
-        MmMapLockedPagesSpecifyCache(
-            mdl,
-            KernelMode,
-            MmCached,
-            ptr::null_mut(),
-            0,
-            NormalPagePriority | MdlMappingNoExecute,
-        )
-    };
-    (!va.is_null()).then_some(va.cast_const().cast())
+    // SAFETY: valid per contract, of locked pages; the mapping belongs to
+    // the MDL and its owner undoes it.
+    unsafe { super::dma::map_locked_pages(mdl) }.map(<*mut u8>::cast_const)
 }
 
 /// The payload when the first MDL holds all of it.
