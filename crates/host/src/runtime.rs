@@ -475,6 +475,11 @@ impl FabricHub {
             nodes.remove(&addr);
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
+        self.discard_queued_for(addr);
+    }
+
+    /// Drops what is queued for `addr` (the buffers go back to the fabric).
+    fn discard_queued_for(&self, addr: Ipv4Addr) {
         while let Some(bytes) = self.fabric.take_due_for(addr, u64::MAX) {
             self.fabric.recycle(bytes);
         }
@@ -495,9 +500,7 @@ impl FabricHub {
         drop(nodes);
         // No device at that address: the packet is lost, as on a real
         // network.
-        while let Some(bytes) = self.fabric.take_due_for(addr, u64::MAX) {
-            self.fabric.recycle(bytes);
-        }
+        self.discard_queued_for(addr);
         None
     }
 

@@ -95,12 +95,15 @@ impl SoftRnic {
         }
         self.waker().note_busy_poll();
         let stats = &engine.stats;
-        let Some(pass) = self.pass(false) else {
+        let Some(turn) = Turn::try_take(self) else {
             stats.busy_turn_taken.inc();
             return false;
         };
+        let pass = self.pass(&turn, false);
         stats.busy_passes.inc();
-        if self.bulk_found(now, pass.received) {
+        let bulk = self.bulk_found(&turn, now, pass.received);
+        drop(turn);
+        if bulk {
             // A bulk transfer: hand it back to the device's own context.
             stats.busy_bulk_backoffs.inc();
             engine
@@ -112,34 +115,33 @@ impl SoftRnic {
     }
 
     /// Counts packets taken by busy passes over spans of [`BULK_SPAN_US`];
-    /// whether this span reached [`BULK_PACKETS`]. Racy by design (one
-    /// pass at a time updates it; a lost count only delays the verdict).
-    fn bulk_found(&self, now: u64, received: usize) -> bool {
+    /// whether this span reached [`BULK_PACKETS`]. Only the holder of the
+    /// turn counts, so plain loads and stores do.
+    fn bulk_found(&self, _turn: &Turn<'_>, now: u64, received: usize) -> bool {
         let engine = self.engine();
         let received = u32::try_from(received).unwrap_or(u32::MAX);
+        let mut packets = engine.bulk_span_packets.load(Ordering::Relaxed);
         if now.saturating_sub(engine.bulk_span_start.load(Ordering::Relaxed)) > BULK_SPAN_US {
             engine.bulk_span_start.store(now, Ordering::Relaxed);
-            engine.bulk_span_packets.store(received, Ordering::Relaxed);
-        } else {
-            engine
-                .bulk_span_packets
-                .fetch_add(received, Ordering::Relaxed);
+            packets = 0;
         }
-        if engine.bulk_span_packets.load(Ordering::Relaxed) < BULK_PACKETS {
-            return false;
-        }
-        engine.bulk_span_packets.store(0, Ordering::Relaxed);
-        true
+        packets = packets.saturating_add(received);
+        let found = packets >= BULK_PACKETS;
+        engine
+            .bulk_span_packets
+            .store(if found { 0 } else { packets }, Ordering::Relaxed);
+        found
     }
 
     /// Runs one pass with event delivery, for the device's own context;
     /// `None` if another pass (a busy poller) holds the turn.
     pub fn engine_pass(&self) -> Option<Pass> {
-        self.pass(true)
+        let turn = Turn::try_take(self)?;
+        Some(self.pass(&turn, true))
     }
 
-    fn pass(&self, deliver_events: bool) -> Option<Pass> {
-        let _turn = Turn::try_take(self)?;
+    /// One pass; the caller holds the turn.
+    fn pass(&self, _turn: &Turn<'_>, deliver_events: bool) -> Pass {
         let mut pass = Pass::default();
         for _ in 0..RX_BATCHES {
             let got = self.link.receive(&mut |arrival| match arrival {
@@ -158,6 +160,6 @@ impl SoftRnic {
         if deliver_events {
             pass.worked |= self.deliver_events();
         }
-        Some(pass)
+        pass
     }
 }
