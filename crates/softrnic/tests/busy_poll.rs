@@ -111,34 +111,28 @@ struct Bench {
     bb: Buf,
 }
 
-fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<PolledLinkHandle>) {
+/// A device on `wire` at `addr`, and its link (which the device shares).
+fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<PolledLink>) {
     let asks = Arc::new(Asks::default());
-    let handle = Arc::new(PolledLinkHandle::default());
-    let link = PolledLink {
+    let link = Arc::new(PolledLink {
         wire: wire.clone(),
         addr,
         during_receive: Mutex::new(None),
-    };
-    let link = SharedLink(Arc::new(link));
-    *handle.0.lock().unwrap() = Some(link.0.clone());
+    });
     let node = Node::custom(
         addr,
         4096,
         clock,
         1 << 20,
-        Box::new(link),
+        Box::new(SharedLink(link.clone())),
         Box::new(CountingWake(asks.clone())),
     );
     node.dev.set_default_rc_config(RcConfig {
         ack_defer_us: 0,
         ..fast_rc()
     });
-    (Side { node, asks }, handle)
+    (Side { node, asks }, link)
 }
-
-/// Lets a test reach the link after the device owns it.
-#[derive(Default)]
-struct PolledLinkHandle(Mutex<Option<Arc<PolledLink>>>);
 
 struct SharedLink(Arc<PolledLink>);
 
@@ -151,12 +145,12 @@ impl Link for SharedLink {
     }
 }
 
-fn bench() -> (Bench, Arc<PolledLinkHandle>) {
+fn bench() -> Bench {
     let clock = Arc::new(SimClock::default());
     clock.set(1_000);
     let wire = Arc::new(Wire::default());
     let (a, _) = side(ADDR_A, &wire, &clock);
-    let (b, b_link) = side(ADDR_B, &wire, &clock);
+    let (b, _) = side(ADDR_B, &wire, &clock);
     let qa = a.node.qp(16);
     let qb = b.node.qp(16);
     let path = |remote, remote_qpn, send_psn, recv_psn| softrnic::qp::Path {
@@ -178,23 +172,20 @@ fn bench() -> (Bench, Arc<PolledLinkHandle>) {
         .unwrap();
     let ba = a.node.register(4096, Access::LOCAL_WRITE);
     let bb = b.node.register(4096, Access::LOCAL_WRITE);
-    (
-        Bench {
-            wire,
-            a,
-            b,
-            qa,
-            qb,
-            ba,
-            bb,
-        },
-        b_link,
-    )
+    Bench {
+        wire,
+        a,
+        b,
+        qa,
+        qb,
+        ba,
+        bb,
+    }
 }
 
 #[test]
 fn busy_polling_is_off_until_allowed() {
-    let (mut t, _) = bench();
+    let mut t = bench();
     t.a.node.mem.fill(t.ba.logical, &[7; 64]);
     t.a.node
         .post_send(&mut t.qa, wqe(SendOpcode::Send, 1, &[t.ba.sge(0, 64)]));
@@ -210,7 +201,7 @@ fn busy_polling_is_off_until_allowed() {
 
 #[test]
 fn a_send_round_trip_runs_entirely_in_busy_passes() {
-    let (mut t, _) = bench();
+    let mut t = bench();
     t.a.node.dev.set_busy_poll(true);
     t.b.node.dev.set_busy_poll(true);
     t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
@@ -237,7 +228,7 @@ fn a_send_round_trip_runs_entirely_in_busy_passes() {
 
 #[test]
 fn a_busy_pass_leaves_events_to_the_device_context() {
-    let (mut t, _) = bench();
+    let mut t = bench();
     t.b.node.dev.set_busy_poll(true);
     t.b.node.dev.arm_cq(t.qb.rcq.cqn, false);
     assert_eq!(
@@ -267,7 +258,7 @@ fn a_busy_pass_leaves_events_to_the_device_context() {
 
 #[test]
 fn a_doorbell_asks_for_a_poll_a_busy_poller_may_serve() {
-    let (mut t, _) = bench();
+    let mut t = bench();
     // Connecting rang the doorbell once already: take that first.
     let _ = t.a.node.dev.poll();
     let before = (
@@ -298,7 +289,7 @@ fn a_second_pass_does_not_run_beside_the_first() {
     let weak = Arc::downgrade(&dev);
     // Runs on the pass's thread while it holds the turn: another thread
     // tries a busy poll and an engine pass meanwhile.
-    let link = b_link.0.lock().unwrap().clone().unwrap();
+    let link = b_link;
     *link.during_receive.lock().unwrap() = Some(Box::new(move || {
         let dev = weak.upgrade().unwrap();
         let other = std::thread::spawn(move || (dev.busy_poll(), dev.engine_pass().is_none()));
