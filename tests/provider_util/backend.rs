@@ -310,22 +310,21 @@ impl Env {
     /// Collects `n` results of `cq`: what is there on the scripted device,
     /// waiting for them on the RNIC. Never more than `n`.
     pub fn results(&self, cq: *mut NDK_CQ, n: usize) -> Vec<NDK_RESULT> {
-        let mut got = results(cq, n);
-        if !self.is_scripted() {
-            wait_until(&format!("{n} CQ results"), || {
-                got.extend(results(cq, n - got.len()));
-                got.len() >= n
-            });
-        }
-        got
+        self.collect(n, |k| results(cq, k))
     }
 
     /// As [`Env::results`], with `NdkGetCqResultsEx`.
     pub fn results_ex(&self, cq: *mut NDK_CQ, n: usize) -> Vec<NDK_RESULT_EX> {
-        let mut got = results_ex(cq, n);
+        self.collect(n, |k| results_ex(cq, k))
+    }
+
+    /// `n` results taken by `take(at_most)`: one take on the scripted
+    /// device, takes until there are `n` on the RNIC.
+    fn collect<T>(&self, n: usize, mut take: impl FnMut(usize) -> Vec<T>) -> Vec<T> {
+        let mut got = take(n);
         if !self.is_scripted() {
             wait_until(&format!("{n} CQ results"), || {
-                got.extend(results_ex(cq, n - got.len()));
+                got.extend(take(n - got.len()));
                 got.len() >= n
             });
         }
