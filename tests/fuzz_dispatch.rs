@@ -638,14 +638,14 @@ proptest! {
         let env = Env::new();
         let info = env.info();
         let notify = Recorder::new();
-        let cq = env.try_create_cq(cq_depth, &notify);
+        let cq = env.try_create_cq(cq_depth, notify);
         let cq_ok = cq_depth != 0 && cq_depth <= info.MaxCqDepth;
         prop_assert_eq!(cq.is_ok(), cq_ok, "CreateCq({}) -> {:?}", cq_depth, cq);
         if let Err(st) = cq {
             prop_assert_eq!(st, IP);
         }
         let pd = env.create_pd();
-        let qcq = env.create_cq(4, &notify);
+        let qcq = env.create_cq(4, notify);
         let q = create_qp(pd, qcq, qcq, 0x77, rd, id, rs, is, inline);
         let max = info.MaxReceiveQueueDepth.min(info.MaxInitiatorQueueDepth);
         let depth_ok = |d: u32| d != 0 && d <= max;

@@ -242,7 +242,7 @@ struct Link2 {
     listener: *mut NDK_LISTENER,
     /// Boxed: each recorder's address is a callback context.
     #[allow(clippy::vec_box)]
-    recs: Vec<Box<Recorder>>,
+    recs: Vec<&'static Recorder>,
     v_qpn: u32,
     p_qpn: u32,
     /// V's next expected PSN.
@@ -254,37 +254,34 @@ static PORTS: AtomicU64 = AtomicU64::new(0);
 fn connect_link(v: &Node, p: &Node, v_pd: *mut NDK_PD, p_pd: *mut NDK_PD, tap: &Tap) -> Link2 {
     let n = PORTS.fetch_add(1, Ordering::SeqCst) as usize;
     let notify = Recorder::new();
-    let v_cq = v.create_cq(256, &notify);
-    let p_cq = p.create_cq(256, &notify);
+    let v_cq = v.create_cq(256, notify);
+    let p_cq = p.create_cq(256, notify);
     let v_qp = create_qp(v_pd, v_cq, v_cq, 0x7000 + n, 16, 16, 2, 2, 0).expect("V qp");
     let p_qp = create_qp(p_pd, p_cq, p_cq, 0x8000 + n, 16, 16, 2, 2, 0).expect("P qp");
     let events = Recorder::new();
-    let listener = v.create_listener(&events);
+    let listener = v.create_listener(events);
     let port = 7000 + n as u16;
     let lrec = Recorder::new();
     assert_eq!(
-        finish(listen(listener, &v.addr(port)), &lrec, "listen"),
+        finish(listen(listener, &v.addr(port)), lrec, "listen"),
         STATUS_SUCCESS
     );
     let p_conn = p.create_connector();
     let connected = Recorder::new();
     assert_eq!(
-        connect(p_conn, p_qp, &p.addr(0), &v.addr(port), b"p", &connected),
+        connect(p_conn, p_qp, &p.addr(0), &v.addr(port), b"p", connected),
         STATUS_PENDING
     );
-    wait_calls(&events, 1, "connect event");
+    wait_calls(events, 1, "connect event");
     let v_conn = events.calls()[0].object as *mut NDK_CONNECTOR;
     let accepted = Recorder::new();
     let v_disc = Recorder::new();
-    assert_eq!(
-        accept(v_conn, v_qp, b"v", &v_disc, &accepted),
-        STATUS_PENDING
-    );
-    wait_calls(&connected, 1, "connect completion");
+    assert_eq!(accept(v_conn, v_qp, b"v", v_disc, accepted), STATUS_PENDING);
+    wait_calls(connected, 1, "connect completion");
     assert_eq!(connected.statuses(), vec![STATUS_SUCCESS]);
     let p_disc = Recorder::new();
-    assert_eq!(complete_connect(p_conn, &p_disc), STATUS_SUCCESS);
-    wait_calls(&accepted, 1, "accept completion");
+    assert_eq!(complete_connect(p_conn, p_disc), STATUS_SUCCESS);
+    wait_calls(accepted, 1, "accept completion");
     // Learn the numbers: one SEND from P, seen arriving at V.
     let mut vb = vec![0u8; 64];
     let mut pb = vec![7u8; 64];
@@ -334,15 +331,15 @@ fn connect_link(v: &Node, p: &Node, v_pd: *mut NDK_PD, p_pd: *mut NDK_PD, tap: &
 impl Link2 {
     fn close(self) {
         let done = Recorder::new();
-        let st = disconnect(self.p_conn, &done);
+        let st = disconnect(self.p_conn, done);
         if st == STATUS_PENDING {
-            wait_calls(&done, 1, "disconnect");
+            wait_calls(done, 1, "disconnect");
         }
         let lclose = Recorder::new();
-        let lst = close(self.listener, &lclose);
+        let lst = close(self.listener, lclose);
         close_wait(self.v_conn);
         close_wait(self.p_conn);
-        finish(lst, &lclose, "listener close");
+        finish(lst, lclose, "listener close");
         close_wait(self.v_qp);
         close_wait(self.p_qp);
         close_wait(self.v_cq);

@@ -122,13 +122,13 @@ backend_tests! {
 fn every_object_reports_no_extensions_and_a_proper_header(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 4, 2, 0);
+    let s = env.qp_setup(notify, 4, 2, 0);
     let mr = create_mr(s.pd, false);
     let mw = create_mw(s.pd);
     let srq = try_create_srq(s.pd, 4, 1, 0, None).unwrap();
     let connector = env.create_connector();
     let events = Recorder::new();
-    let listener = env.create_listener(&events);
+    let listener = env.create_listener(events);
     let endpoint = env.try_create_endpoint(&env.addr(0)).unwrap();
     let objects: [(
         *mut NDK_OBJECT_HEADER,
@@ -225,7 +225,7 @@ fn dispatch_tables_are_complete(b: Backend) {
     assert!(t.NdkCreateConnector.is_some() && t.NdkCreateListener.is_some());
     assert!(t.NdkBuildLAM.is_some() && t.NdkReleaseLAM.is_some());
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 4, 1, 0);
+    let s = env.qp_setup(notify, 4, 1, 0);
     let q = qp_table(s.qp);
     for slot in [
         q.NdkSend.is_some(),

@@ -141,7 +141,7 @@ fn posts_after_a_disconnect_are_connection_invalid_and_change_nothing(b: Backend
     let env = Env::on(b);
     let pair = env.connected_pair(8, 1, 0);
     let done = Recorder::new();
-    assert_eq!(disconnect(pair.active, &done), STATUS_PENDING);
+    assert_eq!(disconnect(pair.active, done), STATUS_PENDING);
     env.pump(|| done.count() >= 1 && pair.passive_disc.count() >= 1);
     assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
     assert_eq!(pair.passive_disc.count(), 1);
@@ -503,21 +503,21 @@ fn several_opens_are_distinct_adapters_on_one_device(b: Backend) {
     let port = fresh_port();
     assert_eq!(listen(listener, &env.addr(port)), STATUS_SUCCESS);
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 8, 1, 0);
+    let s = env.qp_setup(notify, 8, 1, 0);
     let active = env.create_connector();
     let connected = Recorder::new();
     assert_eq!(
-        connect(active, s.qp, &env.addr(0), &env.addr(port), b"hi", &connected),
+        connect(active, s.qp, &env.addr(0), &env.addr(port), b"hi", connected),
         STATUS_PENDING
     );
     env.pump(|| events.count() >= 1);
     assert_eq!(events.count(), 1, "the second adapter's listener got the request");
     let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
     let (accepted, pdisc, adisc) = (Recorder::new(), Recorder::new(), Recorder::new());
-    assert_eq!(accept(passive, qp2, b"ok", &pdisc, &accepted), STATUS_PENDING);
+    assert_eq!(accept(passive, qp2, b"ok", pdisc, accepted), STATUS_PENDING);
     env.pump(|| connected.count() >= 1);
     assert_eq!(connected.statuses(), vec![STATUS_SUCCESS]);
-    assert_eq!(complete_connect(active, &adisc), STATUS_SUCCESS);
+    assert_eq!(complete_connect(active, adisc), STATUS_SUCCESS);
     env.pump(|| accepted.count() >= 1);
     assert_eq!(accepted.statuses(), vec![STATUS_SUCCESS]);
     // Data crosses from one adapter's QP to the other's.
@@ -1038,7 +1038,7 @@ fn bad_handles_and_lists_are_refused_by_every_post() {
 fn adapter_close_returns_only_after_a_running_callback_returned() {
     let env = Env::new();
     let notify = Recorder::new();
-    let cq = env.create_cq(8, &notify);
+    let cq = env.create_cq(8, notify);
     let cqn = *env.dev().cqns().last().unwrap();
     let entered = Arc::new(AtomicBool::new(false));
     let returned = Arc::new(AtomicBool::new(false));
@@ -1066,7 +1066,7 @@ fn adapter_close_returns_only_after_a_running_callback_returned() {
         wait_until("the notification to start", || entered.load(SeqCst));
         // The consumer closes the CQ (it pends: its callback runs), then
         // the adapter.
-        assert_eq!(close(cq, &cq_closed), STATUS_PENDING);
+        assert_eq!(close(cq, cq_closed), STATUS_PENDING);
         let (returned2, order) = (returned.clone(), close_order.clone());
         let closed = &cq_closed;
         let closer = scope.spawn(move || {

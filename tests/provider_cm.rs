@@ -54,19 +54,19 @@ struct Request {
     active: *mut NDK_CONNECTOR,
     passive: *mut NDK_CONNECTOR,
     /// The active connect's completion.
-    done: Box<Recorder>,
+    done: &'static Recorder,
     /// The listener's connect events.
-    events: Box<Recorder>,
+    events: &'static Recorder,
 }
 
 fn request(env: &Env, qp: *mut NDK_QP, port: u16, data: &[u8]) -> Request {
     let events = Recorder::new();
-    let listener = env.create_listener(&events);
+    let listener = env.create_listener(events);
     assert_eq!(listen(listener, &env.addr(port)), STATUS_SUCCESS);
     let active = env.create_connector();
     let done = Recorder::new();
     assert_eq!(
-        connect(active, qp, &env.addr(0), &env.addr(port), data, &done),
+        connect(active, qp, &env.addr(0), &env.addr(port), data, done),
         STATUS_PENDING
     );
     env.pump(|| events.count() >= 1);
@@ -121,10 +121,10 @@ fn connect_accept_and_post_between_the_two(b: Backend) {
 fn connection_data_rules_on_both_sides(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
-    let b = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
+    let b = env.qp_setup(notify, 4, 1, 0);
     let events = Recorder::new();
-    let l = env.create_listener(&events);
+    let l = env.create_listener(events);
     assert_eq!(listen(l, &env.addr(7000)), STATUS_SUCCESS);
     let active = env.create_connector();
     let done = Recorder::new();
@@ -141,7 +141,7 @@ fn connection_data_rules_on_both_sides(b: Backend) {
             &env.addr(0),
             &env.addr(7000),
             b"0123456789",
-            &done
+            done
         ),
         STATUS_PENDING
     );
@@ -189,7 +189,7 @@ fn connection_data_rules_on_both_sides(b: Backend) {
     // Accept with data; the active side reads it after its connect completes.
     let (accepted, disc) = (Recorder::new(), Recorder::new());
     assert_eq!(
-        accept(passive, b.qp, b"ok!", &disc, &accepted),
+        accept(passive, b.qp, b"ok!", disc, accepted),
         STATUS_PENDING
     );
     assert_eq!(
@@ -207,7 +207,7 @@ fn connection_data_rules_on_both_sides(b: Backend) {
         (STATUS_SUCCESS, &b"ok!"[..], rep_len, 8, 8)
     );
     assert!(buf[3..].iter().all(|&x| x == 0));
-    assert_eq!(complete_connect(active, &Recorder::new()), STATUS_SUCCESS);
+    assert_eq!(complete_connect(active, Recorder::new()), STATUS_SUCCESS);
     env.pump(|| accepted.count() >= 1);
     assert_eq!(accepted.statuses(), vec![STATUS_SUCCESS]);
     for o in [
@@ -229,7 +229,7 @@ fn connection_data_rules_on_both_sides(b: Backend) {
 fn private_data_limits(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
     let c = env.create_connector();
     let max = env.info().MaxCallerData as usize;
     let data = vec![1u8; max + 1];
@@ -241,7 +241,7 @@ fn private_data_limits(b: Backend) {
             &env.addr(0),
             &env.addr(1),
             &data,
-            &done
+            done
         ),
         STATUS_INVALID_PARAMETER
     );
@@ -303,7 +303,7 @@ fn local_and_peer_addresses(b: Backend) {
 fn listen_on_port_zero_picks_one(b: Backend) {
     let env = Env::on(b);
     let events = Recorder::new();
-    let l = env.create_listener(&events);
+    let l = env.create_listener(events);
     assert_eq!(listen(l, &env.addr(0)), STATUS_SUCCESS);
     let mut buf = [0u8; 16];
     let mut len = 16;
@@ -324,8 +324,8 @@ fn listen_on_port_zero_picks_one(b: Backend) {
 fn listen_address_errors(b: Backend) {
     let env = Env::on(b);
     let events = Recorder::new();
-    let a = env.create_listener(&events);
-    let b = env.create_listener(&events);
+    let a = env.create_listener(events);
+    let b = env.create_listener(events);
     assert_eq!(listen(a, &env.addr(8000)), STATUS_SUCCESS);
     assert_eq!(listen(b, &env.addr(8000)), STATUS_SHARING_VIOLATION);
     assert_eq!(
@@ -353,7 +353,7 @@ fn listen_address_errors(b: Backend) {
 fn connecting_to_nobody_is_refused(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
     let c = env.create_connector();
     let done = Recorder::new();
     assert_eq!(
@@ -363,14 +363,14 @@ fn connecting_to_nobody_is_refused(b: Backend) {
             &env.addr(0),
             &env.addr(4444),
             &[],
-            &done
+            done
         ),
         STATUS_PENDING
     );
     env.pump(|| done.count() >= 1);
     assert_eq!(done.statuses(), vec![STATUS_CONNECTION_REFUSED]);
     assert_eq!(
-        complete_connect(c, &Recorder::new()),
+        complete_connect(c, Recorder::new()),
         STATUS_CONNECTION_INVALID,
         "nothing to complete"
     );
@@ -401,7 +401,7 @@ fn connecting_to_nobody_is_refused(b: Backend) {
 fn a_rejected_request_refuses_the_connect(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
     let req = request(&env, a.qp, 6000, b"hi");
     let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
     assert_eq!(reject(passive, b"no"), STATUS_SUCCESS);
@@ -428,7 +428,7 @@ fn a_rejected_request_refuses_the_connect(b: Backend) {
 fn closing_an_unaccepted_connector_rejects_it(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
     let req = request(&env, a.qp, 6100, &[]);
     let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
     close_now(passive);
@@ -449,8 +449,8 @@ fn closing_an_unaccepted_connector_rejects_it(b: Backend) {
 fn accept_after_the_initiator_gave_up_is_aborted(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
-    let b = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
+    let b = env.qp_setup(notify, 4, 1, 0);
     let req = request(&env, a.qp, 6200, &[]);
     let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
     close_now(c); // the initiator abandons (its pending connect is cancelled)
@@ -464,7 +464,7 @@ fn accept_after_the_initiator_gave_up_is_aborted(b: Backend) {
     );
     let (acc, disc) = (Recorder::new(), Recorder::new());
     assert_eq!(
-        accept(passive, b.qp, &[], &disc, &acc),
+        accept(passive, b.qp, &[], disc, acc),
         STATUS_CONNECTION_ABORTED
     );
     assert_eq!(acc.count(), 0, "an inline failure has no callback");
@@ -486,12 +486,12 @@ fn accept_after_the_initiator_gave_up_is_aborted(b: Backend) {
 fn accept_fails_when_the_initiator_leaves_after_the_reply(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
-    let b = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
+    let b = env.qp_setup(notify, 4, 1, 0);
     let req = request(&env, a.qp, 6300, &[]);
     let (l, c, passive, done) = (req.listener, req.active, req.passive, &req.done);
     let (acc, disc) = (Recorder::new(), Recorder::new());
-    assert_eq!(accept(passive, b.qp, &[], &disc, &acc), STATUS_PENDING);
+    assert_eq!(accept(passive, b.qp, &[], disc, acc), STATUS_PENDING);
     env.pump(|| done.count() >= 1);
     assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
     // The initiator rejects after reading the reply.
@@ -501,7 +501,7 @@ fn accept_fails_when_the_initiator_leaves_after_the_reply(b: Backend) {
     if env.is_scripted() {
         // A handshake timeout reads as IO_TIMEOUT (device-reported; the
         // RNIC's CM gives up only after its retries, seconds later).
-        handshake_timeout(&env, &notify);
+        handshake_timeout(&env, notify);
     }
     for o in [
         header(passive),
@@ -528,7 +528,7 @@ fn disconnect_flushes_and_the_peer_gets_one_event(b: Backend) {
     assert_eq!(receive(a.qp, 11, &sg), STATUS_SUCCESS);
     assert_eq!(receive(b.qp, 22, &[b.sg(0, 4)]), STATUS_SUCCESS);
     let done = Recorder::new();
-    assert_eq!(disconnect(pair.active, &done), STATUS_PENDING);
+    assert_eq!(disconnect(pair.active, done), STATUS_PENDING);
     env.pump(|| done.count() >= 1 && pair.passive_disc.count() >= 1);
     assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
     assert_eq!(pair.passive_disc.count(), 1, "the peer's disconnect event");
@@ -566,13 +566,13 @@ fn disconnect_flushes_and_the_peer_gets_one_event(b: Backend) {
     }
     assert_eq!(pair.passive_disc.count(), 1, "exactly once");
     assert_eq!(
-        disconnect(pair.active, &done),
+        disconnect(pair.active, done),
         STATUS_CONNECTION_INVALID,
         "already disconnected"
     );
     // The peer's own disconnect now completes at once.
     let done_b = Recorder::new();
-    let st = disconnect(pair.passive, &done_b);
+    let st = disconnect(pair.passive, done_b);
     if st == STATUS_PENDING {
         env.pump(|| done_b.count() >= 1);
         assert_eq!(done_b.statuses(), vec![STATUS_SUCCESS]);
@@ -587,9 +587,9 @@ fn disconnect_flushes_and_the_peer_gets_one_event(b: Backend) {
 fn listener_pause_refuses_until_resumed(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
     let events = Recorder::new();
-    let l = env.create_listener(&events);
+    let l = env.create_listener(events);
     assert_eq!(listen(l, &env.addr(6400)), STATUS_SUCCESS);
     let pause = listener_table(l).NdkControlConnectEvents.unwrap();
     // SAFETY: our listener.
@@ -603,7 +603,7 @@ fn listener_pause_refuses_until_resumed(b: Backend) {
             &env.addr(0),
             &env.addr(6400),
             &[],
-            &done
+            done
         ),
         STATUS_PENDING
     );
@@ -623,7 +623,7 @@ fn listener_pause_refuses_until_resumed(b: Backend) {
             &env.addr(0),
             &env.addr(6400),
             &[],
-            &done2
+            done2
         ),
         STATUS_PENDING
     );
@@ -647,9 +647,9 @@ fn listener_pause_refuses_until_resumed(b: Backend) {
 fn a_closing_listener_stops_at_once(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
     let events = Recorder::new();
-    let l = env.create_listener(&events);
+    let l = env.create_listener(events);
     assert_eq!(listen(l, &env.addr(6500)), STATUS_SUCCESS);
     close_now(l);
     let c = env.create_connector();
@@ -661,7 +661,7 @@ fn a_closing_listener_stops_at_once(b: Backend) {
             &env.addr(0),
             &env.addr(6500),
             &[],
-            &done
+            done
         ),
         STATUS_PENDING
     );
@@ -703,9 +703,9 @@ fn shared_endpoints_reserve_addresses(b: Backend) {
     let c = env.try_create_endpoint(&env.addr(port)).unwrap();
     // Connect through it: the connection uses the endpoint's address.
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 4, 1, 0);
+    let s = env.qp_setup(notify, 4, 1, 0);
     let events = Recorder::new();
-    let l = env.create_listener(&events);
+    let l = env.create_listener(events);
     assert_eq!(listen(l, &env.addr(6600)), STATUS_SUCCESS);
     let conn = env.create_connector();
     let done = Recorder::new();
@@ -768,7 +768,7 @@ fn a_qp_serves_one_connector(b: Backend) {
             &env.addr(0),
             &env.addr(1),
             &[],
-            &done
+            done
         ),
         STATUS_INVALID_DEVICE_STATE
     );
@@ -795,10 +795,10 @@ fn a_qp_serves_one_connector(b: Backend) {
 fn ipv6_addresses_use_the_windows_family(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let a = env.qp_setup(&notify, 4, 1, 0);
-    let b = env.qp_setup(&notify, 4, 1, 0);
+    let a = env.qp_setup(notify, 4, 1, 0);
+    let b = env.qp_setup(notify, 4, 1, 0);
     let events = Recorder::new();
-    let l = env.create_listener(&events);
+    let l = env.create_listener(events);
     // The RNIC is RoCEv2 over IPv4 only: IPv6 addresses are refused.
     let (v6, listened, connecting) = if env.is_scripted() {
         (ADDR_V6.octets(), STATUS_SUCCESS, STATUS_PENDING)
@@ -815,7 +815,7 @@ fn ipv6_addresses_use_the_windows_family(b: Backend) {
             &SockAddr::v6([0; 16], 0),
             &SockAddr::v6(v6, 7100),
             &[],
-            &done
+            done
         ),
         connecting
     );
@@ -864,9 +864,9 @@ fn ipv6_addresses_use_the_windows_family(b: Backend) {
         (STATUS_BUFFER_TOO_SMALL, 28)
     );
     let (acc, disc) = (Recorder::new(), Recorder::new());
-    assert_eq!(accept(passive, b.qp, &[], &disc, &acc), STATUS_PENDING);
+    assert_eq!(accept(passive, b.qp, &[], disc, acc), STATUS_PENDING);
     env.dev().deliver_events();
-    assert_eq!(complete_connect(c, &Recorder::new()), STATUS_SUCCESS);
+    assert_eq!(complete_connect(c, Recorder::new()), STATUS_SUCCESS);
     env.dev().deliver_events();
     assert_eq!(acc.statuses(), vec![STATUS_SUCCESS]);
     for o in [
@@ -892,7 +892,7 @@ fn handshake_timeout(env: &Env, notify: &Recorder) {
     let a2 = env.qp_setup(notify, 4, 1, 0);
     let done2 = Recorder::new();
     assert_eq!(
-        connect(c2, a2.qp, &env.addr(0), &env.addr(1), &[], &done2),
+        connect(c2, a2.qp, &env.addr(0), &env.addr(1), &[], done2),
         STATUS_PENDING
     );
     let conn = *env.dev().conn_ids().last().unwrap();

@@ -37,12 +37,12 @@ fn no_srq_support_means_not_supported() {
 /// dependent's completion.
 fn check_pending_close<A, D>(antecedent: *mut A, dependents: &[*mut D]) {
     let ante = Recorder::new();
-    assert_eq!(close(antecedent, &ante), STATUS_PENDING);
+    assert_eq!(close(antecedent, ante), STATUS_PENDING);
     assert_eq!(ante.count(), 0);
     let mut last_dep_seq = 0;
     for (i, d) in dependents.iter().enumerate() {
         let rec = Recorder::new();
-        let status = close(*d, &rec);
+        let status = close(*d, rec);
         if status == STATUS_PENDING {
             // On the RNIC a callback of the dependent may still have been
             // returning on a device thread: its close completes after.
@@ -79,7 +79,7 @@ fn allocation_failure_at_every_step_is_clean() {
         match env.try_create_pd() {
             Ok(pd) => {
                 objects.push(header(pd));
-                match env.try_create_cq(8, &notify) {
+                match env.try_create_cq(8, notify) {
                     Ok(cq) => {
                         objects.push(header(cq));
                         match create_qp(pd, cq, cq, 0, 8, 8, 2, 2, 0) {
@@ -115,7 +115,7 @@ backend_tests! {
 fn creates_complete_synchronously_without_callbacks(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 8, 2, 0);
+    let s = env.qp_setup(notify, 8, 2, 0);
     assert!(!s.pd.is_null() && !s.cq.is_null() && !s.qp.is_null());
     assert_eq!(notify.count(), 0);
     close_now(s.qp);
@@ -129,15 +129,15 @@ fn cq_depth_limits(b: Backend) {
     let notify = Recorder::new();
     let max = env.info().MaxCqDepth;
     assert_eq!(
-        env.try_create_cq(0, &notify).err(),
+        env.try_create_cq(0, notify).err(),
         Some(STATUS_INVALID_PARAMETER)
     );
     assert_eq!(
-        env.try_create_cq(max + 1, &notify).err(),
+        env.try_create_cq(max + 1, notify).err(),
         Some(STATUS_INVALID_PARAMETER)
     );
     let cq = env
-        .try_create_cq(max, &notify)
+        .try_create_cq(max, notify)
         .expect("max depth is allowed");
     close_now(cq);
     // The notification callback is required.
@@ -165,7 +165,7 @@ fn qp_limits_follow_adapter_info(b: Backend) {
     let info = env.info();
     let notify = Recorder::new();
     let pd = env.create_pd();
-    let cq = env.create_cq(16, &notify);
+    let cq = env.create_cq(16, notify);
     let d = info.MaxInitiatorQueueDepth;
     let bad = [
         (d + 1, 4, 1, 1, 0),
@@ -231,8 +231,8 @@ fn cq_close_pends_until_its_qps_close(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
     let pd = env.create_pd();
-    let cq = env.create_cq(16, &notify);
-    let rcq = env.create_cq(16, &notify);
+    let cq = env.create_cq(16, notify);
+    let rcq = env.create_cq(16, notify);
     let q1 = create_qp(pd, cq, cq, 1, 4, 4, 1, 1, 0).unwrap();
     let q2 = create_qp(pd, rcq, rcq, 2, 4, 4, 1, 1, 0).unwrap();
     check_pending_close(cq, &[q1]);
@@ -246,16 +246,16 @@ fn pd_close_pends_until_mr_mw_qp_srq_close(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
     let pd = env.create_pd();
-    let cq = env.create_cq(16, &notify);
+    let cq = env.create_cq(16, notify);
     let mr = create_mr(pd, false);
     let mw = create_mw(pd);
     let srq = try_create_srq(pd, 4, 1, 0, None).unwrap();
     let qp = create_qp_with_srq(pd, cq, srq, 0, 4, 1).unwrap();
     let ante = Recorder::new();
-    assert_eq!(close(pd, &ante), STATUS_PENDING);
+    assert_eq!(close(pd, ante), STATUS_PENDING);
     // SRQ with a QP: pending too.
     let srq_rec = Recorder::new();
-    assert_eq!(close(srq, &srq_rec), STATUS_PENDING);
+    assert_eq!(close(srq, srq_rec), STATUS_PENDING);
     close_now(mr);
     close_now(mw);
     assert_eq!(ante.count(), 0);
@@ -332,7 +332,7 @@ fn listener_close_pends_until_its_connectors_close(b: Backend) {
     let env = Env::on(b);
     let pair = env.connected_pair(4, 1, 0);
     let ante = Recorder::new();
-    assert_eq!(close(pair.listener, &ante), STATUS_PENDING);
+    assert_eq!(close(pair.listener, ante), STATUS_PENDING);
     assert_eq!(ante.count(), 0);
     close_now(pair.active);
     assert_eq!(
@@ -341,7 +341,7 @@ fn listener_close_pends_until_its_connectors_close(b: Backend) {
         "the active connector is not the listener's"
     );
     let rec = Recorder::new();
-    let status = close(pair.passive, &rec);
+    let status = close(pair.passive, rec);
     assert!(status == STATUS_SUCCESS || status == STATUS_PENDING);
     if status == STATUS_PENDING {
         // The peer's disconnect event may still be returning (RNIC).
@@ -361,7 +361,7 @@ fn qp_close_pends_until_its_connector_closes(b: Backend) {
     let env = Env::on(b);
     let pair = env.connected_pair(4, 1, 0);
     let qp_rec = Recorder::new();
-    assert_eq!(close(pair.active_qp.qp, &qp_rec), STATUS_PENDING);
+    assert_eq!(close(pair.active_qp.qp, qp_rec), STATUS_PENDING);
     close_now(pair.active);
     env.pump(|| qp_rec.count() >= 1);
     assert_eq!(qp_rec.count(), 1);
@@ -378,7 +378,7 @@ fn qp_close_pends_until_its_connector_closes(b: Backend) {
 fn shared_endpoint_close_pends_until_its_connectors_close(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 4, 1, 0);
+    let s = env.qp_setup(notify, 4, 1, 0);
     let ep = env.try_create_endpoint(&env.addr(0)).unwrap();
     let c = env.create_connector();
     let done = Recorder::new();
@@ -413,7 +413,7 @@ fn shared_endpoint_close_pends_until_its_connectors_close(b: Backend) {
 fn close_without_a_completion_still_finishes(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 4, 1, 0);
+    let s = env.qp_setup(notify, 4, 1, 0);
     let mr = create_mr(s.pd, false);
     // The Microsoft sample closes MRs with no callback, relying on the PD.
     let f = mr_table(mr).NdkCloseMr.unwrap();
@@ -435,8 +435,8 @@ fn a_close_completion_precedes_its_antecedents(b: Backend) {
     let env = Env::on(b);
     let pair = env.connected_pair(4, 1, 0);
     let (cq_rec, qp_rec) = (Recorder::new(), Recorder::new());
-    assert_eq!(close(pair.active_qp.cq, &cq_rec), STATUS_PENDING);
-    assert_eq!(close(pair.active_qp.qp, &qp_rec), STATUS_PENDING);
+    assert_eq!(close(pair.active_qp.cq, cq_rec), STATUS_PENDING);
+    assert_eq!(close(pair.active_qp.qp, qp_rec), STATUS_PENDING);
     assert_eq!((cq_rec.count(), qp_rec.count()), (0, 0));
     close_now(pair.active);
     env.pump(|| cq_rec.count() >= 1);

@@ -69,7 +69,7 @@ backend_tests! {
 fn initiator_posts_need_a_connection_but_receives_do_not(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
-    let s = env.qp_setup(&notify, 8, 2, 64);
+    let s = env.qp_setup(notify, 8, 2, 64);
     let buf = [0u8; 64];
     let sg = [sge(buf.as_ptr() as u64, 8, 1)];
     let pd = s.pd;
@@ -328,7 +328,7 @@ fn flush_and_close_ring_for_deferred_posts(b: Backend) {
     close_now(p2.active);
     let rec = Recorder::new();
     // The connector is closed: the QP's own close rings before it flushes.
-    assert_eq!(close(p2.active_qp.qp, &rec), STATUS_SUCCESS);
+    assert_eq!(close(p2.active_qp.qp, rec), STATUS_SUCCESS);
     if env.is_scripted() {
         assert!(env.dev().qp_state(qpn2).is_none(), "destroyed");
     } else {
@@ -357,7 +357,7 @@ fn qp_close_rings_its_deferred_doorbell(b: Backend) {
     let rec = Recorder::new();
     // The connector keeps the QP open (pending) but its close has already
     // rung and flushed.
-    assert_eq!(close(qp, &rec), STATUS_PENDING);
+    assert_eq!(close(qp, rec), STATUS_PENDING);
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(qpn), 1);
         assert!(
@@ -962,7 +962,7 @@ fn srq_receives_and_limits(b: Backend) {
     let env = Env::on(b);
     let notify = Recorder::new();
     let pd = env.create_pd();
-    let cq = env.create_cq(16, &notify);
+    let cq = env.create_cq(16, notify);
     let srq = try_create_srq(pd, 2, 2, 0, None).unwrap();
     let qp = create_qp_with_srq(pd, cq, srq, 0x77, 4, 1).unwrap();
     let scratch = Scratch::new(pd);
@@ -1006,7 +1006,7 @@ fn srq_receives_and_limits(b: Backend) {
         env.dev().complete_next_recv(qpn, CqeStatus::Success, 8, 0);
         None
     } else {
-        let s = env.qp_setup(&notify, 4, 1, 0);
+        let s = env.qp_setup(notify, 4, 1, 0);
         let link = env.link(s.qp, qp);
         assert_eq!(send(s.qp, 9, &[s.sg(0, 8)], 0), STATUS_SUCCESS);
         assert_eq!(env.results(s.cq, 1)[0].Status, STATUS_SUCCESS);

@@ -77,7 +77,7 @@ struct Conn2 {
     listener: *mut NDK_LISTENER,
     /// Boxed: each recorder's address is a callback context.
     #[allow(clippy::vec_box)]
-    recs: Vec<Box<Recorder>>,
+    recs: Vec<&'static Recorder>,
     /// A: source of SENDs and WRITEs, and sink of READs.
     a_src: Vec<u8>,
     a_sink: Vec<u8>,
@@ -93,16 +93,16 @@ fn open_conn(nodes: &[Node2], a: usize, b: usize) -> Box<Conn2> {
     let (na, nb) = (&nodes[a], &nodes[b]);
     let n = PORT.fetch_add(1, Ordering::SeqCst);
     let notify = Recorder::new();
-    let a_cq = na.node.create_cq(64, &notify);
-    let b_cq = nb.node.create_cq(64, &notify);
+    let a_cq = na.node.create_cq(64, notify);
+    let b_cq = nb.node.create_cq(64, notify);
     let a_qp = create_qp(na.pd, a_cq, a_cq, 0xA_0000 + n as usize, 8, 8, 1, 1, 0).expect("qp");
     let b_qp = create_qp(nb.pd, b_cq, b_cq, 0xB_0000 + n as usize, 8, 8, 1, 1, 0).expect("qp");
     let events = Recorder::new();
-    let listener = nb.node.create_listener(&events);
+    let listener = nb.node.create_listener(events);
     let port = 8000 + (n % 50_000) as u16;
     let lrec = Recorder::new();
     assert_eq!(
-        finish(listen(listener, &nb.node.addr(port)), &lrec, "listen"),
+        finish(listen(listener, &nb.node.addr(port)), lrec, "listen"),
         STATUS_SUCCESS
     );
     let a_conn = na.node.create_connector();
@@ -114,23 +114,23 @@ fn open_conn(nodes: &[Node2], a: usize, b: usize) -> Box<Conn2> {
             &na.node.addr(0),
             &nb.node.addr(port),
             b"soak",
-            &connected
+            connected
         ),
         STATUS_PENDING
     );
-    wait_calls(&events, 1, "connect event");
+    wait_calls(events, 1, "connect event");
     let b_conn = events.calls()[0].object as *mut NDK_CONNECTOR;
     let accepted = Recorder::new();
     let b_disc = Recorder::new();
     assert_eq!(
-        accept(b_conn, b_qp, b"ok", &b_disc, &accepted),
+        accept(b_conn, b_qp, b"ok", b_disc, accepted),
         STATUS_PENDING
     );
-    wait_calls(&connected, 1, "connect completion");
+    wait_calls(connected, 1, "connect completion");
     assert_eq!(connected.statuses(), vec![STATUS_SUCCESS], "connect");
     let a_disc = Recorder::new();
-    assert_eq!(complete_connect(a_conn, &a_disc), STATUS_SUCCESS);
-    wait_calls(&accepted, 1, "accept completion");
+    assert_eq!(complete_connect(a_conn, a_disc), STATUS_SUCCESS);
+    wait_calls(accepted, 1, "accept completion");
     let mut c = Box::new(Conn2 {
         a,
         b,
@@ -160,15 +160,15 @@ fn open_conn(nodes: &[Node2], a: usize, b: usize) -> Box<Conn2> {
 
 fn close_conn(c: Box<Conn2>) {
     let done = Recorder::new();
-    let st = disconnect(c.a_conn, &done);
+    let st = disconnect(c.a_conn, done);
     if st == STATUS_PENDING {
-        wait_calls(&done, 1, "disconnect");
+        wait_calls(done, 1, "disconnect");
     }
     let lclose = Recorder::new();
-    let lst = close(c.listener, &lclose);
+    let lst = close(c.listener, lclose);
     close_wait(c.b_conn);
     close_wait(c.a_conn);
-    finish(lst, &lclose, "listener close");
+    finish(lst, lclose, "listener close");
     close_wait(c.a_qp);
     close_wait(c.b_qp);
     close_wait(c.a_cq);

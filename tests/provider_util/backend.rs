@@ -615,10 +615,10 @@ pub struct Pair {
     pub passive: *mut NDK_CONNECTOR,
     pub active_qp: Setup,
     pub passive_qp: Setup,
-    pub listen_events: Box<Recorder>,
-    pub active_disc: Box<Recorder>,
-    pub passive_disc: Box<Recorder>,
-    pub notify: Box<Recorder>,
+    pub listen_events: &'static Recorder,
+    pub active_disc: &'static Recorder,
+    pub passive_disc: &'static Recorder,
+    pub notify: &'static Recorder,
     /// The passive side's remotely accessible region, made on first use.
     target: std::cell::RefCell<Option<(*mut NDK_MR, Mdl, Remote)>>,
 }
@@ -646,9 +646,9 @@ pub struct Link {
     pub listener: *mut NDK_LISTENER,
     pub active: *mut NDK_CONNECTOR,
     pub passive: *mut NDK_CONNECTOR,
-    pub listen_events: Box<Recorder>,
-    pub active_disc: Box<Recorder>,
-    pub passive_disc: Box<Recorder>,
+    pub listen_events: &'static Recorder,
+    pub active_disc: &'static Recorder,
+    pub passive_disc: &'static Recorder,
 }
 
 impl Link {
@@ -665,7 +665,7 @@ impl Env {
     /// on a fresh port, checking every step's status.
     pub fn link(&self, a: *mut NDK_QP, b: *mut NDK_QP) -> Link {
         let listen_events = Recorder::new();
-        let listener = self.create_listener(&listen_events);
+        let listener = self.create_listener(listen_events);
         let port = fresh_port();
         assert_eq!(listen(listener, &self.addr(port)), STATUS_SUCCESS);
         let active = self.create_connector();
@@ -676,7 +676,7 @@ impl Env {
             &self.addr(0),
             &self.addr(port),
             b"hello",
-            &connected,
+            connected,
         );
         assert_eq!(status, STATUS_PENDING);
         self.pump(|| listen_events.count() >= 1);
@@ -685,7 +685,7 @@ impl Env {
         let accepted = Recorder::new();
         let passive_disc = Recorder::new();
         assert_eq!(
-            accept(passive, b, b"welcome", &passive_disc, &accepted),
+            accept(passive, b, b"welcome", passive_disc, accepted),
             STATUS_PENDING
         );
         self.pump(|| connected.count() >= 1);
@@ -695,7 +695,7 @@ impl Env {
             "connect completes"
         );
         let active_disc = Recorder::new();
-        assert_eq!(complete_connect(active, &active_disc), STATUS_SUCCESS);
+        assert_eq!(complete_connect(active, active_disc), STATUS_SUCCESS);
         self.pump(|| accepted.count() >= 1);
         assert_eq!(
             accepted.statuses(),
@@ -716,8 +716,8 @@ impl Env {
     /// step's status.
     pub fn connected_pair(&self, depth: u32, sge: u32, inline: u32) -> Pair {
         let notify = Recorder::new();
-        let active_qp = self.qp_setup(&notify, depth, sge, inline);
-        let passive_qp = self.qp_setup(&notify, depth, sge, inline);
+        let active_qp = self.qp_setup(notify, depth, sge, inline);
+        let passive_qp = self.qp_setup(notify, depth, sge, inline);
         let Link {
             listener,
             active,

@@ -43,10 +43,13 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Boxed: its address is the callback context and must not move.
-    #[allow(clippy::unnecessary_box_returns)]
-    pub fn new() -> Box<Self> {
-        Box::default()
+    /// Leaked: its address is the callback context, so it must neither
+    /// move nor die while the device may still call back. A test that
+    /// fails midway leaves its objects open (their callbacks keep coming
+    /// from the device's threads); a freed recorder would then turn that
+    /// failure into a crash of the whole test binary, losing its message.
+    pub fn new() -> &'static Self {
+        Box::leak(Box::default())
     }
 
     pub fn ctx(&self) -> PVOID {
@@ -204,7 +207,7 @@ pub fn close<T>(object: *mut T, rec: &Recorder) -> NTSTATUS {
 /// follow.
 pub fn close_now<T>(object: *mut T) {
     let rec = Recorder::new();
-    let status = close(object, &rec);
+    let status = close(object, rec);
     if status == STATUS_PENDING && device_is_async() {
         wait_until("close completion", || rec.count() >= 1);
         assert_eq!(rec.statuses(), vec![0], "one close completion");

@@ -81,14 +81,14 @@ pub fn finish(status: NTSTATUS, rec: &Recorder, what: &str) -> NTSTATUS {
 /// Closes any object, waiting for a pending close.
 pub fn close_wait<T>(object: *mut T) {
     let rec = Recorder::new();
-    let status = close(object, &rec);
+    let status = close(object, rec);
     assert!(
         status == STATUS_SUCCESS || status == STATUS_PENDING,
         "close: {status:#x}"
     );
     finish(
         status,
-        &rec,
+        rec,
         &format!("close completion of {}", std::any::type_name::<T>()),
     );
 }
@@ -279,7 +279,7 @@ impl Region {
         let f = mr_table(mr).NdkRegisterMr.unwrap();
         // SAFETY: our MR and a live MDL chain over live memory.
         let status = unsafe { f(mr, mdl, len, flags, Some(request_cb), rec.ctx()) };
-        assert_eq!(finish(status, &rec, "register"), STATUS_SUCCESS, "register");
+        assert_eq!(finish(status, rec, "register"), STATUS_SUCCESS, "register");
         let (local, remote) = mr_tokens(mr);
         Self {
             mr,
@@ -305,7 +305,7 @@ impl Region {
         let f = mr_table(self.mr).NdkDeregisterMr.unwrap();
         // SAFETY: our registered MR.
         let status = unsafe { f(self.mr, Some(request_cb), rec.ctx()) };
-        assert_eq!(finish(status, &rec, "deregister"), STATUS_SUCCESS);
+        assert_eq!(finish(status, rec, "deregister"), STATUS_SUCCESS);
         close_wait(self.mr);
         // SAFETY: our chain, no longer used by any registration.
         unsafe { RsNdkFreeMdl(self.mdl) };
@@ -336,8 +336,8 @@ pub struct Side {
     pub qp: *mut NDK_QP,
     pub connector: *mut NDK_CONNECTOR,
     pub qp_ctx: usize,
-    pub notify: Box<Recorder>,
-    pub disc: Box<Recorder>,
+    pub notify: &'static Recorder,
+    pub disc: &'static Recorder,
 }
 
 impl Side {
@@ -345,7 +345,7 @@ impl Side {
         let node = Node::open(config);
         let notify = Recorder::new();
         let pd = node.create_pd();
-        let cq = node.create_cq(256, &notify);
+        let cq = node.create_cq(256, notify);
         let qp = create_qp(pd, cq, cq, qp_ctx, depth, depth, sges, sges, 0).expect("create qp");
         Self {
             node,
@@ -370,7 +370,7 @@ pub struct Conn {
     pub a: Side,
     pub b: Side,
     pub listener: *mut NDK_LISTENER,
-    pub listen_events: Box<Recorder>,
+    pub listen_events: &'static Recorder,
 }
 
 pub const CONNECT_DATA: &[u8] = b"rsndk connect private data";
@@ -396,7 +396,7 @@ impl Conn {
 
     fn connect(mut a: Side, mut b: Side) -> Self {
         let listen_events = Recorder::new();
-        let listener = b.node.create_listener(&listen_events);
+        let listener = b.node.create_listener(listen_events);
         let lrec = Recorder::new();
         let status = {
             let f = listener_table(listener).NdkListen.unwrap();
@@ -412,7 +412,7 @@ impl Conn {
                 )
             }
         };
-        assert_eq!(finish(status, &lrec, "listen"), STATUS_SUCCESS, "NdkListen");
+        assert_eq!(finish(status, lrec, "listen"), STATUS_SUCCESS, "NdkListen");
 
         a.connector = a.node.create_connector();
         let connected = Recorder::new();
@@ -422,10 +422,10 @@ impl Conn {
             &a.node.addr(0),
             &b.node.addr(PORT),
             CONNECT_DATA,
-            &connected,
+            connected,
         );
         assert_eq!(status, STATUS_PENDING, "NdkConnect");
-        wait_calls(&listen_events, 1, "connect event at B");
+        wait_calls(listen_events, 1, "connect event at B");
         assert_eq!(connected.count(), 0, "connect completes only after accept");
         b.connector = listen_events.calls()[0].object as *mut NDK_CONNECTOR;
         assert!(!b.connector.is_null());
@@ -453,11 +453,11 @@ impl Conn {
 
         let accepted = Recorder::new();
         assert_eq!(
-            accept(b.connector, b.qp, ACCEPT_DATA, &b.disc, &accepted),
+            accept(b.connector, b.qp, ACCEPT_DATA, b.disc, accepted),
             STATUS_PENDING,
             "NdkAccept"
         );
-        wait_calls(&connected, 1, "NdkConnect completion");
+        wait_calls(connected, 1, "NdkConnect completion");
         assert_eq!(connected.statuses(), vec![STATUS_SUCCESS], "connect status");
         assert_eq!(
             accepted.count(),
@@ -479,8 +479,8 @@ impl Conn {
         );
         assert!(reply[ACCEPT_DATA.len()..].iter().all(|&x| x == 0));
 
-        assert_eq!(complete_connect(a.connector, &a.disc), STATUS_SUCCESS);
-        wait_calls(&accepted, 1, "NdkAccept completion");
+        assert_eq!(complete_connect(a.connector, a.disc), STATUS_SUCCESS);
+        wait_calls(accepted, 1, "NdkAccept completion");
         assert_eq!(accepted.statuses(), vec![STATUS_SUCCESS], "accept status");
         assert_eq!(listen_events.count(), 1, "exactly one connect event");
         Self {
@@ -495,21 +495,21 @@ impl Conn {
     /// reverse order of creation, then both adapters.
     pub fn close(self) {
         let done = Recorder::new();
-        let st = disconnect(self.a.connector, &done);
+        let st = disconnect(self.a.connector, done);
         if st == STATUS_PENDING {
-            wait_calls(&done, 1, "disconnect completion");
+            wait_calls(done, 1, "disconnect completion");
         }
         // The listener's close may pend while a connector it produced is
         // open; it must complete once they are closed.
         let lclose = Recorder::new();
-        let lst = close(self.listener, &lclose);
+        let lst = close(self.listener, lclose);
         assert!(
             lst == STATUS_SUCCESS || lst == STATUS_PENDING,
             "listener close {lst:#x}"
         );
         close_wait(self.b.connector);
         close_wait(self.a.connector);
-        finish(lst, &lclose, "listener close completion");
+        finish(lst, lclose, "listener close completion");
         for s in [self.b, self.a] {
             close_wait(s.qp);
             close_wait(s.cq);
@@ -714,7 +714,7 @@ pub fn fast_register_and_remote_invalidate(cfg: Config, test: u8) {
         // SAFETY: our MR.
         unsafe { f(mr, pages as u32, 1, Some(request_cb), rec.ctx()) }
     };
-    assert_eq!(finish(st, &rec, "init fast register"), STATUS_SUCCESS);
+    assert_eq!(finish(st, rec, "init fast register"), STATUS_SUCCESS);
     let mdl = RsNdkAllocateMdl(base as *mut c_void, len);
     assert!(!mdl.is_null());
     let (mut lam, fbo) = c.b.node.build_lam(mdl, len);
@@ -947,7 +947,7 @@ pub fn flush_cancels(cfg: Config, test: u8) {
         .collect();
     want.sort_unstable();
     assert_eq!(ctxs, want, "every request completes once");
-    wait_calls(&c.a.notify, 1, "armed CQ notification");
+    wait_calls(c.a.notify, 1, "armed CQ notification");
     settle();
     assert!(results_ex(c.a.cq, 4).is_empty());
     r.release();
@@ -958,9 +958,9 @@ pub fn flush_cancels(cfg: Config, test: u8) {
 pub fn disconnect_event_once(cfg: Config, test: u8) {
     let c = Conn::open(cfg, test, 8, 2);
     let done = Recorder::new();
-    let st = disconnect(c.a.connector, &done);
-    assert_eq!(finish(st, &done, "NdkDisconnect"), STATUS_SUCCESS);
-    wait_calls(&c.b.disc, 1, "B's disconnect event");
+    let st = disconnect(c.a.connector, done);
+    assert_eq!(finish(st, done, "NdkDisconnect"), STATUS_SUCCESS);
+    wait_calls(c.b.disc, 1, "B's disconnect event");
     settle();
     assert_eq!(c.b.disc.count(), 1, "disconnect event exactly once");
     assert_eq!(
@@ -970,13 +970,13 @@ pub fn disconnect_event_once(cfg: Config, test: u8) {
     );
     // B disconnecting too is harmless (completes now or later, once).
     let bdone = Recorder::new();
-    let st = disconnect(c.b.connector, &bdone);
+    let st = disconnect(c.b.connector, bdone);
     assert!(
         st == STATUS_SUCCESS || st == STATUS_PENDING || st == STATUS_CONNECTION_INVALID,
         "B disconnect: {st:#x}"
     );
     if st == STATUS_PENDING {
-        wait_calls(&bdone, 1, "B's disconnect completion");
+        wait_calls(bdone, 1, "B's disconnect completion");
     }
     settle();
     assert_eq!(c.b.disc.count(), 1, "still exactly once");
@@ -985,7 +985,7 @@ pub fn disconnect_event_once(cfg: Config, test: u8) {
         a,
         b,
         listener,
-        listen_events,
+        listen_events: _,
     } = c;
     close_wait(b.connector);
     close_wait(a.connector);
@@ -996,7 +996,6 @@ pub fn disconnect_event_once(cfg: Config, test: u8) {
         close_wait(s.pd);
         s.node.close();
     }
-    drop(listen_events);
 }
 
 /// 8. CQ arming: ANY fires once per arm; SOLICITED only for a solicited SEND.
