@@ -331,22 +331,32 @@ pub fn connect_with_retry<T>(
 ) -> Result<T> {
     let deadline = Instant::now() + timeout;
     let what = || format!("cannot connect to {server}");
+    let refused_for = |e: Error| {
+        e.context(format!(
+            "connection refused (no listener on that ND port) for {}",
+            show_duration(timeout)
+        ))
+        .context(what())
+    };
+    let mut refused = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match attempt(left.max(Duration::from_millis(1))) {
             Ok(v) => return Ok(v),
             Err(e) if e.status() == Some(STATUS_CONNECTION_REFUSED) => {
                 if Instant::now() + Duration::from_millis(50) >= deadline {
-                    return Err(e
-                        .context(format!(
-                            "connection refused (no listener on that ND port) for {}",
-                            show_duration(timeout)
-                        ))
-                        .context(what()));
+                    return Err(refused_for(e));
                 }
+                refused = Some(e);
                 thread::sleep(Duration::from_millis(50));
             }
             Err(e) if e.to_string().contains("did not complete within") => {
+                // The last retry may get only what was left of the time
+                // (on a loaded machine less than a refusal takes): the
+                // peer's last answer was still a refusal.
+                if let Some(e) = refused {
+                    return Err(refused_for(e));
+                }
                 return Err(Error::msg(format!(
                     "no answer within {} (no server there, or it did not accept in time: see --timeout)",
                     show_duration(timeout)
@@ -365,4 +375,38 @@ pub fn listen(adapter: &Adapter, addr: Ipv4Addr, port: u16) -> Result<Listener> 
         .listen(sockaddr(addr, port), Duration::from_secs(10))
         .with_context(|| format!("cannot listen on {addr}:{port}"))?;
     Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer that refused until the deadline is reported as refusing,
+    /// even when the last retry ran out of time before its answer came.
+    #[test]
+    fn a_last_retry_that_runs_out_of_time_still_reports_the_refusal() {
+        let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 6001);
+        let mut attempts = 0;
+        let e = connect_with_retry::<()>(server, Duration::from_millis(120), |_| {
+            attempts += 1;
+            if attempts < 2 {
+                Err(Error::ndk("NdkConnect", STATUS_CONNECTION_REFUSED))
+            } else {
+                Err(Error::msg("NdkConnect did not complete within 1ms"))
+            }
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("connection refused"), "{e}");
+        assert!(!e.to_string().contains("no answer"), "{e}");
+    }
+
+    #[test]
+    fn a_peer_that_never_answers_is_reported_as_silent() {
+        let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 6001);
+        let e = connect_with_retry::<()>(server, Duration::from_millis(10), |_| {
+            Err(Error::msg("NdkConnect did not complete within 10ms"))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("no answer within 10ms"), "{e}");
+    }
 }
