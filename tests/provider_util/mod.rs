@@ -34,6 +34,9 @@ pub struct Call {
 /// Code run inside a callback.
 type Hook = Box<dyn FnMut(NTSTATUS) + Send>;
 
+/// Every recorder made, for the life of the test binary.
+static ALL_RECORDERS: Mutex<Vec<&'static Recorder>> = Mutex::new(Vec::new());
+
 /// Records the calls of one callback context.
 #[derive(Default)]
 pub struct Recorder {
@@ -43,13 +46,20 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Leaked: its address is the callback context, so it must neither
-    /// move nor die while the device may still call back. A test that
-    /// fails midway leaves its objects open (their callbacks keep coming
-    /// from the device's threads); a freed recorder would then turn that
-    /// failure into a crash of the whole test binary, losing its message.
+    /// Lives as long as the test binary: its address is the callback
+    /// context, so it must neither move nor die while the device may still
+    /// call back. A test that fails midway leaves its objects open (their
+    /// callbacks keep coming from the device's threads); a freed recorder
+    /// would then turn that failure into a crash of the whole test binary,
+    /// losing its message. Kept in [`ALL_RECORDERS`], so leak checkers see
+    /// it reachable.
     pub fn new() -> &'static Self {
-        Box::leak(Box::default())
+        let recorder: &'static Self = Box::leak(Box::default());
+        ALL_RECORDERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(recorder);
+        recorder
     }
 
     pub fn ctx(&self) -> PVOID {
