@@ -32,7 +32,7 @@ mod rnic_util;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ndkpi::*;
 use provider_util::*;
@@ -211,6 +211,20 @@ impl Tap {
         self.seen.lock().unwrap().len()
     }
 
+    /// Waits until nothing more is captured for 100 ms (at most 10 s).
+    fn wait_quiet(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = self.mark();
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = self.mark();
+            if now == seen || Instant::now() > deadline {
+                return;
+            }
+            seen = now;
+        }
+    }
+
     fn since(&self, mark: usize, dir: Direction) -> Vec<Vec<u8>> {
         self.seen.lock().unwrap()[mark..]
             .iter()
@@ -240,8 +254,7 @@ struct Link2 {
     v_conn: *mut NDK_CONNECTOR,
     p_conn: *mut NDK_CONNECTOR,
     listener: *mut NDK_LISTENER,
-    /// Boxed: each recorder's address is a callback context.
-    #[allow(clippy::vec_box)]
+    /// The callback contexts of this connection.
     recs: Vec<&'static Recorder>,
     v_qpn: u32,
     p_qpn: u32,
@@ -313,6 +326,10 @@ fn connect_link(v: &Node, p: &Node, v_pd: *mut NDK_PD, p_pd: *mut NDK_PD, tap: &
         .filter_map(|d| decode_sent(d))
         .find(|s| s.opcode == 0x11)
         .unwrap();
+    // A SEND that P retransmitted before V's ACK reached it (a slow run:
+    // valgrind) draws a second ACK later: wait until the setup's last
+    // packets are out, so none is taken for an answer to an attack.
+    tap.wait_quiet();
     Link2 {
         v_qp,
         p_qp,

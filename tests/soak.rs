@@ -75,8 +75,7 @@ struct Conn2 {
     a_conn: *mut NDK_CONNECTOR,
     b_conn: *mut NDK_CONNECTOR,
     listener: *mut NDK_LISTENER,
-    /// Boxed: each recorder's address is a callback context.
-    #[allow(clippy::vec_box)]
+    /// The callback contexts (they live as long as the test binary).
     recs: Vec<&'static Recorder>,
     /// A: source of SENDs and WRITEs, and sink of READs.
     a_src: Vec<u8>,
