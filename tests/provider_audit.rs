@@ -67,6 +67,113 @@ fn outcome(r: &[NDK_RESULT_EX]) -> Vec<(usize, NTSTATUS)> {
         .collect()
 }
 
+/// One initiator post of each kind, by name; `flags` added to what the
+/// kind needs.
+struct Posts {
+    qp: *mut NDK_QP,
+    sg: [NDK_SGE; 1],
+    target: Remote,
+    mr: *mut NDK_MR,
+    mw: *mut NDK_MW,
+    fr: *mut NDK_MR,
+    va: u64,
+}
+
+impl Posts {
+    /// Posts of every kind on `pair`'s active QP over one page of `pages`
+    /// (registered, with a fast-register MR and a window); the returned MDL
+    /// must outlive them.
+    fn on(pair: &Pair, pages: &mut Pages) -> (Self, Mdl) {
+        Self::on_qp(pair.active_qp, pair.remote(), pages)
+    }
+
+    /// As [`Posts::on`], on QP `s`, with WRITE and READ aimed at `target`.
+    fn on_qp(s: Setup, target: Remote, pages: &mut Pages) -> (Self, Mdl) {
+        let va = pages.addr();
+        let (mr, mdl) = registered_mr(s.pd, pages.bytes(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+        let fr = create_mr(s.pd, true);
+        assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
+        let posts = Self {
+            qp: s.qp,
+            sg: [s.sg(0, 8)],
+            target,
+            mr,
+            mw: create_mw(s.pd),
+            fr,
+            va,
+        };
+        (posts, mdl)
+    }
+
+    /// The fast-register MR's tokens and the window's (a refused fast
+    /// register or bind must rotate none of them).
+    fn tokens(&self) -> ((u32, u32), u32) {
+        (mr_tokens(self.fr), mw_token(self.mw))
+    }
+
+    /// Closes the window, the fast-register MR and the MR.
+    fn close(&self) {
+        for o in [header(self.mw), header(self.fr), header(self.mr)] {
+            close_now(o);
+        }
+    }
+
+    const KINDS: [&'static str; 8] = [
+        "send",
+        "send_and_invalidate",
+        "write",
+        "read",
+        "fast_register",
+        "bind",
+        "invalidate_fr",
+        "invalidate_mw",
+    ];
+
+    fn post(&self, kind: &str, ctx: usize, flags: u32) -> NTSTATUS {
+        let (qp, sg, t) = (self.qp, &self.sg, self.target);
+        match kind {
+            "send" => send(qp, ctx, sg, flags),
+            "send_and_invalidate" => send_and_invalidate(qp, ctx, sg, flags, 0x77),
+            "write" => write(qp, ctx, sg, t.va, t.token, flags),
+            "read" => read(qp, ctx, sg, t.va, t.token, flags),
+            "fast_register" => fast_register(
+                qp,
+                ctx,
+                self.fr,
+                &[self.va as NDK_LOGICAL_ADDRESS],
+                0,
+                4096,
+                self.va,
+                flags,
+            ),
+            "bind" => bind(
+                qp,
+                ctx,
+                self.mr,
+                self.mw,
+                self.va,
+                64,
+                flags | NDK_OP_FLAG_ALLOW_REMOTE_READ,
+            ),
+            "invalidate_fr" => invalidate(qp, ctx, self.fr, flags),
+            "invalidate_mw" => invalidate(qp, ctx, self.mw, flags),
+            _ => unreachable!("{kind}"),
+        }
+    }
+
+    fn opcode(kind: &str) -> SendOpcode {
+        match kind {
+            "send" => SendOpcode::Send,
+            "send_and_invalidate" => SendOpcode::SendInvalidate,
+            "write" => SendOpcode::Write,
+            "read" => SendOpcode::Read,
+            "fast_register" => SendOpcode::FastRegister,
+            "bind" => SendOpcode::Bind,
+            _ => SendOpcode::LocalInvalidate,
+        }
+    }
+}
+
 backend_tests! {
 
 fn full_send_queue_refuses_every_initiator_post_and_changes_nothing(b: Backend) {
@@ -74,52 +181,26 @@ fn full_send_queue_refuses_every_initiator_post_and_changes_nothing(b: Backend) 
     let pair = env.connected_pair(4, 2, 0);
     let s = pair.active_qp;
     let (qp, cq) = (s.qp, s.cq);
-    let target = pair.remote();
     let mut pages = Pages::new(1);
-    let va = pages.addr();
-    let (mr, _mdl) = registered_mr(s.pd, pages.bytes(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    let mw = create_mw(s.pd);
-    let fr = create_mr(s.pd, true);
-    assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
+    let (posts, _mdl) = Posts::on(&pair, &mut pages);
     let sg = [s.sg(0, 8)];
     // The peer posted no receive: on the RNIC the SENDs wait (RNR) and
     // keep their slots until the flush.
     for i in 1..=4 {
         assert_eq!(send(qp, i, &sg, 0), STATUS_SUCCESS);
     }
-    let (fr_token, mw_token0) = (mr_tokens(fr), mw_token(mw));
+    let tokens = posts.tokens();
     let ir = STATUS_INSUFFICIENT_RESOURCES;
-    let refused = [
-        ("send", send(qp, 10, &sg, 0)),
-        ("send_and_invalidate", send_and_invalidate(qp, 11, &sg, 0, 7)),
-        ("write", write(qp, 12, &sg, target.va, target.token, 0)),
-        ("read", read(qp, 13, &sg, target.va, target.token, 0)),
-        (
-            "fast_register",
-            fast_register(
-                qp,
-                14,
-                fr,
-                &[va as NDK_LOGICAL_ADDRESS],
-                0,
-                4096,
-                va,
-                NDK_OP_FLAG_ALLOW_REMOTE_READ,
-            ),
-        ),
-        (
-            "bind",
-            bind(qp, 15, mr, mw, va, 64, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
-        ),
-        ("invalidate fr", invalidate(qp, 16, fr, 0)),
-        ("invalidate mw", invalidate(qp, 17, mw, 0)),
-        ("silent, deferred send", send(qp, 18, &sg, NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_DEFER)),
-    ];
-    for (what, st) in refused {
-        assert_eq!(st, ir, "{what} on a full send queue");
+    for (kind, ctx) in Posts::KINDS.into_iter().zip(10..) {
+        assert_eq!(posts.post(kind, ctx, 0), ir, "{kind} on a full send queue");
     }
-    assert_eq!(mr_tokens(fr), fr_token, "a refused fast register rotates nothing");
-    assert_eq!(mw_token(mw), mw_token0, "a refused bind rotates nothing");
+    let silent_deferred = NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_DEFER;
+    assert_eq!(
+        posts.post("send", 18, silent_deferred),
+        ir,
+        "silent, deferred send on a full send queue"
+    );
+    assert_eq!(posts.tokens(), tokens, "a refused fast register or bind rotates nothing");
     if env.is_scripted() {
         let ids: Vec<u64> = env.dev().sq_pending(s.qpn).iter().map(|w| w.wr_id).collect();
         assert_eq!(ids, vec![1, 2, 3, 4], "only the accepted posts are queued");
@@ -130,9 +211,7 @@ fn full_send_queue_refuses_every_initiator_post_and_changes_nothing(b: Backend) 
     assert_eq!(outcome(&r), (1..=4).map(|i| (i, STATUS_CANCELLED)).collect::<Vec<_>>());
     env.settle();
     assert!(results(cq, 8).is_empty(), "no completion for a refused post");
-    for o in [header(fr), header(mw), header(mr)] {
-        close_now(o);
-    }
+    posts.close();
     pair.close();
     env.finish();
 }
@@ -148,36 +227,31 @@ fn posts_after_a_disconnect_are_connection_invalid_and_change_nothing(b: Backend
     // The side that disconnected and the side that was told.
     for s in [pair.active_qp, pair.passive_qp] {
         let mut pages = Pages::new(1);
-        let va = pages.addr();
-        let (mr, _mdl) = registered_mr(s.pd, pages.bytes(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-        let mw = create_mw(s.pd);
-        let fr = create_mr(s.pd, true);
-        assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
-        let (fr_token, mw_token0) = (mr_tokens(fr), mw_token(mw));
-        let sg = [s.sg(0, 8)];
-        let statuses = [
-            send(s.qp, 1, &sg, 0),
-            send(s.qp, 2, &sg, NDK_OP_FLAG_DEFER),
-            send_and_invalidate(s.qp, 3, &sg, 0, 7),
-            write(s.qp, 4, &sg, 0x1000, 7, 0),
-            read(s.qp, 5, &sg, 0x1000, 7, 0),
-            fast_register(s.qp, 6, fr, &[va as NDK_LOGICAL_ADDRESS], 0, 4096, va, 0),
-            bind(s.qp, 7, mr, mw, va, 64, NDK_OP_FLAG_ALLOW_REMOTE_READ),
-            invalidate(s.qp, 8, fr, 0),
-        ];
-        for (i, st) in statuses.iter().enumerate() {
-            assert_eq!(*st, STATUS_CONNECTION_INVALID, "post {i} on {:#x}", s.context);
+        // Refused before anything is looked up: any target will do.
+        let nowhere = Remote { va: 0x1000, token: 7 };
+        let (posts, _mdl) = Posts::on_qp(s, nowhere, &mut pages);
+        let tokens = posts.tokens();
+        for (kind, ctx) in Posts::KINDS.into_iter().zip(1..) {
+            assert_eq!(
+                posts.post(kind, ctx, 0),
+                STATUS_CONNECTION_INVALID,
+                "{kind} on {:#x}",
+                s.context
+            );
         }
-        assert_eq!(mr_tokens(fr), fr_token);
-        assert_eq!(mw_token(mw), mw_token0);
+        assert_eq!(
+            posts.post("send", 9, NDK_OP_FLAG_DEFER),
+            STATUS_CONNECTION_INVALID,
+            "deferred send on {:#x}",
+            s.context
+        );
+        assert_eq!(posts.tokens(), tokens);
         if env.is_scripted() {
             assert!(env.dev().sq_pending(s.qpn).is_empty(), "nothing queued");
         }
         env.settle();
         assert!(results(s.cq, 8).is_empty(), "no completion for a refused post");
-        for o in [header(fr), header(mw), header(mr)] {
-            close_now(o);
-        }
+        posts.close();
     }
     pair.close();
     env.finish();
@@ -558,96 +632,6 @@ fn several_opens_are_distinct_adapters_on_one_device(b: Backend) {
 
 // ---------------------------------------------------------------- scripted only
 
-/// One initiator post of each kind, by name; `flags` added to what the
-/// kind needs.
-struct Posts {
-    qp: *mut NDK_QP,
-    sg: [NDK_SGE; 1],
-    target: Remote,
-    mr: *mut NDK_MR,
-    mw: *mut NDK_MW,
-    fr: *mut NDK_MR,
-    va: u64,
-}
-
-impl Posts {
-    /// Posts of every kind on `pair`'s active QP over one page of `pages`
-    /// (registered, with a fast-register MR and a window); the returned MDL
-    /// must outlive them.
-    fn on(pair: &Pair, pages: &mut Pages) -> (Self, Mdl) {
-        let s = pair.active_qp;
-        let va = pages.addr();
-        let (mr, mdl) = registered_mr(s.pd, pages.bytes(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-        let fr = create_mr(s.pd, true);
-        assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
-        let posts = Self {
-            qp: s.qp,
-            sg: [s.sg(0, 8)],
-            target: pair.remote(),
-            mr,
-            mw: create_mw(s.pd),
-            fr,
-            va,
-        };
-        (posts, mdl)
-    }
-
-    const KINDS: [&'static str; 8] = [
-        "send",
-        "send_and_invalidate",
-        "write",
-        "read",
-        "fast_register",
-        "bind",
-        "invalidate_fr",
-        "invalidate_mw",
-    ];
-
-    fn post(&self, kind: &str, ctx: usize, flags: u32) -> NTSTATUS {
-        let (qp, sg, t) = (self.qp, &self.sg, self.target);
-        match kind {
-            "send" => send(qp, ctx, sg, flags),
-            "send_and_invalidate" => send_and_invalidate(qp, ctx, sg, flags, 0x77),
-            "write" => write(qp, ctx, sg, t.va, t.token, flags),
-            "read" => read(qp, ctx, sg, t.va, t.token, flags),
-            "fast_register" => fast_register(
-                qp,
-                ctx,
-                self.fr,
-                &[self.va as NDK_LOGICAL_ADDRESS],
-                0,
-                4096,
-                self.va,
-                flags,
-            ),
-            "bind" => bind(
-                qp,
-                ctx,
-                self.mr,
-                self.mw,
-                self.va,
-                64,
-                flags | NDK_OP_FLAG_ALLOW_REMOTE_READ,
-            ),
-            "invalidate_fr" => invalidate(qp, ctx, self.fr, flags),
-            "invalidate_mw" => invalidate(qp, ctx, self.mw, flags),
-            _ => unreachable!("{kind}"),
-        }
-    }
-
-    fn opcode(kind: &str) -> SendOpcode {
-        match kind {
-            "send" => SendOpcode::Send,
-            "send_and_invalidate" => SendOpcode::SendInvalidate,
-            "write" => SendOpcode::Write,
-            "read" => SendOpcode::Read,
-            "fast_register" => SendOpcode::FastRegister,
-            "bind" => SendOpcode::Bind,
-            _ => SendOpcode::LocalInvalidate,
-        }
-    }
-}
-
 #[test]
 fn every_initiator_post_encodes_silent_fence_and_solicit() {
     let env = Env::new();
@@ -723,9 +707,7 @@ fn every_initiator_post_encodes_silent_fence_and_solicit() {
             "{kind}"
         );
     }
-    for o in [header(posts.mw), header(posts.fr), header(posts.mr)] {
-        close_now(o);
-    }
+    posts.close();
     pair.close();
     env.finish();
 }
@@ -794,9 +776,8 @@ fn every_post_runs_at_dispatch_level_without_a_pool_charge() {
     // The device's interrupt for the flushed entries.
     env.dev().deliver_events();
     assert_eq!(pair.notify.count(), 1, "the armed CQ was notified once");
-    for o in [header(p.mw), header(p.fr), header(p.mr), header(srq)] {
-        close_now(o);
-    }
+    p.close();
+    close_now(srq);
     pair.close();
     // No checked-platform rule broken (paged pool, waits or lock misuse at
     // DISPATCH_LEVEL): `finish` asserts it.
