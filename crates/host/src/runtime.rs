@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
 use softrnic::device::SoftRnic;
 use softrnic::env::{Arrival, Clock, Link, Received, Wake};
-use softrnic::fabric::{Fabric, Faults};
+use softrnic::fabric::{Fabric, Faults, Load};
 use softrnic::qp::RcConfig;
+use softrnic::train::ReadTrain;
 
 #[cfg(test)]
 use crate::udp::RxBuffers;
@@ -480,9 +481,7 @@ impl FabricHub {
 
     /// Drops what is queued for `addr` (the buffers go back to the fabric).
     fn discard_queued_for(&self, addr: Ipv4Addr) {
-        while let Some(bytes) = self.fabric.take_due_for(addr, u64::MAX) {
-            self.fabric.recycle(bytes);
-        }
+        self.fabric.discard_for(addr);
     }
 
     /// The waker of the device at `addr` (and the generation it is valid
@@ -540,7 +539,7 @@ pub struct HubLink {
     addr: Ipv4Addr,
     /// The last batch taken; its buffers go back to the fabric with the
     /// next take.
-    batch: Mutex<Vec<Vec<u8>>>,
+    batch: Mutex<Vec<Load>>,
     /// The last destination's waker, valid while the hub's generation is
     /// unchanged: a bulk transfer wakes its peer per packet without the
     /// hub's shared lock and map lookup.
@@ -586,6 +585,19 @@ impl Link for HubLink {
         }
     }
 
+    /// Every device on a hub is in this process and reaches memory through
+    /// [`crate::platform::HostDma`] (logical address = virtual address):
+    /// one DMA space, so trains may cross it while the fabric injects no
+    /// per-packet faults.
+    fn carries_trains(&self, _dst: Ipv4Addr) -> bool {
+        self.hub.fabric.carries_trains()
+    }
+
+    fn transmit_train(&self, train: ReadTrain) {
+        let dst = self.hub.fabric.transmit_train(HostClock.now_us(), train);
+        self.sent_to(dst);
+    }
+
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
         let Ok(mut batch) = self.batch.try_lock() else {
             return Received::default();
@@ -596,11 +608,22 @@ impl Link for HubLink {
             self.hub
                 .fabric
                 .exchange_due_for(self.addr, HostClock.now_us(), &mut batch, RX_BURST);
-        for bytes in batch.iter() {
-            deliver(Arrival::Datagram(bytes));
+        // A train counts the packets it stands for.
+        let mut packets = 0;
+        for load in batch.iter() {
+            match load {
+                Load::Datagram(bytes) => {
+                    packets += 1;
+                    deliver(Arrival::Datagram(bytes));
+                }
+                Load::Train(train) => {
+                    packets += train.segments() as usize;
+                    deliver(Arrival::Train(train));
+                }
+            }
         }
         Received {
-            count,
+            count: packets,
             more: count >= RX_BURST,
             next_due_us,
         }

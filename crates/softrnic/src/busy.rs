@@ -146,6 +146,7 @@ impl SoftRnic {
         for _ in 0..RX_BATCHES {
             let got = self.link.receive(&mut |arrival| match arrival {
                 Arrival::Datagram(d) => self.receive(d),
+                Arrival::Train(t) => self.receive_train(t),
                 Arrival::UdpPayload { src, dst, payload } => {
                     self.receive_udp_payload(src, dst, payload);
                 }

@@ -7,6 +7,7 @@
 //! interrupt that arrives after the register write that caused it.
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use core::net::Ipv4Addr;
 
 use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Registration};
@@ -17,7 +18,7 @@ use crate::bitset::AtomicBitset;
 use crate::cm::CmState;
 use crate::cq::{CompletionQueue, Pushed};
 use crate::env::{Clock, Link, Wake};
-use crate::memory::{KeyError, KeyKind, KeyTable};
+use crate::memory::{DeviceMemory, KeyError, KeyKind, KeyTable};
 use crate::qp::{self, QueuePair, Receives};
 use crate::srq::SharedReceiveQueue;
 use crate::table::Table;
@@ -94,12 +95,12 @@ struct PendingEvents {
 /// The software RNIC.
 pub struct SoftRnic {
     config: DeviceConfig,
-    pub(crate) dma: Box<dyn DmaAccess>,
+    /// Key table and DMA, shared with READ response trains in flight.
+    pub(crate) mem: Arc<DeviceMemory>,
     pub(crate) link: Box<dyn Link>,
     pub(crate) clock: Box<dyn Clock>,
     waker: Box<dyn Wake>,
     sink: RwLock<Option<EventSink>>,
-    pub(crate) keys: RwLock<KeyTable>,
     pds: Table<ProtectionDomain>,
     pub(crate) cqs: Table<CompletionQueue>,
     pub(crate) srqs: Table<SharedReceiveQueue>,
@@ -136,12 +137,14 @@ impl SoftRnic {
         let cm_seed = clock.now_us() ^ (u64::from(config.addr.to_bits()) << 32);
         Some(Self {
             config,
-            dma,
+            mem: Arc::new(DeviceMemory {
+                keys: RwLock::new(KeyTable::new(config.max_keys + config.max_pds).ok()?),
+                dma,
+            }),
             link,
             clock,
             waker,
             sink: RwLock::new(None),
-            keys: RwLock::new(KeyTable::new(config.max_keys + config.max_pds).ok()?),
             pds: Table::new(1, config.max_pds)?,
             cqs: Table::new(1, config.max_cqs)?,
             srqs: Table::new(1, config.max_srqs)?,
@@ -299,7 +302,7 @@ impl SoftRnic {
                 privileged: MemoryKey(0),
             })
             .ok_or(DeviceError::NoResources)?;
-        match self.keys.write().alloc_privileged(pd) {
+        match self.mem.keys.write().alloc_privileged(pd) {
             Ok(key) => {
                 self.pds.with(pd, |p| p.privileged = key);
                 Ok((pd, key))
@@ -316,7 +319,7 @@ impl SoftRnic {
         if let Some(p) = self.pds.remove(pd) {
             // The privileged key was allocated with the PD; freeing cannot
             // meet bound windows.
-            let _ = self.keys.write().free(p.privileged);
+            let _ = self.mem.keys.write().free(p.privileged);
         }
     }
 
@@ -330,12 +333,12 @@ impl SoftRnic {
         } else {
             KeyKind::Region
         };
-        self.keys.write().alloc(kind, pd).map_err(key_error)
+        self.mem.keys.write().alloc(kind, pd).map_err(key_error)
     }
 
     /// Releases a key entry.
     pub fn free_key(&self, key: MemoryKey) {
-        let mut keys = self.keys.write();
+        let mut keys = self.mem.keys.write();
         if keys.free(key).is_err() {
             // Bound windows keep a region alive; the driver frees windows
             // first (NDK closes MWs before their MR can close), so this only
@@ -349,12 +352,12 @@ impl SoftRnic {
         key: MemoryKey,
         reg: &Registration<'_>,
     ) -> Result<MemoryKey, DeviceError> {
-        self.keys.write().register(key, reg).map_err(key_error)
+        self.mem.keys.write().register(key, reg).map_err(key_error)
     }
 
     /// Drops a registration.
     pub fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
-        self.keys.write().deregister(key).map_err(key_error)
+        self.mem.keys.write().deregister(key).map_err(key_error)
     }
 
     /// Prepares fast registration.
@@ -367,7 +370,8 @@ impl SoftRnic {
         if max_pages > self.caps().max_fast_register_pages {
             return Err(DeviceError::InvalidParameter);
         }
-        self.keys
+        self.mem
+            .keys
             .write()
             .init_fast_register(key, max_pages, remote)
             .map_err(key_error)

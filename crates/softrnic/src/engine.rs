@@ -46,6 +46,7 @@ use crate::bitset::AtomicBitset;
 use crate::device::{FIRST_QPN, SoftRnic};
 use crate::env::{Capture, Direction};
 use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
+use crate::train::ReadTrain;
 use crate::wire::{self, GSI_QPN, Ipv4UdpFields, Operation, Packet, ParseError, Pmtu, QPN_MASK};
 
 /// Packets one QP may send in one [`SoftRnic::poll`] pass.
@@ -61,6 +62,10 @@ pub(crate) struct Counter(AtomicU64);
 impl Counter {
     pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
     }
 
     pub(crate) fn inc_if(&self, yes: bool) {
@@ -134,8 +139,11 @@ counters! {
     out_of_sequence,
     /// Responder: READs answered again from a saved resource.
     read_replays,
-    /// Responder: READ response packets sent.
+    /// Responder: READ response packets sent (a train counts its segments).
     read_responses_sent,
+    /// Requester: READ train segments not placed because the responder's
+    /// key died while they were in flight (lost, asked for again).
+    train_segments_lost,
     /// Requester: retries because a READ response was missing.
     read_gap_retries,
     /// Requester: responses older than the oldest unacknowledged PSN.
@@ -364,6 +372,52 @@ impl SoftRnic {
         self.dispatch(wire::parse_udp_payload(&fields, payload));
     }
 
+    /// Hands a READ response train ([`crate::train`]) to the engine: each
+    /// segment meets the checks its packet would, and is placed straight
+    /// from the responder's memory.
+    pub fn receive_train(&self, train: &ReadTrain) {
+        let stats = &self.engine.stats;
+        let n = u64::from(train.segments());
+        stats.rx_packets.add(n);
+        self.tap_train(Direction::Receive, train);
+        if train.dst() != self.config().addr {
+            return stats.rx_dropped.add(n);
+        }
+        let qpn = train.dest_qp();
+        let now = self.clock.now_us();
+        let taken = self.qps.with(qpn, |qp| {
+            let from_peer = qp
+                .conn
+                .as_ref()
+                .is_some_and(|c| *c.path.remote.ip() == train.src());
+            if qp.state != QpState::Connected || !from_peer {
+                return false;
+            }
+            qp::on_read_train(self, qpn, qp, train, now);
+            self.arm_timer(qpn, qp);
+            true
+        });
+        if taken != Some(true) {
+            stats.rx_dropped.add(n);
+        }
+    }
+
+    /// Shows each segment of `train` to the tap (if one is set) as the
+    /// datagram it stands for. A segment whose source key died is not
+    /// shown: it is lost, and nothing of it is placed either.
+    pub(crate) fn tap_train(&self, direction: Direction, train: &ReadTrain) {
+        if let Some(cap) = self.engine.capture.read().as_ref() {
+            let mut buf = self.engine.scratch.lock();
+            for i in 0..train.segments() {
+                if let Some(n) = train.build(i, &mut buf)
+                    && let Some(datagram) = buf.get(..n)
+                {
+                    cap.capture(direction, datagram);
+                }
+            }
+        }
+    }
+
     fn tap(&self, direction: Direction, datagram: &[u8]) {
         if let Some(cap) = self.engine.capture.read().as_ref() {
             cap.capture(direction, datagram);
@@ -446,6 +500,15 @@ impl SoftRnic {
             self.tap(Direction::Transmit, datagram);
         }
         self.link.transmit_owned(buf, len);
+    }
+
+    /// Puts a READ response train on the link (the link said it carries
+    /// trains).
+    pub(crate) fn transmit_train(&self, train: ReadTrain) {
+        let stats = &self.engine.stats;
+        stats.tx_packets.add(u64::from(train.segments()));
+        self.tap_train(Direction::Transmit, &train);
+        self.link.transmit_train(train);
     }
 
     /// Moves a QP to error: flushes its work (after any error CQE already

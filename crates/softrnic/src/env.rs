@@ -24,6 +24,22 @@ pub trait Link: Send + Sync {
     /// Pushes queued datagrams out (a batching link sends them here).
     fn flush(&self) {}
 
+    /// Whether the link carries READ response trains to `dst`
+    /// ([`crate::train`]): only a link between devices that share one DMA
+    /// address space, while it injects no per-packet faults. The default
+    /// carries none.
+    fn carries_trains(&self, dst: core::net::Ipv4Addr) -> bool {
+        let _ = dst;
+        false
+    }
+
+    /// Queues a READ response train; called only after
+    /// [`Link::carries_trains`] said yes. Must not block. A link that cannot
+    /// take it drops it (the RC transport asks again).
+    fn transmit_train(&self, train: crate::train::ReadTrain) {
+        drop(train);
+    }
+
     /// Hands datagrams that have arrived (a bounded batch, never waiting)
     /// to `deliver`. For links that are polled; a link that pushes its
     /// arrivals into [`crate::device::SoftRnic::receive`] itself (an
@@ -49,6 +65,9 @@ pub enum Arrival<'a> {
         /// The payload.
         payload: &'a [u8],
     },
+    /// READ responses whose payload is still at the responder
+    /// ([`Link::transmit_train`]).
+    Train(&'a crate::train::ReadTrain),
 }
 
 /// What one [`Link::receive`] took.

@@ -7,6 +7,7 @@
 //! and reorders exactly the same packets.
 
 use alloc::collections::BinaryHeap;
+use alloc::collections::binary_heap::PeekMut;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -17,6 +18,7 @@ use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use spin::Mutex;
 
 use crate::env::{Clock, Link};
+use crate::train::ReadTrain;
 
 /// Fault probabilities and delays.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -52,12 +54,32 @@ pub struct FabricStats {
     pub malformed: u64,
 }
 
+/// What travels through the fabric.
+#[derive(Debug)]
+pub enum Load {
+    /// One IPv4 datagram.
+    Datagram(Vec<u8>),
+    /// READ responses whose payload is still at the responder
+    /// ([`crate::train`]).
+    Train(ReadTrain),
+}
+
+impl Load {
+    /// The datagram, if it is one.
+    pub fn datagram(&self) -> Option<&[u8]> {
+        match self {
+            Self::Datagram(bytes) => Some(bytes),
+            Self::Train(_) => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct InFlight {
     due_us: u64,
     seq: u64,
     dst: Ipv4Addr,
-    bytes: Vec<u8>,
+    load: Load,
 }
 
 impl PartialEq for InFlight {
@@ -121,13 +143,13 @@ impl State {
         1 + self.rng.next_u64() % window
     }
 
-    fn enqueue(&mut self, due_us: u64, dst: Ipv4Addr, bytes: Vec<u8>) {
+    fn enqueue(&mut self, due_us: u64, dst: Ipv4Addr, load: Load) {
         self.seq += 1;
         let flight = InFlight {
             due_us,
             seq: self.seq,
             dst,
-            bytes,
+            load,
         };
         if let Some(q) = self.queues.iter_mut().find(|q| q.dst == dst) {
             q.heap.push(flight);
@@ -148,6 +170,66 @@ impl State {
 
     fn queue_of(&mut self, dst: Ipv4Addr) -> Option<&mut Queue> {
         self.queues.iter_mut().find(|q| q.dst == dst)
+    }
+
+    /// Keeps a delivered datagram's buffer for reuse.
+    fn recycle(&mut self, load: Load) {
+        if let Load::Datagram(bytes) = load
+            && self.spare.len() < MAX_SPARE
+        {
+            self.spare.push(bytes);
+        }
+    }
+}
+
+/// Takes the head of `q` if it is due at `now_us` as a datagram: a train
+/// gives its first segment, built from the source, and stays queued with
+/// the rest (segmentation where packets are needed). Segments whose
+/// source key died are lost (counted).
+fn take_datagram(s: &mut State, dst: Option<Ipv4Addr>, now_us: u64) -> Option<(Ipv4Addr, Vec<u8>)> {
+    loop {
+        let mut buf = s.spare.pop().unwrap_or_default();
+        let q = match dst {
+            Some(d) => s.queue_of(d)?,
+            None => s.earliest()?,
+        };
+        let mut head = q.heap.peek_mut()?;
+        if head.due_us > now_us {
+            return None;
+        }
+        let to = head.dst;
+        let built = match &mut head.load {
+            Load::Datagram(_) => None,
+            Load::Train(train) => {
+                let n = train.build(0, &mut buf);
+                Some((n, train.advance()))
+            }
+        };
+        let datagram = match built {
+            None => match PeekMut::pop(head).load {
+                Load::Datagram(bytes) => {
+                    s.spare.push(buf);
+                    bytes
+                }
+                Load::Train(_) => return None,
+            },
+            Some((n, more)) => {
+                if !more {
+                    PeekMut::pop(head);
+                } else {
+                    drop(head);
+                }
+                let Some(n) = n else {
+                    s.stats.lost += 1;
+                    s.spare.push(buf);
+                    continue;
+                };
+                buf.truncate(n);
+                buf
+            }
+        };
+        s.stats.delivered += 1;
+        return Some((to, datagram));
     }
 }
 
@@ -222,10 +304,30 @@ impl Fabric {
         bytes.truncate(len);
         if let Some(lagged) = fate.duplicate {
             let dup = bytes.clone();
-            s.enqueue(lagged, fate.dst, dup);
+            s.enqueue(lagged, fate.dst, Load::Datagram(dup));
         }
-        s.enqueue(fate.due, fate.dst, bytes);
+        s.enqueue(fate.due, fate.dst, Load::Datagram(bytes));
         Some(fate.dst)
+    }
+
+    /// Whether senders may hand READ response trains to this fabric: only
+    /// while it loses, reorders and duplicates nothing, since those faults
+    /// are drawn per packet (a delay applies to trains as to packets).
+    pub fn carries_trains(&self) -> bool {
+        let f = self.state.lock().faults;
+        f.loss <= 0.0 && f.reorder <= 0.0 && f.duplicate <= 0.0
+    }
+
+    /// Sends a READ response train at time `now_us` (the sender asked
+    /// [`Fabric::carries_trains`] first; faults set since then are not
+    /// drawn for it). Returns its destination.
+    pub fn transmit_train(&self, now_us: u64, train: ReadTrain) -> Ipv4Addr {
+        let dst = train.dst();
+        let mut s = self.state.lock();
+        s.stats.sent += u64::from(train.segments());
+        let due = now_us + s.faults.delay_us;
+        s.enqueue(due, dst, Load::Train(train));
+        dst
     }
 
     /// Draws a datagram's fate (loss, delay, duplication) and a buffer for
@@ -268,35 +370,35 @@ impl Fabric {
         let copy = fate.duplicate.map(|lagged| (lagged, bytes.clone()));
         let mut s = self.state.lock();
         if let Some((lagged, dup)) = copy {
-            s.enqueue(lagged, fate.dst, dup);
+            s.enqueue(lagged, fate.dst, Load::Datagram(dup));
         }
-        s.enqueue(fate.due, fate.dst, bytes);
+        s.enqueue(fate.due, fate.dst, Load::Datagram(bytes));
     }
 
     /// Takes the next datagram due at or before `now_us`, whatever its
-    /// destination (in due order, ties in send order).
+    /// destination (in due order, ties in send order). A train is handed
+    /// out one segment at a time, each built as its datagram.
     pub fn take_due(&self, now_us: u64) -> Option<(Ipv4Addr, Vec<u8>)> {
-        let mut s = self.state.lock();
-        let q = s.earliest()?;
-        if q.heap.peek()?.due_us > now_us {
-            return None;
-        }
-        let p = q.heap.pop()?;
-        s.stats.delivered += 1;
-        Some((p.dst, p.bytes))
+        take_datagram(&mut self.state.lock(), None, now_us)
     }
 
-    /// Takes the next datagram for `dst` due at or before `now_us`. Hand
-    /// its buffer back with [`Fabric::recycle`] once done with it.
+    /// Takes the next datagram for `dst` due at or before `now_us` (trains
+    /// as in [`Fabric::take_due`]). Hand its buffer back with
+    /// [`Fabric::recycle`] once done with it.
     pub fn take_due_for(&self, dst: Ipv4Addr, now_us: u64) -> Option<Vec<u8>> {
+        take_datagram(&mut self.state.lock(), Some(dst), now_us).map(|(_, bytes)| bytes)
+    }
+
+    /// Drops everything queued for `dst` (its device went away: lost, as
+    /// on a real network).
+    pub fn discard_for(&self, dst: Ipv4Addr) {
         let mut s = self.state.lock();
-        let q = s.queue_of(dst)?;
-        if q.heap.peek()?.due_us > now_us {
-            return None;
+        let Some(q) = s.queue_of(dst) else { return };
+        let dropped = core::mem::take(&mut q.heap);
+        s.stats.lost += dropped.len() as u64;
+        for flight in dropped {
+            s.recycle(flight.load);
         }
-        let p = q.heap.pop()?;
-        s.stats.delivered += 1;
-        Some(p.bytes)
     }
 
     /// Gives a delivered datagram's buffer back for reuse.
@@ -307,34 +409,39 @@ impl Fabric {
         }
     }
 
-    /// Moves up to `max` datagrams for `dst` due at or before `now_us` to
-    /// `out` (in order), first giving the buffers left in `out` back for
-    /// reuse: one lock round per batch. Returns how many were taken and
-    /// when the next datagram for `dst` is due, if one is in flight.
+    /// Moves up to `max` loads (datagrams or trains) for `dst` due at or
+    /// before `now_us` to `out` (in order), first giving the buffers left
+    /// in `out` back for reuse: one lock round per batch. Returns how many
+    /// were taken and when the next load for `dst` is due, if one is in
+    /// flight.
     pub fn exchange_due_for(
         &self,
         dst: Ipv4Addr,
         now_us: u64,
-        out: &mut Vec<Vec<u8>>,
+        out: &mut Vec<Load>,
         max: usize,
     ) -> (usize, Option<u64>) {
         let mut s = self.state.lock();
-        let room = MAX_SPARE.saturating_sub(s.spare.len());
-        let keep = out.len().min(room);
-        s.spare.extend(out.drain(..keep));
-        out.clear();
+        for load in out.drain(..) {
+            s.recycle(load);
+        }
         let mut taken = 0;
+        let mut segments = 0;
         let mut next = None;
         if let Some(q) = s.queue_of(dst) {
             while taken < max && q.heap.peek().is_some_and(|p| p.due_us <= now_us) {
                 if let Some(p) = q.heap.pop() {
-                    out.push(p.bytes);
+                    segments += match &p.load {
+                        Load::Datagram(_) => 1,
+                        Load::Train(t) => u64::from(t.segments()),
+                    };
+                    out.push(p.load);
                     taken += 1;
                 }
             }
             next = q.heap.peek().map(|p| p.due_us);
         }
-        s.stats.delivered += taken as u64;
+        s.stats.delivered += segments;
         (taken, next)
     }
 
@@ -501,11 +608,14 @@ mod tests {
         let mut batch = Vec::new();
         assert_eq!(f.exchange_due_for(b, 1, &mut batch, 8), (1, Some(2)));
         assert_eq!(
-            batch.iter().map(|d| (d.len(), d[27])).collect::<Vec<_>>(),
-            [(28, 7)]
+            batch
+                .iter()
+                .map(|d| d.datagram().map(|d| (d.len(), d[27])))
+                .collect::<Vec<_>>(),
+            [Some((28, 7))]
         );
         assert_eq!(f.exchange_due_for(b, 10, &mut batch, 8), (1, None));
-        assert_eq!(batch[0][27], 8);
+        assert_eq!(batch[0].datagram().map(|d| d[27]), Some(8));
         assert_eq!(f.exchange_due_for(b, 10, &mut batch, 8), (0, None));
         assert!(batch.is_empty());
         // Both buffers went back to the pool and carry the next datagrams.

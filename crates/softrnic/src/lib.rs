@@ -22,4 +22,5 @@ pub mod memory;
 pub mod qp;
 pub mod srq;
 pub mod table;
+pub mod train;
 pub mod wire;

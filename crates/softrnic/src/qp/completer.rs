@@ -15,7 +15,8 @@ use super::read_window::READ_WINDOW;
 use super::sg;
 use super::{Connection, Fatal, MetaKind, QueuePair, Requester, WqeMeta};
 use crate::device::SoftRnic;
-use crate::wire::{NakCode, Operation, Packet, Syndrome, psn_add, psn_before, psn_diff};
+use crate::train::{ReadTrain, Segment};
+use crate::wire::{Aeth, NakCode, Operation, Packet, Syndrome, psn_add, psn_before, psn_diff};
 
 impl Requester {
     /// Moves `una_index` past WQEs that occupy no PSN.
@@ -108,21 +109,57 @@ impl Requester {
 
 /// Handles an ACK, NAK or READ response for QP `qpn`.
 pub(crate) fn on_response(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
-    let before = qp
-        .conn
-        .as_ref()
-        .map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
+    let before = progress(qp);
     handle(dev, qp, p, now);
+    finish(dev, qpn, qp, before);
+}
+
+/// Handles the READ responses of a train ([`crate::train`]) for QP `qpn`,
+/// one segment at a time, as if its packets had arrived in order.
+pub(crate) fn on_read_train(
+    dev: &SoftRnic,
+    qpn: u32,
+    qp: &mut QueuePair,
+    train: &ReadTrain,
+    now: u64,
+) {
+    let before = progress(qp);
+    let QueuePair { sq, conn, pd, .. } = qp;
+    if let Some(conn) = conn.as_mut() {
+        for i in 0..train.segments() {
+            let seg = train.segment(i);
+            let response = Response {
+                psn: seg.psn,
+                aeth: seg.aeth,
+                ends_message: seg.ends_message(),
+                payload: Payload::Train(train, seg),
+            };
+            read_response(dev, *pd, sq, conn, &response, now);
+            if conn.req.halted {
+                break;
+            }
+        }
+    }
+    finish(dev, qpn, qp, before);
+}
+
+/// What the completer's progress is judged by: the doorbell rings when it
+/// changed.
+fn progress(qp: &QueuePair) -> Option<(u32, u32, u32)> {
+    qp.conn
+        .as_ref()
+        .map(|c| (c.req.una, c.req.next_psn, c.req.send_index))
+}
+
+/// Completes what the responses finished and rings the send queue's
+/// doorbell if the window moved.
+fn finish(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, before: Option<(u32, u32, u32)>) {
     let result = complete_ready(dev, qpn, qp);
     if result.is_err() {
         dev.enter_error(qpn, qp);
         return;
     }
-    let after = qp
-        .conn
-        .as_ref()
-        .map(|c| (c.req.una, c.req.next_psn, c.req.send_index));
-    if before != after {
+    if before != progress(qp) {
         // Window opened, ORD token returned, or a resend was requested.
         dev.sq_doorbell(qpn);
     }
@@ -209,52 +246,101 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
             }
         }
         Operation::ReadResponse => {
-            if !nak_in_window(req, psn) {
-                stats.stale_responses.inc();
-                return;
-            }
-            if let Some(aeth) = p.ext.aeth
-                && !matches!(aeth.syndrome, Syndrome::Ack(_))
-            {
-                return;
-            }
-            let (progressed, _) = req.advance_to(psn);
-            if progressed {
-                req.on_progress(&rc, now);
-            }
-            let meta = req.meta(req.una_index);
-            let reading = req.una_index != req.start_index && meta.kind == MetaKind::Read;
-            let ahead = psn_diff(psn, req.una);
-            let in_read = reading && psn_diff(psn, psn_add(meta.first_psn, meta.npsn)) < 0;
-            if !in_read || ahead as u32 >= READ_WINDOW {
-                // A later WQE's response overtook this READ's, or it is too
-                // far ahead to remember: ask again from the first missing
-                // PSN (once).
-                if reading && req.fast_retry() {
-                    stats.read_gap_retries.inc();
-                }
-                stats.stale_responses.inc();
-                return;
-            }
-            if ahead > 0 && req.read_window.has(psn) {
-                stats.stale_responses.inc();
-                return;
-            }
-            place_read(dev, *pd, sq, conn, meta, p, now);
-            let req = &mut conn.req;
-            if ahead > 0 {
-                // Placed past a hole: ask for the hole once it is clearly
-                // a loss (a few responses went past it, or this was the
-                // READ's last), not a reordering.
-                req.ooo_responses += 1;
-                let end = psn_add(meta.first_psn, meta.npsn);
-                let last = psn_add(psn, 1) == end;
-                if (req.ooo_responses >= GAP_RESPONSES || last) && req.fast_retry() {
-                    stats.read_gap_retries.inc();
-                }
-            }
+            let response = Response {
+                psn,
+                aeth: p.ext.aeth,
+                ends_message: p.info.position.ends_message(),
+                payload: Payload::Bytes(p.payload),
+            };
+            read_response(dev, *pd, sq, conn, &response, now);
         }
         _ => {}
+    }
+}
+
+/// One READ response, from a packet or a train segment.
+struct Response<'a> {
+    psn: u32,
+    aeth: Option<Aeth>,
+    /// Its opcode is Last or Only.
+    ends_message: bool,
+    payload: Payload<'a>,
+}
+
+/// Where a READ response's payload is.
+enum Payload<'a> {
+    /// In the packet.
+    Bytes(&'a [u8]),
+    /// Still at the responder ([`crate::train`]).
+    Train(&'a ReadTrain, Segment),
+}
+
+impl Payload<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Bytes(b) => b.len(),
+            Self::Train(_, seg) => seg.len,
+        }
+    }
+}
+
+/// Handles a READ response: stale and out-of-window ones are counted and
+/// dropped, the rest placed into the oldest incomplete READ.
+fn read_response(
+    dev: &SoftRnic,
+    pd: u32,
+    sq: &hwq::Consumer<hwq::SendWqe>,
+    conn: &mut Connection,
+    r: &Response<'_>,
+    now: u64,
+) {
+    let stats = &dev.engine().stats;
+    let rc = conn.rc;
+    let psn = r.psn;
+    let req = &mut conn.req;
+    if !nak_in_window(req, psn) {
+        stats.stale_responses.inc();
+        return;
+    }
+    if let Some(aeth) = r.aeth
+        && !matches!(aeth.syndrome, Syndrome::Ack(_))
+    {
+        return;
+    }
+    let (progressed, _) = req.advance_to(psn);
+    if progressed {
+        req.on_progress(&rc, now);
+    }
+    let meta = req.meta(req.una_index);
+    let reading = req.una_index != req.start_index && meta.kind == MetaKind::Read;
+    let ahead = psn_diff(psn, req.una);
+    let in_read = reading && psn_diff(psn, psn_add(meta.first_psn, meta.npsn)) < 0;
+    if !in_read || ahead as u32 >= READ_WINDOW {
+        // A later WQE's response overtook this READ's, or it is too
+        // far ahead to remember: ask again from the first missing
+        // PSN (once).
+        if reading && req.fast_retry() {
+            stats.read_gap_retries.inc();
+        }
+        stats.stale_responses.inc();
+        return;
+    }
+    if ahead > 0 && req.read_window.has(psn) {
+        stats.stale_responses.inc();
+        return;
+    }
+    place_read(dev, pd, sq, conn, meta, r, now);
+    let req = &mut conn.req;
+    if ahead > 0 {
+        // Placed past a hole: ask for the hole once it is clearly
+        // a loss (a few responses went past it, or this was the
+        // READ's last), not a reordering.
+        req.ooo_responses += 1;
+        let end = psn_add(meta.first_psn, meta.npsn);
+        let last = psn_add(psn, 1) == end;
+        if (req.ooo_responses >= GAP_RESPONSES || last) && req.fast_retry() {
+            stats.read_gap_retries.inc();
+        }
     }
 }
 
@@ -281,13 +367,13 @@ fn place_read(
     sq: &hwq::Consumer<hwq::SendWqe>,
     conn: &mut Connection,
     meta: WqeMeta,
-    p: &Packet<'_>,
+    r: &Response<'_>,
     now: u64,
 ) {
     let pmtu = conn.pmtu.bytes();
     let rc = conn.rc;
     let req = &mut conn.req;
-    let psn = p.bth.psn;
+    let psn = r.psn;
     let k = psn_diff(psn, meta.first_psn).max(0) as u32;
     let offset = u64::from(k) * u64::from(pmtu);
     let expect = u64::from(meta.len)
@@ -296,7 +382,7 @@ fn place_read(
     let last = k + 1 >= meta.npsn;
     // A replay of a hole ends with a Last response in the middle of the
     // READ, so only the READ's own last PSN must end a message.
-    if p.payload.len() as u64 != expect || (last && !p.info.position.ends_message()) {
+    if r.payload.len() as u64 != expect || (last && !r.ends_message) {
         // A malformed response: ignore it; the retransmit timer recovers.
         dev.engine().stats.bad_responses.inc();
         return;
@@ -305,12 +391,30 @@ fn place_read(
         return;
     };
     let placed = {
-        let keys = dev.keys.read();
-        sg::scatter(&keys, &*dev.dma, pd, wqe.sge_list(), offset, p.payload)
+        let keys = dev.mem.keys.read();
+        let dma = &*dev.mem.dma;
+        match r.payload {
+            Payload::Bytes(data) => {
+                sg::scatter(&keys, dma, pd, wqe.sge_list(), offset, data).map(|()| true)
+            }
+            Payload::Train(train, ref seg) => {
+                sg::scatter_train(&keys, dma, pd, wqe.sge_list(), offset, train, seg)
+            }
+        }
     };
-    if placed.is_err() {
-        req.fail_oldest(CqeStatus::LocalProtection);
-        return;
+    match placed {
+        Ok(true) => {}
+        Ok(false) => {
+            // The responder's key died while the train was in flight:
+            // this response never arrived (the READ is asked for again,
+            // and a replay meets the dead key).
+            dev.engine().stats.train_segments_lost.inc();
+            return;
+        }
+        Err(_) => {
+            req.fail_oldest(CqeStatus::LocalProtection);
+            return;
+        }
     }
     if psn != req.una {
         req.read_window.set(psn);
@@ -372,7 +476,13 @@ pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Re
             req.reads_outstanding = req.reads_outstanding.saturating_sub(1);
             if flags.contains(WqeFlags::READ_LOCAL_INVALIDATE) {
                 let key = wqe.sge_list().first().map_or(0, |s| s.key);
-                if dev.keys.write().invalidate(MemoryKey(key), *pd).is_err() {
+                if dev
+                    .mem
+                    .keys
+                    .write()
+                    .invalidate(MemoryKey(key), *pd)
+                    .is_err()
+                {
                     status = CqeStatus::MemoryManagement;
                 }
             }

@@ -21,7 +21,7 @@ mod flush;
 mod read_window;
 mod requester;
 mod responder;
-mod sg;
+pub(crate) mod sg;
 
 use alloc::vec::Vec;
 use core::net::SocketAddrV4;
@@ -30,7 +30,7 @@ use hwq::{Consumer, CqeStatus, RecvWqe, SendWqe};
 
 use crate::wire::{Ipv4UdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 
-pub(crate) use completer::{on_response, on_retransmit_timer, on_rnr_timer};
+pub(crate) use completer::{on_read_train, on_response, on_retransmit_timer, on_rnr_timer};
 pub use flush::flush;
 pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request};
 

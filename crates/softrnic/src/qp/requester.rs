@@ -229,7 +229,7 @@ fn start(
                 } else {
                     Need::LocalRead
                 };
-                let ok = sg::check_all(&dev.keys.read(), pd, wqe.sge_list(), need);
+                let ok = sg::check_all(&dev.mem.keys.read(), pd, wqe.sge_list(), need);
                 (!ok).then_some(CqeStatus::LocalProtection)
             } else {
                 None
@@ -283,7 +283,7 @@ fn execute_local(
             let Some(scratch) = conn.tx_buf.get_mut(..bytes) else {
                 return CqeStatus::MemoryManagement;
             };
-            if dev.dma.read(wqe.aux64, scratch).is_err() {
+            if dev.mem.dma.read(wqe.aux64, scratch).is_err() {
                 return CqeStatus::LocalProtection;
             }
             conn.pages.clear();
@@ -292,7 +292,7 @@ fn execute_local(
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
             );
-            dev.keys.write().fast_register(
+            dev.mem.keys.write().fast_register(
                 MemoryKey(wqe.key),
                 pd,
                 access,
@@ -302,7 +302,7 @@ fn execute_local(
                 &conn.pages,
             )
         }
-        SendOpcode::Bind => dev.keys.write().bind(
+        SendOpcode::Bind => dev.mem.keys.write().bind(
             MemoryKey(wqe.key),
             MemoryKey(wqe.aux32),
             pd,
@@ -310,7 +310,7 @@ fn execute_local(
             wqe.remote_addr,
             wqe.length,
         ),
-        SendOpcode::LocalInvalidate => dev.keys.write().invalidate(MemoryKey(wqe.key), pd),
+        SendOpcode::LocalInvalidate => dev.mem.keys.write().invalidate(MemoryKey(wqe.key), pd),
         _ => return CqeStatus::LocalQpOperation,
     };
     match result {
@@ -410,10 +410,10 @@ fn send_packet(
                 .ok_or(SgError::Length)?;
             b.push_payload(chunk).map_err(|_| SgError::Length)?;
         } else {
-            let keys = dev.keys.read();
+            let keys = dev.mem.keys.read();
             let (slot, mut hasher) = b.payload_slot();
             let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
-            sg::gather(&keys, &*dev.dma, pd, wqe.sge_list(), offset, out, |c| {
+            sg::gather(&keys, &*dev.mem.dma, pd, wqe.sge_list(), offset, out, |c| {
                 hasher.update(c);
             })?;
         }

@@ -36,9 +36,10 @@ use super::sg;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
 use crate::device::SoftRnic;
 use crate::memory::Need;
+use crate::train::{ReadTrain, TrainSource, build_read_response};
 use crate::wire::{
-    Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, PacketBuilder,
-    Position, Syndrome, psn_add, psn_diff, psn_sub, segment_count,
+    Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, Position,
+    Syndrome, psn_add, psn_diff, psn_sub, segment_count,
 };
 
 /// READ response packets emitted inline when the request arrives.
@@ -343,8 +344,8 @@ fn on_send(
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
     let placed = {
-        let keys = dev.keys.read();
-        sg::scatter(&keys, &*dev.dma, pd, recv.sge_list(), offset, p.payload)
+        let keys = dev.mem.keys.read();
+        sg::scatter(&keys, &*dev.mem.dma, pd, recv.sge_list(), offset, p.payload)
     };
     if placed.is_err() {
         target.fail(dev, conn, CqeStatus::LocalProtection, offset);
@@ -368,7 +369,7 @@ fn on_send(
             if reading {
                 emit(dev, conn, pd, u32::MAX)?;
             }
-            if dev.keys.write().invalidate(MemoryKey(key), pd).is_err() {
+            if dev.mem.keys.write().invalidate(MemoryKey(key), pd).is_err() {
                 target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, offset);
                 return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
             }
@@ -416,7 +417,7 @@ fn on_write(
             return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
         }
         let ok = sg::check_remote(
-            &dev.keys.read(),
+            &dev.mem.keys.read(),
             pd,
             reth.rkey,
             reth.va,
@@ -454,10 +455,10 @@ fn on_write(
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
     let placed = {
-        let keys = dev.keys.read();
+        let keys = dev.mem.keys.read();
         sg::write_remote(
             &keys,
-            &*dev.dma,
+            &*dev.mem.dma,
             pd,
             rkey,
             va.wrapping_add(u64::from(offset)),
@@ -500,7 +501,7 @@ fn on_read(
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
     let ok = sg::check_remote(
-        &dev.keys.read(),
+        &dev.mem.keys.read(),
         pd,
         reth.rkey,
         reth.va,
@@ -605,7 +606,7 @@ fn duplicate(
                 return Ok(());
             }
             let ok = sg::check_remote(
-                &dev.keys.read(),
+                &dev.mem.keys.read(),
                 pd,
                 reth.rkey,
                 reth.va,
@@ -719,6 +720,45 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
         let offset = u64::from(k) * u64::from(pmtu);
         let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
         let first = q == r.start_psn;
+        if dev.link.carries_trains(conn.ip.dst) {
+            // The rest of this stream (up to the budget) as one train.
+            let count = (psn_diff(r.end_psn, q).max(1) as u32).min(budget);
+            let len = u64::from(r.len)
+                .saturating_sub(offset)
+                .min(u64::from(count) * u64::from(pmtu));
+            let va = r.va.wrapping_add(offset);
+            let granted =
+                sg::check_remote(&dev.mem.keys.read(), pd, r.rkey, va, len, Need::RemoteRead);
+            if !granted {
+                stale_key(dev, conn, head, &r, q)?;
+                continue;
+            }
+            let closes = psn_add(q, count) == r.end_psn;
+            let train = TrainSource {
+                pd,
+                rkey: r.rkey,
+                va,
+                len,
+                pmtu,
+                ip: conn.ip,
+                dest_qp: conn.path.remote_qpn,
+                first_psn: q,
+                count,
+                opens: first,
+                closes,
+                msn: conn.resp.msn,
+            };
+            dev.transmit_train(ReadTrain::new(dev.mem.clone(), train));
+            dev.engine().stats.read_responses_sent.add(u64::from(count));
+            budget -= count;
+            if let Some(r) = conn.resp.reads.get_mut(head) {
+                r.next_psn = psn_add(q, count);
+            }
+            if closes {
+                stream_done(&mut conn.resp, head, false);
+            }
+            continue;
+        }
         let last = psn_add(q, 1) == r.end_psn || k + 1 >= r.npsn;
         let opcode = match (first, last) {
             (true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
@@ -738,38 +778,17 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
                 ..ExtHeaders::NONE
             },
         };
-        let built = (|| {
-            let mut b = PacketBuilder::ipv4(&headers, plen, &mut conn.tx_buf).map_err(|_| ())?;
-            {
-                let keys = dev.keys.read();
-                let (slot, mut hasher) = b.payload_slot();
-                let out = slot.get_mut(..plen).ok_or(())?;
-                sg::read_remote(
-                    &keys,
-                    &*dev.dma,
-                    pd,
-                    r.rkey,
-                    r.va.wrapping_add(offset),
-                    out,
-                    |c| {
-                        hasher.update(c);
-                    },
-                )
-                .map_err(|_| ())?;
-            }
-            b.finish().map_err(|_| ())
-        })();
-        let Ok(n) = built else {
-            // The key changed since the request was accepted.
-            dev.engine().stats.remote_access_refused.inc();
-            if !r.replay {
-                return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, q));
-            }
-            // A replay of a READ executed before the key died: stop it
-            // and refuse without killing the QP (see `duplicate`).
-            dev.engine().stats.stale_read_refusals.inc();
-            stream_done(&mut conn.resp, head, true);
-            send_aeth(dev, conn, Syndrome::Nak(NakCode::RemoteAccessError), q);
+        let built = build_read_response(
+            &dev.mem,
+            pd,
+            r.rkey,
+            r.va.wrapping_add(offset),
+            &headers,
+            plen,
+            &mut conn.tx_buf,
+        );
+        let Some(n) = built else {
+            stale_key(dev, conn, head, &r, q)?;
             continue;
         };
         dev.transmit_buf(&mut conn.tx_buf, n, false);
@@ -784,6 +803,28 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
     }
     flush_owed(dev, conn);
     Ok(false)
+}
+
+/// The key of the READ at ring position `head` no longer grants it (it
+/// changed since the request was accepted), found emitting PSN `q`. An
+/// original READ fails the connection; a replay of a READ executed before
+/// the key died stops and is refused without killing the QP (see
+/// `duplicate`), and emission goes on with the next stream.
+fn stale_key(
+    dev: &SoftRnic,
+    conn: &mut Connection,
+    head: usize,
+    r: &ReadResource,
+    q: u32,
+) -> Result<(), Fatal> {
+    dev.engine().stats.remote_access_refused.inc();
+    if !r.replay {
+        return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, q));
+    }
+    dev.engine().stats.stale_read_refusals.inc();
+    stream_done(&mut conn.resp, head, true);
+    send_aeth(dev, conn, Syndrome::Nak(NakCode::RemoteAccessError), q);
+    Ok(())
 }
 
 /// The stream of the resource at ring position `head` ended (or, with

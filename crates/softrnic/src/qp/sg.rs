@@ -4,7 +4,8 @@
 
 use hwq::{DmaAccess, MemoryKey, Sge};
 
-use crate::memory::{KeyTable, Need, copy_from_host, copy_to_host};
+use crate::memory::{Chunks, KeyTable, Need, copy_from_host, copy_to_host};
+use crate::train::{ReadTrain, Segment};
 
 /// Why a scatter/gather failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +104,74 @@ pub(crate) fn scatter(
         let src = data.get(at..at + take as usize).ok_or(SgError::Length)?;
         copy_to_host(dma, range, src).map_err(|_| SgError::Protection)
     })
+}
+
+/// Places READ train segment `seg` (payload still at the responder) at
+/// message byte `offset` of `sges`, copying straight from the source.
+/// Every destination piece is checked before the source is read; then the
+/// source key is checked (holding the responder's key table, while this
+/// device's is held too: both are reader-preferring spin locks and no
+/// thread holds one device's for writing while taking another's, so two
+/// engines placing each other's trains cannot deadlock). `Ok(false)`: the
+/// source key no longer grants the READ, nothing was placed.
+pub(crate) fn scatter_train(
+    keys: &KeyTable,
+    dma: &dyn DmaAccess,
+    pd: u32,
+    sges: &[Sge],
+    offset: u64,
+    train: &ReadTrain,
+    seg: &Segment,
+) -> Result<bool, SgError> {
+    walk(sges, offset, seg.len, |sge, addr, take, _| {
+        keys.check(MemoryKey(sge.key), pd, addr, take, Need::LocalWrite)
+            .map(|_| ())
+            .map_err(|_| SgError::Protection)
+    })?;
+    let mut at = 0usize;
+    let mut fault = None;
+    let read = train.read_source(seg, |src, n| {
+        let placed = walk(sges, offset + at as u64, n, |sge, addr, take, pos| {
+            let range = keys
+                .check(MemoryKey(sge.key), pd, addr, take, Need::LocalWrite)
+                .map_err(|_| SgError::Protection)?;
+            let mut from = src + pos as u64;
+            for (to, len) in Chunks::new(range) {
+                dma.copy(from, to, len).map_err(|_| SgError::Protection)?;
+                from += len as u64;
+            }
+            Ok(())
+        });
+        at += n;
+        fault = placed.err();
+        fault.is_none()
+    });
+    match fault {
+        Some(e) => Err(e),
+        None => Ok(read),
+    }
+}
+
+/// Checks that `rkey` grants `need` over `len` bytes at `va` and calls
+/// `f` with each logical chunk (address, bytes) of the range, in order,
+/// while `keys` is held; stops when `f` returns `false`. `false` if the
+/// key refuses the range (nothing is called) or `f` stopped.
+pub(crate) fn with_remote_chunks(
+    keys: &KeyTable,
+    pd: u32,
+    rkey: u32,
+    va: u64,
+    len: usize,
+    need: Need,
+    mut f: impl FnMut(u64, usize) -> bool,
+) -> bool {
+    if len == 0 {
+        return true;
+    }
+    match keys.check(MemoryKey(rkey), pd, va, len as u64, need) {
+        Ok(range) => Chunks::new(range).all(|(addr, n)| f(addr, n)),
+        Err(_) => false,
+    }
 }
 
 /// Reads `out.len()` bytes at `va` of remote key `rkey` (a peer's READ).
