@@ -214,10 +214,10 @@ fn take_datagram(s: &mut State, dst: Option<Ipv4Addr>, now_us: u64) -> Option<(I
                 Load::Train(_) => return None,
             },
             Some((n, more)) => {
-                if !more {
-                    PeekMut::pop(head);
-                } else {
+                if more {
                     drop(head);
+                } else {
+                    PeekMut::pop(head);
                 }
                 let Some(n) = n else {
                     s.stats.lost += 1;

@@ -721,42 +721,7 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
         let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
         let first = q == r.start_psn;
         if dev.link.carries_trains(conn.ip.dst) {
-            // The rest of this stream (up to the budget) as one train.
-            let count = (psn_diff(r.end_psn, q).max(1) as u32).min(budget);
-            let len = u64::from(r.len)
-                .saturating_sub(offset)
-                .min(u64::from(count) * u64::from(pmtu));
-            let va = r.va.wrapping_add(offset);
-            let granted =
-                sg::check_remote(&dev.mem.keys.read(), pd, r.rkey, va, len, Need::RemoteRead);
-            if !granted {
-                stale_key(dev, conn, head, &r, q)?;
-                continue;
-            }
-            let closes = psn_add(q, count) == r.end_psn;
-            let train = TrainSource {
-                pd,
-                rkey: r.rkey,
-                va,
-                len,
-                pmtu,
-                ip: conn.ip,
-                dest_qp: conn.path.remote_qpn,
-                first_psn: q,
-                count,
-                opens: first,
-                closes,
-                msn: conn.resp.msn,
-            };
-            dev.transmit_train(ReadTrain::new(dev.mem.clone(), train));
-            dev.engine().stats.read_responses_sent.add(u64::from(count));
-            budget -= count;
-            if let Some(r) = conn.resp.reads.get_mut(head) {
-                r.next_psn = psn_add(q, count);
-            }
-            if closes {
-                stream_done(&mut conn.resp, head, false);
-            }
+            budget -= emit_train(dev, conn, pd, head, &r, budget)?;
             continue;
         }
         let last = psn_add(q, 1) == r.end_psn || k + 1 >= r.npsn;
@@ -803,6 +768,55 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
     }
     flush_owed(dev, conn);
     Ok(false)
+}
+
+/// Emits the rest of the stream of the resource at ring position `head`
+/// (up to `budget` packets) as one train; returns the packets it stands
+/// for (0 if the key no longer grants the READ).
+fn emit_train(
+    dev: &SoftRnic,
+    conn: &mut Connection,
+    pd: u32,
+    head: usize,
+    r: &ReadResource,
+    budget: u32,
+) -> Result<u32, Fatal> {
+    let pmtu = conn.pmtu.bytes();
+    let q = r.next_psn;
+    let offset = u64::from(psn_diff(q, r.first_psn).max(0) as u32) * u64::from(pmtu);
+    let count = (psn_diff(r.end_psn, q).max(1) as u32).min(budget);
+    let len = u64::from(r.len)
+        .saturating_sub(offset)
+        .min(u64::from(count) * u64::from(pmtu));
+    let va = r.va.wrapping_add(offset);
+    if !sg::check_remote(&dev.mem.keys.read(), pd, r.rkey, va, len, Need::RemoteRead) {
+        stale_key(dev, conn, head, r, q)?;
+        return Ok(0);
+    }
+    let closes = psn_add(q, count) == r.end_psn;
+    let train = TrainSource {
+        pd,
+        rkey: r.rkey,
+        va,
+        len,
+        pmtu,
+        ip: conn.ip,
+        dest_qp: conn.path.remote_qpn,
+        first_psn: q,
+        count,
+        opens: q == r.start_psn,
+        closes,
+        msn: conn.resp.msn,
+    };
+    dev.transmit_train(ReadTrain::new(dev.mem.clone(), train));
+    dev.engine().stats.read_responses_sent.add(u64::from(count));
+    if let Some(r) = conn.resp.reads.get_mut(head) {
+        r.next_psn = psn_add(q, count);
+    }
+    if closes {
+        stream_done(&mut conn.resp, head, false);
+    }
+    Ok(count)
 }
 
 /// The key of the READ at ring position `head` no longer grants it (it
