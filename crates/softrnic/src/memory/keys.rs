@@ -542,6 +542,37 @@ mod tests {
     }
 
     #[test]
+    fn pages_that_follow_each_other_make_one_chunk() {
+        let mut t = KeyTable::new(8).unwrap();
+        let key = t.alloc(KeyKind::Region, PD).unwrap();
+        // Pages 0 and 1 adjoin, 2 is elsewhere, 3 adjoins 2.
+        let pages = [0x10_000, 0x11_000, 0x40_000, 0x41_000];
+        let reg = Registration {
+            pd: PD,
+            access: Access::REMOTE_READ,
+            va: 0x7000_0000,
+            length: 4 * PAGE_SIZE,
+            first_byte_offset: 0,
+            pages: &pages,
+        };
+        let k = t.register(key, &reg).unwrap();
+        let chunks = |va, len| {
+            let r = t.check(k, PD, va, len, Need::RemoteRead).unwrap();
+            Chunks::new(r).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            chunks(0x7000_0800, 4 * PAGE_SIZE - 0x900),
+            [(0x10_800, 0x1800), (0x40_000, 0x1F00)]
+        );
+        assert_eq!(chunks(0x7000_0010, 0x20), [(0x10_010, 0x20)]);
+        assert_eq!(chunks(0x7000_0FF0, 0x20), [(0x10_FF0, 0x20)]);
+        assert_eq!(
+            chunks(0x7000_1FF0, 0x20),
+            [(0x11_FF0, 0x10), (0x40_000, 0x10)]
+        );
+    }
+
+    #[test]
     fn every_check_refuses_without_touching_anything() {
         let mut t = KeyTable::new(8).unwrap();
         let k = region(&mut t, Access::LOCAL_WRITE | Access::REMOTE_READ);

@@ -41,13 +41,24 @@ impl Iterator for Chunks<'_> {
             self.remaining = 0;
             return Some(chunk);
         }
-        let page = usize::try_from(self.offset / PAGE_SIZE).ok()?;
+        let mut page = usize::try_from(self.offset / PAGE_SIZE).ok()?;
         let within = self.offset % PAGE_SIZE;
         let base = *self.pages.get(page)?;
-        let len = (PAGE_SIZE - within).min(self.remaining);
+        let mut len = (PAGE_SIZE - within).min(self.remaining);
+        // Pages that follow each other in logical memory make one chunk:
+        // one long copy instead of one per page.
+        while len < self.remaining
+            && self
+                .pages
+                .get(page + 1)
+                .is_some_and(|&next| Some(next) == (base + within).checked_add(len))
+        {
+            len += PAGE_SIZE.min(self.remaining - len);
+            page += 1;
+        }
         self.offset += len;
         self.remaining -= len;
-        Some((base + within, len as usize))
+        Some((base + within, usize::try_from(len).ok()?))
     }
 }
 

@@ -125,7 +125,9 @@ pub(crate) fn on_read_train(
 ) {
     let before = progress(qp);
     let QueuePair { sq, conn, pd, .. } = qp;
-    if let Some(conn) = conn.as_mut() {
+    if let Some(conn) = conn.as_mut()
+        && !place_whole_train(dev, *pd, sq, conn, train, now)
+    {
         for i in 0..train.segments() {
             let seg = train.segment(i);
             let response = Response {
@@ -141,6 +143,73 @@ pub(crate) fn on_read_train(
         }
     }
     finish(dev, qpn, qp, before);
+}
+
+/// The common case of a train, handled at once: it continues the oldest
+/// incomplete READ exactly where its data is missing (`una`), lies within
+/// it, fills no PSN already placed, and its segment lengths are the ones
+/// that READ expects. Then every segment would pass the per-response
+/// checks, so the whole train is placed with one key check and one copy
+/// per contiguous run, and `una` moves past it. Returns `false` (nothing
+/// done) otherwise, or if a key refuses: the segments then go one by one,
+/// meeting the same refusal with its usual outcome.
+fn place_whole_train(
+    dev: &SoftRnic,
+    pd: u32,
+    sq: &hwq::Consumer<hwq::SendWqe>,
+    conn: &mut Connection,
+    train: &ReadTrain,
+    now: u64,
+) -> bool {
+    let pmtu = u64::from(conn.pmtu.bytes());
+    let req = &conn.req;
+    let count = train.segments();
+    let first = train.segment(0);
+    let last_psn = psn_add(first.psn, count.saturating_sub(1));
+    let meta = req.meta(req.una_index);
+    let reading = req.una_index != req.start_index && meta.kind == MetaKind::Read;
+    let k = psn_diff(first.psn, meta.first_psn);
+    let fits = reading
+        && count > 0
+        && first.psn == req.una
+        && nak_in_window(req, last_psn)
+        && k >= 0
+        && (k as u32).saturating_add(count) <= meta.npsn
+        && count < READ_WINDOW
+        && (0..count).all(|i| !req.read_window.has(psn_add(first.psn, i)));
+    if !fits {
+        return false;
+    }
+    let offset = k as u64 * pmtu;
+    let rest = u64::from(meta.len).saturating_sub(offset);
+    let reaches_end = k as u32 + count == meta.npsn;
+    // Full segments, and the READ's own last one short and ending it.
+    let lengths_ok = train.payload_len() == rest.min(u64::from(count) * pmtu)
+        && (!reaches_end || train.segment(count - 1).ends_message());
+    if !lengths_ok {
+        return false;
+    }
+    let Some(wqe) = sq.read(req.una_index) else {
+        return false;
+    };
+    let whole = Segment {
+        len: usize::try_from(train.payload_len()).unwrap_or(usize::MAX),
+        ..first
+    };
+    let placed = sg::scatter_train(
+        &dev.mem.keys.read(),
+        &*dev.mem.dma,
+        pd,
+        wqe.sge_list(),
+        offset,
+        train,
+        &whole,
+    );
+    if placed != Ok(true) {
+        return false;
+    }
+    placed_at_una(dev, conn, meta, psn_add(last_psn, 1), now);
+    true
 }
 
 /// What the completer's progress is judged by: the doorbell rings when it
@@ -371,7 +440,6 @@ fn place_read(
     now: u64,
 ) {
     let pmtu = conn.pmtu.bytes();
-    let rc = conn.rc;
     let req = &mut conn.req;
     let psn = r.psn;
     let k = psn_diff(psn, meta.first_psn).max(0) as u32;
@@ -420,8 +488,17 @@ fn place_read(
         req.read_window.set(psn);
         return;
     }
+    placed_at_una(dev, conn, meta, psn_add(psn, 1), now);
+}
+
+/// Responses of the READ `meta` were placed from `una` up to (not
+/// including) `next`: moves `una` past them and past what was placed
+/// beyond, completing the READ if that was all.
+fn placed_at_una(dev: &SoftRnic, conn: &mut Connection, meta: WqeMeta, next: u32, now: u64) {
+    let rc = conn.rc;
+    let req = &mut conn.req;
     let end = psn_add(meta.first_psn, meta.npsn);
-    req.una = req.read_window.absorb(psn_add(psn, 1), end);
+    req.una = req.read_window.absorb(next, end);
     req.ooo_responses = 0;
     if req.una == end {
         req.una_index = req.una_index.wrapping_add(1);
