@@ -480,12 +480,28 @@ impl Fabric {
 pub struct FabricPort {
     fabric: Arc<Fabric>,
     clock: Arc<dyn Clock>,
+    trains: bool,
 }
 
 impl FabricPort {
-    /// Attaches to `fabric`, stamping sends with `clock`.
+    /// Attaches to `fabric`, stamping sends with `clock`. Sends packets
+    /// only (the devices may not share a DMA address space).
     pub fn new(fabric: Arc<Fabric>, clock: Arc<dyn Clock>) -> Self {
-        Self { fabric, clock }
+        Self {
+            fabric,
+            clock,
+            trains: false,
+        }
+    }
+
+    /// Like [`FabricPort::new`], for devices that reach memory through one
+    /// DMA address space: READ responses may travel as trains
+    /// ([`crate::train`]) while the fabric injects no faults.
+    pub fn with_trains(fabric: Arc<Fabric>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            trains: true,
+            ..Self::new(fabric, clock)
+        }
     }
 }
 
@@ -504,6 +520,14 @@ impl Link for FabricPort {
 
     fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
         let _ = self.fabric.transmit_owned(self.clock.now_us(), buf, len);
+    }
+
+    fn carries_trains(&self, _dst: Ipv4Addr) -> bool {
+        self.trains && self.fabric.carries_trains()
+    }
+
+    fn transmit_train(&self, train: ReadTrain) {
+        let _ = self.fabric.transmit_train(self.clock.now_us(), train);
     }
 }
 

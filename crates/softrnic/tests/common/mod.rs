@@ -129,7 +129,7 @@ impl Clock for ClockRef {
     }
 }
 
-struct NoWake;
+pub struct NoWake;
 impl Wake for NoWake {
     fn wake(&self) {}
 }
@@ -216,7 +216,18 @@ impl Node {
         link: Box<dyn Link>,
         waker: Box<dyn Wake>,
     ) -> Self {
-        let mem = HostMem::new(mem_size);
+        Self::sharing(addr, pmtu, clock, HostMem::new(mem_size), link, waker)
+    }
+
+    /// A device reaching memory `mem` (which other devices may share).
+    pub fn sharing(
+        addr: Ipv4Addr,
+        pmtu: u32,
+        clock: &Arc<SimClock>,
+        mem: Arc<HostMem>,
+        link: Box<dyn Link>,
+        waker: Box<dyn Wake>,
+    ) -> Self {
         let dev = SoftRnic::new(
             DeviceConfig::new(addr, pmtu),
             Box::new(Dma(mem.clone())),

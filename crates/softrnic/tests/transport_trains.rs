@@ -1,0 +1,326 @@
+//! READ response trains (`softrnic::train`): two devices on one memory
+//! send a READ's responses as one fabric entry whose payload stays at the
+//! responder until the requester places it. The tests drive the fabric by
+//! hand: trains delivered as trains, or cut into datagrams by the fabric.
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use hwq::wqe::{Access, SendOpcode};
+use hwq::{CqeStatus, Sge};
+use softrnic::env::{Capture, Clock, Direction};
+use softrnic::fabric::{Fabric, FabricPort, Faults, Load};
+use softrnic::qp::QpState;
+use softrnic::wire;
+
+const PMTU: u32 = 1024;
+/// Ten full segments and a short eleventh.
+const LEN: u32 = 10 * 1024 + 300;
+const SEGMENTS: u64 = 11;
+const REMOTE_READ: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ);
+const MAX_STEPS: u64 = 100_000;
+
+/// Two devices on one memory (one DMA address space), one fabric.
+struct Bench {
+    clock: Arc<SimClock>,
+    fabric: Arc<Fabric>,
+    a: Node,
+    b: Node,
+    qa: Qp,
+    qb: Qp,
+    /// Where A reads into (three pieces of odd sizes).
+    dst: Buf,
+    /// What A reads from, on B.
+    src: Buf,
+    /// Trains `step` handed over.
+    trains_taken: u64,
+}
+
+fn bench(trains: bool) -> Bench {
+    let clock = Arc::new(SimClock::default());
+    clock.set(1_000);
+    let fabric = Fabric::new(Faults::default());
+    let mem = HostMem::new(1 << 20);
+    let port = |fabric: &Arc<Fabric>| -> Box<FabricPort> {
+        let clock: Arc<dyn Clock> = clock.clone();
+        Box::new(if trains {
+            FabricPort::with_trains(fabric.clone(), clock)
+        } else {
+            FabricPort::new(fabric.clone(), clock)
+        })
+    };
+    let node = |addr| {
+        let n = Node::sharing(
+            addr,
+            PMTU,
+            &clock,
+            mem.clone(),
+            port(&fabric),
+            Box::new(NoWake),
+        );
+        n.dev.set_default_rc_config(fast_rc());
+        n
+    };
+    let (a, b) = (node(ADDR_A), node(ADDR_B));
+    let (qa, qb) = (a.qp(8), b.qp(8));
+    let src = b.register(u64::from(LEN), REMOTE_READ);
+    b.mem.fill(src.logical, &pattern(7, LEN as usize));
+    let dst = a.register(u64::from(LEN) + 64, Access::LOCAL_WRITE);
+    let w = World {
+        clock: clock.clone(),
+        fabric: fabric.clone(),
+        a,
+        b,
+        steps: 0,
+    };
+    w.connect(&qa, &qb, PMTU, 100, 900, 4);
+    let World { a, b, .. } = w;
+    Bench {
+        clock,
+        fabric,
+        a,
+        b,
+        qa,
+        qb,
+        dst,
+        src,
+        trains_taken: 0,
+    }
+}
+
+impl Bench {
+    fn node(&self, addr: Ipv4Addr) -> &Node {
+        if addr == ADDR_A { &self.a } else { &self.b }
+    }
+
+    /// A's READ of the whole source into three destination pieces.
+    fn post_read(&mut self) {
+        let sges: [Sge; 3] = [
+            self.dst.sge(0, 1000),
+            self.dst.sge(1000, 5000),
+            self.dst.sge(6000, LEN - 6000),
+        ];
+        let w = rdma(SendOpcode::Read, 1, &sges, &self.src, 0);
+        self.a.post_send(&mut self.qa, w);
+    }
+
+    /// One step: every due load handed over (trains as trains, or cut
+    /// into datagrams by the fabric), both devices polled, else the clock
+    /// moved to the next event. `false` when nothing is left to happen.
+    fn step(&mut self, as_trains: bool) -> bool {
+        let now = self.clock.now();
+        let mut worked = false;
+        if as_trains {
+            for addr in [ADDR_A, ADDR_B] {
+                let mut batch = Vec::new();
+                self.fabric.exchange_due_for(addr, now, &mut batch, 64);
+                for load in &batch {
+                    worked = true;
+                    match load {
+                        Load::Datagram(d) => self.node(addr).dev.receive(d),
+                        Load::Train(t) => {
+                            self.trains_taken += 1;
+                            self.node(addr).dev.receive_train(t);
+                        }
+                    }
+                }
+            }
+        } else {
+            while let Some((dst, bytes)) = self.fabric.take_due(now) {
+                worked = true;
+                self.node(dst).dev.receive(&bytes);
+            }
+        }
+        worked |= self.a.dev.poll();
+        worked |= self.b.dev.poll();
+        if worked {
+            return true;
+        }
+        let next = [
+            self.fabric.next_due(),
+            self.a.dev.next_timer_us(),
+            self.b.dev.next_timer_us(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        next.inspect(|&t| self.clock.set(t.max(now + 1))).is_some()
+    }
+
+    /// Steps until A's send CQ has a completion; its status.
+    fn read_status(&mut self, as_trains: bool) -> CqeStatus {
+        for _ in 0..MAX_STEPS {
+            self.qa.scq.drain();
+            if let Some(c) = self.qa.scq.seen.first() {
+                return c.cqe_status();
+            }
+            assert!(
+                self.step(as_trains),
+                "nothing left to happen, no completion"
+            );
+        }
+        panic!("no completion within {MAX_STEPS} steps");
+    }
+
+    fn placed(&self) -> Vec<u8> {
+        self.a.mem.get(self.dst.logical, LEN as usize)
+    }
+}
+
+/// Records what a device's tap sees.
+#[derive(Default)]
+struct Seen(Mutex<Vec<(Direction, Vec<u8>)>>);
+
+struct Tap(Arc<Seen>);
+
+impl Capture for Tap {
+    fn capture(&self, direction: Direction, datagram: &[u8]) {
+        self.0
+            .0
+            .lock()
+            .unwrap()
+            .push((direction, datagram.to_vec()));
+    }
+}
+
+fn read_responses(seen: &Seen, direction: Direction) -> Vec<Vec<u8>> {
+    seen.0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(d, bytes)| {
+            *d == direction
+                && wire::parse(bytes)
+                    .is_ok_and(|p| p.info.operation == wire::Operation::ReadResponse)
+        })
+        .map(|(_, bytes)| bytes.clone())
+        .collect()
+}
+
+#[test]
+fn a_read_travels_as_one_train_and_lands_whole() {
+    let mut b = bench(true);
+    b.post_read();
+    // The request reaches B, which answers with one entry for all
+    // eleven responses.
+    while b.fabric.in_flight() == 0 {
+        assert!(b.step(true));
+    }
+    let mut request = Vec::new();
+    b.fabric.exchange_due_for(ADDR_B, u64::MAX, &mut request, 8);
+    assert!(matches!(request.as_slice(), [Load::Datagram(_)]));
+    for load in &request {
+        b.b.dev.receive(load.datagram().unwrap());
+    }
+    b.b.dev.poll();
+    assert_eq!(b.fabric.in_flight(), 1, "one entry for the whole READ");
+    let mut trains = Vec::new();
+    b.fabric.exchange_due_for(ADDR_A, u64::MAX, &mut trains, 8);
+    let [Load::Train(train)] = trains.as_slice() else {
+        panic!("expected one train, got {trains:?}");
+    };
+    assert_eq!(u64::from(train.segments()), SEGMENTS);
+    assert_eq!(train.payload_len(), u64::from(LEN));
+    b.a.dev.receive_train(train);
+    assert_eq!(b.read_status(true), CqeStatus::Success);
+    assert_eq!(b.placed(), pattern(7, LEN as usize));
+    assert_eq!(b.b.dev.stats().read_responses_sent, SEGMENTS);
+    assert_eq!(b.a.dev.stats().train_segments_lost, 0);
+    // Nothing beyond the READ's bytes was written.
+    assert_eq!(b.a.mem.get(b.dst.logical + u64::from(LEN), 64), vec![0; 64]);
+}
+
+#[test]
+fn a_train_cut_into_datagrams_is_the_packets_a_wire_would_carry() {
+    let record = |trains: bool| {
+        let mut b = bench(trains);
+        let seen = Arc::new(Seen::default());
+        b.a.dev.set_capture(Some(Box::new(Tap(seen.clone()))));
+        b.post_read();
+        assert_eq!(b.read_status(false), CqeStatus::Success);
+        assert_eq!(b.placed(), pattern(7, LEN as usize));
+        read_responses(&seen, Direction::Receive)
+    };
+    let packets = record(false);
+    let cut = record(true);
+    assert_eq!(packets.len() as u64, SEGMENTS);
+    assert_eq!(cut, packets, "byte for byte, ICRC included");
+}
+
+#[test]
+fn taps_see_each_segment_of_a_train_as_a_checked_packet() {
+    let mut b = bench(true);
+    let (at_a, at_b) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
+    b.a.dev.set_capture(Some(Box::new(Tap(at_a.clone()))));
+    b.b.dev.set_capture(Some(Box::new(Tap(at_b.clone()))));
+    b.post_read();
+    assert_eq!(b.read_status(true), CqeStatus::Success);
+    let received = read_responses(&at_a, Direction::Receive);
+    let sent = read_responses(&at_b, Direction::Transmit);
+    assert_eq!(received.len() as u64, SEGMENTS);
+    assert_eq!(sent, received);
+    let source = pattern(7, LEN as usize);
+    let mut payload = Vec::new();
+    for d in &received {
+        // `parse` checks the ICRC.
+        payload.extend_from_slice(wire::parse(d).unwrap().payload);
+    }
+    assert_eq!(payload, source);
+}
+
+#[test]
+fn a_key_that_dies_while_its_train_is_in_flight_places_nothing() {
+    let mut b = bench(true);
+    b.post_read();
+    let mut trains = Vec::new();
+    while trains.is_empty() {
+        let now = b.clock.now();
+        let mut batch = Vec::new();
+        b.fabric.exchange_due_for(ADDR_B, now, &mut batch, 8);
+        for load in &batch {
+            b.b.dev.receive(load.datagram().unwrap());
+        }
+        b.fabric.exchange_due_for(ADDR_A, now, &mut trains, 8);
+        assert!(b.step(true));
+    }
+    // B's consumer deregisters the buffer while the responses travel.
+    b.b.dev.deregister(b.src.key).unwrap();
+    for load in &trains {
+        match load {
+            Load::Train(t) => b.a.dev.receive_train(t),
+            Load::Datagram(d) => b.a.dev.receive(d),
+        }
+    }
+    assert_eq!(b.a.dev.stats().train_segments_lost, SEGMENTS);
+    assert_eq!(b.placed(), vec![0; LEN as usize], "no byte placed");
+    // A asks again; B finds the key dead and refuses without tearing the
+    // connection down.
+    assert_eq!(b.read_status(true), CqeStatus::RemoteAccess);
+    assert_eq!(b.placed(), vec![0; LEN as usize]);
+    assert_eq!(b.b.dev.stats().stale_read_refusals, 1);
+    assert_eq!(b.b.state(&b.qb), QpState::Connected);
+}
+
+#[test]
+fn a_faulty_fabric_carries_packets_not_trains() {
+    let mut b = bench(true);
+    b.fabric.set_faults(Faults {
+        duplicate: 0.5,
+        reorder_window_us: 5,
+        seed: 3,
+        ..Faults::default()
+    });
+    b.post_read();
+    assert_eq!(b.read_status(true), CqeStatus::Success);
+    assert_eq!(b.placed(), pattern(7, LEN as usize));
+    assert!(b.fabric.stats().duplicated > 0);
+    assert_eq!(b.trains_taken, 0, "every response went as its own datagram");
+    // The same bench without faults does send trains.
+    let mut clean = bench(true);
+    clean.post_read();
+    assert_eq!(clean.read_status(true), CqeStatus::Success);
+    assert_eq!(clean.trains_taken, 1);
+}
