@@ -44,6 +44,10 @@ use crate::wire::{
 
 /// READ response packets emitted inline when the request arrives.
 const INLINE_READ_BUDGET: u32 = 16;
+/// Most READ responses one train stands for: 1 MiB at a 4096-byte PMTU.
+/// The requester places a train in one go holding the QP, so this bounds
+/// how long other work on its device waits (a 1 MiB copy: tens of µs).
+const MAX_TRAIN_SEGMENTS: u32 = 256;
 /// Largest RETH DMA length accepted.
 const MAX_DMA_LEN: u32 = 1 << 31;
 
@@ -721,7 +725,8 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
         let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
         let first = q == r.start_psn;
         if dev.link.carries_trains(conn.ip.dst) {
-            budget -= emit_train(dev, conn, pd, head, &r, budget)?;
+            emit_train(dev, conn, pd, head, &r)?;
+            budget -= 1;
             continue;
         }
         let last = psn_add(q, 1) == r.end_psn || k + 1 >= r.npsn;
@@ -771,27 +776,26 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
 }
 
 /// Emits the rest of the stream of the resource at ring position `head`
-/// (up to `budget` packets) as one train; returns the packets it stands
-/// for (0 if the key no longer grants the READ).
+/// (up to [`MAX_TRAIN_SEGMENTS`] responses) as one train. The emission
+/// budget counts what the engine builds, and a train is one descriptor
+/// whatever its length, so it costs one.
 fn emit_train(
     dev: &SoftRnic,
     conn: &mut Connection,
     pd: u32,
     head: usize,
     r: &ReadResource,
-    budget: u32,
-) -> Result<u32, Fatal> {
+) -> Result<(), Fatal> {
     let pmtu = conn.pmtu.bytes();
     let q = r.next_psn;
     let offset = u64::from(psn_diff(q, r.first_psn).max(0) as u32) * u64::from(pmtu);
-    let count = (psn_diff(r.end_psn, q).max(1) as u32).min(budget);
+    let count = (psn_diff(r.end_psn, q).max(1) as u32).min(MAX_TRAIN_SEGMENTS);
     let len = u64::from(r.len)
         .saturating_sub(offset)
         .min(u64::from(count) * u64::from(pmtu));
     let va = r.va.wrapping_add(offset);
     if !sg::check_remote(&dev.mem.keys.read(), pd, r.rkey, va, len, Need::RemoteRead) {
-        stale_key(dev, conn, head, r, q)?;
-        return Ok(0);
+        return stale_key(dev, conn, head, r, q);
     }
     let closes = psn_add(q, count) == r.end_psn;
     let train = TrainSource {
@@ -816,7 +820,7 @@ fn emit_train(
     if closes {
         stream_done(&mut conn.resp, head, false);
     }
-    Ok(count)
+    Ok(())
 }
 
 /// The key of the READ at ring position `head` no longer grants it (it
