@@ -124,6 +124,15 @@ impl core::fmt::Debug for SoftRnic {
     }
 }
 
+impl Drop for SoftRnic {
+    /// READ response trains from this device may still be in flight and
+    /// hold its memory: they must find every key dead, since the memory
+    /// its keys named is its consumers' to free once the device is gone.
+    fn drop(&mut self) {
+        self.mem.keys.write().revoke_all();
+    }
+}
+
 impl SoftRnic {
     /// Builds a device. All tables are allocated here; `None` if memory ran out.
     pub fn new(

@@ -324,3 +324,36 @@ fn a_faulty_fabric_carries_packets_not_trains() {
     assert_eq!(clean.read_status(true), CqeStatus::Success);
     assert_eq!(clean.trains_taken, 1);
 }
+
+#[test]
+fn a_train_outliving_its_responder_places_nothing() {
+    let mut b = bench(true);
+    b.post_read();
+    let mut trains = Vec::new();
+    while trains.is_empty() {
+        let now = b.clock.now();
+        let mut batch = Vec::new();
+        b.fabric.exchange_due_for(ADDR_B, now, &mut batch, 8);
+        for load in &batch {
+            b.b.dev.receive(load.datagram().unwrap());
+        }
+        b.fabric.exchange_due_for(ADDR_A, now, &mut trains, 8);
+        assert!(b.step(true));
+    }
+    let Bench {
+        a,
+        b: responder,
+        dst,
+        ..
+    } = b;
+    // The responder goes away (its consumer may now free what its keys
+    // named) while the train still holds its memory.
+    drop(responder);
+    for load in &trains {
+        if let Load::Train(t) = load {
+            a.dev.receive_train(t);
+        }
+    }
+    assert_eq!(a.dev.stats().train_segments_lost, SEGMENTS);
+    assert_eq!(a.mem.get(dst.logical, LEN as usize), vec![0; LEN as usize]);
+}

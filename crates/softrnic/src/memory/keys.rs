@@ -192,6 +192,14 @@ impl KeyTable {
             .and_then(Option::as_mut)
     }
 
+    /// Makes every key invalid (the device is going away): nothing can be
+    /// reached through the table any more.
+    pub fn revoke_all(&mut self) {
+        for e in self.entries.iter_mut().flatten() {
+            e.valid = false;
+        }
+    }
+
     /// Reserves an entry of `kind` in protection domain `pd`.
     pub fn alloc(&mut self, kind: KeyKind, pd: u32) -> Result<MemoryKey, KeyError> {
         let index = self.free.pop().ok_or(KeyError::NoResources)?;
