@@ -5,6 +5,10 @@
 //! Faults are injected from a seeded generator, so a run with the same seed,
 //! the same traffic and the same clock readings loses, duplicates, delays
 //! and reorders exactly the same packets.
+//!
+//! Devices that share one memory may also send READ response trains
+//! ([`crate::train`]) while no faults are set; whoever takes datagrams gets
+//! a train cut into the datagrams it stands for.
 
 use alloc::collections::BinaryHeap;
 use alloc::collections::binary_heap::PeekMut;
@@ -37,12 +41,14 @@ pub struct Faults {
     pub seed: u64,
 }
 
-/// What the fabric did, for tests and reports.
+/// What the fabric did, for tests and reports. A train counts as the
+/// packets it stands for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FabricStats {
     /// Datagrams transmitted into the fabric.
     pub sent: u64,
-    /// Dropped by loss injection.
+    /// Dropped: by loss injection, queued for a device that went away,
+    /// or train segments whose source key died before they were cut.
     pub lost: u64,
     /// Extra copies made by duplicate injection.
     pub duplicated: u64,
@@ -65,6 +71,14 @@ pub enum Load {
 }
 
 impl Load {
+    /// How many packets it stands for.
+    pub fn packets(&self) -> u64 {
+        match self {
+            Self::Datagram(_) => 1,
+            Self::Train(t) => u64::from(t.segments()),
+        }
+    }
+
     /// The datagram, if it is one.
     pub fn datagram(&self) -> Option<&[u8]> {
         match self {
@@ -395,8 +409,8 @@ impl Fabric {
         let mut s = self.state.lock();
         let Some(q) = s.queue_of(dst) else { return };
         let dropped = core::mem::take(&mut q.heap);
-        s.stats.lost += dropped.len() as u64;
         for flight in dropped {
+            s.stats.lost += flight.load.packets();
             s.recycle(flight.load);
         }
     }
@@ -431,10 +445,7 @@ impl Fabric {
         if let Some(q) = s.queue_of(dst) {
             while taken < max && q.heap.peek().is_some_and(|p| p.due_us <= now_us) {
                 if let Some(p) = q.heap.pop() {
-                    segments += match &p.load {
-                        Load::Datagram(_) => 1,
-                        Load::Train(t) => u64::from(t.segments()),
-                    };
+                    segments += p.load.packets();
                     out.push(p.load);
                     taken += 1;
                 }
@@ -465,7 +476,7 @@ impl Fabric {
             .map(|p| p.due_us)
     }
 
-    /// Datagrams in flight.
+    /// Loads (datagrams and trains) in flight.
     pub fn in_flight(&self) -> usize {
         self.state.lock().queues.iter().map(|q| q.heap.len()).sum()
     }
