@@ -53,7 +53,10 @@ struct Batch {
     /// A segment shorter than `segment` ends a GSO batch.
     closed: bool,
     count: usize,
+    /// Zeroed once at its full size; `used` bytes hold the batch, so a
+    /// packet built into it costs no clearing first.
     buf: Vec<u8>,
+    used: usize,
 }
 
 /// A bound RoCEv2 UDP socket.
@@ -101,7 +104,8 @@ impl UdpPort {
             segment: 0,
             closed: false,
             count: 0,
-            buf: Vec::with_capacity(MAX_SEGMENT * max_segments),
+            buf: vec![0; MAX_SEGMENT * max_segments],
+            used: 0,
         };
         Ok(Self {
             socket,
@@ -127,7 +131,7 @@ impl UdpPort {
         let transmit = Transmit {
             destination: SocketAddr::V4(dest),
             ecn: None,
-            contents: &batch.buf,
+            contents: batch.buf.get(..batch.used).unwrap_or_default(),
             segment_size: (batch.count > 1).then_some(batch.segment),
             src_ip: None,
         };
@@ -161,7 +165,7 @@ impl UdpPort {
                 }
             }
         }
-        batch.buf.clear();
+        batch.used = 0;
         batch.count = 0;
         batch.dest = None;
         batch.closed = false;
@@ -170,23 +174,55 @@ impl UdpPort {
     /// Queues one UDP payload for `dest`, sending earlier ones first when
     /// they cannot share a segmentation-offload batch with it.
     pub fn queue(&self, dest: SocketAddrV4, payload: &[u8]) {
+        self.queue_with(dest, payload.len(), &mut |slot| {
+            slot.copy_from_slice(payload);
+            Some(slot.len())
+        });
+    }
+
+    /// Queues a UDP payload of at most `len` bytes for `dest` that `build`
+    /// writes straight into the batch (returning its length; `None` queues
+    /// nothing): no copy between the builder's buffer and the batch.
+    pub fn queue_with(
+        &self,
+        dest: SocketAddrV4,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) {
         let mut batch = self
             .batch
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let fits = batch.dest == Some(dest)
             && !batch.closed
-            && payload.len() <= batch.segment
+            && len <= batch.segment
             && batch.count < self.max_segments
-            && u16::try_from(batch.buf.len() + payload.len()).is_ok();
+            && u16::try_from(batch.used + len).is_ok()
+            && batch.used + len <= batch.buf.len();
         if !fits {
             self.send_batch(&mut batch);
-            batch.dest = Some(dest);
-            batch.segment = payload.len();
         }
-        batch.buf.extend_from_slice(payload);
+        let start = batch.used;
+        let written = batch
+            .buf
+            .get_mut(start..start + len)
+            .and_then(build)
+            .filter(|&n| n <= len);
+        let Some(n) = written else {
+            if len > batch.buf.len() {
+                // Larger than any segment can be: lost, as on a wire
+                // whose MTU it exceeds.
+                self.stats.send_drops.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        };
+        batch.used = start + n;
+        if batch.count == 0 {
+            batch.dest = Some(dest);
+            batch.segment = n;
+        }
         batch.count += 1;
-        if payload.len() < batch.segment {
+        if n < batch.segment {
             batch.closed = true;
         }
     }
@@ -294,6 +330,16 @@ impl Link for UdpLink {
 
     fn flush(&self) {
         self.0.flush();
+    }
+
+    fn transmit_udp_payload_with(
+        &self,
+        dest: SocketAddrV4,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        self.0.queue_with(dest, len, build);
+        true
     }
 
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {

@@ -502,6 +502,28 @@ impl SoftRnic {
         self.link.transmit_owned(buf, len);
     }
 
+    /// Builds a packet's UDP payload (`len` bytes at most) straight into
+    /// the link's send buffer, if the link lends one and no tap wants the
+    /// whole datagram; `false`: nothing was called, build a datagram and
+    /// use [`SoftRnic::transmit_buf`]. `build` returns the length written,
+    /// or `None` for nothing to send.
+    pub(crate) fn transmit_udp_payload_with(
+        &self,
+        dest: SocketAddrV4,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        if self.engine.capture.read().is_some() {
+            return false;
+        }
+        let stats = &self.engine.stats;
+        self.link.transmit_udp_payload_with(dest, len, &mut |slot| {
+            let n = build(slot);
+            stats.tx_packets.inc_if(n.is_some());
+            n
+        })
+    }
+
     /// Puts a READ response train on the link (the link said it carries
     /// trains).
     pub(crate) fn transmit_train(&self, train: ReadTrain) {

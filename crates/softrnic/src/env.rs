@@ -24,6 +24,22 @@ pub trait Link: Send + Sync {
     /// Pushes queued datagrams out (a batching link sends them here).
     fn flush(&self) {}
 
+    /// For a link that carries UDP payloads (BTH through ICRC, as a UDP
+    /// socket does): lends `len` bytes of its own send buffer for the next
+    /// payload to `dest`, which `build` writes (returning its length, or
+    /// `None` for nothing to send), so the packet is built where it leaves
+    /// from. `false`: the link has no such buffer (nothing was called; the
+    /// caller builds a datagram and transmits it).
+    fn transmit_udp_payload_with(
+        &self,
+        dest: core::net::SocketAddrV4,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        let _ = (dest, len, build);
+        false
+    }
+
     /// Whether the link carries READ response trains to `dst`
     /// ([`crate::train`]): only a link between devices that share one DMA
     /// address space, while it injects no per-packet faults. The default

@@ -220,6 +220,7 @@ impl ReadTrain {
             seg.va,
             &headers,
             seg.len,
+            Framing::Ipv4,
             out,
         )
     }
@@ -253,9 +254,19 @@ impl ReadTrain {
     }
 }
 
+/// What a packet is built as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// A whole IPv4 datagram.
+    Ipv4,
+    /// The UDP payload (BTH through ICRC), as a UDP socket sends it.
+    UdpPayload,
+}
+
 /// Builds the READ response `headers` with `plen` payload bytes read from
-/// `va` under `rkey` of `mem` into `out`; the datagram's length, or `None`
-/// if the key does not grant the read (or `out` is too short).
+/// `va` under `rkey` of `mem` into `out`; its length, or `None` if the key
+/// does not grant the read (or `out` is too short).
+#[allow(clippy::too_many_arguments)] // one packet's every fact, no natural group
 pub(crate) fn build_read_response(
     mem: &DeviceMemory,
     pd: u32,
@@ -263,9 +274,14 @@ pub(crate) fn build_read_response(
     va: u64,
     headers: &Headers,
     plen: usize,
+    framing: Framing,
     out: &mut [u8],
 ) -> Option<usize> {
-    let mut b = PacketBuilder::ipv4(headers, plen, out).ok()?;
+    let mut b = match framing {
+        Framing::Ipv4 => PacketBuilder::ipv4(headers, plen, out),
+        Framing::UdpPayload => PacketBuilder::udp_payload(headers, plen, out),
+    }
+    .ok()?;
     {
         let keys = mem.keys.read();
         let (slot, mut hasher) = b.payload_slot();

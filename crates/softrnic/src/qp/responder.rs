@@ -29,6 +29,8 @@
 //! engine; ACKs and NAKs owed meanwhile wait behind them, so the requester
 //! never sees an acknowledgement ahead of READ data.
 
+use core::net::SocketAddrV4;
+
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
 
@@ -36,10 +38,10 @@ use super::sg;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
 use crate::device::SoftRnic;
 use crate::memory::Need;
-use crate::train::{ReadTrain, TrainSource, build_read_response};
+use crate::train::{Framing, ReadTrain, TrainSource, build_read_response};
 use crate::wire::{
     Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, Position,
-    Syndrome, psn_add, psn_diff, psn_sub, segment_count,
+    Syndrome, psn_add, psn_diff, psn_sub, segment_count, udp_payload_len,
 };
 
 /// READ response packets emitted inline when the request arrives.
@@ -748,20 +750,30 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
                 ..ExtHeaders::NONE
             },
         };
-        let built = build_read_response(
-            &dev.mem,
-            pd,
-            r.rkey,
-            r.va.wrapping_add(offset),
-            &headers,
-            plen,
-            &mut conn.tx_buf,
-        );
-        let Some(n) = built else {
+        let va = r.va.wrapping_add(offset);
+        let build = |framing, out: &mut [u8]| {
+            build_read_response(&dev.mem, pd, r.rkey, va, &headers, plen, framing, out)
+        };
+        // Built where the link sends it from, if it lends its buffer;
+        // else in the QP's own and handed over.
+        let mut built = None;
+        let dest = SocketAddrV4::new(conn.ip.dst, conn.ip.dst_port);
+        let lent = udp_payload_len(&headers, plen).is_ok_and(|len| {
+            dev.transmit_udp_payload_with(dest, len, &mut |slot| {
+                built = build(Framing::UdpPayload, slot);
+                built
+            })
+        });
+        if !lent {
+            built = build(Framing::Ipv4, &mut conn.tx_buf);
+            if let Some(n) = built {
+                dev.transmit_buf(&mut conn.tx_buf, n, false);
+            }
+        }
+        if built.is_none() {
             stale_key(dev, conn, head, &r, q)?;
             continue;
-        };
-        dev.transmit_buf(&mut conn.tx_buf, n, false);
+        }
         dev.engine().stats.read_responses_sent.inc();
         budget -= 1;
         if let Some(r) = conn.resp.reads.get_mut(head) {
