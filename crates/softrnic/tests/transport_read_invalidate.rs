@@ -56,24 +56,7 @@ fn step_with(w: &mut World, hook: &mut dyn FnMut(&[u8]) -> Fate) -> bool {
     }
     worked |= w.a.dev.poll();
     worked |= w.b.dev.poll();
-    if worked {
-        return true;
-    }
-    let next = [
-        w.fabric.next_due(),
-        w.a.dev.next_timer_us(),
-        w.b.dev.next_timer_us(),
-    ]
-    .into_iter()
-    .flatten()
-    .min();
-    match next {
-        Some(t) => {
-            w.clock.set(t.max(now + 1));
-            true
-        }
-        None => false,
-    }
+    worked || advance_to_next_event(&w.clock, &w.fabric, [&w.a, &w.b])
 }
 
 fn run_with(

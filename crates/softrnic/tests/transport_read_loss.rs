@@ -198,16 +198,10 @@ fn lose_one_response(len: u64, delay_us: u64) {
         worked |= w.a.dev.poll();
         worked |= w.b.dev.poll();
         if !worked {
-            let next = [
-                w.fabric.next_due(),
-                w.a.dev.next_timer_us(),
-                w.b.dev.next_timer_us(),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .expect("stalled");
-            w.clock.set(next.max(now + 1));
+            assert!(
+                advance_to_next_event(&w.clock, &w.fabric, [&w.a, &w.b]),
+                "stalled"
+            );
         }
     }
     assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::Success)]);

@@ -373,6 +373,21 @@ pub fn pattern(id: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Moves the clock to the next thing due (a datagram on `fabric`, a timer
+/// of one of `nodes`; at least 1 µs on); `false` if nothing is due at all.
+pub fn advance_to_next_event(clock: &SimClock, fabric: &Fabric, nodes: [&Node; 2]) -> bool {
+    let now = clock.now();
+    let next = [
+        fabric.next_due(),
+        nodes[0].dev.next_timer_us(),
+        nodes[1].dev.next_timer_us(),
+    ]
+    .into_iter()
+    .flatten()
+    .min();
+    next.inspect(|&t| clock.set(t.max(now + 1))).is_some()
+}
+
 /// Two devices on one fabric.
 pub struct World {
     pub clock: Arc<SimClock>,
@@ -452,24 +467,7 @@ impl World {
         }
         worked |= self.a.dev.poll();
         worked |= self.b.dev.poll();
-        if worked {
-            return true;
-        }
-        let next = [
-            self.fabric.next_due(),
-            self.a.dev.next_timer_us(),
-            self.b.dev.next_timer_us(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        match next {
-            Some(t) => {
-                self.clock.set(t.max(now + 1));
-                true
-            }
-            None => false,
-        }
+        worked || advance_to_next_event(&self.clock, &self.fabric, [&self.a, &self.b])
     }
 
     /// Steps until `done` holds (checked after each step) or nothing more
