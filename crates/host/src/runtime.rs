@@ -39,7 +39,7 @@ use softrnic::device::SoftRnic;
 use softrnic::env::{Arrival, Clock, Link, Received, Wake};
 use softrnic::fabric::{Fabric, Faults, Load};
 use softrnic::qp::RcConfig;
-use softrnic::train::ReadTrain;
+use softrnic::train::Train;
 
 #[cfg(test)]
 use crate::udp::RxBuffers;
@@ -605,7 +605,7 @@ impl Link for HubLink {
         self.hub.fabric.carries_trains()
     }
 
-    fn transmit_train(&self, train: ReadTrain) {
+    fn transmit_train(&self, train: Train) {
         let dst = self.hub.fabric.transmit_train(HostClock.now_us(), train);
         self.sent_to(dst);
     }

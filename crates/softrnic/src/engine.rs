@@ -46,7 +46,7 @@ use crate::bitset::AtomicBitset;
 use crate::device::{FIRST_QPN, SoftRnic};
 use crate::env::{Capture, Direction};
 use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
-use crate::train::ReadTrain;
+use crate::train::Train;
 use crate::wire::{self, GSI_QPN, Ipv4UdpFields, Operation, Packet, ParseError, Pmtu, QPN_MASK};
 
 /// Packets one QP may send in one [`SoftRnic::poll`] pass.
@@ -375,7 +375,7 @@ impl SoftRnic {
     /// Hands a READ response train ([`crate::train`]) to the engine: each
     /// segment meets the checks its packet would, and is placed straight
     /// from the responder's memory.
-    pub fn receive_train(&self, train: &ReadTrain) {
+    pub fn receive_train(&self, train: &Train) {
         let stats = &self.engine.stats;
         let n = u64::from(train.segments());
         stats.rx_packets.add(n);
@@ -385,19 +385,38 @@ impl SoftRnic {
         }
         let qpn = train.dest_qp();
         let now = self.clock.now_us();
-        let taken = self.qps.with(qpn, |qp| {
-            let from_peer = qp
-                .conn
-                .as_ref()
-                .is_some_and(|c| *c.path.remote.ip() == train.src());
-            if qp.state != QpState::Connected || !from_peer {
-                return false;
-            }
-            qp::on_read_train(self, qpn, qp, train, now);
-            self.arm_timer(qpn, qp);
-            true
-        });
-        if taken != Some(true) {
+        let request = !train.is_read_response();
+        let take = || {
+            self.qps.with(qpn, |qp| {
+                let from_peer = qp
+                    .conn
+                    .as_ref()
+                    .is_some_and(|c| *c.path.remote.ip() == train.src());
+                if qp.state == QpState::Init {
+                    return Taken::Unconnected;
+                }
+                if qp.state != QpState::Connected || !from_peer {
+                    return Taken::No;
+                }
+                if request {
+                    qp::on_request_train(self, qpn, qp, train, now);
+                } else {
+                    qp::on_read_train(self, qpn, qp, train, now);
+                }
+                self.arm_timer(qpn, qp);
+                Taken::Yes
+            })
+        };
+        let mut taken = take();
+        // As for a request packet: the first request establishes the
+        // acceptor's QP if the RTU has not.
+        if taken == Some(Taken::Unconnected)
+            && request
+            && crate::cm::establish_on_request(self, qpn, train.src())
+        {
+            taken = take();
+        }
+        if taken != Some(Taken::Yes) {
             stats.rx_dropped.add(n);
         }
     }
@@ -405,7 +424,7 @@ impl SoftRnic {
     /// Shows each segment of `train` to the tap (if one is set) as the
     /// datagram it stands for. A segment whose source key died is not
     /// shown: it is lost, and nothing of it is placed either.
-    pub(crate) fn tap_train(&self, direction: Direction, train: &ReadTrain) {
+    pub(crate) fn tap_train(&self, direction: Direction, train: &Train) {
         if let Some(cap) = self.engine.capture.read().as_ref() {
             let mut buf = self.engine.scratch.lock();
             for i in 0..train.segments() {
@@ -526,9 +545,12 @@ impl SoftRnic {
 
     /// Puts a READ response train on the link (the link said it carries
     /// trains).
-    pub(crate) fn transmit_train(&self, train: ReadTrain) {
+    pub(crate) fn transmit_train(&self, train: Train, resend: bool) {
         let stats = &self.engine.stats;
         stats.tx_packets.add(u64::from(train.segments()));
+        if resend {
+            stats.retransmitted.add(u64::from(train.segments()));
+        }
         self.tap_train(Direction::Transmit, &train);
         self.link.transmit_train(train);
     }

@@ -52,7 +52,7 @@ pub trait Link: Send + Sync {
     /// Queues a READ response train; called only after
     /// [`Link::carries_trains`] said yes. Must not block. A link that cannot
     /// take it drops it (the RC transport asks again).
-    fn transmit_train(&self, train: crate::train::ReadTrain) {
+    fn transmit_train(&self, train: crate::train::Train) {
         drop(train);
     }
 
@@ -83,7 +83,7 @@ pub enum Arrival<'a> {
     },
     /// READ responses whose payload is still at the responder
     /// ([`Link::transmit_train`]).
-    Train(&'a crate::train::ReadTrain),
+    Train(&'a crate::train::Train),
 }
 
 /// What one [`Link::receive`] took.

@@ -1,23 +1,25 @@
-//! READ response trains: consecutive READ response packets of one stream
-//! that an in-memory link carries as a single entry, with their payload
-//! left in the responder's memory.
+//! Trains: consecutive packets of one READ response stream, or of one
+//! SEND or RDMA WRITE message, that an in-memory link carries as a single
+//! entry, with their payload left in the sender's memory.
 //!
 //! On a wire every response carries a copy of its payload and an ICRC. Two
 //! devices on one machine's memory (the in-memory fabric) need neither: the
-//! receiving device can copy each segment straight from the responder's
-//! buffer into the READ's buffers, one copy as a NIC's DMA from its receive
-//! buffer would be, and memory does not corrupt bits on the way. That is
+//! receiving device can copy each segment straight from the sender's
+//! buffer (the responder's for READ responses, the requester's gather list
+//! for SENDs and WRITEs) into its own, one copy as a NIC's DMA from its
+//! receive buffer would be, and memory does not corrupt bits on the way. That is
 //! what segmentation offload is to a virtual switch: a burst of packets
 //! travels as one descriptor and is cut into packets only where packets
 //! are needed.
 //!
-//! What stays per packet: PSNs, opcodes (First/Middle/Last/Only), the AETH
-//! of the first and last, and every check the requester makes of each
-//! response. The responder checked its key when it accepted the READ; the
-//! receiver checks it again (under the responder's key table lock) for
-//! every segment it places, so a key invalidated while the train was in
-//! flight places nothing: that segment is lost, and the RC transport asks
-//! again (a replay then meets the dead key and is refused). Where packets
+//! What stays per packet: PSNs, opcodes (First/Middle/Last/Only), the
+//! extension headers of the first and last (AETH, RETH, IETH), and every
+//! check the receiver makes of each packet. The sender checked its key
+//! when it built the train; the receiver checks it again (under the
+//! sender's key table lock) for every segment it places, so a key
+//! invalidated while the train was in flight places nothing: that segment
+//! is lost, and the RC transport sends it again (a resend then meets the
+//! dead key: a READ is refused, a SEND or WRITE fails locally). Where packets
 //! are needed (a packet tap, a harness that takes datagrams) a segment is
 //! materialized: headers, payload read from the source, ICRC.
 //!
@@ -29,47 +31,86 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
+use hwq::Sge;
+use hwq::wqe::MAX_SGE;
+
 use crate::memory::{DeviceMemory, Need};
 use crate::qp::sg;
+use crate::qp::{Carrying, request_opcode};
 use crate::wire::{
-    Aeth, Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, PSN_MASK, PacketBuilder, Syndrome,
+    Aeth, Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, PSN_MASK, PacketBuilder, Reth, Syndrome,
     datagram_len, psn_add,
 };
 
-/// A run of READ response packets whose payload stays at the source.
+/// Most packets one train stands for: 1 MiB at a 4096-byte PMTU. The
+/// receiver places a train in one go holding the QP, so this bounds how
+/// long other work on its device waits (a 1 MiB copy: tens of µs).
+pub(crate) const MAX_TRAIN_SEGMENTS: u32 = 256;
+
+/// What a train's packets are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// READ responses; the first and last carry an AETH with this MSN.
+    ReadResponse { msn: u32 },
+    /// An RDMA WRITE; its first packet carries this RETH.
+    Write { reth: Reth },
+    /// A SEND; its last packet carries the solicited flag and, to
+    /// invalidate a key at the receiver, an IETH.
+    Send {
+        invalidate: Option<u32>,
+        solicited: bool,
+    },
+}
+
+/// Where the payload is, in the sender's memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Origin {
+    /// Under a remote key (a READ's source, checked for remote read).
+    Remote { rkey: u32 },
+    /// The first `count` entries of the train's gather list (each checked
+    /// for local read); segment addresses are byte offsets into its
+    /// message.
+    Gather { count: u8 },
+}
+
+/// A run of packets whose payload stays at the sender.
 #[derive(Clone)]
-pub struct ReadTrain {
-    /// The responder's memory the payload is read from.
+pub struct Train {
+    /// The sender's memory the payload is read from.
     source: Arc<DeviceMemory>,
-    /// Protection domain of the responder's QP.
+    /// Protection domain of the sender's QP.
     pd: u32,
-    /// The READ's remote key.
-    rkey: u32,
-    /// Address of the first segment's payload.
-    va: u64,
+    origin: Origin,
+    /// The requester's gather list ([`Origin::Gather`]).
+    gather: [Sge; MAX_SGE],
+    /// Address (remote key) or message offset (gather list) of the first
+    /// segment's payload.
+    at: u64,
     /// Payload bytes of all segments together.
     len: u64,
     /// Payload bytes per segment (the last may carry fewer).
     pmtu: u32,
-    /// IPv4/UDP facts of the responder's connection.
+    /// IPv4/UDP facts of the sender's connection.
     ip: Ipv4UdpFields,
-    /// The requester's QP.
+    /// The receiver's QP.
     dest_qp: u32,
     /// PSN of the first segment.
     first_psn: u32,
     /// Segments.
     count: u32,
-    /// The first segment opens its response stream (First or Only).
+    kind: Kind,
+    /// The first segment opens its message or stream (First or Only).
     opens: bool,
     /// The last segment closes it (Last or Only).
     closes: bool,
-    /// MSN of the AETH the opening and closing segments carry.
-    msn: u32,
+    /// The last segment asks for an acknowledgement (requests).
+    ack_req: bool,
 }
 
-impl core::fmt::Debug for ReadTrain {
+impl core::fmt::Debug for Train {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ReadTrain")
+        f.debug_struct("Train")
+            .field("kind", &self.kind)
             .field("dst", &self.ip.dst)
             .field("dest_qp", &self.dest_qp)
             .field("first_psn", &self.first_psn)
@@ -84,9 +125,12 @@ impl core::fmt::Debug for ReadTrain {
 pub(crate) struct Segment {
     pub psn: u32,
     pub opcode: Opcode,
-    pub aeth: Option<Aeth>,
-    /// Address of its payload at the source.
-    pub va: u64,
+    /// It opens its message or stream.
+    pub first: bool,
+    /// It closes it.
+    pub last: bool,
+    /// Address (remote key) or message offset (gather list) of its payload.
+    pub at: u64,
     /// Payload bytes.
     pub len: usize,
 }
@@ -94,59 +138,81 @@ pub(crate) struct Segment {
 impl Segment {
     /// Whether it ends a message (Last or Only).
     pub(crate) fn ends_message(&self) -> bool {
-        self.opcode == Opcode::RDMA_READ_RESPONSE_LAST
-            || self.opcode == Opcode::RDMA_READ_RESPONSE_ONLY
+        self.last
     }
 }
 
-/// Where a train's segments come from: the responder's stream.
+/// Where a packet's payload is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Payload<'a> {
+    /// In the packet.
+    Bytes(&'a [u8]),
+    /// Still at the sender (segment of a train).
+    Train(&'a Train, Segment),
+}
+
+impl Payload<'_> {
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::Bytes(b) => b.len(),
+            Self::Train(_, seg) => seg.len,
+        }
+    }
+}
+
+/// What a train is made of, gathered by its sender.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TrainSource {
     pub pd: u32,
-    pub rkey: u32,
-    pub va: u64,
+    pub origin: Origin,
+    pub gather: [Sge; MAX_SGE],
+    pub at: u64,
     pub len: u64,
     pub pmtu: u32,
     pub ip: Ipv4UdpFields,
     pub dest_qp: u32,
     pub first_psn: u32,
     pub count: u32,
+    pub kind: Kind,
     pub opens: bool,
     pub closes: bool,
-    pub msn: u32,
+    pub ack_req: bool,
 }
 
-impl ReadTrain {
-    /// A train of the responses described by `s`, reading from `source`.
-    pub(crate) fn new(source: Arc<DeviceMemory>, s: TrainSource) -> Self {
+impl Train {
+    /// A train of the packets described by `s`, reading from `source`.
+    pub(crate) fn new(source: Arc<DeviceMemory>, s: &TrainSource) -> Self {
         Self {
             source,
             pd: s.pd,
-            rkey: s.rkey,
-            va: s.va,
+            origin: s.origin,
+            gather: s.gather,
+            at: s.at,
             len: s.len,
             pmtu: s.pmtu,
             ip: s.ip,
             dest_qp: s.dest_qp,
             first_psn: s.first_psn,
             count: s.count,
+            kind: s.kind,
             opens: s.opens,
             closes: s.closes,
-            msn: s.msn,
+            ack_req: s.ack_req,
         }
     }
 
-    /// IPv4 destination (the requester's device).
+    /// IPv4 destination (the receiving device).
     pub fn dst(&self) -> Ipv4Addr {
         self.ip.dst
     }
 
-    /// IPv4 source (the responder's device).
+    /// IPv4 source (the sending device).
     pub fn src(&self) -> Ipv4Addr {
         self.ip.src
     }
 
-    /// The requester's QP number.
+    /// The receiver's QP number.
     pub fn dest_qp(&self) -> u32 {
         self.dest_qp
     }
@@ -161,43 +227,92 @@ impl ReadTrain {
         self.len
     }
 
+    /// Whether it carries READ responses (else requests).
+    pub fn is_read_response(&self) -> bool {
+        matches!(self.kind, Kind::ReadResponse { .. })
+    }
+
     /// Segment `i` (`i < segments()`).
     pub(crate) fn segment(&self, i: u32) -> Segment {
         let first = self.opens && i == 0;
         let last = self.closes && i + 1 == self.count;
-        let opcode = match (first, last) {
-            (true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
-            (true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
-            (false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
-            (false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
+        let opcode = match (self.kind, first, last) {
+            (Kind::ReadResponse { .. }, true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
+            (Kind::ReadResponse { .. }, true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
+            (Kind::ReadResponse { .. }, false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
+            (Kind::ReadResponse { .. }, false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
+            (Kind::Write { .. }, first, last) => request_opcode(Carrying::Write, first, last),
+            (Kind::Send { invalidate, .. }, first, last) => {
+                let what = if invalidate.is_some() {
+                    Carrying::SendInvalidate
+                } else {
+                    Carrying::Send
+                };
+                request_opcode(what, first, last)
+            }
         };
         let skip = u64::from(i) * u64::from(self.pmtu);
         Segment {
             psn: psn_add(self.first_psn, i),
             opcode,
-            aeth: (first || last).then_some(Aeth {
-                syndrome: Syndrome::ACK,
-                msn: self.msn & PSN_MASK,
-            }),
-            va: self.va.wrapping_add(skip),
+            first,
+            last,
+            at: self.at.wrapping_add(skip),
             len: self.len.saturating_sub(skip).min(u64::from(self.pmtu)) as usize,
         }
     }
 
-    /// Copies segment `seg`'s payload from the source: `copy` is called
-    /// with (source logical address, bytes) for each piece, in order,
-    /// holding the source's key table, after the key was found to grant
-    /// the whole segment. `false` (nothing copied) if it no longer does.
+    /// The headers of segment `seg`'s packet.
+    pub(crate) fn headers(&self, seg: &Segment) -> Headers {
+        let mut bth = Bth::new(seg.opcode, self.dest_qp, seg.psn);
+        let mut ext = ExtHeaders::NONE;
+        match self.kind {
+            Kind::ReadResponse { msn } => {
+                ext.aeth = (seg.first || seg.last).then_some(Aeth {
+                    syndrome: Syndrome::ACK,
+                    msn: msn & PSN_MASK,
+                });
+            }
+            Kind::Write { reth } => ext.reth = seg.first.then_some(reth),
+            Kind::Send {
+                invalidate,
+                solicited,
+            } => {
+                ext.ieth = invalidate.filter(|_| seg.last);
+                bth.solicited = solicited && seg.last;
+            }
+        }
+        let last_of_train = seg.psn == psn_add(self.first_psn, self.count.saturating_sub(1));
+        bth.ack_req = self.ack_req && last_of_train;
+        Headers {
+            ip: self.ip,
+            bth,
+            ext,
+        }
+    }
+
+    /// Calls `copy` with (source logical address, bytes) for each piece of
+    /// segment `seg`'s payload, in order, holding the source's key table,
+    /// after its key (or every key of the gather list) was found to grant
+    /// the whole segment. `false` (nothing called) if it no longer does,
+    /// or `copy` stopped.
     pub(crate) fn read_source(&self, seg: &Segment, copy: impl FnMut(u64, usize) -> bool) -> bool {
-        sg::with_remote_chunks(
-            &self.source.keys.read(),
-            self.pd,
-            self.rkey,
-            seg.va,
-            seg.len,
-            Need::RemoteRead,
-            copy,
-        )
+        let keys = self.source.keys.read();
+        match &self.origin {
+            Origin::Remote { rkey } => sg::with_remote_chunks(
+                &keys,
+                self.pd,
+                *rkey,
+                seg.at,
+                seg.len,
+                Need::RemoteRead,
+                copy,
+            ),
+            Origin::Gather { count } => {
+                let sges = self.gather.get(..usize::from(*count)).unwrap_or_default();
+                sg::with_gather_chunks(&keys, self.pd, sges, seg.at, seg.len, copy)
+            }
+        }
     }
 
     /// Builds segment `i` as the datagram it stands for (headers, payload
@@ -213,28 +328,27 @@ impl ReadTrain {
         if out.len() < total {
             out.resize(total, 0);
         }
-        build_read_response(
-            &self.source,
-            self.pd,
-            self.rkey,
-            seg.va,
-            &headers,
-            seg.len,
-            Framing::Ipv4,
-            out,
-        )
-    }
-
-    /// The headers of segment `seg`.
-    fn headers(&self, seg: &Segment) -> Headers {
-        Headers {
-            ip: self.ip,
-            bth: Bth::new(seg.opcode, self.dest_qp, seg.psn),
-            ext: ExtHeaders {
-                aeth: seg.aeth,
-                ..ExtHeaders::NONE
-            },
+        let mut b = PacketBuilder::ipv4(&headers, seg.len, out).ok()?;
+        {
+            let (slot, mut hasher) = b.payload_slot();
+            let mut at = 0usize;
+            let dma = &*self.source.dma;
+            let read = self.read_source(&seg, |addr, n| {
+                let Some(piece) = slot.get_mut(at..at + n) else {
+                    return false;
+                };
+                if dma.read(addr, piece).is_err() {
+                    return false;
+                }
+                hasher.update(piece);
+                at += n;
+                true
+            });
+            if !read {
+                return None;
+            }
         }
+        b.finish().ok()
     }
 
     /// Drops the first segment (it was handed out as a datagram): the
@@ -245,7 +359,7 @@ impl ReadTrain {
             return false;
         }
         let step = u64::from(self.pmtu).min(self.len);
-        self.va = self.va.wrapping_add(step);
+        self.at = self.at.wrapping_add(step);
         self.len -= step;
         self.first_psn = psn_add(self.first_psn, 1);
         self.count -= 1;

@@ -1,7 +1,8 @@
-//! READ response trains (`softrnic::train`): two devices on one memory
-//! send a READ's responses as one fabric entry whose payload stays at the
-//! responder until the requester places it. The tests drive the fabric by
-//! hand: trains delivered as trains, or cut into datagrams by the fabric.
+//! Trains (`softrnic::train`): two devices on one memory send a READ's
+//! responses, or a WRITE's or SEND's packets, as one fabric entry whose
+//! payload stays at the sender until the receiver places it. The tests
+//! drive the fabric by hand: trains delivered as trains, or cut into
+//! datagrams by the fabric.
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use hwq::wqe::{Access, SendOpcode};
+use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, Sge};
 use softrnic::env::{Capture, Clock, Direction};
 use softrnic::fabric::{Fabric, FabricPort, Faults, Load};
@@ -20,7 +21,9 @@ const PMTU: u32 = 1024;
 /// Ten full segments and a short eleventh.
 const LEN: u32 = 10 * 1024 + 300;
 const SEGMENTS: u64 = 11;
-const REMOTE_READ: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ);
+const REMOTE_ACCESS: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_WRITE);
 const MAX_STEPS: u64 = 100_000;
 
 /// Two devices on one memory (one DMA address space), one fabric.
@@ -31,9 +34,10 @@ struct Bench {
     b: Node,
     qa: Qp,
     qb: Qp,
-    /// Where A reads into (three pieces of odd sizes).
+    /// Where A reads into (or writes or sends from): three pieces of odd
+    /// sizes.
     dst: Buf,
-    /// What A reads from, on B.
+    /// What A reads from (or writes to), on B.
     src: Buf,
     /// Trains `step` handed over.
     trains_taken: u64,
@@ -66,7 +70,7 @@ fn bench(trains: bool) -> Bench {
     };
     let (a, b) = (node(ADDR_A), node(ADDR_B));
     let (qa, qb) = (a.qp(8), b.qp(8));
-    let src = b.register(u64::from(LEN), REMOTE_READ);
+    let src = b.register(u64::from(LEN), REMOTE_ACCESS);
     b.mem.fill(src.logical, &pattern(7, LEN as usize));
     let dst = a.register(u64::from(LEN) + 64, Access::LOCAL_WRITE);
     let w = World {
@@ -96,14 +100,39 @@ impl Bench {
         if addr == ADDR_A { &self.a } else { &self.b }
     }
 
-    /// A's READ of the whole source into three destination pieces.
-    fn post_read(&mut self) {
-        let sges: [Sge; 3] = [
+    /// A's three pieces of `dst`, LEN bytes in all.
+    fn pieces(&self) -> [Sge; 3] {
+        [
             self.dst.sge(0, 1000),
             self.dst.sge(1000, 5000),
             self.dst.sge(6000, LEN - 6000),
-        ];
-        let w = rdma(SendOpcode::Read, 1, &sges, &self.src, 0);
+        ]
+    }
+
+    /// A's READ of the whole source into three destination pieces.
+    fn post_read(&mut self) {
+        let w = rdma(SendOpcode::Read, 1, &self.pieces(), &self.src, 0);
+        self.a.post_send(&mut self.qa, w);
+    }
+
+    /// A's WRITE of its three pieces (filled with pattern 9) over B's
+    /// buffer.
+    fn post_write(&mut self) {
+        self.a.mem.fill(self.dst.logical, &pattern(9, LEN as usize));
+        let w = rdma(SendOpcode::Write, 2, &self.pieces(), &self.src, 0);
+        self.a.post_send(&mut self.qa, w);
+    }
+
+    /// A's solicited SEND of its three pieces (pattern 11) into a receive
+    /// B posted over two pieces of its buffer.
+    fn post_send(&mut self) {
+        self.a
+            .mem
+            .fill(self.dst.logical, &pattern(11, LEN as usize));
+        let recv = [self.src.sge(0, 4000), self.src.sge(4000, LEN - 4000)];
+        self.b.post_recv(&mut self.qb, 77, &recv);
+        let mut w = wqe(SendOpcode::Send, 3, &self.pieces());
+        w.flags |= WqeFlags::SOLICITED.bits();
         self.a.post_send(&mut self.qa, w);
     }
 
@@ -139,21 +168,30 @@ impl Bench {
         worked || advance_to_next_event(&self.clock, &self.fabric, [&self.a, &self.b])
     }
 
-    /// Runs until B answers A's READ, handing B everything but taking
-    /// what comes back for A without delivering it.
-    fn take_answer(&mut self) -> Vec<Load> {
-        let mut answer = Vec::new();
-        while answer.is_empty() {
+    /// Runs until something is sent to `to`, handing the other device
+    /// everything, and takes it without delivering it.
+    fn take_for(&mut self, to: Ipv4Addr) -> Vec<Load> {
+        let other = if to == ADDR_A { ADDR_B } else { ADDR_A };
+        let mut taken = Vec::new();
+        while taken.is_empty() {
             let now = self.clock.now();
             let mut batch = Vec::new();
-            self.fabric.exchange_due_for(ADDR_B, now, &mut batch, 8);
+            self.fabric.exchange_due_for(other, now, &mut batch, 8);
             for load in &batch {
-                self.b.dev.receive(load.datagram().unwrap());
+                match load {
+                    Load::Datagram(d) => self.node(other).dev.receive(d),
+                    Load::Train(t) => self.node(other).dev.receive_train(t),
+                }
             }
-            self.fabric.exchange_due_for(ADDR_A, now, &mut answer, 8);
+            self.fabric.exchange_due_for(to, now, &mut taken, 8);
             assert!(self.step(true));
         }
-        answer
+        taken
+    }
+
+    /// Steps until A's send CQ has a completion; its status.
+    fn send_status(&mut self, as_trains: bool) -> CqeStatus {
+        self.read_status(as_trains)
     }
 
     /// Steps until A's send CQ has a completion; its status.
@@ -281,7 +319,7 @@ fn taps_see_each_segment_of_a_train_as_a_checked_packet() {
 fn a_key_that_dies_while_its_train_is_in_flight_places_nothing() {
     let mut b = bench(true);
     b.post_read();
-    let trains = b.take_answer();
+    let trains = b.take_for(ADDR_A);
     // B's consumer deregisters the buffer while the responses travel.
     b.b.dev.deregister(b.src.key).unwrap();
     for load in &trains {
@@ -325,7 +363,7 @@ fn a_faulty_fabric_carries_packets_not_trains() {
 fn a_train_outliving_its_responder_places_nothing() {
     let mut b = bench(true);
     b.post_read();
-    let trains = b.take_answer();
+    let trains = b.take_for(ADDR_A);
     let Bench {
         a,
         b: responder,
@@ -342,4 +380,107 @@ fn a_train_outliving_its_responder_places_nothing() {
     }
     assert_eq!(a.dev.stats().train_segments_lost, SEGMENTS);
     assert_eq!(a.mem.get(dst.logical, LEN as usize), vec![0; LEN as usize]);
+}
+
+/// The datagrams a device's tap saw going `direction` with operation `op`.
+fn packets_of(seen: &Seen, direction: Direction, op: wire::Operation) -> Vec<Vec<u8>> {
+    seen.0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(d, bytes)| {
+            *d == direction && wire::parse(bytes).is_ok_and(|p| p.info.operation == op)
+        })
+        .map(|(_, bytes)| bytes.clone())
+        .collect()
+}
+
+#[test]
+fn a_write_travels_as_one_train_and_lands_whole() {
+    let mut b = bench(true);
+    b.post_write();
+    let trains = b.take_for(ADDR_B);
+    let [Load::Train(train)] = trains.as_slice() else {
+        panic!("expected one train, got {trains:?}");
+    };
+    assert_eq!(u64::from(train.segments()), SEGMENTS);
+    b.b.dev.receive_train(train);
+    assert_eq!(b.send_status(true), CqeStatus::Success);
+    assert_eq!(
+        b.b.mem.get(b.src.logical, LEN as usize),
+        pattern(9, LEN as usize)
+    );
+}
+
+#[test]
+fn a_send_train_lands_in_a_receive_with_its_solicited_flag() {
+    let mut b = bench(true);
+    b.post_send();
+    assert_eq!(b.send_status(true), CqeStatus::Success);
+    assert_eq!(b.trains_taken, 1);
+    b.qb.rcq.drain();
+    let [cqe] = b.qb.rcq.seen.as_slice() else {
+        panic!("expected one receive completion, got {:?}", b.qb.rcq.seen);
+    };
+    assert_eq!((cqe.wr_id, cqe.byte_len), (77, LEN));
+    assert_eq!(cqe.cqe_status(), CqeStatus::Success);
+    assert_ne!(cqe.flags & hwq::cqe::CQE_FLAG_SOLICITED, 0);
+    assert_eq!(
+        b.b.mem.get(b.src.logical, LEN as usize),
+        pattern(11, LEN as usize)
+    );
+}
+
+#[test]
+fn cut_write_and_send_trains_are_the_packets_a_wire_would_carry() {
+    for (op, post) in [
+        (wire::Operation::Write, Bench::post_write as fn(&mut Bench)),
+        (wire::Operation::Send, Bench::post_send as fn(&mut Bench)),
+    ] {
+        let record = |trains: bool| {
+            let mut b = bench(trains);
+            let seen = Arc::new(Seen::default());
+            b.b.dev.set_capture(Some(Box::new(Tap(seen.clone()))));
+            post(&mut b);
+            assert_eq!(b.send_status(false), CqeStatus::Success);
+            packets_of(&seen, Direction::Receive, op)
+        };
+        let packets = record(false);
+        assert_eq!(packets.len() as u64, SEGMENTS, "{op:?}");
+        assert_eq!(
+            record(true),
+            packets,
+            "{op:?}: byte for byte, ICRC included"
+        );
+    }
+}
+
+#[test]
+fn a_source_that_dies_while_its_write_travels_fails_the_write_at_the_requester() {
+    let mut b = bench(true);
+    b.post_write();
+    let trains = b.take_for(ADDR_B);
+    // A's consumer deregisters the source while the WRITE travels (it
+    // may not; the device must not read freed memory all the same).
+    b.a.dev.deregister(b.dst.key).unwrap();
+    for load in &trains {
+        if let Load::Train(t) = load {
+            b.b.dev.receive_train(t);
+        }
+    }
+    // The first segment never arrives; the rest are then out of sequence,
+    // as after a loss on a wire.
+    let stats = b.b.dev.stats();
+    assert_eq!(stats.train_segments_lost, 1);
+    assert_eq!(stats.out_of_sequence, SEGMENTS - 1);
+    assert_eq!(
+        b.b.mem.get(b.src.logical, LEN as usize),
+        pattern(7, LEN as usize)
+    );
+    // A sends again and finds its source gone: the WRITE fails there.
+    assert_eq!(b.send_status(true), CqeStatus::LocalProtection);
+    assert_eq!(
+        b.b.mem.get(b.src.logical, LEN as usize),
+        pattern(7, LEN as usize)
+    );
 }

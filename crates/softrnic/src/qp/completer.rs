@@ -15,7 +15,7 @@ use super::read_window::READ_WINDOW;
 use super::sg;
 use super::{Connection, Fatal, MetaKind, QueuePair, Requester, WqeMeta};
 use crate::device::SoftRnic;
-use crate::train::{ReadTrain, Segment};
+use crate::train::{Payload, Segment, Train};
 use crate::wire::{Aeth, NakCode, Operation, Packet, Syndrome, psn_add, psn_before, psn_diff};
 
 impl Requester {
@@ -116,13 +116,7 @@ pub(crate) fn on_response(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Pack
 
 /// Handles the READ responses of a train ([`crate::train`]) for QP `qpn`,
 /// one segment at a time, as if its packets had arrived in order.
-pub(crate) fn on_read_train(
-    dev: &SoftRnic,
-    qpn: u32,
-    qp: &mut QueuePair,
-    train: &ReadTrain,
-    now: u64,
-) {
+pub(crate) fn on_read_train(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, train: &Train, now: u64) {
     let before = progress(qp);
     let QueuePair { sq, conn, pd, .. } = qp;
     if let Some(conn) = conn.as_mut()
@@ -132,7 +126,7 @@ pub(crate) fn on_read_train(
             let seg = train.segment(i);
             let response = Response {
                 psn: seg.psn,
-                aeth: seg.aeth,
+                aeth: train.headers(&seg).ext.aeth,
                 ends_message: seg.ends_message(),
                 payload: Payload::Train(train, seg),
             };
@@ -158,7 +152,7 @@ fn place_whole_train(
     pd: u32,
     sq: &hwq::Consumer<hwq::SendWqe>,
     conn: &mut Connection,
-    train: &ReadTrain,
+    train: &Train,
     now: u64,
 ) -> bool {
     let pmtu = u64::from(conn.pmtu.bytes());
@@ -334,23 +328,6 @@ struct Response<'a> {
     /// Its opcode is Last or Only.
     ends_message: bool,
     payload: Payload<'a>,
-}
-
-/// Where a READ response's payload is.
-enum Payload<'a> {
-    /// In the packet.
-    Bytes(&'a [u8]),
-    /// Still at the responder ([`crate::train`]).
-    Train(&'a ReadTrain, Segment),
-}
-
-impl Payload<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Self::Bytes(b) => b.len(),
-            Self::Train(_, seg) => seg.len,
-        }
-    }
 }
 
 /// Handles a READ response: stale and out-of-window ones are counted and

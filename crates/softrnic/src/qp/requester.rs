@@ -3,13 +3,14 @@
 //! and resends from the oldest unacknowledged PSN when the completer asks
 //! (go-back-N), re-reading WQEs from the ring.
 
-use hwq::wqe::{Access, SendOpcode, WqeFlags};
-use hwq::{CqeStatus, MemoryKey, SendWqe};
+use hwq::wqe::{Access, MAX_SGE, SendOpcode, WqeFlags};
+use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
 
 use super::sg::{self, SgError};
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
 use crate::device::SoftRnic;
 use crate::memory::Need;
+use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Train, TrainSource};
 use crate::wire::{
     Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff,
     segment_count,
@@ -319,6 +320,30 @@ fn execute_local(
     }
 }
 
+/// A message that carries data from the requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Carrying {
+    Write,
+    Send,
+    SendInvalidate,
+}
+
+/// The opcode of a SEND or WRITE packet at a position in its message.
+pub(crate) fn request_opcode(what: Carrying, first: bool, last: bool) -> Opcode {
+    match (what, first, last) {
+        (Carrying::SendInvalidate, true, true) => Opcode::SEND_ONLY_WITH_INVALIDATE,
+        (Carrying::Send, true, true) => Opcode::SEND_ONLY,
+        (Carrying::Send | Carrying::SendInvalidate, true, false) => Opcode::SEND_FIRST,
+        (Carrying::Send | Carrying::SendInvalidate, false, false) => Opcode::SEND_MIDDLE,
+        (Carrying::SendInvalidate, false, true) => Opcode::SEND_LAST_WITH_INVALIDATE,
+        (Carrying::Send, false, true) => Opcode::SEND_LAST,
+        (Carrying::Write, true, true) => Opcode::RDMA_WRITE_ONLY,
+        (Carrying::Write, true, false) => Opcode::RDMA_WRITE_FIRST,
+        (Carrying::Write, false, false) => Opcode::RDMA_WRITE_MIDDLE,
+        (Carrying::Write, false, true) => Opcode::RDMA_WRITE_LAST,
+    }
+}
+
 /// Position of packet `k` of `n`.
 fn position(k: u32, n: u32) -> (bool, bool) {
     (k == 0, k + 1 >= n)
@@ -369,23 +394,19 @@ fn send_packet(
         req.send_index = req.send_index.wrapping_add(1);
         req.since_ack_req = 0;
         n
+    } else if !wqe.wqe_flags().contains(WqeFlags::INLINE) && dev.link.carries_trains(conn.ip.dst) {
+        return send_train(dev, pd, conn, wqe, meta, now);
     } else {
         let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
         let (first, last) = position(k, meta.npsn);
         let send = matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate));
         let invalidate = op == Some(SendOpcode::SendInvalidate);
-        headers.bth.opcode = match (send, first, last) {
-            (true, true, true) if invalidate => Opcode::SEND_ONLY_WITH_INVALIDATE,
-            (true, true, true) => Opcode::SEND_ONLY,
-            (true, true, false) => Opcode::SEND_FIRST,
-            (true, false, false) => Opcode::SEND_MIDDLE,
-            (true, false, true) if invalidate => Opcode::SEND_LAST_WITH_INVALIDATE,
-            (true, false, true) => Opcode::SEND_LAST,
-            (false, true, true) => Opcode::RDMA_WRITE_ONLY,
-            (false, true, false) => Opcode::RDMA_WRITE_FIRST,
-            (false, false, false) => Opcode::RDMA_WRITE_MIDDLE,
-            (false, false, true) => Opcode::RDMA_WRITE_LAST,
+        let what = match (send, invalidate) {
+            (_, true) => Carrying::SendInvalidate,
+            (true, false) => Carrying::Send,
+            (false, false) => Carrying::Write,
         };
+        headers.bth.opcode = request_opcode(what, first, last);
         if !send && first {
             headers.ext.reth = Some(Reth {
                 va: wqe.remote_addr,
@@ -434,5 +455,101 @@ fn send_packet(
         req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
     }
     dev.transmit_buf(&mut conn.tx_buf, built, resend);
+    Ok(())
+}
+
+/// Sends the rest of the SEND or WRITE at `send_index`, from `next_psn`,
+/// as one train ([`crate::train`]): as many packets as the window allows,
+/// up to [`MAX_TRAIN_SEGMENTS`], the last asking for an acknowledgement.
+/// The payload stays in the gather list; the receiver reads it when it
+/// places it.
+fn send_train(
+    dev: &SoftRnic,
+    pd: u32,
+    conn: &mut Connection,
+    wqe: &SendWqe,
+    meta: WqeMeta,
+    now: u64,
+) -> Result<(), SgError> {
+    let pmtu = conn.pmtu.bytes();
+    let window = conn.req.window(&conn.rc);
+    let req = &mut conn.req;
+    let psn = req.next_psn;
+    let k = psn_diff(psn, meta.first_psn).max(0) as u32;
+    let offset = u64::from(k) * u64::from(pmtu);
+    let room = (window - psn_diff(psn, req.una)).max(1) as u32;
+    let count = meta
+        .npsn
+        .saturating_sub(k)
+        .max(1)
+        .min(room)
+        .min(MAX_TRAIN_SEGMENTS);
+    let len = u64::from(meta.len)
+        .saturating_sub(offset)
+        .min(u64::from(count) * u64::from(pmtu));
+    let sges = wqe.sge_list();
+    // The source must be readable now, as a gather would find it.
+    let granted = sg::with_gather_chunks(
+        &dev.mem.keys.read(),
+        pd,
+        sges,
+        offset,
+        len as usize,
+        |_, _| true,
+    );
+    if !granted {
+        return Err(SgError::Protection);
+    }
+    let op = wqe.op();
+    let kind = if matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate)) {
+        Kind::Send {
+            invalidate: (op == Some(SendOpcode::SendInvalidate)).then_some(wqe.key),
+            solicited: wqe.wqe_flags().contains(WqeFlags::SOLICITED),
+        }
+    } else {
+        Kind::Write {
+            reth: Reth {
+                va: wqe.remote_addr,
+                rkey: wqe.key,
+                dma_len: meta.len,
+            },
+        }
+    };
+    let mut gather = [Sge::default(); MAX_SGE];
+    for (to, from) in gather.iter_mut().zip(sges) {
+        *to = *from;
+    }
+    let closes = k + count >= meta.npsn;
+    let train = TrainSource {
+        pd,
+        origin: Origin::Gather {
+            count: sges.len() as u8,
+        },
+        gather,
+        at: offset,
+        len,
+        pmtu,
+        ip: conn.ip,
+        dest_qp: conn.path.remote_qpn,
+        first_psn: psn,
+        count,
+        kind,
+        opens: k == 0,
+        closes,
+        ack_req: true,
+    };
+    req.next_psn = psn_add(psn, count);
+    if closes {
+        req.send_index = req.send_index.wrapping_add(1);
+    }
+    req.since_ack_req = 0;
+    let resend = psn_before(psn, req.sent_hi);
+    if psn_before(req.sent_hi, req.next_psn) {
+        req.sent_hi = req.next_psn;
+    }
+    if req.retrans_deadline.is_none() {
+        req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
+    }
+    dev.transmit_train(Train::new(dev.mem.clone(), &train), resend);
     Ok(())
 }

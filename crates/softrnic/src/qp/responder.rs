@@ -32,13 +32,16 @@
 use core::net::SocketAddrV4;
 
 use hwq::cqe::CQE_FLAG_SOLICITED;
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
+use hwq::wqe::MAX_SGE;
+use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, Sge};
 
 use super::sg;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
 use crate::device::SoftRnic;
 use crate::memory::Need;
-use crate::train::{Framing, ReadTrain, TrainSource, build_read_response};
+use crate::train::{
+    Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Train, TrainSource, build_read_response,
+};
 use crate::wire::{
     Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, Position,
     Syndrome, psn_add, psn_diff, psn_sub, segment_count, udp_payload_len,
@@ -46,17 +49,43 @@ use crate::wire::{
 
 /// READ response packets emitted inline when the request arrives.
 const INLINE_READ_BUDGET: u32 = 16;
-/// Most READ responses one train stands for: 1 MiB at a 4096-byte PMTU.
-/// The requester places a train in one go holding the QP, so this bounds
-/// how long other work on its device waits (a 1 MiB copy: tens of µs).
-const MAX_TRAIN_SEGMENTS: u32 = 256;
 /// Largest RETH DMA length accepted.
 const MAX_DMA_LEN: u32 = 1 << 31;
 
 /// Handles a request packet for QP `qpn`.
 pub(crate) fn on_request(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
-    if handle(dev, qpn, qp, p, now).is_err() {
+    if handle(dev, qpn, qp, p, Payload::Bytes(p.payload), now).is_err() {
         dev.enter_error(qpn, qp);
+    }
+}
+
+/// Handles the packets of a SEND or WRITE train ([`crate::train`]) for QP
+/// `qpn`, one segment at a time, as if they had arrived in order.
+pub(crate) fn on_request_train(
+    dev: &SoftRnic,
+    qpn: u32,
+    qp: &mut QueuePair,
+    train: &Train,
+    now: u64,
+) {
+    for i in 0..train.segments() {
+        let seg = train.segment(i);
+        let headers = train.headers(&seg);
+        let Some(info) = headers.bth.opcode.info() else {
+            return;
+        };
+        let p = Packet {
+            ip: headers.ip,
+            bth: headers.bth,
+            info,
+            ext: headers.ext,
+            payload: &[],
+            icrc: 0,
+        };
+        if handle(dev, qpn, qp, &p, Payload::Train(train, seg), now).is_err() {
+            dev.enter_error(qpn, qp);
+            return;
+        }
     }
 }
 
@@ -218,6 +247,7 @@ fn handle(
     qpn: u32,
     qp: &mut QueuePair,
     p: &Packet<'_>,
+    payload: Payload<'_>,
     now: u64,
 ) -> Result<(), Fatal> {
     let QueuePair {
@@ -271,7 +301,7 @@ fn handle(
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
     if matches!(op, Operation::Send | Operation::Write)
-        && !length_ok(pos, p.payload.len(), conn.pmtu.bytes() as usize)
+        && !length_ok(pos, payload.len(), conn.pmtu.bytes() as usize)
     {
         let mut target = RecvTarget {
             rq,
@@ -290,9 +320,9 @@ fn handle(
                 context: *context,
                 qpn,
             };
-            on_send(dev, &mut target, conn, pd, p, now)
+            on_send(dev, &mut target, conn, pd, p, payload, now)
         }
-        Operation::Write => on_write(dev, conn, pd, p, now),
+        Operation::Write => on_write(dev, conn, pd, p, payload, now),
         Operation::ReadRequest => on_read(dev, qpn, conn, pd, p),
         _ => Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn)),
     }
@@ -317,6 +347,7 @@ fn on_send(
     conn: &mut Connection,
     pd: u32,
     p: &Packet<'_>,
+    payload: Payload<'_>,
     now: u64,
 ) -> Result<(), Fatal> {
     let psn = p.bth.psn;
@@ -344,18 +375,33 @@ fn on_send(
     let (Some(recv), InMessage::Send { offset }) = (conn.resp.recv, conn.resp.msg) else {
         return Err(fatal_nak(dev, conn, NakCode::RemoteOperationalError, psn));
     };
-    let n = p.payload.len() as u64;
+    let n = payload.len() as u64;
     if offset + n > sg::total(recv.sge_list()) {
         target.fail(dev, conn, CqeStatus::LocalLength, offset + n);
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     }
     let placed = {
         let keys = dev.mem.keys.read();
-        sg::scatter(&keys, &*dev.mem.dma, pd, recv.sge_list(), offset, p.payload)
+        let dma = &*dev.mem.dma;
+        match payload {
+            Payload::Bytes(data) => {
+                sg::scatter(&keys, dma, pd, recv.sge_list(), offset, data).map(|()| true)
+            }
+            Payload::Train(train, ref seg) => {
+                sg::scatter_train(&keys, dma, pd, recv.sge_list(), offset, train, seg)
+            }
+        }
     };
-    if placed.is_err() {
-        target.fail(dev, conn, CqeStatus::LocalProtection, offset);
-        return Err(fatal_nak(dev, conn, NakCode::RemoteOperationalError, psn));
+    match placed {
+        Ok(true) => {}
+        Ok(false) => {
+            source_gone(dev);
+            return Ok(());
+        }
+        Err(_) => {
+            target.fail(dev, conn, CqeStatus::LocalProtection, offset);
+            return Err(fatal_nak(dev, conn, NakCode::RemoteOperationalError, psn));
+        }
     }
     let offset = offset + n;
     conn.resp.msg = InMessage::Send { offset };
@@ -406,6 +452,7 @@ fn on_write(
     conn: &mut Connection,
     pd: u32,
     p: &Packet<'_>,
+    payload: Payload<'_>,
     now: u64,
 ) -> Result<(), Fatal> {
     let psn = p.bth.psn;
@@ -450,7 +497,7 @@ fn on_write(
     else {
         return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
     };
-    let n = p.payload.len();
+    let n = payload.len();
     let remaining = len.saturating_sub(offset) as usize;
     let pmtu = conn.pmtu.bytes() as usize;
     let fits = match pos {
@@ -462,18 +509,25 @@ fn on_write(
     }
     let placed = {
         let keys = dev.mem.keys.read();
-        sg::write_remote(
-            &keys,
-            &*dev.mem.dma,
-            pd,
-            rkey,
-            va.wrapping_add(u64::from(offset)),
-            p.payload,
-        )
+        let dma = &*dev.mem.dma;
+        let at = va.wrapping_add(u64::from(offset));
+        match payload {
+            Payload::Bytes(data) => sg::write_remote(&keys, dma, pd, rkey, at, data).map(|()| true),
+            Payload::Train(train, ref seg) => {
+                sg::write_remote_train(&keys, dma, pd, rkey, at, train, seg)
+            }
+        }
     };
-    if placed.is_err() {
-        dev.engine().stats.remote_access_refused.inc();
-        return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+    match placed {
+        Ok(true) => {}
+        Ok(false) => {
+            source_gone(dev);
+            return Ok(());
+        }
+        Err(_) => {
+            dev.engine().stats.remote_access_refused.inc();
+            return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+        }
     }
     executed(conn, psn);
     if pos.ends_message() {
@@ -812,19 +866,21 @@ fn emit_train(
     let closes = psn_add(q, count) == r.end_psn;
     let train = TrainSource {
         pd,
-        rkey: r.rkey,
-        va,
+        origin: Origin::Remote { rkey: r.rkey },
+        gather: [Sge::default(); MAX_SGE],
+        at: va,
         len,
         pmtu,
         ip: conn.ip,
         dest_qp: conn.path.remote_qpn,
         first_psn: q,
         count,
+        kind: Kind::ReadResponse { msn: conn.resp.msn },
         opens: q == r.start_psn,
         closes,
-        msn: conn.resp.msn,
+        ack_req: false,
     };
-    dev.transmit_train(ReadTrain::new(dev.mem.clone(), train));
+    dev.transmit_train(Train::new(dev.mem.clone(), &train), false);
     dev.engine().stats.read_responses_sent.add(u64::from(count));
     if let Some(r) = conn.resp.reads.get_mut(head) {
         r.next_psn = psn_add(q, count);
@@ -833,6 +889,12 @@ fn emit_train(
         stream_done(&mut conn.resp, head, false);
     }
     Ok(())
+}
+
+/// A train segment's source key died in flight: the packet never arrived
+/// (nothing was placed or advanced; the requester sends it again).
+fn source_gone(dev: &SoftRnic) {
+    dev.engine().stats.train_segments_lost.inc();
 }
 
 /// The key of the READ at ring position `head` no longer grants it (it

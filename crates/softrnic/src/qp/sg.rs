@@ -5,7 +5,7 @@
 use hwq::{DmaAccess, MemoryKey, Sge};
 
 use crate::memory::{Chunks, KeyTable, Need, copy_from_host, copy_to_host};
-use crate::train::{ReadTrain, Segment};
+use crate::train::{Segment, Train};
 
 /// Why a scatter/gather failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub(crate) fn scatter_train(
     pd: u32,
     sges: &[Sge],
     offset: u64,
-    train: &ReadTrain,
+    train: &Train,
     seg: &Segment,
 ) -> Result<bool, SgError> {
     walk(sges, offset, seg.len, |sge, addr, take, _| {
@@ -152,6 +152,54 @@ pub(crate) fn scatter_train(
     }
 }
 
+/// Places a SEND or WRITE train segment `seg` (payload still at the
+/// requester) at `va` of remote key `rkey` (a peer's WRITE), copying
+/// straight from the source: the key is checked for the whole segment
+/// first. `Ok(false)`: the source no longer grants the read, nothing was
+/// placed.
+pub(crate) fn write_remote_train(
+    keys: &KeyTable,
+    dma: &dyn DmaAccess,
+    pd: u32,
+    rkey: u32,
+    va: u64,
+    train: &Train,
+    seg: &Segment,
+) -> Result<bool, SgError> {
+    if seg.len == 0 {
+        return Ok(true);
+    }
+    let range = keys
+        .check(MemoryKey(rkey), pd, va, seg.len as u64, Need::RemoteWrite)
+        .map_err(|_| SgError::Protection)?;
+    let mut to = Chunks::new(range);
+    let mut current: Option<(u64, usize)> = None;
+    let mut fault = false;
+    let read = train.read_source(seg, |mut src, mut n| {
+        while n > 0 {
+            let Some((dst, room)) = current.take().or_else(|| to.next()) else {
+                fault = true;
+                return false;
+            };
+            let step = n.min(room);
+            if dma.copy(src, dst, step).is_err() {
+                fault = true;
+                return false;
+            }
+            if room > step {
+                current = Some((dst + step as u64, room - step));
+            }
+            src += step as u64;
+            n -= step;
+        }
+        true
+    });
+    if fault {
+        return Err(SgError::Protection);
+    }
+    Ok(read)
+}
+
 /// Checks that `rkey` grants `need` over `len` bytes at `va` and calls
 /// `f` with each logical chunk (address, bytes) of the range, in order,
 /// while `keys` is held; stops when `f` returns `false`. `false` if the
@@ -172,6 +220,40 @@ pub(crate) fn with_remote_chunks(
         Ok(range) => Chunks::new(range).all(|(addr, n)| f(addr, n)),
         Err(_) => false,
     }
+}
+
+/// Checks that every piece of `sges` from message byte `offset` for `len`
+/// bytes grants local read, then calls `f` with each logical chunk
+/// (address, bytes) in order, while `keys` is held; stops when `f`
+/// returns `false`. `false` if a piece is refused (nothing is called) or
+/// `f` stopped.
+pub(crate) fn with_gather_chunks(
+    keys: &KeyTable,
+    pd: u32,
+    sges: &[Sge],
+    offset: u64,
+    len: usize,
+    mut f: impl FnMut(u64, usize) -> bool,
+) -> bool {
+    let granted = walk(sges, offset, len, |sge, addr, take, _| {
+        keys.check(MemoryKey(sge.key), pd, addr, take, Need::LocalRead)
+            .map(|_| ())
+            .map_err(|_| SgError::Protection)
+    });
+    if granted.is_err() {
+        return false;
+    }
+    walk(sges, offset, len, |sge, addr, take, _| {
+        let range = keys
+            .check(MemoryKey(sge.key), pd, addr, take, Need::LocalRead)
+            .map_err(|_| SgError::Protection)?;
+        if Chunks::new(range).all(|(a, n)| f(a, n)) {
+            Ok(())
+        } else {
+            Err(SgError::Protection)
+        }
+    })
+    .is_ok()
 }
 
 /// Reads `out.len()` bytes at `va` of remote key `rkey` (a peer's READ).
