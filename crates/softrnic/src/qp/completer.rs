@@ -437,15 +437,7 @@ fn place_read(
     };
     let placed = {
         let keys = dev.mem.keys.read();
-        let dma = &*dev.mem.dma;
-        match r.payload {
-            Payload::Bytes(data) => {
-                sg::scatter(&keys, dma, pd, wqe.sge_list(), offset, data).map(|()| true)
-            }
-            Payload::Train(train, ref seg) => {
-                sg::scatter_train(&keys, dma, pd, wqe.sge_list(), offset, train, seg)
-            }
-        }
+        sg::scatter_payload(&keys, &*dev.mem.dma, pd, wqe.sge_list(), offset, r.payload)
     };
     match placed {
         Ok(true) => {}

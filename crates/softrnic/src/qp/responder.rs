@@ -382,15 +382,7 @@ fn on_send(
     }
     let placed = {
         let keys = dev.mem.keys.read();
-        let dma = &*dev.mem.dma;
-        match payload {
-            Payload::Bytes(data) => {
-                sg::scatter(&keys, dma, pd, recv.sge_list(), offset, data).map(|()| true)
-            }
-            Payload::Train(train, ref seg) => {
-                sg::scatter_train(&keys, dma, pd, recv.sge_list(), offset, train, seg)
-            }
-        }
+        sg::scatter_payload(&keys, &*dev.mem.dma, pd, recv.sge_list(), offset, payload)
     };
     match placed {
         Ok(true) => {}

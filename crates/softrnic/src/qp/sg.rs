@@ -5,7 +5,7 @@
 use hwq::{DmaAccess, MemoryKey, Sge};
 
 use crate::memory::{Chunks, KeyTable, Need, copy_from_host, copy_to_host};
-use crate::train::{Segment, Train};
+use crate::train::{Payload, Segment, Train};
 
 /// Why a scatter/gather failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,6 +198,24 @@ pub(crate) fn write_remote_train(
         return Err(SgError::Protection);
     }
     Ok(read)
+}
+
+/// Scatters a packet's payload (in the packet, or a train segment still
+/// at the sender) into local memory at message byte `offset` of `sges`.
+/// `Ok(false)`: a train's source no longer grants the read, nothing was
+/// placed.
+pub(crate) fn scatter_payload(
+    keys: &KeyTable,
+    dma: &dyn DmaAccess,
+    pd: u32,
+    sges: &[Sge],
+    offset: u64,
+    payload: Payload<'_>,
+) -> Result<bool, SgError> {
+    match payload {
+        Payload::Bytes(data) => scatter(keys, dma, pd, sges, offset, data).map(|()| true),
+        Payload::Train(train, ref seg) => scatter_train(keys, dma, pd, sges, offset, train, seg),
+    }
 }
 
 /// Checks that `rkey` grants `need` over `len` bytes at `va` and calls
