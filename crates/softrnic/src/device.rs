@@ -95,7 +95,7 @@ struct PendingEvents {
 /// The software RNIC.
 pub struct SoftRnic {
     config: DeviceConfig,
-    /// Key table and DMA, shared with READ response trains in flight.
+    /// Key table and DMA, shared with trains in flight.
     pub(crate) mem: Arc<DeviceMemory>,
     pub(crate) link: Box<dyn Link>,
     pub(crate) clock: Box<dyn Clock>,
@@ -125,7 +125,7 @@ impl core::fmt::Debug for SoftRnic {
 }
 
 impl Drop for SoftRnic {
-    /// READ response trains from this device may still be in flight and
+    /// Trains from this device may still be in flight and
     /// hold its memory: they must find every key dead, since the memory
     /// its keys named is its consumers' to free once the device is gone.
     fn drop(&mut self) {

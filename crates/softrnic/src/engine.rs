@@ -141,8 +141,8 @@ counters! {
     read_replays,
     /// Responder: READ response packets sent (a train counts its segments).
     read_responses_sent,
-    /// Requester: READ train segments not placed because the responder's
-    /// key died while they were in flight (lost, asked for again).
+    /// Train segments not placed because the sender's key died while they
+    /// were in flight (lost: the transport sends them again).
     train_segments_lost,
     /// Requester: retries because a READ response was missing.
     read_gap_retries,
@@ -372,9 +372,9 @@ impl SoftRnic {
         self.dispatch(wire::parse_udp_payload(&fields, payload));
     }
 
-    /// Hands a READ response train ([`crate::train`]) to the engine: each
-    /// segment meets the checks its packet would, and is placed straight
-    /// from the responder's memory.
+    /// Hands a train ([`crate::train`]) to the engine: each segment meets
+    /// the checks its packet would, and is placed straight from the
+    /// sender's memory.
     pub fn receive_train(&self, train: &Train) {
         let stats = &self.engine.stats;
         let n = u64::from(train.segments());
@@ -543,8 +543,7 @@ impl SoftRnic {
         })
     }
 
-    /// Puts a READ response train on the link (the link said it carries
-    /// trains).
+    /// Puts a train on the link (the link said it carries trains).
     pub(crate) fn transmit_train(&self, train: Train, resend: bool) {
         let stats = &self.engine.stats;
         stats.tx_packets.add(u64::from(train.segments()));

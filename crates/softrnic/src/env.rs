@@ -40,7 +40,7 @@ pub trait Link: Send + Sync {
         false
     }
 
-    /// Whether the link carries READ response trains to `dst`
+    /// Whether the link carries trains to `dst`
     /// ([`crate::train`]): only a link between devices that share one DMA
     /// address space, while it injects no per-packet faults. The default
     /// carries none.
@@ -49,7 +49,7 @@ pub trait Link: Send + Sync {
         false
     }
 
-    /// Queues a READ response train; called only after
+    /// Queues a train; called only after
     /// [`Link::carries_trains`] said yes. Must not block. A link that cannot
     /// take it drops it (the RC transport asks again).
     fn transmit_train(&self, train: crate::train::Train) {
@@ -81,7 +81,7 @@ pub enum Arrival<'a> {
         /// The payload.
         payload: &'a [u8],
     },
-    /// READ responses whose payload is still at the responder
+    /// Packets whose payload is still at the sender
     /// ([`Link::transmit_train`]).
     Train(&'a crate::train::Train),
 }

@@ -6,7 +6,7 @@
 //! the same traffic and the same clock readings loses, duplicates, delays
 //! and reorders exactly the same packets.
 //!
-//! Devices that share one memory may also send READ response trains
+//! Devices that share one memory may also send trains
 //! ([`crate::train`]) while no faults are set; whoever takes datagrams gets
 //! a train cut into the datagrams it stands for.
 
@@ -327,7 +327,7 @@ impl Fabric {
         Some(fate.dst)
     }
 
-    /// Whether senders may hand READ response trains to this fabric: only
+    /// Whether senders may hand trains to this fabric: only
     /// while it loses, reorders and duplicates nothing, since those faults
     /// are drawn per packet (a delay applies to trains as to packets).
     pub fn carries_trains(&self) -> bool {
@@ -335,7 +335,7 @@ impl Fabric {
         f.loss <= 0.0 && f.reorder <= 0.0 && f.duplicate <= 0.0
     }
 
-    /// Sends a READ response train at time `now_us` (the sender asked
+    /// Sends a train at time `now_us` (the sender asked
     /// [`Fabric::carries_trains`] first; faults set since then are not
     /// drawn for it). Returns its destination.
     pub fn transmit_train(&self, now_us: u64, train: Train) -> Ipv4Addr {

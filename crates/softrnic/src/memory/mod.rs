@@ -18,7 +18,7 @@ pub use keys::{KeyError, KeyKind, KeyTable, Need, PAGE_SIZE, Resolved};
 pub use translate::{Chunks, copy_from_host, copy_to_host};
 
 /// How a device reaches memory: its key table and its DMA access. Shared
-/// (an `Arc`) with the READ response trains in flight from it, which read
+/// (an `Arc`) with the trains in flight from it, which read
 /// the source memory only when the receiving device places them, under
 /// this key table's check at that moment.
 pub struct DeviceMemory {
