@@ -15,6 +15,7 @@ use super::read_window::READ_WINDOW;
 use super::sg;
 use super::{Connection, Fatal, MetaKind, QueuePair, Requester, WqeMeta};
 use crate::device::SoftRnic;
+use crate::memory::Need;
 use crate::train::{Payload, Segment, Train};
 use crate::wire::{Aeth, NakCode, Operation, Packet, Syndrome, psn_add, psn_before, psn_diff};
 
@@ -196,6 +197,7 @@ fn place_whole_train(
         pd,
         wqe.sge_list(),
         offset,
+        Need::LocalWrite,
         train,
         &whole,
     );

@@ -106,25 +106,28 @@ pub(crate) fn scatter(
     })
 }
 
-/// Places READ train segment `seg` (payload still at the responder) at
-/// message byte `offset` of `sges`, copying straight from the source.
-/// Every destination piece is checked before the source is read; then the
-/// source key is checked (holding the responder's key table, while this
-/// device's is held too: both are reader-preferring spin locks and no
-/// thread holds one device's for writing while taking another's, so two
-/// engines placing each other's trains cannot deadlock). `Ok(false)`: the
-/// source key no longer grants the READ, nothing was placed.
+/// Places train segment `seg` (payload still at the sender) at message
+/// byte `offset` of `sges`, each piece of which must grant `need`, copying
+/// straight from the source. Every destination piece is checked before
+/// the source is read; then the source key is checked (holding the
+/// sender's key table, while this device's is held too: both are
+/// reader-preferring spin locks and no thread holds one device's for
+/// writing while taking another's, so two engines placing each other's
+/// trains cannot deadlock). `Ok(false)`: the source no longer grants the
+/// read, nothing was placed.
+#[allow(clippy::too_many_arguments)] // `scatter`'s facts plus the train's
 pub(crate) fn scatter_train(
     keys: &KeyTable,
     dma: &dyn DmaAccess,
     pd: u32,
     sges: &[Sge],
     offset: u64,
+    need: Need,
     train: &Train,
     seg: &Segment,
 ) -> Result<bool, SgError> {
     walk(sges, offset, seg.len, |sge, addr, take, _| {
-        keys.check(MemoryKey(sge.key), pd, addr, take, Need::LocalWrite)
+        keys.check(MemoryKey(sge.key), pd, addr, take, need)
             .map(|_| ())
             .map_err(|_| SgError::Protection)
     })?;
@@ -133,7 +136,7 @@ pub(crate) fn scatter_train(
     let read = train.read_source(seg, |src, n| {
         let placed = walk(sges, offset + at as u64, n, |sge, addr, take, pos| {
             let range = keys
-                .check(MemoryKey(sge.key), pd, addr, take, Need::LocalWrite)
+                .check(MemoryKey(sge.key), pd, addr, take, need)
                 .map_err(|_| SgError::Protection)?;
             let mut from = src + pos as u64;
             for (to, len) in Chunks::new(range) {
@@ -153,10 +156,8 @@ pub(crate) fn scatter_train(
 }
 
 /// Places a SEND or WRITE train segment `seg` (payload still at the
-/// requester) at `va` of remote key `rkey` (a peer's WRITE), copying
-/// straight from the source: the key is checked for the whole segment
-/// first. `Ok(false)`: the source no longer grants the read, nothing was
-/// placed.
+/// requester) at `va` of remote key `rkey` (a peer's WRITE): a one-piece
+/// [`scatter_train`] needing remote write.
 pub(crate) fn write_remote_train(
     keys: &KeyTable,
     dma: &dyn DmaAccess,
@@ -166,38 +167,12 @@ pub(crate) fn write_remote_train(
     train: &Train,
     seg: &Segment,
 ) -> Result<bool, SgError> {
-    if seg.len == 0 {
-        return Ok(true);
-    }
-    let range = keys
-        .check(MemoryKey(rkey), pd, va, seg.len as u64, Need::RemoteWrite)
-        .map_err(|_| SgError::Protection)?;
-    let mut to = Chunks::new(range);
-    let mut current: Option<(u64, usize)> = None;
-    let mut fault = false;
-    let read = train.read_source(seg, |mut src, mut n| {
-        while n > 0 {
-            let Some((dst, room)) = current.take().or_else(|| to.next()) else {
-                fault = true;
-                return false;
-            };
-            let step = n.min(room);
-            if dma.copy(src, dst, step).is_err() {
-                fault = true;
-                return false;
-            }
-            if room > step {
-                current = Some((dst + step as u64, room - step));
-            }
-            src += step as u64;
-            n -= step;
-        }
-        true
-    });
-    if fault {
-        return Err(SgError::Protection);
-    }
-    Ok(read)
+    let target = Sge {
+        addr: va,
+        length: u32::try_from(seg.len).map_err(|_| SgError::Length)?,
+        key: rkey,
+    };
+    scatter_train(keys, dma, pd, &[target], 0, Need::RemoteWrite, train, seg)
 }
 
 /// Scatters a packet's payload (in the packet, or a train segment still
@@ -214,7 +189,9 @@ pub(crate) fn scatter_payload(
 ) -> Result<bool, SgError> {
     match payload {
         Payload::Bytes(data) => scatter(keys, dma, pd, sges, offset, data).map(|()| true),
-        Payload::Train(train, ref seg) => scatter_train(keys, dma, pd, sges, offset, train, seg),
+        Payload::Train(train, ref seg) => {
+            scatter_train(keys, dma, pd, sges, offset, Need::LocalWrite, train, seg)
+        }
     }
 }
 
