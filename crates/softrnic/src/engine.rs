@@ -35,7 +35,7 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::net::SocketAddrV4;
+use core::net::{Ipv4Addr, SocketAddrV4};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use hwq::device::DeviceError;
@@ -386,37 +386,14 @@ impl SoftRnic {
         let qpn = train.dest_qp();
         let now = self.clock.now_us();
         let request = !train.is_read_response();
-        let take = || {
-            self.qps.with(qpn, |qp| {
-                let from_peer = qp
-                    .conn
-                    .as_ref()
-                    .is_some_and(|c| *c.path.remote.ip() == train.src());
-                if qp.state == QpState::Init {
-                    return Taken::Unconnected;
-                }
-                if qp.state != QpState::Connected || !from_peer {
-                    return Taken::No;
-                }
-                if request {
-                    qp::on_request_train(self, qpn, qp, train, now);
-                } else {
-                    qp::on_read_train(self, qpn, qp, train, now);
-                }
-                self.arm_timer(qpn, qp);
-                Taken::Yes
-            })
-        };
-        let mut taken = take();
-        // As for a request packet: the first request establishes the
-        // acceptor's QP if the RTU has not.
-        if taken == Some(Taken::Unconnected)
-            && request
-            && crate::cm::establish_on_request(self, qpn, train.src())
-        {
-            taken = take();
-        }
-        if taken != Some(Taken::Yes) {
+        let taken = self.to_qp(qpn, train.src(), request, |qp| {
+            if request {
+                qp::on_request_train(self, qpn, qp, train, now);
+            } else {
+                qp::on_read_train(self, qpn, qp, train, now);
+            }
+        });
+        if !taken {
             stats.rx_dropped.add(n);
         }
     }
@@ -465,23 +442,38 @@ impl SoftRnic {
             return stats.rx_dropped.inc();
         }
         let now = self.clock.now_us();
-        let take = || {
+        let taken = self.to_qp(qpn, p.ip.src, op.is_request(), |qp| {
+            if op.is_request() {
+                qp::on_request(self, qpn, qp, &p, now);
+            } else {
+                qp::on_response(self, qpn, qp, &p, now);
+            }
+        });
+        if !taken {
+            stats.rx_dropped.inc();
+        }
+    }
+
+    /// Hands what arrived from `src` for QP `qpn` (a `request`, or else a
+    /// response) to `on`, holding the QP, if the QP is connected to `src`;
+    /// then registers its timers. Whether the QP took it.
+    fn to_qp(
+        &self,
+        qpn: u32,
+        src: Ipv4Addr,
+        request: bool,
+        mut on: impl FnMut(&mut QueuePair),
+    ) -> bool {
+        let mut take = || {
             self.qps.with(qpn, |qp| {
-                let from_peer = qp
-                    .conn
-                    .as_ref()
-                    .is_some_and(|c| *c.path.remote.ip() == p.ip.src);
+                let from_peer = qp.conn.as_ref().is_some_and(|c| *c.path.remote.ip() == src);
                 if qp.state == QpState::Init {
                     return Taken::Unconnected;
                 }
                 if qp.state != QpState::Connected || !from_peer {
                     return Taken::No;
                 }
-                if op.is_request() {
-                    qp::on_request(self, qpn, qp, &p, now);
-                } else {
-                    qp::on_response(self, qpn, qp, &p, now);
-                }
+                on(qp);
                 self.arm_timer(qpn, qp);
                 Taken::Yes
             })
@@ -490,14 +482,12 @@ impl SoftRnic {
         // A request before the RTU: the CM establishes the acceptor's QP
         // (with no QP lock held: the CM locks the QP's slot itself).
         if taken == Some(Taken::Unconnected)
-            && op.is_request()
-            && crate::cm::establish_on_request(self, qpn, p.ip.src)
+            && request
+            && crate::cm::establish_on_request(self, qpn, src)
         {
             taken = take();
         }
-        if taken != Some(Taken::Yes) {
-            stats.rx_dropped.inc();
-        }
+        taken == Some(Taken::Yes)
     }
 
     /// Puts one built datagram on the link (and the tap).
