@@ -36,10 +36,9 @@ use hwq::wqe::MAX_SGE;
 
 use crate::memory::{DeviceMemory, Need};
 use crate::qp::sg;
-use crate::qp::{Carrying, request_opcode};
+use crate::qp::{Carrying, read_response_framing, request_opcode};
 use crate::wire::{
-    Aeth, Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, PSN_MASK, PacketBuilder, Reth, Syndrome,
-    datagram_len, psn_add,
+    Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, PacketBuilder, Reth, datagram_len, psn_add,
 };
 
 /// Most packets one train stands for: 1 MiB at a 4096-byte PMTU. The
@@ -237,10 +236,7 @@ impl Train {
         let first = self.opens && i == 0;
         let last = self.closes && i + 1 == self.count;
         let opcode = match (self.kind, first, last) {
-            (Kind::ReadResponse { .. }, true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
-            (Kind::ReadResponse { .. }, true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
-            (Kind::ReadResponse { .. }, false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
-            (Kind::ReadResponse { .. }, false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
+            (Kind::ReadResponse { msn }, first, last) => read_response_framing(first, last, msn).0,
             (Kind::Write { .. }, first, last) => request_opcode(Carrying::Write, first, last),
             (Kind::Send { invalidate, .. }, first, last) => {
                 let what = if invalidate.is_some() {
@@ -268,10 +264,7 @@ impl Train {
         let mut ext = ExtHeaders::NONE;
         match self.kind {
             Kind::ReadResponse { msn } => {
-                ext.aeth = (seg.first || seg.last).then_some(Aeth {
-                    syndrome: Syndrome::ACK,
-                    msn: msn & PSN_MASK,
-                });
+                ext.aeth = read_response_framing(seg.first, seg.last, msn).1;
             }
             Kind::Write { reth } => ext.reth = seg.first.then_some(reth),
             Kind::Send {

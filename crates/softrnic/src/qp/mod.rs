@@ -33,7 +33,9 @@ use crate::wire::{Ipv4UdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 pub(crate) use completer::{on_read_train, on_response, on_retransmit_timer, on_rnr_timer};
 pub use flush::flush;
 pub(crate) use requester::{Carrying, request_opcode};
-pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request, on_request_train};
+pub(crate) use responder::{
+    flush_held_ack, on_ack_timer, on_request, on_request_train, read_response_framing,
+};
 
 /// The QP must enter the error state (any error CQE is already written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -778,16 +778,7 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
             continue;
         }
         let last = psn_add(q, 1) == r.end_psn || k + 1 >= r.npsn;
-        let opcode = match (first, last) {
-            (true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
-            (true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
-            (false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
-            (false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
-        };
-        let aeth = (first || last).then_some(Aeth {
-            syndrome: Syndrome::ACK,
-            msn: conn.resp.msn & PSN_MASK,
-        });
+        let (opcode, aeth) = read_response_framing(first, last, conn.resp.msn);
         let headers = Headers {
             ip: conn.ip,
             bth: Bth::new(opcode, conn.path.remote_qpn, q),
@@ -831,6 +822,22 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
     }
     flush_owed(dev, conn);
     Ok(false)
+}
+
+/// The opcode of a READ response at a position in its stream, and the
+/// AETH (with `msn`) that the first and last carry.
+pub(crate) fn read_response_framing(first: bool, last: bool, msn: u32) -> (Opcode, Option<Aeth>) {
+    let opcode = match (first, last) {
+        (true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
+        (true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
+        (false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
+        (false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
+    };
+    let aeth = (first || last).then_some(Aeth {
+        syndrome: Syndrome::ACK,
+        msn: msn & PSN_MASK,
+    });
+    (opcode, aeth)
 }
 
 /// Emits the rest of the stream of the resource at ring position `head`
