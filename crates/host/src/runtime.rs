@@ -621,17 +621,12 @@ impl Link for HubLink {
                 .fabric
                 .exchange_due_for(self.addr, HostClock.now_us(), &mut batch, RX_BURST);
         // A train counts the packets it stands for.
-        let mut packets = 0;
+        let mut packets: usize = 0;
         for load in batch.iter() {
+            packets = packets.saturating_add(usize::try_from(load.packets()).unwrap_or(usize::MAX));
             match load {
-                Load::Datagram(bytes) => {
-                    packets += 1;
-                    deliver(Arrival::Datagram(bytes));
-                }
-                Load::Train(train) => {
-                    packets += train.segments() as usize;
-                    deliver(Arrival::Train(train));
-                }
+                Load::Datagram(bytes) => deliver(Arrival::Datagram(bytes)),
+                Load::Train(train) => deliver(Arrival::Train(train)),
             }
         }
         Received {

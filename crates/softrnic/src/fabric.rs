@@ -420,10 +420,7 @@ impl Fabric {
 
     /// Gives a delivered datagram's buffer back for reuse.
     pub fn recycle(&self, bytes: Vec<u8>) {
-        let mut s = self.state.lock();
-        if s.spare.len() < MAX_SPARE {
-            s.spare.push(bytes);
-        }
+        self.state.lock().recycle(Load::Datagram(bytes));
     }
 
     /// Moves up to `max` loads (datagrams or trains) for `dst` due at or
