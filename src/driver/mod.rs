@@ -25,6 +25,7 @@ pub mod config;
 pub mod device;
 pub mod dma;
 pub mod engine;
+mod glue;
 pub mod irp;
 pub mod irql;
 pub mod log;

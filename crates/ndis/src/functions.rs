@@ -20,7 +20,10 @@ use crate::types::{
     DRIVER_OBJECT, NDIS_HANDLE, NDIS_PORT_NUMBER, NDIS_STRING, NET_BUFFER_LIST, UNICODE_STRING,
 };
 
-#[cfg_attr(target_os = "windows", link(name = "ndis"))]
+#[cfg_attr(
+    target_os = "windows",
+    link(name = "NDIS.SYS", kind = "raw-dylib", modifiers = "+verbatim")
+)]
 unsafe extern "system" {
     /// Registers the miniport driver (`PASSIVE_LEVEL`, from `DriverEntry`).
     /// NDIS calls `MiniportSetOptions` before it returns.

@@ -284,7 +284,10 @@ pub type KDEFERRED_ROUTINE = unsafe extern "system" fn(
     SystemArgument2: PVOID,
 );
 
-#[cfg_attr(target_os = "windows", link(name = "ntoskrnl"))]
+#[cfg_attr(
+    target_os = "windows",
+    link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")
+)]
 unsafe extern "system" {
     /// Takes a spin lock, raising to `DISPATCH_LEVEL`; returns the old IRQL.
     pub fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LOCK) -> KIRQL;
@@ -399,7 +402,10 @@ unsafe extern "system" {
     pub fn MmGetPhysicalAddress(BaseAddress: PVOID) -> PHYSICAL_ADDRESS;
 }
 
-#[cfg_attr(target_os = "windows", link(name = "ntoskrnl"))]
+#[cfg_attr(
+    target_os = "windows",
+    link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")
+)]
 unsafe extern "C" {
     /// Formatted debugger output, filtered by component and level
     /// (`<= DIRQL`). `Format` is a C format string.

@@ -332,7 +332,10 @@ impl WSK_REGISTRATION {
     }
 }
 
-#[cfg_attr(target_os = "windows", link(name = "netio"))]
+#[cfg_attr(
+    target_os = "windows",
+    link(name = "NETIO.SYS", kind = "raw-dylib", modifiers = "+verbatim")
+)]
 unsafe extern "system" {
     /// Registers a WSK client (`PASSIVE_LEVEL`).
     pub fn WskRegister(
