@@ -299,7 +299,7 @@ fn checker_catches_recursive_acquisition() {
 
 static CALLBACKS: AtomicUsize = AtomicUsize::new(0);
 
-unsafe extern "system" fn count_cb(_ctx: PVOID, _status: NTSTATUS) {
+unsafe extern "win64" fn count_cb(_ctx: PVOID, _status: NTSTATUS) {
     CALLBACKS.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -373,11 +373,11 @@ fn bugcheck_mode_panics_naming_the_rule() {
 
 static NOTIFY_IRQL: AtomicU32 = AtomicU32::new(u32::MAX);
 
-unsafe extern "system" fn irql_cb(_ctx: PVOID, _status: NTSTATUS) {
+unsafe extern "win64" fn irql_cb(_ctx: PVOID, _status: NTSTATUS) {
     NOTIFY_IRQL.store(HostPlatform::irql() as u32, Ordering::SeqCst);
 }
 
-unsafe extern "system" fn no_close(_ctx: *mut c_void) {}
+unsafe extern "win64" fn no_close(_ctx: *mut c_void) {}
 
 /// Device events run as DPCs would, so callbacks made from them are held
 /// to the DISPATCH_LEVEL rules.

@@ -67,15 +67,15 @@ fn rec<'a>(ctx: PVOID) -> &'a Rec {
     unsafe { &*ctx.cast::<Rec>() }
 }
 
-unsafe extern "system" fn status_cb(ctx: PVOID, status: NTSTATUS) {
+unsafe extern "win64" fn status_cb(ctx: PVOID, status: NTSTATUS) {
     rec(ctx).0.lock().unwrap().push((status, 0));
 }
 
-unsafe extern "system" fn plain_cb(ctx: PVOID) {
+unsafe extern "win64" fn plain_cb(ctx: PVOID) {
     rec(ctx).0.lock().unwrap().push((0, 0));
 }
 
-unsafe extern "system" fn connect_cb(ctx: PVOID, connector: *mut NDK_CONNECTOR) {
+unsafe extern "win64" fn connect_cb(ctx: PVOID, connector: *mut NDK_CONNECTOR) {
     rec(ctx).0.lock().unwrap().push((0, connector as usize));
 }
 

@@ -393,7 +393,7 @@ fn capabilities(device: &RnicDevice, info: *mut NDK_ADAPTER_INFO) -> NDIS_NDK_CA
 }
 
 /// The work-item routine (`PASSIVE_LEVEL`).
-unsafe extern "system" fn work(context: PVOID, _item: NDIS_HANDLE) {
+unsafe extern "win64" fn work(context: PVOID, _item: NDIS_HANDLE) {
     // SAFETY: the adapter queued itself and halt waits for this routine.
     let adapter = unsafe { &*context.cast::<Adapter>() };
     adapter.run_work();

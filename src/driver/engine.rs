@@ -151,7 +151,7 @@ impl Engine {
 }
 
 /// The DPC routine (`DISPATCH_LEVEL`), for both the kick and the timer.
-unsafe extern "system" fn run(_dpc: *mut KDPC, context: PVOID, _a1: PVOID, _a2: PVOID) {
+unsafe extern "win64" fn run(_dpc: *mut KDPC, context: PVOID, _a1: PVOID, _a2: PVOID) {
     // SAFETY: the context registered in `create` is the engine, alive
     // until `stop` has flushed this DPC.
     let engine = unsafe { &*context.cast::<Engine>() };

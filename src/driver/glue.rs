@@ -83,6 +83,6 @@ pub static _fltused: i32 = 0;
 /// exception to it, continuing would run Rust code in an unknown state.
 #[cfg(not(feature = "wdk"))]
 #[unsafe(no_mangle)]
-pub extern "system" fn __CxxFrameHandler3() -> ! {
+pub extern "win64" fn __CxxFrameHandler3() -> ! {
     panic!("__CxxFrameHandler3 reached: an exception unwound into Rust frames")
 }

@@ -27,7 +27,7 @@ pub unsafe fn set_completion(irp: *mut IRP, routine: IO_COMPLETION_ROUTINE, cont
 }
 
 /// Signals the event passed as context; keeps the IRP with its owner.
-unsafe extern "system" fn signal(
+unsafe extern "win64" fn signal(
     _device: *mut DEVICE_OBJECT,
     _irp: *mut IRP,
     context: PVOID,

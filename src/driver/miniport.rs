@@ -85,7 +85,7 @@ unsafe fn adapter<'a>(context: NDIS_HANDLE) -> &'a Adapter {
 }
 
 /// `MiniportSetOptions`: register the NDK provider.
-unsafe extern "system" fn set_options(
+unsafe extern "win64" fn set_options(
     driver_handle: NDIS_HANDLE,
     _context: NDIS_HANDLE,
 ) -> NDIS_STATUS {
@@ -100,7 +100,7 @@ unsafe extern "system" fn set_options(
 }
 
 /// `MiniportInitializeEx`.
-unsafe extern "system" fn initialize(
+unsafe extern "win64" fn initialize(
     handle: NDIS_HANDLE,
     _driver_context: NDIS_HANDLE,
     params: *mut NDIS_MINIPORT_INIT_PARAMETERS,
@@ -128,7 +128,7 @@ unsafe extern "system" fn initialize(
 }
 
 /// `MiniportHaltEx`.
-unsafe extern "system" fn halt(context: NDIS_HANDLE, _action: NDIS_HALT_ACTION) {
+unsafe extern "win64" fn halt(context: NDIS_HANDLE, _action: NDIS_HALT_ACTION) {
     // SAFETY: the context is the box `initialize` leaked; NDIS makes no
     // other call on the adapter during or after halt.
     let mut adapter = unsafe { Box::from_raw(context.cast::<Adapter>()) };
@@ -136,7 +136,7 @@ unsafe extern "system" fn halt(context: NDIS_HANDLE, _action: NDIS_HALT_ACTION) 
 }
 
 /// `MiniportDriverUnload`: deregister and free the driver's globals.
-unsafe extern "system" fn unload(_driver: *mut DRIVER_OBJECT) {
+unsafe extern "win64" fn unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(handle) = super::take_driver_handle() {
         // SAFETY: PASSIVE_LEVEL; registered in DriverEntry, every adapter
         // halted (NDIS unloads only then).
@@ -146,7 +146,7 @@ unsafe extern "system" fn unload(_driver: *mut DRIVER_OBJECT) {
 }
 
 /// `MiniportPause`: nothing is pending (sends complete at once).
-unsafe extern "system" fn pause(
+unsafe extern "win64" fn pause(
     context: NDIS_HANDLE,
     _params: *mut NDIS_MINIPORT_PAUSE_PARAMETERS,
 ) -> NDIS_STATUS {
@@ -158,7 +158,7 @@ unsafe extern "system" fn pause(
 }
 
 /// `MiniportRestart`.
-unsafe extern "system" fn restart(
+unsafe extern "win64" fn restart(
     context: NDIS_HANDLE,
     _params: *mut NDIS_MINIPORT_RESTART_PARAMETERS,
 ) -> NDIS_STATUS {
@@ -170,7 +170,7 @@ unsafe extern "system" fn restart(
 }
 
 /// `MiniportOidRequest`.
-unsafe extern "system" fn oid_request(
+unsafe extern "win64" fn oid_request(
     context: NDIS_HANDLE,
     request: *mut NDIS_OID_REQUEST,
 ) -> NDIS_STATUS {
@@ -187,7 +187,7 @@ unsafe extern "system" fn oid_request(
 /// `MiniportSendNetBufferLists`: every list completes at once, without
 /// being transmitted (RoCEv2 traffic does not use this path; see
 /// [`super::adapter`]).
-unsafe extern "system" fn send_net_buffer_lists(
+unsafe extern "win64" fn send_net_buffer_lists(
     context: NDIS_HANDLE,
     lists: *mut NET_BUFFER_LIST,
     _port: NDIS_PORT_NUMBER,
@@ -232,7 +232,7 @@ unsafe extern "system" fn send_net_buffer_lists(
 }
 
 /// `MiniportReturnNetBufferLists`: never called (nothing is indicated).
-unsafe extern "system" fn return_net_buffer_lists(
+unsafe extern "win64" fn return_net_buffer_lists(
     _context: NDIS_HANDLE,
     _lists: *mut NET_BUFFER_LIST,
     _flags: ULONG,
@@ -240,10 +240,10 @@ unsafe extern "system" fn return_net_buffer_lists(
 }
 
 /// `MiniportCancelSend`: nothing is queued to cancel.
-unsafe extern "system" fn cancel_send(_context: NDIS_HANDLE, _cancel_id: PVOID) {}
+unsafe extern "win64" fn cancel_send(_context: NDIS_HANDLE, _cancel_id: PVOID) {}
 
 /// `MiniportResetEx`: no hardware to reset.
-unsafe extern "system" fn reset(
+unsafe extern "win64" fn reset(
     _context: NDIS_HANDLE,
     addressing_reset: *mut BOOLEAN,
 ) -> NDIS_STATUS {
@@ -255,7 +255,7 @@ unsafe extern "system" fn reset(
 }
 
 /// `MiniportDevicePnPEventNotify`: logged only (a virtual device).
-unsafe extern "system" fn device_pnp_event_notify(
+unsafe extern "win64" fn device_pnp_event_notify(
     _context: NDIS_HANDLE,
     event: *mut NET_DEVICE_PNP_EVENT,
 ) {
@@ -268,7 +268,7 @@ unsafe extern "system" fn device_pnp_event_notify(
 
 /// `MiniportShutdownEx`: may run at HIGH_LEVEL during a bug check, so it
 /// touches nothing (there is no hardware to quiesce).
-unsafe extern "system" fn shutdown(_context: NDIS_HANDLE, _action: NDIS_SHUTDOWN_ACTION) {}
+unsafe extern "win64" fn shutdown(_context: NDIS_HANDLE, _action: NDIS_SHUTDOWN_ACTION) {}
 
 /// `MiniportCancelOidRequest`: no request ever pends.
-unsafe extern "system" fn cancel_oid_request(_context: NDIS_HANDLE, _request_id: PVOID) {}
+unsafe extern "win64" fn cancel_oid_request(_context: NDIS_HANDLE, _request_id: PVOID) {}

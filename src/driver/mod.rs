@@ -108,7 +108,7 @@ fn free_platform() {
     // this image exports that name, so the export cannot clash.
     export_name = "DriverEntry"
 )]
-pub unsafe extern "system" fn driver_entry(
+pub unsafe extern "win64" fn driver_entry(
     driver: *mut DRIVER_OBJECT,
     registry_path: *mut UNICODE_STRING,
 ) -> NTSTATUS {

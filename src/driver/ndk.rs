@@ -49,7 +49,7 @@ pub fn counters(adapter: &Adapter) -> NDIS_NDK_PERFORMANCE_COUNTERS {
 
 /// `OpenNDKAdapterHandler` (`PASSIVE_LEVEL`): a new `NDK_ADAPTER` on the
 /// adapter's device, at the version the consumer asks for.
-unsafe extern "system" fn open_ndk_adapter(
+unsafe extern "win64" fn open_ndk_adapter(
     context: NDIS_HANDLE,
     parameters: *mut NDIS_OPEN_NDK_ADAPTER_PARAMETERS,
     out: *mut *mut NDK_ADAPTER,
@@ -77,7 +77,7 @@ unsafe extern "system" fn open_ndk_adapter(
 
 /// `CloseNDKAdapterHandler` (`PASSIVE_LEVEL`): closes an adapter opened
 /// above; returns once no callback into its consumer can run.
-unsafe extern "system" fn close_ndk_adapter(context: NDIS_HANDLE, ndk: *mut NDK_ADAPTER) {
+unsafe extern "win64" fn close_ndk_adapter(context: NDIS_HANDLE, ndk: *mut NDK_ADAPTER) {
     // SAFETY: NDIS passes the adapter context it got from us.
     let adapter = unsafe { &*context.cast::<Adapter>() };
     // SAFETY: NDIS closes each adapter it opened through us exactly once,

@@ -643,7 +643,7 @@ fn gather(buf: &WSK_BUF, out: &mut [u8]) -> bool {
 }
 
 /// Send completion (`<= DISPATCH_LEVEL`): count, free the slot, keep the IRP.
-unsafe extern "system" fn send_complete(
+unsafe extern "win64" fn send_complete(
     _device: *mut ndis::DEVICE_OBJECT,
     irp: *mut IRP,
     context: PVOID,
@@ -660,7 +660,7 @@ unsafe extern "system" fn send_complete(
 }
 
 /// `WskReceiveFromEvent` (`<= DISPATCH_LEVEL`).
-unsafe extern "system" fn receive_from(
+unsafe extern "win64" fn receive_from(
     context: PVOID,
     _flags: u32,
     indications: *mut WSK_DATAGRAM_INDICATION,

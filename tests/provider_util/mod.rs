@@ -120,15 +120,15 @@ fn recorder<'a>(ctx: PVOID) -> &'a Recorder {
     unsafe { &*ctx.cast::<Recorder>() }
 }
 
-pub unsafe extern "system" fn close_cb(ctx: PVOID) {
+pub unsafe extern "win64" fn close_cb(ctx: PVOID) {
     recorder(ctx).record(0, 0);
 }
 
-pub unsafe extern "system" fn request_cb(ctx: PVOID, status: NTSTATUS) {
+pub unsafe extern "win64" fn request_cb(ctx: PVOID, status: NTSTATUS) {
     recorder(ctx).record(status, 0);
 }
 
-pub unsafe extern "system" fn create_cb(
+pub unsafe extern "win64" fn create_cb(
     ctx: PVOID,
     status: NTSTATUS,
     object: *mut NDK_OBJECT_HEADER,
@@ -136,19 +136,19 @@ pub unsafe extern "system" fn create_cb(
     recorder(ctx).record(status, object as usize);
 }
 
-pub unsafe extern "system" fn cq_cb(ctx: PVOID, status: NTSTATUS) {
+pub unsafe extern "win64" fn cq_cb(ctx: PVOID, status: NTSTATUS) {
     recorder(ctx).record(status, 0);
 }
 
-pub unsafe extern "system" fn srq_cb(ctx: PVOID, status: NTSTATUS) {
+pub unsafe extern "win64" fn srq_cb(ctx: PVOID, status: NTSTATUS) {
     recorder(ctx).record(status, 0);
 }
 
-pub unsafe extern "system" fn connect_cb(ctx: PVOID, connector: *mut NDK_CONNECTOR) {
+pub unsafe extern "win64" fn connect_cb(ctx: PVOID, connector: *mut NDK_CONNECTOR) {
     recorder(ctx).record(0, connector as usize);
 }
 
-pub unsafe extern "system" fn disconnect_cb(ctx: PVOID) {
+pub unsafe extern "win64" fn disconnect_cb(ctx: PVOID) {
     recorder(ctx).record(0, 0);
 }
 

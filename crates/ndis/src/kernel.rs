@@ -168,7 +168,7 @@ pub struct DEVICE_OBJECT {
 /// `IO_COMPLETION_ROUTINE`: runs when a lower driver completes an IRP, at
 /// `<= DISPATCH_LEVEL`. Returning [`STATUS_MORE_PROCESSING_REQUIRED`]
 /// keeps the IRP with its allocator.
-pub type IO_COMPLETION_ROUTINE = unsafe extern "system" fn(
+pub type IO_COMPLETION_ROUTINE = unsafe extern "win64" fn(
     DeviceObject: *mut DEVICE_OBJECT,
     Irp: *mut IRP,
     Context: PVOID,
@@ -277,7 +277,7 @@ impl IRP {
 }
 
 /// `KDEFERRED_ROUTINE`: a DPC or timer routine (`DISPATCH_LEVEL`).
-pub type KDEFERRED_ROUTINE = unsafe extern "system" fn(
+pub type KDEFERRED_ROUTINE = unsafe extern "win64" fn(
     Dpc: *mut KDPC,
     DeferredContext: PVOID,
     SystemArgument1: PVOID,

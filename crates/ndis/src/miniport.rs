@@ -7,7 +7,7 @@
 //! `const _: MINIPORT_HALT = halt;`), and `MINIPORT_X_HANDLER`, the
 //! nullable `Option` stored in the characteristics. The C typedefs spell
 //! no calling convention; on x64 there is only one, which is Rust's
-//! `extern "system"`.
+//! `extern "win64"`.
 
 use ndkpi::{BOOLEAN, NDIS_STATUS, PVOID, UCHAR, ULONG};
 
@@ -168,7 +168,7 @@ pub struct NET_DEVICE_PNP_EVENT {
 
 /// `MiniportSetOptions`: register optional services such as NDK
 /// (`PASSIVE_LEVEL`, during `NdisMRegisterMiniportDriver`).
-pub type SET_OPTIONS = unsafe extern "system" fn(
+pub type SET_OPTIONS = unsafe extern "win64" fn(
     NdisDriverHandle: NDIS_HANDLE,
     DriverContext: NDIS_HANDLE,
 ) -> NDIS_STATUS;
@@ -176,7 +176,7 @@ pub type SET_OPTIONS = unsafe extern "system" fn(
 pub type SET_OPTIONS_HANDLER = Option<SET_OPTIONS>;
 
 /// `MiniportInitializeEx` (`PASSIVE_LEVEL`).
-pub type MINIPORT_INITIALIZE = unsafe extern "system" fn(
+pub type MINIPORT_INITIALIZE = unsafe extern "win64" fn(
     NdisMiniportHandle: NDIS_HANDLE,
     MiniportDriverContext: NDIS_HANDLE,
     MiniportInitParameters: *mut NDIS_MINIPORT_INIT_PARAMETERS,
@@ -186,18 +186,18 @@ pub type MINIPORT_INITIALIZE_HANDLER = Option<MINIPORT_INITIALIZE>;
 
 /// `MiniportHaltEx` (`PASSIVE_LEVEL`).
 pub type MINIPORT_HALT =
-    unsafe extern "system" fn(MiniportAdapterContext: NDIS_HANDLE, HaltAction: NDIS_HALT_ACTION);
+    unsafe extern "win64" fn(MiniportAdapterContext: NDIS_HANDLE, HaltAction: NDIS_HALT_ACTION);
 /// Nullable [`MINIPORT_HALT`].
 pub type MINIPORT_HALT_HANDLER = Option<MINIPORT_HALT>;
 
 /// `MiniportDriverUnload` (`PASSIVE_LEVEL`; C function class
 /// `MINIPORT_UNLOAD`).
-pub type MINIPORT_UNLOAD = unsafe extern "system" fn(DriverObject: *mut DRIVER_OBJECT);
+pub type MINIPORT_UNLOAD = unsafe extern "win64" fn(DriverObject: *mut DRIVER_OBJECT);
 /// Nullable [`MINIPORT_UNLOAD`] (the C name of the pointer type).
 pub type MINIPORT_DRIVER_UNLOAD = Option<MINIPORT_UNLOAD>;
 
 /// `MiniportPause` (`PASSIVE_LEVEL`).
-pub type MINIPORT_PAUSE = unsafe extern "system" fn(
+pub type MINIPORT_PAUSE = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     PauseParameters: *mut NDIS_MINIPORT_PAUSE_PARAMETERS,
 ) -> NDIS_STATUS;
@@ -205,7 +205,7 @@ pub type MINIPORT_PAUSE = unsafe extern "system" fn(
 pub type MINIPORT_PAUSE_HANDLER = Option<MINIPORT_PAUSE>;
 
 /// `MiniportRestart` (`PASSIVE_LEVEL`).
-pub type MINIPORT_RESTART = unsafe extern "system" fn(
+pub type MINIPORT_RESTART = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     RestartParameters: *mut NDIS_MINIPORT_RESTART_PARAMETERS,
 ) -> NDIS_STATUS;
@@ -213,7 +213,7 @@ pub type MINIPORT_RESTART = unsafe extern "system" fn(
 pub type MINIPORT_RESTART_HANDLER = Option<MINIPORT_RESTART>;
 
 /// `MiniportOidRequest` (`PASSIVE_LEVEL`).
-pub type MINIPORT_OID_REQUEST = unsafe extern "system" fn(
+pub type MINIPORT_OID_REQUEST = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     OidRequest: *mut NDIS_OID_REQUEST,
 ) -> NDIS_STATUS;
@@ -221,7 +221,7 @@ pub type MINIPORT_OID_REQUEST = unsafe extern "system" fn(
 pub type MINIPORT_OID_REQUEST_HANDLER = Option<MINIPORT_OID_REQUEST>;
 
 /// `MiniportSendNetBufferLists` (`<= DISPATCH_LEVEL`).
-pub type MINIPORT_SEND_NET_BUFFER_LISTS = unsafe extern "system" fn(
+pub type MINIPORT_SEND_NET_BUFFER_LISTS = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     NetBufferList: *mut NET_BUFFER_LIST,
     PortNumber: NDIS_PORT_NUMBER,
@@ -231,7 +231,7 @@ pub type MINIPORT_SEND_NET_BUFFER_LISTS = unsafe extern "system" fn(
 pub type MINIPORT_SEND_NET_BUFFER_LISTS_HANDLER = Option<MINIPORT_SEND_NET_BUFFER_LISTS>;
 
 /// `MiniportReturnNetBufferLists` (`<= DISPATCH_LEVEL`).
-pub type MINIPORT_RETURN_NET_BUFFER_LISTS = unsafe extern "system" fn(
+pub type MINIPORT_RETURN_NET_BUFFER_LISTS = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     NetBufferLists: *mut NET_BUFFER_LIST,
     ReturnFlags: ULONG,
@@ -241,18 +241,18 @@ pub type MINIPORT_RETURN_NET_BUFFER_LISTS_HANDLER = Option<MINIPORT_RETURN_NET_B
 
 /// `MiniportCancelSend` (`<= DISPATCH_LEVEL`).
 pub type MINIPORT_CANCEL_SEND =
-    unsafe extern "system" fn(MiniportAdapterContext: NDIS_HANDLE, CancelId: PVOID);
+    unsafe extern "win64" fn(MiniportAdapterContext: NDIS_HANDLE, CancelId: PVOID);
 /// Nullable [`MINIPORT_CANCEL_SEND`].
 pub type MINIPORT_CANCEL_SEND_HANDLER = Option<MINIPORT_CANCEL_SEND>;
 
 /// `MiniportCheckForHangEx` (`PASSIVE_LEVEL`); true asks for a reset.
 pub type MINIPORT_CHECK_FOR_HANG =
-    unsafe extern "system" fn(MiniportAdapterContext: NDIS_HANDLE) -> BOOLEAN;
+    unsafe extern "win64" fn(MiniportAdapterContext: NDIS_HANDLE) -> BOOLEAN;
 /// Nullable [`MINIPORT_CHECK_FOR_HANG`].
 pub type MINIPORT_CHECK_FOR_HANG_HANDLER = Option<MINIPORT_CHECK_FOR_HANG>;
 
 /// `MiniportResetEx` (`<= DISPATCH_LEVEL`).
-pub type MINIPORT_RESET = unsafe extern "system" fn(
+pub type MINIPORT_RESET = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     AddressingReset: *mut BOOLEAN,
 ) -> NDIS_STATUS;
@@ -260,7 +260,7 @@ pub type MINIPORT_RESET = unsafe extern "system" fn(
 pub type MINIPORT_RESET_HANDLER = Option<MINIPORT_RESET>;
 
 /// `MiniportDevicePnPEventNotify` (`PASSIVE_LEVEL`).
-pub type MINIPORT_DEVICE_PNP_EVENT_NOTIFY = unsafe extern "system" fn(
+pub type MINIPORT_DEVICE_PNP_EVENT_NOTIFY = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     NetDevicePnPEvent: *mut NET_DEVICE_PNP_EVENT,
 );
@@ -269,7 +269,7 @@ pub type MINIPORT_DEVICE_PNP_EVENT_NOTIFY_HANDLER = Option<MINIPORT_DEVICE_PNP_E
 
 /// `MiniportShutdownEx` (`PASSIVE_LEVEL` on power-off, `HIGH_LEVEL` on a
 /// bug check).
-pub type MINIPORT_SHUTDOWN = unsafe extern "system" fn(
+pub type MINIPORT_SHUTDOWN = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     ShutdownAction: NDIS_SHUTDOWN_ACTION,
 );
@@ -278,12 +278,12 @@ pub type MINIPORT_SHUTDOWN_HANDLER = Option<MINIPORT_SHUTDOWN>;
 
 /// `MiniportCancelOidRequest` (`<= DISPATCH_LEVEL`).
 pub type MINIPORT_CANCEL_OID_REQUEST =
-    unsafe extern "system" fn(MiniportAdapterContext: NDIS_HANDLE, RequestId: PVOID);
+    unsafe extern "win64" fn(MiniportAdapterContext: NDIS_HANDLE, RequestId: PVOID);
 /// Nullable [`MINIPORT_CANCEL_OID_REQUEST`].
 pub type MINIPORT_CANCEL_OID_REQUEST_HANDLER = Option<MINIPORT_CANCEL_OID_REQUEST>;
 
 /// `MiniportDirectOidRequest` (`<= DISPATCH_LEVEL`; NDIS 6.1).
-pub type MINIPORT_DIRECT_OID_REQUEST = unsafe extern "system" fn(
+pub type MINIPORT_DIRECT_OID_REQUEST = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     OidRequest: *mut NDIS_OID_REQUEST,
 ) -> NDIS_STATUS;
@@ -292,12 +292,12 @@ pub type MINIPORT_DIRECT_OID_REQUEST_HANDLER = Option<MINIPORT_DIRECT_OID_REQUES
 
 /// `MiniportCancelDirectOidRequest` (`<= DISPATCH_LEVEL`; NDIS 6.1).
 pub type MINIPORT_CANCEL_DIRECT_OID_REQUEST =
-    unsafe extern "system" fn(MiniportAdapterContext: NDIS_HANDLE, RequestId: PVOID);
+    unsafe extern "win64" fn(MiniportAdapterContext: NDIS_HANDLE, RequestId: PVOID);
 /// Nullable [`MINIPORT_CANCEL_DIRECT_OID_REQUEST`].
 pub type MINIPORT_CANCEL_DIRECT_OID_REQUEST_HANDLER = Option<MINIPORT_CANCEL_DIRECT_OID_REQUEST>;
 
 /// `MiniportSynchronousOidRequest` (`<= DISPATCH_LEVEL`; NDIS 6.80).
-pub type MINIPORT_SYNCHRONOUS_OID_REQUEST = unsafe extern "system" fn(
+pub type MINIPORT_SYNCHRONOUS_OID_REQUEST = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     OidRequest: *mut NDIS_OID_REQUEST,
 ) -> NDIS_STATUS;
@@ -460,6 +460,6 @@ pub const NDIS_RETURN_FLAGS_DISPATCH_LEVEL: ULONG = 0x0000_0001;
 
 /// Work-item routine for `NdisQueueIoWorkItem` (`PASSIVE_LEVEL`).
 pub type NDIS_IO_WORKITEM_FUNCTION =
-    unsafe extern "system" fn(WorkItemContext: PVOID, NdisIoWorkItemHandle: NDIS_HANDLE);
+    unsafe extern "win64" fn(WorkItemContext: PVOID, NdisIoWorkItemHandle: NDIS_HANDLE);
 /// Nullable [`NDIS_IO_WORKITEM_FUNCTION`] (C `NDIS_IO_WORKITEM_ROUTINE`).
 pub type NDIS_IO_WORKITEM_ROUTINE = Option<NDIS_IO_WORKITEM_FUNCTION>;

@@ -51,7 +51,7 @@ pub struct NDIS_OPEN_NDK_ADAPTER_PARAMETERS {
 /// adapter. Returns `NDIS_STATUS_SUCCESS`, or e.g. `BAD_VERSION`,
 /// `ADAPTER_NOT_READY` (NDK disabled) or `RESOURCES`. There is no
 /// completion routine: the open is synchronous.
-pub type OPEN_NDK_ADAPTER = unsafe extern "system" fn(
+pub type OPEN_NDK_ADAPTER = unsafe extern "win64" fn(
     MiniportAdapterContext: NDIS_HANDLE,
     Parameters: *mut NDIS_OPEN_NDK_ADAPTER_PARAMETERS,
     ppNdkAdapter: *mut *mut NDK_ADAPTER,
@@ -61,7 +61,7 @@ pub type OPEN_NDK_ADAPTER_HANDLER = Option<OPEN_NDK_ADAPTER>;
 
 /// `CloseNDKAdapterHandler`: close an instance opened by the open handler.
 pub type CLOSE_NDK_ADAPTER =
-    unsafe extern "system" fn(MiniportAdapterContext: NDIS_HANDLE, pNdkAdapter: *mut NDK_ADAPTER);
+    unsafe extern "win64" fn(MiniportAdapterContext: NDIS_HANDLE, pNdkAdapter: *mut NDK_ADAPTER);
 /// Nullable [`CLOSE_NDK_ADAPTER`] (the C typedef is this pointer type).
 pub type CLOSE_NDK_ADAPTER_HANDLER = Option<CLOSE_NDK_ADAPTER>;
 

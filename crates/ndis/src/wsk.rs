@@ -119,7 +119,7 @@ pub struct WSK_EVENT_CALLBACK_CONTROL {
 }
 
 /// `PFN_WSK_CLIENT_EVENT`: client-level events (none are defined).
-pub type PFN_WSK_CLIENT_EVENT = unsafe extern "system" fn(
+pub type PFN_WSK_CLIENT_EVENT = unsafe extern "win64" fn(
     ClientContext: PVOID,
     EventType: ULONG,
     Information: PVOID,
@@ -129,7 +129,7 @@ pub type PFN_WSK_CLIENT_EVENT = unsafe extern "system" fn(
 /// `PFN_WSK_RECEIVE_FROM_EVENT`: datagrams arrived (`<= DISPATCH_LEVEL`).
 /// Returning `STATUS_SUCCESS` hands the list back at once; a null
 /// `DataIndication` means the socket is going away.
-pub type PFN_WSK_RECEIVE_FROM_EVENT = unsafe extern "system" fn(
+pub type PFN_WSK_RECEIVE_FROM_EVENT = unsafe extern "win64" fn(
     SocketContext: PVOID,
     Flags: ULONG,
     DataIndication: *mut WSK_DATAGRAM_INDICATION,
@@ -137,7 +137,7 @@ pub type PFN_WSK_RECEIVE_FROM_EVENT = unsafe extern "system" fn(
 
 /// `PFN_WSK_SOCKET`: create a socket; the new `PWSK_SOCKET` arrives in
 /// `Irp->IoStatus.Information`.
-pub type PFN_WSK_SOCKET = unsafe extern "system" fn(
+pub type PFN_WSK_SOCKET = unsafe extern "win64" fn(
     Client: PWSK_CLIENT,
     AddressFamily: ADDRESS_FAMILY,
     SocketType: USHORT,
@@ -152,7 +152,7 @@ pub type PFN_WSK_SOCKET = unsafe extern "system" fn(
 ) -> NTSTATUS;
 
 /// `PFN_WSK_CONTROL_SOCKET`: options and IOCTLs.
-pub type PFN_WSK_CONTROL_SOCKET = unsafe extern "system" fn(
+pub type PFN_WSK_CONTROL_SOCKET = unsafe extern "win64" fn(
     Socket: *mut WSK_SOCKET,
     RequestType: WSK_CONTROL_SOCKET_TYPE,
     ControlCode: ULONG,
@@ -167,10 +167,10 @@ pub type PFN_WSK_CONTROL_SOCKET = unsafe extern "system" fn(
 
 /// `PFN_WSK_CLOSE_SOCKET`: close; no call on the socket may be running.
 pub type PFN_WSK_CLOSE_SOCKET =
-    unsafe extern "system" fn(Socket: *mut WSK_SOCKET, Irp: *mut IRP) -> NTSTATUS;
+    unsafe extern "win64" fn(Socket: *mut WSK_SOCKET, Irp: *mut IRP) -> NTSTATUS;
 
 /// `PFN_WSK_BIND`: bind to a local transport address.
-pub type PFN_WSK_BIND = unsafe extern "system" fn(
+pub type PFN_WSK_BIND = unsafe extern "win64" fn(
     Socket: *mut WSK_SOCKET,
     LocalAddress: *mut SOCKADDR,
     Flags: ULONG,
@@ -178,7 +178,7 @@ pub type PFN_WSK_BIND = unsafe extern "system" fn(
 ) -> NTSTATUS;
 
 /// `PFN_WSK_SEND_TO`: send one datagram.
-pub type PFN_WSK_SEND_TO = unsafe extern "system" fn(
+pub type PFN_WSK_SEND_TO = unsafe extern "win64" fn(
     Socket: *mut WSK_SOCKET,
     Buffer: *mut WSK_BUF,
     Flags: ULONG,
@@ -189,7 +189,7 @@ pub type PFN_WSK_SEND_TO = unsafe extern "system" fn(
 ) -> NTSTATUS;
 
 /// `PFN_WSK_RECEIVE_FROM`: pend a receive (rsndk uses the event instead).
-pub type PFN_WSK_RECEIVE_FROM = unsafe extern "system" fn(
+pub type PFN_WSK_RECEIVE_FROM = unsafe extern "win64" fn(
     Socket: *mut WSK_SOCKET,
     Buffer: *mut WSK_BUF,
     Flags: ULONG,
@@ -202,13 +202,13 @@ pub type PFN_WSK_RECEIVE_FROM = unsafe extern "system" fn(
 
 /// `PFN_WSK_RELEASE_DATAGRAM_INDICATION_LIST`: give back indications
 /// kept by returning `STATUS_PENDING` from the receive event.
-pub type PFN_WSK_RELEASE_DATAGRAM_INDICATION_LIST = unsafe extern "system" fn(
+pub type PFN_WSK_RELEASE_DATAGRAM_INDICATION_LIST = unsafe extern "win64" fn(
     Socket: *mut WSK_SOCKET,
     DatagramIndication: *mut WSK_DATAGRAM_INDICATION,
 ) -> NTSTATUS;
 
 /// `PFN_WSK_GET_LOCAL_ADDRESS`.
-pub type PFN_WSK_GET_LOCAL_ADDRESS = unsafe extern "system" fn(
+pub type PFN_WSK_GET_LOCAL_ADDRESS = unsafe extern "win64" fn(
     Socket: *mut WSK_SOCKET,
     LocalAddress: *mut SOCKADDR,
     Irp: *mut IRP,

@@ -19,7 +19,7 @@ use ndis::{
 };
 use ndkpi::{AF_INET, IN_ADDR, NDK_ADAPTER, NDK_ADAPTER_INFO, SOCKADDR_IN};
 
-unsafe extern "system" fn initialize(
+unsafe extern "win64" fn initialize(
     _handle: NDIS_HANDLE,
     _driver_context: NDIS_HANDLE,
     _params: *mut NDIS_MINIPORT_INIT_PARAMETERS,
@@ -27,16 +27,16 @@ unsafe extern "system" fn initialize(
     NDIS_STATUS_SUCCESS
 }
 
-unsafe extern "system" fn halt(_ctx: NDIS_HANDLE, _action: NDIS_HALT_ACTION) {}
+unsafe extern "win64" fn halt(_ctx: NDIS_HANDLE, _action: NDIS_HALT_ACTION) {}
 
-unsafe extern "system" fn oid_request(
+unsafe extern "win64" fn oid_request(
     _ctx: NDIS_HANDLE,
     _req: *mut NDIS_OID_REQUEST,
 ) -> NDIS_STATUS {
     NDIS_STATUS_SUCCESS
 }
 
-unsafe extern "system" fn open_ndk(
+unsafe extern "win64" fn open_ndk(
     _ctx: NDIS_HANDLE,
     _params: *mut NDIS_OPEN_NDK_ADAPTER_PARAMETERS,
     _out: *mut *mut NDK_ADAPTER,
@@ -44,7 +44,7 @@ unsafe extern "system" fn open_ndk(
     NDIS_STATUS_ADAPTER_NOT_READY
 }
 
-unsafe extern "system" fn close_ndk(_ctx: NDIS_HANDLE, _adapter: *mut NDK_ADAPTER) {}
+unsafe extern "win64" fn close_ndk(_ctx: NDIS_HANDLE, _adapter: *mut NDK_ADAPTER) {}
 
 // The handlers have exactly the declared C signatures.
 const _: MINIPORT_INITIALIZE = initialize;

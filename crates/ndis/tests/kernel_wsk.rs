@@ -25,7 +25,7 @@ struct OneLocationIrp {
     stack: [IO_STACK_LOCATION; 1],
 }
 
-unsafe extern "system" fn completion(
+unsafe extern "win64" fn completion(
     _device: *mut DEVICE_OBJECT,
     _irp: *mut IRP,
     _context: PVOID,
@@ -57,7 +57,7 @@ fn next_stack_location_of_a_one_location_irp_is_its_only_location() {
 /// What the fake provider saw in `WskSendTo`.
 static SENT: Mutex<Vec<(SOCKADDR_IN, usize, u32)>> = Mutex::new(Vec::new());
 
-unsafe extern "system" fn fake_send_to(
+unsafe extern "win64" fn fake_send_to(
     _socket: *mut WSK_SOCKET,
     buffer: *mut WSK_BUF,
     _flags: u32,
@@ -76,7 +76,7 @@ unsafe extern "system" fn fake_send_to(
 
 static RECEIVED: Mutex<Vec<(u16, usize)>> = Mutex::new(Vec::new());
 
-unsafe extern "system" fn receive_from(
+unsafe extern "win64" fn receive_from(
     _context: PVOID,
     _flags: u32,
     mut indication: *mut WSK_DATAGRAM_INDICATION,

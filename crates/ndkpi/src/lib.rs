@@ -31,6 +31,11 @@
 // `sin_` prefix.
 #![allow(clippy::upper_case_acronyms, clippy::struct_field_names)]
 
+// The NDK ABI mirrored here is the x64 one: layouts, and the `"win64"`
+// calling convention of every entry (see `dispatch`).
+#[cfg(not(target_arch = "x86_64"))]
+compile_error!("ndkpi mirrors the x64 NDK ABI; other architectures are not supported");
+
 pub mod dispatch;
 pub mod flags;
 pub mod info;

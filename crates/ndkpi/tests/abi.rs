@@ -1,5 +1,5 @@
 //! Uses the mirror the way a provider does: `static` dispatch tables filled
-//! with `extern "system"` functions, objects pointing at them, and raw
+//! with `extern "win64"` functions, objects pointing at them, and raw
 //! constants mixed with the typed flag views.
 #![allow(non_snake_case)]
 
@@ -11,7 +11,7 @@ use ndkpi::{
     STATUS_SUCCESS, UINT32, UINT64, ULONG,
 };
 
-unsafe extern "system" fn read(
+unsafe extern "win64" fn read(
     _qp: *mut NDK_QP,
     _ctx: PVOID,
     _sgl: *const NDK_SGE,

@@ -167,7 +167,7 @@ pub unsafe fn close_adapter(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
 
 /// `NdkQueryExtension` for every object: no extension interface is defined
 /// for NDK, so none is offered.
-pub(crate) unsafe extern "system" fn query_extension(
+pub(crate) unsafe extern "win64" fn query_extension(
     _object: *mut NDK_OBJECT_HEADER,
     _id: *mut GUID,
     _version: NDK_VERSION,

@@ -744,7 +744,7 @@ unsafe fn private_data<'a>(data: *mut c_void, len: u32) -> Result<&'a [u8], NTST
 }
 
 /// `NdkCreateConnector`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_connector(
+pub(crate) unsafe extern "win64" fn create_connector(
     adapter: *mut NDK_ADAPTER,
     _completion: NDK_FN_CREATE_COMPLETION,
     _context: *mut c_void,
@@ -767,7 +767,7 @@ pub(crate) unsafe extern "system" fn create_connector(
     }
 }
 
-unsafe extern "system" fn close_connector(
+unsafe extern "win64" fn close_connector(
     c: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -776,7 +776,7 @@ unsafe extern "system" fn close_connector(
     unsafe { abi::close::<Connector>(c, completion, context) }
 }
 
-unsafe extern "system" fn connect(
+unsafe extern "win64" fn connect(
     c: *mut NDK_CONNECTOR,
     qp: *mut NDK_QP,
     src: PSOCKADDR,
@@ -820,7 +820,7 @@ unsafe extern "system" fn connect(
     }
 }
 
-unsafe extern "system" fn connect_with_shared_endpoint(
+unsafe extern "win64" fn connect_with_shared_endpoint(
     c: *mut NDK_CONNECTOR,
     qp: *mut NDK_QP,
     endpoint: *mut NDK_SHARED_ENDPOINT,
@@ -867,7 +867,7 @@ unsafe extern "system" fn connect_with_shared_endpoint(
     }
 }
 
-unsafe extern "system" fn complete_connect(
+unsafe extern "win64" fn complete_connect(
     c: *mut NDK_CONNECTOR,
     disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
     disconnect_context: *mut c_void,
@@ -881,7 +881,7 @@ unsafe extern "system" fn complete_connect(
     c.complete_connect(disconnect_event, disconnect_context)
 }
 
-unsafe extern "system" fn accept(
+unsafe extern "win64" fn accept(
     c: *mut NDK_CONNECTOR,
     qp: *mut NDK_QP,
     inbound_reads: u32,
@@ -918,7 +918,7 @@ unsafe extern "system" fn accept(
     )
 }
 
-unsafe extern "system" fn reject(
+unsafe extern "win64" fn reject(
     c: *mut NDK_CONNECTOR,
     data: *mut c_void,
     data_len: u32,
@@ -934,7 +934,7 @@ unsafe extern "system" fn reject(
     }
 }
 
-unsafe extern "system" fn get_connection_data(
+unsafe extern "win64" fn get_connection_data(
     c: *mut NDK_CONNECTOR,
     ird: *mut u32,
     ord: *mut u32,
@@ -949,7 +949,7 @@ unsafe extern "system" fn get_connection_data(
     unsafe { c.connection_data(ird, ord, data, data_len) }
 }
 
-unsafe extern "system" fn get_local_address(
+unsafe extern "win64" fn get_local_address(
     c: *mut NDK_CONNECTOR,
     addr: *mut SOCKADDR,
     len: *mut u32,
@@ -965,7 +965,7 @@ unsafe extern "system" fn get_local_address(
     unsafe { sockaddr::write(local, addr, len) }
 }
 
-unsafe extern "system" fn get_peer_address(
+unsafe extern "win64" fn get_peer_address(
     c: *mut NDK_CONNECTOR,
     addr: *mut SOCKADDR,
     len: *mut u32,
@@ -981,7 +981,7 @@ unsafe extern "system" fn get_peer_address(
     unsafe { sockaddr::write(remote, addr, len) }
 }
 
-unsafe extern "system" fn disconnect(
+unsafe extern "win64" fn disconnect(
     c: *mut NDK_CONNECTOR,
     completion: NDK_FN_REQUEST_COMPLETION,
     context: *mut c_void,

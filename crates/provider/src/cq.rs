@@ -434,7 +434,7 @@ unsafe fn cq_arg<'a>(cq: *mut NDK_CQ) -> Option<&'a Cq> {
 }
 
 /// `NdkCreateCq`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_cq(
+pub(crate) unsafe extern "win64" fn create_cq(
     adapter: *mut NDK_ADAPTER,
     depth: u32,
     notification: NDK_FN_CQ_NOTIFICATION_CALLBACK,
@@ -461,7 +461,7 @@ pub(crate) unsafe extern "system" fn create_cq(
     }
 }
 
-unsafe extern "system" fn close_cq(
+unsafe extern "win64" fn close_cq(
     cq: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -470,7 +470,7 @@ unsafe extern "system" fn close_cq(
     unsafe { abi::close::<Cq>(cq, completion, context) }
 }
 
-unsafe extern "system" fn resize_cq(
+unsafe extern "win64" fn resize_cq(
     cq: *mut NDK_CQ,
     depth: u32,
     _completion: NDK_FN_REQUEST_COMPLETION,
@@ -486,7 +486,7 @@ unsafe extern "system" fn resize_cq(
     }
 }
 
-unsafe extern "system" fn arm_cq(cq: *mut NDK_CQ, kind: u32) {
+unsafe extern "win64" fn arm_cq(cq: *mut NDK_CQ, kind: u32) {
     // SAFETY: the consumer passes its open CQ.
     let Some(cq) = (unsafe { cq_arg(cq) }) else {
         return;
@@ -497,7 +497,7 @@ unsafe extern "system" fn arm_cq(cq: *mut NDK_CQ, kind: u32) {
     }
 }
 
-unsafe extern "system" fn get_cq_results(
+unsafe extern "win64" fn get_cq_results(
     cq: *mut NDK_CQ,
     results: *mut NDK_RESULT,
     max: u32,
@@ -515,7 +515,7 @@ unsafe extern "system" fn get_cq_results(
     }) as u32
 }
 
-unsafe extern "system" fn get_cq_results_ex(
+unsafe extern "win64" fn get_cq_results_ex(
     cq: *mut NDK_CQ,
     results: *mut NDK_RESULT_EX,
     max: u32,
@@ -533,7 +533,7 @@ unsafe extern "system" fn get_cq_results_ex(
     }) as u32
 }
 
-unsafe extern "system" fn control_cq_interrupt_moderation(
+unsafe extern "win64" fn control_cq_interrupt_moderation(
     cq: *mut NDK_CQ,
     interval: u32,
     count: u32,

@@ -211,7 +211,7 @@ pub(crate) unsafe fn endpoint_arg<'a>(e: *mut NDK_SHARED_ENDPOINT) -> Option<&'a
 }
 
 /// `NdkCreateSharedEndpoint`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_shared_endpoint(
+pub(crate) unsafe extern "win64" fn create_shared_endpoint(
     adapter: *mut NDK_ADAPTER,
     addr: PSOCKADDR,
     addr_len: u32,
@@ -241,7 +241,7 @@ pub(crate) unsafe extern "system" fn create_shared_endpoint(
     }
 }
 
-unsafe extern "system" fn close_shared_endpoint(
+unsafe extern "win64" fn close_shared_endpoint(
     e: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -250,7 +250,7 @@ unsafe extern "system" fn close_shared_endpoint(
     unsafe { abi::close::<SharedEndpoint>(e, completion, context) }
 }
 
-unsafe extern "system" fn get_local_address(
+unsafe extern "win64" fn get_local_address(
     e: *mut NDK_SHARED_ENDPOINT,
     addr: *mut SOCKADDR,
     len: *mut u32,

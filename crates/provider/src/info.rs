@@ -75,7 +75,7 @@ pub fn adapter_info(version: NDK_VERSION, caps: &DeviceCaps) -> NDK_ADAPTER_INFO
 }
 
 /// `NdkQueryAdapterInfo` (PASSIVE_LEVEL).
-pub(crate) unsafe extern "system" fn query_adapter_info(
+pub(crate) unsafe extern "win64" fn query_adapter_info(
     adapter: *mut NDK_ADAPTER,
     info: *mut NDK_ADAPTER_INFO,
     size: *mut u32,

@@ -44,7 +44,7 @@ fn owner_tag(adapter: &Adapter) -> *mut c_void {
 }
 
 /// `NdkBuildLAM`.
-pub(crate) unsafe extern "system" fn build_lam(
+pub(crate) unsafe extern "win64" fn build_lam(
     adapter: *mut NDK_ADAPTER,
     mdl: *mut MDL,
     length: usize,
@@ -112,7 +112,7 @@ pub(crate) unsafe extern "system" fn build_lam(
 }
 
 /// `NdkReleaseLAM`.
-pub(crate) unsafe extern "system" fn release_lam(
+pub(crate) unsafe extern "win64" fn release_lam(
     adapter: *mut NDK_ADAPTER,
     lam: *mut NDK_LOGICAL_ADDRESS_MAPPING,
 ) {

@@ -224,7 +224,7 @@ unsafe fn listener_arg<'a>(l: *mut NDK_LISTENER) -> Option<&'a Listener> {
 }
 
 /// `NdkCreateListener`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_listener(
+pub(crate) unsafe extern "win64" fn create_listener(
     adapter: *mut NDK_ADAPTER,
     connect_event: NDK_FN_CONNECT_EVENT_CALLBACK,
     connect_event_context: *mut c_void,
@@ -249,7 +249,7 @@ pub(crate) unsafe extern "system" fn create_listener(
     }
 }
 
-unsafe extern "system" fn close_listener(
+unsafe extern "win64" fn close_listener(
     l: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -258,7 +258,7 @@ unsafe extern "system" fn close_listener(
     unsafe { abi::close::<Listener>(l, completion, context) }
 }
 
-unsafe extern "system" fn listen(
+unsafe extern "win64" fn listen(
     l: *mut NDK_LISTENER,
     addr: PSOCKADDR,
     addr_len: u32,
@@ -280,7 +280,7 @@ unsafe extern "system" fn listen(
     }
 }
 
-unsafe extern "system" fn get_local_address(
+unsafe extern "win64" fn get_local_address(
     l: *mut NDK_LISTENER,
     addr: *mut SOCKADDR,
     len: *mut u32,
@@ -296,7 +296,7 @@ unsafe extern "system" fn get_local_address(
     unsafe { sockaddr::write(at, addr, len) }
 }
 
-unsafe extern "system" fn control_connect_events(l: *mut NDK_LISTENER, pause: u8) {
+unsafe extern "win64" fn control_connect_events(l: *mut NDK_LISTENER, pause: u8) {
     // SAFETY: the consumer passes its open listener.
     if let Some(l) = unsafe { listener_arg(l) } {
         l.control(pause != 0);

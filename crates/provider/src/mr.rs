@@ -396,7 +396,7 @@ pub(crate) unsafe fn mr_arg<'a>(mr: *mut NDK_MR) -> Option<&'a Mr> {
 }
 
 /// `NdkCreateMr`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_mr(
+pub(crate) unsafe extern "win64" fn create_mr(
     pd: *mut NDK_PD,
     fast_register: u8,
     _completion: NDK_FN_CREATE_COMPLETION,
@@ -420,7 +420,7 @@ pub(crate) unsafe extern "system" fn create_mr(
     }
 }
 
-unsafe extern "system" fn close_mr(
+unsafe extern "win64" fn close_mr(
     mr: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -429,7 +429,7 @@ unsafe extern "system" fn close_mr(
     unsafe { abi::close::<Mr>(mr, completion, context) }
 }
 
-unsafe extern "system" fn register_mr(
+unsafe extern "win64" fn register_mr(
     mr: *mut NDK_MR,
     mdl: *mut MDL,
     length: usize,
@@ -449,7 +449,7 @@ unsafe extern "system" fn register_mr(
     }
 }
 
-unsafe extern "system" fn deregister_mr(
+unsafe extern "win64" fn deregister_mr(
     mr: *mut NDK_MR,
     _completion: NDK_FN_REQUEST_COMPLETION,
     _context: *mut c_void,
@@ -464,7 +464,7 @@ unsafe extern "system" fn deregister_mr(
     }
 }
 
-unsafe extern "system" fn initialize_fast_register_mr(
+unsafe extern "win64" fn initialize_fast_register_mr(
     mr: *mut NDK_MR,
     page_count: u32,
     remote_access: u8,
@@ -481,7 +481,7 @@ unsafe extern "system" fn initialize_fast_register_mr(
     }
 }
 
-unsafe extern "system" fn get_token_from_mr(mr: *mut NDK_MR) -> u32 {
+unsafe extern "win64" fn get_token_from_mr(mr: *mut NDK_MR) -> u32 {
     // SAFETY: the consumer passes its open MR.
     unsafe { mr_arg(mr) }.map_or(0, |mr| mr.key().0)
 }

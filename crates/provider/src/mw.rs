@@ -172,7 +172,7 @@ pub(crate) unsafe fn mw_arg<'a>(mw: *mut NDK_MW) -> Option<&'a Mw> {
 }
 
 /// `NdkCreateMw`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_mw(
+pub(crate) unsafe extern "win64" fn create_mw(
     pd: *mut NDK_PD,
     _completion: NDK_FN_CREATE_COMPLETION,
     _context: *mut c_void,
@@ -195,7 +195,7 @@ pub(crate) unsafe extern "system" fn create_mw(
     }
 }
 
-unsafe extern "system" fn close_mw(
+unsafe extern "win64" fn close_mw(
     mw: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -204,7 +204,7 @@ unsafe extern "system" fn close_mw(
     unsafe { abi::close::<Mw>(mw, completion, context) }
 }
 
-unsafe extern "system" fn get_remote_token_from_mw(mw: *mut NDK_MW) -> u32 {
+unsafe extern "win64" fn get_remote_token_from_mw(mw: *mut NDK_MW) -> u32 {
     // SAFETY: the consumer passes its open MW.
     unsafe { mw_arg(mw) }.map_or(0, |mw| mw.key().0)
 }

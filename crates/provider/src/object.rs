@@ -37,7 +37,7 @@ static LIFE_LOCK: LockClass = LockClass::new("object.life");
 #[derive(Clone, Copy)]
 pub struct CloseCompletion {
     /// The callback.
-    pub func: unsafe extern "system" fn(*mut c_void),
+    pub func: unsafe extern "win64" fn(*mut c_void),
     /// Its argument.
     pub context: *mut c_void,
 }
@@ -326,7 +326,7 @@ mod tests {
     }
 
     static CLOSED: AtomicU32 = AtomicU32::new(0);
-    unsafe extern "system" fn on_close(ctx: *mut c_void) {
+    unsafe extern "win64" fn on_close(ctx: *mut c_void) {
         CLOSED.fetch_add(ctx as u32, Ordering::SeqCst);
     }
 

@@ -113,7 +113,7 @@ pub(crate) unsafe fn pd_arg<'a>(pd: *mut NDK_PD) -> Option<&'a Pd> {
 }
 
 /// `NdkCreatePd`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_pd(
+pub(crate) unsafe extern "win64" fn create_pd(
     adapter: *mut NDK_ADAPTER,
     _completion: NDK_FN_CREATE_COMPLETION,
     _context: *mut c_void,
@@ -136,7 +136,7 @@ pub(crate) unsafe extern "system" fn create_pd(
     }
 }
 
-unsafe extern "system" fn close_pd(
+unsafe extern "win64" fn close_pd(
     pd: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -145,7 +145,7 @@ unsafe extern "system" fn close_pd(
     unsafe { abi::close::<Pd>(pd, completion, context) }
 }
 
-unsafe extern "system" fn get_privileged_memory_region_token(pd: *mut NDK_PD, token: *mut u32) {
+unsafe extern "win64" fn get_privileged_memory_region_token(pd: *mut NDK_PD, token: *mut u32) {
     // SAFETY: the consumer passes its open PD.
     let Some(pd) = (unsafe { pd_arg(pd) }) else {
         return;

@@ -280,7 +280,7 @@ pub(crate) unsafe fn srq_arg<'a>(srq: *mut NDK_SRQ) -> Option<&'a Srq> {
 }
 
 /// `NdkCreateSrq`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_srq(
+pub(crate) unsafe extern "win64" fn create_srq(
     pd: *mut NDK_PD,
     depth: u32,
     max_sge: u32,
@@ -316,7 +316,7 @@ pub(crate) unsafe extern "system" fn create_srq(
     }
 }
 
-unsafe extern "system" fn close_srq(
+unsafe extern "win64" fn close_srq(
     srq: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -325,7 +325,7 @@ unsafe extern "system" fn close_srq(
     unsafe { abi::close::<Srq>(srq, completion, context) }
 }
 
-unsafe extern "system" fn modify_srq(
+unsafe extern "win64" fn modify_srq(
     srq: *mut NDK_SRQ,
     depth: u32,
     threshold: u32,
@@ -342,7 +342,7 @@ unsafe extern "system" fn modify_srq(
     }
 }
 
-unsafe extern "system" fn srq_receive(
+unsafe extern "win64" fn srq_receive(
     srq: *mut NDK_SRQ,
     context: *mut c_void,
     sgl: *const NDK_SGE,

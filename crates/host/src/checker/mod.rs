@@ -5,7 +5,7 @@
 //! A violation is always recorded on the platform instance that saw it. In
 //! [`Mode::Bugcheck`] (the default) it then panics with the rule's name,
 //! as Windows would bugcheck. Provider code is usually entered through
-//! `extern "system"` dispatch functions, where a panic aborts the process:
+//! `extern "win64"` dispatch functions, where a panic aborts the process:
 //! that is the point of a bugcheck, but a test that breaks a rule on
 //! purpose must survive it, so such tests use an instance in
 //! [`Mode::Record`] and read [`Violations::list`] afterwards.

@@ -26,7 +26,7 @@ fn sockaddr_len() -> u32 {
 
 /// `NDK_FN_DISCONNECT_EVENT_CALLBACK`: the peer closed (or the connection
 /// broke).
-unsafe extern "system" fn disconnect_event(context: PVOID) {
+unsafe extern "win64" fn disconnect_event(context: PVOID) {
     // SAFETY: the connector's `Event` reference, released only after the
     // connector's close completed.
     let event = unsafe { Event::from_context(context) };
@@ -287,7 +287,7 @@ impl Drop for Connector {
 
 /// `NDK_FN_CLOSE_COMPLETION` of a listener: its connect-event context
 /// can go.
-unsafe extern "system" fn listener_closed(context: PVOID) {
+unsafe extern "win64" fn listener_closed(context: PVOID) {
     // SAFETY: the listener's `Event` reference; the close completed, so no
     // connect event can come.
     unsafe { Event::release(context) };
@@ -317,7 +317,7 @@ impl Listener {
     }
 
     /// `NDK_FN_CONNECT_EVENT_CALLBACK`: queues the new connector.
-    pub(super) unsafe extern "system" fn connect_event(
+    pub(super) unsafe extern "win64" fn connect_event(
         context: PVOID,
         connector: *mut NDK_CONNECTOR,
     ) {

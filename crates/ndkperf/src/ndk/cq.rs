@@ -58,7 +58,7 @@ impl Cq {
     }
 
     /// `NDK_FN_CQ_NOTIFICATION_CALLBACK`: fires the CQ's event.
-    pub(super) unsafe extern "system" fn notification(context: PVOID, status: NTSTATUS) {
+    pub(super) unsafe extern "win64" fn notification(context: PVOID, status: NTSTATUS) {
         // SAFETY: the context is the CQ's `Event` reference, released only
         // after the CQ's close completed (no callback after that).
         let event = unsafe { Event::from_context(context) };

@@ -93,14 +93,14 @@ unsafe fn take(context: PVOID) -> Arc<Signal> {
 }
 
 /// `NDK_FN_REQUEST_COMPLETION` for [`Signal`] contexts.
-pub unsafe extern "system" fn request_done(context: PVOID, status: NTSTATUS) {
+pub unsafe extern "win64" fn request_done(context: PVOID, status: NTSTATUS) {
     // SAFETY: the provider hands back the context we gave it, once.
     let signal = unsafe { take(context) };
     signal.set(status, 0);
 }
 
 /// `NDK_FN_CREATE_COMPLETION` for [`Signal`] contexts.
-pub unsafe extern "system" fn create_done(
+pub unsafe extern "win64" fn create_done(
     context: PVOID,
     status: NTSTATUS,
     object: *mut NDK_OBJECT_HEADER,
@@ -111,7 +111,7 @@ pub unsafe extern "system" fn create_done(
 }
 
 /// `NDK_FN_CLOSE_COMPLETION` for [`Signal`] contexts.
-pub unsafe extern "system" fn close_done(context: PVOID) {
+pub unsafe extern "win64" fn close_done(context: PVOID) {
     // SAFETY: the provider hands back the context we gave it, once.
     let signal = unsafe { take(context) };
     signal.set(0, 0);

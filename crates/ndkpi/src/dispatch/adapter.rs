@@ -19,7 +19,7 @@ use crate::types::{GROUP_AFFINITY, NTSTATUS, PVOID, SIZE_T, ULONG};
 
 /// Provider entry: copy the adapter info (in/out byte size). Passive level.
 pub type NDK_FN_QUERY_ADAPTER_INFO = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         pInfo: *mut NDK_ADAPTER_INFO,
         pBufferSize: *mut ULONG,
@@ -29,7 +29,7 @@ pub type NDK_FN_QUERY_ADAPTER_INFO = Option<
 /// Query adapter info for a given version. Declared by the 1.2 header but
 /// not part of any dispatch table there.
 pub type NDK_FN_QUERY_ADAPTER_INFO_EX = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         Version: NDK_VERSION,
         pInfo: *mut NDK_ADAPTER_INFO,
@@ -39,7 +39,7 @@ pub type NDK_FN_QUERY_ADAPTER_INFO_EX = Option<
 
 /// Provider entry: create a completion queue.
 pub type NDK_FN_CREATE_CQ = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         CqDepth: ULONG,
         CqNotification: NDK_FN_CQ_NOTIFICATION_CALLBACK,
@@ -53,7 +53,7 @@ pub type NDK_FN_CREATE_CQ = Option<
 
 /// Provider entry: create a protection domain.
 pub type NDK_FN_CREATE_PD = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         CreateCompletion: NDK_FN_CREATE_COMPLETION,
         RequestContext: PVOID,
@@ -63,7 +63,7 @@ pub type NDK_FN_CREATE_PD = Option<
 
 /// Provider entry: create a shared endpoint on a local address.
 pub type NDK_FN_CREATE_SHARED_ENDPOINT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         pAddress: PSOCKADDR,
         AddressLength: ULONG,
@@ -75,7 +75,7 @@ pub type NDK_FN_CREATE_SHARED_ENDPOINT = Option<
 
 /// Provider entry: create a connector.
 pub type NDK_FN_CREATE_CONNECTOR = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         CreateCompletion: NDK_FN_CREATE_COMPLETION,
         RequestContext: PVOID,
@@ -85,7 +85,7 @@ pub type NDK_FN_CREATE_CONNECTOR = Option<
 
 /// Provider entry: create a listener.
 pub type NDK_FN_CREATE_LISTENER = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         ConnectEvent: NDK_FN_CONNECT_EVENT_CALLBACK,
         ConnectEventContext: PVOID,
@@ -98,7 +98,7 @@ pub type NDK_FN_CREATE_LISTENER = Option<
 /// Provider entry: build a logical address mapping for an MDL span (in/out
 /// byte size, first-byte offset out). The completion may be null.
 pub type NDK_FN_BUILD_LAM = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         Mdl: *mut MDL,
         Length: SIZE_T,
@@ -112,7 +112,7 @@ pub type NDK_FN_BUILD_LAM = Option<
 
 /// Provider entry: release a logical address mapping.
 pub type NDK_FN_RELEASE_LAM = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkAdapter: *mut NDK_ADAPTER,
         pNdkLAM: *mut NDK_LOGICAL_ADDRESS_MAPPING,
     ),

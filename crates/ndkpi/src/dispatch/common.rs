@@ -6,22 +6,22 @@ use crate::types::{GUID, NTSTATUS, PVOID};
 
 /// Consumer callback: an object close that returned `STATUS_PENDING` has
 /// finished.
-pub type NDK_FN_CLOSE_COMPLETION = Option<unsafe extern "system" fn(Context: PVOID)>;
+pub type NDK_FN_CLOSE_COMPLETION = Option<unsafe extern "win64" fn(Context: PVOID)>;
 
 /// Consumer callback: an asynchronous request that returned
 /// `STATUS_PENDING` has finished with `Status`.
 pub type NDK_FN_REQUEST_COMPLETION =
-    Option<unsafe extern "system" fn(Context: PVOID, Status: NTSTATUS)>;
+    Option<unsafe extern "win64" fn(Context: PVOID, Status: NTSTATUS)>;
 
 /// Consumer callback: an object creation that returned `STATUS_PENDING`
 /// has finished; the new object comes with it.
 pub type NDK_FN_CREATE_COMPLETION = Option<
-    unsafe extern "system" fn(Context: PVOID, Status: NTSTATUS, pNdkObject: *mut NDK_OBJECT_HEADER),
+    unsafe extern "win64" fn(Context: PVOID, Status: NTSTATUS, pNdkObject: *mut NDK_OBJECT_HEADER),
 >;
 
 /// Provider entry: close an object (any type).
 pub type NDK_FN_CLOSE_OBJECT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkObject: *mut NDK_OBJECT_HEADER,
         CloseCompletion: NDK_FN_CLOSE_COMPLETION,
         RequestContext: PVOID,
@@ -30,7 +30,7 @@ pub type NDK_FN_CLOSE_OBJECT = Option<
 
 /// Provider entry: look up an extension interface of an object.
 pub type NDK_FN_QUERY_EXTENSION_INTERFACE = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkObject: *mut NDK_OBJECT_HEADER,
         ExtensionInterfaceID: *mut GUID,
         ExtensionInterfaceVersion: NDK_VERSION,

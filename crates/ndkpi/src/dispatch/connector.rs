@@ -13,7 +13,7 @@ use crate::types::{BOOLEAN, NTSTATUS, PVOID, ULONG};
 
 /// Provider entry: connect a QP from a source to a destination address.
 pub type NDK_FN_CONNECT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         pNdkQp: *mut NDK_QP,
         pSrcAddress: PSOCKADDR,
@@ -31,7 +31,7 @@ pub type NDK_FN_CONNECT = Option<
 
 /// Provider entry: connect a QP from a shared endpoint's address.
 pub type NDK_FN_CONNECT_WITH_SHARED_ENDPOINT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         pNdkQp: *mut NDK_QP,
         pNdkSharedEndpoint: *mut NDK_SHARED_ENDPOINT,
@@ -48,11 +48,11 @@ pub type NDK_FN_CONNECT_WITH_SHARED_ENDPOINT = Option<
 
 /// Consumer callback: the peer ended the connection (or it broke).
 pub type NDK_FN_DISCONNECT_EVENT_CALLBACK =
-    Option<unsafe extern "system" fn(DisconnectEventContext: PVOID)>;
+    Option<unsafe extern "win64" fn(DisconnectEventContext: PVOID)>;
 
 /// Provider entry: finish an outgoing connection after the peer accepted.
 pub type NDK_FN_COMPLETE_CONNECT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         DisconnectEvent: NDK_FN_DISCONNECT_EVENT_CALLBACK,
         DisconnectEventContext: PVOID,
@@ -63,7 +63,7 @@ pub type NDK_FN_COMPLETE_CONNECT = Option<
 
 /// Provider entry: accept an incoming connection onto a QP.
 pub type NDK_FN_ACCEPT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         pNdkQp: *mut NDK_QP,
         InboundReadLimit: ULONG,
@@ -79,7 +79,7 @@ pub type NDK_FN_ACCEPT = Option<
 
 /// Provider entry: refuse a connection, with optional private data.
 pub type NDK_FN_REJECT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         pPrivateData: PVOID,
         PrivateDataLength: ULONG,
@@ -88,7 +88,7 @@ pub type NDK_FN_REJECT = Option<
 
 /// Provider entry: the peer's read limits and private data.
 pub type NDK_FN_GET_CONNECTION_DATA = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         pInboundReadLimit: *mut ULONG,
         pOutboundReadLimit: *mut ULONG,
@@ -99,7 +99,7 @@ pub type NDK_FN_GET_CONNECTION_DATA = Option<
 
 /// Provider entry: the connector's local address (in/out byte length).
 pub type NDK_FN_GET_LOCAL_ADDRESS = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         pAddress: PSOCKADDR,
         pAddressLength: *mut ULONG,
@@ -108,7 +108,7 @@ pub type NDK_FN_GET_LOCAL_ADDRESS = Option<
 
 /// Provider entry: the connector's peer address (in/out byte length).
 pub type NDK_FN_GET_PEER_ADDRESS = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         pAddress: PSOCKADDR,
         pAddressLength: *mut ULONG,
@@ -117,7 +117,7 @@ pub type NDK_FN_GET_PEER_ADDRESS = Option<
 
 /// Provider entry: disconnect gracefully.
 pub type NDK_FN_DISCONNECT = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         RequestCompletion: NDK_FN_REQUEST_COMPLETION,
         RequestContext: PVOID,
@@ -127,7 +127,7 @@ pub type NDK_FN_DISCONNECT = Option<
 /// Disconnect, optionally abortively. Declared by the 1.2 header but not
 /// part of any dispatch table there.
 pub type NDK_FN_DISCONNECT_EX = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkConnector: *mut NDK_CONNECTOR,
         Abortive: BOOLEAN,
         RequestCompletion: NDK_FN_REQUEST_COMPLETION,

@@ -11,7 +11,7 @@ use crate::types::{NTSTATUS, PVOID, ULONG};
 
 /// Provider entry: change the depth of a CQ.
 pub type NDK_FN_RESIZE_CQ = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkCq: *mut NDK_CQ,
         CqDepth: ULONG,
         RequestCompletion: NDK_FN_REQUEST_COMPLETION,
@@ -22,15 +22,15 @@ pub type NDK_FN_RESIZE_CQ = Option<
 /// Consumer callback: an armed CQ has something to report (`CqStatus` is
 /// success, or the error that broke the CQ).
 pub type NDK_FN_CQ_NOTIFICATION_CALLBACK =
-    Option<unsafe extern "system" fn(CqNotificationContext: PVOID, CqStatus: NTSTATUS)>;
+    Option<unsafe extern "win64" fn(CqNotificationContext: PVOID, CqStatus: NTSTATUS)>;
 
 /// Provider entry: arm a CQ for one notification (`Type` is an
 /// `NDK_CQ_NOTIFY_*` value).
-pub type NDK_FN_ARM_CQ = Option<unsafe extern "system" fn(pNdkCq: *mut NDK_CQ, Type: ULONG)>;
+pub type NDK_FN_ARM_CQ = Option<unsafe extern "win64" fn(pNdkCq: *mut NDK_CQ, Type: ULONG)>;
 
 /// Provider entry: take up to `nResults` completions; returns how many.
 pub type NDK_FN_GET_CQ_RESULTS = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkCq: *mut NDK_CQ,
         Results: *mut NDK_RESULT,
         nResults: ULONG,
@@ -39,7 +39,7 @@ pub type NDK_FN_GET_CQ_RESULTS = Option<
 
 /// Provider entry: set interrupt moderation (microseconds, count).
 pub type NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkCq: *mut NDK_CQ,
         ModerationInterval: ULONG,
         ModerationCount: ULONG,
@@ -49,7 +49,7 @@ pub type NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION = Option<
 /// Provider entry: take up to `nResults` extended completions; returns how
 /// many (NDKPI 1.2).
 pub type NDK_FN_GET_CQ_RESULTS_EX = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkCq: *mut NDK_CQ,
         Results: *mut NDK_RESULT_EX,
         nResults: ULONG,

@@ -8,7 +8,7 @@ use crate::types::{NTSTATUS, ULONG};
 
 /// Provider entry: the endpoint's local address (in/out byte length).
 pub type NDK_FN_GET_SHARED_ENDPOINT_LOCAL_ADDRESS = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkSharedEndpoint: *mut NDK_SHARED_ENDPOINT,
         pAddress: PSOCKADDR,
         pAddressLength: *mut ULONG,

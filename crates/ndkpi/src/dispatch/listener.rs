@@ -10,16 +10,16 @@ use crate::types::{BOOLEAN, NTSTATUS, PVOID, ULONG};
 
 /// Consumer callback: a connection request arrived, as a new connector.
 pub type NDK_FN_CONNECT_EVENT_CALLBACK = Option<
-    unsafe extern "system" fn(ConnectEventContext: PVOID, pNdkConnector: *mut NDK_CONNECTOR),
+    unsafe extern "win64" fn(ConnectEventContext: PVOID, pNdkConnector: *mut NDK_CONNECTOR),
 >;
 
 /// Provider entry: pause or resume connect events.
 pub type NDK_FN_CONTROL_CONNECT_EVENTS =
-    Option<unsafe extern "system" fn(pNdkListener: *mut NDK_LISTENER, Pause: BOOLEAN)>;
+    Option<unsafe extern "win64" fn(pNdkListener: *mut NDK_LISTENER, Pause: BOOLEAN)>;
 
 /// Provider entry: start listening on an address.
 pub type NDK_FN_LISTEN = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkListener: *mut NDK_LISTENER,
         pAddress: PSOCKADDR,
         AddressLength: ULONG,
@@ -30,7 +30,7 @@ pub type NDK_FN_LISTEN = Option<
 
 /// Provider entry: the listener's local address (in/out byte length).
 pub type NDK_FN_GET_LISTENER_LOCAL_ADDRESS = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkListener: *mut NDK_LISTENER,
         pAddress: PSOCKADDR,
         pAddressLength: *mut ULONG,

@@ -1,10 +1,15 @@
 //! Function-pointer types, dispatch tables and object structs of
 //! `ndkpi.h`, one file per header section, each in header order.
 //!
-//! Every `NDK_FN_*` type is an `Option` of an `unsafe extern "system"` fn:
+//! Every `NDK_FN_*` type is an `Option` of an `unsafe extern "win64"` fn:
 //! `None` is the C null pointer and the layout is that of one pointer. The
-//! header gives no calling convention, so it is the platform's C one; on
-//! x64 Windows `"system"` and `"C"` are the same single convention.
+//! header gives no calling convention, so it is x64 Windows' single one,
+//! and this crate names it `"win64"` on every x86-64 target: on Windows it
+//! is what `"system"` means, and on Linux it keeps the dispatch tables of
+//! `librsndk.so` binary-identical to the kernel's, so one consumer suite
+//! drives both the host provider and the real `rsndk.sys` loaded in the
+//! kernel bottle (whose tables are win64 code). C consumers on Linux
+//! declare the entries `__attribute__((ms_abi))`.
 //! Parameter names are the header's. C `CONST PSOCKADDR` / `CONST PVOID`
 //! parameters are const *pointers* (to mutable data), hence `*mut` here.
 //!

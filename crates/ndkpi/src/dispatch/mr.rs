@@ -12,7 +12,7 @@ use crate::types::{BOOLEAN, NTSTATUS, PVOID, SIZE_T, UINT32, ULONG};
 /// Provider entry: register `Length` bytes of a virtually contiguous MDL
 /// chain with `NDK_MR_FLAG_*` access.
 pub type NDK_FN_REGISTER_MR = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkMr: *mut NDK_MR,
         Mdl: *mut MDL,
         Length: SIZE_T,
@@ -24,7 +24,7 @@ pub type NDK_FN_REGISTER_MR = Option<
 
 /// Provider entry: undo a registration.
 pub type NDK_FN_DEREGISTER_MR = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkMr: *mut NDK_MR,
         RequestCompletion: NDK_FN_REQUEST_COMPLETION,
         RequestContext: PVOID,
@@ -34,7 +34,7 @@ pub type NDK_FN_DEREGISTER_MR = Option<
 /// Provider entry: prepare a fast-register MR for up to `AdapterPageCount`
 /// pages, optionally with remote access.
 pub type NDK_FN_INITIALIZE_FAST_REGISTER_MR = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkMr: *mut NDK_MR,
         AdapterPageCount: ULONG,
         RemoteAccess: BOOLEAN,
@@ -45,11 +45,11 @@ pub type NDK_FN_INITIALIZE_FAST_REGISTER_MR = Option<
 
 /// Provider entry: the MR's remote token.
 pub type NDK_FN_GET_REMOTE_TOKEN_FROM_MR =
-    Option<unsafe extern "system" fn(pNdkMr: *mut NDK_MR) -> UINT32>;
+    Option<unsafe extern "win64" fn(pNdkMr: *mut NDK_MR) -> UINT32>;
 
 /// Provider entry: the MR's local token.
 pub type NDK_FN_GET_LOCAL_TOKEN_FROM_MR =
-    Option<unsafe extern "system" fn(pNdkMr: *mut NDK_MR) -> UINT32>;
+    Option<unsafe extern "win64" fn(pNdkMr: *mut NDK_MR) -> UINT32>;
 
 /// Entry points of a memory region.
 #[repr(C)]

@@ -6,7 +6,7 @@ use crate::types::UINT32;
 
 /// Provider entry: the MW's remote token.
 pub type NDK_FN_GET_REMOTE_TOKEN_FROM_MW =
-    Option<unsafe extern "system" fn(pNdkMw: *mut NDK_MW) -> UINT32>;
+    Option<unsafe extern "win64" fn(pNdkMw: *mut NDK_MW) -> UINT32>;
 
 /// Entry points of a memory window.
 #[repr(C)]

@@ -14,7 +14,7 @@ use crate::types::{BOOLEAN, GROUP_AFFINITY, NTSTATUS, PVOID, UINT32, ULONG};
 /// Provider entry: create an MR, for `NdkRegisterMr` or (if
 /// `FastRegister`) for fast registration.
 pub type NDK_FN_CREATE_MR = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkPd: *mut NDK_PD,
         FastRegister: BOOLEAN,
         CreateCompletion: NDK_FN_CREATE_COMPLETION,
@@ -25,7 +25,7 @@ pub type NDK_FN_CREATE_MR = Option<
 
 /// Provider entry: create a memory window.
 pub type NDK_FN_CREATE_MW = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkPd: *mut NDK_PD,
         CreateCompletion: NDK_FN_CREATE_COMPLETION,
         RequestContext: PVOID,
@@ -35,7 +35,7 @@ pub type NDK_FN_CREATE_MW = Option<
 
 /// Provider entry: create a shared receive queue.
 pub type NDK_FN_CREATE_SRQ = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkPd: *mut NDK_PD,
         SrqDepth: ULONG,
         MaxReceiveRequestSge: ULONG,
@@ -51,7 +51,7 @@ pub type NDK_FN_CREATE_SRQ = Option<
 
 /// Provider entry: create a QP with its own receive queue.
 pub type NDK_FN_CREATE_QP = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkPd: *mut NDK_PD,
         pReceiveCq: *mut NDK_CQ,
         pInitiatorCq: *mut NDK_CQ,
@@ -69,7 +69,7 @@ pub type NDK_FN_CREATE_QP = Option<
 
 /// Provider entry: create a QP that receives through an SRQ.
 pub type NDK_FN_CREATE_QP_WITH_SRQ = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkPd: *mut NDK_PD,
         pReceiveCq: *mut NDK_CQ,
         pInitiatorCq: *mut NDK_CQ,
@@ -87,7 +87,7 @@ pub type NDK_FN_CREATE_QP_WITH_SRQ = Option<
 /// Provider entry: the PD's privileged token (local access by logical
 /// address, no registration).
 pub type NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN =
-    Option<unsafe extern "system" fn(pNdkPd: *mut NDK_PD, pToken: *mut UINT32)>;
+    Option<unsafe extern "win64" fn(pNdkPd: *mut NDK_PD, pToken: *mut UINT32)>;
 
 /// Entry points of a protection domain.
 #[repr(C)]

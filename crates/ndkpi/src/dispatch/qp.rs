@@ -11,11 +11,11 @@ use crate::sge::NDK_SGE;
 use crate::types::{NTSTATUS, PVOID, SIZE_T, UINT32, UINT64, ULONG};
 
 /// Provider entry: cancel every queued request of the QP.
-pub type NDK_FN_FLUSH = Option<unsafe extern "system" fn(pNdkQp: *mut NDK_QP)>;
+pub type NDK_FN_FLUSH = Option<unsafe extern "win64" fn(pNdkQp: *mut NDK_QP)>;
 
 /// Provider entry: post a send.
 pub type NDK_FN_SEND = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pSgl: *const NDK_SGE,
@@ -26,7 +26,7 @@ pub type NDK_FN_SEND = Option<
 
 /// Provider entry: post a receive.
 pub type NDK_FN_RECEIVE = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pSgl: *const NDK_SGE,
@@ -36,7 +36,7 @@ pub type NDK_FN_RECEIVE = Option<
 
 /// Provider entry: bind a memory window to part of a memory region.
 pub type NDK_FN_BIND = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pMr: *mut NDK_MR,
@@ -49,7 +49,7 @@ pub type NDK_FN_BIND = Option<
 
 /// Provider entry: fast-register pages into an MR.
 pub type NDK_FN_FAST_REGISTER = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pMr: *mut NDK_MR,
@@ -64,7 +64,7 @@ pub type NDK_FN_FAST_REGISTER = Option<
 
 /// Provider entry: invalidate a fast-register MR or an MW.
 pub type NDK_FN_INVALIDATE = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pNdkMrOrMw: *mut NDK_OBJECT_HEADER,
@@ -74,7 +74,7 @@ pub type NDK_FN_INVALIDATE = Option<
 
 /// Provider entry: post an RDMA read.
 pub type NDK_FN_READ = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pSgl: *const NDK_SGE,
@@ -87,7 +87,7 @@ pub type NDK_FN_READ = Option<
 
 /// Provider entry: post an RDMA write.
 pub type NDK_FN_WRITE = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pSgl: *const NDK_SGE,
@@ -101,7 +101,7 @@ pub type NDK_FN_WRITE = Option<
 /// Provider entry: post a send that also invalidates `RemoteToken` at the
 /// peer (NDKPI 1.2). Note `Flags` comes before the token here.
 pub type NDK_FN_SEND_AND_INVALIDATE = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkQp: *mut NDK_QP,
         RequestContext: PVOID,
         pSgl: *const NDK_SGE,

@@ -9,7 +9,7 @@ use crate::types::{NTSTATUS, PVOID, ULONG};
 
 /// Provider entry: change the depth and/or the notification threshold.
 pub type NDK_FN_MODIFY_SRQ = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkSrq: *mut NDK_SRQ,
         SrqDepth: ULONG,
         NotifyThreshold: ULONG,
@@ -20,11 +20,11 @@ pub type NDK_FN_MODIFY_SRQ = Option<
 
 /// Consumer callback: the SRQ fell below its threshold, or failed.
 pub type NDK_FN_SRQ_NOTIFICATION_CALLBACK =
-    Option<unsafe extern "system" fn(SrqNotificationContext: PVOID, SrqStatus: NTSTATUS)>;
+    Option<unsafe extern "win64" fn(SrqNotificationContext: PVOID, SrqStatus: NTSTATUS)>;
 
 /// Provider entry: post a receive to the SRQ.
 pub type NDK_FN_SRQ_RECEIVE = Option<
-    unsafe extern "system" fn(
+    unsafe extern "win64" fn(
         pNdkSrq: *mut NDK_SRQ,
         RequestContext: PVOID,
         pSgl: *const NDK_SGE,

@@ -22,7 +22,7 @@ use crate::mr::{Mr, mr_arg};
 use crate::mw::{Mw, mw_arg};
 
 /// `NdkBind`.
-pub(crate) unsafe extern "system" fn bind(
+pub(crate) unsafe extern "win64" fn bind(
     qp: *mut NDK_QP,
     context: *mut c_void,
     mr: *mut NDK_MR,
@@ -85,7 +85,7 @@ enum Target<'a> {
 }
 
 /// `NdkInvalidate`.
-pub(crate) unsafe extern "system" fn invalidate(
+pub(crate) unsafe extern "win64" fn invalidate(
     qp: *mut NDK_QP,
     context: *mut c_void,
     object: *mut NDK_OBJECT_HEADER,

@@ -163,7 +163,7 @@ fn deliver(result: Result<TryArc<Qp>, NTSTATUS>, out: *mut *mut NDK_QP) -> NTSTA
 }
 
 /// `NdkCreateQp`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_qp(
+pub(crate) unsafe extern "win64" fn create_qp(
     pd: *mut NDK_PD,
     receive_cq: *mut NDK_CQ,
     initiator_cq: *mut NDK_CQ,
@@ -203,7 +203,7 @@ pub(crate) unsafe extern "system" fn create_qp(
 }
 
 /// `NdkCreateQpWithSrq`: completes synchronously.
-pub(crate) unsafe extern "system" fn create_qp_with_srq(
+pub(crate) unsafe extern "win64" fn create_qp_with_srq(
     pd: *mut NDK_PD,
     receive_cq: *mut NDK_CQ,
     initiator_cq: *mut NDK_CQ,

@@ -23,7 +23,7 @@ use crate::abi;
 use crate::mr::{FastRegisterRequest, mr_arg};
 
 /// `NdkFastRegister`.
-pub(crate) unsafe extern "system" fn fast_register(
+pub(crate) unsafe extern "win64" fn fast_register(
     qp: *mut NDK_QP,
     context: *mut c_void,
     mr: *mut NDK_MR,

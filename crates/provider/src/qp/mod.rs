@@ -313,7 +313,7 @@ pub(crate) unsafe fn qp_arg<'a>(qp: *mut NDK_QP) -> Option<&'a Qp> {
     unsafe { abi::object::<Qp>(qp) }
 }
 
-unsafe extern "system" fn close_qp(
+unsafe extern "win64" fn close_qp(
     qp: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
@@ -322,7 +322,7 @@ unsafe extern "system" fn close_qp(
     unsafe { abi::close::<Qp>(qp, completion, context) }
 }
 
-unsafe extern "system" fn flush(qp: *mut NDK_QP) {
+unsafe extern "win64" fn flush(qp: *mut NDK_QP) {
     // SAFETY: the consumer passes its open QP.
     if let Some(qp) = unsafe { qp_arg(qp) } {
         qp.flush();

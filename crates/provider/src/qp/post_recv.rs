@@ -62,7 +62,7 @@ impl Qp {
 }
 
 /// `NdkReceive`.
-pub(crate) unsafe extern "system" fn receive(
+pub(crate) unsafe extern "win64" fn receive(
     qp: *mut NDK_QP,
     context: *mut c_void,
     sgl: *const NDK_SGE,

@@ -170,7 +170,7 @@ unsafe fn post(
 }
 
 /// `NdkSend`.
-pub(crate) unsafe extern "system" fn send(
+pub(crate) unsafe extern "win64" fn send(
     qp: *mut NDK_QP,
     context: *mut c_void,
     sgl: *const NDK_SGE,
@@ -182,7 +182,7 @@ pub(crate) unsafe extern "system" fn send(
 }
 
 /// `NdkSendAndInvalidate` (flags before the token, as in the header).
-pub(crate) unsafe extern "system" fn send_and_invalidate(
+pub(crate) unsafe extern "win64" fn send_and_invalidate(
     qp: *mut NDK_QP,
     context: *mut c_void,
     sgl: *const NDK_SGE,
@@ -206,7 +206,7 @@ pub(crate) unsafe extern "system" fn send_and_invalidate(
 }
 
 /// `NdkWrite`.
-pub(crate) unsafe extern "system" fn write(
+pub(crate) unsafe extern "win64" fn write(
     qp: *mut NDK_QP,
     context: *mut c_void,
     sgl: *const NDK_SGE,
@@ -231,7 +231,7 @@ pub(crate) unsafe extern "system" fn write(
 }
 
 /// `NdkRead`.
-pub(crate) unsafe extern "system" fn read(
+pub(crate) unsafe extern "win64" fn read(
     qp: *mut NDK_QP,
     context: *mut c_void,
     sgl: *const NDK_SGE,
