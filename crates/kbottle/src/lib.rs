@@ -1,0 +1,64 @@
+//! The kernel bottle: the real `rsndk.sys`, linked for
+//! `x86_64-pc-windows-msvc`, loaded into a Linux x86-64 process and run
+//! there the way Windows runs it, under checks at least as strict as
+//! Driver Verifier's.
+//!
+//! - [`pe`] maps the image, applies its base relocations, binds every
+//!   import to a Rust implementation with the Windows x64 calling
+//!   convention (`extern "win64"`), and refuses to load with the full list
+//!   of imports it cannot bind.
+//! - [`trap`] catches what the image executes that user space cannot
+//!   (privileged instructions, `int 29h`, `ud2`, faults in driver code) and
+//!   turns it into a bugcheck report.
+//! - The kernel: [`cpu`] (IRQL and the DPC queue of each processor), [`ke`]
+//!   (DPCs, timers, events, waits, time, `KeBugCheckEx`), [`pool`]
+//!   (tagged pool with leak, double-free and live-object checks, and
+//!   low-resources simulation), [`mm`] (MDLs and the physical address
+//!   model), [`io`] (IRPs and their completion), [`crt`] (the C runtime
+//!   routines ntoskrnl exports, `DbgPrintEx`).
+//! - [`ndis`] plays NDIS: miniport registration, configuration keywords,
+//!   attributes, OIDs, work items, PnP events, and the adapter lifecycle.
+//! - [`netio`] plays Winsock Kernel: datagram sockets carried by real
+//!   Linux UDP sockets, so bottled drivers talk RoCEv2 to each other and
+//!   to `librsndk.so`.
+//! - [`verifier`] holds the rules' outcome: a would-be bugcheck is
+//!   recorded with its code and parameters and ends the test.
+//! - [`image`] finds or builds the image under test.
+//! - [`machine`] ties them together: load, `DriverEntry`, adapters, NDK
+//!   open/close, halt, unload, and the final leak report.
+//!
+//! The model, in short:
+//! - A *processor* is an OS thread that runs driver code: the test thread,
+//!   the timer thread, the system worker thread (work items) and each
+//!   socket's receive thread. Each has its own IRQL and DPC queue. A DPC
+//!   queued at PASSIVE_LEVEL on the current processor runs at once, on
+//!   that thread, at DISPATCH_LEVEL, as it would when that processor's
+//!   IRQL drops below DISPATCH; one queued at DISPATCH runs when the
+//!   processor lowers its IRQL. This makes lock-preemption deadlocks
+//!   deterministic.
+//! - Physical addresses are virtual addresses plus [`mm::PHYS_OFFSET`], so
+//!   a driver that confuses the two faults instead of working by luck.
+//! - Time is real (`CLOCK_MONOTONIC`); the performance counter runs at
+//!   10 MHz.
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+// The bottle is the other side of the kernel ABI: raw pointers from the
+// driver are its daily bread. Each block still says why it is sound.
+#![allow(unsafe_code)]
+// Kernel names are kept verbatim (KeInsertQueueDpc, IRP, MDL).
+#![allow(non_snake_case, non_camel_case_types, clippy::upper_case_acronyms)]
+
+pub mod cpu;
+pub mod crt;
+pub mod image;
+pub mod io;
+pub mod ke;
+pub mod machine;
+pub mod mm;
+pub mod ndis;
+pub mod netio;
+pub mod pe;
+pub mod pool;
+pub mod trap;
+pub mod verifier;
+
+pub use machine::Machine;
