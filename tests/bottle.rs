@@ -1,0 +1,26 @@
+//! The real `rsndk.sys`, linked for `x86_64-pc-windows-msvc`, run in the
+//! kernel bottle (`crates/kbottle`): its NDIS lifecycle, the consumer-level
+//! suite on its NDK adapters, RoCEv2 between bottled drivers and with
+//! `librsndk.so`, the low-resources sweep, PE conformance, and one test
+//! per defect the bottle found.
+//!
+//! `cargo test --test bottle` builds the image first (see
+//! `kbottle::image`); `RSNDK_SYS=path` runs a given image instead.
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+mod provider_util;
+
+#[path = "bottle/common.rs"]
+mod common;
+#[path = "bottle/defects.rs"]
+mod defects;
+#[path = "bottle/lifecycle.rs"]
+mod lifecycle;
+#[path = "bottle/low_resources.rs"]
+mod low_resources;
+#[path = "bottle/network.rs"]
+mod network;
+#[path = "bottle/pe_conformance.rs"]
+mod pe_conformance;
+#[path = "bottle/suite.rs"]
+mod suite;
