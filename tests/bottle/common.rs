@@ -7,7 +7,6 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use kbottle::Machine;
@@ -28,20 +27,12 @@ pub fn image() -> PathBuf {
 /// The machine of this process, booted on first use and never unloaded
 /// (tests that unload boot their own, in a child).
 pub fn machine() -> &'static Machine {
-    static MACHINE: OnceLock<Machine> = OnceLock::new();
-    MACHINE.get_or_init(|| {
-        Machine::boot(&image()).unwrap_or_else(|e| panic!("booting {}: {e:?}", image().display()))
-    })
+    kbottle::shared::machine()
 }
 
-static NEXT_ADDRESS: AtomicU32 = AtomicU32::new(0);
-
-/// A loopback address no other bottled adapter of this process uses:
-/// 127.0.40.1 to 127.0.47.254 (the host suites use 127.0.8-15.x).
+/// A loopback address no other bottled adapter of this process uses.
 pub fn fresh_address() -> Ipv4Addr {
-    let n = NEXT_ADDRESS.fetch_add(1, Ordering::SeqCst);
-    assert!(n < 8 * 254, "bottle address block exhausted");
-    Ipv4Addr::new(127, 0, 40 + (n / 254) as u8, 1 + (n % 254) as u8)
+    kbottle::shared::fresh_address()
 }
 
 /// The keywords of an adapter at `ip`, as the INF would store them.

@@ -23,7 +23,8 @@
 //!   to `librsndk.so`.
 //! - [`verifier`] holds the rules' outcome: a would-be bugcheck is
 //!   recorded with its code and parameters and ends the test.
-//! - [`image`] finds or builds the image under test.
+//! - [`image`] finds or builds the image under test; [`shared`] is the
+//!   one machine of a test process.
 //! - [`machine`] ties them together: load, `DriverEntry`, adapters, NDK
 //!   open/close, halt, unload, and the final leak report.
 //!
@@ -58,6 +59,7 @@ pub mod ndis;
 pub mod netio;
 pub mod pe;
 pub mod pool;
+pub mod shared;
 pub mod trap;
 pub mod verifier;
 
