@@ -1,6 +1,6 @@
 //! The x64 layout facts of every mirrored struct and the values of the
 //! header constants, written once in the `layout_facts!` table below, as transcribed from
-//! `ndkpi.h`, `ndkinfo.h`, `ws2def.h`/`ws2ipdef.h` and `wdm.h`.
+//! `ndkpi.h` (NDKPI 2.1), `ndkinfo.h`, `ws2def.h`/`ws2ipdef.h` and `wdm.h`.
 //!
 //! From that one table the macro produces
 //! * a compile-time assertion per struct size, per field offset and per
@@ -218,6 +218,7 @@ layout_facts! {
             QPContext: 8,
             RequestContext: 16,
             Type: 24,
+            ProviderErrorCode: 28,
             TypeSpecificCompletionOutput: 32,
         },
         NDK_LOGICAL_ADDRESS_MAPPING: 24 { AdapterContext: 0, AdapterPageCount: 8, AdapterPageArray: 16 },
@@ -283,7 +284,7 @@ layout_facts! {
             NdkGetLocalAddress: 16,
         },
         NDK_SHARED_ENDPOINT: 48 { Header: 0, Dispatch: 40 },
-        NDK_CONNECTOR_DISPATCH: 88 {
+        NDK_CONNECTOR_DISPATCH: 104 {
             NdkCloseConnector: 0,
             NdkQueryExtension: 8,
             NdkConnect: 16,
@@ -295,6 +296,8 @@ layout_facts! {
             NdkGetLocalAddress: 64,
             NdkGetPeerAddress: 72,
             NdkDisconnect: 80,
+            NdkCompleteConnectEx: 88,
+            NdkAcceptEx: 96,
         },
         NDK_CONNECTOR: 48 { Header: 0, Dispatch: 40 },
         NDK_LISTENER_DISPATCH: 40 {
@@ -403,7 +406,7 @@ layout_facts! {
             NDK_OP_FLAG_DEFER = 0x0000_0200,
             PAGE_SHIFT = 12,
         },
-        usz { PAGE_SIZE = 4096 },
+        usz { PAGE_SIZE = 4096, NDK_CONNECTOR_DISPATCH_1_SIZE = 88 },
         i32v {
             NDIS_STATUS_SUCCESS = 0,
             NDIS_STATUS_PENDING = 0x0000_0103,
@@ -464,6 +467,13 @@ mod tests {
             "NDK_OBJECT_HEADER size 40",
             "NDK_QP size 48",
             "NDK_QP_DISPATCH.NdkRead offset 64",
+            "NDK_CONNECTOR_DISPATCH size 104",
+            "NDK_CONNECTOR_DISPATCH.NdkDisconnect offset 80",
+            "NDK_CONNECTOR_DISPATCH.NdkCompleteConnectEx offset 88",
+            "NDK_CONNECTOR_DISPATCH.NdkAcceptEx offset 96",
+            "NDK_RESULT_EX.ProviderErrorCode offset 28",
+            "NDK_RESULT_EX.TypeSpecificCompletionOutput offset 32",
+            "const NDK_CONNECTOR_DISPATCH_1_SIZE 88",
             "NDK_SGE.VirtualAddress offset 0",
             "NDK_SGE.LogicalAddress offset 0",
             "NDK_SGE.MemoryRegionToken offset 12",

@@ -1,5 +1,5 @@
 //! An exact `#[repr(C)]` mirror of the Windows NDK provider interface
-//! headers `ndkpi.h` and `ndkinfo.h` (NDKPI 1.2), for x64, together with
+//! headers `ndkpi.h` and `ndkinfo.h` (NDKPI 2.1), for x64, together with
 //! the Windows base types their signatures use.
 //!
 //! Names are the C names, so code reads like the headers: structs and
@@ -18,8 +18,10 @@
 //! [`sge`], [`flags`], [`info`] (`ndkinfo.h`), [`dispatch`] (entry types,
 //! tables and objects, one file per header section).
 //!
-//! The crate mirrors the 1.2 header; what NDKPI 2.1 added is listed in
-//! [`dispatch`]'s docs.
+//! The crate mirrors the 2.1 header, which is the 1.2 one plus two
+//! connector entries, an extended disconnect callback and one completion
+//! field (listed in [`dispatch`]'s docs); [`NDK_CONNECTOR_DISPATCH_1_SIZE`]
+//! is the part of the connector table a 1.x consumer reads.
 #![cfg_attr(not(test), no_std)]
 // The only unsafe code reads the `NDK_SGE` address union (see `sge`),
 // which allows it locally.

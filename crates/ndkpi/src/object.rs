@@ -31,8 +31,19 @@ impl NDK_VERSION {
 /// NDKPI 1.1 (Windows Server 2012). The headers define no version macros;
 /// these constants are ours.
 pub const NDK_VERSION_1_1: NDK_VERSION = NDK_VERSION::new(1, 1);
-/// NDKPI 1.2 (Windows Server 2012 R2): the ABI this crate mirrors.
+/// NDKPI 1.2 (Windows Server 2012 R2): adds `NdkGetCqResultsEx`,
+/// `NdkSendAndInvalidate`, `NDK_RESULT_EX` and the DEFER and
+/// read-local-invalidate flags.
 pub const NDK_VERSION_1_2: NDK_VERSION = NDK_VERSION::new(1, 2);
+/// NDKPI 2.0. Documented only as the layout `NDK_RESULT_EX` had before
+/// 2.1 (no `ProviderErrorCode`); on x64 that layout is byte-for-byte the
+/// 2.1 one, the field sitting in what was padding.
+pub const NDK_VERSION_2_0: NDK_VERSION = NDK_VERSION::new(2, 0);
+/// NDKPI 2.1 (Windows 10 21H1, Windows 11, Server 2022): the ABI this
+/// crate mirrors. Adds `NdkCompleteConnectEx` and `NdkAcceptEx` to
+/// `NDK_CONNECTOR_DISPATCH`, `NDK_FN_DISCONNECT_EVENT_CALLBACK_EX` and
+/// `NDK_RESULT_EX::ProviderErrorCode`.
+pub const NDK_VERSION_2_1: NDK_VERSION = NDK_VERSION::new(2, 1);
 
 /// Kind of an NDK object, stored in its header. A C enum: kept as `i32`
 /// because the consumer may hand us any value.

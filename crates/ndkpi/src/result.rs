@@ -52,12 +52,12 @@ pub const NdkOperationTypeRead: NDK_OPERATION_TYPE = 32;
 /// An RDMA write.
 pub const NdkOperationTypeWrite: NDK_OPERATION_TYPE = 64;
 
-/// Extended completion record (NDKPI 1.2; 40 bytes on x64). The first 24
-/// bytes match [`NDK_RESULT`].
+/// Extended completion record (NDKPI 1.2, with 2.1's `ProviderErrorCode`;
+/// 40 bytes on x64). The first 24 bytes match [`NDK_RESULT`].
 ///
-/// NDKPI 2.1 places a `ProviderErrorCode` in the 4 padding bytes after
-/// `Type`; the 1.2 header mirrored here has no such field, so the padding
-/// stays implicit.
+/// `ProviderErrorCode` occupies what was padding after `Type` in 1.2 and
+/// 2.0, so the x64 layout is the same for every version: a provider that
+/// writes 0 there serves older consumers unchanged.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct NDK_RESULT_EX {
@@ -71,6 +71,9 @@ pub struct NDK_RESULT_EX {
     pub RequestContext: PVOID,
     /// Which operation completed (`NdkOperationType*`).
     pub Type: NDK_OPERATION_TYPE,
+    /// NDKPI 2.1: 0 when `Status` is `STATUS_SUCCESS`; otherwise a
+    /// provider-specific diagnostic of `Status`, or 0 for none.
+    pub ProviderErrorCode: ULONG,
     /// Per-type extra output (the invalidated token for
     /// receive-and-invalidate).
     pub TypeSpecificCompletionOutput: ULONG_PTR,
@@ -84,6 +87,7 @@ impl Default for NDK_RESULT_EX {
             QPContext: ptr::null_mut(),
             RequestContext: ptr::null_mut(),
             Type: 0,
+            ProviderErrorCode: 0,
             TypeSpecificCompletionOutput: 0,
         }
     }

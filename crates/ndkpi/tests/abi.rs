@@ -93,3 +93,51 @@ fn layout_table_has_every_struct() {
     // Windows base types.
     assert_eq!(sizes, 37);
 }
+
+static LAST_REASON: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+unsafe extern "win64" fn on_disconnect_ex(_ctx: PVOID, reason: ULONG) {
+    LAST_REASON.store(reason, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A provider's NdkCompleteConnectEx that reports a disconnect at once.
+unsafe extern "win64" fn complete_connect_ex(
+    _c: *mut ndkpi::NDK_CONNECTOR,
+    event: ndkpi::NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
+    ctx: PVOID,
+    _completion: NDK_FN_REQUEST_COMPLETION,
+    _request_ctx: PVOID,
+) -> NTSTATUS {
+    // SAFETY: the consumer's callback, called with its context.
+    unsafe { event.expect("a callback")(ctx, 0x2A) };
+    STATUS_SUCCESS
+}
+
+#[test]
+fn the_2_1_connector_table_extends_the_1_x_one() {
+    let table = ndkpi::NDK_CONNECTOR_DISPATCH {
+        NdkCompleteConnectEx: Some(complete_connect_ex),
+        ..Default::default()
+    };
+    // The 1.x entries keep their offsets; the 2.1 ones follow them.
+    assert_eq!(ndkpi::NDK_CONNECTOR_DISPATCH_1_SIZE, 88);
+    assert_eq!(
+        core::mem::offset_of!(ndkpi::NDK_CONNECTOR_DISPATCH, NdkCompleteConnectEx),
+        ndkpi::NDK_CONNECTOR_DISPATCH_1_SIZE
+    );
+    assert_eq!(size_of::<ndkpi::NDK_CONNECTOR_DISPATCH>(), 104);
+    let f = table.NdkCompleteConnectEx.expect("filled in");
+    // SAFETY: `complete_connect_ex` ignores the connector and completion.
+    let status = unsafe {
+        f(
+            ptr::null_mut(),
+            Some(on_disconnect_ex),
+            ptr::null_mut(),
+            None,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(status, STATUS_SUCCESS);
+    assert_eq!(LAST_REASON.load(std::sync::atomic::Ordering::SeqCst), 0x2A);
+    assert!(table.NdkAcceptEx.is_none());
+}

@@ -1006,4 +1006,6 @@ pub static DISPATCH: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
     NdkGetLocalAddress: Some(get_local_address),
     NdkGetPeerAddress: Some(get_peer_address),
     NdkDisconnect: Some(disconnect),
+    NdkCompleteConnectEx: None,
+    NdkAcceptEx: None,
 };

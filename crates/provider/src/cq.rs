@@ -416,6 +416,7 @@ fn result_ex_of(cqe: &Cqe) -> NDK_RESULT_EX {
         QPContext: cqe.qp_context as usize as *mut c_void,
         RequestContext: cqe.wr_id as usize as *mut c_void,
         Type: status::operation_type(op),
+        ProviderErrorCode: 0,
         TypeSpecificCompletionOutput: if op == Some(CqeOpcode::ReceiveInvalidate) {
             cqe.invalidated_key as usize
         } else {

@@ -1,6 +1,9 @@
-//! Connector: entry types, `NDK_CONNECTOR_DISPATCH` and `NDK_CONNECTOR`
-//! (NDKPI 1.2 table; see the module docs of [`crate::dispatch`] for the
-//! 2.1 additions left out).
+//! Connector: entry types, `NDK_CONNECTOR_DISPATCH` and `NDK_CONNECTOR`.
+//!
+//! The table is the NDKPI 2.1 one: the 1.x table's eleven entries, then
+//! `NdkCompleteConnectEx` and `NdkAcceptEx`, which take the extended
+//! disconnect callback (it carries a provider disconnect reason). A 1.x
+//! consumer reads only the first [`NDK_CONNECTOR_DISPATCH_1_SIZE`] bytes.
 
 use super::common::{
     NDK_FN_CLOSE_OBJECT, NDK_FN_QUERY_EXTENSION_INTERFACE, NDK_FN_REQUEST_COMPLETION,
@@ -10,6 +13,12 @@ use super::qp::NDK_QP;
 use crate::object::NDK_OBJECT_HEADER;
 use crate::sockaddr::PSOCKADDR;
 use crate::types::{BOOLEAN, NTSTATUS, PVOID, ULONG};
+
+/// Bytes of `NDK_CONNECTOR_DISPATCH` up to and including `NdkDisconnect`:
+/// the whole table of NDKPI 1.x, all a 1.x consumer reads (ours; the
+/// header has no such constant).
+pub const NDK_CONNECTOR_DISPATCH_1_SIZE: usize =
+    core::mem::offset_of!(NDK_CONNECTOR_DISPATCH, NdkDisconnect) + size_of::<NDK_FN_DISCONNECT>();
 
 /// Provider entry: connect a QP from a source to a destination address.
 pub type NDK_FN_CONNECT = Option<
@@ -50,6 +59,13 @@ pub type NDK_FN_CONNECT_WITH_SHARED_ENDPOINT = Option<
 pub type NDK_FN_DISCONNECT_EVENT_CALLBACK =
     Option<unsafe extern "win64" fn(DisconnectEventContext: PVOID)>;
 
+/// Consumer callback (NDKPI 2.1): as [`NDK_FN_DISCONNECT_EVENT_CALLBACK`],
+/// with a provider-specific code saying why the connection ended (0: the
+/// provider gives no reason).
+pub type NDK_FN_DISCONNECT_EVENT_CALLBACK_EX = Option<
+    unsafe extern "win64" fn(DisconnectEventContext: PVOID, ProviderDisconnectReason: ULONG),
+>;
+
 /// Provider entry: finish an outgoing connection after the peer accepted.
 pub type NDK_FN_COMPLETE_CONNECT = Option<
     unsafe extern "win64" fn(
@@ -71,6 +87,35 @@ pub type NDK_FN_ACCEPT = Option<
         pPrivateData: PVOID,
         PrivateDataLength: ULONG,
         DisconnectEvent: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+        DisconnectEventContext: PVOID,
+        RequestCompletion: NDK_FN_REQUEST_COMPLETION,
+        RequestContext: PVOID,
+    ) -> NTSTATUS,
+>;
+
+/// Provider entry (NDKPI 2.1): [`NDK_FN_COMPLETE_CONNECT`] with the
+/// extended disconnect callback.
+pub type NDK_FN_COMPLETE_CONNECT_EX = Option<
+    unsafe extern "win64" fn(
+        pNdkConnector: *mut NDK_CONNECTOR,
+        DisconnectEvent: NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
+        DisconnectEventContext: PVOID,
+        RequestCompletion: NDK_FN_REQUEST_COMPLETION,
+        RequestContext: PVOID,
+    ) -> NTSTATUS,
+>;
+
+/// Provider entry (NDKPI 2.1): [`NDK_FN_ACCEPT`] with the extended
+/// disconnect callback.
+pub type NDK_FN_ACCEPT_EX = Option<
+    unsafe extern "win64" fn(
+        pNdkConnector: *mut NDK_CONNECTOR,
+        pNdkQp: *mut NDK_QP,
+        InboundReadLimit: ULONG,
+        OutboundReadLimit: ULONG,
+        pPrivateData: PVOID,
+        PrivateDataLength: ULONG,
+        DisconnectEvent: NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
         DisconnectEventContext: PVOID,
         RequestCompletion: NDK_FN_REQUEST_COMPLETION,
         RequestContext: PVOID,
@@ -135,7 +180,8 @@ pub type NDK_FN_DISCONNECT_EX = Option<
     ) -> NTSTATUS,
 >;
 
-/// Entry points of a connector (NDKPI 1.2: 11 entries).
+/// Entry points of a connector (NDKPI 2.1: 13 entries; 1.x has the first
+/// 11).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NDK_CONNECTOR_DISPATCH {
@@ -161,6 +207,12 @@ pub struct NDK_CONNECTOR_DISPATCH {
     pub NdkGetPeerAddress: NDK_FN_GET_PEER_ADDRESS,
     /// Disconnects.
     pub NdkDisconnect: NDK_FN_DISCONNECT,
+    /// Finishes an outgoing connection, extended disconnect callback
+    /// (NDKPI 2.1).
+    pub NdkCompleteConnectEx: NDK_FN_COMPLETE_CONNECT_EX,
+    /// Accepts an incoming connection, extended disconnect callback
+    /// (NDKPI 2.1).
+    pub NdkAcceptEx: NDK_FN_ACCEPT_EX,
 }
 
 /// A connector object (one connection's setup and teardown).

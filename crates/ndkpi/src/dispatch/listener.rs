@@ -9,9 +9,8 @@ use crate::sockaddr::PSOCKADDR;
 use crate::types::{BOOLEAN, NTSTATUS, PVOID, ULONG};
 
 /// Consumer callback: a connection request arrived, as a new connector.
-pub type NDK_FN_CONNECT_EVENT_CALLBACK = Option<
-    unsafe extern "win64" fn(ConnectEventContext: PVOID, pNdkConnector: *mut NDK_CONNECTOR),
->;
+pub type NDK_FN_CONNECT_EVENT_CALLBACK =
+    Option<unsafe extern "win64" fn(ConnectEventContext: PVOID, pNdkConnector: *mut NDK_CONNECTOR)>;
 
 /// Provider entry: pause or resume connect events.
 pub type NDK_FN_CONTROL_CONNECT_EVENTS =

@@ -17,15 +17,17 @@
 //! by a pointer to the provider's (usually `static`) dispatch table, 48
 //! bytes on x64.
 //!
-//! What is not here, and why: NDKPI 2.1 appends `NdkCompleteConnectEx` and
-//! `NdkAcceptEx` to `NDK_CONNECTOR_DISPATCH` and adds
-//! `NDK_FN_DISCONNECT_EVENT_CALLBACK_EX` (and `ProviderErrorCode` to
-//! `NDK_RESULT_EX`). No 2.1 header text was available to check their exact
-//! types, and this provider reports version 1.2, so this crate mirrors the
-//! 1.2 header exactly and leaves them out. The 1.2 header does declare
-//! [`NDK_FN_QUERY_ADAPTER_INFO_EX`] and [`NDK_FN_DISCONNECT_EX`] without
-//! using them in any table; they are mirrored as plain types.
+//! The tables are those of NDKPI 2.1 (the current `ndkpi.h` of the
+//! Windows 10 21H1 / Windows 11 WDKs). 2.x changed only the connector: its
+//! table gained [`NdkCompleteConnectEx`] and [`NdkAcceptEx`] (104 bytes
+//! instead of 88), which take [`NDK_FN_DISCONNECT_EVENT_CALLBACK_EX`]; the
+//! rest of 2.x is [`NDK_RESULT_EX`]'s `ProviderErrorCode`. The header also
+//! declares [`NDK_FN_QUERY_ADAPTER_INFO_EX`] and [`NDK_FN_DISCONNECT_EX`]
+//! without using them in any table; they are mirrored as plain types.
 //!
+//! [`NdkCompleteConnectEx`]: NDK_CONNECTOR_DISPATCH::NdkCompleteConnectEx
+//! [`NdkAcceptEx`]: NDK_CONNECTOR_DISPATCH::NdkAcceptEx
+//! [`NDK_RESULT_EX`]: crate::NDK_RESULT_EX
 //! [`NDK_OBJECT_HEADER`]: crate::NDK_OBJECT_HEADER
 
 mod adapter;
