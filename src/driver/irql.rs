@@ -1,45 +1,40 @@
-//! The IRQL of the current processor. On x64 `KeGetCurrentIrql`,
-//! `KeRaiseIrql` and `KeLowerIrql` are inline functions of the WDK headers
-//! that read and write CR8 (the task-priority register); there is nothing
-//! to import, so this module does what they do.
+//! The IRQL of the current processor, through the kernel's own routines.
+//!
+//! For Windows 8 and later `wdm.h` makes `KfRaiseIrql` and `KeLowerIrql`
+//! ntoskrnl imports for drivers (`KeRaiseIrql(a, b)` is the macro
+//! `*(b) = KfRaiseIrql(a)`); `KeGetCurrentIrql` is an ntoskrnl export too.
+//! Only `NT_INLINE_IRQL` or pre-Windows 8 builds write CR8 inline. Going
+//! through the imports lets Driver Verifier check every transition
+//! (0xC4/0x30, 0x31) and makes a lowering the point where pending DPCs
+//! run, exactly as the kernel defines it. No CR8 access is left in the
+//! image.
 
-use core::arch::asm;
-
-use ndis::{DISPATCH_LEVEL, KIRQL};
+use ndis::{DISPATCH_LEVEL, KIRQL, KeGetCurrentIrql, KeLowerIrql, KfRaiseIrql};
 
 /// The current IRQL (`KeGetCurrentIrql`).
 pub fn current() -> KIRQL {
-    let cr8: u64;
-    // SAFETY: reading CR8 is a register move without side effects; kernel
-    // code runs at CPL 0, where it is allowed.
-    unsafe { asm!("mov {}, cr8", out(reg) cr8, options(nomem, nostack, preserves_flags)) };
-    cr8 as KIRQL
+    // SAFETY: KeGetCurrentIrql has no preconditions (any IRQL).
+    unsafe { KeGetCurrentIrql() }
 }
 
-/// Raises to `DISPATCH_LEVEL` (`KeRaiseIrqlToDpcLevel`); returns the level
-/// to give to [`lower`]. Raising from above `DISPATCH_LEVEL` keeps the
-/// higher level (KeRaiseIrql would bug-check; the provider never runs there).
+/// Raises to `DISPATCH_LEVEL` (`KeRaiseIrqlToDpcLevel`, i.e.
+/// `KfRaiseIrql(DISPATCH_LEVEL)`); returns the previous level, exactly,
+/// for [`lower`]. Callers run at or below `DISPATCH_LEVEL` (every path of
+/// this driver does; raising from above would be Verifier's 0xC4/0x30).
 pub fn raise_to_dispatch() -> KIRQL {
-    let old = current();
-    if old < DISPATCH_LEVEL {
-        let new = u64::from(DISPATCH_LEVEL);
-        // SAFETY: raising CR8 only masks interrupts; the caller pairs it
-        // with `lower(old)` on the same processor (no context switch can
-        // happen at DISPATCH_LEVEL).
-        unsafe { asm!("mov cr8, {}", in(reg) new, options(nomem, nostack, preserves_flags)) };
-    }
-    old
+    // SAFETY: the caller is at or below DISPATCH_LEVEL (this function's
+    // contract), so this is a raise or a same-level call, both legal; the
+    // caller pairs it with `lower` on this processor, which it cannot
+    // leave at DISPATCH_LEVEL.
+    unsafe { KfRaiseIrql(DISPATCH_LEVEL) }
 }
 
-/// Returns to `old`, which a matching [`raise_to_dispatch`] returned
-/// (`KeLowerIrql`).
+/// Returns to `old`, the level a matching [`raise_to_dispatch`] returned
+/// (`KeLowerIrql`): PASSIVE, APC or DISPATCH, whichever it was. Lowering
+/// below `DISPATCH_LEVEL` runs this processor's pending DPCs.
 pub fn lower(old: KIRQL) {
-    if old < current() {
-        let new = u64::from(old);
-        // SAFETY: lowering to the level this processor ran at before the
-        // matching raise; pending DPCs and APCs are delivered by the
-        // hardware's task-priority logic (the inline KeLowerIrql does the
-        // same write).
-        unsafe { asm!("mov cr8, {}", in(reg) new, options(nomem, nostack, preserves_flags)) };
-    }
+    // SAFETY: `old` is what the matching raise returned, so it is not
+    // above the current level (the raise left us at DISPATCH_LEVEL and
+    // every nested raise/lower pair in between is balanced).
+    unsafe { KeLowerIrql(old) };
 }

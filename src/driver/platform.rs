@@ -1,9 +1,10 @@
 //! The provider's [`Platform`] in the Windows kernel.
 //!
-//! * IRQL: the processor's own (CR8, [`super::irql`]). The provider only
-//!   distinguishes PASSIVE from DISPATCH; a caller at APC_LEVEL is treated
-//!   as PASSIVE and comes back at PASSIVE (NDK consumers call at PASSIVE
-//!   or DISPATCH).
+//! * IRQL: the kernel's (`KfRaiseIrql`/`KeLowerIrql`, [`super::irql`]).
+//!   The provider only distinguishes PASSIVE from DISPATCH, so a caller at
+//!   APC_LEVEL is `Irql::Passive` to it; the exact level the outermost
+//!   raise came from is kept per processor ([`SavedIrql`]) and restored by
+//!   the matching lower, so an APC_LEVEL caller returns at APC_LEVEL.
 //! * Pool: the provider's charges are counted (bytes and blocks
 //!   outstanding) for the debugger; the memory itself (paged or not: all
 //!   of it is non-paged here) comes from the global allocator ([`super::alloc`], tag `RsNk`), and Driver Verifier's
@@ -14,10 +15,13 @@
 //!   DISPATCH_LEVEL); release builds leave that to Driver Verifier.
 //! * Memory: logical = physical ([`super::dma`]).
 
-use core::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, Ordering};
 
 use hwq::DmaAccess;
-use ndis::{DISPATCH_LEVEL, KeDelayExecutionThread, KernelMode, MmGetPhysicalAddress};
+use ndis::{
+    DISPATCH_LEVEL, KIRQL, KeDelayExecutionThread, KeGetCurrentProcessorNumberEx, KernelMode,
+    MmGetPhysicalAddress, PASSIVE_LEVEL,
+};
 use ndkpi::{PAGE_SHIFT, PAGE_SIZE};
 use provider::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
 
@@ -25,6 +29,43 @@ use super::{clock, dma::KernelDma, irql};
 
 /// Processors whose provider-lock count is tracked in debug builds.
 const TRACKED_CPUS: usize = 64;
+
+/// Bound of a system-wide processor index (`KeGetCurrentProcessorNumberEx`):
+/// `MAXIMUM_GROUPS` (32 on x64, the size of `KAFFINITY_EX`) times
+/// `MAXIMUM_PROC_PER_GROUP` (64).
+const MAX_PROCESSORS: usize = 32 * 64;
+
+/// The IRQL each processor ran at before the provider's outermost raise
+/// to DISPATCH_LEVEL that is still in effect there.
+///
+/// Why per processor is exact: between a raise from below DISPATCH_LEVEL
+/// and its matching lower, the raising thread stays at DISPATCH_LEVEL on
+/// that processor (no preemption, no migration), and nothing else that
+/// runs there meanwhile (DPCs, interrupts) starts below DISPATCH_LEVEL, so
+/// nothing else can record a level for it. Nested raises start at
+/// DISPATCH_LEVEL and leave the entry alone.
+struct SavedIrql([AtomicU8; MAX_PROCESSORS]);
+
+impl SavedIrql {
+    const fn new() -> Self {
+        Self([const { AtomicU8::new(PASSIVE_LEVEL) }; MAX_PROCESSORS])
+    }
+
+    /// This processor's entry; call at DISPATCH_LEVEL only (so the
+    /// processor cannot change under the caller). `None` for an index
+    /// past [`MAX_PROCESSORS`], which no Windows release hands out.
+    fn mine(&self) -> Option<&AtomicU8> {
+        // SAFETY: any IRQL; a null PROCESSOR_NUMBER pointer is allowed.
+        let cpu = unsafe { KeGetCurrentProcessorNumberEx(core::ptr::null_mut()) };
+        self.0.get(cpu as usize)
+    }
+}
+
+impl core::fmt::Debug for SavedIrql {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SavedIrql").finish_non_exhaustive()
+    }
+}
 
 /// The kernel platform. One instance lives for the driver's life.
 #[derive(Debug)]
@@ -35,6 +76,8 @@ pub struct KernelPlatform {
     /// Provider locks held, by processor number modulo [`TRACKED_CPUS`]
     /// (debug builds).
     locks_held: [AtomicU32; TRACKED_CPUS],
+    /// Where each processor's outermost provider raise came from.
+    saved_irql: SavedIrql,
 }
 
 impl KernelPlatform {
@@ -45,6 +88,7 @@ impl KernelPlatform {
             pool_bytes: AtomicI64::new(0),
             pool_blocks: AtomicI64::new(0),
             locks_held: [const { AtomicU32::new(0) }; TRACKED_CPUS],
+            saved_irql: SavedIrql::new(),
         }
     }
 
@@ -74,16 +118,26 @@ impl Platform for KernelPlatform {
     }
 
     fn raise_to_dispatch(&self) -> Irql {
-        if irql::raise_to_dispatch() >= DISPATCH_LEVEL {
-            Irql::Dispatch
-        } else {
-            Irql::Passive
+        let old = irql::raise_to_dispatch();
+        if old >= DISPATCH_LEVEL {
+            return Irql::Dispatch;
         }
+        // Now at DISPATCH_LEVEL: this processor's entry is ours until the
+        // matching lower (see `SavedIrql`).
+        if let Some(saved) = self.saved_irql.mine() {
+            saved.store(old, Ordering::Relaxed);
+        }
+        Irql::Passive
     }
 
     fn lower_irql(&self, old: Irql) {
         if old == Irql::Passive {
-            irql::lower(ndis::PASSIVE_LEVEL);
+            // Still at DISPATCH_LEVEL on the processor that raised.
+            let level: KIRQL = self
+                .saved_irql
+                .mine()
+                .map_or(PASSIVE_LEVEL, |saved| saved.load(Ordering::Relaxed));
+            irql::lower(level);
         }
     }
 

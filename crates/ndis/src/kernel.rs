@@ -21,10 +21,16 @@
 //! with wdk-sys's bindgen output (`src/driver/wdk_check.rs` in the driver
 //! package), so a wrong value fails that build.
 //!
-//! Functions that are inline in the WDK headers (`KeGetCurrentIrql`,
-//! `KeRaiseIrql`, `KeLowerIrql` read and write CR8 on x64;
-//! `KeInitializeSpinLock` stores 0; `MmGetSystemAddressForMdlSafe` tests
-//! `MdlFlags`) have no export to declare: the driver implements them.
+//! IRQL: for Windows 8 and later targets `wdm.h` declares `KfRaiseIrql`
+//! and `KeLowerIrql` as `NTKERNELAPI` imports for drivers (`_NTDRIVER_`,
+//! `_NTDDK_`, `_NTIFS_`), and ntoskrnl exports `KeGetCurrentIrql`; only
+//! pre-Windows 8 or `NT_INLINE_IRQL` builds get the inline forms that
+//! write CR8 (`KzRaiseIrql`/`KzLowerIrql`). The driver imports all three,
+//! so Driver Verifier's IRQL checks see every transition.
+//!
+//! Functions that are inline in the WDK headers (`KeInitializeSpinLock`
+//! stores 0; `MmGetSystemAddressForMdlSafe` tests `MdlFlags`) have no
+//! export to declare: the driver implements them.
 #![allow(unsafe_code)]
 
 use core::ffi::c_char;
@@ -289,6 +295,16 @@ pub type KDEFERRED_ROUTINE = unsafe extern "win64" fn(
     link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")
 )]
 unsafe extern "system" {
+    /// The current processor's IRQL (any IRQL).
+    pub fn KeGetCurrentIrql() -> KIRQL;
+    /// Raises the IRQL to `NewIrql`, which must not be below the current
+    /// level; returns the previous level (`KeRaiseIrql(a, b)` is the macro
+    /// `*(b) = KfRaiseIrql(a)`).
+    pub fn KfRaiseIrql(NewIrql: KIRQL) -> KIRQL;
+    /// Lowers the IRQL to `NewIrql`, which must not be above the current
+    /// level: the value a matching `KfRaiseIrql` returned.
+    pub fn KeLowerIrql(NewIrql: KIRQL);
+
     /// Takes a spin lock, raising to `DISPATCH_LEVEL`; returns the old IRQL.
     pub fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LOCK) -> KIRQL;
     /// Releases a spin lock and returns to `NewIrql`.
