@@ -14,6 +14,7 @@ use softrnic::env::{Clock, Link, Wake};
 
 use super::alloc::try_box;
 use super::clock::KernelClock;
+use super::dispatch_device::AtDispatch;
 use super::dma::KernelDma;
 use super::engine::{Engine, EngineWaker};
 use super::udp::{ROCEV2_UDP_PORT, UdpTransport, WskLink};
@@ -49,7 +50,9 @@ impl RnicDevice {
         let rnic = SoftRnic::new(DeviceConfig::new(addr, pmtu), dma, link, clock, waker)
             .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
-        let device: Box<dyn hwq::Device> = boxed(rnic.clone())?;
+        // The provider calls the device at its caller's IRQL; every call
+        // runs at DISPATCH_LEVEL (see `AtDispatch`).
+        let device: Box<dyn hwq::Device> = boxed(AtDispatch(rnic.clone()))?;
         transport.attach(&rnic);
         engine.start(&rnic);
         let ctx = match DeviceContext::new(device, super::platform()) {

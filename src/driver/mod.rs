@@ -12,8 +12,10 @@
 //! Map: [`miniport`] (registration and handlers), [`adapter`] (per-adapter
 //! state and attributes), [`oid`], [`ndk`] (NDK registration, open/close,
 //! counters), [`config`] (registry keywords), [`device`] (the RNIC, its
-//! engine and transport), [`engine`] (DPC and timer), [`udp`] (WSK
-//! socket), [`platform`] (the provider's `Platform`), [`dma`] (device
+//! engine and transport), [`dispatch_device`] (the device as the
+//! provider calls it: at DISPATCH_LEVEL), [`engine`] (DPC, timer and
+//! PASSIVE_LEVEL continuation), [`udp`] (WSK socket), [`platform`] (the
+//! provider's `Platform`), [`dma`] (device
 //! access to memory), [`alloc`] (global allocator, fallible and aligned
 //! allocation), [`panic`] (bugchecking panic handler), [`irql`], [`irp`],
 //! [`clock`], [`log`].
@@ -23,6 +25,7 @@ pub mod alloc;
 pub mod clock;
 pub mod config;
 pub mod device;
+pub mod dispatch_device;
 pub mod dma;
 pub mod engine;
 mod glue;

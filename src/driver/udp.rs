@@ -674,6 +674,9 @@ unsafe extern "win64" fn receive_from(
     // SAFETY: `attach`'s contract keeps the device alive while the socket
     // is open.
     let rnic = unsafe { rnic.as_ref() };
+    // WSK may call at PASSIVE_LEVEL; the device takes spin locks its DPC
+    // shares, so it runs at DISPATCH_LEVEL (see `dispatch_device`).
+    let old = super::irql::raise_to_dispatch();
     let mut at = indications;
     while let Some(ind) = NonNull::new(at) {
         // SAFETY: WSK's indication list, valid during the event.
@@ -681,6 +684,7 @@ unsafe extern "win64" fn receive_from(
         transport.deliver(rnic, ind);
         at = ind.Next;
     }
+    super::irql::lower(old);
     STATUS_SUCCESS
 }
 

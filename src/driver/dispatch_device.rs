@@ -1,0 +1,188 @@
+//! The device as the provider sees it: the software RNIC with every
+//! command run at `DISPATCH_LEVEL`.
+//!
+//! Why: the provider calls the device at its caller's IRQL, and NDK
+//! consumers may call at `PASSIVE_LEVEL`. The software RNIC guards its
+//! tables with spin locks (a QP slot, a CQ slot, the CM state, the event
+//! sink) that its engine DPC takes too, and some commands queue that DPC
+//! while holding one (`flush_qp` completes work under the QP's lock and an
+//! armed CQ wakes the engine). At `PASSIVE_LEVEL` a DPC queued on the
+//! same processor, or any DPC that lands there (the timer's, a receive's),
+//! preempts the lock holder and spins on the lock it holds: the processor
+//! never comes back (bug check 0x133). At `DISPATCH_LEVEL` the holder
+//! cannot be preempted by a DPC: what it queues runs when it lowers, with
+//! the lock released. This is the rule for any spin lock shared with a
+//! DPC (`KeAcquireSpinLock` raises for the same reason).
+//!
+//! Nothing here may block at `DISPATCH_LEVEL`. The trait allows `attach`
+//! and `detach` to block; the software RNIC's only take its event sink's
+//! spin lock (the engine DPC holds it for reading while it delivers
+//! events), so they must be raised like the rest, and spinning for a
+//! reader on another processor is what a spin lock does at
+//! `DISPATCH_LEVEL`. Every other entry is documented not to block;
+//! `register` and `init_fast_register` may allocate, which the global
+//! allocator does from non-paged pool, legal at `DISPATCH_LEVEL`.
+
+use core::net::SocketAddr;
+
+use hwq::device::{ConnectParams, DeviceCaps, EventSink, QpSetup, Registration};
+use hwq::{Consumer, Cqe, Device, DeviceError, MemoryKey, Producer, RecvWqe, TryArc};
+use softrnic::device::SoftRnic;
+
+use super::irql;
+
+/// Runs `f` at `DISPATCH_LEVEL` and returns to the caller's level (which
+/// runs the DPCs `f` queued on this processor, after `f` let go of its
+/// locks). Callers run at or below `DISPATCH_LEVEL`.
+fn at_dispatch<R>(f: impl FnOnce() -> R) -> R {
+    let old = irql::raise_to_dispatch();
+    let result = f();
+    irql::lower(old);
+    result
+}
+
+/// The software RNIC, each command forwarded at `DISPATCH_LEVEL`.
+#[derive(Debug)]
+pub struct AtDispatch(pub TryArc<SoftRnic>);
+
+impl AtDispatch {
+    /// The device; commands go through its `Device` implementation (not
+    /// the inherent methods of the same names, which may differ).
+    fn rnic(&self) -> &SoftRnic {
+        &self.0
+    }
+}
+
+impl Device for AtDispatch {
+    fn caps(&self) -> DeviceCaps {
+        at_dispatch(|| Device::caps(self.rnic()))
+    }
+    fn attach(&self, sink: EventSink) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::attach(self.rnic(), sink))
+    }
+    fn detach(&self) {
+        at_dispatch(|| Device::detach(self.rnic()));
+    }
+    fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+        at_dispatch(|| Device::create_pd(self.rnic()))
+    }
+    fn destroy_pd(&self, pd: u32) {
+        at_dispatch(|| Device::destroy_pd(self.rnic(), pd));
+    }
+    fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
+        at_dispatch(|| Device::alloc_key(self.rnic(), pd, window))
+    }
+    fn free_key(&self, key: MemoryKey) {
+        at_dispatch(|| Device::free_key(self.rnic(), key));
+    }
+    fn register(
+        &self,
+        key: MemoryKey,
+        registration: &Registration<'_>,
+    ) -> Result<MemoryKey, DeviceError> {
+        at_dispatch(|| Device::register(self.rnic(), key, registration))
+    }
+    fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::deregister(self.rnic(), key))
+    }
+    fn init_fast_register(
+        &self,
+        key: MemoryKey,
+        max_pages: u32,
+        remote_access: bool,
+    ) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::init_fast_register(self.rnic(), key, max_pages, remote_access))
+    }
+    fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+        at_dispatch(|| Device::create_cq(self.rnic(), ring))
+    }
+    fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::resize_cq(self.rnic(), cqn, ring))
+    }
+    fn destroy_cq(&self, cqn: u32) {
+        at_dispatch(|| Device::destroy_cq(self.rnic(), cqn));
+    }
+    fn arm_cq(&self, cqn: u32, solicited_only: bool) {
+        at_dispatch(|| Device::arm_cq(self.rnic(), cqn, solicited_only));
+    }
+    fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::moderate_cq(self.rnic(), cqn, count, usec))
+    }
+    fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+        at_dispatch(|| Device::create_srq(self.rnic(), pd, ring, limit))
+    }
+    fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::set_srq_limit(self.rnic(), srqn, limit))
+    }
+    fn destroy_srq(&self, srqn: u32) {
+        at_dispatch(|| Device::destroy_srq(self.rnic(), srqn));
+    }
+    fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
+        at_dispatch(|| Device::create_qp(self.rnic(), setup))
+    }
+    fn flush_qp(&self, qpn: u32) {
+        at_dispatch(|| Device::flush_qp(self.rnic(), qpn));
+    }
+    fn destroy_qp(&self, qpn: u32) {
+        at_dispatch(|| Device::destroy_qp(self.rnic(), qpn));
+    }
+    fn sq_doorbell(&self, qpn: u32) {
+        at_dispatch(|| Device::sq_doorbell(self.rnic(), qpn));
+    }
+    fn busy_poll(&self) -> bool {
+        at_dispatch(|| Device::busy_poll(self.rnic()))
+    }
+    fn rq_doorbell(&self, qpn: u32) {
+        at_dispatch(|| Device::rq_doorbell(self.rnic(), qpn));
+    }
+    fn srq_doorbell(&self, srqn: u32) {
+        at_dispatch(|| Device::srq_doorbell(self.rnic(), srqn));
+    }
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+        at_dispatch(|| Device::cm_listen(self.rnic(), addr))
+    }
+    fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+        at_dispatch(|| Device::cm_pause_listener(self.rnic(), listen_id, paused));
+    }
+    fn cm_stop_listener(&self, listen_id: u32) {
+        at_dispatch(|| Device::cm_stop_listener(self.rnic(), listen_id));
+    }
+    fn cm_connect(
+        &self,
+        qpn: u32,
+        params: &ConnectParams<'_>,
+    ) -> Result<(u32, SocketAddr), DeviceError> {
+        at_dispatch(|| Device::cm_connect(self.rnic(), qpn, params))
+    }
+    fn cm_accept(
+        &self,
+        conn_id: u32,
+        qpn: u32,
+        inbound_reads: u32,
+        outbound_reads: u32,
+        private_data: &[u8],
+    ) -> Result<(), DeviceError> {
+        at_dispatch(|| {
+            Device::cm_accept(
+                self.rnic(),
+                conn_id,
+                qpn,
+                inbound_reads,
+                outbound_reads,
+                private_data,
+            )
+        })
+    }
+    fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::cm_reject(self.rnic(), conn_id, private_data))
+    }
+    fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::cm_establish(self.rnic(), conn_id))
+    }
+    fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::cm_disconnect(self.rnic(), conn_id))
+    }
+    fn cm_release(&self, conn_id: u32) {
+        at_dispatch(|| Device::cm_release(self.rnic(), conn_id));
+    }
+}
