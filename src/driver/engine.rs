@@ -95,16 +95,34 @@ impl Engine {
         }
     }
 
-    /// Stops the engine: when it returns, neither the DPC nor the timer
-    /// runs or will run, and the device may be freed. `PASSIVE_LEVEL`.
+    /// Stops the engine: when it returns, the DPC is neither queued nor
+    /// running, the timer is not armed, and neither can happen again; the
+    /// device may be freed, and so may the engine. `PASSIVE_LEVEL`; by
+    /// then nothing but the engine itself kicks it (the device's other
+    /// callers are gone: provider detached, socket closed). Idempotent.
+    ///
+    /// Why this order: a DPC run that began before `stopping` was set
+    /// (it read `false` on entry) may still arm the timer or requeue the
+    /// DPC at any point until it returns, even after a `KeCancelTimer`
+    /// made here; cancelling first would leave the timer armed in memory
+    /// about to be freed (Verifier: 0xC4/0x15, 0xC7). So:
+    /// 1. `stopping = true`: every run that starts from now on returns at
+    ///    once, arming and queueing nothing.
+    /// 2. `KeFlushQueuedDpcs`: every run that may have read `false` has
+    ///    returned; from here on nobody arms the timer.
+    /// 3. `KeCancelTimer`: disarms what those runs armed.
+    /// 4. `KeRemoveQueueDpc`: dequeues what they (or the timer, firing
+    ///    before step 3) queued.
+    /// 5. `KeFlushQueuedDpcs`: a run dequeued before step 4 (a no-op run,
+    ///    it started after step 1) has returned.
     pub fn stop(&self) {
-        self.stopping.store(true, Ordering::Release);
-        // SAFETY: initialised objects of a live engine.
+        self.stopping.store(true, Ordering::SeqCst);
+        // SAFETY: PASSIVE_LEVEL (this function's contract).
+        unsafe { KeFlushQueuedDpcs() };
+        // SAFETY: an initialised timer of a live engine.
         unsafe { KeCancelTimer(self.timer.get()) };
-        // SAFETY: as above.
+        // SAFETY: an initialised DPC of a live engine.
         unsafe { KeRemoveQueueDpc(self.dpc.get()) };
-        // A DPC already running (or queued by a timer that fired just
-        // before the cancel) finishes before this returns.
         // SAFETY: PASSIVE_LEVEL (this function's contract).
         unsafe { KeFlushQueuedDpcs() };
         self.rnic.store(ptr::null_mut(), Ordering::Release);
@@ -136,6 +154,9 @@ impl Engine {
         self.kick();
     }
 
+    /// Arms the timer for the engine's next deadline. Only a DPC run that
+    /// read `stopping == false` on entry calls it ([`Engine::stop`]
+    /// relies on that).
     fn arm_timer(&self, rnic: &SoftRnic, clock: &KernelClock) {
         let now = clock.now_us();
         let wait_us = rnic
