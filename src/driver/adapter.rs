@@ -127,7 +127,7 @@ impl Adapter {
     ) -> Result<Box<Self>, NDIS_STATUS> {
         let config = read_config(handle);
         let addr = config.ipv4.unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let device = RnicDevice::create(addr, config.pmtu)?;
+        let device = RnicDevice::create(handle, addr, config.pmtu)?;
         // SAFETY: PASSIVE_LEVEL; the adapter handle is valid.
         let work_item = unsafe { NdisAllocateIoWorkItem(handle) };
         let adapter = try_box(Self {

@@ -7,6 +7,7 @@ use alloc::boxed::Box;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
 use hwq::TryArc;
+use ndis::NDIS_HANDLE;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
@@ -36,11 +37,11 @@ fn boxed<T>(value: T) -> Result<Box<T>, NTSTATUS> {
 }
 
 impl RnicDevice {
-    /// Builds the device for `addr` with path MTU `pmtu` and starts its
-    /// engine (`PASSIVE_LEVEL`). The socket is not open yet: see
+    /// Builds the device of NDIS adapter `adapter` for `addr` with path
+    /// MTU `pmtu` and starts its engine (`PASSIVE_LEVEL`). The socket is not open yet: see
     /// [`UdpTransport::open`].
-    pub fn create(addr: Ipv4Addr, pmtu: u32) -> Result<Self, NTSTATUS> {
-        let engine = Engine::create()?;
+    pub fn create(adapter: NDIS_HANDLE, addr: Ipv4Addr, pmtu: u32) -> Result<Self, NTSTATUS> {
+        let engine = Engine::create(adapter)?;
         let transport = UdpTransport::create(SocketAddrV4::new(addr, ROCEV2_UDP_PORT))?;
         let dma: Box<dyn hwq::DmaAccess> =
             boxed(KernelDma::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?)?;

@@ -5,20 +5,28 @@
 //! poll while there is work, then sleep until woken or until the next
 //! timer). Here a doorbell or a received packet queues the DPC
 //! ([`EngineWaker`]); the DPC polls up to [`POLL_BUDGET`] passes or
-//! [`DPC_BUDGET_US`], requeues itself if work remains (so one adapter never
-//! holds a processor for long: DPCs should finish within ~100 µs), and
-//! otherwise arms the timer for the engine's earliest deadline. The timer's
-//! resolution is the system clock tick (15.6 ms by default), which bounds
-//! how early a retransmission can fire; RC timeouts are far longer.
+//! [`DPC_BUDGET_US`] (DPCs should finish within ~100 µs) and, when the
+//! device is idle, arms the timer for the engine's earliest deadline. The
+//! timer's resolution is the system clock tick (15.6 ms by default), which
+//! bounds how early a retransmission can fire; RC timeouts are far longer.
+//!
+//! When the budget is spent and work remains, the DPC does not requeue
+//! itself: back-to-back DPCs keep a processor at DISPATCH_LEVEL, which the
+//! DPC watchdog counts cumulatively (bug check 0x133, parameter 1 = 1)
+//! under sustained traffic. It hands the continuation to PASSIVE_LEVEL
+//! instead: the device's NDIS I/O work item kicks the DPC again from a
+//! system thread, so the processor drops below DISPATCH_LEVEL between
+//! runs (other threads and DPCs get it, the watchdog's count restarts).
 
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use alloc::boxed::Box;
 use ndis::{
     KDPC, KTIMER, KeCancelTimer, KeFlushQueuedDpcs, KeInitializeDpc, KeInitializeTimerEx,
-    KeInsertQueueDpc, KeRemoveQueueDpc, KeSetTimer, NotificationTimer,
+    KeInsertQueueDpc, KeRemoveQueueDpc, KeSetTimer, NDIS_HANDLE, NdisAllocateIoWorkItem,
+    NdisFreeIoWorkItem, NdisQueueIoWorkItem, NotificationTimer,
 };
 use ndkpi::{NTSTATUS, PVOID, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
@@ -29,18 +37,31 @@ use super::clock::KernelClock;
 
 /// Poll passes one DPC run makes at most.
 const POLL_BUDGET: u32 = 64;
-/// Time one DPC run spends at most before requeueing itself, µs.
+/// Time one DPC run spends at most before handing the rest of its work
+/// to the continuation, µs.
 const DPC_BUDGET_US: u64 = 100;
 /// Longest the timer is armed for; the engine is looked at this often
 /// even when idle (like the host's `IDLE_PARK`).
 const IDLE_US: u64 = 50_000;
 
-/// The DPC, the timer and the device they run. Lives in a `Box` (the
-/// kernel keeps pointers to the DPC and timer) from [`Engine::create`]
-/// until after [`Engine::stop`].
+/// `continuation` bit: the work item is queued or its routine is running.
+const CONTINUATION_QUEUED: u32 = 1;
+/// `continuation` bit: a DPC run left work behind; the routine kicks the
+/// DPC once more for it.
+const CONTINUATION_WANTED: u32 = 2;
+
+/// The DPC, the timer, the continuation work item and the device they
+/// run. Lives in a `Box` (the kernel keeps pointers to the DPC and timer)
+/// from [`Engine::create`] until after [`Engine::stop`].
 pub struct Engine {
     dpc: UnsafeCell<KDPC>,
     timer: UnsafeCell<KTIMER>,
+    /// NDIS I/O work item that continues a run's work from PASSIVE_LEVEL.
+    work_item: NDIS_HANDLE,
+    /// [`CONTINUATION_QUEUED`] and [`CONTINUATION_WANTED`], one word so
+    /// that the routine can find nothing wanted and drop the queued flag
+    /// in one atomic step (see [`Engine::continue_at_passive`]).
+    continuation: AtomicU32,
     rnic: AtomicPtr<SoftRnic>,
     stopping: AtomicBool,
 }
@@ -54,21 +75,37 @@ impl core::fmt::Debug for Engine {
 }
 
 // SAFETY: the KDPC and KTIMER are only handed to the kernel, which
-// synchronises them itself; the other fields are atomics.
+// synchronises them itself; the work item handle is an opaque token NDIS
+// allows on any thread; the other fields are atomics.
 unsafe impl Send for Engine {}
 // SAFETY: as above.
 unsafe impl Sync for Engine {}
 
 impl Engine {
-    /// An engine with no device yet (`<= DISPATCH_LEVEL`).
-    pub fn create() -> Result<Box<Self>, NTSTATUS> {
+    /// An engine with no device yet, its work item bound to the NDIS
+    /// adapter `adapter` (`PASSIVE_LEVEL`, from `MiniportInitializeEx`).
+    pub fn create(adapter: NDIS_HANDLE) -> Result<Box<Self>, NTSTATUS> {
+        // SAFETY: <= DISPATCH_LEVEL; the caller's live adapter handle.
+        let work_item = unsafe { NdisAllocateIoWorkItem(adapter) };
+        if work_item.is_null() {
+            return Err(STATUS_INSUFFICIENT_RESOURCES);
+        }
         let engine = try_box(Self {
             dpc: UnsafeCell::new(KDPC::zeroed()),
             timer: UnsafeCell::new(KTIMER::zeroed()),
+            work_item,
+            continuation: AtomicU32::new(0),
             rnic: AtomicPtr::new(ptr::null_mut()),
             stopping: AtomicBool::new(false),
         })
-        .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+        .map_err(|engine| {
+            // Its DPC and timer were never initialised: no `Drop` (which
+            // stops them); only the work item to give back.
+            core::mem::forget(engine);
+            // SAFETY: allocated above, never queued.
+            unsafe { NdisFreeIoWorkItem(work_item) };
+            STATUS_INSUFFICIENT_RESOURCES
+        })?;
         let context = ptr::from_ref::<Self>(&engine).cast_mut().cast();
         // SAFETY: the DPC object is in the box, which does not move; the
         // context is the engine, valid until `stop` has flushed the DPC.
@@ -107,18 +144,24 @@ impl Engine {
     /// made here; cancelling first would leave the timer armed in memory
     /// about to be freed (Verifier: 0xC4/0x15, 0xC7). So:
     /// 1. `stopping = true`: every run that starts from now on returns at
-    ///    once, arming and queueing nothing.
+    ///    once, arming, queueing and continuing nothing; kicks are no-ops.
     /// 2. `KeFlushQueuedDpcs`: every run that may have read `false` has
-    ///    returned; from here on nobody arms the timer.
-    /// 3. `KeCancelTimer`: disarms what those runs armed.
-    /// 4. `KeRemoveQueueDpc`: dequeues what they (or the timer, firing
-    ///    before step 3) queued.
-    /// 5. `KeFlushQueuedDpcs`: a run dequeued before step 4 (a no-op run,
+    ///    returned; from here on nobody arms the timer or asks for a
+    ///    continuation.
+    /// 3. Wait for the continuation routine to end (it may have kicked
+    ///    the DPC before step 1).
+    /// 4. `KeCancelTimer`: disarms what the runs of step 2 armed.
+    /// 5. `KeRemoveQueueDpc`: dequeues what they, the continuation or the
+    ///    timer (firing before step 4) queued.
+    /// 6. `KeFlushQueuedDpcs`: a run dequeued before step 5 (a no-op run,
     ///    it started after step 1) has returned.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         // SAFETY: PASSIVE_LEVEL (this function's contract).
         unsafe { KeFlushQueuedDpcs() };
+        while self.continuation.load(Ordering::Acquire) != 0 {
+            super::platform_wait();
+        }
         // SAFETY: an initialised timer of a live engine.
         unsafe { KeCancelTimer(self.timer.get()) };
         // SAFETY: an initialised DPC of a live engine.
@@ -150,8 +193,61 @@ impl Engine {
                 break;
             }
         }
-        // Work remains: run again after the DPCs queued behind this one.
-        self.kick();
+        // Work remains and the budget is spent: go on from PASSIVE_LEVEL,
+        // never straight back into another DPC (see the module docs).
+        self.continue_at_passive();
+    }
+
+    /// Asks the work item to kick the DPC again (`DISPATCH_LEVEL`, from a
+    /// run that read `stopping == false`; no allocation: the item was
+    /// allocated in `create`). While the routine is queued or running the
+    /// request is only recorded; the routine looks for it before it ends.
+    fn continue_at_passive(&self) {
+        let old = self
+            .continuation
+            .fetch_or(CONTINUATION_QUEUED | CONTINUATION_WANTED, Ordering::AcqRel);
+        if old & CONTINUATION_QUEUED != 0 {
+            return;
+        }
+        let context = ptr::from_ref(self).cast_mut().cast();
+        // SAFETY: <= DISPATCH_LEVEL; the engine's own work item, not queued
+        // now (the flag was clear); the engine outlives the routine (`stop`
+        // waits for the flag to clear before anything is freed).
+        unsafe { NdisQueueIoWorkItem(self.work_item, continuation, context) };
+    }
+
+    /// The continuation routine's loop (`PASSIVE_LEVEL`, system thread):
+    /// kicks the DPC once per request. A kick at PASSIVE_LEVEL runs the
+    /// DPC on this processor, which comes back to PASSIVE_LEVEL after it
+    /// (a run that leaves work again only records a new request).
+    fn run_continuation(&self) {
+        loop {
+            let state = self.continuation.load(Ordering::Acquire);
+            if state & CONTINUATION_WANTED == 0 {
+                // Nothing asked: drop the flag, and touch nothing after it
+                // (`stop` may free the engine as soon as it sees it clear).
+                if self
+                    .continuation
+                    .compare_exchange(state, 0, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    return;
+                }
+                continue;
+            }
+            if self
+                .continuation
+                .compare_exchange(
+                    state,
+                    CONTINUATION_QUEUED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                self.kick();
+            }
+        }
     }
 
     /// Arms the timer for the engine's next deadline. Only a DPC run that
@@ -169,6 +265,25 @@ impl Engine {
         // armed timer replaces its due time.
         unsafe { KeSetTimer(self.timer.get(), due, self.dpc.get()) };
     }
+}
+
+impl Drop for Engine {
+    /// Stops the engine if its owner has not (failed construction paths),
+    /// then frees the work item, which `stop` left idle. `PASSIVE_LEVEL`.
+    fn drop(&mut self) {
+        self.stop();
+        // SAFETY: allocated in `create`; not queued and its routine has
+        // returned (`stop` waited for the flag; nothing queues it after).
+        unsafe { NdisFreeIoWorkItem(self.work_item) };
+    }
+}
+
+/// The continuation work item's routine (`PASSIVE_LEVEL`).
+unsafe extern "win64" fn continuation(context: PVOID, _item: NDIS_HANDLE) {
+    // SAFETY: the engine queued itself and `stop` waits for this routine
+    // to drop the queued flag before the engine can go.
+    let engine = unsafe { &*context.cast::<Engine>() };
+    engine.run_continuation();
 }
 
 /// The DPC routine (`DISPATCH_LEVEL`), for both the kick and the timer.
