@@ -4,10 +4,11 @@
  * Link with -lrsndk (librsndk.so, built by `cargo build` at the repository
  * root). After RsNdkOpenAdapter succeeds, the adapter is driven exactly as a
  * Windows kernel consumer drives an NDK provider: through the dispatch tables
- * of ndkpi.h (x64 layouts; on Linux the table entries use the platform's C
- * calling convention). Include ndkpi.h (from the WDK or mingw-w64) before this
- * header for the full object and dispatch definitions; this header only needs
- * the adapter type to be declared.
+ * of ndkpi.h (x64 layouts and the Microsoft x64 calling convention on Linux
+ * too: a C consumer declares the table entries and its callbacks
+ * __attribute__((ms_abi))). Include ndkpi.h (from the WDK or mingw-w64)
+ * before this header for the full object and dispatch definitions; this
+ * header only needs the adapter type to be declared.
  *
  * Configuration strings:
  *
@@ -47,9 +48,42 @@ typedef struct _MDL MDL;
 #define RSNDK_NDIS_STATUS_BAD_VERSION ((NTSTATUS)0xC0010004L)
 
 /*
+ * ProviderDisconnectReason of NDK_FN_DISCONNECT_EVENT_CALLBACK_EX (NDKPI 2.1;
+ * the codes are rsndk's own, 0 is never reported):
+ *   PEER             the peer ended the connection (its disconnect request,
+ *                    or its connection manager gave the connection up)
+ *   TRANSPORT_ERROR  the connection's QP had already failed (transport
+ *                    retries exhausted, a remote access or operation error)
+ *                    when the peer's end was reported
+ */
+#define RSNDK_DISCONNECT_REASON_PEER 1u
+#define RSNDK_DISCONNECT_REASON_TRANSPORT_ERROR 2u
+
+/*
+ * NDK_RESULT_EX.ProviderErrorCode on a 2.1 adapter: 0 for success, else the
+ * device's completion status, which tells apart what one NTSTATUS merges.
+ */
+#define RSNDK_ERROR_FLUSHED 1u
+#define RSNDK_ERROR_LOCAL_LENGTH 2u
+#define RSNDK_ERROR_LOCAL_PROTECTION 3u
+#define RSNDK_ERROR_LOCAL_QP_OPERATION 4u
+#define RSNDK_ERROR_REMOTE_ACCESS 5u
+#define RSNDK_ERROR_REMOTE_INVALID_REQUEST 6u
+#define RSNDK_ERROR_REMOTE_OPERATIONAL 7u
+#define RSNDK_ERROR_RETRY_EXCEEDED 8u
+#define RSNDK_ERROR_RNR_RETRY_EXCEEDED 9u
+#define RSNDK_ERROR_MEMORY_MANAGEMENT 10u
+
+/*
  * Opens one adapter described by `config`, for a consumer asking for NDK
- * version major.minor (1.0 to 1.2 are accepted; the adapter runs at 1.2), and
- * stores it in *adapter. Opening the same configuration again opens another
+ * version major.minor, and stores it in *adapter. The consumer names the
+ * lowest minor it accepts; the adapter runs at the provider's highest minor
+ * of that major (minors are supersets): 1.0 to 1.2 run at 1.2, 2.0 and 2.1 at
+ * 2.1. A 2.1 adapter's connectors have the 13-entry connector table
+ * (NdkCompleteConnectEx, NdkAcceptEx, whose extended disconnect callback gets
+ * an RSNDK_DISCONNECT_REASON_*) and its NDK_RESULT_EX records carry a
+ * ProviderErrorCode; a 1.x adapter is exactly the 1.2 interface (its
+ * connector table's two 2.1 slots are NULL). Opening the same configuration again opens another
  * NDK_ADAPTER on the same software RNIC. On failure nothing is written:
  *   STATUS_INVALID_PARAMETER      config or adapter NULL, malformed config,
  *                                 pcap file cannot be created

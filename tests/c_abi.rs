@@ -66,3 +66,66 @@ fn c_consumer_links_and_gets_documented_statuses() {
     );
     assert!(stdout.contains("0 failures"), "{stdout}");
 }
+
+/// The value of `#define NAME VALUEu` in `include/rsndk_host.h`.
+fn header_define(name: &str) -> u32 {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("include/rsndk_host.h")).expect("the header");
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(name) && l.starts_with("#define"))
+        .unwrap_or_else(|| panic!("no #define {name}"));
+    let value = line.split_whitespace().nth(2).expect("a value");
+    value
+        .trim_end_matches('u')
+        .parse()
+        .expect("a decimal value")
+}
+
+#[test]
+fn header_codes_are_the_providers() {
+    use hwq::CqeStatus;
+    use provider::connector::DisconnectReason;
+    for (name, reason) in [
+        (
+            "RSNDK_DISCONNECT_REASON_PEER",
+            DisconnectReason::PeerDisconnected,
+        ),
+        (
+            "RSNDK_DISCONNECT_REASON_TRANSPORT_ERROR",
+            DisconnectReason::TransportError,
+        ),
+    ] {
+        assert_eq!(header_define(name), reason as u32, "{name}");
+    }
+    for (name, status) in [
+        ("RSNDK_ERROR_FLUSHED", CqeStatus::Flushed),
+        ("RSNDK_ERROR_LOCAL_LENGTH", CqeStatus::LocalLength),
+        ("RSNDK_ERROR_LOCAL_PROTECTION", CqeStatus::LocalProtection),
+        (
+            "RSNDK_ERROR_LOCAL_QP_OPERATION",
+            CqeStatus::LocalQpOperation,
+        ),
+        ("RSNDK_ERROR_REMOTE_ACCESS", CqeStatus::RemoteAccess),
+        (
+            "RSNDK_ERROR_REMOTE_INVALID_REQUEST",
+            CqeStatus::RemoteInvalidRequest,
+        ),
+        (
+            "RSNDK_ERROR_REMOTE_OPERATIONAL",
+            CqeStatus::RemoteOperational,
+        ),
+        ("RSNDK_ERROR_RETRY_EXCEEDED", CqeStatus::RetryExceeded),
+        (
+            "RSNDK_ERROR_RNR_RETRY_EXCEEDED",
+            CqeStatus::RnrRetryExceeded,
+        ),
+        ("RSNDK_ERROR_MEMORY_MANAGEMENT", CqeStatus::MemoryManagement),
+    ] {
+        assert_eq!(
+            header_define(name),
+            provider::status::provider_error_code(status),
+            "{name}"
+        );
+    }
+}

@@ -83,7 +83,7 @@ fn udp_adapter_owns_its_port_until_closed() {
 }
 
 #[test]
-fn version_negotiation_accepts_1_0_and_refuses_2_0() {
+fn version_negotiation_accepts_1_0_and_refuses_2_2() {
     let mut adapter = ptr::null_mut();
     // SAFETY: valid arguments.
     let status =
@@ -99,7 +99,7 @@ fn version_negotiation_accepts_1_0_and_refuses_2_0() {
     let mut refused = sentinel();
     // SAFETY: valid arguments.
     let status =
-        unsafe { RsNdkOpenAdapterEx(c"mem:hostver/127.0.1.3".as_ptr(), 2, 0, &raw mut refused) };
+        unsafe { RsNdkOpenAdapterEx(c"mem:hostver/127.0.1.3".as_ptr(), 2, 2, &raw mut refused) };
     assert_eq!(status, NDIS_STATUS_BAD_VERSION);
     assert_eq!(refused, sentinel(), "nothing written on failure");
 }

@@ -152,6 +152,12 @@ pub unsafe extern "win64" fn disconnect_cb(ctx: PVOID) {
     recorder(ctx).record(0, 0);
 }
 
+/// NDKPI 2.1's extended disconnect callback: records the provider's
+/// disconnect reason as the call's status.
+pub unsafe extern "win64" fn disconnect_ex_cb(ctx: PVOID, reason: ULONG) {
+    recorder(ctx).record(reason as NTSTATUS, 0);
+}
+
 // ---------------------------------------------------------------- tables
 
 macro_rules! table {
@@ -831,6 +837,49 @@ pub fn complete_connect(c: *mut NDK_CONNECTOR, disc: &Recorder) -> NTSTATUS {
         f(
             c,
             Some(disconnect_cb),
+            disc.ctx(),
+            Some(request_cb),
+            ptr::null_mut(),
+        )
+    }
+}
+
+/// `NdkAcceptEx` (NDKPI 2.1 adapters): as [`accept`], with the extended
+/// disconnect callback recording reasons in `disc`.
+pub fn accept_ex(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    data: &[u8],
+    disc: &Recorder,
+    done: &Recorder,
+) -> NTSTATUS {
+    let f = connector_table(c).NdkAcceptEx.unwrap();
+    // SAFETY: our connector and QP, valid private data.
+    unsafe {
+        f(
+            c,
+            qp,
+            8,
+            8,
+            data.as_ptr().cast_mut().cast(),
+            data.len() as u32,
+            Some(disconnect_ex_cb),
+            disc.ctx(),
+            Some(request_cb),
+            done.ctx(),
+        )
+    }
+}
+
+/// `NdkCompleteConnectEx` (NDKPI 2.1 adapters): as [`complete_connect`],
+/// with the extended disconnect callback recording reasons in `disc`.
+pub fn complete_connect_ex(c: *mut NDK_CONNECTOR, disc: &Recorder) -> NTSTATUS {
+    let f = connector_table(c).NdkCompleteConnectEx.unwrap();
+    // SAFETY: our connector.
+    unsafe {
+        f(
+            c,
+            Some(disconnect_ex_cb),
             disc.ctx(),
             Some(request_cb),
             ptr::null_mut(),

@@ -51,9 +51,12 @@ pub unsafe extern "C" fn RsNdkOpenAdapter(
 }
 
 /// Opens one software RNIC adapter described by `config`, for a consumer
-/// asking for NDK version `major.minor` (the provider runs at 1.2 and
-/// accepts any 1.x up to it, as minors are supersets), and stores its
-/// `NDK_ADAPTER` in `*adapter`.
+/// asking for NDK version `major.minor`, and stores its `NDK_ADAPTER` in
+/// `*adapter`. Accepted: 1.0-1.2, served at 1.2 (the 1.2 interface), and
+/// 2.0-2.1, served at 2.1 (the 1.2 interface plus `NdkCompleteConnectEx`,
+/// `NdkAcceptEx` with a disconnect reason, and `ProviderErrorCode` in
+/// `NDK_RESULT_EX`): the consumer names the lowest minor it accepts and
+/// minors of one major are supersets (`provider::negotiate`).
 ///
 /// Writes nothing on failure. `STATUS_INVALID_PARAMETER`: `config` or
 /// `adapter` is null, or the configuration does not parse, or its pcap file

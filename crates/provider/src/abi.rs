@@ -86,6 +86,12 @@ pub unsafe trait NdkObject: Object {
     const TYPE: i32;
     /// The address of this kind's `static` dispatch table.
     fn dispatch_table() -> *const c_void;
+
+    /// Whether `dispatch` is one of this kind's dispatch tables (a kind
+    /// with one table per NDK major version overrides this).
+    fn is_dispatch_table(dispatch: *const c_void) -> bool {
+        dispatch == Self::dispatch_table()
+    }
 }
 
 /// Checks a consumer pointer and turns it into a reference.
@@ -114,11 +120,11 @@ pub unsafe fn object<'a, T: NdkObject>(ptr: *const T::Ndk) -> Option<&'a T> {
     let object_type = unsafe { type_ptr.read_unaligned() };
     // SAFETY: as above, for the dispatch pointer field.
     let dispatch = unsafe { dispatch_ptr.read_unaligned() };
-    if object_type != T::TYPE || dispatch != T::dispatch_table() {
+    if object_type != T::TYPE || !T::is_dispatch_table(dispatch) {
         return None;
     }
-    // SAFETY: the header names our dispatch table for `T`, which only our
-    // `T` objects carry (each is built with it as first field), and the
+    // SAFETY: the header names a dispatch table of ours for `T`, which only
+    // our `T` objects carry (each is built with it as first field), and the
     // consumer guarantees the object is open for the duration of the call.
     Some(unsafe { &*ptr.cast::<T>() })
 }

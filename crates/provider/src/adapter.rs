@@ -26,17 +26,34 @@ use crate::status;
 /// `NDIS_STATUS_BAD_VERSION`: the requested NDK version is not offered.
 pub use ndkpi::NDIS_STATUS_BAD_VERSION;
 
-/// The version this provider implements (and runs every adapter at).
-pub const PROVIDER_VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };
+/// The highest version this provider implements: NDKPI 2.1, the current
+/// `ndkpi.h` (what the driver advertises in its NDK capabilities).
+pub const PROVIDER_VERSION: NDK_VERSION = ndkpi::NDK_VERSION_2_1;
+
+/// The version an adapter opened at `major` runs at: the highest minor of
+/// that major this provider implements (1.2 for NDKPI 1, 2.1 for NDKPI 2),
+/// or `None` for a major it does not implement.
+pub fn highest_minor(major: u16) -> Option<NDK_VERSION> {
+    match major {
+        1 => Some(ndkpi::NDK_VERSION_1_2),
+        2 => Some(ndkpi::NDK_VERSION_2_1),
+        _ => None,
+    }
+}
 
 /// Version negotiation: the consumer names a major version and the lowest
-/// minor it accepts; minors are supersets, so any minor up to ours is
-/// served at ours.
+/// minor it accepts; minors of one major are supersets, so any minor up to
+/// our highest of that major is served at that highest (1.0-1.2 at 1.2,
+/// 2.0-2.1 at 2.1). The two majors differ only in the connector table:
+/// 2.x adds `NdkCompleteConnectEx`/`NdkAcceptEx`, and a 1.x adapter's
+/// connectors carry the 1.x table (see [`crate::connector`]). 2.0 is served
+/// at 2.1 because the only 2.0/2.1 difference, `NDK_RESULT_EX`'s
+/// `ProviderErrorCode`, lies in what was padding on x64. Anything else
+/// (major 0 or 3+, 1.3+, 2.2+) is `NDIS_STATUS_BAD_VERSION`.
 pub fn negotiate(requested: NDK_VERSION) -> Result<NDK_VERSION, NTSTATUS> {
-    if requested.Major == PROVIDER_VERSION.Major && requested.Minor <= PROVIDER_VERSION.Minor {
-        Ok(PROVIDER_VERSION)
-    } else {
-        Err(NDIS_STATUS_BAD_VERSION)
+    match highest_minor(requested.Major) {
+        Some(v) if requested.Minor <= v.Minor => Ok(v),
+        _ => Err(NDIS_STATUS_BAD_VERSION),
     }
 }
 
@@ -87,6 +104,12 @@ impl Adapter {
     /// The negotiated version (every child's header carries it).
     pub fn version(&self) -> NDK_VERSION {
         self.version
+    }
+
+    /// Whether the consumer negotiated NDKPI 2.x (the 2.1 connector table,
+    /// provider error codes in `NDK_RESULT_EX`).
+    pub fn is_v2(&self) -> bool {
+        self.version.Major >= 2
     }
 
     /// Shorthand for the platform.
@@ -204,15 +227,21 @@ mod tests {
 
     #[test]
     fn minors_up_to_ours_run_at_ours() {
-        for minor in 0..=2 {
+        for (major, minor, runs_at) in [
+            (1, 0, (1, 2)),
+            (1, 1, (1, 2)),
+            (1, 2, (1, 2)),
+            (2, 0, (2, 1)),
+            (2, 1, (2, 1)),
+        ] {
             let v = negotiate(NDK_VERSION {
-                Major: 1,
+                Major: major,
                 Minor: minor,
             })
             .unwrap();
-            assert_eq!((v.Major, v.Minor), (1, 2));
+            assert_eq!((v.Major, v.Minor), runs_at, "{major}.{minor}");
         }
-        for (major, minor) in [(1, 3), (2, 0), (0, 1), (2, 1)] {
+        for (major, minor) in [(1, 3), (2, 2), (0, 1), (3, 0), (0xFFFF, 0)] {
             assert_eq!(
                 negotiate(NDK_VERSION {
                     Major: major,
@@ -222,5 +251,6 @@ mod tests {
                 Some(NDIS_STATUS_BAD_VERSION)
             );
         }
+        assert_eq!(PROVIDER_VERSION, highest_minor(2).unwrap());
     }
 }

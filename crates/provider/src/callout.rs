@@ -12,8 +12,8 @@ use core::fmt;
 
 use ndkpi::{
     NDK_CONNECTOR, NDK_FN_CONNECT_EVENT_CALLBACK, NDK_FN_CQ_NOTIFICATION_CALLBACK,
-    NDK_FN_DISCONNECT_EVENT_CALLBACK, NDK_FN_REQUEST_COMPLETION, NDK_FN_SRQ_NOTIFICATION_CALLBACK,
-    NTSTATUS,
+    NDK_FN_DISCONNECT_EVENT_CALLBACK, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
+    NDK_FN_REQUEST_COMPLETION, NDK_FN_SRQ_NOTIFICATION_CALLBACK, NTSTATUS,
 };
 
 use crate::object::CloseCompletion;
@@ -128,16 +128,46 @@ pub unsafe fn connect_event(
     platform.callout_end();
 }
 
-/// Calls a connector's disconnect event callback.
+/// A connector's disconnect event callback: the one of `NdkAccept` /
+/// `NdkCompleteConnect`, or NDKPI 2.1's extended one (of `NdkAcceptEx` /
+/// `NdkCompleteConnectEx`), which also receives the disconnect reason.
+#[derive(Clone, Copy, Debug)]
+pub enum DisconnectEvent {
+    /// `NDK_FN_DISCONNECT_EVENT_CALLBACK` (or none).
+    Plain(NDK_FN_DISCONNECT_EVENT_CALLBACK),
+    /// `NDK_FN_DISCONNECT_EVENT_CALLBACK_EX` (or none).
+    Ex(NDK_FN_DISCONNECT_EVENT_CALLBACK_EX),
+}
+
+impl DisconnectEvent {
+    /// No callback.
+    pub const NONE: Self = Self::Plain(None);
+}
+
+/// Calls a connector's disconnect event callback; the extended one gets
+/// `reason`.
 pub fn disconnect_event(
     platform: &dyn Platform,
-    func: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    func: DisconnectEvent,
     context: Context,
+    reason: u32,
 ) {
-    let Some(func) = func else { return };
-    platform.callout_begin();
-    // SAFETY: the disconnect event callback given at NdkAccept or
-    // NdkCompleteConnect, valid until the connector's close completes.
-    unsafe { func(context.0) };
-    platform.callout_end();
+    match func {
+        DisconnectEvent::Plain(Some(func)) => {
+            platform.callout_begin();
+            // SAFETY: the disconnect event callback given at NdkAccept or
+            // NdkCompleteConnect, valid until the connector's close completes.
+            unsafe { func(context.0) };
+            platform.callout_end();
+        }
+        DisconnectEvent::Ex(Some(func)) => {
+            platform.callout_begin();
+            // SAFETY: the extended disconnect event callback given at
+            // NdkAcceptEx or NdkCompleteConnectEx, valid until the
+            // connector's close completes.
+            unsafe { func(context.0, reason) };
+            platform.callout_end();
+        }
+        DisconnectEvent::Plain(None) | DisconnectEvent::Ex(None) => {}
+    }
 }

@@ -21,6 +21,13 @@
 //! rejects an unaccepted inbound request) and, for a connected QP, flushes
 //! it. The QP is the connector's antecedent: it stays open until the
 //! connector finishes.
+//!
+//! Versions: a connector of an adapter opened at NDKPI 2.x carries the 2.1
+//! table ([`DISPATCH`]), whose `NdkCompleteConnectEx` and `NdkAcceptEx`
+//! take the extended disconnect callback; it receives a
+//! [`DisconnectReason`]. A 1.x adapter's connectors carry [`DISPATCH_1`]:
+//! the same eleven 1.x entries and null where 2.1 put its two, so a 1.x
+//! consumer sees exactly the 1.2 table.
 
 use core::ffi::c_void;
 use core::net::SocketAddr;
@@ -29,17 +36,18 @@ use hwq::TryArc;
 use hwq::device::{CmEvent, ConnectParams, ConnectionInfo, DeviceError};
 use ndkpi::{
     NDK_ADAPTER, NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_FN_CLOSE_COMPLETION,
-    NDK_FN_CREATE_COMPLETION, NDK_FN_DISCONNECT_EVENT_CALLBACK, NDK_FN_REQUEST_COMPLETION,
-    NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NDK_QP, NDK_SHARED_ENDPOINT, NTSTATUS,
-    NdkObjectTypeConnector, PSOCKADDR, SOCKADDR, STATUS_BUFFER_TOO_SMALL, STATUS_CANCELLED,
-    STATUS_CONNECTION_ABORTED, STATUS_CONNECTION_INVALID, STATUS_CONNECTION_REFUSED,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_IO_TIMEOUT, STATUS_PENDING, STATUS_SUCCESS,
+    NDK_FN_CREATE_COMPLETION, NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX, NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER,
+    NDK_OBJECT_TYPE, NDK_QP, NDK_SHARED_ENDPOINT, NTSTATUS, NdkObjectTypeConnector, PSOCKADDR,
+    SOCKADDR, STATUS_BUFFER_TOO_SMALL, STATUS_CANCELLED, STATUS_CONNECTION_ABORTED,
+    STATUS_CONNECTION_INVALID, STATUS_CONNECTION_REFUSED, STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER,
+    STATUS_IO_TIMEOUT, STATUS_PENDING, STATUS_SUCCESS,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
 use crate::adapter::{self, Adapter, adapter_arg};
-use crate::callout::{self, Context, RequestCompletion};
+use crate::callout::{self, Context, DisconnectEvent, RequestCompletion};
 use crate::endpoint::{SharedEndpoint, endpoint_arg};
 use crate::listener::Listener;
 use crate::lock::SpinLock;
@@ -51,6 +59,23 @@ use crate::sockaddr;
 use crate::status;
 
 static STATE_LOCK: LockClass = LockClass::new("connector.state");
+
+/// Why a connection ended, as the extended disconnect callback
+/// (`NDK_FN_DISCONNECT_EVENT_CALLBACK_EX`) reports it. The codes are this
+/// provider's own (NDK leaves them to the provider); NDK reserves 0 for "no
+/// reason given", which this provider never reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum DisconnectReason {
+    /// The peer ended the connection: its disconnect request arrived (or
+    /// its connection manager gave the connection up), and our QP was
+    /// healthy.
+    PeerDisconnected = 1,
+    /// The connection had already failed on our side when the peer's end
+    /// was reported: the device had put its QP in the error state
+    /// (transport retries exhausted, a remote access or operation error).
+    TransportError = 2,
+}
 
 /// Where a connector is in its one connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +132,7 @@ struct State {
     /// The peer's private data (connect request or reply).
     peer_data: Option<PoolVec<u8>>,
     pending: Option<Pending>,
-    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    disconnect_event: DisconnectEvent,
     disconnect_context: Context,
     disconnect_notified: bool,
 }
@@ -131,6 +156,11 @@ unsafe impl NdkObject for Connector {
     const TYPE: NDK_OBJECT_TYPE = NdkObjectTypeConnector;
     fn dispatch_table() -> *const c_void {
         (&raw const DISPATCH).cast()
+    }
+
+    /// A 1.x adapter's connectors carry the 1.x table.
+    fn is_dispatch_table(dispatch: *const c_void) -> bool {
+        dispatch == Self::dispatch_table() || dispatch == (&raw const DISPATCH_1).cast()
     }
 }
 
@@ -222,7 +252,11 @@ impl Connector {
         pool::try_arc(platform, tags::CONNECTOR, |charge| Self {
             ndk: NdkCell::new(NDK_CONNECTOR {
                 Header: abi::header(adapter.version(), NdkObjectTypeConnector),
-                Dispatch: &raw const DISPATCH,
+                Dispatch: if adapter.is_v2() {
+                    &raw const DISPATCH
+                } else {
+                    &raw const DISPATCH_1
+                },
             }),
             life: Life::new(platform),
             adapter: Dep::new(&abi::arc(adapter)),
@@ -245,7 +279,7 @@ impl Connector {
             outbound_reads: 0,
             peer_data: None,
             pending: None,
-            disconnect_event: None,
+            disconnect_event: DisconnectEvent::NONE,
             disconnect_context: Context(core::ptr::null_mut()),
             disconnect_notified: false,
         }
@@ -378,10 +412,10 @@ impl Connector {
         }
     }
 
-    /// `NdkCompleteConnect`: completes synchronously.
+    /// `NdkCompleteConnect(Ex)`: completes synchronously.
     fn complete_connect(
         &self,
-        disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+        disconnect_event: DisconnectEvent,
         disconnect_context: *mut c_void,
     ) -> NTSTATUS {
         let conn_id = {
@@ -417,14 +451,14 @@ impl Connector {
         STATUS_SUCCESS
     }
 
-    /// `NdkAccept`.
+    /// `NdkAccept(Ex)`.
     fn accept(
         &self,
         qp: &Qp,
         inbound_reads: u32,
         outbound_reads: u32,
         private_data: &[u8],
-        disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+        disconnect_event: DisconnectEvent,
         disconnect_context: *mut c_void,
         completion: NDK_FN_REQUEST_COMPLETION,
         context: *mut c_void,
@@ -706,7 +740,8 @@ fn fail_attempt(connector: &TryArc<Connector>, status: NTSTATUS) {
 }
 
 /// The peer disconnected (or the connection failed): the disconnect event,
-/// once. Outstanding work is not flushed for it (NDK).
+/// once, with its [`DisconnectReason`] for an extended callback.
+/// Outstanding work is not flushed for it (NDK).
 fn on_peer_disconnect(connector: &TryArc<Connector>) {
     let (callback, context) = {
         let mut s = connector.state.lock();
@@ -717,13 +752,22 @@ fn on_peer_disconnect(connector: &TryArc<Connector>) {
         s.disconnect_notified = true;
         (s.disconnect_event, s.disconnect_context)
     };
+    let mut reason = DisconnectReason::PeerDisconnected;
     if let Some(qp) = connector.qp() {
+        if qp.is_errored() {
+            reason = DisconnectReason::TransportError;
+        }
         qp.set_conn_state(ConnState::Disconnected);
     }
     let Some(_busy) = Busy::enter(connector) else {
         return;
     };
-    callout::disconnect_event(connector.adapter.get().platform(), callback, context);
+    callout::disconnect_event(
+        connector.adapter.get().platform(),
+        callback,
+        context,
+        reason as u32,
+    );
 }
 
 // ---- dispatch ----
@@ -878,7 +922,23 @@ unsafe extern "win64" fn complete_connect(
     let Some(c) = (unsafe { connector_arg(c) }) else {
         return STATUS_INVALID_HANDLE;
     };
-    c.complete_connect(disconnect_event, disconnect_context)
+    c.complete_connect(DisconnectEvent::Plain(disconnect_event), disconnect_context)
+}
+
+/// `NdkCompleteConnectEx` (NDKPI 2.1): as `NdkCompleteConnect`, with the
+/// extended disconnect callback.
+unsafe extern "win64" fn complete_connect_ex(
+    c: *mut NDK_CONNECTOR,
+    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
+    disconnect_context: *mut c_void,
+    _completion: NDK_FN_REQUEST_COMPLETION,
+    _context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes its open connector.
+    let Some(c) = (unsafe { connector_arg(c) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    c.complete_connect(DisconnectEvent::Ex(disconnect_event), disconnect_context)
 }
 
 unsafe extern "win64" fn accept(
@@ -889,6 +949,71 @@ unsafe extern "win64" fn accept(
     data: *mut c_void,
     data_len: u32,
     disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    disconnect_context: *mut c_void,
+    completion: NDK_FN_REQUEST_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer's arguments, forwarded.
+    unsafe {
+        accept_with(
+            c,
+            qp,
+            inbound_reads,
+            outbound_reads,
+            data,
+            data_len,
+            DisconnectEvent::Plain(disconnect_event),
+            disconnect_context,
+            completion,
+            context,
+        )
+    }
+}
+
+/// `NdkAcceptEx` (NDKPI 2.1): as `NdkAccept`, with the extended disconnect
+/// callback.
+unsafe extern "win64" fn accept_ex(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    inbound_reads: u32,
+    outbound_reads: u32,
+    data: *mut c_void,
+    data_len: u32,
+    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
+    disconnect_context: *mut c_void,
+    completion: NDK_FN_REQUEST_COMPLETION,
+    context: *mut c_void,
+) -> NTSTATUS {
+    // SAFETY: the consumer's arguments, forwarded.
+    unsafe {
+        accept_with(
+            c,
+            qp,
+            inbound_reads,
+            outbound_reads,
+            data,
+            data_len,
+            DisconnectEvent::Ex(disconnect_event),
+            disconnect_context,
+            completion,
+            context,
+        )
+    }
+}
+
+/// `NdkAccept` and `NdkAcceptEx`.
+///
+/// # Safety
+/// The consumer's arguments of either entry: its open connector and QP,
+/// private data readable for `data_len` bytes.
+unsafe fn accept_with(
+    c: *mut NDK_CONNECTOR,
+    qp: *mut NDK_QP,
+    inbound_reads: u32,
+    outbound_reads: u32,
+    data: *mut c_void,
+    data_len: u32,
+    disconnect_event: DisconnectEvent,
     disconnect_context: *mut c_void,
     completion: NDK_FN_REQUEST_COMPLETION,
     context: *mut c_void,
@@ -993,7 +1118,7 @@ unsafe extern "win64" fn disconnect(
     c.disconnect(completion, context)
 }
 
-/// The connector dispatch table.
+/// The connector dispatch table of NDKPI 2.x adapters (the 2.1 table).
 pub static DISPATCH: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
     NdkCloseConnector: Some(close_connector),
     NdkQueryExtension: Some(adapter::query_extension),
@@ -1006,6 +1131,17 @@ pub static DISPATCH: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
     NdkGetLocalAddress: Some(get_local_address),
     NdkGetPeerAddress: Some(get_peer_address),
     NdkDisconnect: Some(disconnect),
+    NdkCompleteConnectEx: Some(complete_connect_ex),
+    NdkAcceptEx: Some(accept_ex),
+};
+
+/// The connector dispatch table of NDKPI 1.x adapters: the 1.2 table (the
+/// first [`ndkpi::NDK_CONNECTOR_DISPATCH_1_SIZE`] bytes, all a 1.x consumer
+/// reads), followed by null where 2.1 put its two entries. Kept in the
+/// 2.1 type so that every reference to a connector table, from either kind
+/// of adapter, covers memory that exists.
+pub static DISPATCH_1: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
     NdkCompleteConnectEx: None,
     NdkAcceptEx: None,
+    ..DISPATCH
 };

@@ -408,15 +408,24 @@ fn result_of(cqe: &Cqe) -> NDK_RESULT {
     }
 }
 
-fn result_ex_of(cqe: &Cqe) -> NDK_RESULT_EX {
+/// The extended record of a completion; `error_codes` (NDKPI 2.x
+/// adapters) fills `ProviderErrorCode` (see
+/// [`status::provider_error_code`]), which a 1.x consumer's record has as
+/// padding and therefore gets as 0.
+fn result_ex_of(cqe: &Cqe, error_codes: bool) -> NDK_RESULT_EX {
     let op = cqe.op();
+    let cqe_status = cqe.cqe_status();
     NDK_RESULT_EX {
-        Status: status::completion_status(cqe.cqe_status()),
+        Status: status::completion_status(cqe_status),
         BytesTransferred: cqe.byte_len,
         QPContext: cqe.qp_context as usize as *mut c_void,
         RequestContext: cqe.wr_id as usize as *mut c_void,
         Type: status::operation_type(op),
-        ProviderErrorCode: 0,
+        ProviderErrorCode: if error_codes {
+            status::provider_error_code(cqe_status)
+        } else {
+            0
+        },
         TypeSpecificCompletionOutput: if op == Some(CqeOpcode::ReceiveInvalidate) {
             cqe.invalidated_key as usize
         } else {
@@ -528,9 +537,11 @@ unsafe extern "win64" fn get_cq_results_ex(
     if results.is_null() {
         return 0;
     }
+    let error_codes = cq.adapter.get().is_v2();
     cq.poll(max as usize, |i, cqe| {
+        let result = result_ex_of(cqe, error_codes);
         // SAFETY: `i < max`, and the consumer's array holds `max` results.
-        unsafe { results.wrapping_add(i).write_unaligned(result_ex_of(cqe)) };
+        unsafe { results.wrapping_add(i).write_unaligned(result) };
     }) as u32
 }
 

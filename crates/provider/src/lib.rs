@@ -1,6 +1,11 @@
 //! The NDK provider of rsndk: every NDK object and dispatch table of
-//! `ndkpi.h` (version 1.2) over the `hwq` device contract and a
-//! [`Platform`].
+//! `ndkpi.h` over the `hwq` device contract and a [`Platform`].
+//!
+//! Versions: NDKPI 1.0-1.2 (served at 1.2) and 2.0-2.1 (served at 2.1);
+//! see [`negotiate`]. A 2.x adapter's connectors add `NdkCompleteConnectEx`
+//! and `NdkAcceptEx`, whose extended disconnect callback gets a
+//! [`connector::DisconnectReason`], and its `NDK_RESULT_EX` records carry a
+//! `ProviderErrorCode`; a 1.x adapter behaves as the 1.2 interface.
 //!
 //! `no_std` + `alloc`: the same code runs in the Windows kernel driver and in
 //! Linux tests. Every allocation is fallible and accounted ([`pool`]); the
@@ -48,6 +53,6 @@ pub mod table;
 #[cfg(test)]
 mod testing;
 
-pub use adapter::{PROVIDER_VERSION, close_adapter, negotiate, open_adapter};
+pub use adapter::{PROVIDER_VERSION, close_adapter, highest_minor, negotiate, open_adapter};
 pub use device::DeviceContext;
 pub use platform::{Irql, LockClass, Platform, PoolTag, PoolType};

@@ -32,6 +32,17 @@ pub fn completion_status(status: CqeStatus) -> NTSTATUS {
     }
 }
 
+/// `NDK_RESULT_EX.ProviderErrorCode` of a completion (NDKPI 2.1): 0 for a
+/// success, as NDK requires; otherwise the device's own completion status
+/// (`hwq::CqeStatus`, 1 to 10), which tells apart what one NTSTATUS merges
+/// (local protection and memory-management errors are both
+/// `STATUS_ACCESS_VIOLATION`; remote access, invalid request and
+/// operational errors are all `STATUS_REMOTE_RESOURCES`; exhausted
+/// transport and RNR retries are both `STATUS_IO_TIMEOUT`).
+pub fn provider_error_code(status: CqeStatus) -> u32 {
+    status as u32
+}
+
 /// `NDK_RESULT_EX.Type` of a completion. An opcode byte the device should
 /// never write reads as a send (the initiator side), which is at least a
 /// valid NDK type.
