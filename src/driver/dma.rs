@@ -14,6 +14,28 @@
 //! `DISPATCH_LEVEL` while it owns a mapping MDL, so an owner is never
 //! preempted and waiting for one is a short spin.
 //!
+//! What the documentation allows, and which rule this relies on. MSDN
+//! knows three ways to get an MDL of locked pages: `IoAllocateMdl` +
+//! `MmBuildMdlForNonPagedPool` for non-paged pool (never mapped again:
+//! `MappedSystemVa` is the pool address); `MmProbeAndLockPages` /
+//! `MmUnlockPages` for pageable memory, which lock the pages themselves;
+//! and an MDL the driver describes itself, through the documented fields
+//! (`ByteCount`, `ByteOffset`, `StartVa` and the PFN array
+//! `MmGetMdlPfnArray` returns), for pages that stay locked by their
+//! owner for as long as the MDL names them. `MmMapLockedPagesSpecifyCache`
+//! asks only that "this MDL must describe physical pages that are locked
+//! down". rsndk relies on the third: the pages belong to consumer MDLs
+//! locked for the life of their registration (the NDK contract), and
+//! `IoBuildPartialMdl`, the packaged form of the same rule, needs the
+//! consumer's MDL, which the device no longer has (it works by logical
+//! address). So a mapping MDL carries `MDL_PAGES_LOCKED` exactly while it
+//! describes such pages: set when its PFNs are filled, cleared (with the
+//! mapping undone by `MmUnmapLockedPages`, which clears
+//! `MDL_MAPPED_TO_SYSTEM_VA`) before the slot is released, so the MDL
+//! `IoFreeMdl` gets back has neither flag, as one fresh from
+//! `IoAllocateMdl`; nothing else of the MDL is touched (the allocator's
+//! own flags, `Size` and `MappedSystemVa` are the kernel's).
+//!
 //! Cost: a map and unmap (with its TLB flush) per request chunk of up to
 //! [`MAP_PAGES`] pages. Mapping each registration once at registration time
 //! would avoid it; that needs a provider hook and is future work.
@@ -26,7 +48,7 @@ use ndis::{
     IoAllocateMdl, IoFreeMdl, KernelMode, MdlMappingNoExecute, MmCached,
     MmMapLockedPagesSpecifyCache, MmUnmapLockedPages, NormalPagePriority,
 };
-use ndkpi::{MDL, MDL_MAPPED_TO_SYSTEM_VA, MDL_PAGES_LOCKED, PAGE_SHIFT, PAGE_SIZE, mdl_pfn_array};
+use ndkpi::{MDL, MDL_PAGES_LOCKED, PAGE_SHIFT, PAGE_SIZE, mdl_pfn_array};
 
 use super::irql;
 
@@ -106,7 +128,8 @@ impl KernelDma {
                 let at = addr + done as u64;
                 let offset = (at % PAGE_SIZE as u64) as usize;
                 let chunk = (len - done).min(MAP_PAGES * PAGE_SIZE - offset);
-                // SAFETY: the slot is ours (claimed) at DISPATCH_LEVEL.
+                // SAFETY: the slot is ours (claimed) at DISPATCH_LEVEL and
+                // not mapped (every mapping is undone before the next).
                 let Some(va) =
                     (unsafe { map(slot.mdl.as_ptr(), at - offset as u64, offset + chunk) })
                 else {
@@ -115,8 +138,8 @@ impl KernelDma {
                 };
                 // `va` maps `offset + chunk` bytes.
                 f(va.wrapping_add(offset), done, chunk);
-                // SAFETY: `va` was returned by mapping this MDL.
-                unsafe { MmUnmapLockedPages(va.cast(), slot.mdl.as_ptr()) };
+                // SAFETY: `va` is this MDL's mapping, made just above.
+                unsafe { unmap(slot.mdl.as_ptr(), va) };
                 done += chunk;
             }
             slot.busy.store(false, Ordering::Release);
@@ -150,12 +173,14 @@ impl KernelDma {
 }
 
 /// Points `mdl` at the physical pages from page-aligned `base` for `bytes`
-/// bytes and maps them; the system address of `base`, or `None`.
+/// bytes and maps them; the system address of `base`, or `None` (the MDL
+/// then describes nothing locked again).
 ///
 /// # Safety
-/// `mdl` is a mapping MDL owned by the caller (not mapped), allocated for
-/// [`MAP_PAGES`] pages; `bytes <= MAP_PAGES * PAGE_SIZE`; the pages are
-/// locked by their owner for the duration of the mapping.
+/// `mdl` is a mapping MDL owned by the caller, neither mapped nor marked
+/// locked (fresh from `IoAllocateMdl` or last used through [`unmap`]),
+/// allocated for [`MAP_PAGES`] pages; `bytes <= MAP_PAGES * PAGE_SIZE`;
+/// the pages are locked by their owner for the duration of the mapping.
 unsafe fn map(mdl: *mut MDL, base: u64, bytes: usize) -> Option<*mut u8> {
     let pages = bytes.div_ceil(PAGE_SIZE);
     let pfns = mdl_pfn_array(mdl);
@@ -166,13 +191,47 @@ unsafe fn map(mdl: *mut MDL, base: u64, bytes: usize) -> Option<*mut u8> {
                 .write(((base >> PAGE_SHIFT) as usize) + i);
         };
     }
-    // SAFETY: the caller owns the MDL; a plain header update.
+    // SAFETY: the caller owns the MDL; a plain header update of the
+    // documented fields (`StartVa` stays the page-aligned address it was
+    // allocated for; only its offset, 0, is meaningful).
     let header = unsafe { &mut *mdl };
     header.ByteCount = bytes as u32;
     header.ByteOffset = 0;
-    header.MdlFlags = (header.MdlFlags | MDL_PAGES_LOCKED) & !MDL_MAPPED_TO_SYSTEM_VA;
-    // SAFETY: a locked-pages MDL describing resident pages.
-    unsafe { map_locked_pages(mdl) }
+    // The MDL now describes pages locked by their owner (see the module
+    // docs); the flag goes again in `unmap` or below.
+    header.MdlFlags |= MDL_PAGES_LOCKED;
+    // SAFETY: a locked-pages MDL describing resident pages, not mapped.
+    let va = unsafe { map_locked_pages(mdl) };
+    if va.is_none() {
+        // SAFETY: as above; nothing was mapped.
+        unsafe { release(mdl) };
+    }
+    va
+}
+
+/// Undoes [`map`]: unmaps `va` and marks the MDL as describing nothing
+/// locked, as it was before `map`.
+///
+/// # Safety
+/// `va` is the mapping `map` made of `mdl`, still mapped; the caller
+/// owns the MDL.
+unsafe fn unmap(mdl: *mut MDL, va: *mut u8) {
+    // SAFETY: per the contract; <= DISPATCH_LEVEL. It clears
+    // MDL_MAPPED_TO_SYSTEM_VA.
+    unsafe { MmUnmapLockedPages(va.cast(), mdl) };
+    // SAFETY: per the contract.
+    unsafe { release(mdl) };
+}
+
+/// Clears `MDL_PAGES_LOCKED` of an unmapped mapping MDL (whose
+/// `MDL_MAPPED_TO_SYSTEM_VA` `MmUnmapLockedPages` cleared, or which was
+/// never mapped): its pages are their owner's alone again.
+///
+/// # Safety
+/// The caller owns `mdl`, which is not mapped.
+unsafe fn release(mdl: *mut MDL) {
+    // SAFETY: the caller owns the MDL; a plain flag update.
+    unsafe { (*mdl).MdlFlags &= !MDL_PAGES_LOCKED };
 }
 
 /// Maps an MDL's locked pages for kernel mode (cached, no-execute); the
@@ -225,8 +284,9 @@ impl DmaAccess for KernelDma {
 impl Drop for KernelDma {
     fn drop(&mut self) {
         for slot in self.slots.iter().flatten() {
-            // SAFETY: allocated by IoAllocateMdl in `new`, not mapped (every
-            // mapping is undone before its slot is released).
+            // SAFETY: allocated by IoAllocateMdl in `new`; neither mapped
+            // nor marked locked (`unmap` and `map`'s failure path undo both
+            // before a slot is released), as IoFreeMdl requires.
             unsafe { IoFreeMdl(slot.mdl.as_ptr()) };
         }
     }
