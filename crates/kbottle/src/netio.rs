@@ -1,1 +1,72 @@
-//! (being written)
+//! NETIO.SYS's Winsock Kernel for the bottled driver: client registration
+//! (`WskRegister`, `WskDeregister`, `WskCaptureProviderNPI`,
+//! `WskReleaseProviderNPI`), the provider dispatch (`WskSocket`) and the
+//! datagram socket dispatch (`WskControlSocket`, `WskBind`, `WskSendTo`,
+//! `WskReceiveFrom`, `WskRelease`, `WskGetLocalAddress`,
+//! `WskCloseSocket`), carried by real Linux UDP sockets so bottled drivers
+//! talk RoCEv2 to each other and to `librsndk.so`.
+//!
+//! - Every IRP the driver passes is completed exactly once, through
+//!   [`crate::io::complete_as_lower_driver`] (the driver's completion
+//!   routine runs, and keeps its IRP by returning
+//!   `STATUS_MORE_PROCESSING_REQUIRED`). Calls that finish at once complete
+//!   the IRP before returning their status; `WskCloseSocket` of a bound
+//!   socket and a `WskReceiveFrom` with nothing to receive return
+//!   `STATUS_PENDING` and are completed later by the socket's receive
+//!   thread, at `DISPATCH_LEVEL`.
+//! - Each bound socket has a receive thread, a processor of its own
+//!   (`cpu::enter("rx <address>")`), which hands datagrams to the client's
+//!   `WskReceiveFromEvent` at `DISPATCH_LEVEL` (so DPCs the driver queues
+//!   there run when it lowers) or to pending `WskReceiveFrom` requests.
+//! - The checks: IRQL rules of each call, objects (registrations, sockets,
+//!   indication lists) that WSK does not know or no longer knows, and
+//!   calls on a socket racing its close, are bugchecks ([`checks`]).
+//! - [`set_capture`] writes every datagram the bottle's sockets send and
+//!   receive to a pcap file that Wireshark decodes as RoCEv2.
+//!
+//! Not modelled: IPv6 and non-datagram sockets (`WskSocket` fails them
+//! with `STATUS_NOT_SUPPORTED`), socket options other than
+//! `SO_WSK_EVENT_CALLBACK` (`STATUS_NOT_SUPPORTED`), control information
+//! on sends, the client-level calls the provider dispatch declares as
+//! opaque (`WskSocketConnect`, `WskControlClient`, name resolution: null in
+//! the table), `WskSendMessages` (null), and cancelling a pending
+//! `WskReceiveFrom` other than by closing the socket.
+
+use std::path::PathBuf;
+
+use crate::pe::{Export, export};
+
+mod buffer;
+mod capture;
+mod checks;
+mod datagram;
+mod provider;
+mod receive;
+mod registration;
+mod socket;
+mod udp;
+
+pub use registration::{
+    WskCaptureProviderNPI, WskDeregister, WskRegister, WskReleaseProviderNPI,
+    set_provider_available,
+};
+pub use socket::{Counters, counters, open_sockets};
+
+/// Starts (`Some(path)`, truncating the file) or stops (`None`, flushing
+/// it) the capture of every datagram the bottle's sockets send and
+/// receive, as Ethernet + IPv4 + UDP frames around the payload (pcap,
+/// link type Ethernet). Decode it with
+/// `tshark -r FILE --disable-heuristic rpcrdma_infiniband`.
+pub fn set_capture(path: Option<PathBuf>) -> std::io::Result<()> {
+    capture::set(path)
+}
+
+/// NETIO.SYS's exports the bottle binds.
+pub fn exports() -> Vec<Export> {
+    vec![
+        export!("NETIO.SYS", WskRegister),
+        export!("NETIO.SYS", WskDeregister),
+        export!("NETIO.SYS", WskCaptureProviderNPI),
+        export!("NETIO.SYS", WskReleaseProviderNPI),
+    ]
+}
