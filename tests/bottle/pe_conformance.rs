@@ -95,6 +95,11 @@ fn has_no_tls_directory() {
 }
 
 #[test]
+fn has_a_valid_checksum() {
+    assert_both_conform(checksum);
+}
+
+#[test]
 fn entry_point_is_driver_entry() {
     assert_both_conform(entry_point);
 }
@@ -229,6 +234,44 @@ fn tls_directory(pe: &PeFile64<'_>) -> Vec<String> {
         )],
         None => Vec::new(),
     }
+}
+
+/// The PE checksum is set and right. "The operating system requires the
+/// Checksum for device drivers" (MSVC's `/RELEASE`, set by default with
+/// `/SUBSYSTEM:NATIVE`: learn.microsoft.com/cpp/build/reference/release-set-the-checksum);
+/// lld-link sets it only when given `/RELEASE`.
+fn checksum(pe: &PeFile64<'_>) -> Vec<String> {
+    let recorded = pe.nt_headers().optional_header().check_sum();
+    // The field's file offset: the NT headers' signature (4 bytes) and
+    // file header (20), then offset 64 of the optional header.
+    let field = pe.dos_header().nt_headers_offset() as usize + 4 + 20 + 64;
+    let computed = pe_checksum(pe.data(), field);
+    if recorded == computed {
+        Vec::new()
+    } else {
+        vec![format!(
+            "CheckSum is {recorded:#x}, the image sums to {computed:#x} (link with /RELEASE)"
+        )]
+    }
+}
+
+/// The PE image checksum (what `CheckSumMappedFile` computes): the
+/// one's-complement-style 16-bit sum of the file, with the checksum field
+/// itself taken as zero, plus the file length.
+fn pe_checksum(bytes: &[u8], field: usize) -> u32 {
+    let mut sum: u32 = 0;
+    for (index, word) in bytes.chunks(2).enumerate() {
+        let offset = index * 2;
+        if offset == field || offset == field + 2 {
+            continue;
+        }
+        let low = word[0];
+        let high = word.get(1).copied().unwrap_or(0);
+        sum += u32::from(u16::from_le_bytes([low, high]));
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum + bytes.len() as u32
 }
 
 /// The exports a linked rsndk.sys has: `DriverEntry`, and the two link
