@@ -34,7 +34,8 @@
 
 use std::path::PathBuf;
 
-use crate::pe::{Export, export};
+use crate::export;
+use crate::pe::Export;
 
 mod buffer;
 mod capture;

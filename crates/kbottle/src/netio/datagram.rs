@@ -20,9 +20,10 @@ use ndkpi::{
 
 use super::buffer;
 use super::capture;
-use super::checks::{bad_object, irql_at_most, shielded};
+use super::checks::{bad_object, irql_at_most};
+use crate::verifier::firewall;
 use super::provider::Table;
-use super::receive::{self, complete, complete_request, sockaddr_in};
+use super::receive::{self, complete, complete_request, mark_pending, sockaddr_in};
 use super::socket::{self, CloseRequest, PendingReceive, SENT};
 use super::udp::Udp;
 
@@ -91,8 +92,8 @@ pub unsafe extern "win64" fn WskControlSocket(
     Irp: *mut IRP,
 ) -> NTSTATUS {
     let routine = WskControlSocket as *const () as usize;
-    shielded("WskControlSocket", routine, || {
-        irql_at_most("WskControlSocket", routine, DISPATCH_LEVEL);
+    firewall("WskControlSocket", || {
+        irql_at_most("WskControlSocket", DISPATCH_LEVEL);
         let call = socket::enter("WskControlSocket", routine, Socket);
         let finish = |status| {
             if Irp.is_null() {
@@ -150,8 +151,8 @@ pub unsafe extern "win64" fn WskBind(
     Irp: *mut IRP,
 ) -> NTSTATUS {
     let routine = WskBind as *const () as usize;
-    shielded("WskBind", routine, || {
-        irql_at_most("WskBind", routine, DISPATCH_LEVEL);
+    firewall("WskBind", || {
+        irql_at_most("WskBind", DISPATCH_LEVEL);
         let call = socket::enter("WskBind", routine, Socket);
         require_irp("WskBind", routine, Irp);
         let Some(local) = ipv4_of(LocalAddress).filter(|_| Flags == 0) else {
@@ -193,8 +194,8 @@ pub unsafe extern "win64" fn WskSendTo(
     Irp: *mut IRP,
 ) -> NTSTATUS {
     let routine = WskSendTo as *const () as usize;
-    shielded("WskSendTo", routine, || {
-        irql_at_most("WskSendTo", routine, DISPATCH_LEVEL);
+    firewall("WskSendTo", || {
+        irql_at_most("WskSendTo", DISPATCH_LEVEL);
         let call = socket::enter("WskSendTo", routine, Socket);
         require_irp("WskSendTo", routine, Irp);
         if Buffer.is_null() {
@@ -245,8 +246,8 @@ pub unsafe extern "win64" fn WskReceiveFrom(
     Irp: *mut IRP,
 ) -> NTSTATUS {
     let routine = WskReceiveFrom as *const () as usize;
-    shielded("WskReceiveFrom", routine, || {
-        irql_at_most("WskReceiveFrom", routine, DISPATCH_LEVEL);
+    firewall("WskReceiveFrom", || {
+        irql_at_most("WskReceiveFrom", DISPATCH_LEVEL);
         let call = socket::enter("WskReceiveFrom", routine, Socket);
         require_irp("WskReceiveFrom", routine, Irp);
         if Buffer.is_null() {
@@ -273,6 +274,7 @@ pub unsafe extern "win64" fn WskReceiveFrom(
             drop(st);
             return complete_request(&request, d.from, &d.bytes);
         }
+        mark_pending(Irp);
         st.receives.push_back(request);
         drop(st);
         s.changed.notify_all();
@@ -290,8 +292,8 @@ pub unsafe extern "win64" fn WskRelease(
     DatagramIndication: *mut WSK_DATAGRAM_INDICATION,
 ) -> NTSTATUS {
     let routine = WskRelease as *const () as usize;
-    shielded("WskRelease", routine, || {
-        irql_at_most("WskRelease", routine, DISPATCH_LEVEL);
+    firewall("WskRelease", || {
+        irql_at_most("WskRelease", DISPATCH_LEVEL);
         let call = socket::enter("WskRelease", routine, Socket);
         let released = {
             let mut st = call.socket.state();
@@ -323,8 +325,8 @@ pub unsafe extern "win64" fn WskGetLocalAddress(
     Irp: *mut IRP,
 ) -> NTSTATUS {
     let routine = WskGetLocalAddress as *const () as usize;
-    shielded("WskGetLocalAddress", routine, || {
-        irql_at_most("WskGetLocalAddress", routine, DISPATCH_LEVEL);
+    firewall("WskGetLocalAddress", || {
+        irql_at_most("WskGetLocalAddress", DISPATCH_LEVEL);
         let call = socket::enter("WskGetLocalAddress", routine, Socket);
         require_irp("WskGetLocalAddress", routine, Irp);
         if LocalAddress.is_null() {
@@ -353,13 +355,14 @@ pub unsafe extern "win64" fn WskGetLocalAddress(
 /// Called by the driver on one of its sockets.
 pub unsafe extern "win64" fn WskCloseSocket(Socket: *mut WSK_SOCKET, Irp: *mut IRP) -> NTSTATUS {
     let routine = WskCloseSocket as *const () as usize;
-    shielded("WskCloseSocket", routine, || {
-        irql_at_most("WskCloseSocket", routine, DISPATCH_LEVEL);
+    firewall("WskCloseSocket", || {
+        irql_at_most("WskCloseSocket", DISPATCH_LEVEL);
         require_irp("WskCloseSocket", routine, Irp);
         let s = socket::enter_close("WskCloseSocket", routine, Socket);
         let mut st = s.state();
         st.closing = true;
         if st.receiving {
+            mark_pending(Irp);
             st.close_irp = Some(CloseRequest(Irp));
             drop(st);
             s.changed.notify_all();

@@ -9,7 +9,8 @@ use ndkpi::{
     STATUS_SUCCESS,
 };
 
-use super::checks::{bad_object, irql_at_most, shielded};
+use super::checks::{bad_object, irql_at_most};
+use crate::verifier::firewall;
 use super::receive::complete;
 use super::{registration, socket};
 use crate::verifier;
@@ -61,8 +62,8 @@ pub unsafe extern "win64" fn WskSocket(
     Irp: *mut IRP,
 ) -> NTSTATUS {
     let routine = WskSocket as *const () as usize;
-    shielded("WskSocket", routine, || {
-        irql_at_most("WskSocket", routine, DISPATCH_LEVEL);
+    firewall("WskSocket", || {
+        irql_at_most("WskSocket", DISPATCH_LEVEL);
         let Some(key) = registration::begin_call(Client) else {
             bad_object(
                 "WskSocket",

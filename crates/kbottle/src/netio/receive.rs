@@ -33,7 +33,6 @@ use ndkpi::{
 
 use super::buffer;
 use super::capture;
-use super::checks::shielded;
 use super::socket::{
     self, BY_REQUEST, Datagram, INDICATED, PendingReceive, RECEIVED, REFUSED, RETAINED, Socket,
 };
@@ -168,6 +167,20 @@ pub fn complete(irp: *mut IRP, status: NTSTATUS, information: usize) -> NTSTATUS
     status
 }
 
+/// `SL_PENDING_RETURNED` (`wdm.h`).
+const SL_PENDING_RETURNED: u8 = 0x01;
+
+/// `IoMarkIrpPending` in the stack location NETIO takes (the caller's
+/// next one): done before NETIO returns `STATUS_PENDING` and before anyone
+/// else can complete the IRP, so its completion reports `PendingReturned`.
+pub fn mark_pending(irp: *mut IRP) {
+    // SAFETY: an IRP the driver handed to NETIO, with a free next stack
+    // location (WSK's requirement), not yet completed.
+    let next = unsafe { (*irp).next_stack_location() };
+    // SAFETY: that location lies inside the IRP.
+    unsafe { (*next).Control |= SL_PENDING_RETURNED };
+}
+
 /// Completes a `WskReceiveFrom` request with one datagram.
 pub fn complete_request(request: &PendingReceive, from: SocketAddrV4, payload: &[u8]) -> NTSTATUS {
     // SAFETY: the request's buffer, valid and writable until its IRP is
@@ -206,8 +219,7 @@ pub fn start(socket: Arc<Socket>, udp: Arc<Udp>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(name.clone())
         .spawn(move || {
-            let label = name.clone();
-            shielded(&label, 0, move || run(&name, &socket, udp));
+            crate::verifier::firewall("netio receive thread", move || run(&name, &socket, udp));
         })
         .map(drop)
 }

@@ -17,7 +17,8 @@ use ndis::{
 };
 use ndkpi::{NTSTATUS, PVOID, STATUS_DEVICE_NOT_READY, STATUS_SUCCESS};
 
-use super::checks::{bad_object, irql_at_most, shielded};
+use super::checks::{bad_object, irql_at_most};
+use crate::verifier::firewall;
 use super::provider::PROVIDER_DISPATCH;
 
 /// `STATUS_NOINTERFACE`: the client asked for a WSK version the provider
@@ -126,8 +127,8 @@ pub unsafe extern "win64" fn WskRegister(
     WskRegistration: *mut WSK_REGISTRATION,
 ) -> NTSTATUS {
     let routine = WskRegister as *const () as usize;
-    shielded("WskRegister", routine, || {
-        irql_at_most("WskRegister", routine, PASSIVE_LEVEL);
+    firewall("WskRegister", || {
+        irql_at_most("WskRegister", PASSIVE_LEVEL);
         if WskClientNpi.is_null() {
             bad_object("WskRegister", routine, 0, "null client NPI");
         }
@@ -191,8 +192,8 @@ pub unsafe extern "win64" fn WskRegister(
 /// Called by the driver with a block it registered.
 pub unsafe extern "win64" fn WskDeregister(WskRegistration: *mut WSK_REGISTRATION) {
     let routine = WskDeregister as *const () as usize;
-    shielded("WskDeregister", routine, || {
-        irql_at_most("WskDeregister", routine, PASSIVE_LEVEL);
+    firewall("WskDeregister", || {
+        irql_at_most("WskDeregister", PASSIVE_LEVEL);
         let key = WskRegistration as usize;
         let mut r = registry();
         match r.clients.get_mut(&key) {
@@ -252,13 +253,13 @@ pub unsafe extern "win64" fn WskCaptureProviderNPI(
     WskProviderNpi: *mut WSK_PROVIDER_NPI,
 ) -> NTSTATUS {
     let routine = WskCaptureProviderNPI as *const () as usize;
-    shielded("WskCaptureProviderNPI", routine, || {
+    firewall("WskCaptureProviderNPI", || {
         let max = if WaitTimeout == WSK_NO_WAIT {
             DISPATCH_LEVEL
         } else {
             PASSIVE_LEVEL
         };
-        irql_at_most("WskCaptureProviderNPI", routine, max);
+        irql_at_most("WskCaptureProviderNPI", max);
         if WskProviderNpi.is_null() {
             bad_object("WskCaptureProviderNPI", routine, 0, "null provider NPI");
         }
@@ -318,8 +319,8 @@ pub unsafe extern "win64" fn WskCaptureProviderNPI(
 /// Called by the driver with a block whose NPI it captured.
 pub unsafe extern "win64" fn WskReleaseProviderNPI(WskRegistration: *mut WSK_REGISTRATION) {
     let routine = WskReleaseProviderNPI as *const () as usize;
-    shielded("WskReleaseProviderNPI", routine, || {
-        irql_at_most("WskReleaseProviderNPI", routine, DISPATCH_LEVEL);
+    firewall("WskReleaseProviderNPI", || {
+        irql_at_most("WskReleaseProviderNPI", DISPATCH_LEVEL);
         let key = WskRegistration as usize;
         let mut r = registry();
         match r.clients.get_mut(&key) {
