@@ -1,1 +1,499 @@
-//! (being written)
+//! The C runtime routines ntoskrnl exports (`memcpy`, `memmove`, `memset`,
+//! `memcmp`, `strlen`, `__chkstk`) as win64 functions, and `DbgPrintEx`.
+//!
+//! They cannot be bound to libc's symbols: the argument registers differ
+//! between the Windows x64 and System V conventions. `memcpy` checks the
+//! Verifier rule against overlapping buffers (0xC4/0xF0). `DbgPrintEx` is
+//! a naked variadic thunk feeding a formatter of the Windows format
+//! specifiers; its lines go to an in-memory log ([`log_lines`]) and, with
+//! `RSNDK_BOTTLE_LOG` set, to stderr prefixed `[rsndk.sys] `.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use crate::export;
+use crate::pe::Export;
+use crate::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall, lock};
+
+/// `memcpy`: 0xC4/0xF0 if the buffers overlap.
+pub unsafe extern "win64" fn memcpy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
+    firewall("memcpy", || {
+        let (d, s) = (dst as usize, src as usize);
+        if n > 0 && d < s.wrapping_add(n) && s < d.wrapping_add(n) {
+            verifier::bugcheck(
+                DRIVER_VERIFIER_DETECTED_VIOLATION,
+                [0xF0, d as u64, s as u64, n as u64],
+                format!("memcpy with overlapping buffers: dst {d:#x}, src {s:#x}, {n} bytes"),
+            );
+        }
+        if n > 0 {
+            // SAFETY: the caller passes `n` readable bytes at `src` and `n`
+            // writable bytes at `dst`; they do not overlap (checked).
+            unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        }
+        dst
+    })
+}
+
+/// `memmove`.
+pub unsafe extern "win64" fn memmove(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {
+    firewall("memmove", || {
+        if n > 0 {
+            // SAFETY: the caller passes `n` readable bytes at `src` and `n`
+            // writable bytes at `dst`; overlap is allowed.
+            unsafe { std::ptr::copy(src, dst, n) };
+        }
+        dst
+    })
+}
+
+/// `memset`.
+pub unsafe extern "win64" fn memset(dst: *mut u8, c: i32, n: usize) -> *mut u8 {
+    firewall("memset", || {
+        if n > 0 {
+            // SAFETY: the caller passes `n` writable bytes at `dst`.
+            unsafe { std::ptr::write_bytes(dst, c as u8, n) };
+        }
+        dst
+    })
+}
+
+/// `memcmp`: the difference of the first differing bytes (as unsigned).
+pub unsafe extern "win64" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
+    firewall("memcmp", || {
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: the caller passes `n` readable bytes at `a`.
+        let a = unsafe { std::slice::from_raw_parts(a, n) };
+        // SAFETY: the caller passes `n` readable bytes at `b`.
+        let b = unsafe { std::slice::from_raw_parts(b, n) };
+        a.iter()
+            .zip(b)
+            .find(|(x, y)| x != y)
+            .map_or(0, |(&x, &y)| i32::from(x) - i32::from(y))
+    })
+}
+
+/// `strlen`.
+pub unsafe extern "win64" fn strlen(s: *const u8) -> usize {
+    firewall("strlen", || {
+        // SAFETY: the caller passes a NUL-terminated string.
+        unsafe { std::ffi::CStr::from_ptr(s.cast()) }.count_bytes()
+    })
+}
+
+/// `__chkstk`: probes each page of a frame of RAX bytes below the caller's
+/// stack pointer, top down, so a frame larger than the stack hits the
+/// guard page here. Preserves every register but the flags; RSP is
+/// unchanged on return.
+#[unsafe(naked)]
+pub unsafe extern "win64" fn __chkstk() {
+    core::arch::naked_asm!(
+        "push rcx",
+        "push rax",
+        // rcx = the caller's RSP (before its call pushed the return address)
+        "lea rcx, [rsp + 24]",
+        "2:",
+        "cmp rax, 0x1000",
+        "jb 3f",
+        "sub rcx, 0x1000",
+        "test [rcx], cl",
+        "sub rax, 0x1000",
+        "jmp 2b",
+        "3:",
+        "sub rcx, rax",
+        "test [rcx], cl",
+        "pop rax",
+        "pop rcx",
+        "ret",
+    )
+}
+
+/// `DbgPrintEx(ComponentId, Level, Format, ...)`: spills the register
+/// arguments into the caller's home area, so that home area and the stack
+/// arguments above it form one array of 8-byte slots, and hands a pointer
+/// to it to [`dbg_print_slots`].
+#[unsafe(naked)]
+pub unsafe extern "win64" fn DbgPrintEx() {
+    core::arch::naked_asm!(
+        "mov [rsp + 8], rcx",
+        "mov [rsp + 16], rdx",
+        "mov [rsp + 24], r8",
+        "mov [rsp + 32], r9",
+        "lea rcx, [rsp + 8]",
+        "sub rsp, 40",
+        "call {imp}",
+        "add rsp, 40",
+        "ret",
+        imp = sym dbg_print_slots,
+    )
+}
+
+/// `slots[0]` = ComponentId, `[1]` = Level, `[2]` = Format, `[3..]` the
+/// variadic arguments.
+unsafe extern "win64" fn dbg_print_slots(slots: *const u64) -> u32 {
+    firewall("DbgPrintEx", || {
+        // SAFETY: the thunk passes the caller's home area (4 slots) and
+        // the stack arguments above it; the format is slot 2.
+        let format = unsafe { slots.add(2).read() } as *const u8;
+        if format.is_null() {
+            return 0;
+        }
+        // SAFETY: DbgPrintEx's Format is a NUL-terminated string.
+        let fmt = unsafe { std::ffi::CStr::from_ptr(format.cast()) }.to_bytes();
+        // SAFETY: the variadic slots start at slot 3; the format names how
+        // many there are.
+        let mut args = Args { next: unsafe { slots.add(3) } };
+        // SAFETY: the caller passed arguments matching its format.
+        let text = unsafe { format_windows(fmt, &mut args) };
+        for line in text.split('\n').filter(|l| !l.is_empty()) {
+            log_line(line.to_owned());
+        }
+        0
+    })
+}
+
+/// A cursor over variadic 8-byte slots.
+#[derive(Debug)]
+pub struct Args {
+    next: *const u64,
+}
+
+impl Args {
+    /// A cursor over `slots` (tests and other variadic thunks).
+    pub fn new(slots: *const u64) -> Self {
+        Self { next: slots }
+    }
+
+    /// # Safety
+    /// The caller passed another argument.
+    unsafe fn take(&mut self) -> u64 {
+        // SAFETY: per the contract, a slot exists here.
+        let v = unsafe { self.next.read() };
+        self.next = self.next.wrapping_add(1);
+        v
+    }
+}
+
+/// Formats like the Windows kernel's printf family: flags `-0#+ `, width
+/// and precision (or `*`), sizes `h hh l ll I64 I32 I z w`, conversions
+/// `d i u x X o c C s S Z p %` (`%ws`/`%ls`/`%S` wide strings, `%wZ`
+/// `UNICODE_STRING*`, `%Z` `ANSI_STRING*`). Output stops at 512 bytes as
+/// DbgPrint's does. An unknown conversion is copied verbatim.
+///
+/// # Safety
+/// `args` holds an argument of the right kind for every conversion; string
+/// arguments are valid (or null).
+pub unsafe fn format_windows(fmt: &[u8], args: &mut Args) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < fmt.len() && out.len() < 512 {
+        let c = fmt[i];
+        i += 1;
+        if c != b'%' {
+            out.push(char::from(c));
+            continue;
+        }
+        let start = i - 1;
+        let (mut left, mut zero, mut alt, mut plus, mut space) = (false, false, false, false, false);
+        while i < fmt.len() {
+            match fmt[i] {
+                b'-' => left = true,
+                b'0' => zero = true,
+                b'#' => alt = true,
+                b'+' => plus = true,
+                b' ' => space = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        let mut width = 0usize;
+        if fmt.get(i) == Some(&b'*') {
+            // SAFETY: a `*` width consumes an int argument (contract).
+            width = unsafe { args.take() } as i32 as usize;
+            i += 1;
+        } else {
+            while let Some(d @ b'0'..=b'9') = fmt.get(i) {
+                width = width * 10 + usize::from(d - b'0');
+                i += 1;
+            }
+        }
+        let mut precision = None;
+        if fmt.get(i) == Some(&b'.') {
+            i += 1;
+            let mut p = 0usize;
+            if fmt.get(i) == Some(&b'*') {
+                // SAFETY: a `*` precision consumes an int argument.
+                p = unsafe { args.take() } as i32 as usize;
+                i += 1;
+            } else {
+                while let Some(d @ b'0'..=b'9') = fmt.get(i) {
+                    p = p * 10 + usize::from(d - b'0');
+                    i += 1;
+                }
+            }
+            precision = Some(p);
+        }
+        // Size prefix: bits of the integer argument, wide strings.
+        let mut bits = 32;
+        let mut wide = false;
+        loop {
+            match fmt.get(i) {
+                Some(b'h') => bits = 16,
+                Some(b'l') if fmt.get(i + 1) == Some(&b'l') => {
+                    bits = 64;
+                    i += 1;
+                }
+                Some(b'l') => wide = true,
+                Some(b'w') => wide = true,
+                Some(b'z' | b'j' | b't') => bits = 64,
+                Some(b'I') if fmt.get(i + 1..i + 3) == Some(b"64") => {
+                    bits = 64;
+                    i += 2;
+                }
+                Some(b'I') if fmt.get(i + 1..i + 3) == Some(b"32") => {
+                    bits = 32;
+                    i += 2;
+                }
+                Some(b'I') => bits = 64,
+                _ => break,
+            }
+            i += 1;
+        }
+        let Some(&conv) = fmt.get(i) else {
+            out.push_str(&String::from_utf8_lossy(&fmt[start..]));
+            break;
+        };
+        i += 1;
+        let truncate = |v: u64| match bits {
+            16 => v & 0xFFFF,
+            32 => v & 0xFFFF_FFFF,
+            _ => v,
+        };
+        let body: String = match conv {
+            b'%' => "%".into(),
+            b'd' | b'i' => {
+                // SAFETY: an integer conversion consumes one argument.
+                let raw = truncate(unsafe { args.take() });
+                let v = match bits {
+                    16 => i64::from(raw as u16 as i16),
+                    32 => i64::from(raw as u32 as i32),
+                    _ => raw as i64,
+                };
+                let mut s = v.unsigned_abs().to_string();
+                if let Some(p) = precision {
+                    s = format!("{s:0>p$}");
+                }
+                let sign = if v < 0 {
+                    "-"
+                } else if plus {
+                    "+"
+                } else if space {
+                    " "
+                } else {
+                    ""
+                };
+                pad_number(sign, &s, width, zero && !left && precision.is_none(), left)
+            }
+            b'u' | b'x' | b'X' | b'o' => {
+                // SAFETY: an integer conversion consumes one argument.
+                let v = truncate(unsafe { args.take() });
+                let mut s = match conv {
+                    b'u' => v.to_string(),
+                    b'x' => format!("{v:x}"),
+                    b'X' => format!("{v:X}"),
+                    _ => format!("{v:o}"),
+                };
+                if let Some(p) = precision {
+                    s = format!("{s:0>p$}");
+                }
+                let prefix = match conv {
+                    b'x' if alt && v != 0 => "0x",
+                    b'X' if alt && v != 0 => "0X",
+                    b'o' if alt => "0",
+                    _ => "",
+                };
+                pad_number(prefix, &s, width, zero && !left && precision.is_none(), left)
+            }
+            b'p' => {
+                // SAFETY: %p consumes a pointer argument.
+                let v = unsafe { args.take() };
+                pad_text(&format!("{v:016X}"), width, left)
+            }
+            b'c' | b'C' => {
+                // SAFETY: %c consumes a character argument.
+                let v = unsafe { args.take() } as u32;
+                let ch = if wide || conv == b'C' {
+                    char::from_u32(v & 0xFFFF).unwrap_or('?')
+                } else {
+                    char::from(v as u8)
+                };
+                pad_text(&ch.to_string(), width, left)
+            }
+            b's' | b'S' => {
+                // SAFETY: %s consumes a string pointer argument.
+                let p = unsafe { args.take() } as usize;
+                let wide = wide || conv == b'S';
+                // SAFETY: the caller passed a valid string (or null).
+                let s = unsafe { read_string(p, wide, precision) };
+                pad_text(&s, width, left)
+            }
+            b'Z' => {
+                // SAFETY: %Z/%wZ consume a counted-string pointer.
+                let p = unsafe { args.take() } as usize;
+                // SAFETY: the caller passed a valid ANSI_STRING or
+                // UNICODE_STRING (or null).
+                let s = unsafe { read_counted(p, wide) };
+                pad_text(&s, width, left)
+            }
+            _ => String::from_utf8_lossy(&fmt[start..i]).into_owned(),
+        };
+        out.push_str(&body);
+    }
+    if out.len() > 512 {
+        let mut cut = 512;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+    }
+    out
+}
+
+fn pad_number(prefix: &str, digits: &str, width: usize, zero: bool, left: bool) -> String {
+    let len = prefix.len() + digits.len();
+    if len >= width {
+        format!("{prefix}{digits}")
+    } else if left {
+        format!("{prefix}{digits}{}", " ".repeat(width - len))
+    } else if zero {
+        format!("{prefix}{}{digits}", "0".repeat(width - len))
+    } else {
+        format!("{}{prefix}{digits}", " ".repeat(width - len))
+    }
+}
+
+fn pad_text(s: &str, width: usize, left: bool) -> String {
+    let n = s.chars().count();
+    if n >= width {
+        s.to_owned()
+    } else if left {
+        format!("{s}{}", " ".repeat(width - n))
+    } else {
+        format!("{}{s}", " ".repeat(width - n))
+    }
+}
+
+/// # Safety
+/// `p` is null or a NUL-terminated string (of u16 when `wide`), or has at
+/// least `max` characters.
+unsafe fn read_string(p: usize, wide: bool, max: Option<usize>) -> String {
+    if p == 0 {
+        return "(null)".into();
+    }
+    let max = max.unwrap_or(usize::MAX).min(4096);
+    let mut out = Vec::new();
+    for k in 0..max {
+        let c = if wide {
+            // SAFETY: per the contract, the string continues here.
+            u32::from(unsafe { (p as *const u16).add(k).read_unaligned() })
+        } else {
+            // SAFETY: as above.
+            u32::from(unsafe { (p as *const u8).add(k).read() })
+        };
+        if c == 0 {
+            break;
+        }
+        out.push(c);
+    }
+    if wide {
+        let units: Vec<u16> = out.iter().map(|&c| c as u16).collect();
+        String::from_utf16_lossy(&units)
+    } else {
+        let bytes: Vec<u8> = out.iter().map(|&c| c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// # Safety
+/// `p` is null or an `ANSI_STRING` (`UNICODE_STRING` when `wide`).
+unsafe fn read_counted(p: usize, wide: bool) -> String {
+    if p == 0 {
+        return "(null)".into();
+    }
+    // SAFETY: a counted string starts with its byte length (u16).
+    let len = usize::from(unsafe { (p as *const u16).read_unaligned() });
+    // SAFETY: its Buffer pointer is at offset 8 on x64.
+    let buf = unsafe { ((p + 8) as *const usize).read_unaligned() };
+    if buf == 0 {
+        return "(null)".into();
+    }
+    if wide {
+        // SAFETY: Buffer holds Length bytes of UTF-16.
+        let units = unsafe { std::slice::from_raw_parts(buf as *const u16, len / 2) };
+        String::from_utf16_lossy(units)
+    } else {
+        // SAFETY: Buffer holds Length bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(buf as *const u8, len) };
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+}
+
+/// Lines kept in memory (the oldest are dropped beyond this).
+const LOG_CAPACITY: usize = 100_000;
+static LOG: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
+
+/// Appends a line to the debugger log (and to stderr with
+/// `RSNDK_BOTTLE_LOG` set).
+pub fn log_line(line: String) {
+    if std::env::var_os("RSNDK_BOTTLE_LOG").is_some() {
+        eprintln!("[rsndk.sys] {line}");
+    }
+    let mut log = lock(&LOG);
+    if log.len() == LOG_CAPACITY {
+        log.pop_front();
+    }
+    log.push_back(line);
+}
+
+/// Every line of debugger output kept so far, oldest first.
+pub fn log_lines() -> Vec<String> {
+    lock(&LOG).iter().cloned().collect()
+}
+
+/// Every crt import.
+pub fn exports() -> Vec<Export> {
+    vec![
+        export!("ntoskrnl.exe", memcpy),
+        export!("ntoskrnl.exe", memmove),
+        export!("ntoskrnl.exe", memset),
+        export!("ntoskrnl.exe", memcmp),
+        export!("ntoskrnl.exe", strlen),
+        export!("ntoskrnl.exe", __chkstk),
+        export!("ntoskrnl.exe", DbgPrintEx),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(f: &str, slots: &[u64]) -> String {
+        let mut args = Args::new(slots.as_ptr());
+        // SAFETY: the slots match the format.
+        unsafe { format_windows(f.as_bytes(), &mut args) }
+    }
+
+    #[test]
+    fn windows_specifiers() {
+        let s = c"abc";
+        assert_eq!(fmt("%s|%5s|%-5s|", &[s.as_ptr() as u64; 3]), "abc|  abc|abc  |");
+        assert_eq!(fmt("%d %u %x %X", &[(-5i32) as u32 as u64, 7, 255, 255]), "-5 7 ff FF");
+        assert_eq!(fmt("%08x %#x %lld %llu", &[0xabc, 0x1f, u64::MAX, u64::MAX]), "00000abc 0x1f -1 18446744073709551615");
+        assert_eq!(fmt("%I64x %llx %ld %lu", &[0x1_0000_0000, 0x2_0000_0000, 0xFFFF_FFFF, 0xFFFF_FFFF]), "100000000 200000000 -1 4294967295");
+        assert_eq!(fmt("%p", &[0x1234]), "0000000000001234");
+        assert_eq!(fmt("%c%c %% %5d|%-3d|", &[u64::from(b'o'), u64::from(b'k'), 42, 7]), "ok %    42|7  |");
+        assert_eq!(fmt("%s", &[0]), "(null)");
+    }
+}
