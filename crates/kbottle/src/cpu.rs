@@ -128,18 +128,23 @@ pub(crate) fn this() -> Arc<Processor> {
 /// code without it gets an automatic name).
 pub fn enter(name: &str) {
     let p = this();
-    *lock(&p.name) = name.to_owned();
+    name.clone_into(&mut lock(&p.name));
 }
 
 /// The calling processor's name.
 pub fn current_name() -> String {
     CURRENT
-        .try_with(|c| c.try_borrow().ok().and_then(|c| c.as_ref().map(|r| r.0.name())))
+        .try_with(|c| {
+            c.try_borrow()
+                .ok()
+                .and_then(|c| c.as_ref().map(|r| r.0.name()))
+        })
         .ok()
         .flatten()
         .unwrap_or_else(|| {
             let t = std::thread::current();
-            t.name().map_or_else(|| format!("{:?}", t.id()), str::to_owned)
+            t.name()
+                .map_or_else(|| format!("{:?}", t.id()), str::to_owned)
         })
 }
 
@@ -302,7 +307,11 @@ pub(crate) fn watch_list() -> Vec<Watch> {
 /// Marks this processor as stopped by a bugcheck (`Policy::Park`): the
 /// watchdog ignores it from now on.
 pub(crate) fn mark_halted() {
-    if let Ok(Some(p)) = CURRENT.try_with(|c| c.try_borrow().ok().and_then(|c| c.as_ref().map(|r| Arc::clone(&r.0)))) {
+    if let Ok(Some(p)) = CURRENT.try_with(|c| {
+        c.try_borrow()
+            .ok()
+            .and_then(|c| c.as_ref().map(|r| Arc::clone(&r.0)))
+    }) {
         p.halted.store(true, Ordering::SeqCst);
     }
 }

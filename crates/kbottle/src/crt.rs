@@ -8,6 +8,13 @@
 //! specifiers; its lines go to an in-memory log ([`log_lines`]) and, with
 //! `RSNDK_BOTTLE_LOG` set, to stderr prefixed `[rsndk.sys] `.
 
+// Each import's safety contract is its WDK documentation, and the caller is
+// the driver; the per-function docs say what the bottle checks instead.
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "imports follow the WDK contract of the same name"
+)]
+
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
@@ -136,7 +143,7 @@ unsafe extern "win64" fn dbg_print_slots(slots: *const u64) -> u32 {
     firewall("DbgPrintEx", || {
         // SAFETY: the thunk passes the caller's home area (4 slots) and
         // the stack arguments above it; the format is slot 2.
-        let format = unsafe { slots.add(2).read() } as *const u8;
+        let format = unsafe { slots.wrapping_add(2).read() } as *const u8;
         if format.is_null() {
             return 0;
         }
@@ -144,7 +151,9 @@ unsafe extern "win64" fn dbg_print_slots(slots: *const u64) -> u32 {
         let fmt = unsafe { std::ffi::CStr::from_ptr(format.cast()) }.to_bytes();
         // SAFETY: the variadic slots start at slot 3; the format names how
         // many there are.
-        let mut args = Args { next: unsafe { slots.add(3) } };
+        let mut args = Args {
+            next: slots.wrapping_add(3),
+        };
         // SAFETY: the caller passed arguments matching its format.
         let text = unsafe { format_windows(fmt, &mut args) };
         for line in text.split('\n').filter(|l| !l.is_empty()) {
@@ -185,6 +194,7 @@ impl Args {
 /// # Safety
 /// `args` holds an argument of the right kind for every conversion; string
 /// arguments are valid (or null).
+#[expect(clippy::too_many_lines, reason = "one printf state machine")]
 pub unsafe fn format_windows(fmt: &[u8], args: &mut Args) -> String {
     let mut out = String::new();
     let mut i = 0;
@@ -196,7 +206,8 @@ pub unsafe fn format_windows(fmt: &[u8], args: &mut Args) -> String {
             continue;
         }
         let start = i - 1;
-        let (mut left, mut zero, mut alt, mut plus, mut space) = (false, false, false, false, false);
+        let (mut left, mut zero, mut alt, mut plus, mut space) =
+            (false, false, false, false, false);
         while i < fmt.len() {
             match fmt[i] {
                 b'-' => left = true,
@@ -245,9 +256,7 @@ pub unsafe fn format_windows(fmt: &[u8], args: &mut Args) -> String {
                     bits = 64;
                     i += 1;
                 }
-                Some(b'l') => wide = true,
-                Some(b'w') => wide = true,
-                Some(b'z' | b'j' | b't') => bits = 64,
+                Some(b'l' | b'w') => wide = true,
                 Some(b'I') if fmt.get(i + 1..i + 3) == Some(b"64") => {
                     bits = 64;
                     i += 2;
@@ -256,7 +265,7 @@ pub unsafe fn format_windows(fmt: &[u8], args: &mut Args) -> String {
                     bits = 32;
                     i += 2;
                 }
-                Some(b'I') => bits = 64,
+                Some(b'I' | b'z' | b'j' | b't') => bits = 64,
                 _ => break,
             }
             i += 1;
@@ -314,7 +323,13 @@ pub unsafe fn format_windows(fmt: &[u8], args: &mut Args) -> String {
                     b'o' if alt => "0",
                     _ => "",
                 };
-                pad_number(prefix, &s, width, zero && !left && precision.is_none(), left)
+                pad_number(
+                    prefix,
+                    &s,
+                    width,
+                    zero && !left && precision.is_none(),
+                    left,
+                )
             }
             b'p' => {
                 // SAFETY: %p consumes a pointer argument.
@@ -397,10 +412,10 @@ unsafe fn read_string(p: usize, wide: bool, max: Option<usize>) -> String {
     for k in 0..max {
         let c = if wide {
             // SAFETY: per the contract, the string continues here.
-            u32::from(unsafe { (p as *const u16).add(k).read_unaligned() })
+            u32::from(unsafe { (p as *const u16).wrapping_add(k).read_unaligned() })
         } else {
             // SAFETY: as above.
-            u32::from(unsafe { (p as *const u8).add(k).read() })
+            u32::from(unsafe { (p as *const u8).wrapping_add(k).read() })
         };
         if c == 0 {
             break;
@@ -488,12 +503,36 @@ mod tests {
     #[test]
     fn windows_specifiers() {
         let s = c"abc";
-        assert_eq!(fmt("%s|%5s|%-5s|", &[s.as_ptr() as u64; 3]), "abc|  abc|abc  |");
-        assert_eq!(fmt("%d %u %x %X", &[(-5i32) as u32 as u64, 7, 255, 255]), "-5 7 ff FF");
-        assert_eq!(fmt("%08x %#x %lld %llu", &[0xabc, 0x1f, u64::MAX, u64::MAX]), "00000abc 0x1f -1 18446744073709551615");
-        assert_eq!(fmt("%I64x %llx %ld %lu", &[0x1_0000_0000, 0x2_0000_0000, 0xFFFF_FFFF, 0xFFFF_FFFF]), "100000000 200000000 -1 4294967295");
+        assert_eq!(
+            fmt("%s|%5s|%-5s|", &[s.as_ptr() as u64; 3]),
+            "abc|  abc|abc  |"
+        );
+        assert_eq!(
+            fmt(
+                "%d %u %x %X",
+                &[u64::from((-5i32).cast_unsigned()), 7, 255, 255]
+            ),
+            "-5 7 ff FF"
+        );
+        assert_eq!(
+            fmt("%08x %#x %lld %llu", &[0xabc, 0x1f, u64::MAX, u64::MAX]),
+            "00000abc 0x1f -1 18446744073709551615"
+        );
+        assert_eq!(
+            fmt(
+                "%I64x %llx %ld %lu",
+                &[0x1_0000_0000, 0x2_0000_0000, 0xFFFF_FFFF, 0xFFFF_FFFF]
+            ),
+            "100000000 200000000 -1 4294967295"
+        );
         assert_eq!(fmt("%p", &[0x1234]), "0000000000001234");
-        assert_eq!(fmt("%c%c %% %5d|%-3d|", &[u64::from(b'o'), u64::from(b'k'), 42, 7]), "ok %    42|7  |");
+        assert_eq!(
+            fmt(
+                "%c%c %% %5d|%-3d|",
+                &[u64::from(b'o'), u64::from(b'k'), 42, 7]
+            ),
+            "ok %    42|7  |"
+        );
         assert_eq!(fmt("%s", &[0]), "(null)");
     }
 }

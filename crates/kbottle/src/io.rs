@@ -4,6 +4,13 @@
 //! `IoCallDriver`'s stack step, then `IoCompleteRequest`'s walk of the
 //! completion routines).
 
+// Each import's safety contract is its WDK documentation, and the caller is
+// the driver; the per-function docs say what the bottle checks instead.
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "imports follow the WDK contract of the same name"
+)]
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -57,7 +64,10 @@ unsafe fn initialize(irp: *mut IRP, stack: usize) {
     r.Size = irp_size(stack) as u16;
     r.StackCount = stack as i8;
     r.CurrentLocation = stack as i8 + 1;
-    r.Tail_CurrentStackLocation = irp.wrapping_add(1).cast::<IO_STACK_LOCATION>().wrapping_add(stack);
+    r.Tail_CurrentStackLocation = irp
+        .wrapping_add(1)
+        .cast::<IO_STACK_LOCATION>()
+        .wrapping_add(stack);
 }
 
 /// `IoAllocateIrp` (`<= DISPATCH_LEVEL`); null on failure.
@@ -72,6 +82,7 @@ pub unsafe extern "win64" fn IoAllocateIrp(StackSize: i8, ChargeQuota: u8) -> *m
         let Ok(layout) = std::alloc::Layout::from_size_align(irp_size(stack), 16) else {
             return std::ptr::null_mut();
         };
+        #[expect(clippy::cast_ptr_alignment, reason = "the layout is 16-byte aligned")]
         // SAFETY: a non-zero-size layout.
         let irp = unsafe { std::alloc::alloc(layout) }.cast::<IRP>();
         if irp.is_null() {
@@ -79,7 +90,9 @@ pub unsafe extern "win64" fn IoAllocateIrp(StackSize: i8, ChargeQuota: u8) -> *m
         }
         // SAFETY: fresh memory of irp_size(stack) bytes.
         unsafe { initialize(irp, stack) };
-        lock(&IRPS).get_or_insert_with(HashMap::new).insert(irp as usize, layout);
+        lock(&IRPS)
+            .get_or_insert_with(HashMap::new)
+            .insert(irp as usize, layout);
         irp
     })
 }
@@ -118,7 +131,8 @@ pub unsafe extern "win64" fn IoReuseIrp(Irp: *mut IRP, Iostatus: NTSTATUS) {
     firewall("IoReuseIrp", || {
         known_irp(Irp, "IoReuseIrp");
         // SAFETY: a live IRP from IoAllocateIrp.
-        let (stack, flags) = unsafe { ((*Irp).StackCount as usize, (*Irp).AllocationFlags) };
+        let old = unsafe { Irp.read() };
+        let (stack, flags) = (old.StackCount as usize, old.AllocationFlags);
         // SAFETY: its allocation holds `stack` locations.
         unsafe { initialize(Irp, stack) };
         // SAFETY: as above.
@@ -157,7 +171,10 @@ pub unsafe fn complete_as_lower_driver(irp: *mut IRP, status: NTSTATUS, informat
         verifier::bugcheck(
             NO_MORE_IRP_STACK_LOCATIONS,
             [irp as u64, 0, 0, 0],
-            format!("IRP {:#x} passed down with no stack location left", irp as usize),
+            format!(
+                "IRP {:#x} passed down with no stack location left",
+                irp as usize
+            ),
         );
     }
     // IoCompleteRequest.
@@ -198,7 +215,12 @@ pub unsafe fn complete_as_lower_driver(irp: *mut IRP, status: NTSTATUS, informat
                 if after != irql {
                     verifier::bugcheck(
                         DRIVER_VERIFIER_DETECTED_VIOLATION,
-                        [0xFA, routine as usize as u64, u64::from(irql), u64::from(after)],
+                        [
+                            0xFA,
+                            routine as usize as u64,
+                            u64::from(irql),
+                            u64::from(after),
+                        ],
                         format!(
                             "completion routine {} returned at IRQL {after}, called at {irql}",
                             crate::pe::describe(routine as usize)

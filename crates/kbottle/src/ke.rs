@@ -16,7 +16,15 @@
 //! Timers fire on one timer thread (processor "timer"), which queues the
 //! timer's DPC there and runs it at `DISPATCH_LEVEL`.
 
+// Each import's safety contract is its WDK documentation, and the caller is
+// the driver; the per-function docs say what the bottle checks instead.
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "imports follow the WDK contract of the same name"
+)]
+
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -163,7 +171,10 @@ static CALLS_CV: Condvar = Condvar::new();
 static STALLS_DONE: AtomicU64 = AtomicU64::new(0);
 
 fn calls_of(calls: &[(&'static str, u64)], name: &str) -> u64 {
-    calls.iter().find(|(n, _)| *n == name).map_or(0, |(_, c)| *c)
+    calls
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |(_, c)| *c)
 }
 
 /// Test hook, one-shot: the next call of `import` made from inside a DPC
@@ -340,10 +351,18 @@ pub(crate) fn drain_dpcs(p: &Arc<Processor>) {
         cpu::set_in_dpc(p, true);
         // SAFETY: `routine` came from KeInitializeDpc, a KDEFERRED_ROUTINE
         // of the loaded image (non-null: checked there).
-        let f: KDEFERRED_ROUTINE = unsafe { std::mem::transmute::<usize, KDEFERRED_ROUTINE>(routine) };
+        let f: KDEFERRED_ROUTINE =
+            unsafe { std::mem::transmute::<usize, KDEFERRED_ROUTINE>(routine) };
         // SAFETY: the DPC contract: called at DISPATCH_LEVEL with its
         // object, context and the two insertion arguments.
-        unsafe { f(dpc as *mut KDPC, context as PVOID, sa1 as PVOID, sa2 as PVOID) };
+        unsafe {
+            f(
+                dpc as *mut KDPC,
+                context as PVOID,
+                sa1 as PVOID,
+                sa2 as PVOID,
+            )
+        };
         cpu::set_in_dpc(p, false);
         DPC_RUNS.fetch_add(1, Ordering::SeqCst);
         let now = cpu::current();
@@ -560,6 +579,20 @@ fn bind_lazily(addr: usize) -> Option<Object> {
     }
 }
 
+/// Binds `addr` lazily unless the table knows it; false if it is no
+/// object the bottle models.
+fn ensure_bound(objs: &mut Objects, addr: usize) -> bool {
+    if let std::collections::hash_map::Entry::Vacant(e) = objs.table.entry(addr) {
+        match bind_lazily(addr) {
+            Some(o) => {
+                e.insert(o);
+            }
+            None => return false,
+        }
+    }
+    true
+}
+
 fn ensure_timer_thread() {
     TIMER_THREAD.get_or_init(|| {
         let spawned = std::thread::Builder::new()
@@ -644,7 +677,10 @@ pub unsafe extern "win64" fn KeInitializeTimerEx(Timer: *mut KTIMER, Type: i32) 
             );
         }
         let mut objs = objects();
-        if matches!(objs.table.get(&timer), Some(Object::Timer { armed: Some(_), .. })) {
+        if matches!(
+            objs.table.get(&timer),
+            Some(Object::Timer { armed: Some(_), .. })
+        ) {
             drop(objs);
             verifier::bugcheck(
                 TIMER_OR_DPC_INVALID,
@@ -703,16 +739,9 @@ pub unsafe extern "win64" fn KeSetTimer(
         ensure_timer_thread();
         let due = instant_of(DueTime);
         let mut objs = objects();
-        if !objs.table.contains_key(&timer) {
-            match bind_lazily(timer) {
-                Some(o @ Object::Timer { .. }) => {
-                    objs.table.insert(timer, o);
-                }
-                _ => {
-                    drop(objs);
-                    uninitialised("KTIMER", timer, "KeSetTimer");
-                }
-            }
+        if !ensure_bound(&mut objs, timer) {
+            drop(objs);
+            uninitialised("KTIMER", timer, "KeSetTimer");
         }
         let seq = objs.next_seq;
         objs.next_seq += 1;
@@ -764,7 +793,11 @@ pub unsafe extern "win64" fn KeCancelTimer(Timer: *mut KTIMER) -> BOOLEAN {
 }
 
 /// `KeInitializeEvent`.
-pub unsafe extern "win64" fn KeInitializeEvent(Event: *mut ndis::KEVENT, Type: i32, State: BOOLEAN) {
+pub unsafe extern "win64" fn KeInitializeEvent(
+    Event: *mut ndis::KEVENT,
+    Type: i32,
+    State: BOOLEAN,
+) {
     firewall("KeInitializeEvent", || {
         let event = Event as usize;
         if event == 0 || !(0..=1).contains(&Type) {
@@ -796,7 +829,11 @@ pub unsafe extern "win64" fn KeInitializeEvent(Event: *mut ndis::KEVENT, Type: i
 }
 
 /// `KeSetEvent`: signals; returns the previous state.
-pub unsafe extern "win64" fn KeSetEvent(Event: *mut ndis::KEVENT, Increment: i32, Wait: BOOLEAN) -> i32 {
+pub unsafe extern "win64" fn KeSetEvent(
+    Event: *mut ndis::KEVENT,
+    Increment: i32,
+    Wait: BOOLEAN,
+) -> i32 {
     let _ = (Increment, Wait);
     firewall("KeSetEvent", || {
         hook("KeSetEvent");
@@ -810,16 +847,9 @@ pub unsafe extern "win64" fn KeSetEvent(Event: *mut ndis::KEVENT, Increment: i32
             );
         }
         let mut objs = objects();
-        if !objs.table.contains_key(&event) {
-            match bind_lazily(event) {
-                Some(o @ Object::Event { .. }) => {
-                    objs.table.insert(event, o);
-                }
-                _ => {
-                    drop(objs);
-                    uninitialised("KEVENT", event, "KeSetEvent");
-                }
-            }
+        if !ensure_bound(&mut objs, event) {
+            drop(objs);
+            uninitialised("KEVENT", event, "KeSetEvent");
         }
         let Some(Object::Event { signalled, .. }) = objs.table.get_mut(&event) else {
             drop(objs);
@@ -854,7 +884,12 @@ fn check_wait_irql(object: usize, timeout: Option<i64>, api: &str) {
     };
     verifier::bugcheck(
         DRIVER_VERIFIER_DETECTED_VIOLATION,
-        [p1, u64::from(irql), object as u64, timeout.unwrap_or(0) as u64],
+        [
+            p1,
+            u64::from(irql),
+            object as u64,
+            timeout.unwrap_or(0) as u64,
+        ],
         format!("{api} at IRQL {irql} with timeout {timeout:?} (100 ns units)"),
     );
 }
@@ -886,15 +921,15 @@ pub unsafe extern "win64" fn KeWaitForSingleObject(
         }
         let deadline = timeout.map(instant_of);
         let mut objs = objects();
-        if !objs.table.contains_key(&object) {
-            if let Some(o) = bind_lazily(object) {
-                objs.table.insert(object, o);
-            } else {
+        if !ensure_bound(&mut objs, object) {
+            {
                 drop(objs);
                 verifier::bugcheck(
                     UNMODELLED,
                     [object as u64, 0, 0, 0],
-                    format!("KeWaitForSingleObject on {object:#x}: not an event or timer the bottle knows"),
+                    format!(
+                        "KeWaitForSingleObject on {object:#x}: not an event or timer the bottle knows"
+                    ),
                 );
             }
         }
@@ -1012,11 +1047,17 @@ pub unsafe extern "win64" fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LO
             );
         }
         let me = cpu::current_number();
-        if lock(&SPIN_LOCKS).iter().any(|&(l, p, _)| l == lock_addr && p == me) {
+        if lock(&SPIN_LOCKS)
+            .iter()
+            .any(|&(l, p, _)| l == lock_addr && p == me)
+        {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
                 [0x1000, lock_addr as u64, 0, 0],
-                format!("self-deadlock: processor {} acquires spin lock {lock_addr:#x} it holds", cpu::current_name()),
+                format!(
+                    "self-deadlock: processor {} acquires spin lock {lock_addr:#x} it holds",
+                    cpu::current_name()
+                ),
             );
         }
         let old = cpu::raise(DISPATCH_LEVEL);
@@ -1103,7 +1144,9 @@ pub unsafe extern "win64" fn KeGetCurrentIrql() -> KIRQL {
 // ---- Time, processors, bug checks ----
 
 /// `KeQueryPerformanceCounter` (10 MHz, `CLOCK_MONOTONIC`).
-pub unsafe extern "win64" fn KeQueryPerformanceCounter(PerformanceFrequency: *mut LARGE_INTEGER) -> LARGE_INTEGER {
+pub unsafe extern "win64" fn KeQueryPerformanceCounter(
+    PerformanceFrequency: *mut LARGE_INTEGER,
+) -> LARGE_INTEGER {
     firewall("KeQueryPerformanceCounter", || {
         hook("KeQueryPerformanceCounter");
         if !PerformanceFrequency.is_null() {
@@ -1129,11 +1172,13 @@ pub unsafe extern "win64" fn KeGetCurrentProcessorNumberEx(ProcNumber: PVOID) ->
         if !ProcNumber.is_null() {
             // SAFETY: a non-null pointer to a PROCESSOR_NUMBER.
             unsafe {
-                ProcNumber.cast::<ProcessorNumber>().write_unaligned(ProcessorNumber {
-                    group: 0,
-                    number: n as u8,
-                    reserved: 0,
-                });
+                ProcNumber
+                    .cast::<ProcessorNumber>()
+                    .write_unaligned(ProcessorNumber {
+                        group: 0,
+                        number: n as u8,
+                        reserved: 0,
+                    });
             };
         }
         n
@@ -1156,18 +1201,29 @@ pub unsafe extern "win64" fn KeBugCheckEx() {
     )
 }
 
-unsafe extern "win64" fn bugcheck_ex(code: u32, p1: usize, p2: usize, p3: usize, p4: usize, caller: usize) -> ! {
+unsafe extern "win64" fn bugcheck_ex(
+    code: u32,
+    p1: usize,
+    p2: usize,
+    p3: usize,
+    p4: usize,
+    caller: usize,
+) -> ! {
     let params = [p1 as u64, p2 as u64, p3 as u64, p4 as u64];
-    let mut rule = format!("KeBugCheckEx called by the driver at {}", crate::pe::describe(caller));
+    let mut rule = format!(
+        "KeBugCheckEx called by the driver at {}",
+        crate::pe::describe(caller)
+    );
     if code == u32::from_be_bytes(*b"RSNK") && p2 < 4096 && p1 != 0 {
         // rsndk's panic code: P1/P2 = file name (UTF-8), P3 line, P4 column.
         // SAFETY: the panic handler passes a file name of P2 bytes at P1
         // (static data of the image).
         let bytes = unsafe { std::slice::from_raw_parts(p1 as *const u8, p2) };
-        rule.push_str(&format!(
+        let _ = write!(
+            rule,
             ": rsndk panic at {}:{p3}:{p4}",
             String::from_utf8_lossy(bytes)
-        ));
+        );
     }
     verifier::bugcheck(code, params, rule)
 }
@@ -1177,7 +1233,10 @@ unsafe extern "win64" fn bugcheck_ex(code: u32, p1: usize, p2: usize, p3: usize,
 /// still observed.
 pub unsafe extern "win64" fn DbgBreakPoint() {
     firewall("DbgBreakPoint", || {
-        crate::crt::log_line(format!("DbgBreakPoint on processor {}: continuing", cpu::current_name()));
+        crate::crt::log_line(format!(
+            "DbgBreakPoint on processor {}: continuing",
+            cpu::current_name()
+        ));
     });
 }
 
@@ -1265,9 +1324,9 @@ pub fn forget_objects_in(range: Range<usize>) {
     dpcs()
         .objects
         .retain(|a, o| !range.contains(a) || o.queued.is_some());
-    objects().table.retain(|a, o| {
-        !range.contains(a) || matches!(o, Object::Timer { armed: Some(_), .. })
-    });
+    objects()
+        .table
+        .retain(|a, o| !range.contains(a) || matches!(o, Object::Timer { armed: Some(_), .. }));
 }
 
 /// Every ke import.

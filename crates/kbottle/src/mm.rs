@@ -7,6 +7,13 @@
 //! translates its PFNs back; pages that are one virtual run map to that
 //! run (the bottle makes no aliases).
 
+// Each import's safety contract is its WDK documentation, and the caller is
+// the driver; the per-function docs say what the bottle checks instead.
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "imports follow the WDK contract of the same name"
+)]
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -98,6 +105,7 @@ pub unsafe extern "win64" fn IoAllocateMdl(
         let Ok(layout) = std::alloc::Layout::from_size_align(MDL_HEADER + pages * 8, 16) else {
             return std::ptr::null_mut();
         };
+        #[expect(clippy::cast_ptr_alignment, reason = "the layout is 16-byte aligned")]
         // SAFETY: a non-zero-size layout.
         let mdl = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<MDL>();
         if mdl.is_null() {
@@ -138,30 +146,42 @@ pub unsafe extern "win64" fn IoAllocateMdl(
 pub unsafe extern "win64" fn IoFreeMdl(Mdl: *mut MDL) {
     firewall("IoFreeMdl", || {
         let addr = Mdl as usize;
-        let Some(layout) = lock(&ALLOCATED).as_ref().and_then(|m| m.get(&addr).copied()) else {
+        let Some(layout) = lock(&ALLOCATED)
+            .as_ref()
+            .and_then(|m| m.get(&addr).copied())
+        else {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
                 [0x16, 0, addr as u64, 0],
-                format!("IoFreeMdl of {addr:#x}, which IoAllocateMdl did not return (or freed twice)"),
+                format!(
+                    "IoFreeMdl of {addr:#x}, which IoAllocateMdl did not return (or freed twice)"
+                ),
             );
         };
         // SAFETY: an MDL from IoAllocateMdl, still allocated.
         let flags = unsafe { (*Mdl).MdlFlags };
-        let mapped = lock(&MAPPED).as_ref().is_some_and(|m| m.contains_key(&addr));
+        let mapped = lock(&MAPPED)
+            .as_ref()
+            .is_some_and(|m| m.contains_key(&addr));
         if mapped || (flags & MDL_MAPPED_TO_SYSTEM_VA != 0 && flags & MDL_PARTIAL == 0) {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [0xB8, addr as u64, flags as u16 as u64, 0],
-                format!("IoFreeMdl of MDL {addr:#x} whose pages are still mapped (flags {flags:#x})"),
+                [0xB8, addr as u64, u64::from(flags.cast_unsigned()), 0],
+                format!(
+                    "IoFreeMdl of MDL {addr:#x} whose pages are still mapped (flags {flags:#x})"
+                ),
             );
         }
         if flags & MDL_PAGES_LOCKED != 0 {
-            // SAFETY: as above; ByteCount and ByteOffset of the header.
-            let pages = unsafe { span_pages((*Mdl).ByteOffset as usize, (*Mdl).ByteCount as usize) };
+            // SAFETY: as above; a copy of the header.
+            let header = unsafe { Mdl.read() };
+            let pages = span_pages(header.ByteOffset as usize, header.ByteCount as usize);
             verifier::bugcheck(
                 DRIVER_LEFT_LOCKED_PAGES_IN_PROCESS,
                 [0, 0, addr as u64, pages as u64],
-                format!("IoFreeMdl of MDL {addr:#x} with MDL_PAGES_LOCKED still set: its pages were never unlocked (flags {flags:#x})"),
+                format!(
+                    "IoFreeMdl of MDL {addr:#x} with MDL_PAGES_LOCKED still set: its pages were never unlocked (flags {flags:#x})"
+                ),
             );
         }
         lock(&ALLOCATED).as_mut().map(|m| m.remove(&addr));
@@ -186,7 +206,7 @@ unsafe fn build_for_nonpaged(mdl: *mut MDL) {
     for i in 0..pages {
         let pfn = (phys_of(m.StartVa as usize + i * PAGE) >> 12) as usize;
         // SAFETY: the array has room for `pages` entries.
-        unsafe { pfns.add(i).write(pfn) };
+        unsafe { pfns.wrapping_add(i).write(pfn) };
     }
     m.MappedSystemVa = va as PVOID;
     m.MdlFlags |= MDL_SOURCE_IS_NONPAGED_POOL;
@@ -206,7 +226,12 @@ pub unsafe extern "win64" fn MmBuildMdlForNonPagedPool(MemoryDescriptorList: *mu
         {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [0x7F, u64::from(irql), mdl as u64, m.MdlFlags as u16 as u64],
+                [
+                    0x7F,
+                    u64::from(irql),
+                    mdl as u64,
+                    u64::from(m.MdlFlags.cast_unsigned()),
+                ],
                 format!("MmBuildMdlForNonPagedPool on paged pool at {va:#x}"),
             );
         }
@@ -239,15 +264,28 @@ unsafe fn map_locked(mdl: *mut MDL, api: &str) -> *mut u8 {
     if flags & MDL_MAPPED_TO_SYSTEM_VA != 0 {
         verifier::bugcheck(
             DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [0xB2, mdl as u64, flags as u16 as u64, MDL_MAPPED_TO_SYSTEM_VA as u64],
+            [
+                0xB2,
+                mdl as u64,
+                u64::from(flags.cast_unsigned()),
+                u64::from(MDL_MAPPED_TO_SYSTEM_VA.cast_unsigned()),
+            ],
             format!("{api} on MDL {:#x}, which is already mapped", mdl as usize),
         );
     }
     if flags & MDL_PAGES_LOCKED == 0 {
         verifier::bugcheck(
             DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [0xB3, mdl as u64, flags as u16 as u64, MDL_PAGES_LOCKED as u64],
-            format!("{api} on MDL {:#x}, whose pages are not locked", mdl as usize),
+            [
+                0xB3,
+                mdl as u64,
+                u64::from(flags.cast_unsigned()),
+                u64::from(MDL_PAGES_LOCKED.cast_unsigned()),
+            ],
+            format!(
+                "{api} on MDL {:#x}, whose pages are not locked",
+                mdl as usize
+            ),
         );
     }
     if verifier::fault_point("MmMapLockedPagesSpecifyCache") {
@@ -265,7 +303,10 @@ unsafe fn map_locked(mdl: *mut MDL, api: &str) -> *mut u8 {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
                 [0x89, mdl as u64, at as u64, pfn],
-                format!("{api}: MDL {:#x} page {i} has PFN {pfn:#x}, which is not memory", mdl as usize),
+                format!(
+                    "{api}: MDL {:#x} page {i} has PFN {pfn:#x}, which is not memory",
+                    mdl as usize
+                ),
             );
         }
         if i == 0 {
@@ -274,7 +315,10 @@ unsafe fn map_locked(mdl: *mut MDL, api: &str) -> *mut u8 {
             verifier::bugcheck(
                 UNMODELLED,
                 [mdl as u64, i as u64, pfn, 0],
-                format!("{api}: MDL {:#x} pages are not one virtual run (the bottle maps no aliases)", mdl as usize),
+                format!(
+                    "{api}: MDL {:#x} pages are not one virtual run (the bottle maps no aliases)",
+                    mdl as usize
+                ),
             );
         }
     }
@@ -319,7 +363,7 @@ pub unsafe extern "win64" fn MmMapLockedPagesSpecifyCache(
         if BugCheckOnFailure != 0 {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [0x82, mdl as u64, flags as u16 as u64, 0],
+                [0x82, mdl as u64, u64::from(flags.cast_unsigned()), 0],
                 "MmMapLockedPagesSpecifyCache with BugCheckOnFailure TRUE",
             );
         }
@@ -336,7 +380,10 @@ pub unsafe extern "win64" fn MmMapLockedPagesSpecifyCache(
 }
 
 /// `MmUnmapLockedPages`.
-pub unsafe extern "win64" fn MmUnmapLockedPages(BaseAddress: PVOID, MemoryDescriptorList: *mut MDL) {
+pub unsafe extern "win64" fn MmUnmapLockedPages(
+    BaseAddress: PVOID,
+    MemoryDescriptorList: *mut MDL,
+) {
     firewall("MmUnmapLockedPages", || {
         let mdl = MemoryDescriptorList;
         let irql = cpu::current();
@@ -347,12 +394,17 @@ pub unsafe extern "win64" fn MmUnmapLockedPages(BaseAddress: PVOID, MemoryDescri
                 format!("MmUnmapLockedPages at IRQL {irql}"),
             );
         }
-        let mapped = lock(&MAPPED).as_mut().and_then(|m| m.remove(&(mdl as usize)));
+        let mapped = lock(&MAPPED)
+            .as_mut()
+            .and_then(|m| m.remove(&(mdl as usize)));
         match mapped {
             None => verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
                 [0xB6, mdl as u64, BaseAddress as u64, 0],
-                format!("MmUnmapLockedPages of MDL {:#x}, which is not mapped", mdl as usize),
+                format!(
+                    "MmUnmapLockedPages of MDL {:#x}, which is not mapped",
+                    mdl as usize
+                ),
             ),
             Some(va) if va != BaseAddress as usize => verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
@@ -419,7 +471,9 @@ impl OwnedMdl {
         unsafe { initialize(mdl, va as usize, len) };
         // SAFETY: as above; fills the PFNs of its own range.
         unsafe { build_for_nonpaged(mdl) };
-        lock(&OWNED).get_or_insert_with(HashSet::new).insert(mdl as usize);
+        lock(&OWNED)
+            .get_or_insert_with(HashSet::new)
+            .insert(mdl as usize);
         Self { storage }
     }
 

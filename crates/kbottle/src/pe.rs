@@ -101,7 +101,9 @@ impl fmt::Display for LoadError {
                 write!(f, "base relocation type {kind} at RVA {rva:#x}")
             }
             Self::WritableExecutable(s) => write!(f, "section {s} is writable and executable"),
-            Self::SectionAlignment(a) => write!(f, "section alignment {a:#x} is below the page size"),
+            Self::SectionAlignment(a) => {
+                write!(f, "section alignment {a:#x} is below the page size")
+            }
             Self::IatInExecutableSection(s) => {
                 write!(f, "the import address table is in executable section {s}")
             }
@@ -238,7 +240,9 @@ static IMAGES: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
 fn register(image: &Image) {
     for (b, e) in SLOT_BASE.iter().zip(&SLOT_END) {
-        if b.compare_exchange(0, image.base, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if b.compare_exchange(0, image.base, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
             e.store(image.base + image.size, Ordering::SeqCst);
             break;
         }
@@ -329,14 +333,17 @@ pub fn driver_frames_on_stack() -> Vec<String> {
 /// (lowest, highest) address of the calling thread's stack.
 fn stack_bounds() -> Option<(usize, usize)> {
     let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() };
     // SAFETY: pthread_getattr_np initialises `attr` for the calling thread.
-    if unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) } != 0 {
+    if unsafe { libc::pthread_getattr_np(me, attr.as_mut_ptr()) } != 0 {
         return None;
     }
     let mut addr = std::ptr::null_mut();
     let mut size = 0usize;
     // SAFETY: `attr` was initialised above.
-    let ok = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &raw mut addr, &raw mut size) } == 0;
+    let ok =
+        unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &raw mut addr, &raw mut size) } == 0;
     // SAFETY: `attr` was initialised above and is destroyed once.
     unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
     ok.then(|| (addr as usize, addr as usize + size))
@@ -380,8 +387,8 @@ struct Headers {
     entry_rva: usize,
     image_base: u64,
     section_alignment: u32,
-    size_of_image: usize,
-    size_of_headers: usize,
+    image_size: usize,
+    hdr_size: usize,
     /// (rva, size) of each data directory.
     dirs: Vec<(usize, usize)>,
     /// (name, rva, virtual size, raw offset, raw size, characteristics).
@@ -390,7 +397,10 @@ struct Headers {
 
 impl Headers {
     fn dir(&self, i: usize) -> Option<(usize, usize)> {
-        self.dirs.get(i).copied().filter(|&(rva, size)| rva != 0 && size != 0)
+        self.dirs
+            .get(i)
+            .copied()
+            .filter(|&(rva, size)| rva != 0 && size != 0)
     }
 }
 
@@ -443,8 +453,8 @@ fn parse_headers(file: &[u8]) -> Result<Headers, LoadError> {
         entry_rva: u32_at(file, opt + 16, "AddressOfEntryPoint")? as usize,
         image_base: u64_at(file, opt + 24, "ImageBase")?,
         section_alignment: u32_at(file, opt + 32, "SectionAlignment")?,
-        size_of_image: (u32_at(file, opt + 56, "SizeOfImage")? as usize).next_multiple_of(PAGE),
-        size_of_headers: u32_at(file, opt + 60, "SizeOfHeaders")? as usize,
+        image_size: (u32_at(file, opt + 56, "SizeOfImage")? as usize).next_multiple_of(PAGE),
+        hdr_size: u32_at(file, opt + 60, "SizeOfHeaders")? as usize,
         dirs,
         sections,
     })
@@ -455,7 +465,11 @@ fn random_u64() -> u64 {
     let mut v = 0u64;
     // SAFETY: getrandom writes at most 8 bytes into `v`.
     let n = unsafe { libc::getrandom((&raw mut v).cast(), 8, 0) };
-    if n == 8 { v } else { crate::cpu::now_ns().wrapping_mul(0x9E37_79B9_7F4A_7C15) }
+    if n == 8 {
+        v
+    } else {
+        crate::cpu::now_ns().wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
 }
 
 /// An anonymous read-write mapping of `size` bytes at a random,
@@ -491,7 +505,14 @@ fn map_randomly(size: usize) -> Result<usize, LoadError> {
         unsafe { libc::munmap((base + size) as *mut libc::c_void, tail) };
     }
     // SAFETY: `base..base+size` is ours (reserved above).
-    if unsafe { libc::mprotect(base as *mut libc::c_void, size, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+    if unsafe {
+        libc::mprotect(
+            base as *mut libc::c_void,
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+    } != 0
+    {
         let e = std::io::Error::last_os_error();
         // SAFETY: our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, size) };
@@ -529,8 +550,8 @@ pub fn load(path: &Path, exports: &[Export]) -> Result<Image, LoadError> {
     if (h.section_alignment as usize) < PAGE {
         return Err(LoadError::SectionAlignment(h.section_alignment));
     }
-    let size = h.size_of_image;
-    if size == 0 || h.size_of_headers > size || h.size_of_headers > file.len() {
+    let size = h.image_size;
+    if size == 0 || h.hdr_size > size || h.hdr_size > file.len() {
         return Err(LoadError::Malformed("SizeOfImage/SizeOfHeaders".into()));
     }
     let mut sections = Vec::with_capacity(h.sections.len());
@@ -540,9 +561,15 @@ pub fn load(path: &Path, exports: &[Export]) -> Result<Image, LoadError> {
         }
         let mapped = vsize.max(1).next_multiple_of(h.section_alignment as usize);
         if !rva.is_multiple_of(PAGE) || rva.checked_add(mapped).is_none_or(|end| end > size) {
-            return Err(LoadError::Malformed(format!("section {sname} lies outside the image")));
+            return Err(LoadError::Malformed(format!(
+                "section {sname} lies outside the image"
+            )));
         }
-        if raw_size > 0 && raw_off.checked_add(raw_size.min(vsize.max(raw_size))).is_none_or(|e| e > file.len()) {
+        if raw_size > 0
+            && raw_off
+                .checked_add(raw_size.min(vsize.max(raw_size)))
+                .is_none_or(|e| e > file.len())
+        {
             return Err(LoadError::Malformed(format!("raw data of section {sname}")));
         }
         let _ = raw_off;
@@ -567,7 +594,7 @@ pub fn load(path: &Path, exports: &[Export]) -> Result<Image, LoadError> {
         // SAFETY: `base..base+size` is a fresh read-write mapping owned by
         // `mapping`; no other reference to it exists while `img` lives.
         let img: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(base as *mut u8, size) };
-        img[..h.size_of_headers].copy_from_slice(&file[..h.size_of_headers]);
+        img[..h.hdr_size].copy_from_slice(&file[..h.hdr_size]);
         for &(_, rva, vsize, raw_off, raw_size, _) in &h.sections {
             let n = raw_size.min(vsize.max(raw_size)).min(size - rva);
             img[rva..rva + n].copy_from_slice(&file[raw_off..raw_off + n]);
@@ -595,9 +622,10 @@ fn apply_relocations(img: &mut [u8], h: &Headers, delta: u64) -> Result<(), Load
     let Some((rva, len)) = h.dir(DIR_BASERELOC) else {
         return Ok(());
     };
-    let end = rva.checked_add(len).filter(|&e| e <= img.len()).ok_or_else(|| {
-        LoadError::Malformed("base relocation directory out of bounds".into())
-    })?;
+    let end = rva
+        .checked_add(len)
+        .filter(|&e| e <= img.len())
+        .ok_or_else(|| LoadError::Malformed("base relocation directory out of bounds".into()))?;
     let mut at = rva;
     while at + 8 <= end {
         let page = u32_at(img, at, "relocation block")? as usize;
@@ -689,7 +717,10 @@ fn init_security_cookie(img: &mut [u8], h: &Headers, base: usize) {
     let Ok(cookie_va) = u64_at(img, rva + 0x58, "SecurityCookie") else {
         return;
     };
-    let Some(at) = (cookie_va as usize).checked_sub(base).filter(|&a| a + 8 <= img.len()) else {
+    let Some(at) = (cookie_va as usize)
+        .checked_sub(base)
+        .filter(|&a| a + 8 <= img.len())
+    else {
         return;
     };
     let cookie = random_u64() & 0x0000_FFFF_FFFF_FFFF;

@@ -10,6 +10,13 @@
 //! use-after-free reads poison. Freeing a block that still holds an armed
 //! timer, a queued DPC or a held spin lock stops the machine.
 
+// Each import's safety contract is its WDK documentation, and the caller is
+// the driver; the per-function docs say what the bottle checks instead.
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "imports follow the WDK contract of the same name"
+)]
+
 use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -99,7 +106,13 @@ fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
 pub fn tag_name(tag: u32) -> String {
     tag.to_le_bytes()
         .iter()
-        .map(|&b| if b.is_ascii_graphic() || b == b' ' { char::from(b) } else { '?' })
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                char::from(b)
+            } else {
+                '?'
+            }
+        })
         .collect()
 }
 
@@ -115,7 +128,9 @@ pub unsafe extern "win64" fn ExAllocatePool2() {
 }
 
 unsafe extern "win64" fn allocate_pool2(flags: u64, size: usize, tag: u32, caller: usize) -> PVOID {
-    firewall("ExAllocatePool2", || allocate(flags, size, tag, caller).cast())
+    firewall("ExAllocatePool2", || {
+        allocate(flags, size, tag, caller).cast()
+    })
 }
 
 /// The body of `ExAllocatePool2` (harness callers pass `caller` 0).
@@ -126,14 +141,19 @@ pub fn allocate(flags: u64, size: usize, tag: u32, caller: usize) -> *mut u8 {
         verifier::bugcheck(
             DRIVER_VERIFIER_DETECTED_VIOLATION,
             [0x00, u64::from(irql), flags, 0],
-            format!("ExAllocatePool2 of zero bytes (tag {}) at {where_}", tag_name(tag)),
+            format!(
+                "ExAllocatePool2 of zero bytes (tag {}) at {where_}",
+                tag_name(tag)
+            ),
         );
     }
     if flags & !KNOWN_FLAGS != 0 || (flags & POOL_TYPE_FLAGS).count_ones() != 1 {
         verifier::bugcheck(
             DRIVER_VERIFIER_DETECTED_VIOLATION,
             [0x16, 0, flags, size as u64],
-            format!("ExAllocatePool2 with invalid POOL_FLAGS {flags:#x} (exactly one of NON_PAGED, NON_PAGED_EXECUTE, PAGED is required) at {where_}"),
+            format!(
+                "ExAllocatePool2 with invalid POOL_FLAGS {flags:#x} (exactly one of NON_PAGED, NON_PAGED_EXECUTE, PAGED is required) at {where_}"
+            ),
         );
     }
     if flags & POOL_FLAG_NON_PAGED_EXECUTE != 0 {
@@ -169,7 +189,9 @@ pub fn allocate(flags: u64, size: usize, tag: u32, caller: usize) -> *mut u8 {
             verifier::bugcheck(
                 KMODE_EXCEPTION_NOT_HANDLED,
                 [STATUS_INSUFFICIENT_RESOURCES, caller as u64, 0, 0],
-                format!("ExAllocatePool2 with POOL_FLAG_RAISE_ON_FAILURE failed (injected) and the exception is not handled, at {where_}"),
+                format!(
+                    "ExAllocatePool2 with POOL_FLAG_RAISE_ON_FAILURE failed (injected) and the exception is not handled, at {where_}"
+                ),
             );
         }
         return std::ptr::null_mut();
@@ -189,7 +211,11 @@ pub fn allocate(flags: u64, size: usize, tag: u32, caller: usize) -> *mut u8 {
     if p.is_null() {
         return p;
     }
-    let fill = if flags & POOL_FLAG_UNINITIALIZED != 0 { UNINITIALIZED_FILL } else { 0 };
+    let fill = if flags & POOL_FLAG_UNINITIALIZED != 0 {
+        UNINITIALIZED_FILL
+    } else {
+        0
+    };
     // SAFETY: `p` is a fresh allocation of `size` bytes.
     unsafe { std::ptr::write_bytes(p, fill, size) };
     with_pool(|pool| {
@@ -215,27 +241,31 @@ pub unsafe extern "win64" fn ExFreePoolWithTag() {
 }
 
 unsafe extern "win64" fn free_pool_with_tag(p: PVOID, tag: u32, caller: usize) {
-    firewall("ExFreePoolWithTag", || free(p.cast(), Some(tag), caller));
+    firewall("ExFreePoolWithTag", || free(p as usize, Some(tag), caller));
 }
 
-/// The body of `ExFreePoolWithTag` (`tag` None = `ExFreePool`).
-pub fn free(p: *mut u8, tag: Option<u32>, caller: usize) {
-    if let Some(err) = check_free(p as usize, tag) {
+/// The body of `ExFreePoolWithTag` (`tag` None = `ExFreePool`): frees
+/// the block at `addr` or stops the machine with the violation
+/// [`check_free`] finds.
+pub fn free(addr: usize, tag: Option<u32>, caller: usize) {
+    if let Some(err) = check_free(addr, tag) {
         let where_ = crate::pe::describe(caller);
         verifier::bugcheck(err.code, err.params, format!("{} (at {where_})", err.rule));
     }
-    let addr = p as usize;
     let block = with_pool(|pool| pool.live.remove(&addr));
     let Some(block) = block else { return };
     ke::forget_objects_in(addr..addr + block.size);
-    // SAFETY: a live block of `size` bytes, now ours again.
-    unsafe { std::ptr::write_bytes(p, FREED_FILL, block.size) };
+    // SAFETY: `addr` was a live block of `size` bytes (it was in the
+    // table), now ours again.
+    unsafe { std::ptr::write_bytes(addr as *mut u8, FREED_FILL, block.size) };
     let released = with_pool(|pool| {
         pool.quarantine_bytes += block.size;
         pool.quarantine.push_back((addr, block));
         let mut out = Vec::new();
         while pool.quarantine_bytes > QUARANTINE_BYTES {
-            let Some((a, b)) = pool.quarantine.pop_front() else { break };
+            let Some((a, b)) = pool.quarantine.pop_front() else {
+                break;
+            };
             pool.quarantine_bytes -= b.size;
             out.push((a, b.layout));
         }
@@ -294,11 +324,20 @@ pub fn check_free(addr: usize, tag: Option<u32>) -> Option<FreeViolation> {
             format!("free of {addr:#x}, which no allocation returned"),
         );
     };
-    let max = if flags & POOL_FLAG_PAGED != 0 { APC_LEVEL } else { DISPATCH_LEVEL };
+    let max = if flags & POOL_FLAG_PAGED != 0 {
+        APC_LEVEL
+    } else {
+        DISPATCH_LEVEL
+    };
     if irql > max {
         return v(
             DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [if max == APC_LEVEL { 0x11 } else { 0x12 }, u64::from(irql), flags, addr as u64],
+            [
+                if max == APC_LEVEL { 0x11 } else { 0x12 },
+                u64::from(irql),
+                flags,
+                addr as u64,
+            ],
             format!("pool block {addr:#x} freed at IRQL {irql}"),
         );
     }

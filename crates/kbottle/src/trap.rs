@@ -74,6 +74,7 @@ pub fn installed() -> bool {
 /// (std's threads have one for its stack-overflow handler). The stack is
 /// leaked: one per thread, 64 KiB.
 pub fn ensure_altstack() {
+    const SIZE: usize = 64 * 1024;
     let mut current = MaybeUninit::<libc::stack_t>::uninit();
     // SAFETY: querying the current alternate stack into `current`.
     if unsafe { libc::sigaltstack(std::ptr::null(), current.as_mut_ptr()) } != 0 {
@@ -84,7 +85,6 @@ pub fn ensure_altstack() {
     if current.ss_flags & libc::SS_DISABLE == 0 {
         return;
     }
-    const SIZE: usize = 64 * 1024;
     let stack = Box::leak(vec![0u8; SIZE].into_boxed_slice());
     let st = libc::stack_t {
         ss_sp: stack.as_mut_ptr().cast(),
@@ -105,7 +105,10 @@ struct Line {
 
 impl Line {
     const fn new() -> Self {
-        Self { buf: [0; 320], len: 0 }
+        Self {
+            buf: [0; 320],
+            len: 0,
+        }
     }
 
     fn emit(&self) {
@@ -124,8 +127,8 @@ impl core::fmt::Write for Line {
 }
 
 const GPR_NAMES: [&str; 16] = [
-    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
-    "r13", "r14", "r15",
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
 ];
 
 /// What the handler decoded.
@@ -209,7 +212,14 @@ pub fn decode(code: &[u8]) -> (Trapped, u8) {
             let cr = 8 | ((modrm >> 3) & 7);
             let gpr = ((rex & 1) << 3) | (modrm & 7);
             if cr == 8 {
-                (if *op == 0x20 { Trapped::Cr8Read } else { Trapped::Cr8Write }, gpr)
+                (
+                    if *op == 0x20 {
+                        Trapped::Cr8Read
+                    } else {
+                        Trapped::Cr8Write
+                    },
+                    gpr,
+                )
             } else {
                 (Trapped::Privileged, 0)
             }
@@ -243,13 +253,23 @@ extern "C" fn trap_landing(what: u64, rip: u64, a: u64, b: u64, c: u64, d: u64) 
     let (code, params, rule) = match kind {
         Trapped::Cr8Read | Trapped::Cr8Write => (
             UNMODELLED,
-            [rip, u64::from(kind == Trapped::Cr8Write), (what >> 8) & 15, 0],
+            [
+                rip,
+                u64::from(kind == Trapped::Cr8Write),
+                (what >> 8) & 15,
+                0,
+            ],
             format!(
                 "{} with {reg} at {at}: the bottle does not emulate CR8; import KeGetCurrentIrql/KfRaiseIrql/KeLowerIrql",
                 kind.name()
             ),
         ),
-        Trapped::Cli | Trapped::Sti | Trapped::Hlt | Trapped::Rdmsr | Trapped::Wrmsr | Trapped::Privileged => (
+        Trapped::Cli
+        | Trapped::Sti
+        | Trapped::Hlt
+        | Trapped::Rdmsr
+        | Trapped::Wrmsr
+        | Trapped::Privileged => (
             UNMODELLED,
             [STATUS_PRIVILEGED_INSTRUCTION, rip, 0, 0],
             format!("{} at {at}: not modelled by the bottle", kind.name()),
@@ -295,15 +315,20 @@ extern "C" fn on_trap(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_vo
     let gregs = unsafe { &mut (*uc).uc_mcontext.gregs };
     let rip = gregs[libc::REG_RIP as usize] as usize;
     // int3 reports the address after the instruction.
-    let at = if sig == libc::SIGTRAP { rip.wrapping_sub(1) } else { rip };
+    let at = if sig == libc::SIGTRAP {
+        rip.wrapping_sub(1)
+    } else {
+        rip
+    };
     if crate::pe::image_base_of(at).is_none() {
         chain(sig, info, ctx);
         return;
     }
     // SAFETY: the kernel passes valid siginfo.
-    let fault_addr = unsafe { (*info).si_addr() } as usize;
-    // SAFETY: as above.
-    let si_code = unsafe { (*info).si_code };
+    let info_ref = unsafe { &*info };
+    // SAFETY: SIGSEGV/SIGBUS/SIGILL/SIGTRAP siginfo carries si_addr.
+    let fault_addr = unsafe { info_ref.si_addr() } as usize;
+    let si_code = info_ref.si_code;
     let rsp = gregs[libc::REG_RSP as usize] as usize;
     let mut args = [0u64; 4];
     let (kind, reg) = if (sig == libc::SIGSEGV || sig == libc::SIGBUS) && si_code != 0x80 {
@@ -312,7 +337,10 @@ extern "C" fn on_trap(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_vo
             let mut l = Line::new();
             let _ = core::fmt::Write::write_fmt(
                 &mut l,
-                format_args!("\n*** kbottle: driver stack overflow at RVA {:#x} (fault address {fault_addr:#x})\n", at - crate::pe::image_base_of(at).unwrap_or(0)),
+                format_args!(
+                    "\n*** kbottle: driver stack overflow at RVA {:#x} (fault address {fault_addr:#x})\n",
+                    at - crate::pe::image_base_of(at).unwrap_or(0)
+                ),
             );
             l.emit();
             // SAFETY: abort is async-signal-safe.
@@ -380,8 +408,10 @@ fn chain(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let Some(i) = SIGNALS.iter().position(|&s| s == sig) else {
         return;
     };
-    // SAFETY: PREVIOUS was written before our handler was installed.
-    let prev = unsafe { (*PREVIOUS.0.get())[i].assume_init() };
+    // SAFETY: PREVIOUS is read-only once our handlers are installed.
+    let previous = unsafe { &*PREVIOUS.0.get() };
+    // SAFETY: slot `i` was written by sigaction before our handler went live.
+    let prev = unsafe { previous[i].assume_init() };
     let handler = prev.sa_sigaction;
     if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
         // Re-raise with the default action: restore it and return, so the
@@ -397,7 +427,9 @@ fn chain(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
         // SAFETY: the previous handler was installed with SA_SIGINFO, so it
         // has this signature.
         let f = unsafe {
-            std::mem::transmute::<usize, extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void)>(handler)
+            std::mem::transmute::<usize, extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void)>(
+                handler,
+            )
         };
         f(sig, info, ctx);
     } else {

@@ -126,7 +126,10 @@ pub(crate) fn record(code: u32, params: [u64; 4], rule: String, processor: Strin
     if here {
         let frames = crate::pe::driver_frames_on_stack();
         if !frames.is_empty() {
-            let _ = writeln!(report, "*** driver return addresses on the stack (innermost first):");
+            let _ = writeln!(
+                report,
+                "*** driver return addresses on the stack (innermost first):"
+            );
             for f in frames {
                 let _ = writeln!(report, "      {f}");
             }
