@@ -1,1 +1,519 @@
-//! (being written)
+//! One loaded driver, driven as Windows drives it: [`Machine::boot`] maps
+//! the image with every module's exports and runs `DriverEntry`;
+//! adapters are initialised, restarted, paused, queried and halted as NDIS
+//! does ([`crate::ndis::miniport`]); NDK adapters are opened through the
+//! registered `OpenNDKAdapterHandler`; [`Machine::unload`] halts what is
+//! left, runs `MiniportDriverUnload` and reports what the driver left
+//! behind.
+//!
+//! Kernel state is process-global, so a process holds one booted machine
+//! at a time; booting again after [`Machine::unload`] maps a fresh copy of
+//! the image.
+
+use std::cell::UnsafeCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ndis::{DRIVER_OBJECT, NET_PNP_EVENT_CODE, NetEventNDKEnable, UNICODE_STRING};
+use ndkpi::{NDK_ADAPTER, NDK_VERSION, NTSTATUS};
+
+use crate::ndis::miniport::{self, OidKind};
+use crate::ndis::{GeneralAttributes, NdkAttributes, RegistrationAttributes, state, workitem};
+use crate::pe::{self, Image, LoadError};
+use crate::verifier::{self, Bugcheck};
+use crate::{cpu, crt, io, ke, mm, netio, pool, trap};
+
+/// A registry keyword of an adapter, as the INF would store it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Keyword {
+    /// A `REG_DWORD` value.
+    Int(u32),
+    /// A `REG_SZ` value.
+    Str(String),
+}
+
+/// The bottle's number for one adapter of a machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AdapterId(pub u32);
+
+/// Why [`Machine::boot`] failed.
+#[derive(Debug)]
+pub enum BootError {
+    /// Another machine of this process is booted (and not unloaded).
+    AlreadyBooted,
+    /// The image did not load.
+    Load(LoadError),
+    /// `DriverEntry` failed; the report says what it left behind (a failed
+    /// `DriverEntry` gets no unload call, so it must leave nothing).
+    DriverEntry {
+        /// Its status.
+        status: NTSTATUS,
+        /// What was left.
+        report: Report,
+    },
+    /// `DriverEntry` succeeded without registering a miniport.
+    NotRegistered(Report),
+}
+
+impl fmt::Display for BootError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::AlreadyBooted => write!(f, "a machine is already booted in this process"),
+            Self::Load(e) => write!(f, "loading the image: {e}"),
+            Self::DriverEntry { status, report } => {
+                write!(
+                    f,
+                    "DriverEntry failed with {:#010x}; left: {report}",
+                    *status as u32
+                )
+            }
+            Self::NotRegistered(report) => {
+                write!(f, "DriverEntry registered no miniport; left: {report}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BootError {}
+
+/// What the driver left behind when it was unloaded (or when its
+/// `DriverEntry` failed). A clean driver leaves nothing: see
+/// [`Report::is_clean`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Pool still allocated, by tag: (blocks, bytes).
+    pub pool_by_tag: BTreeMap<String, (usize, usize)>,
+    /// Kernel timers still armed.
+    pub armed_timers: usize,
+    /// DPCs still queued.
+    pub queued_dpcs: usize,
+    /// Work items still queued (dropped unrun at unload).
+    pub queued_work_items: usize,
+    /// WSK sockets still open.
+    pub open_sockets: usize,
+    /// Bugchecks recorded since the machine booted.
+    pub bugchecks: Vec<Bugcheck>,
+    /// Work items allocated and never freed.
+    pub leaked_work_items: usize,
+    /// Configuration handles never closed.
+    pub open_configurations: usize,
+    /// MDLs from `IoAllocateMdl` never freed.
+    pub mdls: usize,
+    /// IRPs from `IoAllocateIrp` never freed.
+    pub irps: usize,
+    /// The miniport driver is still registered with NDIS.
+    pub still_registered: bool,
+}
+
+impl Report {
+    /// Whether nothing at all was left behind and nothing bugchecked.
+    pub fn is_clean(&self) -> bool {
+        self.pool_by_tag.is_empty()
+            && self.armed_timers == 0
+            && self.queued_dpcs == 0
+            && self.queued_work_items == 0
+            && self.open_sockets == 0
+            && self.bugchecks.is_empty()
+            && self.leaked_work_items == 0
+            && self.open_configurations == 0
+            && self.mdls == 0
+            && self.irps == 0
+            && !self.still_registered
+    }
+
+    /// Whether anything left could still run driver code (so the image
+    /// must stay mapped).
+    fn driver_code_may_run(&self) -> bool {
+        self.armed_timers != 0 || self.queued_dpcs != 0 || self.open_sockets != 0
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_clean() {
+            return write!(f, "nothing");
+        }
+        write!(
+            f,
+            "pool {:?}, {} armed timers, {} queued DPCs, {} queued and {} leaked work items, \
+             {} open sockets, {} open configurations, {} MDLs, {} IRPs, registered: {}, bugchecks: {:?}",
+            self.pool_by_tag,
+            self.armed_timers,
+            self.queued_dpcs,
+            self.queued_work_items,
+            self.leaked_work_items,
+            self.open_sockets,
+            self.open_configurations,
+            self.mdls,
+            self.irps,
+            self.still_registered,
+            self.bugchecks
+        )
+    }
+}
+
+/// Set while a machine is booted in this process.
+static BOOTED: AtomicBool = AtomicBool::new(false);
+
+/// `sizeof(DRIVER_OBJECT)` on x64.
+const DRIVER_OBJECT_SIZE: usize = 0x150;
+/// `IO_TYPE_DRIVER`.
+const IO_TYPE_DRIVER: u16 = 4;
+/// How long unload waits for a work item routine that is running.
+const WORKER_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// The service key `DriverEntry` is given.
+const REGISTRY_PATH: &str = r"\Registry\Machine\System\CurrentControlSet\Services\rsndk";
+
+/// The `DRIVER_OBJECT` the I/O manager would create: zeroed but for
+/// `Type`, `Size`, `DriverStart` and `DriverSize`.
+#[repr(C, align(16))]
+struct DriverObject(UnsafeCell<[u8; DRIVER_OBJECT_SIZE]>);
+
+impl DriverObject {
+    fn new(image: &Image) -> Self {
+        let mut bytes = [0u8; DRIVER_OBJECT_SIZE];
+        bytes[0..2].copy_from_slice(&IO_TYPE_DRIVER.to_ne_bytes());
+        bytes[2..4].copy_from_slice(&(DRIVER_OBJECT_SIZE as u16).to_ne_bytes());
+        bytes[0x18..0x20].copy_from_slice(&image.base().to_ne_bytes());
+        bytes[0x20..0x24].copy_from_slice(&(image.size() as u32).to_ne_bytes());
+        Self(UnsafeCell::new(bytes))
+    }
+
+    fn as_ptr(&self) -> *mut DRIVER_OBJECT {
+        self.0.get().cast()
+    }
+}
+
+/// The driver's service key as a `UNICODE_STRING` over its own text.
+struct RegistryPath {
+    _text: Vec<u16>,
+    string: UnsafeCell<UNICODE_STRING>,
+}
+
+impl RegistryPath {
+    fn new() -> Self {
+        let mut text: Vec<u16> = REGISTRY_PATH.encode_utf16().collect();
+        let length = (text.len() * 2) as u16;
+        text.push(0);
+        let string = UNICODE_STRING {
+            Length: length,
+            MaximumLength: length + 2,
+            Buffer: text.as_mut_ptr(),
+        };
+        // The text's heap buffer stays put when the Vec moves.
+        Self {
+            _text: text,
+            string: UnsafeCell::new(string),
+        }
+    }
+
+    fn as_ptr(&self) -> *mut UNICODE_STRING {
+        self.string.get()
+    }
+}
+
+/// One loaded driver.
+pub struct Machine {
+    image: Option<Image>,
+    driver_object: Box<DriverObject>,
+    registry_path: Box<RegistryPath>,
+    bugchecks_before: usize,
+}
+
+// SAFETY: the image mapping, the driver object and the registry path are
+// memory the driver may use from any of its threads, as in the kernel;
+// the bottle itself only reads them (or writes them before DriverEntry).
+unsafe impl Send for Machine {}
+// SAFETY: as for Send: `&Machine` methods never touch the driver object
+// or registry path memory; all other state is behind locks.
+unsafe impl Sync for Machine {}
+
+impl fmt::Debug for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Machine")
+            .field("image", &self.image.as_ref().map(Image::range))
+            .field("driver_object", &self.driver_object.as_ptr())
+            .field("registry_path", &self.registry_path.as_ptr())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every export of the bottle's kernel modules.
+fn all_exports() -> Vec<pe::Export> {
+    let mut exports = ke::exports();
+    exports.extend(pool::exports());
+    exports.extend(mm::exports());
+    exports.extend(io::exports());
+    exports.extend(crt::exports());
+    exports.extend(crate::ndis::exports());
+    exports.extend(netio::exports());
+    exports
+}
+
+/// What is left now, with the work items dropped at unload.
+fn collect_report(bugchecks_before: usize, queued_work_items: usize) -> Report {
+    let (leaked_work_items, open_configurations, still_registered) = state::with(|n| {
+        (
+            n.work_items.len(),
+            n.configurations.len(),
+            n.driver.is_some(),
+        )
+    });
+    Report {
+        pool_by_tag: pool::outstanding_by_tag(),
+        armed_timers: ke::armed_timers(),
+        queued_dpcs: ke::queued_dpcs(),
+        queued_work_items,
+        open_sockets: netio::open_sockets(),
+        bugchecks: verifier::bugchecks()
+            .into_iter()
+            .skip(bugchecks_before)
+            .collect(),
+        leaked_work_items,
+        open_configurations,
+        mdls: mm::outstanding_mdls(),
+        irps: io::outstanding_irps(),
+        still_registered,
+    }
+}
+
+/// Stops the worker thread, reports, and keeps the image mapped if any
+/// driver code could still run from what was left.
+fn finish(image: Image, bugchecks_before: usize) -> Report {
+    let dropped = workitem::stop(WORKER_STOP_TIMEOUT);
+    let report = collect_report(bugchecks_before, dropped);
+    if report.driver_code_may_run() {
+        // A timer, DPC or socket could still call into the image: leave it
+        // mapped (the report fails the test; the process must not crash).
+        std::mem::forget(image);
+    } else {
+        drop(image);
+    }
+    BOOTED.store(false, Ordering::SeqCst);
+    report
+}
+
+impl Machine {
+    /// Loads `image` with every module's exports and runs `DriverEntry`
+    /// at PASSIVE_LEVEL on the calling thread (it registers the miniport,
+    /// and NDIS calls `MiniportSetOptions` inside that registration).
+    pub fn boot(image: &Path) -> Result<Machine, BootError> {
+        if BOOTED
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Err(BootError::AlreadyBooted);
+        }
+        trap::install();
+        // Leaks of a previous machine were reported at its unload.
+        pool::forget_all();
+        let bugchecks_before = verifier::bugchecks().len();
+        let image = match pe::load(image, &all_exports()) {
+            Ok(image) => image,
+            Err(e) => {
+                BOOTED.store(false, Ordering::SeqCst);
+                return Err(BootError::Load(e));
+            }
+        };
+        let driver_object = Box::new(DriverObject::new(&image));
+        let registry_path = Box::new(RegistryPath::new());
+        state::reset();
+        state::with(|n| {
+            n.driver_object = driver_object.as_ptr() as usize;
+            n.registry_path = registry_path.as_ptr() as usize;
+        });
+        workitem::start();
+        // SAFETY: the image's entry point is its `DriverEntry`, an
+        // `extern "win64"` function of exactly this signature (the
+        // driver's `/ENTRY:DriverEntry`); the image stays mapped while it
+        // runs.
+        let driver_entry: unsafe extern "win64" fn(
+            *mut DRIVER_OBJECT,
+            *mut UNICODE_STRING,
+        ) -> NTSTATUS = unsafe { std::mem::transmute(image.entry()) };
+        let entered = cpu::current();
+        assert_eq!(
+            entered,
+            ndis::PASSIVE_LEVEL,
+            "boot from a thread at IRQL {entered}"
+        );
+        // SAFETY: DriverEntry called once, at PASSIVE_LEVEL, with a driver
+        // object and registry path that live as long as the machine.
+        let status = unsafe { driver_entry(driver_object.as_ptr(), registry_path.as_ptr()) };
+        if cpu::current() != entered {
+            crate::ndis::checks::returned_at_raised_irql(
+                "DriverEntry",
+                image.entry() as usize,
+                entered,
+            );
+        }
+        if status < 0 {
+            let report = finish(image, bugchecks_before);
+            return Err(BootError::DriverEntry { status, report });
+        }
+        if !state::with(|n| n.driver.is_some()) {
+            let report = finish(image, bugchecks_before);
+            return Err(BootError::NotRegistered(report));
+        }
+        Ok(Machine {
+            image: Some(image),
+            driver_object,
+            registry_path,
+            bugchecks_before,
+        })
+    }
+
+    /// The address range the image is mapped at.
+    pub fn image_range(&self) -> std::ops::Range<usize> {
+        self.image.as_ref().map_or(0..0, Image::range)
+    }
+
+    /// A new adapter with `keywords`: `MiniportInitializeEx` then
+    /// `MiniportRestart`; the failing `NDIS_STATUS` otherwise.
+    pub fn add_adapter(&self, keywords: &[(&str, Keyword)]) -> Result<AdapterId, i32> {
+        let keywords = keywords
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), value.clone()))
+            .collect();
+        miniport::initialize(keywords).map(AdapterId)
+    }
+
+    /// Opens an NDK adapter on `a` at `version` through the registered
+    /// `OpenNDKAdapterHandler`.
+    pub fn open_ndk(&self, a: AdapterId, version: NDK_VERSION) -> Result<*mut NDK_ADAPTER, i32> {
+        miniport::open_ndk(a.0, version)
+    }
+
+    /// Closes an NDK adapter [`Machine::open_ndk`] opened.
+    pub fn close_ndk(&self, a: AdapterId, adapter: *mut NDK_ADAPTER) {
+        miniport::close_ndk(a.0, adapter as usize);
+    }
+
+    /// Waits until `a` has raised `NetEventNDKEnable` as its latest NDK
+    /// PnP event (rsndk does once its RoCEv2 socket is open); whether that
+    /// happened within `timeout`.
+    pub fn wait_ndk_ready(&self, a: AdapterId, timeout: Duration) -> bool {
+        state::wait_until(timeout, |n| {
+            n.adapter_by_id(a.0)
+                .is_some_and(|ad| ad.pnp_events.last() == Some(&NetEventNDKEnable))
+        })
+    }
+
+    /// `NdisRequestQueryInformation` of `oid` into `buf`; bytes written.
+    pub fn oid_query(&self, a: AdapterId, oid: u32, buf: &mut [u8]) -> Result<usize, i32> {
+        miniport::oid_request(a.0, OidKind::Query, oid, buf)
+    }
+
+    /// `NdisRequestSetInformation` of `oid` with `buf`; bytes read.
+    pub fn oid_set(&self, a: AdapterId, oid: u32, buf: &[u8]) -> Result<usize, i32> {
+        let mut value = buf.to_vec();
+        miniport::oid_request(a.0, OidKind::Set, oid, &mut value)
+    }
+
+    /// `MiniportPause` of a running adapter.
+    pub fn pause(&self, a: AdapterId) -> i32 {
+        miniport::pause(a.0)
+    }
+
+    /// `MiniportRestart` of a paused adapter.
+    pub fn restart(&self, a: AdapterId) -> i32 {
+        miniport::restart(a.0)
+    }
+
+    /// Halts `a`: its open NDK adapters are closed, a running adapter is
+    /// paused, then `MiniportHaltEx`.
+    pub fn halt(&self, a: AdapterId) {
+        miniport::halt(a.0);
+    }
+
+    /// Sends `count` (empty) lists to `a` and waits for their completion;
+    /// their statuses.
+    pub fn send(&self, a: AdapterId, count: usize, at_dispatch: bool) -> Vec<i32> {
+        miniport::send(a.0, count, at_dispatch)
+    }
+
+    /// The PnP events `a` raised, oldest first.
+    pub fn pnp_events(&self, a: AdapterId) -> Vec<NET_PNP_EVENT_CODE> {
+        state::with(|n| {
+            n.adapter_by_id(a.0)
+                .map(|ad| ad.pnp_events.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Waits until `a` has raised at least `count` PnP events; those it
+    /// has raised when the wait ends (`timeout` at the latest).
+    pub fn wait_pnp_events(
+        &self,
+        a: AdapterId,
+        count: usize,
+        timeout: Duration,
+    ) -> Vec<NET_PNP_EVENT_CODE> {
+        state::wait_until(timeout, |n| {
+            n.adapter_by_id(a.0)
+                .is_some_and(|ad| ad.pnp_events.len() >= count)
+        });
+        self.pnp_events(a)
+    }
+
+    /// Status codes `a` indicated, oldest first.
+    pub fn status_indications(&self, a: AdapterId) -> Vec<i32> {
+        state::with(|n| {
+            n.adapter_by_id(a.0)
+                .map(|ad| ad.status_indications.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The registration attributes `a` set.
+    pub fn registration_attributes(&self, a: AdapterId) -> Option<RegistrationAttributes> {
+        state::with(|n| n.adapter_by_id(a.0).and_then(|ad| ad.registration))
+    }
+
+    /// The general attributes `a` set.
+    pub fn general_attributes(&self, a: AdapterId) -> Option<GeneralAttributes> {
+        state::with(|n| n.adapter_by_id(a.0).and_then(|ad| ad.general.clone()))
+    }
+
+    /// The NDK attributes `a` set.
+    pub fn ndk_attributes(&self, a: AdapterId) -> Option<NdkAttributes> {
+        state::with(|n| n.adapter_by_id(a.0).and_then(|ad| ad.ndk))
+    }
+
+    /// Waits until the system worker thread has nothing queued or running.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        workitem::wait_idle(timeout)
+    }
+
+    /// Halts the adapters still live, runs `MiniportDriverUnload`, stops
+    /// the worker thread and reports what the driver left behind.
+    pub fn unload(mut self) -> Report {
+        let live: Vec<u32> = state::with(|n| {
+            n.adapters
+                .values()
+                .filter(|a| a.state != state::AdapterState::Gone)
+                .map(|a| a.id)
+                .collect()
+        });
+        for id in live {
+            miniport::halt(id);
+        }
+        miniport::unload(self.driver_object.as_ptr() as usize);
+        let image = self.image.take().expect("an unloaded machine");
+        finish(image, self.bugchecks_before)
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        // Dropped without unload (a test failed midway): the driver may
+        // still run on other threads, so its image stays mapped and the
+        // process keeps counting as booted.
+        if let Some(image) = self.image.take() {
+            std::mem::forget(image);
+        }
+    }
+}

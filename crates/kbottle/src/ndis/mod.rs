@@ -1,1 +1,87 @@
-//! (being written)
+//! NDIS.SYS for the bottled miniport: every NDIS export the driver
+//! imports, with real semantics and NDIS's checks, and the side of NDIS
+//! that calls the miniport ([`miniport`]), used by [`crate::machine`].
+//!
+//! - [`registration`] holds `NdisMRegisterMiniportDriver` (characteristics
+//!   checked for the declared NDIS version; `MiniportSetOptions` called
+//!   before it returns), `NdisMDeregisterMiniportDriver` and
+//!   `NdisSetOptionalHandlers` (NDK provider characteristics).
+//! - [`attributes`] holds `NdisMSetMiniportAttributes` (headers, order,
+//!   registration/general/NDK attributes recorded).
+//! - [`config`] holds `NdisOpenConfigurationEx`, `NdisReadConfiguration`
+//!   and `NdisCloseConfiguration` over the adapter's keyword store.
+//! - [`workitem`] holds `NdisAllocateIoWorkItem`, `NdisQueueIoWorkItem`,
+//!   `NdisFreeIoWorkItem` and the PASSIVE system worker thread.
+//! - [`pnp`] holds `NdisMNetPnPEvent` (NDK enable/disable) and
+//!   `NdisMIndicateStatusEx`.
+//! - [`completions`] holds `NdisMOidRequestComplete`,
+//!   `NdisMDirectOidRequestComplete`, `NdisMPauseComplete`,
+//!   `NdisMRestartComplete` and `NdisMResetComplete`.
+//! - [`datapath`] holds `NdisMSendNetBufferListsComplete` and
+//!   `NdisMIndicateReceiveNetBufferLists`.
+//! - [`checks`] holds the IRQL, header and handle rules and the bug checks
+//!   they end in; [`state`] what NDIS knows about the driver and its
+//!   adapters.
+//!
+//! Every import checks its IRQL first (0xC4 / 0xE5 when wrong), looks up
+//! its handles (0x50 for one NDIS never gave out or already took back),
+//! and turns a panic of the bottle's own code into 0x4F
+//! (`NDIS_INTERNAL_ERROR`) instead of unwinding into driver frames.
+//! Allocating imports are fault points of the low-resources simulation:
+//! `NdisMRegisterMiniportDriver`, `NdisSetOptionalHandlers`,
+//! `NdisOpenConfigurationEx`, `NdisReadConfiguration` (each failing with
+//! `NDIS_STATUS_RESOURCES`) and `NdisAllocateIoWorkItem` (null).
+
+pub mod attributes;
+pub mod checks;
+pub mod completions;
+pub mod config;
+pub mod datapath;
+pub mod miniport;
+pub mod pnp;
+pub mod registration;
+pub mod state;
+pub mod workitem;
+
+pub use attributes::NdisMSetMiniportAttributes;
+pub use completions::{
+    NdisMDirectOidRequestComplete, NdisMOidRequestComplete, NdisMPauseComplete, NdisMResetComplete,
+    NdisMRestartComplete,
+};
+pub use config::{NdisCloseConfiguration, NdisOpenConfigurationEx, NdisReadConfiguration};
+pub use datapath::{NdisMIndicateReceiveNetBufferLists, NdisMSendNetBufferListsComplete};
+pub use pnp::{NdisMIndicateStatusEx, NdisMNetPnPEvent};
+pub use registration::{
+    NdisMDeregisterMiniportDriver, NdisMRegisterMiniportDriver, NdisSetOptionalHandlers,
+};
+pub use state::{GeneralAttributes, NdkAttributes, RegistrationAttributes};
+pub use workitem::{NdisAllocateIoWorkItem, NdisFreeIoWorkItem, NdisQueueIoWorkItem};
+
+use crate::export;
+use crate::pe::Export;
+
+/// Every NDIS.SYS export the bottle binds (all the imports `crates/ndis`
+/// declares).
+pub fn exports() -> Vec<Export> {
+    vec![
+        export!("NDIS.SYS", NdisMRegisterMiniportDriver),
+        export!("NDIS.SYS", NdisMDeregisterMiniportDriver),
+        export!("NDIS.SYS", NdisSetOptionalHandlers),
+        export!("NDIS.SYS", NdisMSetMiniportAttributes),
+        export!("NDIS.SYS", NdisMIndicateStatusEx),
+        export!("NDIS.SYS", NdisMNetPnPEvent),
+        export!("NDIS.SYS", NdisMOidRequestComplete),
+        export!("NDIS.SYS", NdisMDirectOidRequestComplete),
+        export!("NDIS.SYS", NdisMSendNetBufferListsComplete),
+        export!("NDIS.SYS", NdisMIndicateReceiveNetBufferLists),
+        export!("NDIS.SYS", NdisMPauseComplete),
+        export!("NDIS.SYS", NdisMRestartComplete),
+        export!("NDIS.SYS", NdisMResetComplete),
+        export!("NDIS.SYS", NdisAllocateIoWorkItem),
+        export!("NDIS.SYS", NdisQueueIoWorkItem),
+        export!("NDIS.SYS", NdisFreeIoWorkItem),
+        export!("NDIS.SYS", NdisOpenConfigurationEx),
+        export!("NDIS.SYS", NdisReadConfiguration),
+        export!("NDIS.SYS", NdisCloseConfiguration),
+    ]
+}
