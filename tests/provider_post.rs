@@ -748,9 +748,9 @@ fn fast_register_checks_and_token_at_return(b: Backend) {
     }
     let (local, remote) = mr_tokens(fr);
     assert_eq!(local, remote);
-    assert_ne!(
+    assert_eq!(
         local, before,
-        "a new token, readable as soon as the post returned"
+        "the token fixed at initialisation, readable when the post returned"
     );
     if env.is_scripted() {
         let w = env.dev().sq_pending(qpn);
@@ -789,13 +789,13 @@ fn fast_register_checks_and_token_at_return(b: Backend) {
     env.finish();
 }
 
-fn fast_register_rotates_tokens_and_grants_remote_rights(b: Backend) {
+fn fast_register_keeps_the_token_and_grants_remote_rights(b: Backend) {
     let env = Env::on(b);
     let pair = env.connected_pair(32, 1, 0);
     let (qp, qpn, pd) = (pair.active_qp.qp, pair.active_qp.qpn, pair.active_qp.pd);
     let pages: [NDK_LOGICAL_ADDRESS; 1] = [0x7000_0000];
     // An MR initialised with RemoteAccess accepts remote rights; every
-    // registration rotates the token.
+    // registration keeps the token it had from initialisation.
     let fr2 = create_mr(pd, true);
     assert_eq!(init_fast_register(fr2, 1, true), STATUS_SUCCESS);
     let t0 = mr_tokens(fr2).0;
@@ -821,7 +821,7 @@ fn fast_register_rotates_tokens_and_grants_remote_rights(b: Backend) {
         STATUS_SUCCESS
     );
     let t2 = mr_tokens(fr2).0;
-    assert!(t0 != t1 && t1 != t2 && t0 != t2);
+    assert!(t0 == t1 && t1 == t2, "one token: {t0:#x} {t1:#x} {t2:#x}");
     if env.is_scripted() {
         let w = env.dev().sq_pending(qpn);
         assert_eq!(

@@ -6,6 +6,14 @@
 //! so closing the adapter (a blocking call at `PASSIVE_LEVEL`) waits until
 //! every child has finished, i.e. until every callback the consumer could
 //! receive has returned.
+//!
+//! Several adapters may be open on one device, and their objects combine
+//! ([`Adapter::same_device`]). Each object belongs to the adapter it was
+//! created on (its parent, whose close waits for it); a combination is an
+//! antecedent edge like any other (a connector holds its QP, a QP its PD
+//! and CQs), so an object used by another instance's object finishes only
+//! after that user, and its own adapter's close waits for both. Pool
+//! charges follow the device's platform, which all instances share.
 
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -104,6 +112,15 @@ impl Adapter {
     /// The negotiated version (every child's header carries it).
     pub fn version(&self) -> NDK_VERSION {
         self.version
+    }
+
+    /// Whether `other` is an adapter of the same device. Objects of all the
+    /// `NDK_ADAPTER` instances of one device combine freely (a QP of one
+    /// instance's PD with another's CQs, connector or listener), as they
+    /// do on Windows, where each NDK consumer opens its own instance of
+    /// one RNIC; objects of different devices never do.
+    pub fn same_device(&self, other: &Adapter) -> bool {
+        TryArc::ptr_eq(&self.ctx, &other.ctx)
     }
 
     /// Whether the consumer negotiated NDKPI 2.x (the 2.1 connector table,

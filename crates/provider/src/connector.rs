@@ -324,9 +324,10 @@ impl Connector {
         }
     }
 
-    /// Checks the QP argument of Connect/Accept and claims it.
+    /// Checks the QP argument of Connect/Accept and claims it. The QP may
+    /// belong to any adapter instance of the connector's device.
     fn claim_qp(&self, qp: &Qp) -> Result<Dep<Qp>, NTSTATUS> {
-        if !TryArc::ptr_eq(qp.pd().adapter(), self.adapter.get()) {
+        if !qp.pd().adapter().same_device(self.adapter.get()) {
             return Err(STATUS_INVALID_PARAMETER);
         }
         if qp.conn_state() != ConnState::Idle || !qp.claim() {
@@ -584,7 +585,18 @@ impl Connector {
         }
     }
 
-    /// `NdkGetConnectionData`.
+    /// `NdkGetConnectionData`: the effective read limits and the peer's
+    /// private data, from the moment they are known (an inbound request
+    /// delivered, or the peer's reply to our connect) for the rest of the
+    /// connector's life. NDK documents the call for the time between those
+    /// events and Accept / CompleteConnect, but kernel consumers read the
+    /// limits again once connected (to size their RDMA READ credits, say),
+    /// so the same answer stays available after Accept,
+    /// CompleteConnect and disconnect: what the connection runs with (on
+    /// the passive side, the limits Accept settled), and the same private
+    /// data. Before that (nothing requested yet), or when the connection
+    /// never came to be (the connect failed, the peer abandoned the
+    /// handshake): `STATUS_INVALID_DEVICE_STATE`.
     ///
     /// # Safety
     /// Non-null pointers must be valid for their writes (`data` for
@@ -604,7 +616,11 @@ impl Connector {
             return STATUS_INVALID_PARAMETER;
         }
         let s = self.state.lock();
-        if !matches!(s.phase, Phase::Requested | Phase::Replied) {
+        if matches!(
+            s.phase,
+            Phase::Idle | Phase::Connecting | Phase::Failed | Phase::Aborted
+        ) || s.peer_data.is_none()
+        {
             return STATUS_INVALID_DEVICE_STATE;
         }
         let peer = s.peer_data.as_deref().unwrap_or(&[]);
@@ -888,7 +904,7 @@ unsafe extern "win64" fn connect_with_shared_endpoint(
     let (Some(qp), Some(endpoint)) = (qp, endpoint) else {
         return STATUS_INVALID_PARAMETER;
     };
-    if !TryArc::ptr_eq(endpoint.adapter(), c.adapter.get()) {
+    if !endpoint.adapter().same_device(c.adapter.get()) {
         return STATUS_INVALID_PARAMETER;
     }
     // SAFETY: the consumer's address and private data.

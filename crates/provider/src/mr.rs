@@ -1,12 +1,35 @@
 //! Memory regions: regular registration (`NdkRegisterMr`) and fast-register
 //! regions (`NdkInitializeFastRegisterMr` + the `NdkFastRegister` work
-//! request, whose checks and key rotation happen here at post time).
+//! request, whose checks happen here at post time).
 //!
-//! A region's local and remote token are the same device key. The key's
-//! variant byte changes with every registration and fast registration, so
-//! stale tokens stop working; the new token is decided when the request is
-//! accepted, which is what lets NDK consumers read it as soon as
-//! `NdkFastRegister` returns.
+//! A region's local and remote token are the same device key. A regular
+//! registration gets a new variant of the key each time (`NdkRegisterMr`
+//! after `NdkDeregisterMr`), so a token of an earlier registration stops
+//! working.
+//!
+//! A fast-register MR's token is fixed once the MR is initialised
+//! (`NdkInitializeFastRegisterMr`): every later `NdkFastRegister` registers
+//! under the same token, readable before and after the post returns.
+//! Kernel consumers rely on that: they read the token once, at setup, and
+//! hand it to peers for every I/O that reuses the MR. What keeps a stale
+//! use safe without a token change is the registration's state in the
+//! device's key table: an invalidation (`NdkInvalidate`, a peer's send
+//! with invalidate, a read with local invalidate) marks the entry invalid,
+//! and every access through the token (local or remote) is refused until
+//! the next `NdkFastRegister` validates it again over its new pages. The
+//! trade-off against hardware that rotates the key byte on each
+//! registration: a peer that keeps using a token *after* the consumer has
+//! registered the MR again reaches the new registration instead of being
+//! refused. A conforming peer cannot do that: the consumer re-registers
+//! only after the peer has signalled the end of its use (its send with
+//! invalidate, or a message the consumer waited for), and on a reliable
+//! connection every RDMA operation the peer issued before that message is
+//! executed before it. Transport duplicates do not change that: a
+//! duplicate SEND or WRITE is only acknowledged, never executed again; a
+//! duplicate READ is refused while the entry is invalid, and one the
+//! responder answers after the next registration goes to a requester whose
+//! READ has completed and which discards the answer. The token works only
+//! for QPs of the MR's PD, as before.
 
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -92,7 +115,8 @@ pub struct FastRegisterRequest<'a> {
 /// What the post path puts in the WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastRegisterGrant {
-    /// The region's new key (its token from now on).
+    /// The region's key (the MR's token, the same for every fast
+    /// registration).
     pub key: MemoryKey,
     /// Logical address of the page list.
     pub page_list: u64,
@@ -333,9 +357,10 @@ impl Mr {
     }
 
     /// Validates and commits a fast registration at post time: the page
-    /// list is copied into the MR's page buffer and the new key becomes the
-    /// token. The caller has already made sure the SQ has a free slot, so a
-    /// success here is always followed by the WQE.
+    /// list is copied into the MR's page buffer; the registration keeps the
+    /// MR's token (see the module docs). The caller has already made sure
+    /// the SQ has a free slot, so a success here is always followed by the
+    /// WQE.
     pub(crate) fn fast_register(
         &self,
         platform: &dyn Platform,
@@ -375,8 +400,7 @@ impl Mr {
         let page_list = platform
             .logical_of(list.as_ptr() as usize, core::mem::size_of_val(list))
             .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
-        let key = self.key().next_variant();
-        self.token.store(key.0, Ordering::Release);
+        let key = self.key();
         state.region = Some(Region {
             va: req.va,
             length: req.length,

@@ -46,9 +46,10 @@ fn create(
     req: QpRequest,
 ) -> Result<TryArc<Qp>, NTSTATUS> {
     let adapter = pd.adapter();
-    let same_adapter = |cq: &Cq| TryArc::ptr_eq(cq.adapter(), adapter);
-    if !same_adapter(receive_cq)
-        || !same_adapter(initiator_cq)
+    // CQs of any adapter instance of the PD's device.
+    let same_device = |cq: &Cq| cq.adapter().same_device(adapter);
+    if !same_device(receive_cq)
+        || !same_device(initiator_cq)
         || srq.is_some_and(|s| !TryArc::ptr_eq(s.pd(), &abi::arc(pd)))
     {
         return Err(STATUS_INVALID_PARAMETER);

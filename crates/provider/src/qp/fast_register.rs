@@ -5,8 +5,9 @@
 //! MR was created with `FastRegister = TRUE` and initialised with enough
 //! pages; `FBO < PAGE_SIZE`; `Length <= pages * PAGE_SIZE - FBO`;
 //! `BaseVirtualAddress % PAGE_SIZE == FBO`; remote rights need an MR
-//! initialised with `RemoteAccess`. The new token is decided at post time,
-//! so it is readable when this call returns. The page array is copied into
+//! initialised with `RemoteAccess`. The registration keeps the token the
+//! MR has had since `NdkInitializeFastRegisterMr` (see [`crate::mr`]), so
+//! it is readable before and after this call. The page array is copied into
 //! the MR's page buffer (allocated at initialisation) and the WQE carries
 //! that buffer's logical address.
 
