@@ -59,10 +59,8 @@ pub mod ndis;
 pub mod netio;
 pub mod pe;
 pub mod pool;
-// Re-enabled once machine.rs and image.rs exist:
-// pub mod shared;
+pub mod shared;
 pub mod trap;
 pub mod verifier;
 
-// Re-enabled once machine.rs exists:
-// pub use machine::Machine;
+pub use machine::Machine;
