@@ -118,8 +118,8 @@ fn build(profile: Profile) -> PathBuf {
         .unwrap_or_else(|e| panic!("running {}: {e}", cargo.to_string_lossy()));
     assert!(
         output.status.success(),
-        "building rsndk.sys ({:?} profile) failed ({}):\n{}",
-        profile,
+        "building rsndk.sys ({profile:?} profile) failed ({}; the image needs \
+         `rustup target add {TARGET}`):\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
