@@ -361,8 +361,8 @@ pub(crate) fn drain_dpcs(p: &Arc<Processor>) {
                 context as PVOID,
                 sa1 as PVOID,
                 sa2 as PVOID,
-            )
-        };
+            );
+        }
         cpu::set_in_dpc(p, false);
         DPC_RUNS.fetch_add(1, Ordering::SeqCst);
         let now = cpu::current();
