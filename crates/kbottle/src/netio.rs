@@ -47,6 +47,9 @@ mod registration;
 mod socket;
 mod udp;
 
+#[cfg(test)]
+mod tests;
+
 pub use registration::{
     WskCaptureProviderNPI, WskDeregister, WskRegister, WskReleaseProviderNPI,
     set_provider_available,

@@ -21,11 +21,11 @@ use ndkpi::{
 use super::buffer;
 use super::capture;
 use super::checks::{bad_object, irql_at_most};
-use crate::verifier::firewall;
 use super::provider::Table;
 use super::receive::{self, complete, complete_request, mark_pending, sockaddr_in};
 use super::socket::{self, CloseRequest, PendingReceive, SENT};
 use super::udp::Udp;
+use crate::verifier::firewall;
 
 /// `STATUS_ADDRESS_ALREADY_ASSOCIATED`: the socket is already bound.
 pub const STATUS_ADDRESS_ALREADY_ASSOCIATED: NTSTATUS = 0xC000_0328_u32 as i32;
@@ -102,7 +102,9 @@ pub unsafe extern "win64" fn WskControlSocket(
                 complete(Irp, status, 0)
             }
         };
-        if RequestType != WskSetOption || ControlCode != SO_WSK_EVENT_CALLBACK || Level != SOL_SOCKET
+        if RequestType != WskSetOption
+            || ControlCode != SO_WSK_EVENT_CALLBACK
+            || Level != SOL_SOCKET
         {
             return finish(STATUS_NOT_SUPPORTED);
         }
@@ -166,11 +168,15 @@ pub unsafe extern "win64" fn WskBind(
             Ok(u) => Arc::new(u),
             Err(status) => return complete(Irp, status, 0),
         };
-        *s.udp.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(udp.clone());
+        *s.udp
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(udp.clone());
         s.state().receiving = true;
         if receive::start(s.clone(), udp).is_err() {
             s.state().receiving = false;
-            *s.udp.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            *s.udp
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             return complete(Irp, STATUS_INSUFFICIENT_RESOURCES, 0);
         }
         complete(Irp, STATUS_SUCCESS, 0)

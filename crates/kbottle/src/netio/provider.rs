@@ -10,10 +10,10 @@ use ndkpi::{
 };
 
 use super::checks::{bad_object, irql_at_most};
-use crate::verifier::firewall;
 use super::receive::complete;
 use super::{registration, socket};
 use crate::verifier;
+use crate::verifier::firewall;
 
 /// A dispatch table NETIO hands out: read-only data the driver calls
 /// through. `#[repr(transparent)]`, so its address is the table's.

@@ -54,12 +54,18 @@ pub const MSG_TRUNC: u32 = 0x0100;
 /// Indication lists retained by clients when their socket closed: kept
 /// (never freed) so a client that still reads them does not read freed
 /// memory, and counted.
-#[allow(clippy::vec_box, reason = "the client may still hold pointers into each batch")]
+#[allow(
+    clippy::vec_box,
+    reason = "the client may still hold pointers into each batch"
+)]
 static ORPHANED: Mutex<Vec<Box<Batch>>> = Mutex::new(Vec::new());
 
 /// Indication lists still retained when their socket closed.
 pub fn orphaned_lists() -> usize {
-    ORPHANED.lock().unwrap_or_else(PoisonError::into_inner).len()
+    ORPHANED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .len()
 }
 
 /// One receive slot: its bytes and the MDL describing them.
@@ -362,7 +368,8 @@ fn indicate(socket: &Socket, batch: &mut Box<Batch>, first: usize, arrivals: &[A
     // SAFETY: the client's receive event with its socket context and a
     // list NETIO owns, valid until the event returns (or, if it returns
     // STATUS_PENDING, until WskRelease).
-    let status = cpu::run_at_dispatch(|| unsafe { event(context, WSK_FLAG_AT_DISPATCH_LEVEL, head) });
+    let status =
+        cpu::run_at_dispatch(|| unsafe { event(context, WSK_FLAG_AT_DISPATCH_LEVEL, head) });
     INDICATED.fetch_add(arrivals.len() as u64, Ordering::Relaxed);
     if status == STATUS_PENDING {
         RETAINED.fetch_add(1, Ordering::Relaxed);

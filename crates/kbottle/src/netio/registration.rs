@@ -12,14 +12,14 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use ndis::{
-    PASSIVE_LEVEL, DISPATCH_LEVEL, WSK_CLIENT_DISPATCH, WSK_CLIENT_NPI, WSK_INFINITE_WAIT,
+    DISPATCH_LEVEL, PASSIVE_LEVEL, WSK_CLIENT_DISPATCH, WSK_CLIENT_NPI, WSK_INFINITE_WAIT,
     WSK_NO_WAIT, WSK_PROVIDER_NPI, WSK_REGISTRATION,
 };
 use ndkpi::{NTSTATUS, PVOID, STATUS_DEVICE_NOT_READY, STATUS_SUCCESS};
 
 use super::checks::{bad_object, irql_at_most};
-use crate::verifier::firewall;
 use super::provider::PROVIDER_DISPATCH;
+use crate::verifier::firewall;
 
 /// `STATUS_NOINTERFACE`: the client asked for a WSK version the provider
 /// does not support.

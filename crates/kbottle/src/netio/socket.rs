@@ -11,9 +11,7 @@ use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use ndis::{
-    IRP, PFN_WSK_RECEIVE_FROM_EVENT, WSK_BUF, WSK_CLIENT_DATAGRAM_DISPATCH, WSK_SOCKET,
-};
+use ndis::{IRP, PFN_WSK_RECEIVE_FROM_EVENT, WSK_BUF, WSK_CLIENT_DATAGRAM_DISPATCH, WSK_SOCKET};
 use ndkpi::{PVOID, SOCKADDR};
 
 use super::checks::bad_object;
