@@ -335,10 +335,6 @@ unsafe extern "system" {
     /// Disarms a timer; TRUE if it was armed.
     pub fn KeCancelTimer(Timer: *mut KTIMER) -> BOOLEAN;
 
-    /// The performance counter; its frequency in `*PerformanceFrequency`
-    /// when that is not null (any IRQL).
-    pub fn KeQueryPerformanceCounter(PerformanceFrequency: *mut LARGE_INTEGER) -> LARGE_INTEGER;
-
     /// Initialises an event (any IRQL).
     pub fn KeInitializeEvent(Event: *mut KEVENT, Type: EVENT_TYPE, State: BOOLEAN);
     /// Signals an event (`<= DISPATCH_LEVEL`); returns the previous state.
@@ -416,6 +412,18 @@ unsafe extern "system" {
     /// The physical address of a valid, resident system virtual address
     /// (`<= DISPATCH_LEVEL`).
     pub fn MmGetPhysicalAddress(BaseAddress: PVOID) -> PHYSICAL_ADDRESS;
+}
+
+// `wdm.h` declares the performance counter NTHALAPI: HAL.dll exports it on
+// every Windows 10 and Server release, ntoskrnl.exe only from 10.0.19041.
+#[cfg_attr(
+    target_os = "windows",
+    link(name = "HAL.dll", kind = "raw-dylib", modifiers = "+verbatim")
+)]
+unsafe extern "system" {
+    /// The performance counter; its frequency in `*PerformanceFrequency`
+    /// when that is not null (any IRQL).
+    pub fn KeQueryPerformanceCounter(PerformanceFrequency: *mut LARGE_INTEGER) -> LARGE_INTEGER;
 }
 
 #[cfg_attr(
