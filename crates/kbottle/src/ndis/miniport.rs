@@ -594,13 +594,22 @@ pub fn close_ndk(id: u32, ndk: usize) {
     });
 }
 
-/// Sends `count` empty lists to adapter `id` (at DISPATCH_LEVEL if
-/// `at_dispatch`) and waits for their completion; their statuses in
+/// Sends `count` empty lists to running adapter `id` (at DISPATCH_LEVEL
+/// if `at_dispatch`) and waits for their completion; their statuses in
 /// completion order.
+///
+/// # Panics
+/// If the adapter is not running (NDIS sends nothing to a paused miniport).
 pub fn send(id: u32, count: usize, at_dispatch: bool) -> Vec<NDIS_STATUS> {
     let Some((handle, context)) = adapter(id) else {
         return Vec::new();
     };
+    let current = state::with(|n| n.adapters.get(&handle).map(|a| a.state));
+    assert_eq!(
+        current,
+        Some(AdapterState::Running),
+        "send to an adapter that is not running"
+    );
     let Some(handler) = driver().and_then(|(c, _)| c.SendNetBufferListsHandler) else {
         return Vec::new();
     };

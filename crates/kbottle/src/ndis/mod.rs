@@ -57,6 +57,10 @@ pub use registration::{
 pub use state::{GeneralAttributes, NdkAttributes, RegistrationAttributes};
 pub use workitem::{NdisAllocateIoWorkItem, NdisFreeIoWorkItem, NdisQueueIoWorkItem};
 
+/// The hand-declared NDIS types and constants (crate `ndis`) the bottle
+/// implements, for tests that build requests and read answers.
+pub use ::ndis as types;
+
 use crate::export;
 use crate::pe::Export;
 
