@@ -1,0 +1,245 @@
+//! Rules that stop the machine: each case runs on its own processor
+//! thread under `Policy::Park`, which parks that thread at the bugcheck;
+//! the test reads the recorded bugcheck (code, parameters, rule,
+//! processor).
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#![allow(unsafe_code, non_snake_case)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use kbottle::verifier::{self, Bugcheck, Policy};
+use kbottle::{cpu, crt, ke, pool};
+use ndis::{KDPC, KSPIN_LOCK, KTIMER};
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `f` on a new processor and returns the bugcheck it hits (the
+/// thread stays parked).
+fn bugcheck_of(label: &str, f: impl FnOnce() + Send + 'static) -> Bugcheck {
+    verifier::set_policy(Policy::Park);
+    let name = format!("{label}#{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    let n2 = name.clone();
+    std::thread::spawn(move || {
+        cpu::enter(&n2);
+        f();
+        panic!("{n2}: no bugcheck");
+    });
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(b) = verifier::bugchecks().into_iter().find(|b| b.processor == name) {
+            return b;
+        }
+        assert!(Instant::now() < end, "{name}: no bugcheck within 10 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+type AllocFn = unsafe extern "win64" fn(u64, usize, u32) -> *mut u8;
+type FreeFn = unsafe extern "win64" fn(*mut u8, u32);
+
+fn alloc(size: usize) -> *mut u8 {
+    // SAFETY: ExAllocatePool2's thunk has this signature.
+    let f = unsafe { std::mem::transmute::<*const (), AllocFn>(pool::ExAllocatePool2 as *const ()) };
+    // SAFETY: any arguments; the bottle checks them.
+    unsafe { f(pool::POOL_FLAG_NON_PAGED, size, u32::from_le_bytes(*b"VrfT")) }
+}
+
+fn free(p: *mut u8, tag: &[u8; 4]) {
+    // SAFETY: ExFreePoolWithTag's thunk has this signature.
+    let f = unsafe { std::mem::transmute::<*const (), FreeFn>(pool::ExFreePoolWithTag as *const ()) };
+    // SAFETY: the bottle checks `p`.
+    unsafe { f(p, u32::from_le_bytes(*tag)) };
+}
+
+#[test]
+fn zero_byte_allocation() {
+    let b = bugcheck_of("zero", || {
+        alloc(0);
+    });
+    assert_eq!((b.code, b.params[0], b.params[3]), (0xC4, 0x00, 0));
+}
+
+#[test]
+fn double_free() {
+    let b = bugcheck_of("double-free", || {
+        let p = alloc(32);
+        free(p, b"VrfT");
+        free(p, b"VrfT");
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x13));
+    assert!(b.rule.contains("double free"), "{}", b.rule);
+}
+
+#[test]
+fn free_with_the_wrong_tag() {
+    let b = bugcheck_of("wrong-tag", || {
+        let p = alloc(32);
+        free(p, b"Othr");
+    });
+    assert_eq!((b.code, b.params[0]), (0xC2, 0x0A));
+}
+
+#[test]
+fn freeing_pool_that_holds_an_armed_timer() {
+    let b = bugcheck_of("armed-timer", || {
+        let p = alloc(0x80);
+        let t = p.wrapping_add(0x40).cast::<KTIMER>();
+        // SAFETY: 0x40 bytes of pool hold the timer.
+        unsafe { ke::KeInitializeTimerEx(t, 0) };
+        // SAFETY: an initialised timer.
+        unsafe { ke::KeSetTimer(t, -100_000_000, std::ptr::null_mut()) };
+        free(p, b"VrfT");
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x15));
+    assert!(b.rule.contains("armed timer"), "{}", b.rule);
+}
+
+unsafe extern "win64" fn nop_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {}
+
+#[test]
+fn freeing_pool_that_holds_a_queued_dpc() {
+    let b = bugcheck_of("queued-dpc", || {
+        let p = alloc(0x40);
+        let d = p.cast::<KDPC>();
+        // SAFETY: 0x40 bytes of pool hold the DPC.
+        unsafe { ke::KeInitializeDpc(d, Some(nop_dpc), std::ptr::null_mut()) };
+        cpu::raise(cpu::DISPATCH_LEVEL);
+        // SAFETY: an initialised DPC; queued, not run, at DISPATCH_LEVEL.
+        unsafe { ke::KeInsertQueueDpc(d, std::ptr::null_mut(), std::ptr::null_mut()) };
+        free(p, b"VrfT");
+    });
+    assert_eq!((b.code, b.params[0]), (0xC7, 1));
+}
+
+#[test]
+fn raising_to_a_lower_level_and_lowering_to_a_higher_one() {
+    let b = bugcheck_of("bad-raise", || {
+        cpu::raise(cpu::DISPATCH_LEVEL);
+        // SAFETY: the bad call under test.
+        unsafe { ke::KfRaiseIrql(cpu::PASSIVE_LEVEL) };
+    });
+    assert_eq!(b.code, 0xC4);
+    assert_eq!(&b.params[..3], &[0x30, 2, 0]);
+    let b = bugcheck_of("bad-lower", || {
+        // SAFETY: the bad call under test.
+        unsafe { ke::KeLowerIrql(cpu::DISPATCH_LEVEL) };
+    });
+    assert_eq!(&b.params, &[0x31, 0, 2, 0]);
+}
+
+unsafe extern "win64" fn lowering_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {
+    // SAFETY: the bad call under test: a DPC must not drop below DISPATCH.
+    unsafe { ke::KeLowerIrql(cpu::PASSIVE_LEVEL) };
+}
+
+unsafe extern "win64" fn raising_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {
+    // SAFETY: the bad call under test: returns above DISPATCH_LEVEL.
+    unsafe { ke::KfRaiseIrql(5) };
+}
+
+fn run_dpc(routine: ndis::KDEFERRED_ROUTINE) {
+    let d = Box::leak(Box::new(KDPC::zeroed()));
+    // SAFETY: a leaked DPC.
+    unsafe { ke::KeInitializeDpc(d, Some(routine), std::ptr::null_mut()) };
+    // SAFETY: as above; runs at once (PASSIVE_LEVEL).
+    unsafe { ke::KeInsertQueueDpc(d, std::ptr::null_mut(), std::ptr::null_mut()) };
+}
+
+#[test]
+fn a_dpc_must_stay_at_dispatch() {
+    let b = bugcheck_of("dpc-lowers", || run_dpc(lowering_dpc));
+    assert_eq!(&b.params, &[0x31, 2, 0, 1]);
+    let b = bugcheck_of("dpc-raises", || run_dpc(raising_dpc));
+    assert_eq!(b.code, 0xC8);
+    assert_eq!(b.params[0] >> 8, (5 << 8) | 2, "current 5, expected 2");
+}
+
+#[test]
+fn waiting_at_dispatch() {
+    let b = bugcheck_of("wait-dispatch", || {
+        let ev = Box::leak(Box::new(ndis::KEVENT::zeroed()));
+        // SAFETY: a leaked event.
+        unsafe { ke::KeInitializeEvent(ev, 0, 0) };
+        cpu::raise(cpu::DISPATCH_LEVEL);
+        let mut t = -10_000i64;
+        // SAFETY: the bad call under test.
+        unsafe { ke::KeWaitForSingleObject((ev as *mut ndis::KEVENT).cast(), 0, 0, 0, &raw mut t) };
+    });
+    assert_eq!((b.code, b.params[0], b.params[1]), (0xC4, 0x122, 2));
+    let b = bugcheck_of("delay-dispatch", || {
+        cpu::raise(cpu::DISPATCH_LEVEL);
+        let mut t = -10_000i64;
+        // SAFETY: the bad call under test.
+        unsafe { ke::KeDelayExecutionThread(0, 0, &raw mut t) };
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x122));
+}
+
+#[test]
+fn overlapping_memcpy() {
+    let b = bugcheck_of("memcpy", || {
+        let mut buf = [0u8; 16];
+        let p = buf.as_mut_ptr();
+        // SAFETY: the bad call under test (overlapping ranges).
+        unsafe { crt::memcpy(p.wrapping_add(4), p, 8) };
+    });
+    assert_eq!((b.code, b.params[0], b.params[3]), (0xC4, 0xF0, 8));
+}
+
+#[test]
+fn spin_lock_misuse() {
+    let b = bugcheck_of("recursive-lock", || {
+        let l: &'static mut KSPIN_LOCK = Box::leak(Box::new(0));
+        let l = &raw mut *l;
+        // SAFETY: a leaked, aligned lock.
+        unsafe { ke::KeAcquireSpinLockRaiseToDpc(l) };
+        // SAFETY: the bad call under test.
+        unsafe { ke::KeAcquireSpinLockRaiseToDpc(l) };
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x1000));
+    let b = bugcheck_of("release-unheld", || {
+        let l: &'static mut KSPIN_LOCK = Box::leak(Box::new(0));
+        cpu::raise(cpu::DISPATCH_LEVEL);
+        // SAFETY: the bad call under test.
+        unsafe { ke::KeReleaseSpinLock(l, 0) };
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x1007));
+    let b = bugcheck_of("release-passive", || {
+        let l: &'static mut KSPIN_LOCK = Box::leak(Box::new(0));
+        // SAFETY: the bad call under test.
+        unsafe { ke::KeReleaseSpinLock(l, 0) };
+    });
+    assert_eq!((b.code, b.params[0], b.params[1]), (0xC4, 0x32, 0));
+}
+
+type BugCheckFn = unsafe extern "win64" fn(u32, usize, usize, usize, usize) -> !;
+
+#[test]
+fn ke_bug_check_ex_records_the_drivers_code() {
+    let b = bugcheck_of("bugcheck-ex", || {
+        // SAFETY: KeBugCheckEx's thunk has this signature.
+        let f = unsafe { std::mem::transmute::<*const (), BugCheckFn>(ke::KeBugCheckEx as *const ()) };
+        // SAFETY: never returns.
+        unsafe { f(0xDEAD, 1, 2, 3, 4) };
+    });
+    assert_eq!((b.code, b.params), (0xDEAD, [1, 2, 3, 4]));
+    assert!(b.rule.contains("KeBugCheckEx"), "{}", b.rule);
+}
+
+unsafe extern "win64" fn spinning_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn the_watchdog_stops_a_dpc_that_runs_too_long() {
+    verifier::set_watchdog_limits(Duration::from_millis(200), Duration::from_secs(2));
+    let start = Instant::now();
+    let b = bugcheck_of("spinner", || run_dpc(spinning_dpc));
+    assert_eq!((b.code, b.params[0]), (0x133, 0));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(b.rule.contains("one DPC ran"), "{}", b.rule);
+}
