@@ -179,7 +179,10 @@ fn calls_of(calls: &[(&'static str, u64)], name: &str) -> u64 {
 
 /// Test hook, one-shot: the next call of `import` made from inside a DPC
 /// routine blocks (before doing its work) until `until` has been called
-/// by another thread after this arming, or `timeout` passes. `import`:
+/// by another thread after this arming, or `timeout` passes.
+/// `KeCancelTimer` and `KeRemoveQueueDpc` count as called when they
+/// return (the stalled DPC then acts after their work);
+/// `KeFlushQueuedDpcs` when it is entered (it waits for that DPC). `import`:
 /// "KeQueryPerformanceCounter", "KeSetTimer", "KeInsertQueueDpc" (any ke
 /// import that notes itself); `until`: "KeCancelTimer",
 /// "KeRemoveQueueDpc", "KeFlushQueuedDpcs" (likewise). The watchdog does
@@ -201,37 +204,56 @@ pub fn stalls_done() -> u64 {
 }
 
 /// Entry of a hooked import: stalls if the armed stall names it and this
-/// processor is in a DPC, then counts the call.
+/// processor is in a DPC, then counts the call (a flush counts on entry:
+/// the stalled DPC is what it waits for).
 fn hook(name: &'static str) {
-    if STALL_ARMED.load(Ordering::SeqCst) && cpu::in_dpc() {
-        let stall = {
-            let mut s = lock(&STALL);
-            if s.as_ref().is_some_and(|s| s.import == name) {
-                STALL_ARMED.store(false, Ordering::SeqCst);
-                s.take()
-            } else {
-                None
-            }
-        };
-        if let Some(stall) = stall {
-            cpu::pause_watchdog(true);
-            let deadline = Instant::now() + stall.timeout;
-            let mut calls = lock(&CALLS);
-            while calls_of(&calls, stall.until) <= stall.baseline {
-                let now = Instant::now();
-                if now >= deadline {
-                    break;
-                }
-                calls = CALLS_CV
-                    .wait_timeout(calls, deadline - now)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .0;
-            }
-            drop(calls);
-            cpu::pause_watchdog(false);
-            STALLS_DONE.fetch_add(1, Ordering::SeqCst);
-        }
+    stall_point(name);
+    note_call(name);
+}
+
+/// A hooked import counted when it returns (`KeCancelTimer`,
+/// `KeRemoveQueueDpc`): a DPC stalled until it is called resumes only
+/// after its work is done.
+fn hooked_on_return<R>(name: &'static str, f: impl FnOnce() -> R) -> R {
+    stall_point(name);
+    let r = f();
+    note_call(name);
+    r
+}
+
+fn stall_point(name: &'static str) {
+    if !(STALL_ARMED.load(Ordering::SeqCst) && cpu::in_dpc()) {
+        return;
     }
+    let stall = {
+        let mut s = lock(&STALL);
+        if s.as_ref().is_some_and(|s| s.import == name) {
+            STALL_ARMED.store(false, Ordering::SeqCst);
+            s.take()
+        } else {
+            None
+        }
+    };
+    let Some(stall) = stall else { return };
+    cpu::pause_watchdog(true);
+    let deadline = Instant::now() + stall.timeout;
+    let mut calls = lock(&CALLS);
+    while calls_of(&calls, stall.until) <= stall.baseline {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        calls = CALLS_CV
+            .wait_timeout(calls, deadline - now)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+    drop(calls);
+    cpu::pause_watchdog(false);
+    STALLS_DONE.fetch_add(1, Ordering::SeqCst);
+}
+
+fn note_call(name: &'static str) {
     let mut calls = lock(&CALLS);
     match calls.iter_mut().find(|(n, _)| *n == name) {
         Some((_, c)) => *c += 1,
@@ -469,25 +491,27 @@ pub unsafe extern "win64" fn KeInsertQueueDpc(
 /// `KeRemoveQueueDpc`: TRUE if it was queued.
 pub unsafe extern "win64" fn KeRemoveQueueDpc(Dpc: *mut KDPC) -> BOOLEAN {
     firewall("KeRemoveQueueDpc", || {
-        hook("KeRemoveQueueDpc");
-        let dpc = Dpc as usize;
-        let mut st = dpcs();
-        let Some(obj) = st.objects.get_mut(&dpc) else {
-            drop(st);
-            uninitialised("KDPC", dpc, "KeRemoveQueueDpc");
-        };
-        let Some((proc_id, seq, _, _)) = obj.queued.take() else {
-            return 0;
-        };
-        if let Some(q) = st.queues.get_mut(&proc_id) {
-            q.retain(|&(d, s)| !(d == dpc && s == seq));
-        }
-        // SAFETY: an initialised KDPC the driver owns; DpcData cleared.
-        unsafe { ((dpc + DPC_DATA) as *mut usize).write_volatile(0) };
-        drop(st);
-        DPC_CV.notify_all();
-        1
+        hooked_on_return("KeRemoveQueueDpc", || remove_dpc(Dpc as usize))
     })
+}
+
+fn remove_dpc(dpc: usize) -> BOOLEAN {
+    let mut st = dpcs();
+    let Some(obj) = st.objects.get_mut(&dpc) else {
+        drop(st);
+        uninitialised("KDPC", dpc, "KeRemoveQueueDpc");
+    };
+    let Some((proc_id, seq, _, _)) = obj.queued.take() else {
+        return 0;
+    };
+    if let Some(q) = st.queues.get_mut(&proc_id) {
+        q.retain(|&(d, s)| !(d == dpc && s == seq));
+    }
+    // SAFETY: an initialised KDPC the driver owns; DpcData cleared.
+    unsafe { ((dpc + DPC_DATA) as *mut usize).write_volatile(0) };
+    drop(st);
+    DPC_CV.notify_all();
+    1
 }
 
 /// `KeFlushQueuedDpcs` (`PASSIVE_LEVEL`): returns when every DPC queued or
@@ -777,9 +801,14 @@ pub unsafe extern "win64" fn KeSetTimer(
 /// `KeCancelTimer`: TRUE if the timer was armed.
 pub unsafe extern "win64" fn KeCancelTimer(Timer: *mut KTIMER) -> BOOLEAN {
     firewall("KeCancelTimer", || {
-        hook("KeCancelTimer");
+        hooked_on_return("KeCancelTimer", || cancel_timer(Timer))
+    })
+}
+
+fn cancel_timer(timer: *mut KTIMER) -> BOOLEAN {
+    {
         require_irql_at_most(DISPATCH_LEVEL, "KeCancelTimer");
-        let timer = Timer as usize;
+        let timer = timer as usize;
         let mut objs = objects();
         let was = match objs.table.get_mut(&timer) {
             Some(Object::Timer { armed, .. }) => armed.take(),
@@ -789,7 +818,7 @@ pub unsafe extern "win64" fn KeCancelTimer(Timer: *mut KTIMER) -> BOOLEAN {
             objs.heap.remove(&(due, seq, timer));
         }
         u8::from(was.is_some())
-    })
+    }
 }
 
 /// `KeInitializeEvent`.

@@ -17,7 +17,9 @@ use ndis::{KDPC, KEVENT, KSPIN_LOCK, KTIMER};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What a DPC routine saw.
@@ -99,7 +101,10 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 }
 
 /// Runs `f` on a fresh processor thread named `name`.
-fn on_processor<R: Send + 'static>(name: &'static str, f: impl FnOnce() -> R + Send + 'static) -> R {
+fn on_processor<R: Send + 'static>(
+    name: &'static str,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> R {
     std::thread::spawn(move || {
         cpu::enter(name);
         f()
@@ -141,7 +146,11 @@ fn a_dpc_inserted_at_dispatch_runs_when_the_processor_lowers() {
         // SAFETY: lowering to the level raised from.
         unsafe { KeLowerIrql(old) };
         assert_eq!(d.runs(), 1, "ran once on lowering");
-        assert_eq!(*d.seen.args.lock().unwrap(), (1, 2), "the first insertion's arguments");
+        assert_eq!(
+            *d.seen.args.lock().unwrap(),
+            (1, 2),
+            "the first insertion's arguments"
+        );
         assert!(live_objects_in(d.ptr() as usize..d.ptr() as usize + 0x40).is_empty());
     });
 }
@@ -173,8 +182,17 @@ fn flush_waits_for_a_dpc_queued_on_another_processor() {
     let other = std::thread::spawn(move || {
         cpu::enter("flush-holder");
         let old = cpu::raise(cpu::DISPATCH_LEVEL);
-        // SAFETY: the DPC outlives this thread (joined below).
-        assert_eq!(unsafe { KeInsertQueueDpc(dpc_addr as *mut KDPC, std::ptr::null_mut(), std::ptr::null_mut()) }, 1);
+        assert_eq!(
+            // SAFETY: the DPC outlives this thread (joined below).
+            unsafe {
+                KeInsertQueueDpc(
+                    dpc_addr as *mut KDPC,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            },
+            1
+        );
         r2.wait();
         std::thread::sleep(Duration::from_millis(150));
         cpu::lower(old);
@@ -185,7 +203,11 @@ fn flush_waits_for_a_dpc_queued_on_another_processor() {
     unsafe { KeFlushQueuedDpcs() };
     // SAFETY: `Seen` outlives the thread.
     let seen = unsafe { &*(seen_addr as *const Seen) };
-    assert_eq!(seen.runs.load(Ordering::SeqCst), 1, "flush returned after the DPC ran");
+    assert_eq!(
+        seen.runs.load(Ordering::SeqCst),
+        1,
+        "flush returned after the DPC ran"
+    );
     assert!(start.elapsed() >= Duration::from_millis(100));
     assert_eq!(*seen.processor.lock().unwrap(), "flush-holder");
     other.join().unwrap();
@@ -236,9 +258,9 @@ fn a_timer_fires_its_dpc_on_the_timer_processor_at_dispatch() {
     assert_eq!(d.seen.irql.load(Ordering::SeqCst), cpu::DISPATCH_LEVEL);
     assert_eq!(t.cancel(), 0, "expired, so not armed");
     // A notification timer stays signalled: a wait on it returns at once.
-    // SAFETY: a timer is a dispatcher object; zero timeout polls.
     let mut zero = 0i64;
     assert_eq!(
+        // SAFETY: a timer is a dispatcher object; zero timeout polls.
         unsafe { KeWaitForSingleObject(t.ptr().cast(), 0, 0, 0, &raw mut zero) },
         STATUS_SUCCESS
     );
@@ -251,7 +273,9 @@ fn re_arming_replaces_the_due_time_and_reports_it_was_armed() {
     let mut t = Timer::new();
     assert_eq!(t.set(5_000 * MS, d.ptr()), 0);
     assert_eq!(t.set(20 * MS, d.ptr()), 1, "was armed");
-    wait_until("the re-armed timer", Duration::from_secs(2), || d.runs() == 1);
+    wait_until("the re-armed timer", Duration::from_secs(2), || {
+        d.runs() == 1
+    });
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(d.runs(), 1, "fires once");
 }
@@ -279,15 +303,22 @@ fn events_wake_waiters_and_waits_time_out() {
     unsafe { KeInitializeEvent(&raw mut *ev, ndis::NotificationEvent, 0) };
     let addr = &raw mut *ev as usize;
     let mut ten_ms = 10 * MS;
-    // SAFETY: an initialised event; relative 10 ms timeout.
-    assert_eq!(unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, &raw mut ten_ms) }, STATUS_TIMEOUT);
+    assert_eq!(
+        // SAFETY: an initialised event; relative 10 ms timeout.
+        unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, &raw mut ten_ms) },
+        STATUS_TIMEOUT
+    );
     let waiter = std::thread::spawn(move || {
         // SAFETY: the event outlives the thread; no timeout.
         unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, std::ptr::null_mut()) }
     });
     std::thread::sleep(Duration::from_millis(30));
-    // SAFETY: an initialised event, PASSIVE_LEVEL.
-    assert_eq!(unsafe { KeSetEvent(addr as _, 0, 0) }, 0, "was not signalled");
+    assert_eq!(
+        // SAFETY: an initialised event, PASSIVE_LEVEL.
+        unsafe { KeSetEvent(addr as _, 0, 0) },
+        0,
+        "was not signalled"
+    );
     assert_eq!(waiter.join().unwrap(), STATUS_SUCCESS);
     // Notification events stay signalled.
     // SAFETY: as above.
@@ -297,10 +328,16 @@ fn events_wake_waiters_and_waits_time_out() {
     // SAFETY: a fresh event.
     unsafe { KeInitializeEvent(&raw mut *ev, 1, 1) };
     let mut zero = 0i64;
-    // SAFETY: an initialised event; zero timeout polls.
-    assert_eq!(unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, &raw mut zero) }, STATUS_SUCCESS);
-    // SAFETY: as above.
-    assert_eq!(unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, &raw mut zero) }, STATUS_TIMEOUT);
+    assert_eq!(
+        // SAFETY: an initialised event; zero timeout polls.
+        unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, &raw mut zero) },
+        STATUS_SUCCESS
+    );
+    assert_eq!(
+        // SAFETY: as above.
+        unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, &raw mut zero) },
+        STATUS_TIMEOUT
+    );
 }
 
 #[test]
@@ -308,8 +345,11 @@ fn delay_sleeps_the_interval() {
     let _serial = serial();
     let start = Instant::now();
     let mut interval = 30 * MS;
-    // SAFETY: PASSIVE_LEVEL, a valid interval.
-    assert_eq!(unsafe { KeDelayExecutionThread(0, 0, &raw mut interval) }, STATUS_SUCCESS);
+    assert_eq!(
+        // SAFETY: PASSIVE_LEVEL, a valid interval.
+        unsafe { KeDelayExecutionThread(0, 0, &raw mut interval) },
+        STATUS_SUCCESS
+    );
     assert!(start.elapsed() >= Duration::from_millis(29));
 }
 
@@ -360,7 +400,10 @@ fn the_performance_counter_runs_at_10_mhz() {
     // SAFETY: a null frequency pointer is allowed.
     let b = unsafe { KeQueryPerformanceCounter(std::ptr::null_mut()) };
     let elapsed = b - a;
-    assert!((400_000..5_000_000).contains(&elapsed), "{elapsed} ticks in 50 ms");
+    assert!(
+        (400_000..5_000_000).contains(&elapsed),
+        "{elapsed} ticks in 50 ms"
+    );
 }
 
 #[test]
@@ -406,11 +449,23 @@ fn stall_in_dpc_lets_a_running_dpc_arm_a_cancelled_timer() {
     let runner = std::thread::spawn(move || {
         cpu::enter("stalled-dpc");
         // SAFETY: the DPC outlives the thread (joined below).
-        unsafe { KeInsertQueueDpc(dpc_addr as *mut KDPC, std::ptr::null_mut(), std::ptr::null_mut()) };
+        unsafe {
+            KeInsertQueueDpc(
+                dpc_addr as *mut KDPC,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
     });
-    wait_until("the DPC to start", Duration::from_secs(3), || d.seen.entered.load(Ordering::SeqCst));
+    wait_until("the DPC to start", Duration::from_secs(3), || {
+        d.seen.entered.load(Ordering::SeqCst)
+    });
     std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(t.cancel(), 0, "not armed yet: the DPC is stalled before KeSetTimer");
+    assert_eq!(
+        t.cancel(),
+        0,
+        "not armed yet: the DPC is stalled before KeSetTimer"
+    );
     // SAFETY: PASSIVE_LEVEL.
     unsafe { KeFlushQueuedDpcs() };
     assert_eq!(d.runs(), 1, "flush waited for the running DPC");

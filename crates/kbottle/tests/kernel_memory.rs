@@ -11,27 +11,33 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use kbottle::verifier::{self, FaultPlan};
 use kbottle::{cpu, crt, io, ke, mm, pool};
 use ndis::{IO_STACK_LOCATION, IRP, KTIMER, SL_INVOKE_ON_SUCCESS, STATUS_MORE_PROCESSING_REQUIRED};
-use ndkpi::{MDL, MDL_MAPPED_TO_SYSTEM_VA, MDL_PAGES_LOCKED, MDL_SOURCE_IS_NONPAGED_POOL, mdl_pfn_array};
+use ndkpi::{
+    MDL, MDL_MAPPED_TO_SYSTEM_VA, MDL_PAGES_LOCKED, MDL_SOURCE_IS_NONPAGED_POOL, mdl_pfn_array,
+};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 type AllocFn = unsafe extern "win64" fn(u64, usize, u32) -> *mut u8;
 type FreeFn = unsafe extern "win64" fn(*mut u8, u32);
 
 fn alloc(flags: u64, size: usize, tag: &[u8; 4]) -> *mut u8 {
-    // SAFETY: ExAllocatePool2's thunk has this signature.
-    let f = unsafe { std::mem::transmute::<*const (), AllocFn>(pool::ExAllocatePool2 as *const ()) };
+    let f =
+        // SAFETY: ExAllocatePool2's thunk has this signature.
+        unsafe { std::mem::transmute::<*const (), AllocFn>(pool::ExAllocatePool2 as *const ()) };
     // SAFETY: valid flags and size.
     unsafe { f(flags, size, u32::from_le_bytes(*tag)) }
 }
 
 fn free(p: *mut u8, tag: &[u8; 4]) {
-    // SAFETY: ExFreePoolWithTag's thunk has this signature.
-    let f = unsafe { std::mem::transmute::<*const (), FreeFn>(pool::ExFreePoolWithTag as *const ()) };
+    let f =
+        // SAFETY: ExFreePoolWithTag's thunk has this signature.
+        unsafe { std::mem::transmute::<*const (), FreeFn>(pool::ExFreePoolWithTag as *const ()) };
     // SAFETY: `p` came from `alloc` with this tag.
     unsafe { f(p, u32::from_le_bytes(*tag)) };
 }
@@ -46,10 +52,18 @@ fn pool_blocks_are_zeroed_aligned_and_tracked_by_tag() {
     let c = alloc(NP | pool::POOL_FLAG_UNINITIALIZED, 24, b"TstB");
     assert_eq!(a as usize % 16, 0);
     assert_eq!(b as usize % 4096, 0);
-    // SAFETY: 40 fresh bytes.
-    assert!(unsafe { std::slice::from_raw_parts(a, 40) }.iter().all(|&x| x == 0));
-    // SAFETY: 24 fresh bytes.
-    assert!(unsafe { std::slice::from_raw_parts(c, 24) }.iter().all(|&x| x == pool::UNINITIALIZED_FILL));
+    assert!(
+        // SAFETY: 40 fresh bytes.
+        unsafe { std::slice::from_raw_parts(a, 40) }
+            .iter()
+            .all(|&x| x == 0)
+    );
+    assert!(
+        // SAFETY: 24 fresh bytes.
+        unsafe { std::slice::from_raw_parts(c, 24) }
+            .iter()
+            .all(|&x| x == pool::UNINITIALIZED_FILL)
+    );
     let by_tag = pool::outstanding_by_tag();
     assert_eq!(by_tag.get("TstA"), Some(&(2, 5040)));
     assert_eq!(by_tag.get("TstB"), Some(&(1, 24)));
@@ -68,17 +82,24 @@ fn pool_blocks_are_zeroed_aligned_and_tracked_by_tag() {
 fn the_free_check_names_double_frees_wrong_tags_and_live_objects() {
     let _s = serial();
     let p = alloc(NP, 64, b"Chk1");
-    assert_eq!(pool::check_free(p as usize, Some(u32::from_le_bytes(*b"Chk1"))), None);
+    assert_eq!(
+        pool::check_free(p as usize, Some(u32::from_le_bytes(*b"Chk1"))),
+        None
+    );
     let wrong = pool::check_free(p as usize, Some(u32::from_le_bytes(*b"Nope"))).unwrap();
     assert_eq!((wrong.code, wrong.params[0]), (0xC2, 0x0A));
     // An armed timer inside the block.
+    #[expect(clippy::cast_ptr_alignment, reason = "pool blocks are 16-byte aligned")]
     let timer = p.cast::<KTIMER>();
     // SAFETY: 64 bytes of pool hold a KTIMER (0x40).
     unsafe { ke::KeInitializeTimerEx(timer, 0) };
     // SAFETY: an initialised timer; no DPC.
     unsafe { ke::KeSetTimer(timer, -10_000_000, std::ptr::null_mut()) };
     let armed = pool::check_free(p as usize, None).unwrap();
-    assert_eq!((armed.code, armed.params[0], armed.params[1]), (0xC4, 0x15, p as u64));
+    assert_eq!(
+        (armed.code, armed.params[0], armed.params[1]),
+        (0xC4, 0x15, p as u64)
+    );
     // SAFETY: as above.
     assert_eq!(unsafe { ke::KeCancelTimer(timer) }, 1);
     free(p, b"Chk1");
@@ -139,12 +160,16 @@ fn mdls_describe_build_map_and_unmap() {
     unsafe { mm::IoFreeMdl(mdl) };
 
     // A mapping MDL as the driver builds it: PFNs of locked pages.
-    // SAFETY: computes sizes only.
-    let map_mdl = unsafe { mm::IoAllocateMdl(0x10_0000 as _, 2 * 4096, 0, 0, std::ptr::null_mut()) };
+    let map_mdl =
+        // SAFETY: computes sizes only.
+        unsafe { mm::IoAllocateMdl(0x10_0000 as _, 2 * 4096, 0, 0, std::ptr::null_mut()) };
     let pfns = mdl_pfn_array(map_mdl);
     for i in 0..2 {
         // SAFETY: room for two PFNs.
-        unsafe { pfns.add(i).write(((mm::phys_of(buf as usize) >> 12) + i as u64) as usize) };
+        unsafe {
+            pfns.wrapping_add(i)
+                .write(((mm::phys_of(buf as usize) >> 12) + i as u64) as usize);
+        }
     }
     // SAFETY: our MDL.
     unsafe { (*map_mdl).MdlFlags |= MDL_PAGES_LOCKED };
@@ -233,15 +258,18 @@ fn the_crt_routines_follow_the_c_contract() {
     assert_eq!(r, dst.as_mut_ptr());
     assert_eq!(&dst, &src);
     // SAFETY: an overlapping move inside one buffer.
-    unsafe { crt::memmove(dst.as_mut_ptr().add(2), dst.as_ptr(), 5) };
+    unsafe { crt::memmove(dst.as_mut_ptr().wrapping_add(2), dst.as_ptr(), 5) };
     assert_eq!(&dst[..7], b"hehello");
     // SAFETY: 4 writable bytes.
     unsafe { crt::memset(dst.as_mut_ptr(), 0x41, 4) };
     assert_eq!(&dst[..4], b"AAAA");
     // SAFETY: 3 readable bytes each.
     assert!(unsafe { crt::memcmp(b"abc".as_ptr(), b"abd".as_ptr(), 3) } < 0);
-    // SAFETY: as above.
-    assert_eq!(unsafe { crt::memcmp(b"abc".as_ptr(), b"abc".as_ptr(), 3) }, 0);
+    assert_eq!(
+        // SAFETY: as above.
+        unsafe { crt::memcmp(b"abc".as_ptr(), b"abc".as_ptr(), 3) },
+        0
+    );
     // SAFETY: a NUL-terminated string.
     assert_eq!(unsafe { crt::strlen(c"bottle".as_ptr().cast()) }, 6);
 }
@@ -272,7 +300,9 @@ fn dbg_print_ex_formats_its_variadic_arguments() {
     assert_eq!(status, 0);
     let lines = crt::log_lines();
     assert!(
-        lines.iter().any(|l| l == "kbottle-test answer=42 0x1f 0000BEEF 0000000000001234 -7 Z|9   |"),
+        lines
+            .iter()
+            .any(|l| l == "kbottle-test answer=42 0x1f 0000BEEF 0000000000001234 -7 Z|9   |"),
         "{lines:?}"
     );
 }

@@ -17,7 +17,9 @@ use kbottle::{crt, io, ke, mm, pool};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn image() -> PathBuf {
@@ -116,8 +118,7 @@ fn every_ntoskrnl_import_is_implemented() {
     let missing: Vec<String> = goblin_imports(&bytes)
         .into_iter()
         .filter(|(m, n, _)| {
-            m.eq_ignore_ascii_case("ntoskrnl.exe")
-                && !exports.iter().any(|e| e.name == n.as_str())
+            m.eq_ignore_ascii_case("ntoskrnl.exe") && !exports.iter().any(|e| e.name == n.as_str())
         })
         .map(|(_, n, _)| n)
         .collect();
@@ -151,7 +152,10 @@ fn relocated_at_a_random_base_with_the_iat_bound() {
     assert_eq!(img.entry() as usize, img.base() + pe_file.entry as usize);
     let delta = (img.base() as u64).wrapping_sub(pe_file.image_base);
     let mut dir64 = 0;
-    let relocs = pe_file.relocation_data.as_ref().expect("a .reloc directory");
+    let relocs = pe_file
+        .relocation_data
+        .as_ref()
+        .expect("a .reloc directory");
     for block in relocs.blocks() {
         let block = block.unwrap();
         for word in block.words() {
@@ -161,7 +165,8 @@ fn relocated_at_a_random_base_with_the_iat_bound() {
                 continue;
             }
             let rva = block.rva as usize + usize::from(word.offset());
-            let orig = u64::from_le_bytes(file_bytes_at(&bytes, rva, 8).unwrap().try_into().unwrap());
+            let orig =
+                u64::from_le_bytes(file_bytes_at(&bytes, rva, 8).unwrap().try_into().unwrap());
             // SAFETY: `rva` is inside the mapped, readable image.
             let now = unsafe { ((img.base() + rva) as *const u64).read_unaligned() };
             assert_eq!(now, orig.wrapping_add(delta), "DIR64 at RVA {rva:#x}");
@@ -218,7 +223,13 @@ fn sections_are_protected_w_xor_x_and_text_writes_fault() {
         seen_text |= s.name == ".text";
     }
     assert!(seen_text);
-    let text = img.base() + img.sections().iter().find(|s| s.name == ".text").unwrap().rva;
+    let text = img.base()
+        + img
+            .sections()
+            .iter()
+            .find(|s| s.name == ".text")
+            .unwrap()
+            .rva;
     // A child writes to .text and must die of SIGSEGV.
     // SAFETY: the child only does a volatile write and _exit (both
     // async-signal-safe); the parent waits for it.
@@ -232,7 +243,10 @@ fn sections_are_protected_w_xor_x_and_text_writes_fault() {
     let mut status = 0;
     // SAFETY: waiting for our own child.
     unsafe { libc::waitpid(pid, &raw mut status, 0) };
-    assert!(libc::WIFSIGNALED(status), "the write to .text did not fault");
+    assert!(
+        libc::WIFSIGNALED(status),
+        "the write to .text did not fault"
+    );
     assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
 }
 
@@ -241,31 +255,45 @@ fn sections_are_protected_w_xor_x_and_text_writes_fault() {
 #[repr(C, align(16))]
 struct FakeDriverObject([u8; 0x150]);
 
+/// `NTSTATUS DriverEntry(PDRIVER_OBJECT, PUNICODE_STRING)`.
+type DriverEntry =
+    unsafe extern "win64" fn(*mut FakeDriverObject, *mut ndis::UNICODE_STRING) -> i32;
+
 #[test]
 fn the_entry_point_is_driver_entry_and_undoes_its_work_on_failure() {
     let _g = serial();
     let path = image();
     let bytes = std::fs::read(&path).unwrap();
     let img = pe::load(&path, &exports_with_stand_ins(&bytes)).unwrap();
-    let before = pool::outstanding_by_tag().get("RsNk").copied().unwrap_or((0, 0));
+    let before = pool::outstanding_by_tag()
+        .get("RsNk")
+        .copied()
+        .unwrap_or((0, 0));
     let mdls_before = mm::outstanding_mdls();
     let mut driver = FakeDriverObject([0; 0x150]);
-    let mut path_units: Vec<u16> = "\\Registry\\Machine\\System\\rsndk".encode_utf16().collect();
+    let mut path_units: Vec<u16> = "\\Registry\\Machine\\System\\rsndk"
+        .encode_utf16()
+        .collect();
     let mut registry = ndis::UNICODE_STRING {
         Length: (path_units.len() * 2) as u16,
         MaximumLength: (path_units.len() * 2) as u16,
         Buffer: path_units.as_mut_ptr(),
     };
-    type DriverEntry = unsafe extern "win64" fn(*mut FakeDriverObject, *mut ndis::UNICODE_STRING) -> i32;
     // SAFETY: the entry point is DriverEntry (NTSTATUS DriverEntry(PDRIVER_OBJECT, PUNICODE_STRING)).
     let entry = unsafe { std::mem::transmute::<*const (), DriverEntry>(img.entry()) };
     let calls = REGISTER_CALLS.load(Ordering::SeqCst);
     // SAFETY: called once, at PASSIVE_LEVEL, with a driver object and a
     // registry path that outlive the call, as the I/O manager does.
     let status = unsafe { entry(&raw mut driver, &raw mut registry) };
-    assert_eq!(status as u32, 0xC000_0001, "DriverEntry returns the registration failure");
+    assert_eq!(
+        status as u32, 0xC000_0001,
+        "DriverEntry returns the registration failure"
+    );
     assert_eq!(REGISTER_CALLS.load(Ordering::SeqCst), calls + 1);
-    let after = pool::outstanding_by_tag().get("RsNk").copied().unwrap_or((0, 0));
+    let after = pool::outstanding_by_tag()
+        .get("RsNk")
+        .copied()
+        .unwrap_or((0, 0));
     assert_eq!(after, before, "DriverEntry freed its pool on failure");
     assert_eq!(mm::outstanding_mdls(), mdls_before, "and its MDLs");
     assert!(
@@ -338,7 +366,11 @@ fn refuses_a_writable_executable_section() {
         let nt = nt_offset(b);
         let opt_size = u16::from_le_bytes(b[nt + 20..nt + 22].try_into().unwrap()) as usize;
         let first = nt + 24 + opt_size;
-        let i = pe_file.sections.iter().position(|s| s.name().unwrap() == ".text").unwrap();
+        let i = pe_file
+            .sections
+            .iter()
+            .position(|s| s.name().unwrap() == ".text")
+            .unwrap();
         let ch = first + 40 * i + 36;
         let v = u32::from_le_bytes(b[ch..ch + 4].try_into().unwrap()) | 0x8000_0000;
         b[ch..ch + 4].copy_from_slice(&v.to_le_bytes());
@@ -373,14 +405,21 @@ fn refuses_an_unknown_relocation_type() {
         let w = u16::from_le_bytes(b[word..word + 2].try_into().unwrap());
         b[word..word + 2].copy_from_slice(&((w & 0x0FFF) | (3 << 12)).to_le_bytes());
     });
-    assert!(matches!(load_variant(&p), LoadError::UnknownRelocation { kind: 3, .. }));
+    assert!(matches!(
+        load_variant(&p),
+        LoadError::UnknownRelocation { kind: 3, .. }
+    ));
 }
 
 fn file_offset(pe_file: &goblin::pe::PE<'_>, rva: usize) -> usize {
     let s = pe_file
         .sections
         .iter()
-        .find(|s| (s.virtual_address as usize..(s.virtual_address + s.virtual_size.max(s.size_of_raw_data)) as usize).contains(&rva))
+        .find(|s| {
+            (s.virtual_address as usize
+                ..(s.virtual_address + s.virtual_size.max(s.size_of_raw_data)) as usize)
+                .contains(&rva)
+        })
         .unwrap();
     s.pointer_to_raw_data as usize + rva - s.virtual_address as usize
 }

@@ -8,10 +8,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use kbottle::cpu;
 use kbottle::pe::CodeRange;
 use kbottle::trap::{self, Trapped};
 use kbottle::verifier::{self, Bugcheck, Policy};
-use kbottle::cpu;
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
@@ -36,8 +36,11 @@ fn driver_code(pad: usize, code: &[u8]) -> usize {
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0x90, pad) };
     // SAFETY: as above.
     unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), (base + pad) as *mut u8, code.len()) };
-    // SAFETY: our mapping.
-    assert_eq!(unsafe { libc::mprotect(p, len, libc::PROT_READ | libc::PROT_EXEC) }, 0);
+    assert_eq!(
+        // SAFETY: our mapping.
+        unsafe { libc::mprotect(p, len, libc::PROT_READ | libc::PROT_EXEC) },
+        0
+    );
     std::mem::forget(CodeRange::register("test.sys", base..base + len));
     base
 }
@@ -62,7 +65,10 @@ fn trap_of(label: &str, irql: u8, addr: usize) -> Bugcheck {
     });
     let end = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(b) = verifier::bugchecks().into_iter().find(|b| b.processor == name) {
+        if let Some(b) = verifier::bugchecks()
+            .into_iter()
+            .find(|b| b.processor == name)
+        {
             return b;
         }
         assert!(Instant::now() < end, "{name}: no bugcheck");
@@ -77,7 +83,11 @@ fn a_cr8_write_is_reported_with_its_rva() {
     let b = trap_of("cr8-write", 0, base);
     assert_eq!(b.code, verifier::UNMODELLED);
     assert_eq!(b.params[0], (base + 0x20) as u64);
-    assert!(b.rule.contains("mov cr8") && b.rule.contains("test.sys+0x20"), "{}", b.rule);
+    assert!(
+        b.rule.contains("mov cr8") && b.rule.contains("test.sys+0x20"),
+        "{}",
+        b.rule
+    );
     // mov r10, cr8
     let base = driver_code(0, &[0x45, 0x0F, 0x20, 0xC2, 0xC3]);
     let b = trap_of("cr8-read", 0, base);
@@ -88,7 +98,10 @@ fn a_cr8_write_is_reported_with_its_rva() {
 fn ud2_is_an_illegal_instruction_exception() {
     let base = driver_code(5, &[0x0F, 0x0B]);
     let b = trap_of("ud2", 0, base);
-    assert_eq!((b.code, b.params[0], b.params[1]), (0x1E, 0xC000_001D, (base + 5) as u64));
+    assert_eq!(
+        (b.code, b.params[0], b.params[1]),
+        (0x1E, 0xC000_001D, (base + 5) as u64)
+    );
 }
 
 #[test]
@@ -103,7 +116,10 @@ fn fast_fail_reports_its_code() {
 fn int3_is_a_breakpoint_exception() {
     let base = driver_code(3, &[0xCC, 0xC3]);
     let b = trap_of("int3", 0, base);
-    assert_eq!((b.code, b.params[0], b.params[1]), (0x1E, 0x8000_0003, (base + 3) as u64));
+    assert_eq!(
+        (b.code, b.params[0], b.params[1]),
+        (0x1E, 0x8000_0003, (base + 3) as u64)
+    );
 }
 
 #[test]
@@ -112,18 +128,40 @@ fn a_bad_access_depends_on_the_irql() {
     let code = [0x48, 0x8B, 0x04, 0x25, 0x10, 0x00, 0x00, 0x00, 0xC3];
     let base = driver_code(0, &code);
     let b = trap_of("access-passive", 0, base);
-    assert_eq!((b.code, b.params[0], b.params[2]), (0x50, 0x10, base as u64));
+    assert_eq!(
+        (b.code, b.params[0], b.params[2]),
+        (0x50, 0x10, base as u64)
+    );
     let b = trap_of("access-dispatch", 2, base);
-    assert_eq!((b.code, b.params[0], b.params[1], b.params[2]), (0xD1, 0x10, 2, 0));
+    assert_eq!(
+        (b.code, b.params[0], b.params[1], b.params[2]),
+        (0xD1, 0x10, 2, 0)
+    );
 }
 
 #[test]
 fn the_decoder_names_privileged_instructions() {
-    assert_eq!(trap::decode(&[0x44, 0x0F, 0x20, 0xC0]), (Trapped::Cr8Read, 0));
-    assert_eq!(trap::decode(&[0x44, 0x0F, 0x22, 0xC1]), (Trapped::Cr8Write, 1));
-    assert_eq!(trap::decode(&[0x45, 0x0F, 0x20, 0xC0]), (Trapped::Cr8Read, 8));
-    assert_eq!(trap::decode(&[0x4C, 0x0F, 0x22, 0xC0]), (Trapped::Cr8Write, 0));
-    assert_eq!(trap::decode(&[0x0F, 0x20, 0xC0]).0, Trapped::Privileged, "CR0");
+    assert_eq!(
+        trap::decode(&[0x44, 0x0F, 0x20, 0xC0]),
+        (Trapped::Cr8Read, 0)
+    );
+    assert_eq!(
+        trap::decode(&[0x44, 0x0F, 0x22, 0xC1]),
+        (Trapped::Cr8Write, 1)
+    );
+    assert_eq!(
+        trap::decode(&[0x45, 0x0F, 0x20, 0xC0]),
+        (Trapped::Cr8Read, 8)
+    );
+    assert_eq!(
+        trap::decode(&[0x4C, 0x0F, 0x22, 0xC0]),
+        (Trapped::Cr8Write, 0)
+    );
+    assert_eq!(
+        trap::decode(&[0x0F, 0x20, 0xC0]).0,
+        Trapped::Privileged,
+        "CR0"
+    );
     assert_eq!(trap::decode(&[0xFA]).0, Trapped::Cli);
     assert_eq!(trap::decode(&[0x0F, 0x30]).0, Trapped::Wrmsr);
     assert_eq!(trap::decode(&[0xCD, 0x2C]).0, Trapped::Assertion);

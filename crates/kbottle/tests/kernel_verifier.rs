@@ -27,7 +27,10 @@ fn bugcheck_of(label: &str, f: impl FnOnce() + Send + 'static) -> Bugcheck {
     });
     let end = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(b) = verifier::bugchecks().into_iter().find(|b| b.processor == name) {
+        if let Some(b) = verifier::bugchecks()
+            .into_iter()
+            .find(|b| b.processor == name)
+        {
             return b;
         }
         assert!(Instant::now() < end, "{name}: no bugcheck within 10 s");
@@ -39,15 +42,23 @@ type AllocFn = unsafe extern "win64" fn(u64, usize, u32) -> *mut u8;
 type FreeFn = unsafe extern "win64" fn(*mut u8, u32);
 
 fn alloc(size: usize) -> *mut u8 {
-    // SAFETY: ExAllocatePool2's thunk has this signature.
-    let f = unsafe { std::mem::transmute::<*const (), AllocFn>(pool::ExAllocatePool2 as *const ()) };
+    let f =
+        // SAFETY: ExAllocatePool2's thunk has this signature.
+        unsafe { std::mem::transmute::<*const (), AllocFn>(pool::ExAllocatePool2 as *const ()) };
     // SAFETY: any arguments; the bottle checks them.
-    unsafe { f(pool::POOL_FLAG_NON_PAGED, size, u32::from_le_bytes(*b"VrfT")) }
+    unsafe {
+        f(
+            pool::POOL_FLAG_NON_PAGED,
+            size,
+            u32::from_le_bytes(*b"VrfT"),
+        )
+    }
 }
 
 fn free(p: *mut u8, tag: &[u8; 4]) {
-    // SAFETY: ExFreePoolWithTag's thunk has this signature.
-    let f = unsafe { std::mem::transmute::<*const (), FreeFn>(pool::ExFreePoolWithTag as *const ()) };
+    let f =
+        // SAFETY: ExFreePoolWithTag's thunk has this signature.
+        unsafe { std::mem::transmute::<*const (), FreeFn>(pool::ExFreePoolWithTag as *const ()) };
     // SAFETY: the bottle checks `p`.
     unsafe { f(p, u32::from_le_bytes(*tag)) };
 }
@@ -84,6 +95,7 @@ fn free_with_the_wrong_tag() {
 fn freeing_pool_that_holds_an_armed_timer() {
     let b = bugcheck_of("armed-timer", || {
         let p = alloc(0x80);
+        #[expect(clippy::cast_ptr_alignment, reason = "pool blocks are 16-byte aligned")]
         let t = p.wrapping_add(0x40).cast::<KTIMER>();
         // SAFETY: 0x40 bytes of pool hold the timer.
         unsafe { ke::KeInitializeTimerEx(t, 0) };
@@ -95,12 +107,19 @@ fn freeing_pool_that_holds_an_armed_timer() {
     assert!(b.rule.contains("armed timer"), "{}", b.rule);
 }
 
-unsafe extern "win64" fn nop_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {}
+unsafe extern "win64" fn nop_dpc(
+    _: *mut KDPC,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+) {
+}
 
 #[test]
 fn freeing_pool_that_holds_a_queued_dpc() {
     let b = bugcheck_of("queued-dpc", || {
         let p = alloc(0x40);
+        #[expect(clippy::cast_ptr_alignment, reason = "pool blocks are 16-byte aligned")]
         let d = p.cast::<KDPC>();
         // SAFETY: 0x40 bytes of pool hold the DPC.
         unsafe { ke::KeInitializeDpc(d, Some(nop_dpc), std::ptr::null_mut()) };
@@ -128,12 +147,22 @@ fn raising_to_a_lower_level_and_lowering_to_a_higher_one() {
     assert_eq!(&b.params, &[0x31, 0, 2, 0]);
 }
 
-unsafe extern "win64" fn lowering_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {
+unsafe extern "win64" fn lowering_dpc(
+    _: *mut KDPC,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+) {
     // SAFETY: the bad call under test: a DPC must not drop below DISPATCH.
     unsafe { ke::KeLowerIrql(cpu::PASSIVE_LEVEL) };
 }
 
-unsafe extern "win64" fn raising_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {
+unsafe extern "win64" fn raising_dpc(
+    _: *mut KDPC,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+) {
     // SAFETY: the bad call under test: returns above DISPATCH_LEVEL.
     unsafe { ke::KfRaiseIrql(5) };
 }
@@ -158,13 +187,13 @@ fn a_dpc_must_stay_at_dispatch() {
 #[test]
 fn waiting_at_dispatch() {
     let b = bugcheck_of("wait-dispatch", || {
-        let ev = Box::leak(Box::new(ndis::KEVENT::zeroed()));
+        let ev: *mut ndis::KEVENT = Box::leak(Box::new(ndis::KEVENT::zeroed()));
         // SAFETY: a leaked event.
         unsafe { ke::KeInitializeEvent(ev, 0, 0) };
         cpu::raise(cpu::DISPATCH_LEVEL);
         let mut t = -10_000i64;
         // SAFETY: the bad call under test.
-        unsafe { ke::KeWaitForSingleObject((ev as *mut ndis::KEVENT).cast(), 0, 0, 0, &raw mut t) };
+        unsafe { ke::KeWaitForSingleObject(ev.cast(), 0, 0, 0, &raw mut t) };
     });
     assert_eq!((b.code, b.params[0], b.params[1]), (0xC4, 0x122, 2));
     let b = bugcheck_of("delay-dispatch", || {
@@ -218,8 +247,9 @@ type BugCheckFn = unsafe extern "win64" fn(u32, usize, usize, usize, usize) -> !
 #[test]
 fn ke_bug_check_ex_records_the_drivers_code() {
     let b = bugcheck_of("bugcheck-ex", || {
-        // SAFETY: KeBugCheckEx's thunk has this signature.
-        let f = unsafe { std::mem::transmute::<*const (), BugCheckFn>(ke::KeBugCheckEx as *const ()) };
+        let f =
+            // SAFETY: KeBugCheckEx's thunk has this signature.
+            unsafe { std::mem::transmute::<*const (), BugCheckFn>(ke::KeBugCheckEx as *const ()) };
         // SAFETY: never returns.
         unsafe { f(0xDEAD, 1, 2, 3, 4) };
     });
@@ -227,7 +257,12 @@ fn ke_bug_check_ex_records_the_drivers_code() {
     assert!(b.rule.contains("KeBugCheckEx"), "{}", b.rule);
 }
 
-unsafe extern "win64" fn spinning_dpc(_: *mut KDPC, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void, _: *mut core::ffi::c_void) {
+unsafe extern "win64" fn spinning_dpc(
+    _: *mut KDPC,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+    _: *mut core::ffi::c_void,
+) {
     let end = Instant::now() + Duration::from_secs(30);
     while Instant::now() < end {
         std::hint::spin_loop();
