@@ -1373,6 +1373,8 @@ pub fn exports() -> Vec<Export> {
         export!("ntoskrnl.exe", KeWaitForSingleObject),
         export!("ntoskrnl.exe", KeDelayExecutionThread),
         export!("ntoskrnl.exe", KeQueryPerformanceCounter),
+        // wdm.h declares it NTHALAPI: drivers import it from HAL.dll.
+        export!("HAL.dll", "KeQueryPerformanceCounter" => KeQueryPerformanceCounter),
         export!("ntoskrnl.exe", KeGetCurrentProcessorNumberEx),
         export!("ntoskrnl.exe", KeBugCheckEx),
         export!("ntoskrnl.exe", DbgBreakPoint),
