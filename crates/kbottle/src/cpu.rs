@@ -74,6 +74,8 @@ thread_local! {
     /// This thread's IRQL, readable from a signal handler (a const
     /// initialised thread-local without destructor is a plain TLS slot).
     static IRQL_MIRROR: Cell<KIRQL> = const { Cell::new(PASSIVE_LEVEL) };
+    /// This thread is a registered processor.
+    static REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The calling thread's IRQL, async-signal-safe.
@@ -120,6 +122,7 @@ pub(crate) fn this() -> Arc<Processor> {
         };
         let p = register(name);
         *c = Some(Registration(Arc::clone(&p)));
+        REGISTERED.with(|r| r.set(true));
         p
     })
 }
@@ -160,7 +163,10 @@ pub fn processor_count() -> usize {
 
 /// The current IRQL (`KeGetCurrentIrql`).
 pub fn current() -> KIRQL {
-    this().irql.load(Ordering::Relaxed)
+    if !REGISTERED.with(Cell::get) {
+        this();
+    }
+    IRQL_MIRROR.with(Cell::get)
 }
 
 fn set_irql(p: &Processor, new: KIRQL) {

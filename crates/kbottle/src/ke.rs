@@ -166,15 +166,31 @@ struct Stall {
 
 static STALL_ARMED: AtomicBool = AtomicBool::new(false);
 static STALL: Mutex<Option<Stall>> = Mutex::new(None);
-static CALLS: Mutex<Vec<(&'static str, u64)>> = Mutex::new(Vec::new());
+/// Calls of each hooked import (a fixed table: counting is one atomic
+/// add on the driver's hot paths).
+static CALLS: [(&str, AtomicU64); 9] = [
+    ("KeInsertQueueDpc", AtomicU64::new(0)),
+    ("KeRemoveQueueDpc", AtomicU64::new(0)),
+    ("KeFlushQueuedDpcs", AtomicU64::new(0)),
+    ("KeSetTimer", AtomicU64::new(0)),
+    ("KeCancelTimer", AtomicU64::new(0)),
+    ("KeSetEvent", AtomicU64::new(0)),
+    ("KeWaitForSingleObject", AtomicU64::new(0)),
+    ("KeDelayExecutionThread", AtomicU64::new(0)),
+    ("KeQueryPerformanceCounter", AtomicU64::new(0)),
+];
+/// A stalled DPC waits on this (with `STALL_LOCK`) for a counted call.
+static STALL_LOCK: Mutex<()> = Mutex::new(());
 static CALLS_CV: Condvar = Condvar::new();
+/// A stall is waiting: counted calls notify `CALLS_CV`.
+static STALL_WAITING: AtomicBool = AtomicBool::new(false);
 static STALLS_DONE: AtomicU64 = AtomicU64::new(0);
 
-fn calls_of(calls: &[(&'static str, u64)], name: &str) -> u64 {
-    calls
+fn calls_of(name: &str) -> u64 {
+    CALLS
         .iter()
         .find(|(n, _)| *n == name)
-        .map_or(0, |(_, c)| *c)
+        .map_or(0, |(_, c)| c.load(Ordering::SeqCst))
 }
 
 /// Test hook, one-shot: the next call of `import` made from inside a DPC
@@ -188,7 +204,7 @@ fn calls_of(calls: &[(&'static str, u64)], name: &str) -> u64 {
 /// "KeRemoveQueueDpc", "KeFlushQueuedDpcs" (likewise). The watchdog does
 /// not count the stall.
 pub fn stall_in_dpc(import: &'static str, until: &'static str, timeout: Duration) {
-    let baseline = calls_of(&lock(&CALLS), until);
+    let baseline = calls_of(until);
     *lock(&STALL) = Some(Stall {
         import,
         until,
@@ -237,34 +253,39 @@ fn stall_point(name: &'static str) {
     let Some(stall) = stall else { return };
     cpu::pause_watchdog(true);
     let deadline = Instant::now() + stall.timeout;
-    let mut calls = lock(&CALLS);
-    while calls_of(&calls, stall.until) <= stall.baseline {
+    let mut guard = lock(&STALL_LOCK);
+    STALL_WAITING.store(true, Ordering::SeqCst);
+    while calls_of(stall.until) <= stall.baseline {
         let now = Instant::now();
         if now >= deadline {
             break;
         }
-        calls = CALLS_CV
-            .wait_timeout(calls, deadline - now)
+        guard = CALLS_CV
+            .wait_timeout(guard, deadline - now)
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .0;
     }
-    drop(calls);
+    STALL_WAITING.store(false, Ordering::SeqCst);
+    drop(guard);
     cpu::pause_watchdog(false);
     STALLS_DONE.fetch_add(1, Ordering::SeqCst);
 }
 
 fn note_call(name: &'static str) {
-    let mut calls = lock(&CALLS);
-    match calls.iter_mut().find(|(n, _)| *n == name) {
-        Some((_, c)) => *c += 1,
-        None => calls.push((name, 1)),
+    if let Some((_, c)) = CALLS.iter().find(|(n, _)| *n == name) {
+        c.fetch_add(1, Ordering::SeqCst);
     }
-    CALLS_CV.notify_all();
+    if STALL_WAITING.load(Ordering::SeqCst) {
+        // Under the lock: the waiter is either before its check (and sees
+        // the new count) or inside wait (and gets this notification).
+        let _g = lock(&STALL_LOCK);
+        CALLS_CV.notify_all();
+    }
 }
 
 /// Calls of a hooked ke import so far.
 pub fn calls(import: &str) -> u64 {
-    calls_of(&lock(&CALLS), import)
+    calls_of(import)
 }
 
 // ---- IRQL checks ----

@@ -269,12 +269,37 @@ unsafe extern "win64" fn spinning_dpc(
     }
 }
 
+/// The watchdog tests change its global limits: one at a time.
+static WATCHDOG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn the_watchdog_stops_a_dpc_that_runs_too_long() {
+    let _w = WATCHDOG
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     verifier::set_watchdog_limits(Duration::from_millis(200), Duration::from_secs(2));
     let start = Instant::now();
     let b = bugcheck_of("spinner", || run_dpc(spinning_dpc));
     assert_eq!((b.code, b.params[0]), (0x133, 0));
     assert!(start.elapsed() < Duration::from_secs(5));
     assert!(b.rule.contains("one DPC ran"), "{}", b.rule);
+}
+
+#[test]
+fn the_watchdog_stops_a_processor_that_stays_at_dispatch() {
+    let _w = WATCHDOG
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    verifier::set_watchdog_limits(Duration::from_secs(1), Duration::from_millis(300));
+    let start = Instant::now();
+    let b = bugcheck_of("at-dispatch", || {
+        cpu::raise(cpu::DISPATCH_LEVEL);
+        let end = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < end {
+            std::hint::spin_loop();
+        }
+    });
+    assert_eq!((b.code, b.params[0]), (0x133, 1));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    verifier::set_watchdog_limits(Duration::from_secs(1), Duration::from_secs(2));
 }
