@@ -412,6 +412,80 @@ mod tests {
         assert!(calls <= 2, "one offloaded send expected, got {calls} calls");
     }
 
+    /// A connection manager command puts its message on the wire before it
+    /// returns and asks the engine to take the answer: with no engine
+    /// running here, the command alone must have sent the REQ (a batch
+    /// left for the engine's next flush waited for its idle park, up to
+    /// 50 ms, over UDP).
+    #[test]
+    fn a_connection_managers_message_leaves_with_its_command() {
+        use hwq::device::{ConnectParams, QpSetup, ReceiveSource};
+        use hwq::ring::ring;
+        use hwq::{Cqe, RecvWqe, SendWqe};
+        use softrnic::device::{DeviceConfig, SoftRnic};
+        use std::sync::Arc;
+
+        use crate::platform::HostDma;
+        use crate::runtime::{HostClock, SharedWaker, ThreadWaker};
+
+        let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 4), Ipv4Addr::new(127, 0, 80, 5));
+        let port = Arc::new(UdpPort::bind(at).unwrap());
+        let peer = UdpPort::bind(peer_at).unwrap();
+        let waker = Arc::new(ThreadWaker::default());
+        let rnic = SoftRnic::new(
+            DeviceConfig::new(at, 1024),
+            Box::new(HostDma),
+            Box::new(UdpLink(port.clone())),
+            Box::new(HostClock),
+            Box::new(SharedWaker(waker.clone())),
+        )
+        .unwrap();
+        let (pd, _) = rnic.create_pd().unwrap();
+        let (cq, _cq_consumer) = ring::<Cqe>(16).unwrap();
+        let cqn = rnic.create_cq(cq).unwrap();
+        let (_sq, sq) = ring::<SendWqe>(4).unwrap();
+        let (_rq, rq) = ring::<RecvWqe>(4).unwrap();
+        let qpn = rnic
+            .create_qp(QpSetup {
+                pd,
+                send_cqn: cqn,
+                recv_cqn: cqn,
+                sq,
+                rq: ReceiveSource::Queue(rq),
+                context: 0,
+            })
+            .unwrap();
+        let sent_before = port.stats.send_calls.load(Ordering::Relaxed);
+        let _ = waker.take();
+        rnic.cm_connect(
+            qpn,
+            &ConnectParams {
+                local: SocketAddr::V4(SocketAddrV4::new(at, 0)),
+                remote: SocketAddr::V4(SocketAddrV4::new(peer_at, 445)),
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: &[],
+            },
+        )
+        .unwrap();
+        assert!(
+            port.stats.send_calls.load(Ordering::Relaxed) > sent_before,
+            "the REQ left with the command"
+        );
+        assert!(waker.take(), "the engine was asked to take the answer");
+        let mut got = 0;
+        let mut bufs = RxBuffers::default();
+        for _ in 0..50 {
+            got += peer
+                .receive(&mut bufs, Duration::from_millis(100), |_, _, _| {})
+                .unwrap();
+            if got > 0 {
+                break;
+            }
+        }
+        assert_eq!(got, 1, "the peer got the REQ");
+    }
+
     #[test]
     fn an_owned_address_cannot_be_bound_twice() {
         let _a = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 3)).unwrap();

@@ -190,6 +190,8 @@ struct Io {
     earliest: u64,
     /// Something was queued or armed that the poller must look at.
     wake: bool,
+    /// A MAD went to the link, which may hold it in a batch until flushed.
+    sent: bool,
 }
 
 impl Io {
@@ -264,6 +266,7 @@ impl CmState {
                     stats: CmStats::default(),
                     earliest: u64::MAX,
                     wake: false,
+                    sent: false,
                 },
             }),
             next_deadline: AtomicU64::new(u64::MAX),
@@ -278,9 +281,22 @@ impl CmState {
 
     /// Runs `f` on the locked state, then publishes what it armed or queued
     /// and wakes the poller if needed.
+    ///
+    /// A MAD `f` sent is pushed out at once, and the device's own context
+    /// is woken to take the answer: a batching link (UDP) would otherwise
+    /// hold a command's message (a DREQ, an RTU, a REJ) until the engine
+    /// next flushes, and an engine standing aside for a consumer that busy
+    /// polled would not look at its socket for the answer (or, connected
+    /// to itself, the message) until its park ends. Either waits for
+    /// whatever wakes the engine next (its idle park: tens of
+    /// milliseconds; a retransmit timer: milliseconds; a busy poller's
+    /// park: one), which delayed a disconnect's DREQ and its DREP by that
+    /// much over UDP while the in-memory fabric, which wakes its receiver
+    /// on every transmit, took microseconds.
     fn with<R>(&self, device: &SoftRnic, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.inner.lock();
         let r = f(&mut inner);
+        let sent = core::mem::take(&mut inner.io.sent);
         let wake = core::mem::take(&mut inner.io.wake);
         self.next_deadline
             .store(inner.io.earliest, Ordering::Release);
@@ -288,7 +304,10 @@ impl CmState {
             self.events_pending.store(true, Ordering::Release);
         }
         drop(inner);
-        if wake {
+        if sent {
+            device.link.flush();
+        }
+        if wake || sent {
             device.wake();
         }
         r

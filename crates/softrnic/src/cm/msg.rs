@@ -41,6 +41,7 @@ impl Io {
             if let Some(datagram) = buf.get(..n) {
                 device.transmit_packet(datagram, false);
                 self.stats.sent += 1;
+                self.sent = true;
             }
         }
     }
