@@ -510,7 +510,7 @@ mod tests {
         assert_eq!(
             fmt(
                 "%d %u %x %X",
-                &[u64::from((-5i32).cast_unsigned()), 7, 255, 255]
+                &[u64::from(-5i32 as u32), 7, 255, 255]
             ),
             "-5 7 ff FF"
         );

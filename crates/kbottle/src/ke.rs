@@ -1089,7 +1089,7 @@ pub unsafe extern "win64" fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LO
                 format!("KeAcquireSpinLock at IRQL {irql}"),
             );
         }
-        if lock_addr == 0 || !lock_addr.is_multiple_of(8) {
+        if lock_addr == 0 || lock_addr % 8 != 0 {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
                 [0x16, lock_addr as u64, 0, 0],

@@ -80,8 +80,9 @@ impl fmt::Display for BootError {
 impl std::error::Error for BootError {}
 
 /// What the driver left behind when it was unloaded (or when its
-/// `DriverEntry` failed). A clean driver leaves nothing: see
-/// [`Report::is_clean`].
+/// `DriverEntry` failed), counted from the machine's boot (what an earlier
+/// machine of the process left was reported at its unload). A clean
+/// driver leaves nothing: see [`Report::is_clean`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
     /// Pool still allocated, by tag: (blocks, bytes).
@@ -220,7 +221,7 @@ pub struct Machine {
     image: Option<Image>,
     driver_object: Box<DriverObject>,
     registry_path: Box<RegistryPath>,
-    bugchecks_before: usize,
+    baseline: Baseline,
 }
 
 // SAFETY: the image mapping, the driver object and the registry path are
@@ -250,41 +251,71 @@ fn all_exports() -> Vec<pe::Export> {
     exports.extend(crt::exports());
     exports.extend(crate::ndis::exports());
     exports.extend(netio::exports());
+    exports.push(
+        crate::export!("HAL.dll", "KeQueryPerformanceCounter" => ke::KeQueryPerformanceCounter),
+    ); // LOCAL-ONLY
     exports
 }
 
-/// What is left now, with the work items dropped at unload.
-fn collect_report(bugchecks_before: usize, queued_work_items: usize) -> Report {
-    let (leaked_work_items, open_configurations, still_registered) = state::with(|n| {
-        (
-            n.work_items.len(),
-            n.configurations.len(),
-            n.driver.is_some(),
-        )
-    });
-    Report {
-        pool_by_tag: pool::outstanding_by_tag(),
-        armed_timers: ke::armed_timers(),
-        queued_dpcs: ke::queued_dpcs(),
-        queued_work_items,
-        open_sockets: netio::open_sockets(),
-        bugchecks: verifier::bugchecks()
-            .into_iter()
-            .skip(bugchecks_before)
-            .collect(),
-        leaked_work_items,
-        open_configurations,
-        mdls: mm::outstanding_mdls(),
-        irps: io::outstanding_irps(),
-        still_registered,
+/// The kernel's counters when a machine booted: what a previous machine
+/// of the process left (already reported at its unload) is not this
+/// machine's.
+#[derive(Clone, Copy, Debug)]
+struct Baseline {
+    bugchecks: usize,
+    armed_timers: usize,
+    queued_dpcs: usize,
+    open_sockets: usize,
+    mdls: usize,
+    irps: usize,
+}
+
+impl Baseline {
+    fn now() -> Self {
+        Self {
+            bugchecks: verifier::bugchecks().len(),
+            armed_timers: ke::armed_timers(),
+            queued_dpcs: ke::queued_dpcs(),
+            open_sockets: netio::open_sockets(),
+            mdls: mm::outstanding_mdls(),
+            irps: io::outstanding_irps(),
+        }
+    }
+
+    /// What is left now beyond the baseline, with the work items dropped
+    /// at unload.
+    fn report(&self, queued_work_items: usize) -> Report {
+        let (leaked_work_items, open_configurations, still_registered) = state::with(|n| {
+            (
+                n.work_items.len(),
+                n.configurations.len(),
+                n.driver.is_some(),
+            )
+        });
+        Report {
+            pool_by_tag: pool::outstanding_by_tag(),
+            armed_timers: ke::armed_timers().saturating_sub(self.armed_timers),
+            queued_dpcs: ke::queued_dpcs().saturating_sub(self.queued_dpcs),
+            queued_work_items,
+            open_sockets: netio::open_sockets().saturating_sub(self.open_sockets),
+            bugchecks: verifier::bugchecks()
+                .into_iter()
+                .skip(self.bugchecks)
+                .collect(),
+            leaked_work_items,
+            open_configurations,
+            mdls: mm::outstanding_mdls().saturating_sub(self.mdls),
+            irps: io::outstanding_irps().saturating_sub(self.irps),
+            still_registered,
+        }
     }
 }
 
 /// Stops the worker thread, reports, and keeps the image mapped if any
 /// driver code could still run from what was left.
-fn finish(image: Image, bugchecks_before: usize) -> Report {
+fn finish(image: Image, baseline: &Baseline) -> Report {
     let dropped = workitem::stop(WORKER_STOP_TIMEOUT);
-    let report = collect_report(bugchecks_before, dropped);
+    let report = baseline.report(dropped);
     if report.driver_code_may_run() {
         // A timer, DPC or socket could still call into the image: leave it
         // mapped (the report fails the test; the process must not crash).
@@ -310,7 +341,7 @@ impl Machine {
         trap::install();
         // Leaks of a previous machine were reported at its unload.
         pool::forget_all();
-        let bugchecks_before = verifier::bugchecks().len();
+        let baseline = Baseline::now();
         let image = match pe::load(image, &all_exports()) {
             Ok(image) => image,
             Err(e) => {
@@ -351,18 +382,18 @@ impl Machine {
             );
         }
         if status < 0 {
-            let report = finish(image, bugchecks_before);
+            let report = finish(image, &baseline);
             return Err(BootError::DriverEntry { status, report });
         }
         if !state::with(|n| n.driver.is_some()) {
-            let report = finish(image, bugchecks_before);
+            let report = finish(image, &baseline);
             return Err(BootError::NotRegistered(report));
         }
         Ok(Machine {
             image: Some(image),
             driver_object,
             registry_path,
-            bugchecks_before,
+            baseline,
         })
     }
 
@@ -503,7 +534,7 @@ impl Machine {
         }
         miniport::unload(self.driver_object.as_ptr() as usize);
         let image = self.image.take().expect("an unloaded machine");
-        finish(image, self.bugchecks_before)
+        finish(image, &self.baseline)
     }
 }
 

@@ -166,7 +166,7 @@ pub unsafe extern "win64" fn IoFreeMdl(Mdl: *mut MDL) {
         if mapped || (flags & MDL_MAPPED_TO_SYSTEM_VA != 0 && flags & MDL_PARTIAL == 0) {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [0xB8, addr as u64, u64::from(flags.cast_unsigned()), 0],
+                [0xB8, addr as u64, u64::from(flags as u16), 0],
                 format!(
                     "IoFreeMdl of MDL {addr:#x} whose pages are still mapped (flags {flags:#x})"
                 ),
@@ -230,7 +230,7 @@ pub unsafe extern "win64" fn MmBuildMdlForNonPagedPool(MemoryDescriptorList: *mu
                     0x7F,
                     u64::from(irql),
                     mdl as u64,
-                    u64::from(m.MdlFlags.cast_unsigned()),
+                    u64::from(m.MdlFlags as u16),
                 ],
                 format!("MmBuildMdlForNonPagedPool on paged pool at {va:#x}"),
             );
@@ -267,8 +267,8 @@ unsafe fn map_locked(mdl: *mut MDL, api: &str) -> *mut u8 {
             [
                 0xB2,
                 mdl as u64,
-                u64::from(flags.cast_unsigned()),
-                u64::from(MDL_MAPPED_TO_SYSTEM_VA.cast_unsigned()),
+                u64::from(flags as u16),
+                u64::from(MDL_MAPPED_TO_SYSTEM_VA as u16),
             ],
             format!("{api} on MDL {:#x}, which is already mapped", mdl as usize),
         );
@@ -279,8 +279,8 @@ unsafe fn map_locked(mdl: *mut MDL, api: &str) -> *mut u8 {
             [
                 0xB3,
                 mdl as u64,
-                u64::from(flags.cast_unsigned()),
-                u64::from(MDL_PAGES_LOCKED.cast_unsigned()),
+                u64::from(flags as u16),
+                u64::from(MDL_PAGES_LOCKED as u16),
             ],
             format!(
                 "{api} on MDL {:#x}, whose pages are not locked",
@@ -363,7 +363,7 @@ pub unsafe extern "win64" fn MmMapLockedPagesSpecifyCache(
         if BugCheckOnFailure != 0 {
             verifier::bugcheck(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [0x82, mdl as u64, u64::from(flags.cast_unsigned()), 0],
+                [0x82, mdl as u64, u64::from(flags as u16), 0],
                 "MmMapLockedPagesSpecifyCache with BugCheckOnFailure TRUE",
             );
         }

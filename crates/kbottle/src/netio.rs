@@ -50,6 +50,7 @@ mod udp;
 #[cfg(test)]
 mod tests;
 
+pub use receive::set_split_indications;
 pub use registration::{
     WskCaptureProviderNPI, WskDeregister, WskRegister, WskReleaseProviderNPI,
     set_provider_available,

@@ -560,7 +560,7 @@ pub fn load(path: &Path, exports: &[Export]) -> Result<Image, LoadError> {
             return Err(LoadError::WritableExecutable(sname.clone()));
         }
         let mapped = vsize.max(1).next_multiple_of(h.section_alignment as usize);
-        if !rva.is_multiple_of(PAGE) || rva.checked_add(mapped).is_none_or(|end| end > size) {
+        if rva % PAGE != 0 || rva.checked_add(mapped).is_none_or(|end| end > size) {
             return Err(LoadError::Malformed(format!(
                 "section {sname} lies outside the image"
             )));

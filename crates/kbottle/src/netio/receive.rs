@@ -21,13 +21,13 @@
 //!   only then counts the socket closed.
 
 use std::net::SocketAddrV4;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ndis::{IRP, WSK_BUF, WSK_DATAGRAM_INDICATION, WSK_FLAG_AT_DISPATCH_LEVEL};
 use ndkpi::{
-    AF_INET, IN_ADDR, NTSTATUS, SOCKADDR, SOCKADDR_IN, STATUS_CANCELLED, STATUS_PENDING,
+    AF_INET, IN_ADDR, MDL, NTSTATUS, SOCKADDR, SOCKADDR_IN, STATUS_CANCELLED, STATUS_PENDING,
     STATUS_SUCCESS,
 };
 
@@ -51,6 +51,16 @@ pub const STATUS_DATA_NOT_ACCEPTED: NTSTATUS = 0xC000_021B_u32 as i32;
 /// `MSG_TRUNC` (`ws2def.h`): the datagram did not fit the buffer.
 pub const MSG_TRUNC: u32 = 0x0100;
 
+/// Split mode: see [`set_split_indications`].
+static SPLIT: AtomicBool = AtomicBool::new(false);
+
+/// Makes every indicated datagram arrive in a chain of two MDLs, cut
+/// halfway through its payload, as a NIC whose receive buffers are
+/// smaller than the datagram would indicate it (off by default).
+pub fn set_split_indications(on: bool) {
+    SPLIT.store(on, Ordering::Relaxed);
+}
+
 /// Indication lists retained by clients when their socket closed: kept
 /// (never freed) so a client that still reads them does not read freed
 /// memory, and counted.
@@ -73,13 +83,37 @@ pub fn orphaned_lists() -> usize {
 struct Slot {
     memory: Box<[u8]>,
     mdl: OwnedMdl,
+    /// In split mode, the two-MDL chain of the datagram indicated last.
+    split: Option<(OwnedMdl, OwnedMdl)>,
 }
 
 impl Slot {
     fn new() -> Self {
         let mut memory = vec![0u8; SLOT_BYTES].into_boxed_slice();
         let mdl = OwnedMdl::describe(memory.as_mut_ptr(), SLOT_BYTES);
-        Self { memory, mdl }
+        Self {
+            memory,
+            mdl,
+            split: None,
+        }
+    }
+
+    /// The MDL chain to indicate a datagram of `len` bytes with: the whole
+    /// slot, or (split mode) two MDLs, the first ending halfway through
+    /// the payload.
+    fn chain(&mut self, len: usize) -> *mut MDL {
+        if !SPLIT.load(Ordering::Relaxed) {
+            self.split = None;
+            return self.mdl.as_ptr();
+        }
+        let cut = HEADROOM + len / 2;
+        let base = self.memory.as_mut_ptr();
+        let mut head = OwnedMdl::describe(base, cut);
+        let tail = OwnedMdl::describe(base.wrapping_add(cut), len - len / 2);
+        head.set_next(tail.as_ptr());
+        let first = head.as_ptr();
+        self.split = Some((head, tail));
+        first
     }
 
     fn payload(&self, len: usize) -> &[u8] {
@@ -142,7 +176,7 @@ impl Batch {
                     std::ptr::null_mut()
                 },
                 Buffer: WSK_BUF {
-                    Mdl: self.slots[i].mdl.as_ptr(),
+                    Mdl: self.slots[i].chain(a.len),
                     Offset: HEADROOM as u32,
                     Length: a.len,
                 },

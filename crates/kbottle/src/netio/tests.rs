@@ -411,6 +411,8 @@ struct Seen {
     flags: u32,
     irql: KIRQL,
     offset: u32,
+    /// MDLs of the chain that held the payload.
+    mdls: usize,
 }
 
 impl Sink {
@@ -439,6 +441,34 @@ static RECEIVE_EVENTS: WSK_CLIENT_DATAGRAM_DISPATCH = WSK_CLIENT_DATAGRAM_DISPAT
     WskReceiveFromEvent: Some(on_receive),
 };
 
+/// The bytes an indicated WSK_BUF describes and how many MDLs held them,
+/// read MDL by MDL through their system addresses.
+fn read_chain(buf: &WSK_BUF) -> (Vec<u8>, usize) {
+    let mut out = Vec::new();
+    let mut mdls = 0;
+    let mut skip = buf.Offset as usize;
+    let mut mdl = buf.Mdl;
+    while out.len() < buf.Length && !mdl.is_null() {
+        // SAFETY: an MDL of an indicated chain, valid during the event.
+        let header = unsafe { mdl.read() };
+        let count = header.ByteCount as usize;
+        if skip < count {
+            // SAFETY: as above (nonpaged, mapped).
+            let base = unsafe { mm::system_va(mdl) }.cast_const();
+            let n = (count - skip).min(buf.Length - out.len());
+            // SAFETY: `n` bytes of this MDL's buffer from `skip`.
+            let part = unsafe { std::slice::from_raw_parts(base.wrapping_add(skip), n) };
+            out.extend_from_slice(part);
+            mdls += 1;
+            skip = 0;
+        } else {
+            skip -= count;
+        }
+        mdl = header.Next;
+    }
+    (out, mdls)
+}
+
 unsafe extern "win64" fn on_receive(
     context: PVOID,
     flags: u32,
@@ -452,11 +482,7 @@ unsafe extern "win64" fn on_receive(
     while !at.is_null() {
         // SAFETY: an indication of NETIO's list, valid during the event.
         let ind = unsafe { at.read() };
-        // SAFETY: an indicated MDL (nonpaged, mapped).
-        let base = unsafe { mm::system_va(ind.Buffer.Mdl) };
-        let first = base.wrapping_add(ind.Buffer.Offset as usize).cast_const();
-        // SAFETY: the datagram's bytes inside that one MDL.
-        let bytes = unsafe { std::slice::from_raw_parts(first, ind.Buffer.Length) }.to_vec();
+        let (bytes, mdls) = read_chain(&ind.Buffer);
         // SAFETY: an AF_INET sender address, valid during the event.
         let from = unsafe { ind.RemoteAddress.cast::<SOCKADDR_IN>().read_unaligned() };
         sink.seen
@@ -468,6 +494,7 @@ unsafe extern "win64" fn on_receive(
                 flags,
                 irql,
                 offset: ind.Buffer.Offset,
+                mdls,
             });
         at = ind.Next;
     }
@@ -813,4 +840,39 @@ fn the_capture_holds_each_datagram_sent_and_received() {
         assert_eq!(frame[36..38], lb.port().to_be_bytes());
         assert_eq!(&frame[42..], &payload[..]);
     }
+}
+
+/// Turns split mode off however the test ends.
+struct Split;
+
+impl Drop for Split {
+    fn drop(&mut self) {
+        set_split_indications(false);
+    }
+}
+
+#[test]
+fn split_mode_indicates_each_datagram_in_two_mdls() {
+    let _serial = serial();
+    let client = Client::register();
+    let sink = Sink::new(STATUS_SUCCESS);
+    let a = client.socket(None);
+    let b = client.socket(Some(&sink));
+    assert_eq!(bind(a, at(11)), STATUS_SUCCESS);
+    assert_eq!(bind(b, at(12)), STATUS_SUCCESS);
+    assert_eq!(set_events(b, true), STATUS_SUCCESS);
+    let split = Split;
+    set_split_indications(true);
+    for n in [1usize, 2, 1001] {
+        assert_eq!(send(a, &pattern(n, 5), local(b)).0, STATUS_SUCCESS);
+    }
+    wait_for("three indications", || sink.seen().len() >= 3);
+    drop(split);
+    for (s, n) in sink.seen().iter().zip([1usize, 2, 1001]) {
+        assert_eq!(s.bytes, pattern(n, 5), "{n} bytes");
+        assert_eq!(s.mdls, if n == 1 { 1 } else { 2 }, "MDLs holding {n} bytes");
+    }
+    assert_eq!(close(a), STATUS_SUCCESS);
+    assert_eq!(close(b), STATUS_SUCCESS);
+    client.finish();
 }
