@@ -742,3 +742,28 @@ fn an_adapter_holds_one_socket_until_its_halt() {
     );
     no_bugchecks();
 }
+
+/// With every datagram indicated in two MDLs (split halfway through its
+/// payload), two bottled adapters still exchange the same bytes: the
+/// driver's path for datagrams that are not in one mapped MDL. In a child
+/// (the mode is process-wide).
+#[test]
+fn split_indications_carry_the_same_exchange() {
+    if !is_child() {
+        child_passes("network::split_indications_carry_the_same_exchange");
+        return;
+    }
+    kbottle::netio::set_split_indications(true);
+    let x = Nic::bottled_in_child(4);
+    let y = Nic::bottled_in_child(5);
+    let before = kbottle::netio::counters();
+    exchange(&x, &y);
+    let after = kbottle::netio::counters();
+    assert!(
+        after.indicated - before.indicated >= 2 * 256,
+        "{before:?} -> {after:?}"
+    );
+    x.close();
+    y.close();
+    no_bugchecks();
+}
