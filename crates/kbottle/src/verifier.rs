@@ -308,20 +308,3 @@ fn watchdog_loop() {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fail_nth_fails_exactly_once() {
-        set_fault_plan(FaultPlan::FailNth(3));
-        let results: Vec<bool> = (0..5).map(|_| fault_point("X")).collect();
-        assert_eq!(results, [false, false, true, false, false]);
-        assert_eq!(fault_points_seen(), 5);
-        assert_eq!(faults_injected(), ["X"]);
-        set_fault_plan(FaultPlan::Off);
-        assert!(!fault_point("X"));
-        assert!(faults_injected().is_empty());
-    }
-}
