@@ -52,7 +52,7 @@ mod tests;
 
 pub use receive::set_split_indications;
 pub use registration::{
-    WskCaptureProviderNPI, WskDeregister, WskRegister, WskReleaseProviderNPI,
+    WskCaptureProviderNPI, WskDeregister, WskRegister, WskReleaseProviderNPI, open_registrations,
     set_provider_available,
 };
 pub use socket::{Counters, counters, open_sockets};

@@ -78,6 +78,12 @@ pub fn set_provider_available(available: bool) {
     CHANGED.notify_all();
 }
 
+/// WSK clients registered and not (or not yet fully) deregistered: a
+/// driver unloaded with one left never called `WskDeregister`.
+pub fn open_registrations() -> usize {
+    registry().clients.len()
+}
+
 /// A provider-dispatch call of the client `client` begins: the key of its
 /// registration, if `client` is the handle of a captured provider NPI.
 pub(super) fn begin_call(client: PVOID) -> Option<usize> {
