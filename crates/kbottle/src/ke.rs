@@ -1301,6 +1301,8 @@ pub enum LiveKind {
     QueuedDpc,
     /// A held `KSPIN_LOCK`.
     HeldSpinLock,
+    /// A `KDPC` an armed timer (elsewhere) will queue when it fires.
+    TimerDpc,
 }
 
 /// A live kernel object in a memory range.
@@ -1314,7 +1316,8 @@ pub struct LiveObject {
     pub routine: Option<usize>,
 }
 
-/// Armed timers, queued DPCs and held spin locks inside `range`.
+/// Armed timers, queued DPCs, held spin locks and DPCs an armed timer
+/// will queue, inside `range`.
 pub fn live_objects_in(range: Range<usize>) -> Vec<LiveObject> {
     let mut out = Vec::new();
     let routine_of = |st: &DpcState, dpc: usize| st.objects.get(&dpc).map(|o| o.routine);
@@ -1331,15 +1334,23 @@ pub fn live_objects_in(range: Range<usize>) -> Vec<LiveObject> {
         }
         let objs = objects();
         for (&addr, o) in &objs.table {
-            if let Object::Timer {
+            let Object::Timer {
                 armed: Some((_, _, dpc)),
                 ..
             } = o
-                && range.contains(&addr)
-            {
+            else {
+                continue;
+            };
+            if range.contains(&addr) {
                 out.push(LiveObject {
                     kind: LiveKind::ArmedTimer,
                     addr,
+                    routine: routine_of(&st, *dpc),
+                });
+            } else if *dpc != 0 && range.contains(dpc) {
+                out.push(LiveObject {
+                    kind: LiveKind::TimerDpc,
+                    addr: *dpc,
                     routine: routine_of(&st, *dpc),
                 });
             }

@@ -292,8 +292,9 @@ pub struct FreeViolation {
 /// What freeing `addr` with `tag` would violate, without freeing or
 /// stopping: unknown address (0xC4/0x10), IRQL (0xC4/0x12), double free
 /// (0xC4/0x13), an IRP freed as pool (0xC4/0x105), wrong tag
-/// (0xC2/0x0A), an armed timer (0xC4/0x15), a queued DPC (0xC7/1) or a
-/// held spin lock (0xC4/0x100B) inside the block.
+/// (0xC2/0x0A), an armed timer (0xC4/0x15), a queued DPC or one an armed
+/// timer will queue (0xC7/1), or a held spin lock (0xC4/0x100B) inside
+/// the block.
 pub fn check_free(addr: usize, tag: Option<u32>) -> Option<FreeViolation> {
     let v = |code, params, rule: String| Some(FreeViolation { code, params, rule });
     let irql = cpu::current();
@@ -366,6 +367,11 @@ pub fn check_free(addr: usize, tag: Option<u32>) -> Option<FreeViolation> {
             TIMER_OR_DPC_INVALID,
             [1, first.addr as u64, addr as u64, (addr + size) as u64],
             "a queued DPC",
+        ),
+        LiveKind::TimerDpc => (
+            TIMER_OR_DPC_INVALID,
+            [1, first.addr as u64, addr as u64, (addr + size) as u64],
+            "a DPC that an armed timer will queue",
         ),
         LiveKind::HeldSpinLock => (
             DRIVER_VERIFIER_DETECTED_VIOLATION,

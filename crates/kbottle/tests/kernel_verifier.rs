@@ -303,3 +303,22 @@ fn the_watchdog_stops_a_processor_that_stays_at_dispatch() {
     assert!(start.elapsed() < Duration::from_secs(5));
     verifier::set_watchdog_limits(Duration::from_secs(1), Duration::from_secs(2));
 }
+
+#[test]
+fn freeing_pool_that_holds_the_dpc_of_an_armed_timer() {
+    let b = bugcheck_of("timer-dpc", || {
+        let p = alloc(0x40);
+        #[expect(clippy::cast_ptr_alignment, reason = "pool blocks are 16-byte aligned")]
+        let d = p.cast::<KDPC>();
+        // SAFETY: 0x40 bytes of pool hold the DPC.
+        unsafe { ke::KeInitializeDpc(d, Some(nop_dpc), std::ptr::null_mut()) };
+        let t: *mut KTIMER = Box::leak(Box::new(KTIMER::zeroed()));
+        // SAFETY: a leaked timer.
+        unsafe { ke::KeInitializeTimerEx(t, 0) };
+        // SAFETY: an initialised timer and DPC; fires in 10 s.
+        unsafe { ke::KeSetTimer(t, -100_000_000, d) };
+        free(p, b"VrfT");
+    });
+    assert_eq!((b.code, b.params[0]), (0xC7, 1));
+    assert!(b.rule.contains("armed timer will queue"), "{}", b.rule);
+}
