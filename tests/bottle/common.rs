@@ -75,6 +75,10 @@ pub fn in_child(path: &str) -> Output {
     Command::new(exe)
         .args([path, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, "1")
+        .env(
+            kbottle::shared::CHILD_NETWORK_ENV,
+            kbottle::shared::child_network().to_string(),
+        )
         .env("RSNDK_SYS", image())
         .output()
         .expect("running the child test")
