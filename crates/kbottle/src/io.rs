@@ -162,12 +162,14 @@ pub unsafe fn complete_as_lower_driver(irp: *mut IRP, status: NTSTATUS, informat
             format!("IoCompleteRequest at IRQL {irql}"),
         );
     }
-    // SAFETY: per the contract.
-    let r = unsafe { &mut *irp };
-    // IoCallDriver.
-    r.CurrentLocation -= 1;
-    r.Tail_CurrentStackLocation = r.Tail_CurrentStackLocation.wrapping_sub(1);
-    if r.CurrentLocation <= 0 {
+    // No reference into the IRP lives across a completion routine (which
+    // may change or free it): every access is a raw read or write.
+    // SAFETY: a valid IRP (contract).
+    let h = unsafe { irp.read() };
+    // IoCallDriver: step to the lower driver's location.
+    let mut location = h.CurrentLocation - 1;
+    let mut current = h.Tail_CurrentStackLocation.wrapping_sub(1);
+    if location <= 0 {
         verifier::bugcheck(
             NO_MORE_IRP_STACK_LOCATIONS,
             [irp as u64, 0, 0, 0],
@@ -178,70 +180,83 @@ pub unsafe fn complete_as_lower_driver(irp: *mut IRP, status: NTSTATUS, informat
         );
     }
     // IoCompleteRequest.
-    r.IoStatus.Status = status;
-    r.IoStatus.Information = information;
-    let mut loc = r.Tail_CurrentStackLocation;
-    // SAFETY: the lower driver's location is inside the IRP.
-    r.PendingReturned = u8::from(unsafe { (*loc).Control } & SL_PENDING_RETURNED != 0);
-    while r.CurrentLocation <= r.StackCount {
-        r.CurrentLocation += 1;
-        r.Tail_CurrentStackLocation = r.Tail_CurrentStackLocation.wrapping_add(1);
-        // SAFETY: `loc` is a stack location of this IRP (CurrentLocation
+    // SAFETY: a valid IRP; plain field stores.
+    unsafe {
+        irp.write(IRP {
+            CurrentLocation: location,
+            Tail_CurrentStackLocation: current,
+            IoStatus: ndis::IO_STATUS_BLOCK {
+                Status: status,
+                Reserved: 0,
+                Information: information,
+            },
+            ..h
+        });
+    };
+    let ok = status >= 0;
+    while location <= h.StackCount {
+        let here_ptr = current;
+        location += 1;
+        current = current.wrapping_add(1);
+        // SAFETY: a valid IRP (a completion routine that freed it returned
+        // STATUS_MORE_PROCESSING_REQUIRED and ended the walk).
+        unsafe { (*irp).CurrentLocation = location };
+        // SAFETY: as above.
+        unsafe { (*irp).Tail_CurrentStackLocation = current };
+        // SAFETY: `here_ptr` is a stack location of this IRP (its index
         // was <= StackCount).
-        let here = unsafe { *loc };
-        let ok = status >= 0;
+        let here = unsafe { here_ptr.read() };
+        // Irp->PendingReturned follows each location being completed.
+        let pending = here.Control & SL_PENDING_RETURNED != 0;
+        // SAFETY: as above.
+        unsafe { (*irp).PendingReturned = u8::from(pending) };
+        // SAFETY: as above.
+        let cancel = unsafe { (*irp).Cancel } != 0;
         let invoke = here.CompletionRoutine.filter(|_| {
             (ok && here.Control & SL_INVOKE_ON_SUCCESS != 0)
                 || (!ok && here.Control & SL_INVOKE_ON_ERROR != 0)
-                || (r.Cancel != 0 && here.Control & SL_INVOKE_ON_CANCEL != 0)
+                || (cancel && here.Control & SL_INVOKE_ON_CANCEL != 0)
         });
         // IopClearStackLocation.
         // SAFETY: as above.
-        unsafe {
-            (*loc).Control = 0;
-        };
-        match invoke {
-            Some(routine) => {
-                let device = if r.CurrentLocation == r.StackCount + 1 {
-                    std::ptr::null_mut()
-                } else {
-                    // SAFETY: the new current location is inside the IRP.
-                    unsafe { (*r.Tail_CurrentStackLocation).DeviceObject }
-                };
-                // SAFETY: the driver's completion routine, called as the
-                // I/O manager does.
-                let result = unsafe { routine(device, irp, here.Context) };
-                let after = cpu::current();
-                if after != irql {
-                    verifier::bugcheck(
-                        DRIVER_VERIFIER_DETECTED_VIOLATION,
-                        [
-                            0xFA,
-                            routine as usize as u64,
-                            u64::from(irql),
-                            u64::from(after),
-                        ],
-                        format!(
-                            "completion routine {} returned at IRQL {after}, called at {irql}",
-                            crate::pe::describe(routine as usize)
-                        ),
-                    );
-                }
-                if result == STATUS_MORE_PROCESSING_REQUIRED {
-                    return;
-                }
+        unsafe { (*here_ptr).Control = 0 };
+        if let Some(routine) = invoke {
+            let device = if location == h.StackCount + 1 {
+                std::ptr::null_mut()
+            } else {
+                // SAFETY: the new current location is inside the IRP.
+                unsafe { (*current).DeviceObject }
+            };
+            // SAFETY: the driver's completion routine, called as the I/O
+            // manager does.
+            let result = unsafe { routine(device, irp, here.Context) };
+            let after = cpu::current();
+            if after != irql {
+                verifier::bugcheck(
+                    DRIVER_VERIFIER_DETECTED_VIOLATION,
+                    [
+                        0xFA,
+                        routine as usize as u64,
+                        u64::from(irql),
+                        u64::from(after),
+                    ],
+                    format!(
+                        "completion routine {} returned at IRQL {after}, called at {irql}",
+                        crate::pe::describe(routine as usize)
+                    ),
+                );
             }
-            None => {
-                if r.CurrentLocation <= r.StackCount && r.PendingReturned != 0 {
-                    // IoMarkIrpPending on the new current location.
-                    // SAFETY: inside the IRP (CurrentLocation <= StackCount).
-                    unsafe { (*r.Tail_CurrentStackLocation).Control |= SL_PENDING_RETURNED };
-                }
+            if result == STATUS_MORE_PROCESSING_REQUIRED {
+                return;
             }
+        } else if location <= h.StackCount && pending {
+            // IoMarkIrpPending on the new current location.
+            // SAFETY: inside the IRP (location <= StackCount).
+            unsafe { (*current).Control |= SL_PENDING_RETURNED };
         }
-        loc = loc.wrapping_add(1);
     }
-    if r.Tail_Thread.is_null() {
+    // SAFETY: a valid IRP that completed to the top.
+    if unsafe { (*irp).Tail_Thread }.is_null() {
         verifier::bugcheck(
             DRIVER_VERIFIER_IOMANAGER_VIOLATION,
             [0, irp as u64, 0, 0],
