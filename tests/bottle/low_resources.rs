@@ -11,13 +11,17 @@
 //! (the driver handled the failure by leaving NDK unavailable) — and with a
 //! report that shows nothing left and no bugcheck.
 //!
-//! All runs share one child process, booting a fresh machine each time
-//! (boot after unload is supported). When the fault points are too many
-//! for [`BUDGET`], every k-th point is run, k chosen from the baseline's
-//! duration so the sweep fits; the test prints k. A watchdog thread ends
-//! the child if a run hangs, naming the fault point.
+//! The runs share a child process, booting a fresh machine each time
+//! (boot after unload is supported). A run that ends the process (a
+//! bugcheck aborts it; a watchdog thread aborts a run that hangs) is
+//! recorded with the bugcheck's report and the sweep resumes in a new
+//! child after it, so one test run lists every fault point that goes
+//! wrong. When the fault points are too many for [`BUDGET`], every k-th
+//! point is run, k chosen from the baseline's duration so the sweep fits;
+//! the test prints k.
 
 use std::net::Ipv4Addr;
+use std::process::Command;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -30,13 +34,13 @@ use ndkpi::{
     STATUS_INSUFFICIENT_RESOURCES, STATUS_PENDING, STATUS_SUCCESS,
 };
 
-use crate::common::{child_passes, image, is_child, keywords};
+use crate::common::{image, is_child, keywords};
 use crate::provider_util::{Recorder, adapter_table, close, cq_cb, create_cb, create_qp};
 
 /// Time the sweep may take (the whole test stays under about a minute).
 const BUDGET: Duration = Duration::from_secs(45);
 /// A single run that takes longer than this is hung.
-const RUN_LIMIT: Duration = Duration::from_secs(60);
+const RUN_LIMIT: Duration = Duration::from_secs(10);
 /// How long the worker thread may stay busy after an adapter is added.
 const IDLE: Duration = Duration::from_secs(10);
 /// How long a pended close may take.
@@ -137,7 +141,7 @@ fn scenario() -> Run {
             return Run {
                 steps,
                 ndk_ready: false,
-                report,
+                report: *report,
             };
         }
         Err(e) => panic!("boot: {e}"),
@@ -169,8 +173,9 @@ fn scenario() -> Run {
     }
 }
 
-/// Checks one run: documented statuses only, nothing left, no bugcheck.
-fn check(n: u64, run: &Run) {
+/// Checks one run: documented statuses only, nothing left, no bugcheck;
+/// what is wrong, if anything.
+fn check(n: u64, run: &Run) -> Option<String> {
     let injected = verifier::faults_injected();
     for &(step, status) in &run.steps {
         let documented = status == STATUS_SUCCESS
@@ -178,18 +183,19 @@ fn check(n: u64, run: &Run) {
             || (step == "OpenNDKAdapter"
                 && status == NDIS_STATUS_ADAPTER_NOT_READY
                 && !run.ndk_ready);
-        assert!(
-            documented,
-            "fault point {n} (failed: {injected:?}): {step} returned {:#010x}; run: {run:?}",
-            status as u32
-        );
+        if !documented {
+            return Some(format!(
+                "fault point {n} (failed: {injected:?}): {step} returned {:#010x}; steps: {:?}",
+                status as u32, run.steps
+            ));
+        }
     }
-    assert!(
-        run.report.is_clean(),
-        "fault point {n} (failed: {injected:?}) left: {}; steps: {:?}",
-        run.report,
-        run.steps
-    );
+    (!run.report.is_clean()).then(|| {
+        format!(
+            "fault point {n} (failed: {injected:?}) left: {}; steps: {:?}",
+            run.report, run.steps
+        )
+    })
 }
 
 /// Ends the process if a run takes longer than [`RUN_LIMIT`].
@@ -201,7 +207,7 @@ fn start_hang_watchdog(sweep_start: Instant) {
             let started = STARTED_MS.load(Ordering::SeqCst);
             if now.saturating_sub(started) > RUN_LIMIT.as_millis() as u64 {
                 eprintln!(
-                    "low-resources run for fault point {} hung for {RUN_LIMIT:?} (failed: {:?})",
+                    "*** low-resources run for fault point {} hung for {RUN_LIMIT:?} (failed: {:?})",
                     CURRENT.load(Ordering::SeqCst),
                     verifier::faults_injected()
                 );
@@ -211,12 +217,24 @@ fn start_hang_watchdog(sweep_start: Instant) {
     });
 }
 
-#[test]
-fn every_fault_point_fails_cleanly() {
-    if !is_child() {
-        child_passes("low_resources::every_fault_point_fails_cleanly");
-        return;
-    }
+/// Environment of a sweep child: the first fault point to run.
+const FROM_ENV: &str = "RSNDK_LOW_RESOURCES_FROM";
+/// Environment of a sweep child: the stride between fault points (unset
+/// in the first child, which chooses it from the baseline's duration).
+const STEP_ENV: &str = "RSNDK_LOW_RESOURCES_STEP";
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Marks the child's report lines on stdout.
+const MARK: &str = "@@low-resources@@ ";
+
+/// The child's side: the baseline, then the fault points from `FROM_ENV`
+/// on, reporting on stdout (`sweep COUNT STEP`, `run N`, `problem TEXT`,
+/// `done`, each after [`MARK`]) so that the parent can resume after a run
+/// that ended the process.
+fn sweep_in_child() {
     let sweep_start = Instant::now();
     start_hang_watchdog(sweep_start);
 
@@ -228,27 +246,136 @@ fn every_fault_point_fails_cleanly() {
         baseline.ndk_ready && baseline.steps.iter().all(|&(_, s)| s == STATUS_SUCCESS),
         "the scenario must succeed without faults: {baseline:?}"
     );
-    check(0, &baseline);
+    if let Some(problem) = check(0, &baseline) {
+        panic!("without faults: {problem}");
+    }
     assert!(count > 0, "the scenario reached no fault point");
-
-    let affordable = (BUDGET.as_secs_f64() / baseline_time.as_secs_f64().max(0.001)) as u64;
-    let step = count.div_ceil(affordable.max(1)).max(1);
-    println!(
-        "low-resources sweep: {count} fault points, baseline {baseline_time:?}, running every {step}{}",
-        if step == 1 { " (all)" } else { "th (sampled)" }
-    );
-    let mut runs = 0u64;
-    for n in (1..=count).step_by(step as usize) {
+    let step = env_u64(STEP_ENV).unwrap_or_else(|| {
+        let affordable = (BUDGET.as_secs_f64() / baseline_time.as_secs_f64().max(0.001)) as u64;
+        count.div_ceil(affordable.max(1)).max(1)
+    });
+    println!("{MARK}sweep {count} {step}");
+    let from = env_u64(FROM_ENV).unwrap_or(1).max(1);
+    for n in (from..=count).step_by(step as usize) {
         CURRENT.store(n, Ordering::SeqCst);
         STARTED_MS.store(sweep_start.elapsed().as_millis() as u64, Ordering::SeqCst);
         verifier::set_fault_plan(FaultPlan::FailNth(n));
+        println!("{MARK}run {n}");
         let run = scenario();
-        check(n, &run);
-        runs += 1;
+        if let Some(problem) = check(n, &run) {
+            println!("{MARK}problem {problem}");
+        }
     }
     verifier::set_fault_plan(FaultPlan::Off);
-    println!(
-        "low-resources sweep: {runs} runs clean in {:?}",
-        sweep_start.elapsed()
+    println!("{MARK}done");
+}
+
+/// What one child reported.
+#[derive(Debug, Default)]
+struct ChildReport {
+    count: Option<u64>,
+    step: Option<u64>,
+    last_run: Option<u64>,
+    runs: u64,
+    problems: Vec<String>,
+    done: bool,
+}
+
+/// Runs the sweep in a child from fault point `from` (with `step`, once
+/// known) and reads what it reported.
+fn sweep_child(from: u64, step: Option<u64>) -> (ChildReport, String) {
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut command = Command::new(exe);
+    command
+        .args([
+            "low_resources::every_fault_point_fails_cleanly",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        // What `common::in_child` sets: the child runs the test's body.
+        .env("RSNDK_BOTTLE_CHILD", "1")
+        .env("RSNDK_SYS", image())
+        .env(FROM_ENV, from.to_string());
+    if let Some(step) = step {
+        command.env(STEP_ENV, step.to_string());
+    }
+    let out = command.output().expect("running the sweep child");
+    let mut report = ChildReport::default();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The harness may print its own text before a line on the same line.
+    for line in stdout
+        .lines()
+        .filter_map(|l| l.split_once(MARK).map(|(_, r)| r))
+    {
+        if let Some(rest) = line.strip_prefix("sweep ") {
+            let mut it = rest.split(' ').filter_map(|w| w.parse().ok());
+            report.count = it.next();
+            report.step = it.next();
+        } else if let Some(n) = line.strip_prefix("run ") {
+            report.last_run = n.parse().ok();
+            report.runs += 1;
+        } else if let Some(problem) = line.strip_prefix("problem ") {
+            report.problems.push(problem.to_owned());
+        } else if line == "done" {
+            report.done = true;
+        }
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let bugcheck: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("***") || l.contains("panicked"))
+        .take(6)
+        .collect();
+    (report, bugcheck.join(" / "))
+}
+
+#[test]
+fn every_fault_point_fails_cleanly() {
+    if is_child() {
+        sweep_in_child();
+        return;
+    }
+    let started = Instant::now();
+    let mut from = 1;
+    let mut step = None;
+    let mut runs = 0;
+    let mut problems = Vec::new();
+    loop {
+        let (report, died) = sweep_child(from, step);
+        runs += report.runs;
+        problems.extend(report.problems);
+        let (Some(count), Some(s)) = (report.count, report.step) else {
+            panic!("the sweep's baseline failed: {died}");
+        };
+        step = Some(s);
+        if report.done {
+            println!(
+                "low-resources sweep: {count} fault points, every {s}{}, {runs} runs in {:?}",
+                if s == 1 { " (all)" } else { "th (sampled)" },
+                started.elapsed()
+            );
+            break;
+        }
+        // The run after `last_run` ended the process (a bugcheck or a
+        // hang): record it and resume after it.
+        let n = report.last_run.unwrap_or(from);
+        problems.push(format!("fault point {n} ended the process: {died}"));
+        from = n + s;
+        if from > count {
+            break;
+        }
+        if started.elapsed() > BUDGET + 2 * RUN_LIMIT {
+            problems.push(format!(
+                "sweep stopped before fault point {from} of {count}: out of time"
+            ));
+            break;
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} of {runs} low-resources runs went wrong:\n{}",
+        problems.len(),
+        problems.join("\n")
     );
 }

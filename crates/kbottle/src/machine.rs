@@ -52,10 +52,10 @@ pub enum BootError {
         /// Its status.
         status: NTSTATUS,
         /// What was left.
-        report: Report,
+        report: Box<Report>,
     },
     /// `DriverEntry` succeeded without registering a miniport.
-    NotRegistered(Report),
+    NotRegistered(Box<Report>),
 }
 
 impl fmt::Display for BootError {
@@ -95,6 +95,8 @@ pub struct Report {
     pub queued_work_items: usize,
     /// WSK sockets still open.
     pub open_sockets: usize,
+    /// WSK client registrations never deregistered.
+    pub wsk_registrations: usize,
     /// Bugchecks recorded since the machine booted.
     pub bugchecks: Vec<Bugcheck>,
     /// Work items allocated and never freed.
@@ -117,6 +119,7 @@ impl Report {
             && self.queued_dpcs == 0
             && self.queued_work_items == 0
             && self.open_sockets == 0
+            && self.wsk_registrations == 0
             && self.bugchecks.is_empty()
             && self.leaked_work_items == 0
             && self.open_configurations == 0
@@ -140,13 +143,15 @@ impl fmt::Display for Report {
         write!(
             f,
             "pool {:?}, {} armed timers, {} queued DPCs, {} queued and {} leaked work items, \
-             {} open sockets, {} open configurations, {} MDLs, {} IRPs, registered: {}, bugchecks: {:?}",
+             {} open sockets, {} WSK registrations, {} open configurations, {} MDLs, {} IRPs, \
+             registered: {}, bugchecks: {:?}",
             self.pool_by_tag,
             self.armed_timers,
             self.queued_dpcs,
             self.queued_work_items,
             self.leaked_work_items,
             self.open_sockets,
+            self.wsk_registrations,
             self.open_configurations,
             self.mdls,
             self.irps,
@@ -251,9 +256,6 @@ fn all_exports() -> Vec<pe::Export> {
     exports.extend(crt::exports());
     exports.extend(crate::ndis::exports());
     exports.extend(netio::exports());
-    exports.push(
-        crate::export!("HAL.dll", "KeQueryPerformanceCounter" => ke::KeQueryPerformanceCounter),
-    ); // LOCAL-ONLY
     exports
 }
 
@@ -266,6 +268,7 @@ struct Baseline {
     armed_timers: usize,
     queued_dpcs: usize,
     open_sockets: usize,
+    wsk_registrations: usize,
     mdls: usize,
     irps: usize,
 }
@@ -277,6 +280,7 @@ impl Baseline {
             armed_timers: ke::armed_timers(),
             queued_dpcs: ke::queued_dpcs(),
             open_sockets: netio::open_sockets(),
+            wsk_registrations: netio::open_registrations(),
             mdls: mm::outstanding_mdls(),
             irps: io::outstanding_irps(),
         }
@@ -298,6 +302,7 @@ impl Baseline {
             queued_dpcs: ke::queued_dpcs().saturating_sub(self.queued_dpcs),
             queued_work_items,
             open_sockets: netio::open_sockets().saturating_sub(self.open_sockets),
+            wsk_registrations: netio::open_registrations().saturating_sub(self.wsk_registrations),
             bugchecks: verifier::bugchecks()
                 .into_iter()
                 .skip(self.bugchecks)
@@ -382,11 +387,11 @@ impl Machine {
             );
         }
         if status < 0 {
-            let report = finish(image, &baseline);
+            let report = Box::new(finish(image, &baseline));
             return Err(BootError::DriverEntry { status, report });
         }
         if !state::with(|n| n.driver.is_some()) {
-            let report = finish(image, &baseline);
+            let report = Box::new(finish(image, &baseline));
             return Err(BootError::NotRegistered(report));
         }
         Ok(Machine {
