@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kbottle::verifier::{self, Bugcheck, Policy};
-use kbottle::{cpu, crt, ke, pool};
+use kbottle::{cpu, crt, io, ke, mm, pool};
 use ndis::{KDPC, KSPIN_LOCK, KTIMER};
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -321,4 +321,144 @@ fn freeing_pool_that_holds_the_dpc_of_an_armed_timer() {
     });
     assert_eq!((b.code, b.params[0]), (0xC7, 1));
     assert!(b.rule.contains("armed timer will queue"), "{}", b.rule);
+}
+
+/// A mapping MDL for `pages` pages of `buf`, marked locked, as the
+/// driver's DMA window builds one.
+fn locked_mdl(buf: *mut u8, pages: usize) -> *mut ndkpi::MDL {
+    // SAFETY: computes sizes only.
+    let mdl = unsafe {
+        mm::IoAllocateMdl(
+            buf.cast(),
+            (pages * 4096) as u32,
+            0,
+            0,
+            std::ptr::null_mut(),
+        )
+    };
+    let pfns = ndkpi::mdl_pfn_array(mdl);
+    for i in 0..pages {
+        let pfn = ((mm::phys_of(buf as usize) >> 12) + i as u64) as usize;
+        // SAFETY: room for `pages` PFNs.
+        unsafe { pfns.wrapping_add(i).write(pfn) };
+    }
+    // SAFETY: our MDL.
+    unsafe { (*mdl).MdlFlags |= ndkpi::MDL_PAGES_LOCKED };
+    mdl
+}
+
+const NO_EXECUTE: u32 = 16 | 0x4000_0000;
+
+fn map(mdl: *mut ndkpi::MDL, bugcheck_on_failure: u32, priority: u32) -> *mut core::ffi::c_void {
+    // SAFETY: the bottle checks the MDL.
+    unsafe {
+        mm::MmMapLockedPagesSpecifyCache(
+            mdl,
+            0,
+            1,
+            std::ptr::null_mut(),
+            bugcheck_on_failure,
+            priority,
+        )
+    }
+}
+
+#[test]
+fn mdl_misuse() {
+    let b = bugcheck_of("free-mapped", || {
+        let buf = alloc(8192);
+        let mdl = locked_mdl(buf, 2);
+        map(mdl, 0, NO_EXECUTE);
+        // SAFETY: the bad call under test.
+        unsafe { mm::IoFreeMdl(mdl) };
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0xB8));
+    let b = bugcheck_of("map-twice", || {
+        let mdl = locked_mdl(alloc(4096), 1);
+        map(mdl, 0, NO_EXECUTE);
+        map(mdl, 0, NO_EXECUTE);
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0xB2));
+    let b = bugcheck_of("executable-mapping", || {
+        map(locked_mdl(alloc(4096), 1), 0, 16);
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x2002));
+    let b = bugcheck_of("bugcheck-on-failure", || {
+        map(locked_mdl(alloc(4096), 1), 1, NO_EXECUTE);
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x82));
+    let b = bugcheck_of("virtual-as-physical", || {
+        let buf = alloc(4096);
+        let mdl = locked_mdl(buf, 1);
+        // The driver's classic mistake: a virtual address as a PFN source.
+        // SAFETY: one PFN after the header.
+        unsafe { ndkpi::mdl_pfn_array(mdl).write(buf as usize >> 12) };
+        map(mdl, 0, NO_EXECUTE);
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x89));
+    let b = bugcheck_of("unmap-unmapped", || {
+        let buf = alloc(4096);
+        let mdl = locked_mdl(buf, 1);
+        // SAFETY: the bad call under test.
+        unsafe { mm::MmUnmapLockedPages(buf.cast(), mdl) };
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0xB6));
+    let b = bugcheck_of("free-locked", || {
+        // SAFETY: the bad call under test: pages still marked locked.
+        unsafe { mm::IoFreeMdl(locked_mdl(alloc(4096), 1)) };
+    });
+    assert_eq!((b.code, b.params[3]), (0xCB, 1));
+}
+
+unsafe extern "win64" fn raising_completion(
+    _: *mut ndis::DEVICE_OBJECT,
+    _: *mut ndis::IRP,
+    _: *mut core::ffi::c_void,
+) -> i32 {
+    cpu::raise(5);
+    ndis::STATUS_MORE_PROCESSING_REQUIRED
+}
+
+unsafe extern "win64" fn finishing_completion(
+    _: *mut ndis::DEVICE_OBJECT,
+    _: *mut ndis::IRP,
+    _: *mut core::ffi::c_void,
+) -> i32 {
+    0
+}
+
+fn irp_with(routine: ndis::IO_COMPLETION_ROUTINE) -> *mut ndis::IRP {
+    // SAFETY: one stack location.
+    let irp = unsafe { io::IoAllocateIrp(1, 0) };
+    // SAFETY: a fresh IRP.
+    let next = unsafe { (*irp).next_stack_location() };
+    // SAFETY: its only stack location.
+    let loc = unsafe { &mut *next };
+    loc.CompletionRoutine = Some(routine);
+    loc.Control = ndis::SL_INVOKE_ON_SUCCESS | ndis::SL_INVOKE_ON_ERROR;
+    irp
+}
+
+#[test]
+fn irp_completion_rules() {
+    let b = bugcheck_of("completion-irql", || {
+        let irp = irp_with(raising_completion);
+        // SAFETY: the next location was filled.
+        unsafe { io::complete_as_lower_driver(irp, 0, 0) };
+    });
+    assert_eq!(
+        (b.code, b.params[0], b.params[2], b.params[3]),
+        (0xC4, 0xFA, 0, 5)
+    );
+    let b = bugcheck_of("completion-falls-through", || {
+        let irp = irp_with(finishing_completion);
+        // SAFETY: the next location was filled.
+        unsafe { io::complete_as_lower_driver(irp, 0, 0) };
+    });
+    assert_eq!(b.code, 0xC9);
+    let b = bugcheck_of("irp-as-pool", || {
+        let irp = irp_with(finishing_completion);
+        free(irp.cast(), b"VrfT");
+    });
+    assert_eq!((b.code, b.params[0]), (0xC4, 0x105));
 }
