@@ -508,10 +508,7 @@ mod tests {
             "abc|  abc|abc  |"
         );
         assert_eq!(
-            fmt(
-                "%d %u %x %X",
-                &[u64::from(-5i32 as u32), 7, 255, 255]
-            ),
+            fmt("%d %u %x %X", &[u64::from(-5i32 as u32), 7, 255, 255]),
             "-5 7 ff FF"
         );
         assert_eq!(

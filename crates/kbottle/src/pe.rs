@@ -14,8 +14,8 @@
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::verifier::lock;
 
@@ -123,6 +123,7 @@ const IMAGE_SCN_MEM_READ: u32 = 0x4000_0000;
 const IMAGE_SCN_MEM_WRITE: u32 = 0x8000_0000;
 const DIR_IMPORT: usize = 1;
 const DIR_BASERELOC: usize = 5;
+const DIR_DEBUG: usize = 6;
 const DIR_TLS: usize = 9;
 const DIR_LOAD_CONFIG: usize = 10;
 const DIR_IAT: usize = 12;
@@ -234,11 +235,14 @@ struct Registered {
     end: usize,
     name: String,
     exec: Vec<Range<usize>>,
+    /// The image's PDB, read on first use.
+    pdb: Option<std::path::PathBuf>,
+    symbols: std::sync::Arc<OnceLock<Symbols>>,
 }
 
 static IMAGES: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
-fn register(image: &Image) {
+fn register(image: &Image, pdb: Option<std::path::PathBuf>) {
     for (b, e) in SLOT_BASE.iter().zip(&SLOT_END) {
         if b.compare_exchange(0, image.base, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
@@ -257,6 +261,8 @@ fn register(image: &Image) {
             .filter(|s| s.executable())
             .map(|s| image.base + s.rva..image.base + s.rva + s.size)
             .collect(),
+        pdb,
+        symbols: std::sync::Arc::default(),
     });
 }
 
@@ -289,24 +295,122 @@ pub fn image_end_of(addr: usize) -> Option<usize> {
     })
 }
 
-/// `name+0xRVA` for an address inside a loaded image, else the address.
+/// `name+0xRVA (function+0xoffset)` for an address inside a loaded image
+/// (the function from the image's PDB when there is one), else the
+/// address.
 pub fn describe(addr: usize) -> String {
-    lock(&IMAGES)
+    let found = lock(&IMAGES)
         .iter()
         .find(|r| (r.base..r.end).contains(&addr))
-        .map_or_else(
-            || format!("{addr:#x} (outside any driver image)"),
-            |r| format!("{}+{:#x}", r.name, addr - r.base),
-        )
+        .map(|r| {
+            (
+                r.name.clone(),
+                r.base,
+                r.pdb.clone(),
+                std::sync::Arc::clone(&r.symbols),
+            )
+        });
+    let Some((name, base, pdb, symbols)) = found else {
+        return format!("{addr:#x} (outside any driver image)");
+    };
+    let rva = addr - base;
+    let symbols = symbols.get_or_init(|| pdb.as_deref().map(Symbols::read).unwrap_or_default());
+    match symbols.lookup(rva) {
+        Some((function, offset)) => format!("{name}+{rva:#x} ({function}+{offset:#x})"),
+        None => format!("{name}+{rva:#x}"),
+    }
+}
+
+/// Function names by RVA, from a PDB's procedure records.
+#[derive(Debug, Default)]
+struct Symbols {
+    /// (rva, length, name), sorted by rva.
+    procs: Vec<(usize, usize, String)>,
+}
+
+impl Symbols {
+    /// Reads the procedures of the PDB at `path` (empty if it cannot).
+    fn read(path: &Path) -> Self {
+        Self::try_read(path).unwrap_or_default()
+    }
+
+    fn try_read(path: &Path) -> Result<Self, pdb::Error> {
+        use pdb::FallibleIterator as _;
+        let mut pdb = pdb::PDB::open(std::fs::File::open(path)?)?;
+        let map = pdb.address_map()?;
+        let dbi = pdb.debug_information()?;
+        let mut procs = Vec::new();
+        let mut modules = dbi.modules()?;
+        while let Some(module) = modules.next()? {
+            let Some(info) = pdb.module_info(&module)? else {
+                continue;
+            };
+            let mut symbols = info.symbols()?;
+            while let Some(symbol) = symbols.next()? {
+                if let Ok(pdb::SymbolData::Procedure(p)) = symbol.parse()
+                    && let Some(rva) = p.offset.to_rva(&map)
+                {
+                    procs.push((
+                        rva.0 as usize,
+                        p.len as usize,
+                        p.name.to_string().into_owned(),
+                    ));
+                }
+            }
+        }
+        procs.sort_by_key(|p| p.0);
+        Ok(Self { procs })
+    }
+
+    /// The function containing `rva` and the offset into it.
+    fn lookup(&self, rva: usize) -> Option<(&str, usize)> {
+        let i = self.procs.partition_point(|p| p.0 <= rva).checked_sub(1)?;
+        let (start, len, name) = &self.procs[i];
+        (rva < start + (*len).max(1)).then(|| (name.as_str(), rva - start))
+    }
+}
+
+/// The image's PDB: the path its CodeView debug record names, else
+/// `<image>.pdb` beside it.
+fn find_pdb(image: &Path, file: &[u8], h: &Headers) -> Option<std::path::PathBuf> {
+    let from_record = h.dir(DIR_DEBUG).and_then(|(rva, size)| {
+        (0..size / 28).find_map(|i| {
+            let at = file_offset(h, rva + 28 * i)?;
+            let kind = u32_at(file, at + 12, "debug entry").ok()?;
+            let raw = u32_at(file, at + 24, "debug entry").ok()? as usize;
+            // IMAGE_DEBUG_TYPE_CODEVIEW with an RSDS record: the path
+            // follows the signature, GUID and age.
+            if kind != 2 || file.get(raw..raw + 4)? != b"RSDS" {
+                return None;
+            }
+            cstr_at(file, raw + 24, "PDB path")
+                .ok()
+                .map(std::path::PathBuf::from)
+        })
+    });
+    from_record
+        .filter(|p| p.is_file())
+        .or_else(|| Some(image.with_extension("pdb")).filter(|p| p.is_file()))
+}
+
+/// The file offset of an RVA (through the section table).
+fn file_offset(h: &Headers, rva: usize) -> Option<usize> {
+    h.sections
+        .iter()
+        .find_map(|&(_, va, vsize, raw, raw_size, _)| {
+            (va..va + vsize.max(raw_size))
+                .contains(&rva)
+                .then(|| raw + (rva - va))
+        })
 }
 
 /// Words on the current thread's stack that point into an executable
 /// section of a loaded image (return addresses of driver frames, and
-/// some noise), innermost first, as `name+0xRVA`.
+/// some noise), innermost first, as [`describe`] names them.
 pub fn driver_frames_on_stack() -> Vec<String> {
-    let exec: Vec<(Range<usize>, usize, String)> = lock(&IMAGES)
+    let exec: Vec<Range<usize>> = lock(&IMAGES)
         .iter()
-        .flat_map(|r| r.exec.iter().map(|x| (x.clone(), r.base, r.name.clone())))
+        .flat_map(|r| r.exec.iter().cloned())
         .collect();
     if exec.is_empty() {
         return Vec::new();
@@ -322,8 +426,8 @@ pub fn driver_frames_on_stack() -> Vec<String> {
         // SAFETY: `at` lies between a live local of this frame and the top
         // of this thread's stack, all mapped and readable; 8-aligned.
         let word = unsafe { (at as *const usize).read_volatile() };
-        if let Some((_, base, name)) = exec.iter().find(|(r, _, _)| r.contains(&word)) {
-            out.push(format!("{name}+{:#x}", word - base));
+        if exec.iter().any(|r| r.contains(&word)) {
+            out.push(describe(word));
         }
         at += 8;
     }
@@ -614,7 +718,7 @@ pub fn load(path: &Path, exports: &[Export]) -> Result<Image, LoadError> {
         name,
         sections,
     };
-    register(&image);
+    register(&image, find_pdb(path, &file, &h));
     Ok(image)
 }
 
@@ -777,7 +881,7 @@ impl CodeRange {
                 characteristics: IMAGE_SCN_MEM_EXECUTE | IMAGE_SCN_MEM_READ,
             }],
         };
-        register(&image);
+        register(&image, None);
         std::mem::forget(image);
         Self { base: range.start }
     }

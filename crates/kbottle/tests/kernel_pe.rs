@@ -152,6 +152,16 @@ fn relocated_at_a_random_base_with_the_iat_bound() {
     let pe_file = goblin::pe::PE::parse(&bytes).unwrap();
     assert_eq!(img.entry_rva(), pe_file.entry as usize);
     assert_eq!(img.entry() as usize, img.base() + pe_file.entry as usize);
+    let named = pe::describe(img.entry() as usize);
+    if path.with_extension("pdb").is_file() {
+        // Named from the PDB: the entry point is the driver's DriverEntry.
+        assert!(
+            named.ends_with("(rsndk::driver::driver_entry+0x0)"),
+            "{named}"
+        );
+    } else {
+        assert_eq!(named, format!("rsndk.sys+{:#x}", pe_file.entry), "{named}");
+    }
     let delta = (img.base() as u64).wrapping_sub(pe_file.image_base);
     let mut dir64 = 0;
     let relocs = pe_file
