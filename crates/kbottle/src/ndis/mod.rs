@@ -43,6 +43,9 @@ pub mod registration;
 pub mod state;
 pub mod workitem;
 
+#[cfg(test)]
+mod tests;
+
 pub use attributes::NdisMSetMiniportAttributes;
 pub use completions::{
     NdisMDirectOidRequestComplete, NdisMOidRequestComplete, NdisMPauseComplete, NdisMResetComplete,
