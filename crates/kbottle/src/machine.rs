@@ -321,9 +321,10 @@ impl Baseline {
 fn finish(image: Image, baseline: &Baseline) -> Report {
     let dropped = workitem::stop(WORKER_STOP_TIMEOUT);
     let report = baseline.report(dropped);
-    if report.driver_code_may_run() {
-        // A timer, DPC or socket could still call into the image: leave it
-        // mapped (the report fails the test; the process must not crash).
+    if report.driver_code_may_run() || workitem::worker_alive() {
+        // A timer, DPC or socket could still call into the image, or a
+        // work item routine never returned: leave it mapped (the report
+        // fails the test; the process must not crash).
         std::mem::forget(image);
     } else {
         drop(image);

@@ -108,6 +108,12 @@ pub fn stop(timeout: Duration) -> usize {
     dropped
 }
 
+/// Whether the worker thread is still alive (after [`stop`]: a routine
+/// that did not return).
+pub fn worker_alive() -> bool {
+    queue().alive
+}
+
 /// Waits until nothing is queued or running; whether that happened
 /// within `timeout`.
 pub fn wait_idle(timeout: Duration) -> bool {
