@@ -426,12 +426,39 @@ pub fn driver_frames_on_stack() -> Vec<String> {
         // SAFETY: `at` lies between a live local of this frame and the top
         // of this thread's stack, all mapped and readable; 8-aligned.
         let word = unsafe { (at as *const usize).read_volatile() };
-        if exec.iter().any(|r| r.contains(&word)) {
+        if exec
+            .iter()
+            .any(|r| r.contains(&word) && r.contains(&word.wrapping_sub(7)))
+            && follows_a_call(word)
+        {
             out.push(describe(word));
         }
         at += 8;
     }
     out
+}
+
+/// Whether the bytes before `ret` (inside driver text, at least 7 bytes
+/// from its start) end with a call instruction: `E8 rel32`, `FF /2` with
+/// a register, `[reg+disp8]`, `[reg+disp32]` or `[rip+disp32]` operand
+/// (optionally REX-prefixed). This keeps return addresses and drops most
+/// other words that happen to point into the text.
+fn follows_a_call(ret: usize) -> bool {
+    // SAFETY: `ret - 7 .. ret` lies in an executable (readable) section
+    // of a loaded image (checked by the caller).
+    let b: [u8; 7] = unsafe { ((ret - 7) as *const [u8; 7]).read_unaligned() };
+    let modrm_is_call = |m: u8| (m >> 3) & 7 == 2;
+    // call rel32
+    b[2] == 0xE8
+        // call reg (FF D0+r), REX-prefixed or not
+        || (b[5] == 0xFF && b[6] & 0xF8 == 0xD0)
+        // call [reg+disp8] (FF 50+r d8) or [rsp+disp8] (FF 54 24 d8)
+        || (b[4] == 0xFF && b[5] >> 6 == 1 && modrm_is_call(b[5]))
+        || (b[3] == 0xFF && b[4] == 0x54 && b[5] == 0x24)
+        // call [rip+disp32] (FF 15 d32) or [reg+disp32] (FF 90+r d32)
+        || (b[1] == 0xFF && (b[2] == 0x15 || (b[2] >> 6 == 2 && modrm_is_call(b[2]))))
+        // call [reg] (FF 10+r)
+        || (b[5] == 0xFF && b[6] >> 6 == 0 && modrm_is_call(b[6]))
 }
 
 /// (lowest, highest) address of the calling thread's stack.

@@ -52,6 +52,10 @@ pub struct Bugcheck {
     pub rule: String,
     /// Name of the processor (thread) that hit it.
     pub processor: String,
+    /// Driver return addresses found on that processor's stack, innermost
+    /// first, as `rsndk.sys+0xRVA (function+0xoffset)` (empty for a
+    /// bugcheck filed on behalf of another processor, the watchdog's).
+    pub driver_frames: Vec<String>,
 }
 
 /// What a bugcheck does to the process after it is recorded and reported.
@@ -123,17 +127,21 @@ pub(crate) fn record(code: u32, params: [u64; 4], rule: String, processor: Strin
     );
     let _ = writeln!(report, "*** rule: {rule}");
     let _ = writeln!(report, "*** processor: {processor}");
-    if here {
-        let frames = crate::pe::driver_frames_on_stack();
-        if !frames.is_empty() {
-            let _ = writeln!(
-                report,
-                "*** driver return addresses on the stack (innermost first):"
-            );
-            for f in frames {
-                let _ = writeln!(report, "      {f}");
-            }
+    let driver_frames = if here {
+        crate::pe::driver_frames_on_stack()
+    } else {
+        Vec::new()
+    };
+    if !driver_frames.is_empty() {
+        let _ = writeln!(
+            report,
+            "*** driver return addresses on the stack (innermost first):"
+        );
+        for f in &driver_frames {
+            let _ = writeln!(report, "      {f}");
         }
+    }
+    if here {
         let _ = writeln!(
             report,
             "*** harness backtrace:\n{}",
@@ -146,6 +154,7 @@ pub(crate) fn record(code: u32, params: [u64; 4], rule: String, processor: Strin
         params,
         rule,
         processor,
+        driver_frames,
     });
 }
 

@@ -47,6 +47,9 @@ fn goblin_imports(bytes: &[u8]) -> Vec<(String, String, usize)> {
 }
 
 static STAND_IN_CALLS: AtomicUsize = AtomicUsize::new(0);
+/// Makes `register_stand_in` stop the machine (the frames test).
+static REGISTER_BUGCHECKS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 static REGISTER_CALLS: AtomicUsize = AtomicUsize::new(0);
 
 /// A stand-in for any NDIS/NETIO import: counts the call, fails it.
@@ -67,6 +70,9 @@ unsafe extern "win64" fn register_stand_in(
 ) -> i32 {
     REGISTER_CALLS.fetch_add(1, Ordering::SeqCst);
     assert!(!characteristics.is_null() && !handle.is_null());
+    if REGISTER_BUGCHECKS.load(Ordering::SeqCst) && kbottle::cpu::current_name() == "frames" {
+        kbottle::verifier::bugcheck(0xDEAD_0001, [0; 4], "stand-in stops the machine");
+    }
     0xC000_0001_u32 as i32
 }
 
@@ -316,7 +322,12 @@ fn the_entry_point_is_driver_entry_and_undoes_its_work_on_failure() {
         crt::log_lines()
     );
     assert_eq!(kbottle::cpu::current(), 0, "back at PASSIVE_LEVEL");
-    assert!(kbottle::verifier::bugchecks().is_empty());
+    let me = kbottle::cpu::current_name();
+    assert!(
+        kbottle::verifier::bugchecks()
+            .iter()
+            .all(|b| b.processor != me)
+    );
 }
 
 // ---- Refusals of malformed variants ----
@@ -434,4 +445,56 @@ fn file_offset(pe_file: &goblin::pe::PE<'_>, rva: usize) -> usize {
         })
         .unwrap();
     s.pointer_to_raw_data as usize + rva - s.virtual_address as usize
+}
+
+#[test]
+fn a_bugcheck_names_the_driver_frames_on_the_stack() {
+    let path = image();
+    if !path.with_extension("pdb").is_file() {
+        eprintln!("no PDB beside {}: frames are not named", path.display());
+        return;
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let img = pe::load(&path, &exports_with_stand_ins(&bytes)).unwrap();
+    let entry = img.entry() as usize;
+    kbottle::verifier::set_policy(kbottle::verifier::Policy::Park);
+    REGISTER_BUGCHECKS.store(true, Ordering::SeqCst);
+    std::thread::spawn(move || {
+        kbottle::cpu::enter("frames");
+        let driver = Box::leak(Box::new(FakeDriverObject([0; 0x150])));
+        let registry = Box::leak(Box::new(ndis::UNICODE_STRING {
+            Length: 0,
+            MaximumLength: 0,
+            Buffer: std::ptr::null_mut(),
+        }));
+        // SAFETY: the entry point is DriverEntry.
+        let f = unsafe { std::mem::transmute::<usize, DriverEntry>(entry) };
+        // SAFETY: as the I/O manager calls it; the stand-in never returns.
+        unsafe { f(driver, registry) };
+    });
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let b = loop {
+        if let Some(b) = kbottle::verifier::bugchecks()
+            .into_iter()
+            .find(|b| b.processor == "frames")
+        {
+            break b;
+        }
+        assert!(std::time::Instant::now() < end, "no bugcheck");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert_eq!(b.code, 0xDEAD_0001);
+    let frames = b.driver_frames.join("\n");
+    // NdisMRegisterMiniportDriver is called from miniport::register,
+    // which the release code generation may inline into driver_entry.
+    assert!(
+        b.driver_frames[0].contains("rsndk::driver::"),
+        "innermost frame is driver code:\n{frames}"
+    );
+    assert!(
+        b.driver_frames.iter().any(|f| f.contains("driver_entry")),
+        "the call came from DriverEntry:\n{frames}"
+    );
+    // The image stays mapped: a processor is parked inside it.
+    std::mem::forget(img);
 }
