@@ -9,6 +9,10 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 mod provider_util;
+// Every `backend_tests!` body included here runs on the bottle backend.
+use provider_util::bottle_variants as backend_variants;
+// Their scripted-device-only tests do not.
+use provider_util::drop_items as host_only;
 
 #[path = "bottle/common.rs"]
 mod common;

@@ -31,6 +31,12 @@
 //! - the adapter close returns only after a running callback returned.
 
 mod provider_util;
+// The bodies below run on the host backends in this binary; the bottle's
+// binary (tests/bottle.rs) includes this file and runs them on its own.
+#[allow(unused_imports)]
+use provider_util::host_variants as backend_variants;
+#[allow(unused_imports)]
+use provider_util::keep_items as host_only;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, mpsc};
@@ -140,7 +146,7 @@ impl Posts {
                 qp,
                 ctx,
                 self.fr,
-                &[self.va as NDK_LOGICAL_ADDRESS],
+                &[logical_of(self.va) as NDK_LOGICAL_ADDRESS],
                 0,
                 4096,
                 self.va,
@@ -352,7 +358,7 @@ fn fast_register_and_bind_grant_exactly_the_requested_rights(b: Backend) {
         } else {
             let mr = create_mr(p.pd, true);
             assert_eq!(init_fast_register(mr, 1, true), STATUS_SUCCESS);
-            let st = fast_register(p.qp, 0xF, mr, &[va as NDK_LOGICAL_ADDRESS], 0, 4096, va, flags);
+            let st = fast_register(p.qp, 0xF, mr, &[logical_of(va) as NDK_LOGICAL_ADDRESS], 0, 4096, va, flags);
             assert_eq!(st, STATUS_SUCCESS, "{what}");
             (mr, None, None)
         };
@@ -412,7 +418,7 @@ fn fast_register_and_bind_grant_exactly_the_requested_rights(b: Backend) {
         p.qp,
         0xF,
         fr,
-        &[va as NDK_LOGICAL_ADDRESS],
+        &[logical_of(va) as NDK_LOGICAL_ADDRESS],
         0,
         4096,
         va,
@@ -497,7 +503,11 @@ fn mdl_page_frames_not_virtual_addresses_decide_where_data_lands(b: Backend) {
     };
     assert_eq!(st, STATUS_SUCCESS, "NdkBuildLAM");
     assert_eq!((fbo, lam[1] as u32), (0, 2));
-    assert_eq!(&lam[2..4], &[va + 4096, va], "logical addresses follow the PFNs");
+    assert_eq!(
+        &lam[2..4],
+        &[logical_of(va + 4096), logical_of(va)],
+        "logical addresses follow the PFNs"
+    );
     let release = adapter_table(env.adapter).NdkReleaseLAM.unwrap();
     // SAFETY: a LAM built on this adapter, released once.
     unsafe { release(env.adapter, lam.as_mut_ptr().cast()) };
@@ -632,453 +642,463 @@ fn several_opens_are_distinct_adapters_on_one_device(b: Backend) {
 
 // ---------------------------------------------------------------- scripted only
 
-#[test]
-fn every_initiator_post_encodes_silent_fence_and_solicit() {
-    let env = Env::new();
-    let pair = env.connected_pair(64, 1, 0);
-    let s = pair.active_qp;
-    let mut pages = Pages::new(1);
-    let (posts, _mdl) = Posts::on(&pair, &mut pages);
-    let silent = NDK_OP_FLAG_SILENT_SUCCESS;
-    let fence = NDK_OP_FLAG_READ_FENCE;
-    let solicit = NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
-    let mut ctx = 0x100;
-    for kind in Posts::KINDS {
-        let mut combos = vec![0, silent, fence, silent | fence];
-        if kind.starts_with("send") {
-            combos.extend([solicit, solicit | silent | fence]);
-        }
-        for flags in combos {
-            ctx += 1;
-            assert_eq!(
-                posts.post(kind, ctx, flags),
-                STATUS_SUCCESS,
-                "{kind} {flags:#x}"
-            );
-            let wqe = *env.dev().sq_pending(s.qpn).last().unwrap();
-            assert_eq!(
-                (wqe.op(), wqe.wr_id as usize),
-                (Some(Posts::opcode(kind)), ctx)
-            );
-            let got = wqe.wqe_flags();
-            assert_eq!(
-                got.contains(WqeFlags::SIGNALED),
-                flags & silent == 0,
-                "{kind} {flags:#x}"
-            );
-            assert_eq!(
-                got.contains(WqeFlags::READ_FENCE),
-                flags & fence != 0,
-                "{kind} {flags:#x}"
-            );
-            assert_eq!(
-                got.contains(WqeFlags::SOLICITED),
-                flags & solicit != 0,
-                "{kind} {flags:#x}"
-            );
-            // Completed successfully: a result exactly when signaled, with
-            // the request's context and the QP's.
-            env.dev().complete_next_send(s.qpn, CqeStatus::Success);
-            let res = results(s.cq, 4);
-            if flags & silent == 0 {
-                assert_eq!(res.len(), 1, "{kind} {flags:#x}");
-                assert_eq!(
-                    (res[0].RequestContext as usize, res[0].QPContext as usize),
-                    (ctx, s.context)
-                );
-                assert_eq!(res[0].Status, STATUS_SUCCESS);
-            } else {
-                assert!(res.is_empty(), "{kind} {flags:#x}: silent success");
+crate::host_only! {
+    #[test]
+    fn every_initiator_post_encodes_silent_fence_and_solicit() {
+        let env = Env::new();
+        let pair = env.connected_pair(64, 1, 0);
+        let s = pair.active_qp;
+        let mut pages = Pages::new(1);
+        let (posts, _mdl) = Posts::on(&pair, &mut pages);
+        let silent = NDK_OP_FLAG_SILENT_SUCCESS;
+        let fence = NDK_OP_FLAG_READ_FENCE;
+        let solicit = NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
+        let mut ctx = 0x100;
+        for kind in Posts::KINDS {
+            let mut combos = vec![0, silent, fence, silent | fence];
+            if kind.starts_with("send") {
+                combos.extend([solicit, solicit | silent | fence]);
             }
-        }
-    }
-    // A silent request that fails still completes, with its context and
-    // the failure, whatever its kind.
-    for kind in Posts::KINDS {
-        ctx += 1;
-        assert_eq!(posts.post(kind, ctx, silent), STATUS_SUCCESS, "{kind}");
-        env.dev()
-            .complete_next_send(s.qpn, CqeStatus::MemoryManagement);
-        let res = results_ex(s.cq, 4);
-        assert_eq!(res.len(), 1, "{kind}: a failed silent request completes");
-        assert_eq!(
-            (res[0].RequestContext as usize, res[0].Status),
-            (ctx, STATUS_ACCESS_VIOLATION),
-            "{kind}"
-        );
-    }
-    posts.close();
-    pair.close();
-    env.finish();
-}
-
-#[test]
-fn every_post_runs_at_dispatch_level_without_a_pool_charge() {
-    let env = Env::new();
-    let pair = env.connected_pair(64, 1, 64);
-    let s = pair.active_qp;
-    let mut pages = Pages::new(1);
-    let (p, _mdl) = Posts::on(&pair, &mut pages);
-    let srq = try_create_srq(s.pd, 8, 1, 0, None).unwrap();
-    let charges = env.platform.charges();
-    let flag_sets = [
-        0,
-        NDK_OP_FLAG_DEFER,
-        NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE,
-    ];
-    let st: Vec<(String, NTSTATUS)> = env.platform.at_dispatch(|| {
-        let mut st = Vec::new();
-        let mut ctx = 0;
-        for flags in flag_sets {
-            for kind in Posts::KINDS {
+            for flags in combos {
                 ctx += 1;
-                st.push((format!("{kind} {flags:#x}"), p.post(kind, ctx, flags)));
+                assert_eq!(
+                    posts.post(kind, ctx, flags),
+                    STATUS_SUCCESS,
+                    "{kind} {flags:#x}"
+                );
+                let wqe = *env.dev().sq_pending(s.qpn).last().unwrap();
+                assert_eq!(
+                    (wqe.op(), wqe.wr_id as usize),
+                    (Some(Posts::opcode(kind)), ctx)
+                );
+                let got = wqe.wqe_flags();
+                assert_eq!(
+                    got.contains(WqeFlags::SIGNALED),
+                    flags & silent == 0,
+                    "{kind} {flags:#x}"
+                );
+                assert_eq!(
+                    got.contains(WqeFlags::READ_FENCE),
+                    flags & fence != 0,
+                    "{kind} {flags:#x}"
+                );
+                assert_eq!(
+                    got.contains(WqeFlags::SOLICITED),
+                    flags & solicit != 0,
+                    "{kind} {flags:#x}"
+                );
+                // Completed successfully: a result exactly when signaled, with
+                // the request's context and the QP's.
+                env.dev().complete_next_send(s.qpn, CqeStatus::Success);
+                let res = results(s.cq, 4);
+                if flags & silent == 0 {
+                    assert_eq!(res.len(), 1, "{kind} {flags:#x}");
+                    assert_eq!(
+                        (res[0].RequestContext as usize, res[0].QPContext as usize),
+                        (ctx, s.context)
+                    );
+                    assert_eq!(res[0].Status, STATUS_SUCCESS);
+                } else {
+                    assert!(res.is_empty(), "{kind} {flags:#x}: silent success");
+                }
             }
         }
-        st.push(("receive".into(), receive(s.qp, 0x500, &p.sg)));
-        st.push(("srq receive".into(), srq_receive(srq, 0x501, &p.sg)));
-        st.push((
-            "inline send".into(),
-            send(s.qp, 0x502, &p.sg, NDK_OP_FLAG_INLINE),
-        ));
-        st
-    });
-    // (The pushes into `st` above are the test's own; the provider's
-    // charges are counted by the platform.)
-    for (what, status) in &st {
-        assert_eq!(*status, STATUS_SUCCESS, "{what} at DISPATCH_LEVEL");
-    }
-    let queued = flag_sets.len() * Posts::KINDS.len() + 1;
-    assert_eq!(env.dev().sq_pending(s.qpn).len(), queued);
-    // Completion processing, polling, arming and flushing at DISPATCH too.
-    let (done, flushed) = env.platform.at_dispatch(|| {
-        for _ in 0..10 {
-            env.dev().complete_next_send(s.qpn, CqeStatus::Success);
+        // A silent request that fails still completes, with its context and
+        // the failure, whatever its kind.
+        for kind in Posts::KINDS {
+            ctx += 1;
+            assert_eq!(posts.post(kind, ctx, silent), STATUS_SUCCESS, "{kind}");
+            env.dev()
+                .complete_next_send(s.qpn, CqeStatus::MemoryManagement);
+            let res = results_ex(s.cq, 4);
+            assert_eq!(res.len(), 1, "{kind}: a failed silent request completes");
+            assert_eq!(
+                (res[0].RequestContext as usize, res[0].Status),
+                (ctx, STATUS_ACCESS_VIOLATION),
+                "{kind}"
+            );
         }
-        let done = results(s.cq, 64);
-        arm(s.cq, NDK_CQ_NOTIFY_ANY);
-        flush(s.qp);
-        (done, results_ex(s.cq, 64))
-    });
-    assert_eq!(
-        env.platform.charges(),
-        charges,
-        "posting, completing, polling, arming and flushing charge no pool"
-    );
-    // The first ten requests (flags 0, then two DEFER ones) were signaled.
-    assert_eq!(done.len(), 10);
-    assert!(done.iter().all(|r| r.Status == STATUS_SUCCESS));
-    // The flush cancelled the other fifteen sends (silent ones too) and
-    // the receive.
-    assert_eq!(flushed.len(), queued - 10 + 1, "{flushed:?}");
-    assert!(flushed.iter().all(|r| r.Status == STATUS_CANCELLED));
-    assert!(flushed.iter().any(|r| r.RequestContext as usize == 0x500));
-    // The device's interrupt for the flushed entries.
-    env.dev().deliver_events();
-    assert_eq!(pair.notify.count(), 1, "the armed CQ was notified once");
-    p.close();
-    close_now(srq);
-    pair.close();
-    // No checked-platform rule broken (paged pool, waits or lock misuse at
-    // DISPATCH_LEVEL): `finish` asserts it.
-    env.finish();
+        posts.close();
+        pair.close();
+        env.finish();
+    }
 }
 
-#[test]
-fn concurrent_posts_on_one_qp_lose_nothing() {
-    const THREADS: u64 = 4;
-    const EACH: u64 = 200;
-    const RECEIVES: usize = 32;
-    let env = Env::new();
-    let pair = env.connected_pair(1024, 1, 0);
-    let s = pair.active_qp;
-    let qp = s.qp as usize;
-    let (va, token) = (s.scratch.va, s.scratch.token);
-    let platform = env.platform;
-    std::thread::scope(|scope| {
-        for t in 0..THREADS {
+crate::host_only! {
+    #[test]
+    fn every_post_runs_at_dispatch_level_without_a_pool_charge() {
+        let env = Env::new();
+        let pair = env.connected_pair(64, 1, 64);
+        let s = pair.active_qp;
+        let mut pages = Pages::new(1);
+        let (p, _mdl) = Posts::on(&pair, &mut pages);
+        let srq = try_create_srq(s.pd, 8, 1, 0, None).unwrap();
+        let charges = env.platform.charges();
+        let flag_sets = [
+            0,
+            NDK_OP_FLAG_DEFER,
+            NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE,
+        ];
+        let st: Vec<(String, NTSTATUS)> = env.at_dispatch(|| {
+            let mut st = Vec::new();
+            let mut ctx = 0;
+            for flags in flag_sets {
+                for kind in Posts::KINDS {
+                    ctx += 1;
+                    st.push((format!("{kind} {flags:#x}"), p.post(kind, ctx, flags)));
+                }
+            }
+            st.push(("receive".into(), receive(s.qp, 0x500, &p.sg)));
+            st.push(("srq receive".into(), srq_receive(srq, 0x501, &p.sg)));
+            st.push((
+                "inline send".into(),
+                send(s.qp, 0x502, &p.sg, NDK_OP_FLAG_INLINE),
+            ));
+            st
+        });
+        // (The pushes into `st` above are the test's own; the provider's
+        // charges are counted by the platform.)
+        for (what, status) in &st {
+            assert_eq!(*status, STATUS_SUCCESS, "{what} at DISPATCH_LEVEL");
+        }
+        let queued = flag_sets.len() * Posts::KINDS.len() + 1;
+        assert_eq!(env.dev().sq_pending(s.qpn).len(), queued);
+        // Completion processing, polling, arming and flushing at DISPATCH too.
+        let (done, flushed) = env.at_dispatch(|| {
+            for _ in 0..10 {
+                env.dev().complete_next_send(s.qpn, CqeStatus::Success);
+            }
+            let done = results(s.cq, 64);
+            arm(s.cq, NDK_CQ_NOTIFY_ANY);
+            flush(s.qp);
+            (done, results_ex(s.cq, 64))
+        });
+        assert_eq!(
+            env.platform.charges(),
+            charges,
+            "posting, completing, polling, arming and flushing charge no pool"
+        );
+        // The first ten requests (flags 0, then two DEFER ones) were signaled.
+        assert_eq!(done.len(), 10);
+        assert!(done.iter().all(|r| r.Status == STATUS_SUCCESS));
+        // The flush cancelled the other fifteen sends (silent ones too) and
+        // the receive.
+        assert_eq!(flushed.len(), queued - 10 + 1, "{flushed:?}");
+        assert!(flushed.iter().all(|r| r.Status == STATUS_CANCELLED));
+        assert!(flushed.iter().any(|r| r.RequestContext as usize == 0x500));
+        // The device's interrupt for the flushed entries.
+        env.dev().deliver_events();
+        assert_eq!(pair.notify.count(), 1, "the armed CQ was notified once");
+        p.close();
+        close_now(srq);
+        pair.close();
+        // No checked-platform rule broken (paged pool, waits or lock misuse at
+        // DISPATCH_LEVEL): `finish` asserts it.
+        env.finish();
+    }
+}
+
+crate::host_only! {
+    #[test]
+    fn concurrent_posts_on_one_qp_lose_nothing() {
+        const THREADS: u64 = 4;
+        const EACH: u64 = 200;
+        const RECEIVES: usize = 32;
+        let env = Env::new();
+        let pair = env.connected_pair(1024, 1, 0);
+        let s = pair.active_qp;
+        let qp = s.qp as usize;
+        let (va, token) = (s.scratch.logical, s.scratch.token);
+        let platform = env.platform;
+        std::thread::scope(|scope| {
+            for t in 0..THREADS {
+                scope.spawn(move || {
+                    let sg = [sge(va, 8, token)];
+                    for i in 0..EACH {
+                        let ctx = ((t << 32) | i) as usize;
+                        let flags = if i % 3 == 0 { NDK_OP_FLAG_DEFER } else { 0 };
+                        let st = platform.at_dispatch(|| send(qp as *mut NDK_QP, ctx, &sg, flags));
+                        assert_eq!(st, STATUS_SUCCESS);
+                    }
+                    // End the thread's chain without DEFER.
+                    let ctx = ((t << 32) | EACH) as usize;
+                    assert_eq!(
+                        platform.at_dispatch(|| send(qp as *mut NDK_QP, ctx, &sg, 0)),
+                        STATUS_SUCCESS
+                    );
+                });
+            }
+            // Receives on the same QP meanwhile (the RQ has its own lock).
             scope.spawn(move || {
-                let sg = [sge(va, 8, token)];
-                for i in 0..EACH {
-                    let ctx = ((t << 32) | i) as usize;
-                    let flags = if i % 3 == 0 { NDK_OP_FLAG_DEFER } else { 0 };
-                    let st = platform.at_dispatch(|| send(qp as *mut NDK_QP, ctx, &sg, flags));
+                let sg = [sge(va + 4096, 8, token)];
+                for i in 0..RECEIVES {
+                    let st = platform.at_dispatch(|| receive(qp as *mut NDK_QP, 0x9000 + i, &sg));
                     assert_eq!(st, STATUS_SUCCESS);
                 }
-                // End the thread's chain without DEFER.
-                let ctx = ((t << 32) | EACH) as usize;
-                assert_eq!(
-                    platform.at_dispatch(|| send(qp as *mut NDK_QP, ctx, &sg, 0)),
-                    STATUS_SUCCESS
-                );
             });
+        });
+        let w = env.dev().sq_pending(s.qpn);
+        assert_eq!(
+            w.len() as u64,
+            THREADS * (EACH + 1),
+            "every accepted post is queued"
+        );
+        for t in 0..THREADS {
+            let mine: Vec<u64> = w
+                .iter()
+                .filter(|x| x.wr_id >> 32 == t)
+                .map(|x| x.wr_id & 0xffff_ffff)
+                .collect();
+            assert_eq!(
+                mine,
+                (0..=EACH).collect::<Vec<_>>(),
+                "thread {t}: each once, in its order"
+            );
         }
-        // Receives on the same QP meanwhile (the RQ has its own lock).
-        scope.spawn(move || {
-            let sg = [sge(va + 4096, 8, token)];
-            for i in 0..RECEIVES {
-                let st = platform.at_dispatch(|| receive(qp as *mut NDK_QP, 0x9000 + i, &sg));
-                assert_eq!(st, STATUS_SUCCESS);
+        assert!(
+            w.iter()
+                .all(|x| x.op() == Some(SendOpcode::Send) && x.total_len == 8)
+        );
+        assert_eq!(env.dev().rq_pending(s.qpn).len(), RECEIVES);
+        // Everything completes exactly once (polled in CQ-sized batches).
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            let mut n = 0;
+            while n < 32
+                && env
+                    .dev()
+                    .complete_next_send(s.qpn, CqeStatus::Success)
+                    .is_some()
+            {
+                n += 1;
             }
-        });
-    });
-    let w = env.dev().sq_pending(s.qpn);
-    assert_eq!(
-        w.len() as u64,
-        THREADS * (EACH + 1),
-        "every accepted post is queued"
-    );
-    for t in 0..THREADS {
-        let mine: Vec<u64> = w
-            .iter()
-            .filter(|x| x.wr_id >> 32 == t)
-            .map(|x| x.wr_id & 0xffff_ffff)
-            .collect();
-        assert_eq!(
-            mine,
-            (0..=EACH).collect::<Vec<_>>(),
-            "thread {t}: each once, in its order"
-        );
+            for r in results(s.cq, 64) {
+                assert_eq!(r.Status, STATUS_SUCCESS);
+                assert!(seen.insert(r.RequestContext as usize), "completed twice");
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen.len() as u64, THREADS * (EACH + 1));
+        pair.close();
+        env.finish();
     }
-    assert!(
-        w.iter()
-            .all(|x| x.op() == Some(SendOpcode::Send) && x.total_len == 8)
-    );
-    assert_eq!(env.dev().rq_pending(s.qpn).len(), RECEIVES);
-    // Everything completes exactly once (polled in CQ-sized batches).
-    let mut seen = std::collections::HashSet::new();
-    loop {
-        let mut n = 0;
-        while n < 32
-            && env
-                .dev()
-                .complete_next_send(s.qpn, CqeStatus::Success)
-                .is_some()
-        {
-            n += 1;
-        }
-        for r in results(s.cq, 64) {
-            assert_eq!(r.Status, STATUS_SUCCESS);
-            assert!(seen.insert(r.RequestContext as usize), "completed twice");
-        }
-        if n == 0 {
-            break;
-        }
-    }
-    assert_eq!(seen.len() as u64, THREADS * (EACH + 1));
-    pair.close();
-    env.finish();
 }
 
-#[test]
-#[allow(clippy::too_many_lines)] // one list of every refusal
-fn bad_handles_and_lists_are_refused_by_every_post() {
-    let env = Env::new();
-    let pair = env.connected_pair(16, 1, 0);
-    let s = pair.active_qp;
-    let srq = try_create_srq(s.pd, 4, 1, 0, None).unwrap();
-    let fr = create_mr(s.pd, true);
-    assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
-    let buf = [0u8; 64];
-    let (mr, _mdl) = registered_mr(s.pd, &buf, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    let mw = create_mw(s.pd);
-    let t = qp_table(s.qp);
-    let sg = [s.sg(0, 8)];
-    let null = std::ptr::null_mut::<std::ffi::c_void>();
-    // A CQ where a QP belongs, and no object at all.
-    for (what, qp) in [
-        ("null", std::ptr::null_mut::<NDK_QP>()),
-        ("a CQ", s.cq.cast::<NDK_QP>()),
-    ] {
-        let st = [
-            // SAFETY: the provider checks the object's header before using
-            // it; the list is valid.
-            unsafe { t.NdkSend.unwrap()(qp, null, sg.as_ptr(), 1, 0) },
+crate::host_only! {
+    #[test]
+    #[allow(clippy::too_many_lines)] // one list of every refusal
+    fn bad_handles_and_lists_are_refused_by_every_post() {
+        let env = Env::new();
+        let pair = env.connected_pair(16, 1, 0);
+        let s = pair.active_qp;
+        let srq = try_create_srq(s.pd, 4, 1, 0, None).unwrap();
+        let fr = create_mr(s.pd, true);
+        assert_eq!(init_fast_register(fr, 1, true), STATUS_SUCCESS);
+        let buf = [0u8; 64];
+        let (mr, _mdl) = registered_mr(s.pd, &buf, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+        let mw = create_mw(s.pd);
+        let t = qp_table(s.qp);
+        let sg = [s.sg(0, 8)];
+        let null = std::ptr::null_mut::<std::ffi::c_void>();
+        // A CQ where a QP belongs, and no object at all.
+        for (what, qp) in [
+            ("null", std::ptr::null_mut::<NDK_QP>()),
+            ("a CQ", s.cq.cast::<NDK_QP>()),
+        ] {
+            let st = [
+                // SAFETY: the provider checks the object's header before using
+                // it; the list is valid.
+                unsafe { t.NdkSend.unwrap()(qp, null, sg.as_ptr(), 1, 0) },
+                // SAFETY: as above.
+                unsafe { t.NdkSendAndInvalidate.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1) },
+                // SAFETY: as above.
+                unsafe { t.NdkWrite.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1, 0) },
+                // SAFETY: as above.
+                unsafe { t.NdkRead.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1, 0) },
+                // SAFETY: as above.
+                unsafe { t.NdkReceive.unwrap()(qp, null, sg.as_ptr(), 1) },
+                // SAFETY: as above; no pages.
+                unsafe { t.NdkFastRegister.unwrap()(qp, null, fr, 0, std::ptr::null(), 0, 0, null, 0) },
+                // SAFETY: as above.
+                unsafe { t.NdkBind.unwrap()(qp, null, mr, mw, null, 0, 0) },
+                // SAFETY: as above.
+                unsafe { t.NdkInvalidate.unwrap()(qp, null, header(fr), 0) },
+            ];
+            for (i, st) in st.iter().enumerate() {
+                assert_eq!(*st, STATUS_INVALID_HANDLE, "post {i} on {what}");
+            }
             // SAFETY: as above.
-            unsafe { t.NdkSendAndInvalidate.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1) },
+            unsafe { t.NdkFlush.unwrap()(qp) };
+            let srq_t = srq_table(srq);
             // SAFETY: as above.
-            unsafe { t.NdkWrite.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1, 0) },
-            // SAFETY: as above.
-            unsafe { t.NdkRead.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1, 0) },
-            // SAFETY: as above.
-            unsafe { t.NdkReceive.unwrap()(qp, null, sg.as_ptr(), 1) },
-            // SAFETY: as above; no pages.
-            unsafe { t.NdkFastRegister.unwrap()(qp, null, fr, 0, std::ptr::null(), 0, 0, null, 0) },
-            // SAFETY: as above.
-            unsafe { t.NdkBind.unwrap()(qp, null, mr, mw, null, 0, 0) },
-            // SAFETY: as above.
-            unsafe { t.NdkInvalidate.unwrap()(qp, null, header(fr), 0) },
+            let st = unsafe { srq_t.NdkSrqReceive.unwrap()(qp.cast(), null, sg.as_ptr(), 1) };
+            assert_eq!(st, STATUS_INVALID_HANDLE, "srq receive on {what}");
+        }
+        // Objects of the wrong kind, or none, as the request's target.
+        let pages = [0x10_0000 as NDK_LOGICAL_ADDRESS];
+        let wrong_mr = [
+            std::ptr::null_mut(),
+            mw.cast::<NDK_MR>(),
+            s.cq.cast::<NDK_MR>(),
         ];
-        for (i, st) in st.iter().enumerate() {
-            assert_eq!(*st, STATUS_INVALID_HANDLE, "post {i} on {what}");
-        }
-        // SAFETY: as above.
-        unsafe { t.NdkFlush.unwrap()(qp) };
-        let srq_t = srq_table(srq);
-        // SAFETY: as above.
-        let st = unsafe { srq_t.NdkSrqReceive.unwrap()(qp.cast(), null, sg.as_ptr(), 1) };
-        assert_eq!(st, STATUS_INVALID_HANDLE, "srq receive on {what}");
-    }
-    // Objects of the wrong kind, or none, as the request's target.
-    let pages = [0x10_0000 as NDK_LOGICAL_ADDRESS];
-    let wrong_mr = [
-        std::ptr::null_mut(),
-        mw.cast::<NDK_MR>(),
-        s.cq.cast::<NDK_MR>(),
-    ];
-    for m in wrong_mr {
-        assert_eq!(
-            fast_register(s.qp, 1, m, &pages, 0, 4096, 0x10_0000, 0),
-            STATUS_INVALID_PARAMETER
-        );
-        assert_eq!(
-            bind(s.qp, 1, m, mw, buf.as_ptr() as u64, 8, 0),
-            STATUS_INVALID_PARAMETER
-        );
-    }
-    for w in [
-        std::ptr::null_mut(),
-        mr.cast::<NDK_MW>(),
-        s.cq.cast::<NDK_MW>(),
-    ] {
-        assert_eq!(
-            bind(s.qp, 1, mr, w, buf.as_ptr() as u64, 8, 0),
-            STATUS_INVALID_PARAMETER
-        );
-    }
-    for o in [
-        std::ptr::null_mut(),
-        header(s.cq),
-        header(s.qp),
-        header(s.pd),
-    ] {
-        assert_eq!(invalidate(s.qp, 1, o, 0), STATUS_INVALID_PARAMETER);
-    }
-    // A null list with a count, and a null page list with a count.
-    let st = [
-        // SAFETY: our QP; the provider refuses a null array with a
-        // non-zero count without reading it.
-        unsafe { t.NdkSend.unwrap()(s.qp, null, std::ptr::null(), 1, 0) },
-        // SAFETY: as above.
-        unsafe { t.NdkSendAndInvalidate.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1) },
-        // SAFETY: as above.
-        unsafe { t.NdkWrite.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1, 0) },
-        // SAFETY: as above.
-        unsafe { t.NdkRead.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1, 0) },
-        // SAFETY: as above.
-        unsafe { t.NdkReceive.unwrap()(s.qp, null, std::ptr::null(), 1) },
-        // SAFETY: our SRQ, as above.
-        unsafe { srq_table(srq).NdkSrqReceive.unwrap()(srq, null, std::ptr::null(), 1) },
-        // SAFETY: our QP and MR; a null page array with a count.
-        unsafe {
-            t.NdkFastRegister.unwrap()(
-                s.qp,
-                null,
-                fr,
-                1,
-                std::ptr::null(),
-                0,
-                4096,
-                0x10_0000 as PVOID,
-                0,
-            )
-        },
-    ];
-    for (i, st) in st.iter().enumerate() {
-        assert_eq!(*st, STATUS_INVALID_PARAMETER, "null list {i}");
-    }
-    // One SGE longer than MaxTransferLength, on each receive path.
-    let long = [sge(
-        s.scratch.va,
-        env.info().MaxTransferLength + 1,
-        s.scratch.token,
-    )];
-    assert_eq!(srq_receive(srq, 1, &long), STATUS_INVALID_PARAMETER);
-    assert_eq!(receive(s.qp, 1, &long), STATUS_INVALID_PARAMETER);
-    // A null list with no entries is an empty request.
-    // SAFETY: our QP; nothing to read.
-    let st = unsafe { t.NdkSend.unwrap()(s.qp, 0x5 as PVOID, std::ptr::null(), 0, 0) };
-    assert_eq!(st, STATUS_SUCCESS);
-    let w = env.dev().sq_pending(s.qpn);
-    assert_eq!(w.len(), 1, "only the empty SEND was queued");
-    assert_eq!((w[0].wr_id, w[0].sge_count, w[0].total_len), (5, 0, 0));
-    assert!(env.dev().rq_pending(s.qpn).is_empty());
-    assert!(
-        env.dev()
-            .srq_pending(*env.dev().srqns().last().unwrap())
-            .is_empty()
-    );
-    for o in [header(mw), header(mr), header(fr), header(srq)] {
-        close_now(o);
-    }
-    pair.close();
-    env.finish();
-}
-
-#[test]
-fn adapter_close_returns_only_after_a_running_callback_returned() {
-    let env = Env::new();
-    let notify = Recorder::new();
-    let cq = env.create_cq(8, notify);
-    let cqn = *env.dev().cqns().last().unwrap();
-    let entered = Arc::new(AtomicBool::new(false));
-    let returned = Arc::new(AtomicBool::new(false));
-    let (release, wait) = mpsc::channel::<()>();
-    let wait = Mutex::new(wait);
-    {
-        let (entered, returned) = (entered.clone(), returned.clone());
-        notify.set_hook(move |_| {
-            entered.store(true, SeqCst);
-            wait.lock().unwrap().recv().unwrap();
-            returned.store(true, SeqCst);
-        });
-    }
-    arm(cq, NDK_CQ_NOTIFY_ANY);
-    let cq_closed = Recorder::new();
-    let adapter = env.adapter as usize;
-    let close_order = Arc::new(AtomicUsize::new(0));
-    std::thread::scope(|scope| {
-        // The device's completion interrupt, on its own processor: the
-        // consumer's notification runs there, and blocks.
-        let dev = env.dev().clone();
-        let interrupt = scope.spawn(move || {
-            dev.push_cqe(cqn, hwq::Cqe::default(), false);
-        });
-        wait_until("the notification to start", || entered.load(SeqCst));
-        // The consumer closes the CQ (it pends: its callback runs), then
-        // the adapter.
-        assert_eq!(close(cq, cq_closed), STATUS_PENDING);
-        let (returned2, order) = (returned.clone(), close_order.clone());
-        let closed = &cq_closed;
-        let closer = scope.spawn(move || {
-            // SAFETY: our adapter, closed once; its last child is closing.
-            let st = unsafe { provider::close_adapter(adapter as *mut NDK_ADAPTER) };
-            assert_eq!(st, STATUS_SUCCESS);
-            assert!(
-                returned2.load(SeqCst),
-                "adapter close returned while a callback ran"
+        for m in wrong_mr {
+            assert_eq!(
+                fast_register(s.qp, 1, m, &pages, 0, 4096, 0x10_0000, 0),
+                STATUS_INVALID_PARAMETER
             );
             assert_eq!(
-                closed.count(),
-                1,
-                "adapter close returned before the CQ's close completion"
+                bind(s.qp, 1, m, mw, buf.as_ptr() as u64, 8, 0),
+                STATUS_INVALID_PARAMETER
             );
-            order.store(1, SeqCst);
-        });
-        // Give the close every chance to return early (a negative check:
-        // it must still be waiting).
-        std::thread::sleep(SETTLE);
+        }
+        for w in [
+            std::ptr::null_mut(),
+            mr.cast::<NDK_MW>(),
+            s.cq.cast::<NDK_MW>(),
+        ] {
+            assert_eq!(
+                bind(s.qp, 1, mr, w, buf.as_ptr() as u64, 8, 0),
+                STATUS_INVALID_PARAMETER
+            );
+        }
+        for o in [
+            std::ptr::null_mut(),
+            header(s.cq),
+            header(s.qp),
+            header(s.pd),
+        ] {
+            assert_eq!(invalidate(s.qp, 1, o, 0), STATUS_INVALID_PARAMETER);
+        }
+        // A null list with a count, and a null page list with a count.
+        let st = [
+            // SAFETY: our QP; the provider refuses a null array with a
+            // non-zero count without reading it.
+            unsafe { t.NdkSend.unwrap()(s.qp, null, std::ptr::null(), 1, 0) },
+            // SAFETY: as above.
+            unsafe { t.NdkSendAndInvalidate.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1) },
+            // SAFETY: as above.
+            unsafe { t.NdkWrite.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1, 0) },
+            // SAFETY: as above.
+            unsafe { t.NdkRead.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1, 0) },
+            // SAFETY: as above.
+            unsafe { t.NdkReceive.unwrap()(s.qp, null, std::ptr::null(), 1) },
+            // SAFETY: our SRQ, as above.
+            unsafe { srq_table(srq).NdkSrqReceive.unwrap()(srq, null, std::ptr::null(), 1) },
+            // SAFETY: our QP and MR; a null page array with a count.
+            unsafe {
+                t.NdkFastRegister.unwrap()(
+                    s.qp,
+                    null,
+                    fr,
+                    1,
+                    std::ptr::null(),
+                    0,
+                    4096,
+                    0x10_0000 as PVOID,
+                    0,
+                )
+            },
+        ];
+        for (i, st) in st.iter().enumerate() {
+            assert_eq!(*st, STATUS_INVALID_PARAMETER, "null list {i}");
+        }
+        // One SGE longer than MaxTransferLength, on each receive path.
+        let long = [sge(
+            s.scratch.logical,
+            env.info().MaxTransferLength + 1,
+            s.scratch.token,
+        )];
+        assert_eq!(srq_receive(srq, 1, &long), STATUS_INVALID_PARAMETER);
+        assert_eq!(receive(s.qp, 1, &long), STATUS_INVALID_PARAMETER);
+        // A null list with no entries is an empty request.
+        // SAFETY: our QP; nothing to read.
+        let st = unsafe { t.NdkSend.unwrap()(s.qp, 0x5 as PVOID, std::ptr::null(), 0, 0) };
+        assert_eq!(st, STATUS_SUCCESS);
+        let w = env.dev().sq_pending(s.qpn);
+        assert_eq!(w.len(), 1, "only the empty SEND was queued");
+        assert_eq!((w[0].wr_id, w[0].sge_count, w[0].total_len), (5, 0, 0));
+        assert!(env.dev().rq_pending(s.qpn).is_empty());
         assert!(
-            !closer.is_finished(),
-            "adapter close did not wait for the callback"
+            env.dev()
+                .srq_pending(*env.dev().srqns().last().unwrap())
+                .is_empty()
         );
-        release.send(()).unwrap();
-        interrupt.join().unwrap();
-        closer.join().unwrap();
-    });
-    assert_eq!(close_order.load(SeqCst), 1);
-    assert_eq!(notify.count(), 1);
-    env.finish_closed();
+        for o in [header(mw), header(mr), header(fr), header(srq)] {
+            close_now(o);
+        }
+        pair.close();
+        env.finish();
+    }
+}
+
+crate::host_only! {
+    #[test]
+    fn adapter_close_returns_only_after_a_running_callback_returned() {
+        let env = Env::new();
+        let notify = Recorder::new();
+        let cq = env.create_cq(8, notify);
+        let cqn = *env.dev().cqns().last().unwrap();
+        let entered = Arc::new(AtomicBool::new(false));
+        let returned = Arc::new(AtomicBool::new(false));
+        let (release, wait) = mpsc::channel::<()>();
+        let wait = Mutex::new(wait);
+        {
+            let (entered, returned) = (entered.clone(), returned.clone());
+            notify.set_hook(move |_| {
+                entered.store(true, SeqCst);
+                wait.lock().unwrap().recv().unwrap();
+                returned.store(true, SeqCst);
+            });
+        }
+        arm(cq, NDK_CQ_NOTIFY_ANY);
+        let cq_closed = Recorder::new();
+        let adapter = env.adapter as usize;
+        let close_order = Arc::new(AtomicUsize::new(0));
+        std::thread::scope(|scope| {
+            // The device's completion interrupt, on its own processor: the
+            // consumer's notification runs there, and blocks.
+            let dev = env.dev().clone();
+            let interrupt = scope.spawn(move || {
+                dev.push_cqe(cqn, hwq::Cqe::default(), false);
+            });
+            wait_until("the notification to start", || entered.load(SeqCst));
+            // The consumer closes the CQ (it pends: its callback runs), then
+            // the adapter.
+            assert_eq!(close(cq, cq_closed), STATUS_PENDING);
+            let (returned2, order) = (returned.clone(), close_order.clone());
+            let closed = &cq_closed;
+            let closer = scope.spawn(move || {
+                // SAFETY: our adapter, closed once; its last child is closing.
+                let st = unsafe { provider::close_adapter(adapter as *mut NDK_ADAPTER) };
+                assert_eq!(st, STATUS_SUCCESS);
+                assert!(
+                    returned2.load(SeqCst),
+                    "adapter close returned while a callback ran"
+                );
+                assert_eq!(
+                    closed.count(),
+                    1,
+                    "adapter close returned before the CQ's close completion"
+                );
+                order.store(1, SeqCst);
+            });
+            // Give the close every chance to return early (a negative check:
+            // it must still be waiting).
+            std::thread::sleep(SETTLE);
+            assert!(
+                !closer.is_finished(),
+                "adapter close did not wait for the callback"
+            );
+            release.send(()).unwrap();
+            interrupt.join().unwrap();
+            closer.join().unwrap();
+        });
+        assert_eq!(close_order.load(SeqCst), 1);
+        assert_eq!(notify.count(), 1);
+        env.finish_closed();
+    }
 }
 
 backend_tests! {

@@ -15,6 +15,12 @@
 //!   ACCESS_VIOLATION).
 
 mod provider_util;
+// The bodies below run on the host backends in this binary; the bottle's
+// binary (tests/bottle.rs) includes this file and runs them on its own.
+#[allow(unused_imports)]
+use provider_util::host_variants as backend_variants;
+#[allow(unused_imports)]
+use provider_util::keep_items as host_only;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,58 +30,60 @@ use hwq::{Cqe, CqeOpcode, CqeStatus};
 use ndkpi::*;
 use provider_util::*;
 
-#[test]
-fn every_completion_status_maps_and_contexts_pass_through() {
-    let env = Env::new();
-    let pair = env.connected_pair(32, 2, 0);
-    let (qp, qpn, cq, ctx) = (
-        pair.active_qp.qp,
-        pair.active_qp.qpn,
-        pair.active_qp.cq,
-        pair.active_qp.context,
-    );
-    let table = [
-        (CqeStatus::Success, STATUS_SUCCESS),
-        (CqeStatus::Flushed, STATUS_CANCELLED),
-        (CqeStatus::LocalLength, STATUS_BUFFER_OVERFLOW),
-        (CqeStatus::LocalProtection, STATUS_ACCESS_VIOLATION),
-        (CqeStatus::LocalQpOperation, STATUS_INTERNAL_ERROR),
-        (CqeStatus::RemoteAccess, STATUS_REMOTE_RESOURCES),
-        (CqeStatus::RemoteInvalidRequest, STATUS_REMOTE_RESOURCES),
-        (CqeStatus::RemoteOperational, STATUS_REMOTE_RESOURCES),
-        (CqeStatus::RetryExceeded, STATUS_IO_TIMEOUT),
-        (CqeStatus::RnrRetryExceeded, STATUS_IO_TIMEOUT),
-        (CqeStatus::MemoryManagement, STATUS_ACCESS_VIOLATION),
-    ];
-    let sg = [sge(0x1000, 100, 1), sge(0x2000, 23, 1)];
-    for (i, (cqe_status, _)) in table.iter().enumerate() {
-        let request = usize::MAX - i; // any pointer-sized value comes back unchanged
-        assert_eq!(read(qp, request, &sg, 0x9000, 3, 0), STATUS_SUCCESS);
-        env.dev().complete_next_send(qpn, *cqe_status);
+crate::host_only! {
+    #[test]
+    fn every_completion_status_maps_and_contexts_pass_through() {
+        let env = Env::new();
+        let pair = env.connected_pair(32, 2, 0);
+        let (qp, qpn, cq, ctx) = (
+            pair.active_qp.qp,
+            pair.active_qp.qpn,
+            pair.active_qp.cq,
+            pair.active_qp.context,
+        );
+        let table = [
+            (CqeStatus::Success, STATUS_SUCCESS),
+            (CqeStatus::Flushed, STATUS_CANCELLED),
+            (CqeStatus::LocalLength, STATUS_BUFFER_OVERFLOW),
+            (CqeStatus::LocalProtection, STATUS_ACCESS_VIOLATION),
+            (CqeStatus::LocalQpOperation, STATUS_INTERNAL_ERROR),
+            (CqeStatus::RemoteAccess, STATUS_REMOTE_RESOURCES),
+            (CqeStatus::RemoteInvalidRequest, STATUS_REMOTE_RESOURCES),
+            (CqeStatus::RemoteOperational, STATUS_REMOTE_RESOURCES),
+            (CqeStatus::RetryExceeded, STATUS_IO_TIMEOUT),
+            (CqeStatus::RnrRetryExceeded, STATUS_IO_TIMEOUT),
+            (CqeStatus::MemoryManagement, STATUS_ACCESS_VIOLATION),
+        ];
+        let sg = [sge(0x1000, 100, 1), sge(0x2000, 23, 1)];
+        for (i, (cqe_status, _)) in table.iter().enumerate() {
+            let request = usize::MAX - i; // any pointer-sized value comes back unchanged
+            assert_eq!(read(qp, request, &sg, 0x9000, 3, 0), STATUS_SUCCESS);
+            env.dev().complete_next_send(qpn, *cqe_status);
+        }
+        let r = results(cq, 32);
+        assert_eq!(r.len(), table.len());
+        for (i, (res, (_, want))) in r.iter().zip(table.iter()).enumerate() {
+            assert_eq!(res.Status, *want, "{:?}", table[i].0);
+            assert_eq!(res.RequestContext as usize, usize::MAX - i);
+            assert_eq!(res.QPContext as usize, ctx);
+            assert_eq!(res.BytesTransferred, 123, "the request's total length");
+        }
+        assert!(results(cq, 4).is_empty(), "results are removed");
+        // Receives report the bytes that arrived.
+        assert_eq!(receive(qp, 0x5eed, &sg), STATUS_SUCCESS);
+        env.dev().complete_next_recv(qpn, CqeStatus::Success, 77, 0);
+        let r = results(cq, 4);
+        assert_eq!(
+            (
+                r[0].BytesTransferred,
+                r[0].RequestContext as usize,
+                r[0].Status
+            ),
+            (77, 0x5eed, STATUS_SUCCESS)
+        );
+        pair.close();
+        env.finish();
     }
-    let r = results(cq, 32);
-    assert_eq!(r.len(), table.len());
-    for (i, (res, (_, want))) in r.iter().zip(table.iter()).enumerate() {
-        assert_eq!(res.Status, *want, "{:?}", table[i].0);
-        assert_eq!(res.RequestContext as usize, usize::MAX - i);
-        assert_eq!(res.QPContext as usize, ctx);
-        assert_eq!(res.BytesTransferred, 123, "the request's total length");
-    }
-    assert!(results(cq, 4).is_empty(), "results are removed");
-    // Receives report the bytes that arrived.
-    assert_eq!(receive(qp, 0x5eed, &sg), STATUS_SUCCESS);
-    env.dev().complete_next_recv(qpn, CqeStatus::Success, 77, 0);
-    let r = results(cq, 4);
-    assert_eq!(
-        (
-            r[0].BytesTransferred,
-            r[0].RequestContext as usize,
-            r[0].Status
-        ),
-        (77, 0x5eed, STATUS_SUCCESS)
-    );
-    pair.close();
-    env.finish();
 }
 
 /// A CQ alone. On the scripted device, completions are injected directly;

@@ -8,28 +8,36 @@
 //!   which on the RNIC's process-wide platform would hit parallel tests.
 
 mod provider_util;
+// The bodies below run on the host backends in this binary; the bottle's
+// binary (tests/bottle.rs) includes this file and runs them on its own.
+#[allow(unused_imports)]
+use provider_util::host_variants as backend_variants;
+#[allow(unused_imports)]
+use provider_util::keep_items as host_only;
 
 use std::ptr;
 
 use ndkpi::*;
 use provider_util::*;
 
-#[test]
-fn no_srq_support_means_not_supported() {
-    let env = Env::with_device(rsndk::scripted::ScriptedDevice::new(
-        hwq::device::DeviceCaps {
-            max_srq_depth: 0,
-            ..rsndk::scripted::DEFAULT_CAPS
-        },
-    ));
-    assert_eq!(env.info().MaxSrqDepth, 0);
-    let pd = env.create_pd();
-    assert_eq!(
-        try_create_srq(pd, 4, 1, 0, None).err(),
-        Some(STATUS_NOT_SUPPORTED)
-    );
-    close_now(pd);
-    env.finish();
+crate::host_only! {
+    #[test]
+    fn no_srq_support_means_not_supported() {
+        let env = Env::with_device(rsndk::scripted::ScriptedDevice::new(
+            hwq::device::DeviceCaps {
+                max_srq_depth: 0,
+                ..rsndk::scripted::DEFAULT_CAPS
+            },
+        ));
+        assert_eq!(env.info().MaxSrqDepth, 0);
+        let pd = env.create_pd();
+        assert_eq!(
+            try_create_srq(pd, 4, 1, 0, None).err(),
+            Some(STATUS_NOT_SUPPORTED)
+        );
+        close_now(pd);
+        env.finish();
+    }
 }
 
 /// Closes `antecedent` first (PENDING), then each dependent; the
@@ -66,47 +74,49 @@ fn check_pending_close<A, D>(antecedent: *mut A, dependents: &[*mut D]) {
     assert!(ante.calls()[0].seq > last_dep_seq || last_dep_seq == 0);
 }
 
-#[test]
-fn allocation_failure_at_every_step_is_clean() {
-    // Fail each pool charge of a full setup in turn: every create either
-    // succeeds or returns INSUFFICIENT_RESOURCES, and nothing leaks.
-    for n in 1..40 {
-        let env = Env::new();
-        env.platform.fail_charge_after(n);
-        let notify = Recorder::new();
-        let mut objects: Vec<*mut NDK_OBJECT_HEADER> = Vec::new();
-        let mut failed = false;
-        match env.try_create_pd() {
-            Ok(pd) => {
-                objects.push(header(pd));
-                match env.try_create_cq(8, notify) {
-                    Ok(cq) => {
-                        objects.push(header(cq));
-                        match create_qp(pd, cq, cq, 0, 8, 8, 2, 2, 0) {
-                            Ok(qp) => objects.push(header(qp)),
-                            Err(s) => {
-                                assert_eq!(s, STATUS_INSUFFICIENT_RESOURCES);
-                                failed = true;
+crate::host_only! {
+    #[test]
+    fn allocation_failure_at_every_step_is_clean() {
+        // Fail each pool charge of a full setup in turn: every create either
+        // succeeds or returns INSUFFICIENT_RESOURCES, and nothing leaks.
+        for n in 1..40 {
+            let env = Env::new();
+            env.platform.fail_charge_after(n);
+            let notify = Recorder::new();
+            let mut objects: Vec<*mut NDK_OBJECT_HEADER> = Vec::new();
+            let mut failed = false;
+            match env.try_create_pd() {
+                Ok(pd) => {
+                    objects.push(header(pd));
+                    match env.try_create_cq(8, notify) {
+                        Ok(cq) => {
+                            objects.push(header(cq));
+                            match create_qp(pd, cq, cq, 0, 8, 8, 2, 2, 0) {
+                                Ok(qp) => objects.push(header(qp)),
+                                Err(s) => {
+                                    assert_eq!(s, STATUS_INSUFFICIENT_RESOURCES);
+                                    failed = true;
+                                }
                             }
                         }
-                    }
-                    Err(s) => {
-                        assert_eq!(s, STATUS_INSUFFICIENT_RESOURCES);
-                        failed = true;
+                        Err(s) => {
+                            assert_eq!(s, STATUS_INSUFFICIENT_RESOURCES);
+                            failed = true;
+                        }
                     }
                 }
+                Err(s) => {
+                    assert_eq!(s, STATUS_INSUFFICIENT_RESOURCES);
+                    failed = true;
+                }
             }
-            Err(s) => {
-                assert_eq!(s, STATUS_INSUFFICIENT_RESOURCES);
-                failed = true;
+            assert_eq!(failed, env.platform.injected_failures() == 1, "charge {n}");
+            for o in objects.into_iter().rev() {
+                close_now(o);
             }
+            env.platform.fail_charge_after(0);
+            env.finish();
         }
-        assert_eq!(failed, env.platform.injected_failures() == 1, "charge {n}");
-        for o in objects.into_iter().rev() {
-            close_now(o);
-        }
-        env.platform.fail_charge_after(0);
-        env.finish();
     }
 }
 

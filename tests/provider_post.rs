@@ -16,6 +16,12 @@
 //! ordering is not observed there.
 
 mod provider_util;
+// The bodies below run on the host backends in this binary; the bottle's
+// binary (tests/bottle.rs) includes this file and runs them on its own.
+#[allow(unused_imports)]
+use provider_util::host_variants as backend_variants;
+#[allow(unused_imports)]
+use provider_util::keep_items as host_only;
 
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
@@ -464,18 +470,16 @@ fn posting_works_at_dispatch_level(b: Backend) {
     let (qp, qpn) = (pair.active_qp.qp, pair.active_qp.qpn);
     let sg = [pair.active_qp.sg(0, 4)];
     pair.passive_qp.post_receives(100, 1, 64);
-    let st = env
-        .platform
-        .at_dispatch(|| (send(qp, 1, &sg, 0), receive(qp, 2, &sg)));
+    let st = env.at_dispatch(|| (send(qp, 1, &sg, 0), receive(qp, 2, &sg)));
     assert_eq!(st, (STATUS_SUCCESS, STATUS_SUCCESS));
-    assert_eq!(HostPlatform::irql(), provider::Irql::Passive);
+    assert_eq!(env.irql(), provider::Irql::Passive);
     if env.is_scripted() {
         env.dev().complete_next_send(qpn, CqeStatus::Success);
     }
-    let mut r = env.platform.at_dispatch(|| results(pair.active_qp.cq, 4));
+    let mut r = env.at_dispatch(|| results(pair.active_qp.cq, 4));
     if !env.is_scripted() {
         wait_until("the SEND's completion", || {
-            r.extend(env.platform.at_dispatch(|| results(pair.active_qp.cq, 4)));
+            r.extend(env.at_dispatch(|| results(pair.active_qp.cq, 4)));
             !r.is_empty()
         });
     }
@@ -1082,9 +1086,9 @@ fn concurrent_posting_completion_and_polling(b: Backend) {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         for (k, q) in qps.iter().enumerate() {
-            let (qp, platform, polled, done) = (q.qp as usize, env.platform, &polled[k], &done);
+            let (qp, platform, polled, done) = (q.qp as usize, env.dispatcher(), &polled[k], &done);
             let peer_credits = &credits[1 - k];
-            let (va, token) = (q.scratch.va, q.scratch.token);
+            let (va, token) = (q.scratch.logical, q.scratch.token);
             s.spawn(move || {
                 let sg = [sge(va, 8, token)];
                 let mut i = 0;
@@ -1093,7 +1097,7 @@ fn concurrent_posting_completion_and_polling(b: Backend) {
                         std::thread::yield_now();
                         continue;
                     }
-                    let st = platform.at_dispatch(|| send(qp as *mut NDK_QP, i, &sg, 0));
+                    let st = platform.run(|| send(qp as *mut NDK_QP, i, &sg, 0));
                     match st {
                         STATUS_SUCCESS => i += 1,
                         STATUS_INSUFFICIENT_RESOURCES => std::thread::yield_now(),
@@ -1195,7 +1199,7 @@ fn each_function_accepts_exactly_its_flags(b: Backend) {
             qp,
             0x5,
             sink,
-            &[va as NDK_LOGICAL_ADDRESS, (va + 4096) as NDK_LOGICAL_ADDRESS],
+            &[logical_of(va) as NDK_LOGICAL_ADDRESS, logical_of(va + 4096) as NDK_LOGICAL_ADDRESS],
             0,
             8192,
             va,
@@ -1365,7 +1369,7 @@ fn wqe_fields_of_data_requests(b: Backend) {
         qp,
         0x5,
         sink,
-        &[va as NDK_LOGICAL_ADDRESS, (va + 4096) as NDK_LOGICAL_ADDRESS],
+        &[logical_of(va) as NDK_LOGICAL_ADDRESS, logical_of(va + 4096) as NDK_LOGICAL_ADDRESS],
         0,
         8192,
         va,

@@ -32,16 +32,27 @@ pub enum Backend {
     Mem,
     /// The software RNIC on RoCEv2/UDP over loopback.
     Udp,
+    /// An adapter of the real `rsndk.sys` running in the kernel bottle
+    /// (`crates/kbottle`): the same provider and RNIC, built for Windows,
+    /// behind the NDIS shell, carried by WSK over loopback UDP.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    Bottle,
 }
 
-/// Generates one `#[test]` per backend for each test body:
-/// `name::scripted`, `name::mem`, `name::udp`. A body written
-/// `fn name(b: Backend) rnic_ignore("bug: ...") { ... }` has its two RNIC
-/// variants ignored with that reason (for RNIC bugs owned elsewhere).
+/// Generates the tests of each test body, one per backend of the binary:
+/// `name::scripted`, `name::mem`, `name::udp` in the host suites, and
+/// `name::bottle` in the bottle's binary (`tests/bottle.rs`). Which set a
+/// binary gets is the macro its root names `backend_variants`
+/// ([`host_variants`] or [`bottle_variants`]). A body written
+/// `fn name(b: Backend) rnic_ignore("bug: ...") { ... }` has its RNIC and
+/// bottle variants ignored with that reason (for RNIC bugs owned
+/// elsewhere); `bottle_ignore("why")` ignores only the bottle variant (a
+/// test that needs what only the host gives: the checked host platform's
+/// pool counters or fault injection inside the provider).
 #[allow(unused_macros)] // not every test binary uses it
 macro_rules! backend_tests {
     ($($(#[$attr:meta])* fn $name:ident($b:ident: Backend)
-        $(rnic_ignore($why:literal))? $body:block)*) => {$(
+        $(rnic_ignore($why:literal))? $(bottle_ignore($bwhy:literal))? $body:block)*) => {$(
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -51,27 +62,74 @@ macro_rules! backend_tests {
             $(#[$attr])*
             fn run($b: Backend) $body
 
-            #[test]
-            fn scripted() {
-                run(Backend::Scripted);
-            }
-
-            #[test]
-            $(#[ignore = $why])?
-            fn mem() {
-                run(Backend::Mem);
-            }
-
-            #[test]
-            $(#[ignore = $why])?
-            fn udp() {
-                run(Backend::Udp);
-            }
+            crate::backend_variants!(rnic($($why)?) bottle($($why)? $($bwhy)?));
         }
     )*};
 }
 #[allow(unused_imports)]
 pub(crate) use backend_tests;
+
+/// The host suites' variants of a [`backend_tests!`] body.
+#[allow(unused_macros)]
+macro_rules! host_variants {
+    (rnic($($why:literal)?) bottle($($bwhy:literal)*)) => {
+        #[test]
+        fn scripted() {
+            run(Backend::Scripted);
+        }
+
+        #[test]
+        $(#[ignore = $why])?
+        fn mem() {
+            run(Backend::Mem);
+        }
+
+        #[test]
+        $(#[ignore = $why])?
+        fn udp() {
+            run(Backend::Udp);
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use host_variants;
+
+/// Items of a suite file that run on the host backends only (tests of
+/// the scripted device): kept in the host binaries...
+#[allow(unused_macros)]
+macro_rules! keep_items {
+    ($($item:item)*) => { $($item)* };
+}
+#[allow(unused_imports)]
+pub(crate) use keep_items;
+
+/// ...and left out of the bottle's binary, which includes the same files.
+#[allow(unused_macros)]
+macro_rules! drop_items {
+    ($($item:item)*) => {};
+}
+#[allow(unused_imports)]
+pub(crate) use drop_items;
+
+/// The bottle's variant of a [`backend_tests!`] body.
+#[allow(unused_macros)]
+macro_rules! bottle_variants {
+    (rnic($($why:literal)?) bottle()) => {
+        #[test]
+        fn bottle() {
+            run(Backend::Bottle);
+        }
+    };
+    (rnic($($why:literal)?) bottle($bwhy:literal $($more:literal)*)) => {
+        #[test]
+        #[ignore = $bwhy]
+        fn bottle() {
+            run(Backend::Bottle);
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use bottle_variants;
 
 /// Hang guard of every wait on the RNIC.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -109,6 +167,9 @@ fn unique_config(backend: Backend) -> String {
             assert!(n < 6 * 254, "udp address block exhausted");
             format!("udp:127.0.{}.{}", 10 + n / 254, 1 + n % 254)
         }
+        // Bottled adapters are miniport adapters, named by keywords.
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        Backend::Bottle => String::new(),
     }
 }
 
@@ -126,6 +187,27 @@ struct Scripted {
     ctx: TryArc<DeviceContext>,
 }
 
+/// Runs work at DISPATCH_LEVEL on the platform the provider under test
+/// runs on: the checked host platform's simulated IRQL, or the calling
+/// bottle processor's own (the bottled driver reads it through
+/// `KeGetCurrentIrql`).
+#[derive(Clone, Copy)]
+pub struct AtDispatch {
+    host: &'static HostPlatform,
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    bottle: bool,
+}
+
+impl AtDispatch {
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if self.bottle {
+            return super::bottle::at_dispatch(f);
+        }
+        self.host.at_dispatch(f)
+    }
+}
+
 /// The adapter under test.
 pub struct Env {
     pub backend: Backend,
@@ -133,9 +215,12 @@ pub struct Env {
     pub adapter: *mut NDK_ADAPTER,
     /// The adapter's IPv4 address.
     pub ip: [u8; 4],
-    /// The RNIC configuration string (empty on the scripted device).
+    /// The RNIC configuration string (empty on the scripted device and
+    /// in the bottle).
     pub config: String,
     scripted: Option<Scripted>,
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    bottled: Option<super::bottle::Bottled>,
 }
 
 impl Env {
@@ -147,8 +232,13 @@ impl Env {
     /// An adapter on `backend` (the RNIC ones at a fresh address).
     pub fn on(backend: Backend) -> Self {
         ASYNC_DEVICE.with(|a| a.set(backend != Backend::Scripted));
+        set_pfn_offset(0);
         if backend == Backend::Scripted {
             return Self::with_device(ScriptedDevice::with_default_caps());
+        }
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if backend == Backend::Bottle {
+            return Self::bottled();
         }
         let (config, adapter) = loop {
             let config = unique_config(backend);
@@ -178,6 +268,8 @@ impl Env {
             ip,
             config,
             scripted: None,
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            bottled: None,
         }
     }
 
@@ -195,7 +287,53 @@ impl Env {
             ip: ADDR_V4.octets(),
             config: String::new(),
             scripted: Some(Scripted { dev, ctx }),
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            bottled: None,
         }
+    }
+
+    /// An adapter of the bottled driver. Its provider runs on the
+    /// driver's kernel platform, so [`Env::platform`] is a host platform
+    /// no device uses (its checks pass vacuously; the bottle's own
+    /// Verifier-style checks stand in for them).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn bottled() -> Self {
+        let (bottled, adapter) = super::bottle::open();
+        set_pfn_offset(super::bottle::pfn_offset());
+        Self {
+            backend: Backend::Bottle,
+            platform: HostPlatform::leaked(),
+            adapter,
+            ip: bottled.ip.octets(),
+            config: String::new(),
+            scripted: None,
+            bottled: Some(bottled),
+        }
+    }
+
+    /// Runs `f` at DISPATCH_LEVEL, on the platform the provider under
+    /// test runs on (see [`AtDispatch`]).
+    pub fn at_dispatch<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.dispatcher().run(f)
+    }
+
+    /// What raises a thread to DISPATCH_LEVEL for this adapter's provider,
+    /// to hand to other threads.
+    pub fn dispatcher(&self) -> AtDispatch {
+        AtDispatch {
+            host: self.platform,
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            bottle: self.bottled.is_some(),
+        }
+    }
+
+    /// The calling thread's IRQL as the provider under test sees it.
+    pub fn irql(&self) -> provider::Irql {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if self.bottled.is_some() {
+            return super::bottle::irql();
+        }
+        HostPlatform::irql()
     }
 
     pub fn is_scripted(&self) -> bool {
@@ -223,6 +361,10 @@ impl Env {
 
     /// The capabilities of the device behind the adapter.
     pub fn caps(&self) -> DeviceCaps {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if let Some(b) = self.bottled {
+            return super::bottle::caps(b.ip);
+        }
         match &self.scripted {
             Some(s) => {
                 let _ = &s.dev;
@@ -259,6 +401,10 @@ impl Env {
         if let Some(s) = &self.scripted {
             return provider::open_adapter(&s.ctx, version);
         }
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if let Some(b) = self.bottled {
+            return super::bottle::open_another(b, major, minor);
+        }
         let c = CString::new(self.config.clone()).unwrap();
         let mut adapter = ptr::null_mut();
         // SAFETY: a valid C string and out-pointer.
@@ -274,6 +420,10 @@ impl Env {
     /// Closes an adapter of [`Env::open_another`] (or this one, as the
     /// last act of a test).
     pub fn close_adapter(&self, adapter: *mut NDK_ADAPTER) -> NTSTATUS {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if let Some(b) = self.bottled {
+            return super::bottle::close(b, adapter);
+        }
         if self.is_scripted() {
             // SAFETY: an adapter of ours, closed once.
             unsafe { provider::close_adapter(adapter) }
@@ -371,6 +521,12 @@ impl Env {
         // The checked platform: no rule broken (on the RNIC, pool leaks
         // are reported as violations when the device stops).
         self.platform.assert_no_violations();
+        // A bottled adapter is halted, which stops its RNIC: a leak or a
+        // broken rule there is a bottle bugcheck.
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if let Some(b) = self.bottled {
+            super::bottle::halt(b);
+        }
         let Some(s) = self.scripted else {
             return;
         };
@@ -529,7 +685,11 @@ static CONTEXTS: AtomicU64 = AtomicU64::new(0);
 /// privileged token: valid local memory for any post on any backend.
 #[derive(Clone, Copy, Debug)]
 pub struct Scratch {
+    /// Where the test reads and writes it.
     pub va: u64,
+    /// Its logical address, what an SGE under the privileged token names
+    /// (the virtual address on the host, the physical one in the bottle).
+    pub logical: u64,
     pub token: u32,
 }
 
@@ -538,8 +698,10 @@ impl Scratch {
 
     pub fn new(pd: *mut NDK_PD) -> Self {
         let buf: &'static mut [u8] = Box::leak(vec![0u8; Self::LEN].into_boxed_slice());
+        let va = buf.as_mut_ptr() as u64;
         Self {
-            va: buf.as_mut_ptr() as u64,
+            va,
+            logical: logical_of(va),
             token: privileged_token(pd),
         }
     }
@@ -547,7 +709,7 @@ impl Scratch {
     /// An SGE over `len` bytes at `offset`.
     pub fn sge(&self, offset: usize, len: usize) -> NDK_SGE {
         assert!(offset + len <= Self::LEN);
-        sge(self.va + offset as u64, len as u32, self.token)
+        sge(self.logical + offset as u64, len as u32, self.token)
     }
 
     /// The bytes at `offset`.

@@ -14,6 +14,8 @@ use rsndk::platform::HostPlatform;
 use rsndk::scripted::ADDR_V4;
 
 mod backend;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod bottle;
 #[allow(unused_imports)] // binaries that use none of it
 pub use backend::*;
 
@@ -625,8 +627,33 @@ pub fn moderate(cq: *mut NDK_CQ, interval: u32, count: u32) -> NTSTATUS {
 
 // ---------------------------------------------------------------- MDLs
 
+thread_local! {
+    /// Added to every page frame number an [`Mdl`] built on this thread
+    /// holds: 0 on the host (page frame number = virtual address >> 12),
+    /// the bottle's physical offset in pages for a bottled adapter (set by
+    /// `Env::on`).
+    static PFN_OFFSET: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets this thread's [`PFN_OFFSET`].
+pub fn set_pfn_offset(pages: u64) {
+    PFN_OFFSET.with(|o| o.set(pages));
+}
+
+fn pfn_offset() -> u64 {
+    PFN_OFFSET.with(std::cell::Cell::get)
+}
+
+/// The logical (device-visible) address of host memory at `va` for the
+/// adapter this thread set up last: `va` on the host, its physical
+/// address in the bottle.
+pub fn logical_of(va: u64) -> u64 {
+    va + (pfn_offset() << 12)
+}
+
 /// An MDL chain describing host memory the way Windows would (page frame
-/// number = virtual address >> 12 on the host).
+/// number = virtual address >> 12 on the host, plus the bottle's physical
+/// offset for a bottled adapter: see [`PFN_OFFSET`]).
 #[derive(Debug)]
 pub struct Mdl {
     /// Each MDL: a 48-byte header followed by its PFNs, as u64 words.
@@ -666,7 +693,7 @@ impl Mdl {
                 // SAFETY: `words` starts with room for an MDL, 8-aligned.
                 unsafe { words.as_mut_ptr().cast::<MDL>().write(mdl) };
                 for i in 0..pages {
-                    words[header_words + i as usize] = (start >> 12) + i;
+                    words[header_words + i as usize] = (start >> 12) + i + pfn_offset();
                 }
                 words
             })
@@ -683,9 +710,10 @@ impl Mdl {
         self.parts[0].as_mut_ptr().cast()
     }
 
-    /// Overwrites one PFN (to build a non-contiguous physical layout).
+    /// Overwrites one PFN (to build a non-contiguous physical layout);
+    /// `pfn` is the host's (virtual address >> 12).
     pub fn set_pfn(&mut self, part: usize, index: usize, pfn: u64) {
-        self.parts[part][size_of::<MDL>() / 8 + index] = pfn;
+        self.parts[part][size_of::<MDL>() / 8 + index] = pfn + pfn_offset();
     }
 }
 

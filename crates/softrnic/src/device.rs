@@ -61,6 +61,29 @@ impl DeviceConfig {
             per_qp_source_port: false,
         }
     }
+
+    /// The limits, as the `hwq` contract reports them, of a device built
+    /// with this configuration.
+    pub fn caps(&self) -> DeviceCaps {
+        DeviceCaps {
+            vendor_id: 0,
+            device_id: 0x5253, // "RS"
+            max_qp_depth: 16384,
+            max_srq_depth: 16384,
+            max_cq_depth: 65536,
+            max_registration: 1 << 32,
+            max_fast_register_pages: 256,
+            max_transfer: 1 << 30,
+            max_inbound_reads: 16,
+            max_outbound_reads: 16,
+            max_connect_data: 56,
+            // An accept carries 196 bytes (REP) but a reject only 148
+            // (REJ), and NDK has one limit for both.
+            max_accept_data: 148,
+            path_mtu: self.pmtu,
+            loopback: true,
+        }
+    }
 }
 
 /// The first QP number handed out: 0 and 1 are the special QPs (1 carries
@@ -178,24 +201,7 @@ impl SoftRnic {
 
     /// The device's limits as the `hwq` contract reports them.
     pub fn caps(&self) -> DeviceCaps {
-        DeviceCaps {
-            vendor_id: 0,
-            device_id: 0x5253, // "RS"
-            max_qp_depth: 16384,
-            max_srq_depth: 16384,
-            max_cq_depth: 65536,
-            max_registration: 1 << 32,
-            max_fast_register_pages: 256,
-            max_transfer: 1 << 30,
-            max_inbound_reads: 16,
-            max_outbound_reads: 16,
-            max_connect_data: 56,
-            // An accept carries 196 bytes (REP) but a reject only 148
-            // (REJ), and NDK has one limit for both.
-            max_accept_data: 148,
-            path_mtu: self.config.pmtu,
-            loopback: true,
-        }
+        self.config.caps()
     }
 
     // ---- events ----
