@@ -8,6 +8,12 @@
 //! software RNIC over the in-memory fabric and UDP.
 
 mod provider_util;
+// The bodies below run on the host backends in this binary; the bottle's
+// binary (tests/bottle.rs) includes this file and runs them on its own.
+#[allow(unused_imports)]
+use provider_util::host_variants as backend_variants;
+#[allow(unused_imports)]
+use provider_util::keep_items as host_only;
 
 use std::ptr;
 use std::sync::Arc;
