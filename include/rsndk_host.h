@@ -6,9 +6,10 @@
  * Windows kernel consumer drives an NDK provider: through the dispatch tables
  * of ndkpi.h (x64 layouts and the Microsoft x64 calling convention on Linux
  * too: a C consumer declares the table entries and its callbacks
- * __attribute__((ms_abi))). Include ndkpi.h (from the WDK or mingw-w64)
- * before this header for the full object and dispatch definitions; this
- * header only needs the adapter type to be declared.
+ * __attribute__((ms_abi))). Include ndkpi.h before this header for the
+ * full object and dispatch definitions (this repository's include/ndkpi.h:
+ * NDKPI 2.1 for Linux consumers, checked against the provider's layouts;
+ * the WDK's on Windows); this header alone only declares the adapter type.
  *
  * Configuration strings:
  *
@@ -35,7 +36,7 @@
 extern "C" {
 #endif
 
-#ifndef _NDKPI_
+#if !defined(_NDKPI_) && !defined(_NDKPI_H_)
 typedef int32_t NTSTATUS;
 typedef struct _NDK_ADAPTER NDK_ADAPTER;
 typedef struct _MDL MDL;

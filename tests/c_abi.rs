@@ -14,8 +14,10 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-#[test]
-fn c_consumer_links_and_gets_documented_statuses() {
+/// Builds `librsndk.so`, compiles `tests/c/<name>.c` against `include/`
+/// and it with `extra` compiler flags, runs the program and checks that it
+/// reported no failure.
+fn compile_and_run(name: &str, extra: &[&str]) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let lib_dir = profile_dir();
     // `cargo test` builds the library only as an rlib for the tests; build
@@ -39,14 +41,15 @@ fn c_consumer_links_and_gets_documented_statuses() {
         lib_dir.display()
     );
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let exe = out_dir.join("open_adapter");
+    let exe = out_dir.join(name);
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let status = Command::new(&cc)
         .arg("-Wall")
         .arg("-Werror")
+        .args(extra)
         .arg("-I")
         .arg(root.join("include"))
-        .arg(root.join("tests/c/open_adapter.c"))
+        .arg(root.join(format!("tests/c/{name}.c")))
         .arg("-L")
         .arg(&lib_dir)
         .arg("-lrsndk")
@@ -54,7 +57,7 @@ fn c_consumer_links_and_gets_documented_statuses() {
         .arg(&exe)
         .status()
         .expect("run the C compiler");
-    assert!(status.success(), "compiling the C consumer failed");
+    assert!(status.success(), "compiling the C consumer {name} failed");
     let output = Command::new(&exe)
         .env("LD_LIBRARY_PATH", &lib_dir)
         .output()
@@ -62,9 +65,55 @@ fn c_consumer_links_and_gets_documented_statuses() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "C consumer reported failures:\n{stdout}"
+        "C consumer {name} reported failures:\n{stdout}"
     );
     assert!(stdout.contains("0 failures"), "{stdout}");
+}
+
+#[test]
+fn c_consumer_links_and_gets_documented_statuses() {
+    compile_and_run("open_adapter", &[]);
+}
+
+/// `tests/c/ndk_consumer.c`, strict C11 over `include/ndkpi.h` (whose
+/// generated assertions check every layout fact as it compiles): two
+/// instances of one device combined, connection data after the connect,
+/// one fast-register token through three rounds, the 2.1 entries.
+#[test]
+fn an_ndk_consumer_in_c_runs_over_ndkpi_h() {
+    compile_and_run(
+        "ndk_consumer",
+        &[
+            "-std=c11",
+            "-Wextra",
+            "-pedantic",
+            "-D_POSIX_C_SOURCE=200809L",
+        ],
+    );
+}
+
+/// The generated block of `include/ndkpi.h` is what `ndkpi` generates
+/// now: the header's assertions check the current layout facts.
+#[test]
+fn ndkpi_h_asserts_the_current_layout_facts() {
+    use ndkpi::c_header::{C_BLOCK_BEGIN, C_BLOCK_END, c_block};
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let header = std::fs::read_to_string(root.join("include/ndkpi.h")).expect("the header");
+    let lines: Vec<&str> = header.lines().collect();
+    let begin = lines
+        .iter()
+        .position(|l| *l == C_BLOCK_BEGIN)
+        .expect("block start");
+    let end = lines
+        .iter()
+        .position(|l| *l == C_BLOCK_END)
+        .expect("block end");
+    let want: Vec<String> = c_block().map(|l| l.to_string()).collect();
+    assert!(
+        lines[begin + 1..end] == want[..],
+        "include/ndkpi.h is stale: regenerate its block with \
+         `cargo run -q -p ndkpi --example layout -- --c`"
+    );
 }
 
 /// The value of `#define NAME VALUEu` in `include/rsndk_host.h`.

@@ -13,6 +13,9 @@
 //! compile time against the header's x64 values (see [`layout`]); run
 //! `cargo run -p ndkpi --example layout` to print every fact.
 //!
+//! `include/ndkpi.h` is the same interface in C for consumers on Linux;
+//! [`c_header`] generates its assertions from [`layout`]'s facts.
+//!
 //! Module map: [`types`] (base types), [`sockaddr`], [`mdl`], [`status`],
 //! [`object`] (version, object type, header), [`result`], [`lam`],
 //! [`sge`], [`flags`], [`info`] (`ndkinfo.h`), [`dispatch`] (entry types,
@@ -38,6 +41,7 @@
 #[cfg(not(target_arch = "x86_64"))]
 compile_error!("ndkpi mirrors the x64 NDK ABI; other architectures are not supported");
 
+pub mod c_header;
 pub mod dispatch;
 pub mod flags;
 pub mod info;
