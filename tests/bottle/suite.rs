@@ -23,5 +23,11 @@ mod provider_cq;
 #[path = "../provider_objects.rs"]
 mod provider_objects;
 #[allow(unused_imports, dead_code)] // their host-only parts are left out
+#[path = "../provider_liberal.rs"]
+mod provider_liberal;
+#[allow(unused_imports, dead_code)] // their host-only parts are left out
 #[path = "../provider_post.rs"]
 mod provider_post;
+#[allow(unused_imports, dead_code)] // their host-only parts are left out
+#[path = "../provider_v21.rs"]
+mod provider_v21;
