@@ -115,7 +115,11 @@ fn check_attributes(machine: &Machine, a: AdapterId) {
     assert!(ndk.enabled);
     assert!(ndk.capabilities.MaxQpCount > 0 && ndk.capabilities.MaxCqCount > 0);
     // The provider's highest version, which serves 1.2 consumers.
-    assert!(ndk.info.Version >= NDK_VERSION_1_2, "{:?}", ndk.info.Version);
+    assert!(
+        ndk.info.Version >= NDK_VERSION_1_2,
+        "{:?}",
+        ndk.info.Version
+    );
 }
 
 /// The supported-OID list (the same through the OID as in the general
