@@ -244,6 +244,76 @@ fn closing_the_qps_instance_first_waits_for_the_other_instances_connector(b: Bac
     env.finish();
 }
 
+fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another(b: Backend) {
+    let env = Env::on(b);
+    let other = env.open_another(2, 1).expect("a second instance");
+    // The endpoint belongs to instance B, the connector and QP to A.
+    let mut endpoint = ptr::null_mut();
+    let any_port = env.addr(0);
+    let f = adapter_table(other).NdkCreateSharedEndpoint.unwrap();
+    // SAFETY: our adapter, a valid address and out-pointer.
+    let st = unsafe {
+        f(
+            other,
+            any_port.ptr(),
+            any_port.len(),
+            Some(create_cb),
+            ptr::null_mut(),
+            &raw mut endpoint,
+        )
+    };
+    assert_eq!(st, STATUS_SUCCESS);
+    let mut buf = [0u8; 16];
+    let mut len = 16u32;
+    let g = endpoint_table(endpoint).NdkGetLocalAddress.unwrap();
+    // SAFETY: our endpoint, a 16-byte buffer.
+    let st = unsafe { g(endpoint, buf.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!(st, STATUS_SUCCESS);
+    let port = port_of(&buf);
+    let notify = Recorder::new();
+    let s = env.qp_setup(notify, 4, 1, 0);
+    let events = Recorder::new();
+    let listener = env.create_listener(events);
+    let to = env.addr(fresh_port());
+    assert_eq!(listen(listener, &to), STATUS_SUCCESS);
+    let conn = env.create_connector();
+    let done = Recorder::new();
+    let h = connector_table(conn).NdkConnectWithSharedEndpoint.unwrap();
+    // SAFETY: our connector, QP and endpoint; a valid address.
+    let st = unsafe {
+        h(
+            conn,
+            s.qp,
+            endpoint,
+            to.ptr(),
+            to.len(),
+            1,
+            1,
+            ptr::null_mut(),
+            0,
+            Some(request_cb),
+            done.ctx(),
+        )
+    };
+    assert_eq!(st, STATUS_PENDING, "an endpoint of another instance");
+    env.pump(|| events.count() >= 1);
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let mut peer = [0u8; 16];
+    let mut len = 16u32;
+    let p = connector_table(passive).NdkGetPeerAddress.unwrap();
+    // SAFETY: our connector, a 16-byte buffer.
+    let st = unsafe { p(passive, peer.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!((st, port_of(&peer)), (STATUS_SUCCESS, port), "from the endpoint's address");
+    for o in [header(passive), header(conn), header(listener), header(endpoint)] {
+        close_now(o);
+    }
+    assert_eq!(env.close_adapter(other), STATUS_SUCCESS);
+    for o in [header(s.qp), header(s.cq), header(s.pd)] {
+        close_now(o);
+    }
+    env.finish();
+}
+
 fn objects_of_different_devices_do_not_combine(b: Backend) {
     let (env, env2) = (Env::on(b), Env::on(b));
     let notify = Recorder::new();
