@@ -250,10 +250,10 @@ fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another(b: Backend) {
     // The endpoint belongs to instance B, the connector and QP to A.
     let mut endpoint = ptr::null_mut();
     let any_port = env.addr(0);
-    let f = adapter_table(other).NdkCreateSharedEndpoint.unwrap();
+    let create = adapter_table(other).NdkCreateSharedEndpoint.unwrap();
     // SAFETY: our adapter, a valid address and out-pointer.
     let st = unsafe {
-        f(
+        create(
             other,
             any_port.ptr(),
             any_port.len(),
@@ -265,9 +265,9 @@ fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another(b: Backend) {
     assert_eq!(st, STATUS_SUCCESS);
     let mut buf = [0u8; 16];
     let mut len = 16u32;
-    let g = endpoint_table(endpoint).NdkGetLocalAddress.unwrap();
+    let local_address = endpoint_table(endpoint).NdkGetLocalAddress.unwrap();
     // SAFETY: our endpoint, a 16-byte buffer.
-    let st = unsafe { g(endpoint, buf.as_mut_ptr().cast(), &raw mut len) };
+    let st = unsafe { local_address(endpoint, buf.as_mut_ptr().cast(), &raw mut len) };
     assert_eq!(st, STATUS_SUCCESS);
     let port = port_of(&buf);
     let notify = Recorder::new();
@@ -278,10 +278,10 @@ fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another(b: Backend) {
     assert_eq!(listen(listener, &to), STATUS_SUCCESS);
     let conn = env.create_connector();
     let done = Recorder::new();
-    let h = connector_table(conn).NdkConnectWithSharedEndpoint.unwrap();
+    let connect_from = connector_table(conn).NdkConnectWithSharedEndpoint.unwrap();
     // SAFETY: our connector, QP and endpoint; a valid address.
     let st = unsafe {
-        h(
+        connect_from(
             conn,
             s.qp,
             endpoint,
@@ -300,9 +300,9 @@ fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another(b: Backend) {
     let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
     let mut peer = [0u8; 16];
     let mut len = 16u32;
-    let p = connector_table(passive).NdkGetPeerAddress.unwrap();
+    let peer_address = connector_table(passive).NdkGetPeerAddress.unwrap();
     // SAFETY: our connector, a 16-byte buffer.
-    let st = unsafe { p(passive, peer.as_mut_ptr().cast(), &raw mut len) };
+    let st = unsafe { peer_address(passive, peer.as_mut_ptr().cast(), &raw mut len) };
     assert_eq!((st, port_of(&peer)), (STATUS_SUCCESS, port), "from the endpoint's address");
     for o in [header(passive), header(conn), header(listener), header(endpoint)] {
         close_now(o);
