@@ -7,11 +7,11 @@
 //! interrupt that arrives after the register write that caused it.
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
+
 use core::net::Ipv4Addr;
 
 use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Registration};
-use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe};
+use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe, TryArc};
 use spin::RwLock;
 
 use crate::bitset::AtomicBitset;
@@ -119,7 +119,7 @@ struct PendingEvents {
 pub struct SoftRnic {
     config: DeviceConfig,
     /// Key table and DMA, shared with trains in flight.
-    pub(crate) mem: Arc<DeviceMemory>,
+    pub(crate) mem: TryArc<DeviceMemory>,
     pub(crate) link: Box<dyn Link>,
     pub(crate) clock: Box<dyn Clock>,
     waker: Box<dyn Wake>,
@@ -169,10 +169,13 @@ impl SoftRnic {
         let cm_seed = clock.now_us() ^ (u64::from(config.addr.to_bits()) << 32);
         Some(Self {
             config,
-            mem: Arc::new(DeviceMemory {
+            // Fallible: in the kernel a failed allocation must be a
+            // failed device creation, never an abort (a bugcheck).
+            mem: TryArc::try_new_or_drop(DeviceMemory {
                 keys: RwLock::new(KeyTable::new(config.max_keys + config.max_pds).ok()?),
                 dma,
-            }),
+            })
+            .ok()?,
             link,
             clock,
             waker,

@@ -27,9 +27,9 @@
 //! one DMA address space (one process, one machine) and only while it
 //! injects no faults, whose model is per packet.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
+use hwq::TryArc;
 
 use hwq::Sge;
 use hwq::wqe::MAX_SGE;
@@ -76,7 +76,7 @@ pub(crate) enum Origin {
 #[derive(Clone)]
 pub struct Train {
     /// The sender's memory the payload is read from.
-    source: Arc<DeviceMemory>,
+    source: TryArc<DeviceMemory>,
     /// Protection domain of the sender's QP.
     pd: u32,
     origin: Origin,
@@ -181,7 +181,7 @@ pub(crate) struct TrainSource {
 
 impl Train {
     /// A train of the packets described by `s`, reading from `source`.
-    pub(crate) fn new(source: Arc<DeviceMemory>, s: &TrainSource) -> Self {
+    pub(crate) fn new(source: TryArc<DeviceMemory>, s: &TrainSource) -> Self {
         Self {
             source,
             pd: s.pd,
