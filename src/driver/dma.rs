@@ -87,8 +87,12 @@ impl KernelDma {
     /// Allocates the mapping MDLs (`PASSIVE_LEVEL` or `DISPATCH_LEVEL`).
     /// `None` if pool ran out.
     pub fn new() -> Option<Self> {
-        let mut slots = [const { None }; SLOTS];
-        for slot in &mut slots {
+        // Filled in place, so that an allocation failing midway drops the
+        // value and its `Drop` frees the MDLs already allocated.
+        let mut dma = Self {
+            slots: [const { None }; SLOTS],
+        };
+        for slot in &mut dma.slots {
             // SAFETY: IoAllocateMdl only computes the MDL's size from the
             // (never dereferenced) address and length; no IRP.
             let mdl = unsafe {
@@ -105,7 +109,7 @@ impl KernelDma {
                 busy: AtomicBool::new(false),
             });
         }
-        Some(Self { slots })
+        Some(dma)
     }
 
     /// Runs `f` on `len` bytes of memory at physical address `addr`,
