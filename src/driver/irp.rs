@@ -40,36 +40,83 @@ unsafe extern "win64" fn signal(
 /// Runs a WSK call that completes through an IRP and waits for it
 /// (`PASSIVE_LEVEL`). Returns `IoStatus.Information` on success.
 pub fn call(f: impl FnOnce(*mut IRP) -> NTSTATUS) -> Result<usize, NTSTATUS> {
-    // SAFETY: one stack location (WSK's), no quota; PASSIVE_LEVEL.
-    let irp = unsafe { IoAllocateIrp(1, 0) };
-    if irp.is_null() {
-        return Err(STATUS_INSUFFICIENT_RESOURCES);
+    Reserved::new()?.call(f)
+}
+
+/// An IRP allocated ahead of the call it is for, so that the call itself
+/// cannot fail for want of memory (a socket close at halt: a socket left
+/// open would keep `WskDeregister` waiting for ever). Freed when used or
+/// dropped.
+#[derive(Debug)]
+pub struct Reserved(ptr::NonNull<IRP>);
+
+// SAFETY: an IRP the driver owns outright (allocated, not handed to any
+// lower driver) is plain memory any processor may use or free.
+unsafe impl Send for Reserved {}
+
+impl Reserved {
+    /// Allocates the IRP (`<= DISPATCH_LEVEL`).
+    pub fn new() -> Result<Self, NTSTATUS> {
+        // SAFETY: one stack location (WSK's), no quota.
+        let irp = unsafe { IoAllocateIrp(1, 0) };
+        ptr::NonNull::new(irp)
+            .map(Self)
+            .ok_or(STATUS_INSUFFICIENT_RESOURCES)
     }
-    let mut event = KEVENT::zeroed();
-    // SAFETY: a local event, waited on below before it goes away.
-    unsafe { KeInitializeEvent(&raw mut event, NotificationEvent, 0) };
-    // SAFETY: the IRP is ours and fresh.
-    unsafe { set_completion(irp, signal, (&raw mut event).cast()) };
-    if f(irp) == STATUS_PENDING {
-        // SAFETY: PASSIVE_LEVEL, kernel-mode wait on our event, no timeout:
-        // WSK always completes the IRP, which signals the event.
-        unsafe {
-            KeWaitForSingleObject(
-                (&raw mut event).cast(),
-                Executive,
-                KernelMode,
-                0,
-                ptr::null_mut(),
-            )
-        };
+
+    /// Gives the IRP up to be kept elsewhere; [`Reserved::from_raw`] takes
+    /// it back.
+    pub fn into_raw(self) -> *mut IRP {
+        let irp = self.0.as_ptr();
+        core::mem::forget(self);
+        irp
     }
-    // SAFETY: completed (the routine ran), so the IRP is ours again.
-    let status = unsafe { (*irp).IoStatus };
-    // SAFETY: allocated above, no longer used by anyone.
-    unsafe { IoFreeIrp(irp) };
-    if status.Status < 0 {
-        Err(status.Status)
-    } else {
-        Ok(status.Information)
+
+    /// Takes back an IRP [`Reserved::into_raw`] gave up.
+    ///
+    /// # Safety
+    /// `irp` came from `into_raw` and is taken back once.
+    pub unsafe fn from_raw(irp: ptr::NonNull<IRP>) -> Self {
+        Self(irp)
+    }
+
+    /// Runs a WSK call that completes through this IRP and waits for it
+    /// (`PASSIVE_LEVEL`). Returns `IoStatus.Information` on success.
+    pub fn call(self, f: impl FnOnce(*mut IRP) -> NTSTATUS) -> Result<usize, NTSTATUS> {
+        let irp = self.0.as_ptr();
+        let mut event = KEVENT::zeroed();
+        // SAFETY: a local event, waited on below before it goes away.
+        unsafe { KeInitializeEvent(&raw mut event, NotificationEvent, 0) };
+        // SAFETY: the IRP is ours, fresh from IoAllocateIrp.
+        unsafe { set_completion(irp, signal, (&raw mut event).cast()) };
+        if f(irp) == STATUS_PENDING {
+            // SAFETY: PASSIVE_LEVEL, kernel-mode wait on our event, no
+            // timeout: WSK always completes the IRP, which signals the event.
+            unsafe {
+                KeWaitForSingleObject(
+                    (&raw mut event).cast(),
+                    Executive,
+                    KernelMode,
+                    0,
+                    ptr::null_mut(),
+                )
+            };
+        }
+        // SAFETY: completed (the routine ran), so the IRP is ours again.
+        let status = unsafe { (*irp).IoStatus };
+        drop(self);
+        if status.Status < 0 {
+            Err(status.Status)
+        } else {
+            Ok(status.Information)
+        }
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        // SAFETY: allocated by IoAllocateIrp in `new`, not (or no longer)
+        // with any lower driver.
+        unsafe { IoFreeIrp(self.0.as_ptr()) };
     }
 }

@@ -168,6 +168,10 @@ pub struct UdpTransport {
     /// `open` should give up waiting for WSK (the adapter is halting).
     abandon: AtomicBool,
     socket: AtomicPtr<WSK_SOCKET>,
+    /// The IRP the socket's close will use, allocated before the socket
+    /// is opened: a close must not fail (see `irp::Reserved`). Null when
+    /// no socket is open.
+    close_irp: AtomicPtr<IRP>,
     /// Calls into the socket running now (the close rundown).
     calls: AtomicU32,
     rnic: AtomicPtr<SoftRnic>,
@@ -224,6 +228,7 @@ impl UdpTransport {
             captured: AtomicBool::new(false),
             abandon: AtomicBool::new(false),
             socket: AtomicPtr::new(ptr::null_mut()),
+            close_irp: AtomicPtr::new(ptr::null_mut()),
             calls: AtomicU32::new(0),
             rnic: AtomicPtr::new(ptr::null_mut()),
             registered: AtomicBool::new(false),
@@ -313,6 +318,7 @@ impl UdpTransport {
         // until it is released.
         let dispatch = unsafe { &*npi.Dispatch };
         let create = dispatch.WskSocket.ok_or(STATUS_DEVICE_NOT_READY)?;
+        let close_irp = irp::Reserved::new()?;
         let context = ptr::from_ref(self).cast_mut().cast::<core::ffi::c_void>();
         let socket = irp::call(|irp| {
             // SAFETY: PASSIVE_LEVEL; our socket context (the transport)
@@ -335,9 +341,11 @@ impl UdpTransport {
         })? as *mut WSK_SOCKET;
         let socket = NonNull::new(socket).ok_or(STATUS_UNSUCCESSFUL)?;
         if let Err(status) = Self::bind_and_arm(socket, self.local) {
-            Self::close_socket(socket);
+            Self::close_socket(socket, close_irp);
             return Err(status);
         }
+        self.close_irp
+            .store(close_irp.into_raw(), Ordering::Release);
         self.socket.store(socket.as_ptr(), Ordering::Release);
         Ok(())
     }
@@ -385,11 +393,11 @@ impl UdpTransport {
         if status < 0 { Err(status) } else { Ok(()) }
     }
 
-    fn close_socket(socket: NonNull<WSK_SOCKET>) {
+    fn close_socket(socket: NonNull<WSK_SOCKET>, irp: irp::Reserved) {
         if let Some(close) = Self::datagram_dispatch(socket).Basic.WskCloseSocket {
             // SAFETY: PASSIVE_LEVEL; no other call on the socket is running
             // (the caller drained them).
-            let _ = irp::call(|irp| unsafe { close(socket.as_ptr(), irp) });
+            let _ = irp.call(|irp| unsafe { close(socket.as_ptr(), irp) });
         }
     }
 
@@ -408,8 +416,15 @@ impl UdpTransport {
         {
             wait();
         }
-        if let Some(socket) = NonNull::new(socket) {
-            Self::close_socket(socket);
+        let close_irp = NonNull::new(self.close_irp.swap(ptr::null_mut(), Ordering::AcqRel));
+        if let Some(close_irp) = close_irp {
+            // SAFETY: `open` stored this IRP from `Reserved::into_raw` with
+            // the socket and handed it to no one; the swap above made it
+            // ours alone, taken back once.
+            let close_irp = unsafe { irp::Reserved::from_raw(close_irp) };
+            if let Some(socket) = NonNull::new(socket) {
+                Self::close_socket(socket, close_irp);
+            }
         }
         if self.captured.swap(false, Ordering::AcqRel) {
             // SAFETY: captured once in `open`, released once here.
