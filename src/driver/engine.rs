@@ -10,13 +10,22 @@
 //! timer's resolution is the system clock tick (15.6 ms by default), which
 //! bounds how early a retransmission can fire; RC timeouts are far longer.
 //!
-//! When the budget is spent and work remains, the DPC does not requeue
-//! itself: back-to-back DPCs keep a processor at DISPATCH_LEVEL, which the
-//! DPC watchdog counts cumulatively (bug check 0x133, parameter 1 = 1)
-//! under sustained traffic. It hands the continuation to PASSIVE_LEVEL
-//! instead: the device's NDIS I/O work item kicks the DPC again from a
-//! system thread, so the processor drops below DISPATCH_LEVEL between
-//! runs (other threads and DPCs get it, the watchdog's count restarts).
+//! When the budget is spent and work remains, the DPC is not queued again
+//! on its processor: back-to-back DPCs keep a processor at DISPATCH_LEVEL,
+//! which the DPC watchdog counts cumulatively (bug check 0x133, parameter
+//! 1 = 1) under sustained traffic. It hands the continuation to
+//! PASSIVE_LEVEL instead: the device's NDIS I/O work item kicks the DPC
+//! again from a system thread, so the processor drops below DISPATCH_LEVEL
+//! between runs (other threads and DPCs get it, the watchdog's count
+//! restarts).
+//!
+//! That includes the device's own wake-ups during a run (a completion
+//! raising a CQ event, a doorbell rung from a consumer callback):
+//! `KeInsertQueueDpc` on a running DPC queues it again on the caller's
+//! processor, which would chain runs just the same. So one run polls at a
+//! time (the `polling` turn), and a kick while a run polls only leaves a
+//! note (`pending`) that the run reads before it ends: it polls again
+//! within its budget, or hands the rest to the continuation.
 
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
@@ -62,6 +71,11 @@ pub struct Engine {
     /// that the routine can find nothing wanted and drop the queued flag
     /// in one atomic step (see [`Engine::continue_at_passive`]).
     continuation: AtomicU32,
+    /// A DPC run holds the turn to poll the device (one at a time).
+    polling: AtomicBool,
+    /// Something asked for a poll (a kick, a timer run finding the turn
+    /// taken) that the run holding the turn has not looked at yet.
+    pending: AtomicBool,
     rnic: AtomicPtr<SoftRnic>,
     stopping: AtomicBool,
 }
@@ -95,6 +109,8 @@ impl Engine {
             timer: UnsafeCell::new(KTIMER::zeroed()),
             work_item,
             continuation: AtomicU32::new(0),
+            polling: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
             rnic: AtomicPtr::new(ptr::null_mut()),
             stopping: AtomicBool::new(false),
         })
@@ -123,13 +139,23 @@ impl Engine {
         self.kick();
     }
 
-    /// Queues the DPC (any IRQL up to `DISPATCH_LEVEL`); a no-op once
-    /// stopping or while already queued.
+    /// Asks for a poll (any IRQL up to `DISPATCH_LEVEL`): queues the DPC,
+    /// unless a run is polling, which then looks again before it ends (see
+    /// `poll`); a no-op once stopping, and while the DPC is queued.
     pub fn kick(&self) {
-        if !self.stopping.load(Ordering::Acquire) {
-            // SAFETY: an initialised DPC in a live engine.
-            unsafe { KeInsertQueueDpc(self.dpc.get(), ptr::null_mut(), ptr::null_mut()) };
+        if self.stopping.load(Ordering::Acquire) {
+            return;
         }
+        // The note first, then the look at the turn: with `poll`'s
+        // give-back (turn first, then the note), both sequentially
+        // consistent, either the holder sees the note or this sees the
+        // turn free.
+        self.pending.store(true, Ordering::SeqCst);
+        if self.polling.load(Ordering::SeqCst) {
+            return;
+        }
+        // SAFETY: an initialised DPC in a live engine.
+        unsafe { KeInsertQueueDpc(self.dpc.get(), ptr::null_mut(), ptr::null_mut()) };
     }
 
     /// Stops the engine: when it returns, the DPC is neither queued nor
@@ -171,7 +197,9 @@ impl Engine {
         self.rnic.store(ptr::null_mut(), Ordering::Release);
     }
 
-    /// One DPC run.
+    /// One DPC run: takes the turn (or leaves a note for its holder) and
+    /// polls until the device is idle and nothing new was asked for, or
+    /// until the budget is spent.
     fn poll(&self) {
         if self.stopping.load(Ordering::Acquire) {
             return;
@@ -182,20 +210,44 @@ impl Engine {
         // SAFETY: `start`'s contract keeps the device alive until `stop`,
         // which flushes this DPC before returning.
         let rnic = unsafe { rnic.as_ref() };
+        // This run's own reason (a timer run was not kicked), then the turn.
+        self.pending.store(true, Ordering::SeqCst);
+        if !self.take_turn() {
+            return;
+        }
         let clock = KernelClock;
         let began = clock.now_us();
-        for _ in 0..POLL_BUDGET {
-            if !rnic.poll() {
+        let mut passes = 0;
+        loop {
+            // Whatever was asked for so far, this pass covers.
+            self.pending.store(false, Ordering::SeqCst);
+            let worked = rnic.poll();
+            passes += 1;
+            if !worked && !self.pending.load(Ordering::SeqCst) {
                 self.arm_timer(rnic, &clock);
-                return;
+                // Give the turn back; a kick that saw it taken left a
+                // note, so look once more (and go on if we get it again).
+                self.polling.store(false, Ordering::SeqCst);
+                if !self.pending.load(Ordering::SeqCst) || !self.take_turn() {
+                    return;
+                }
             }
-            if clock.now_us().saturating_sub(began) >= DPC_BUDGET_US {
+            if passes >= POLL_BUDGET || clock.now_us().saturating_sub(began) >= DPC_BUDGET_US {
                 break;
             }
         }
         // Work remains and the budget is spent: go on from PASSIVE_LEVEL,
         // never straight back into another DPC (see the module docs).
+        self.polling.store(false, Ordering::SeqCst);
         self.continue_at_passive();
+    }
+
+    /// Takes the polling turn; false if another run holds it (that run
+    /// reads `pending` before it lets go).
+    fn take_turn(&self) -> bool {
+        self.polling
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 
     /// Asks the work item to kick the DPC again (`DISPATCH_LEVEL`, from a
