@@ -20,11 +20,11 @@ mod provider_cm;
 #[path = "../provider_cq.rs"]
 mod provider_cq;
 #[allow(unused_imports, dead_code)] // their host-only parts are left out
-#[path = "../provider_objects.rs"]
-mod provider_objects;
-#[allow(unused_imports, dead_code)] // their host-only parts are left out
 #[path = "../provider_liberal.rs"]
 mod provider_liberal;
+#[allow(unused_imports, dead_code)] // their host-only parts are left out
+#[path = "../provider_objects.rs"]
+mod provider_objects;
 #[allow(unused_imports, dead_code)] // their host-only parts are left out
 #[path = "../provider_post.rs"]
 mod provider_post;
