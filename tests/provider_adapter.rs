@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndkpi::*;
 use provider_util::*;
-use rsndk::platform::HostPlatform;
 use rsndk::scripted::{DEFAULT_CAPS, ScriptedDevice};
 
 backend_tests! {
