@@ -268,36 +268,38 @@ impl Engine {
         unsafe { NdisQueueIoWorkItem(self.work_item, continuation, context) };
     }
 
-    /// The continuation routine's loop (`PASSIVE_LEVEL`, system thread):
-    /// kicks the DPC once per request. A kick at PASSIVE_LEVEL runs the
-    /// DPC on this processor, which comes back to PASSIVE_LEVEL after it
-    /// (a run that leaves work again only records a new request).
+    /// The continuation routine (`PASSIVE_LEVEL`, system worker thread):
+    /// kicks the DPC once for the request that queued it. A kick at
+    /// PASSIVE_LEVEL runs the DPC on this processor, which comes back to
+    /// PASSIVE_LEVEL after it. If that run (or another) asked again, the
+    /// item is queued again rather than looped on: system worker threads
+    /// are shared, and a routine that kept one for as long as traffic lasts
+    /// would hold up every other work item behind it (the adapters' own
+    /// among them).
     fn run_continuation(&self) {
+        // Take the request; the queued flag stays ours.
+        self.continuation
+            .fetch_and(!CONTINUATION_WANTED, Ordering::AcqRel);
+        self.kick();
         loop {
             let state = self.continuation.load(Ordering::Acquire);
-            if state & CONTINUATION_WANTED == 0 {
-                // Nothing asked: drop the flag, and touch nothing after it
-                // (`stop` may free the engine as soon as it sees it clear).
-                if self
-                    .continuation
-                    .compare_exchange(state, 0, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return;
-                }
-                continue;
+            if state & CONTINUATION_WANTED != 0 {
+                let context = ptr::from_ref(self).cast_mut().cast();
+                // SAFETY: PASSIVE_LEVEL; the engine's own work item, whose
+                // routine is this one (so it is not queued: NDIS dequeued it
+                // to run it); the queued flag stays set, so `stop` keeps
+                // waiting and the engine outlives the next run.
+                unsafe { NdisQueueIoWorkItem(self.work_item, continuation, context) };
+                return;
             }
+            // Nothing asked: drop the flag, and touch nothing after it
+            // (`stop` may free the engine as soon as it sees it clear).
             if self
                 .continuation
-                .compare_exchange(
-                    state,
-                    CONTINUATION_QUEUED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
+                .compare_exchange(state, 0, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                self.kick();
+                return;
             }
         }
     }

@@ -7,7 +7,9 @@
 //!    armed timer (0xC4/0x15): [`timer_not_armed_after_stop`].
 //! 2. The engine DPC requeued itself back to back under load (DPC
 //!    watchdog 0x133, parameter 1 = 1):
-//!    [`sustained_traffic_never_holds_a_processor_at_dispatch`].
+//!    [`sustained_traffic_never_holds_a_processor_at_dispatch`], which also
+//!    checks that the PASSIVE_LEVEL continuation taking its place does not
+//!    hold a system worker thread for as long as the traffic lasts.
 //! 3. Device commands ran at the consumer's PASSIVE_LEVEL holding a
 //!    device spin lock while the engine DPC they queued preempted them and
 //!    spun on it (0x133, parameter 1 = 0):
@@ -517,15 +519,33 @@ fn sustained_traffic_never_holds_a_processor_at_dispatch() {
     (0..IN_FLIGHT).for_each(post);
     let started = Instant::now();
     let mut reads = 0usize;
-    while started.elapsed() < SUSTAIN {
-        for r in results(pair.qa.cq, IN_FLIGHT) {
-            assert_eq!(r.Status, STATUS_SUCCESS, "READ {:?}", r.RequestContext);
-            reads += 1;
-            post(r.RequestContext as usize);
+    // A third adapter arrives while the traffic runs: its socket opens from
+    // a work item, which must not wait behind the engines' continuations
+    // (system worker threads are shared; a continuation that looped for as
+    // long as traffic lasted held one until the traffic stopped).
+    let third_ready = std::thread::scope(|scope| {
+        let third = scope.spawn(|| {
+            std::thread::sleep(SUSTAIN / 6);
+            let (id, _) = add_adapter(&machine, 2, 3);
+            (id, Instant::now())
+        });
+        while started.elapsed() < SUSTAIN {
+            for r in results(pair.qa.cq, IN_FLIGHT) {
+                assert_eq!(r.Status, STATUS_SUCCESS, "READ {:?}", r.RequestContext);
+                reads += 1;
+                post(r.RequestContext as usize);
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+        third.join().expect("the third adapter")
+    });
     let elapsed = started.elapsed();
+    assert!(
+        third_ready.1 < started + SUSTAIN,
+        "the third adapter became NDK-ready only {:?} after the traffic began, once it had stopped",
+        third_ready.1 - started
+    );
+    machine.halt(third_ready.0);
     println!(
         "{reads} READs of {LEN} bytes completed in {elapsed:?} ({} MB/s)",
         (reads * LEN) as u128 / elapsed.as_micros().max(1)
