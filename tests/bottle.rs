@@ -29,6 +29,8 @@ mod lifecycle;
 mod low_resources;
 #[path = "bottle/network.rs"]
 mod network;
+#[path = "bottle/oid_tables.rs"]
+mod oid_tables;
 #[path = "bottle/pe_conformance.rs"]
 mod pe_conformance;
 #[path = "bottle/suite.rs"]
