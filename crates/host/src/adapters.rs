@@ -46,7 +46,7 @@ impl Drop for HostDevice {
         self.threads.take();
         self.ctx.detach();
         if let (Some(hub), Transport::Memory { addr, .. }) = (&self.hub, &self.config.transport) {
-            hub.detach(*addr);
+            hub.detach((*addr).into());
         }
     }
 }
@@ -128,11 +128,11 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         } => {
             let hub = hub_for(reg, fabric, f)?;
             let rnic = new_rnic(Box::new(hub.link(addr)))?;
-            if !hub.attach(addr, &rnic, waker.clone()) {
+            if !hub.attach(addr.into(), &rnic, waker.clone()) {
                 return Err(STATUS_SHARING_VIOLATION);
             }
             let threads = hub
-                .start_device(addr, &rnic, waker.clone())
+                .start_device(addr.into(), &rnic, waker.clone())
                 .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
             (rnic, Some(hub), threads)
         }

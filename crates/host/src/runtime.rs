@@ -27,7 +27,7 @@
 //! out bring it back.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
@@ -436,7 +436,7 @@ struct Node {
 #[derive(Debug)]
 pub struct FabricHub {
     fabric: Arc<Fabric>,
-    nodes: RwLock<HashMap<Ipv4Addr, Node>>,
+    nodes: RwLock<HashMap<IpAddr, Node>>,
     /// Changes with every attach and detach, so links can cache wakers.
     generation: AtomicU64,
 }
@@ -458,7 +458,7 @@ impl FabricHub {
 
     /// Attaches a device at `addr` (woken by `waker` when a datagram for
     /// it arrives); fails if the address is taken.
-    pub fn attach(&self, addr: Ipv4Addr, rnic: &Arc<SoftRnic>, waker: Arc<ThreadWaker>) -> bool {
+    pub fn attach(&self, addr: IpAddr, rnic: &Arc<SoftRnic>, waker: Arc<ThreadWaker>) -> bool {
         let mut nodes = self
             .nodes
             .write()
@@ -478,7 +478,7 @@ impl FabricHub {
     }
 
     /// Detaches the device at `addr`, dropping what is in flight to it.
-    pub fn detach(&self, addr: Ipv4Addr) {
+    pub fn detach(&self, addr: IpAddr) {
         {
             let mut nodes = self
                 .nodes
@@ -491,14 +491,14 @@ impl FabricHub {
     }
 
     /// Drops what is queued for `addr` (the buffers go back to the fabric).
-    fn discard_queued_for(&self, addr: Ipv4Addr) {
+    fn discard_queued_for(&self, addr: IpAddr) {
         self.fabric.discard_for(addr);
     }
 
     /// The waker of the device at `addr` (and the generation it is valid
     /// for); `None` (after dropping what is queued for it) if there is no
     /// device there.
-    fn waker_of(&self, addr: Ipv4Addr) -> Option<(u64, Arc<ThreadWaker>)> {
+    fn waker_of(&self, addr: IpAddr) -> Option<(u64, Arc<ThreadWaker>)> {
         let nodes = self
             .nodes
             .read()
@@ -515,7 +515,8 @@ impl FabricHub {
     }
 
     /// The link of a device at `addr` on this hub.
-    pub fn link(self: &Arc<Self>, addr: Ipv4Addr) -> HubLink {
+    pub fn link(self: &Arc<Self>, addr: impl Into<IpAddr>) -> HubLink {
+        let addr = addr.into();
         HubLink {
             hub: self.clone(),
             addr,
@@ -527,7 +528,7 @@ impl FabricHub {
     /// Starts the engine thread of a device attached at `addr`.
     pub fn start_device(
         self: &Arc<Self>,
-        addr: Ipv4Addr,
+        addr: IpAddr,
         rnic: &Arc<SoftRnic>,
         waker: Arc<ThreadWaker>,
     ) -> std::io::Result<DeviceThreads> {
@@ -548,14 +549,14 @@ impl FabricHub {
 #[derive(Debug)]
 pub struct HubLink {
     hub: Arc<FabricHub>,
-    addr: Ipv4Addr,
+    addr: IpAddr,
     /// The last batch taken; its buffers go back to the fabric with the
     /// next take.
     batch: Mutex<Vec<Load>>,
     /// The last destination's waker, valid while the hub's generation is
     /// unchanged: a bulk transfer wakes its peer per packet without the
     /// hub's shared lock and map lookup.
-    last_waker: Mutex<Option<(Ipv4Addr, u64, Arc<ThreadWaker>)>>,
+    last_waker: Mutex<Option<(IpAddr, u64, Arc<ThreadWaker>)>>,
 }
 
 impl HubLink {
@@ -563,7 +564,7 @@ impl HubLink {
     /// receiver starts on the first packet of a burst (waking per flush
     /// instead measured slower: the receiver then idles while the sender
     /// builds the burst).
-    fn sent_to(&self, dst: Ipv4Addr) {
+    fn sent_to(&self, dst: IpAddr) {
         let mut last = self
             .last_waker
             .lock()
@@ -601,7 +602,7 @@ impl Link for HubLink {
     /// [`crate::platform::HostDma`] (logical address = virtual address):
     /// one DMA space, so trains may cross it while the fabric injects no
     /// per-packet faults.
-    fn carries_trains(&self, _dst: Ipv4Addr) -> bool {
+    fn carries_trains(&self, _dst: IpAddr) -> bool {
         self.hub.fabric.carries_trains()
     }
 
@@ -640,6 +641,7 @@ impl Link for HubLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
     use std::sync::mpsc;
 
     /// Bound on a wake-up that must happen (a liveness check, not a

@@ -1,16 +1,17 @@
 //! RoCEv2 over real UDP sockets on port 4791, batched.
 //!
-//! The engine hands the link whole IPv4 datagrams (it builds the IPv4 and UDP
-//! headers itself so the ICRC and captures match what a RoCEv2 NIC would
-//! send). The socket carries the UDP payload; the kernel writes the real
-//! IPv4/UDP headers. Consecutive packets to one peer are gathered into one
+//! The engine hands the link whole IPv4 or IPv6 datagrams (it builds the
+//! IP and UDP headers itself so the ICRC and captures match what a RoCEv2
+//! NIC would send), or builds a UDP payload straight into the batch. The
+//! socket (an IPv4 or an IPv6 one, the adapter's family) carries the UDP
+//! payload; the kernel writes the real IP/UDP headers. Consecutive packets to one peer are gathered into one
 //! generic-segmentation-offload send (a 1 MiB transfer at a 4096-byte path
 //! MTU is 256 packets and a handful of system calls), and receives use
 //! `recvmmsg` with generic receive offload. Both ends verify the ICRC with
-//! the pseudo IPv4 fields the engine documents for UDP-socket transports.
+//! the pseudo IP fields the engine documents for UDP-socket transports.
 
 use std::io::{self, IoSliceMut};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -48,7 +49,7 @@ pub struct UdpStats {
 
 #[derive(Debug)]
 struct Batch {
-    dest: Option<SocketAddrV4>,
+    dest: Option<SocketAddr>,
     segment: usize,
     /// A segment shorter than `segment` ends a GSO batch.
     closed: bool,
@@ -64,7 +65,7 @@ struct Batch {
 pub struct UdpPort {
     socket: UdpSocket,
     state: UdpSocketState,
-    local: SocketAddrV4,
+    local: SocketAddr,
     batch: Mutex<Batch>,
     /// Receive buffers of whichever thread receives (the engine, or a
     /// consumer busy polling the device).
@@ -74,22 +75,15 @@ pub struct UdpPort {
     pub stats: UdpStats,
 }
 
-/// Splits an IPv4 datagram into (destination, UDP payload).
-fn split_datagram(datagram: &[u8]) -> Option<(SocketAddrV4, &[u8])> {
-    let ihl = usize::from(*datagram.first()? & 0x0f) * 4;
-    let dst: [u8; 4] = datagram.get(16..20)?.try_into().ok()?;
-    let port_bytes: [u8; 2] = datagram.get(ihl + 2..ihl + 4)?.try_into().ok()?;
-    let payload = datagram.get(ihl + 8..)?;
-    Some((
-        SocketAddrV4::new(Ipv4Addr::from(dst), u16::from_be_bytes(port_bytes)),
-        payload,
-    ))
-}
-
 impl UdpPort {
-    /// Binds `addr`:4791. `AddrInUse` means another adapter owns it.
-    pub fn bind(addr: Ipv4Addr) -> io::Result<Self> {
-        let socket = UdpSocket::bind(SocketAddrV4::new(addr, ROCEV2_UDP_PORT))?;
+    /// Binds `addr`:4791 (IPv4 or IPv6). `AddrInUse` means another adapter
+    /// owns it.
+    pub fn bind(addr: impl Into<IpAddr>) -> io::Result<Self> {
+        let local = SocketAddr::new(addr.into(), ROCEV2_UDP_PORT);
+        // The std socket of an IPv6 address is IPv6-only on Linux unless
+        // the system says otherwise; either way the adapter exchanges
+        // IPv6 datagrams only (its peers are of its family).
+        let socket = UdpSocket::bind(local)?;
         // Bigger buffers absorb bursts of a whole window of packets; the
         // kernel caps them at its own maximum, which is fine.
         let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, SOCKET_BUFFER);
@@ -110,7 +104,7 @@ impl UdpPort {
         Ok(Self {
             socket,
             state,
-            local: SocketAddrV4::new(addr, ROCEV2_UDP_PORT),
+            local,
             batch: Mutex::new(batch),
             rx: Mutex::new(RxBuffers::default()),
             max_segments,
@@ -119,7 +113,7 @@ impl UdpPort {
     }
 
     /// The bound address.
-    pub fn local(&self) -> SocketAddrV4 {
+    pub fn local(&self) -> SocketAddr {
         self.local
     }
 
@@ -129,7 +123,7 @@ impl UdpPort {
             return;
         }
         let transmit = Transmit {
-            destination: SocketAddr::V4(dest),
+            destination: dest,
             ecn: None,
             contents: batch.buf.get(..batch.used).unwrap_or_default(),
             segment_size: (batch.count > 1).then_some(batch.segment),
@@ -173,7 +167,7 @@ impl UdpPort {
 
     /// Queues one UDP payload for `dest`, sending earlier ones first when
     /// they cannot share a segmentation-offload batch with it.
-    pub fn queue(&self, dest: SocketAddrV4, payload: &[u8]) {
+    pub fn queue(&self, dest: SocketAddr, payload: &[u8]) {
         self.queue_with(dest, payload.len(), &mut |slot| {
             slot.copy_from_slice(payload);
             Some(slot.len())
@@ -185,7 +179,7 @@ impl UdpPort {
     /// nothing): no copy between the builder's buffer and the batch.
     pub fn queue_with(
         &self,
-        dest: SocketAddrV4,
+        dest: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) {
@@ -242,7 +236,7 @@ impl UdpPort {
         &self,
         buffers: &mut RxBuffers,
         timeout: Duration,
-        deliver: impl FnMut(SocketAddrV4, SocketAddrV4, &[u8]),
+        deliver: impl FnMut(SocketAddr, SocketAddr, &[u8]),
     ) -> io::Result<usize> {
         let mut fds = [PollFd::new(&self.socket, PollFlags::IN)];
         let ts = Timespec {
@@ -261,7 +255,7 @@ impl UdpPort {
     pub fn try_receive(
         &self,
         buffers: &mut RxBuffers,
-        mut deliver: impl FnMut(SocketAddrV4, SocketAddrV4, &[u8]),
+        mut deliver: impl FnMut(SocketAddr, SocketAddr, &[u8]),
     ) -> io::Result<usize> {
         let mut metas = [RecvMeta::default(); RX_BUFFERS];
         // No allocation: a busy-polling consumer calls this for every
@@ -277,11 +271,24 @@ impl UdpPort {
         };
         let mut count = 0;
         for (meta, buf) in metas.iter().zip(buffers.bufs.iter()).take(n) {
-            let SocketAddr::V4(src) = meta.addr else {
-                continue;
+            // A datagram of the other family (a dual-stack socket's
+            // IPv4-mapped sender) is not for this adapter.
+            let src = match meta.addr {
+                SocketAddr::V6(v6) if self.local.is_ipv4() => {
+                    let Some(v4) = v6.ip().to_ipv4_mapped() else {
+                        continue;
+                    };
+                    SocketAddr::new(v4.into(), v6.port())
+                }
+                src => src,
             };
+            if src.is_ipv4() != self.local.is_ipv4() {
+                continue;
+            }
             let dst = match meta.dst_ip {
-                Some(std::net::IpAddr::V4(ip)) => SocketAddrV4::new(ip, ROCEV2_UDP_PORT),
+                Some(ip) if ip.is_ipv4() == self.local.is_ipv4() => {
+                    SocketAddr::new(ip, ROCEV2_UDP_PORT)
+                }
                 _ => self.local,
             };
             let stride = meta.stride.max(1);
@@ -323,7 +330,7 @@ pub struct UdpLink(pub std::sync::Arc<UdpPort>);
 
 impl Link for UdpLink {
     fn transmit(&self, datagram: &[u8]) {
-        if let Some((dest, payload)) = split_datagram(datagram) {
+        if let Some((dest, payload)) = softrnic::wire::ip_udp::split_datagram(datagram) {
             self.0.queue(dest, payload);
         }
     }
@@ -338,7 +345,17 @@ impl Link for UdpLink {
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
-        self.0.queue_with(dest, len, build);
+        self.0.queue_with(dest.into(), len, build);
+        true
+    }
+
+    fn transmit_udp_payload_v6_with(
+        &self,
+        dest: SocketAddrV6,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        self.0.queue_with(dest.into(), len, build);
         true
     }
 
@@ -366,6 +383,7 @@ impl Link for UdpLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     fn datagram(dst: Ipv4Addr, payload: &[u8]) -> Vec<u8> {
         let mut d = vec![0u8; 28];
@@ -383,9 +401,9 @@ mod tests {
         let b = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 2)).unwrap();
         let link = UdpLink(std::sync::Arc::new(a));
         for i in 0..10u8 {
-            link.transmit(&datagram(b.local().ip().to_owned(), &[i; 1000]));
+            link.transmit(&datagram(Ipv4Addr::new(127, 0, 80, 2), &[i; 1000]));
         }
-        link.transmit(&datagram(*b.local().ip(), &[0xEE; 10]));
+        link.transmit(&datagram(Ipv4Addr::new(127, 0, 80, 2), &[0xEE; 10]));
         link.flush();
         let mut got = Vec::new();
         let mut bufs = RxBuffers::default();
@@ -402,7 +420,10 @@ mod tests {
         for (i, (src, dst, p)) in got.iter().take(10).enumerate() {
             assert_eq!(
                 *src,
-                SocketAddrV4::new(Ipv4Addr::new(127, 0, 80, 1), ROCEV2_UDP_PORT)
+                SocketAddr::from(SocketAddrV4::new(
+                    Ipv4Addr::new(127, 0, 80, 1),
+                    ROCEV2_UDP_PORT
+                ))
             );
             assert_eq!(*dst, b.local());
             assert_eq!(p, &vec![i as u8; 1000]);
@@ -484,6 +505,66 @@ mod tests {
             }
         }
         assert_eq!(got, 1, "the peer got the REQ");
+    }
+
+    /// Binds `[::1]`:4791, the one IPv6 loopback RoCEv2 port, waiting
+    /// while another test process holds it (a hang guard, not a timing).
+    fn bind_ipv6_loopback() -> UdpPort {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            match UdpPort::bind(Ipv6Addr::LOCALHOST) {
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "[::1]:4791 stayed taken"
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                bound => return bound.expect("bind [::1]:4791"),
+            }
+        }
+    }
+
+    /// An IPv6 port sends the UDP payload of an IPv6 datagram to the
+    /// datagram's destination and reports IPv6 sources and destinations.
+    #[test]
+    fn an_ipv6_port_carries_ipv6_datagrams() {
+        let port = bind_ipv6_loopback();
+        assert_eq!(
+            port.local(),
+            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), ROCEV2_UDP_PORT)
+        );
+        let peer = UdpSocket::bind("[::1]:0").unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut d = vec![0u8; 48];
+        d[0] = 0x60;
+        d[24..40].copy_from_slice(&Ipv6Addr::LOCALHOST.octets());
+        d[42..44].copy_from_slice(&peer.local_addr().unwrap().port().to_be_bytes());
+        d.extend_from_slice(b"six");
+        let link = UdpLink(std::sync::Arc::new(port));
+        link.transmit(&d);
+        link.flush();
+        let mut buf = [0u8; 16];
+        let (n, from) = peer.recv_from(&mut buf).unwrap();
+        assert_eq!((&buf[..n], from), (&b"six"[..], link.0.local()));
+        peer.send_to(b"back", link.0.local()).unwrap();
+        let mut got = Vec::new();
+        let mut bufs = RxBuffers::default();
+        for _ in 0..600 {
+            link.0
+                .receive(&mut bufs, Duration::from_millis(100), |src, dst, p| {
+                    got.push((src, dst, p.to_vec()));
+                })
+                .unwrap();
+            if !got.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(
+            got,
+            [(peer.local_addr().unwrap(), link.0.local(), b"back".to_vec())]
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use alloc::boxed::Box;
 
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
 use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Registration};
 use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe, TryArc};
@@ -26,8 +26,10 @@ use crate::table::Table;
 /// Sizes of a device's tables and its network identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceConfig {
-    /// The device's IPv4 address.
-    pub addr: Ipv4Addr,
+    /// The device's address (IPv4 or IPv6): the one address it sends from
+    /// and answers at. Its family is the device's: addresses of the other
+    /// family are refused (`DeviceError::InvalidAddress`).
+    pub addr: IpAddr,
     /// Path MTU (256, 512, 1024, 2048 or 4096).
     pub pmtu: u32,
     /// Queue pairs.
@@ -49,9 +51,9 @@ pub struct DeviceConfig {
 
 impl DeviceConfig {
     /// Default table sizes for a device at `addr` with path MTU `pmtu`.
-    pub fn new(addr: Ipv4Addr, pmtu: u32) -> Self {
+    pub fn new(addr: impl Into<IpAddr>, pmtu: u32) -> Self {
         Self {
-            addr,
+            addr: addr.into(),
             pmtu,
             max_qps: 1024,
             max_cqs: 1024,
@@ -82,6 +84,18 @@ impl DeviceConfig {
             max_accept_data: 148,
             path_mtu: self.pmtu,
             loopback: true,
+        }
+    }
+}
+
+/// The bits of an address folded into 64 (a seed's and a made-up GUID's
+/// ingredient: distinct devices of one fabric get distinct values).
+pub(crate) fn addr_bits(addr: IpAddr) -> u64 {
+    match addr {
+        IpAddr::V4(v4) => u64::from(v4.to_bits()),
+        IpAddr::V6(v6) => {
+            let bits = v6.to_bits();
+            (bits >> 64) as u64 ^ bits as u64
         }
     }
 }
@@ -166,7 +180,7 @@ impl SoftRnic {
         waker: Box<dyn Wake>,
     ) -> Option<Self> {
         let qp_bound = FIRST_QPN + config.max_qps;
-        let cm_seed = clock.now_us() ^ (u64::from(config.addr.to_bits()) << 32);
+        let cm_seed = clock.now_us() ^ (addr_bits(config.addr) << 32);
         Some(Self {
             config,
             // Fallible: in the kernel a failed allocation must be a

@@ -22,32 +22,33 @@
 //!
 //! ## UDP source port and the ICRC of socket transports
 //!
-//! Every packet is built as a whole IPv4 datagram with identification 0,
-//! DF set, TTL 64, TOS 0, UDP source port 4791 (the port a UDP-socket
-//! transport binds, so the receiver knows it) and destination port the
-//! path's (4791). With [`crate::device::DeviceConfig::per_qp_source_port`]
+//! Every packet is built as a whole IP datagram of the device's family:
+//! IPv4 with identification 0, DF set, TTL 64, TOS 0, or IPv6 with
+//! traffic class and flow label 0 and hop limit 64; UDP source port 4791
+//! (the port a UDP-socket transport binds, so the receiver knows it) and
+//! destination port the path's (4791). With [`crate::device::DeviceConfig::per_qp_source_port`]
 //! (links that carry whole datagrams) a connected QP's packets leave from
 //! its own port in 0xC000..=0xFFFF instead, for ECMP entropy. A UDP-socket transport carries only the UDP payload; its
 //! receiver hands it to [`SoftRnic::receive_udp_payload`] with the socket
-//! addresses, and the ICRC is verified over the IPv4/UDP headers rebuilt
-//! from the same convention (identification 0, DF, the real addresses and
-//! ports). TOS, TTL and the checksums are masked out of the ICRC anyway.
+//! addresses, and the ICRC is verified over the IP/UDP headers rebuilt
+//! from the same convention (IPv4: identification 0, DF; the real
+//! addresses and ports). TOS, TTL, the IPv6 traffic class, flow label and
+//! hop limit and the checksums are masked out of the ICRC anyway.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, SocketAddr};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use hwq::device::DeviceError;
 use spin::{Mutex, RwLock};
-use zerocopy::IntoBytes;
 
 use crate::bitset::AtomicBitset;
 use crate::device::{FIRST_QPN, SoftRnic};
 use crate::env::{Capture, Direction};
 use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
 use crate::train::Train;
-use crate::wire::{self, GSI_QPN, Ipv4UdpFields, Operation, Packet, ParseError, Pmtu, QPN_MASK};
+use crate::wire::{self, GSI_QPN, IpUdpFields, Operation, Packet, ParseError, Pmtu, QPN_MASK};
 
 /// Packets one QP may send in one [`SoftRnic::poll`] pass.
 pub const POLL_BUDGET: u32 = 64;
@@ -311,11 +312,14 @@ impl SoftRnic {
         if state != QpState::Init {
             return Err(DeviceError::InvalidState);
         }
+        if path.remote.is_ipv4() != self.config().addr.is_ipv4() {
+            return Err(DeviceError::InvalidAddress);
+        }
         let rc = rc.unwrap_or(*self.engine.defaults.read());
         let mut conn = Connection::new(self.config().addr, path, pmtu, rc, depth)
             .ok_or(DeviceError::NoResources)?;
         if self.config().per_qp_source_port {
-            conn.ip.src_port = qp::entropy_port(qpn, path.remote_qpn);
+            conn.ip.set_src_port(qp::entropy_port(qpn, path.remote_qpn));
         }
         self.qps
             .with(qpn, move |qp| {
@@ -336,36 +340,34 @@ impl SoftRnic {
         Ok(())
     }
 
-    /// Hands one received IPv4 datagram (IPv4 header through ICRC) to the
-    /// engine. Never panics, whatever the bytes.
+    /// Hands one received IPv4 or IPv6 datagram (IP header through ICRC)
+    /// to the engine. Never panics, whatever the bytes.
     pub fn receive(&self, datagram: &[u8]) {
         self.tap(Direction::Receive, datagram);
         self.dispatch(wire::parse(datagram));
     }
 
     /// Hands one received UDP payload (BTH through ICRC) to the engine, as
-    /// a UDP socket delivers it from `src` to `dst`. The ICRC is checked
-    /// with the pseudo IPv4/UDP header convention in the module docs.
-    pub fn receive_udp_payload(&self, src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) {
-        let fields = Ipv4UdpFields {
-            src: *src.ip(),
-            dst: *dst.ip(),
-            src_port: src.port(),
-            dst_port: dst.port(),
-            ident: 0,
-            dont_fragment: true,
-            tos: 0,
+    /// a UDP socket delivers it from `src` to `dst` (both IPv4 or both
+    /// IPv6; a mixed pair counts as malformed). The ICRC is checked with
+    /// the pseudo IP/UDP header convention in the module docs.
+    pub fn receive_udp_payload(
+        &self,
+        src: impl Into<SocketAddr>,
+        dst: impl Into<SocketAddr>,
+        payload: &[u8],
+    ) {
+        let Some(fields) = IpUdpFields::from_sockets(src.into(), dst.into()) else {
+            self.engine.stats.rx_packets.inc();
+            return self.engine.stats.rx_malformed.inc();
         };
         if let Some(cap) = self.engine.capture.read().as_ref()
-            && let (Some(ip), Some(udp)) = (
-                fields.ipv4_header(payload.len()),
-                fields.udp_header(payload.len()),
-            )
+            && let Some((head, n)) = fields.header_bytes(payload.len())
+            && let Some(head) = head.get(..n)
         {
             let mut buf = self.engine.scratch.lock();
             buf.clear();
-            buf.extend_from_slice(ip.as_bytes());
-            buf.extend_from_slice(udp.as_bytes());
+            buf.extend_from_slice(head);
             buf.extend_from_slice(payload);
             cap.capture(Direction::Receive, &buf);
         }
@@ -428,7 +430,7 @@ impl SoftRnic {
             Err(ParseError::BadIcrc) => return stats.rx_bad_icrc.inc(),
             Err(_) => return stats.rx_malformed.inc(),
         };
-        if p.ip.dst != self.config().addr {
+        if p.ip.dst() != self.config().addr {
             return stats.rx_dropped.inc();
         }
         let qpn = p.bth.dest_qp;
@@ -442,7 +444,7 @@ impl SoftRnic {
             return stats.rx_dropped.inc();
         }
         let now = self.clock.now_us();
-        let taken = self.to_qp(qpn, p.ip.src, op.is_request(), |qp| {
+        let taken = self.to_qp(qpn, p.ip.src(), op.is_request(), |qp| {
             if op.is_request() {
                 qp::on_request(self, qpn, qp, &p, now);
             } else {
@@ -460,13 +462,13 @@ impl SoftRnic {
     fn to_qp(
         &self,
         qpn: u32,
-        src: Ipv4Addr,
+        src: IpAddr,
         request: bool,
         mut on: impl FnMut(&mut QueuePair),
     ) -> bool {
         let mut take = || {
             self.qps.with(qpn, |qp| {
-                let from_peer = qp.conn.as_ref().is_some_and(|c| *c.path.remote.ip() == src);
+                let from_peer = qp.conn.as_ref().is_some_and(|c| c.path.remote.ip() == src);
                 if qp.state == QpState::Init {
                     return Taken::Unconnected;
                 }
@@ -518,7 +520,7 @@ impl SoftRnic {
     /// or `None` for nothing to send.
     pub(crate) fn transmit_udp_payload_with(
         &self,
-        dest: SocketAddrV4,
+        dest: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
@@ -526,11 +528,17 @@ impl SoftRnic {
             return false;
         }
         let stats = &self.engine.stats;
-        self.link.transmit_udp_payload_with(dest, len, &mut |slot| {
+        let mut counted = |slot: &mut [u8]| {
             let n = build(slot);
             stats.tx_packets.inc_if(n.is_some());
             n
-        })
+        };
+        match dest {
+            SocketAddr::V4(v4) => self.link.transmit_udp_payload_with(v4, len, &mut counted),
+            SocketAddr::V6(v6) => self
+                .link
+                .transmit_udp_payload_v6_with(v6, len, &mut counted),
+        }
     }
 
     /// Puts a train on the link (the link said it carries trains).

@@ -6,8 +6,9 @@
 
 /// The device's network attachment.
 pub trait Link: Send + Sync {
-    /// Queues one IPv4/UDP datagram (a whole RoCEv2 packet, from the IPv4
-    /// header to the ICRC) for transmission. Must not block; a link that
+    /// Queues one IPv4/UDP or IPv6/UDP datagram (a whole RoCEv2 packet,
+    /// from the IP header to the ICRC; the version nibble tells which) for
+    /// transmission. Must not block; a link that
     /// cannot take the packet drops it (the RC transport retransmits).
     fn transmit(&self, datagram: &[u8]);
 
@@ -26,13 +27,26 @@ pub trait Link: Send + Sync {
 
     /// For a link that carries UDP payloads (BTH through ICRC, as a UDP
     /// socket does): lends `len` bytes of its own send buffer for the next
-    /// payload to `dest`, which `build` writes (returning its length, or
-    /// `None` for nothing to send), so the packet is built where it leaves
-    /// from. `false`: the link has no such buffer (nothing was called; the
-    /// caller builds a datagram and transmits it).
+    /// payload to the IPv4 endpoint `dest`, which `build` writes (returning
+    /// its length, or `None` for nothing to send), so the packet is built
+    /// where it leaves from. `false`: the link has no such buffer (nothing
+    /// was called; the caller builds a datagram and transmits it).
     fn transmit_udp_payload_with(
         &self,
         dest: core::net::SocketAddrV4,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        let _ = (dest, len, build);
+        false
+    }
+
+    /// [`Link::transmit_udp_payload_with`] for a payload to the IPv6
+    /// endpoint `dest`. The default lends nothing (the caller builds an
+    /// IPv6 datagram and transmits it).
+    fn transmit_udp_payload_v6_with(
+        &self,
+        dest: core::net::SocketAddrV6,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
@@ -44,7 +58,7 @@ pub trait Link: Send + Sync {
     /// ([`crate::train`]): only a link between devices that share one DMA
     /// address space, while it injects no per-packet faults. The default
     /// carries none.
-    fn carries_trains(&self, dst: core::net::Ipv4Addr) -> bool {
+    fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
         let _ = dst;
         false
     }
@@ -70,14 +84,14 @@ pub trait Link: Send + Sync {
 /// One datagram a polled [`Link`] took.
 #[derive(Clone, Copy, Debug)]
 pub enum Arrival<'a> {
-    /// A whole IPv4 datagram (IPv4 header through ICRC).
+    /// A whole IPv4 or IPv6 datagram (IP header through ICRC).
     Datagram(&'a [u8]),
     /// A UDP payload (BTH through ICRC) as a socket delivers it.
     UdpPayload {
         /// Where it came from.
-        src: core::net::SocketAddrV4,
-        /// Where it was sent.
-        dst: core::net::SocketAddrV4,
+        src: core::net::SocketAddr,
+        /// Where it was sent (of `src`'s family; a mixed pair is dropped).
+        dst: core::net::SocketAddr,
         /// The payload.
         payload: &'a [u8],
     },
@@ -140,11 +154,12 @@ pub enum Direction {
 }
 
 /// A packet tap: sees every datagram the device sends and receives, as a
-/// whole IPv4 datagram (IPv4 header through ICRC), so the host can write a
-/// pcap. Datagrams that arrived as a bare UDP payload
+/// whole IPv4 or IPv6 datagram (IP header through ICRC), so the host can
+/// write a pcap. Datagrams that arrived as a bare UDP payload
 /// ([`crate::device::SoftRnic::receive_udp_payload`]) are shown with the
-/// IPv4 and UDP headers the ICRC convention assumes (identification 0, DF,
-/// TTL 64, the socket's addresses and ports).
+/// IP and UDP headers the ICRC convention assumes (IPv4: identification 0,
+/// DF, TTL 64; IPv6: traffic class and flow label 0, hop limit 64; the
+/// socket's addresses and ports).
 ///
 /// Called from the engine's hot path, possibly holding a QP lock: must not
 /// block for long and must not call back into the device.

@@ -1,5 +1,5 @@
 //! An in-memory Ethernet-less fabric for deterministic tests: devices
-//! transmit IPv4 datagrams into it, and whoever drives the test takes them
+//! transmit IPv4 or IPv6 datagrams into it, and whoever drives the test takes them
 //! out when they are due and hands them to the destination device.
 //!
 //! Faults are injected from a seeded generator, so a run with the same seed,
@@ -15,7 +15,7 @@ use alloc::collections::binary_heap::PeekMut;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
@@ -56,7 +56,7 @@ pub struct FabricStats {
     pub reordered: u64,
     /// Handed out for delivery.
     pub delivered: u64,
-    /// Too short to carry an IPv4 destination: dropped.
+    /// Too short to carry an IP destination (or of no IP version): dropped.
     pub malformed: u64,
 }
 
@@ -67,7 +67,7 @@ pub struct FabricStats {
 // heap, which costs less than a boxed train's allocation and free.
 #[allow(clippy::large_enum_variant)]
 pub enum Load {
-    /// One IPv4 datagram.
+    /// One IPv4 or IPv6 datagram.
     Datagram(Vec<u8>),
     /// Packets whose payload is still at the sender ([`crate::train`]).
     Train(Train),
@@ -95,7 +95,7 @@ impl Load {
 struct InFlight {
     due_us: u64,
     seq: u64,
-    dst: Ipv4Addr,
+    dst: IpAddr,
     load: Load,
 }
 
@@ -120,7 +120,7 @@ impl Ord for InFlight {
 /// The datagrams in flight to one destination.
 #[derive(Debug)]
 struct Queue {
-    dst: Ipv4Addr,
+    dst: IpAddr,
     heap: BinaryHeap<InFlight>,
 }
 
@@ -160,7 +160,7 @@ impl State {
         1 + self.rng.next_u64() % window
     }
 
-    fn enqueue(&mut self, due_us: u64, dst: Ipv4Addr, load: Load) {
+    fn enqueue(&mut self, due_us: u64, dst: IpAddr, load: Load) {
         self.seq += 1;
         let flight = InFlight {
             due_us,
@@ -185,7 +185,7 @@ impl State {
             .min_by_key(|q| q.head())
     }
 
-    fn queue_of(&mut self, dst: Ipv4Addr) -> Option<&mut Queue> {
+    fn queue_of(&mut self, dst: IpAddr) -> Option<&mut Queue> {
         self.queues.iter_mut().find(|q| q.dst == dst)
     }
 
@@ -203,7 +203,7 @@ impl State {
 /// gives its first segment, built from the source, and stays queued with
 /// the rest (segmentation where packets are needed). Segments whose
 /// source key died are lost (counted).
-fn take_datagram(s: &mut State, dst: Option<Ipv4Addr>, now_us: u64) -> Option<(Ipv4Addr, Vec<u8>)> {
+fn take_datagram(s: &mut State, dst: Option<IpAddr>, now_us: u64) -> Option<(IpAddr, Vec<u8>)> {
     loop {
         let mut buf = s.spare.pop().unwrap_or_default();
         let q = match dst {
@@ -252,7 +252,7 @@ fn take_datagram(s: &mut State, dst: Option<Ipv4Addr>, now_us: u64) -> Option<(I
 
 /// What happens to a datagram being sent.
 struct Fate {
-    dst: Ipv4Addr,
+    dst: IpAddr,
     due: u64,
     /// Due time of a duplicate, if one is made.
     duplicate: Option<u64>,
@@ -266,10 +266,9 @@ pub struct Fabric {
     state: Mutex<State>,
 }
 
-/// IPv4 destination of a datagram (bytes 16..20 of its header).
-fn destination(datagram: &[u8]) -> Option<Ipv4Addr> {
-    let b: [u8; 4] = datagram.get(16..20)?.try_into().ok()?;
-    Some(Ipv4Addr::from(b))
+/// Destination of a datagram (IPv4 bytes 16..20, IPv6 bytes 24..40).
+fn destination(datagram: &[u8]) -> Option<IpAddr> {
+    crate::wire::ip_udp::datagram_destination(datagram)
 }
 
 impl Fabric {
@@ -296,7 +295,7 @@ impl Fabric {
     /// was queued (not lost or malformed), so the caller can wake the
     /// receiver. The bytes are copied with the lock released, so a
     /// receiver taking its packets never spins behind a 4 KiB copy.
-    pub fn transmit(&self, now_us: u64, datagram: &[u8]) -> Option<Ipv4Addr> {
+    pub fn transmit(&self, now_us: u64, datagram: &[u8]) -> Option<IpAddr> {
         let mut fate = self.decide(now_us, datagram)?;
         let mut bytes = core::mem::take(&mut fate.buffer);
         bytes.clear();
@@ -308,7 +307,7 @@ impl Fabric {
     /// [`Fabric::transmit`] of `buf[..len]` that takes `buf` itself into
     /// the fabric, leaving a recycled buffer of the same length in its
     /// place: a full-size packet moves without being copied.
-    pub fn transmit_owned(&self, now_us: u64, buf: &mut Vec<u8>, len: usize) -> Option<Ipv4Addr> {
+    pub fn transmit_owned(&self, now_us: u64, buf: &mut Vec<u8>, len: usize) -> Option<IpAddr> {
         // One lock round: nothing is copied (but a duplicate), so nothing
         // slow happens under the lock.
         let mut s = self.state.lock();
@@ -338,7 +337,7 @@ impl Fabric {
     /// Sends a train at time `now_us` (the sender asked
     /// [`Fabric::carries_trains`] first; faults set since then are not
     /// drawn for it). Returns its destination.
-    pub fn transmit_train(&self, now_us: u64, train: Train) -> Ipv4Addr {
+    pub fn transmit_train(&self, now_us: u64, train: Train) -> IpAddr {
         let dst = train.dst();
         let mut s = self.state.lock();
         s.stats.sent += u64::from(train.segments());
@@ -395,22 +394,24 @@ impl Fabric {
     /// Takes the next datagram due at or before `now_us`, whatever its
     /// destination (in due order, ties in send order). A train is handed
     /// out one segment at a time, each built as its datagram.
-    pub fn take_due(&self, now_us: u64) -> Option<(Ipv4Addr, Vec<u8>)> {
+    pub fn take_due(&self, now_us: u64) -> Option<(IpAddr, Vec<u8>)> {
         take_datagram(&mut self.state.lock(), None, now_us)
     }
 
     /// Takes the next datagram for `dst` due at or before `now_us` (trains
     /// as in [`Fabric::take_due`]). Hand its buffer back with
     /// [`Fabric::recycle`] once done with it.
-    pub fn take_due_for(&self, dst: Ipv4Addr, now_us: u64) -> Option<Vec<u8>> {
-        take_datagram(&mut self.state.lock(), Some(dst), now_us).map(|(_, bytes)| bytes)
+    pub fn take_due_for(&self, dst: impl Into<IpAddr>, now_us: u64) -> Option<Vec<u8>> {
+        take_datagram(&mut self.state.lock(), Some(dst.into()), now_us).map(|(_, bytes)| bytes)
     }
 
     /// Drops everything queued for `dst` (its device went away: lost, as
     /// on a real network).
-    pub fn discard_for(&self, dst: Ipv4Addr) {
+    pub fn discard_for(&self, dst: impl Into<IpAddr>) {
         let mut s = self.state.lock();
-        let Some(q) = s.queue_of(dst) else { return };
+        let Some(q) = s.queue_of(dst.into()) else {
+            return;
+        };
         let dropped = core::mem::take(&mut q.heap);
         for flight in dropped {
             s.stats.lost += flight.load.packets();
@@ -430,7 +431,7 @@ impl Fabric {
     /// flight.
     pub fn exchange_due_for(
         &self,
-        dst: Ipv4Addr,
+        dst: impl Into<IpAddr>,
         now_us: u64,
         out: &mut Vec<Load>,
         max: usize,
@@ -442,7 +443,7 @@ impl Fabric {
         let mut taken = 0;
         let mut segments = 0;
         let mut next = None;
-        if let Some(q) = s.queue_of(dst) {
+        if let Some(q) = s.queue_of(dst.into()) {
             while taken < max && q.heap.peek().is_some_and(|p| p.due_us <= now_us) {
                 if let Some(p) = q.heap.pop() {
                     segments += p.load.packets();
@@ -467,10 +468,10 @@ impl Fabric {
     }
 
     /// When the next datagram for `dst` is due, if any is in flight.
-    pub fn next_due_for(&self, dst: Ipv4Addr) -> Option<u64> {
+    pub fn next_due_for(&self, dst: impl Into<IpAddr>) -> Option<u64> {
         self.state
             .lock()
-            .queue_of(dst)?
+            .queue_of(dst.into())?
             .heap
             .peek()
             .map(|p| p.due_us)
@@ -533,7 +534,7 @@ impl Link for FabricPort {
         let _ = self.fabric.transmit_owned(self.clock.now_us(), buf, len);
     }
 
-    fn carries_trains(&self, _dst: Ipv4Addr) -> bool {
+    fn carries_trains(&self, _dst: IpAddr) -> bool {
         self.trains && self.fabric.carries_trains()
     }
 
@@ -545,9 +546,11 @@ impl Link for FabricPort {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::net::{Ipv4Addr, Ipv6Addr};
 
     fn datagram(dst: [u8; 4], tag: u8) -> Vec<u8> {
         let mut d = alloc::vec![0u8; 28];
+        d[0] = 0x45;
         d[16..20].copy_from_slice(&dst);
         d[27] = tag;
         d
@@ -608,10 +611,11 @@ mod tests {
             delay_us: 5,
             ..Faults::default()
         });
-        let (a, b) = (Ipv4Addr::new(127, 0, 0, 3), Ipv4Addr::new(127, 0, 0, 2));
-        assert_eq!(f.transmit(10, &datagram(b.octets(), 1)), Some(b));
-        assert_eq!(f.transmit(11, &datagram(a.octets(), 2)), Some(a));
-        assert_eq!(f.transmit(12, &datagram(b.octets(), 3)), Some(b));
+        let (a4, b4) = (Ipv4Addr::new(127, 0, 0, 3), Ipv4Addr::new(127, 0, 0, 2));
+        let (a, b) = (IpAddr::V4(a4), IpAddr::V4(b4));
+        assert_eq!(f.transmit(10, &datagram(b4.octets(), 1)), Some(b));
+        assert_eq!(f.transmit(11, &datagram(a4.octets(), 2)), Some(a));
+        assert_eq!(f.transmit(12, &datagram(b4.octets(), 3)), Some(b));
         assert_eq!(f.next_due_for(a), Some(16));
         assert_eq!(f.next_due_for(b), Some(15));
         assert!(f.take_due_for(b, 14).is_none());
@@ -622,7 +626,7 @@ mod tests {
         assert!(f.take_due_for(b, 100).is_none());
         assert_eq!(f.in_flight(), 1);
         // A recycled buffer carries the next datagram, not its old bytes.
-        f.transmit(20, &datagram(b.octets(), 4));
+        f.transmit(20, &datagram(b4.octets(), 4));
         assert_eq!(f.take_due(u64::MAX).map(|(d, p)| (d, p[27])), Some((a, 2)));
         assert_eq!(f.take_due(u64::MAX).map(|(d, p)| (d, p[27])), Some((b, 4)));
         assert_eq!(f.stats().delivered, 4);
@@ -631,13 +635,15 @@ mod tests {
     #[test]
     fn owned_transmits_swap_buffers_and_batches_recycle_them() {
         let f = Fabric::new(Faults::default());
-        let b = Ipv4Addr::new(127, 0, 0, 2);
-        let mut buf = datagram(b.octets(), 7);
+        let b4 = Ipv4Addr::new(127, 0, 0, 2);
+        let b = IpAddr::V4(b4);
+        let mut buf = datagram(b4.octets(), 7);
         buf.resize(64, 0xAA);
         assert_eq!(f.transmit_owned(1, &mut buf, 28), Some(b));
         // The caller keeps a buffer as long as before.
         assert_eq!(buf.len(), 64);
-        buf[16..20].copy_from_slice(&b.octets());
+        buf[0] = 0x45;
+        buf[16..20].copy_from_slice(&b4.octets());
         buf[27] = 8;
         f.transmit_owned(2, &mut buf, 28);
         let mut batch = Vec::new();
@@ -654,7 +660,7 @@ mod tests {
         assert_eq!(f.exchange_due_for(b, 10, &mut batch, 8), (0, None));
         assert!(batch.is_empty());
         // Both buffers went back to the pool and carry the next datagrams.
-        f.transmit(3, &datagram(b.octets(), 9));
+        f.transmit(3, &datagram(b4.octets(), 9));
         assert_eq!(f.take_due_for(b, 10).map(|d| d[27]), Some(9));
         assert_eq!(f.stats().delivered, 3);
     }
@@ -663,7 +669,39 @@ mod tests {
     fn short_datagrams_are_counted_and_dropped() {
         let f = Fabric::new(Faults::default());
         f.transmit(0, &[0u8; 10]);
-        assert_eq!(f.stats().malformed, 1);
+        // An IPv6 header cut before its destination, and no IP version.
+        f.transmit(0, &[0x60; 39]);
+        f.transmit(0, &[0x50; 60]);
+        assert_eq!(f.stats().malformed, 3);
         assert!(f.take_due(u64::MAX).is_none());
+    }
+
+    #[test]
+    fn ipv6_datagrams_go_to_their_ipv6_destination() {
+        let f = Fabric::new(Faults::default());
+        let v6 = |last: u8, tag: u8| {
+            let mut d = alloc::vec![0u8; 48];
+            d[0] = 0x60;
+            d[24] = 0xfd;
+            d[39] = last;
+            d[47] = tag;
+            d
+        };
+        let (a, b) = (
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
+        );
+        assert_eq!(f.transmit(1, &v6(2, 1)), Some(b));
+        assert_eq!(f.transmit(2, &v6(1, 2)), Some(a));
+        // An IPv4 node whose address is the last bytes of an IPv6 one is
+        // another destination.
+        assert_eq!(
+            f.transmit(3, &datagram([0, 0, 0, 2], 3)),
+            Some(IpAddr::V4(Ipv4Addr::new(0, 0, 0, 2)))
+        );
+        assert_eq!(f.take_due_for(b, 10).map(|d| d[47]), Some(1));
+        assert!(f.take_due_for(b, 10).is_none());
+        assert_eq!(f.take_due_for(a, 10).map(|d| d[47]), Some(2));
+        assert_eq!(f.in_flight(), 1);
     }
 }

@@ -28,7 +28,7 @@
 //! injects no faults, whose model is per packet.
 
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 use hwq::TryArc;
 
 use hwq::Sge;
@@ -38,7 +38,7 @@ use crate::memory::{DeviceMemory, Need};
 use crate::qp::sg;
 use crate::qp::{Carrying, read_response_framing, request_opcode};
 use crate::wire::{
-    Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, PacketBuilder, Reth, datagram_len, psn_add,
+    Bth, ExtHeaders, Headers, IpUdpFields, Opcode, PacketBuilder, Reth, datagram_len, psn_add,
 };
 
 /// Most packets one train stands for: 1 MiB at a 4096-byte PMTU. The
@@ -89,8 +89,8 @@ pub struct Train {
     len: u64,
     /// Payload bytes per segment (the last may carry fewer).
     pmtu: u32,
-    /// IPv4/UDP facts of the sender's connection.
-    ip: Ipv4UdpFields,
+    /// IP/UDP facts of the sender's connection.
+    ip: IpUdpFields,
     /// The receiver's QP.
     dest_qp: u32,
     /// PSN of the first segment.
@@ -110,7 +110,7 @@ impl core::fmt::Debug for Train {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Train")
             .field("kind", &self.kind)
-            .field("dst", &self.ip.dst)
+            .field("dst", &self.ip.dst())
             .field("dest_qp", &self.dest_qp)
             .field("first_psn", &self.first_psn)
             .field("count", &self.count)
@@ -169,7 +169,7 @@ pub(crate) struct TrainSource {
     pub at: u64,
     pub len: u64,
     pub pmtu: u32,
-    pub ip: Ipv4UdpFields,
+    pub ip: IpUdpFields,
     pub dest_qp: u32,
     pub first_psn: u32,
     pub count: u32,
@@ -201,14 +201,14 @@ impl Train {
         }
     }
 
-    /// IPv4 destination (the receiving device).
-    pub fn dst(&self) -> Ipv4Addr {
-        self.ip.dst
+    /// IP destination (the receiving device).
+    pub fn dst(&self) -> IpAddr {
+        self.ip.dst()
     }
 
-    /// IPv4 source (the sending device).
-    pub fn src(&self) -> Ipv4Addr {
-        self.ip.src
+    /// IP source (the sending device).
+    pub fn src(&self) -> IpAddr {
+        self.ip.src()
     }
 
     /// The receiver's QP number.
@@ -321,7 +321,7 @@ impl Train {
         if out.len() < total {
             out.resize(total, 0);
         }
-        let mut b = PacketBuilder::ipv4(&headers, seg.len, out).ok()?;
+        let mut b = PacketBuilder::datagram(&headers, seg.len, out).ok()?;
         {
             let (slot, mut hasher) = b.payload_slot();
             let mut at = 0usize;
@@ -364,8 +364,8 @@ impl Train {
 /// What a packet is built as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Framing {
-    /// A whole IPv4 datagram.
-    Ipv4,
+    /// A whole IP datagram.
+    Datagram,
     /// The UDP payload (BTH through ICRC), as a UDP socket sends it.
     UdpPayload,
 }
@@ -385,7 +385,7 @@ pub(crate) fn build_read_response(
     out: &mut [u8],
 ) -> Option<usize> {
     let mut b = match framing {
-        Framing::Ipv4 => PacketBuilder::ipv4(headers, plen, out),
+        Framing::Datagram => PacketBuilder::datagram(headers, plen, out),
         Framing::UdpPayload => PacketBuilder::udp_payload(headers, plen, out),
     }
     .ok()?;

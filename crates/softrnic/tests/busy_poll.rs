@@ -154,7 +154,7 @@ fn bench() -> Bench {
     let qa = a.node.qp(16);
     let qb = b.node.qp(16);
     let path = |remote, remote_qpn, send_psn, recv_psn| softrnic::qp::Path {
-        remote: std::net::SocketAddrV4::new(remote, 4791),
+        remote: std::net::SocketAddrV4::new(remote, 4791).into(),
         remote_qpn,
         pmtu: 4096,
         send_psn,

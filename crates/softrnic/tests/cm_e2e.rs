@@ -1,11 +1,12 @@
 //! End to end: two devices connect through connection management alone
 //! (no hand-made paths), move bytes with SEND/RECV and an RDMA READ (the
-//! negotiated read limits in use), then disconnect.
+//! negotiated read limits in use), then disconnect; between IPv4 nodes and
+//! between IPv6 nodes.
 
 mod cm_harness;
 mod common;
 
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use cm_harness::{Ev, Recorder};
@@ -34,9 +35,17 @@ fn events(r: &Recorder) -> Vec<Ev> {
 }
 
 fn run(faults: Faults) {
-    let mut w = World::new(faults, 1024, 4 << 20);
+    run_on(false, faults);
+}
+
+fn run_on(v6: bool, faults: Faults) {
+    let mut w = if v6 {
+        World::new_v6(faults, 1024, 4 << 20)
+    } else {
+        World::new(faults, 1024, 4 << 20)
+    };
     let (ra, rb) = (recorder(&w.a.dev), recorder(&w.b.dev));
-    let service = SocketAddr::V4(SocketAddrV4::new(ADDR_B, 445));
+    let service = SocketAddr::new(w.b.addr, 445);
     w.b.dev.cm_listen(service).unwrap();
     let (mut qa, mut qb) = (w.a.qp(16), w.b.qp(16));
     let all = Access::LOCAL_WRITE.union(Access::REMOTE_READ);
@@ -45,7 +54,7 @@ fn run(faults: Faults) {
     w.b.post_recv(&mut qb, 1, &[dst.sge(0, 8192)]);
 
     let params = ConnectParams {
-        local: SocketAddr::V4(SocketAddrV4::new(ADDR_A, 0)),
+        local: SocketAddr::new(w.a.addr, 0),
         remote: service,
         inbound_reads: 4,
         outbound_reads: 2,
@@ -57,9 +66,14 @@ fn run(faults: Faults) {
             .iter()
             .any(|e| matches!(e, Ev::ConnectRequest { .. }))
     });
-    let Some(Ev::ConnectRequest { conn_id: cb, .. }) = events(&rb).pop() else {
+    let Some(Ev::ConnectRequest {
+        conn_id: cb, info, ..
+    }) = events(&rb).pop()
+    else {
         panic!()
     };
+    // The acceptor sees both ends in the nodes' family.
+    assert_eq!((info.local, info.remote.ip()), (service, w.a.addr));
     w.b.dev.cm_accept(cb, qb.qpn, 8, 8, b"welcome").unwrap();
     w.run_until(STEPS, |_| {
         events(&ra).iter().any(|e| matches!(e, Ev::Replied { .. }))
@@ -67,6 +81,7 @@ fn run(faults: Faults) {
     let Some(Ev::Replied { info, .. }) = events(&ra).pop() else {
         panic!()
     };
+    assert_eq!((info.local.ip(), info.remote), (w.a.addr, service));
     // A serves min(4, B's ORD 8) reads and issues min(2, B's IRD 8).
     assert_eq!((info.inbound_reads, info.outbound_reads), (4, 2));
     assert_eq!(w.a.state(&qa), QpState::Init, "connected only at establish");
@@ -144,5 +159,33 @@ fn connect_send_read_disconnect_on_a_lossy_fabric() {
             delay_us: 20,
             seed,
         });
+    }
+}
+
+#[test]
+fn connect_send_read_disconnect_ipv6() {
+    run_on(
+        true,
+        Faults {
+            delay_us: 10,
+            ..Faults::default()
+        },
+    );
+}
+
+#[test]
+fn connect_send_read_disconnect_ipv6_on_a_lossy_fabric() {
+    for seed in 1..=3 {
+        run_on(
+            true,
+            Faults {
+                loss: 0.05,
+                duplicate: 0.05,
+                reorder: 0.05,
+                reorder_window_us: 200,
+                delay_us: 20,
+                seed,
+            },
+        );
     }
 }

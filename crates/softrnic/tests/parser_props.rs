@@ -1,10 +1,12 @@
 //! Property tests of the packet parser and of the engine behind it, from
 //! angles `wire_proptest` does not take:
 //!
-//! * every truncation of a valid packet is refused, in both framings;
+//! * every truncation of a valid packet is refused, in both framings and
+//!   both IP versions;
 //! * the parser's view of a valid packet agrees with a decoder and an ICRC
-//!   written here from the wire layout alone (so a bug shared by the
-//!   builder and the parser cannot hide behind a round trip);
+//!   written here from the wire layout alone, for IPv4 and IPv6 (so a bug
+//!   shared by the builder and the parser cannot hide behind a round
+//!   trip);
 //! * structural mutations (inserted, deleted, overwritten bytes, with the
 //!   lengths, checksum and ICRC optionally re-sealed so the parser gets
 //!   past its outer checks) never panic, and whatever is accepted is
@@ -20,7 +22,7 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use common::{ADDR_A, ADDR_B, World};
 use hwq::wqe::Access;
@@ -110,7 +112,8 @@ fn headers_for(op: Opcode) -> impl Strategy<Value = Headers> {
                     ident,
                     dont_fragment: df,
                     tos: 0,
-                },
+                }
+                .into(),
                 bth: Bth {
                     opcode: op,
                     solicited: f[0],
@@ -126,6 +129,47 @@ fn headers_for(op: Opcode) -> impl Strategy<Value = Headers> {
                 ext,
             },
         )
+}
+
+/// `headers_for` with IPv6 addresses, ports, traffic class and flow label.
+fn headers_v6_for(op: Opcode) -> impl Strategy<Value = Headers> {
+    (
+        headers_for(op),
+        any::<[u8; 16]>(),
+        any::<[u8; 16]>(),
+        any::<u8>(),
+        0..=0xF_FFFFu32,
+    )
+        .prop_map(|(mut h, s, d, tc, flow)| {
+            h.ip = Ipv6UdpFields {
+                src: Ipv6Addr::from(s),
+                dst: Ipv6Addr::from(d),
+                src_port: h.ip.src_port(),
+                dst_port: ROCEV2_PORT,
+                traffic_class: tc,
+                flow_label: flow,
+            }
+            .into();
+            h
+        })
+}
+
+/// A valid IPv6 packet: headers, payload and the built datagram.
+fn packet_v6() -> impl Strategy<Value = (Headers, Vec<u8>, Vec<u8>)> {
+    prop::sample::select(&OPCODES[..]).prop_flat_map(|op| {
+        let op = Opcode(op);
+        let max = if op.info().unwrap().payload { 300 } else { 0 };
+        (
+            headers_v6_for(op),
+            prop::collection::vec(any::<u8>(), 0..=max),
+        )
+            .prop_map(|(h, payload)| {
+                let mut out = vec![0u8; 1024];
+                let n = build(&h, &[&payload], &mut out).expect("valid headers build");
+                out.truncate(n);
+                (h, payload, out)
+            })
+    })
 }
 
 /// A valid packet: headers, payload and the built datagram.
@@ -168,6 +212,24 @@ fn oracle_icrc(datagram_without_trailer: &[u8]) -> [u8; 4] {
     masked[26] = 0xFF; // UDP checksum
     masked[27] = 0xFF;
     masked[32] = 0xFF; // BTH FECN/BECN/Resv6a
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[0xFF; 8]);
+    h.update(&masked);
+    h.finalize().to_le_bytes()
+}
+
+/// The ICRC of an IPv6 datagram from the layout alone: CRC-32 over eight
+/// 0xFF bytes and the datagram with the traffic class and flow label (the
+/// low nibble of byte 0, bytes 1-3), the hop limit (byte 7), the UDP
+/// checksum and BTH byte 4 set to all-ones; sent LSB first.
+fn oracle_icrc6(datagram_without_trailer: &[u8]) -> [u8; 4] {
+    let mut masked = datagram_without_trailer.to_vec();
+    masked[0] |= 0x0F;
+    masked[1..4].fill(0xFF);
+    masked[7] = 0xFF;
+    masked[46] = 0xFF;
+    masked[47] = 0xFF;
+    masked[52] = 0xFF;
     let mut h = crc32fast::Hasher::new();
     h.update(&[0xFF; 8]);
     h.update(&masked);
@@ -242,18 +304,34 @@ fn apply(d: &mut Vec<u8>, m: &Mutation) {
     }
 }
 
-/// What an accepted packet must satisfy whatever the input was.
+/// What an accepted packet must satisfy whatever the input was (an IPv4
+/// or, by its version nibble, an IPv6 datagram).
 fn check_accepted(d: &[u8], p: &Packet<'_>) -> Result<(), TestCaseError> {
-    let total = usize::from(be16(&d[2..4]));
+    let (head, total, icrc) = if d[0] >> 4 == 6 {
+        (
+            48,
+            40 + usize::from(be16(&d[4..6])),
+            oracle_icrc6 as fn(&[u8]) -> [u8; 4],
+        )
+    } else {
+        (
+            28,
+            usize::from(be16(&d[2..4])),
+            oracle_icrc as fn(&[u8]) -> [u8; 4],
+        )
+    };
     prop_assert!(total <= d.len());
-    prop_assert_eq!(&oracle_icrc(&d[..total - 4])[..], &d[total - 4..total]);
+    prop_assert_eq!(&icrc(&d[..total - 4])[..], &d[total - 4..total]);
     let pad = usize::from(p.bth.pad_count);
-    prop_assert_eq!(28 + p.info.header_len() + p.payload.len() + pad + 4, total);
-    let start = 28 + p.info.header_len();
+    prop_assert_eq!(
+        head + p.info.header_len() + p.payload.len() + pad + 4,
+        total
+    );
+    let start = head + p.info.header_len();
     prop_assert_eq!(p.payload, &d[start..start + p.payload.len()]);
-    prop_assert_eq!(u32::from(d[28]), u32::from(p.bth.opcode.0));
-    prop_assert_eq!(be24(&d[33..36]), p.bth.dest_qp);
-    prop_assert_eq!(be24(&d[37..40]), p.bth.psn);
+    prop_assert_eq!(u32::from(d[head]), u32::from(p.bth.opcode.0));
+    prop_assert_eq!(be24(&d[head + 5..head + 8]), p.bth.dest_qp);
+    prop_assert_eq!(be24(&d[head + 9..head + 12]), p.bth.psn);
     Ok(())
 }
 
@@ -279,13 +357,14 @@ proptest! {
         // Outer headers as laid out on the wire.
         prop_assert_eq!(d[0], 0x45);
         prop_assert_eq!(usize::from(be16(&d[2..4])), d.len());
-        prop_assert_eq!(be16(&d[4..6]), h.ip.ident);
-        prop_assert_eq!(d[6] & 0x40 != 0, h.ip.dont_fragment);
+        let ip = h.ip.as_v4().expect("an IPv4 packet");
+        prop_assert_eq!(be16(&d[4..6]), ip.ident);
+        prop_assert_eq!(d[6] & 0x40 != 0, ip.dont_fragment);
         prop_assert_eq!(d[9], 17);
         prop_assert_eq!(oracle_ip_checksum(&d[..20]), 0);
-        prop_assert_eq!(&d[12..16], &h.ip.src.octets());
-        prop_assert_eq!(&d[16..20], &h.ip.dst.octets());
-        prop_assert_eq!(be16(&d[20..22]), h.ip.src_port);
+        prop_assert_eq!(&d[12..16], &ip.src.octets());
+        prop_assert_eq!(&d[16..20], &ip.dst.octets());
+        prop_assert_eq!(be16(&d[20..22]), ip.src_port);
         prop_assert_eq!(be16(&d[22..24]), ROCEV2_PORT);
         prop_assert_eq!(usize::from(be16(&d[24..26])), d.len() - 20);
         // BTH.
@@ -317,6 +396,81 @@ proptest! {
         check_accepted(&d, &p)?;
         prop_assert_eq!(p.payload, &payload[..]);
         prop_assert_eq!(p.ext, h.ext);
+    }
+
+    #[test]
+    fn every_ipv6_truncation_is_refused((h, _payload, d) in packet_v6()) {
+        for cut in 0..d.len() {
+            prop_assert!(parse(&d[..cut]).is_err(), "datagram cut at {} of {}", cut, d.len());
+        }
+        let udp = &d[48..];
+        for cut in 0..udp.len() {
+            prop_assert!(
+                parse_udp_payload(&h.ip, &udp[..cut]).is_err(),
+                "UDP payload cut at {} of {}", cut, udp.len()
+            );
+        }
+    }
+
+    #[test]
+    fn ipv6_parser_agrees_with_an_independent_decoder((h, payload, d) in packet_v6()) {
+        let ip = h.ip.as_v6().expect("an IPv6 packet");
+        // The IPv6 header as laid out on the wire.
+        prop_assert_eq!(d[0] >> 4, 6);
+        prop_assert_eq!((d[0] & 0x0F) << 4 | d[1] >> 4, ip.traffic_class);
+        prop_assert_eq!(be24(&d[1..4]) & 0xF_FFFF, ip.flow_label);
+        prop_assert_eq!(usize::from(be16(&d[4..6])), d.len() - 40);
+        prop_assert_eq!((d[6], d[7]), (17, 64));
+        prop_assert_eq!(&d[8..24], &ip.src.octets());
+        prop_assert_eq!(&d[24..40], &ip.dst.octets());
+        prop_assert_eq!(be16(&d[40..42]), ip.src_port);
+        prop_assert_eq!(be16(&d[42..44]), ROCEV2_PORT);
+        prop_assert_eq!(usize::from(be16(&d[44..46])), d.len() - 40);
+        prop_assert_eq!(be16(&d[46..48]), 0, "UDP checksum 0");
+        let b = &d[48..60];
+        prop_assert_eq!(b[0], h.bth.opcode.0);
+        prop_assert_eq!(usize::from((b[1] >> 4) & 3), (4 - payload.len() % 4) % 4);
+        prop_assert_eq!(be24(&b[5..8]), h.bth.dest_qp);
+        prop_assert_eq!(be24(&b[9..12]), h.bth.psn);
+        let n = d.len();
+        prop_assert_eq!(&oracle_icrc6(&d[..n - 4])[..], &d[n - 4..]);
+        let p = parse(&d).expect("valid packet parses");
+        check_accepted(&d, &p)?;
+        prop_assert_eq!(p.ip, h.ip);
+        prop_assert_eq!(p.payload, &payload[..]);
+        prop_assert_eq!(p.ext, h.ext);
+        prop_assert_eq!(parse_udp_payload(&h.ip, &d[48..]).unwrap(), p);
+    }
+
+    #[test]
+    fn mutated_ipv6_packets_never_panic_and_accepted_ones_are_consistent(
+        (h, _payload, d) in packet_v6(),
+        muts in prop::collection::vec(mutation(), 1..4),
+        sealed in any::<bool>(),
+    ) {
+        let mut m = d.clone();
+        for x in &muts {
+            apply(&mut m, x);
+        }
+        if sealed && m.len() >= 48 + 12 + 4 && u16::try_from(m.len() - 40).is_ok() {
+            // Version 6, UDP next, both lengths and the ICRC made right.
+            m[0] = 0x60 | (m[0] & 0x0F);
+            m[6] = 17;
+            let n = m.len();
+            m[4..6].copy_from_slice(&((n - 40) as u16).to_be_bytes());
+            m[44..46].copy_from_slice(&((n - 40) as u16).to_be_bytes());
+            let icrc = oracle_icrc6(&m[..n - 4]);
+            m[n - 4..].copy_from_slice(&icrc);
+        }
+        if let Ok(p) = parse(&m) {
+            check_accepted(&m, &p)?;
+        }
+        if m.len() > 48 {
+            if let Ok(p) = parse_udp_payload(&h.ip, &m[48..]) {
+                let pad = usize::from(p.bth.pad_count);
+                prop_assert_eq!(p.info.header_len() + p.payload.len() + pad + 4, m.len() - 48);
+            }
+        }
     }
 
     #[test]
@@ -449,7 +603,7 @@ proptest! {
             }
             let payload: &[u8] = if info.payload { &a.payload } else { &[] };
             let h = Headers {
-                ip: Ipv4UdpFields::for_socket(ADDR_A, ADDR_B, ROCEV2_PORT),
+                ip: Ipv4UdpFields::for_socket(ADDR_A, ADDR_B, ROCEV2_PORT).into(),
                 bth: Bth::new(
                     op,
                     if a.qpn_ok { qb.qpn } else { qb.qpn + 1 },
@@ -500,7 +654,7 @@ fn well_formed_requests_built_like_the_attacks_are_executed() {
     let target = w.b.register(8192, REMOTE);
     let recv = w.b.register(4096, Access::LOCAL_WRITE);
     w.b.post_recv(&mut qb, 1, &[recv.sge(0, 4096)]);
-    let ip = Ipv4UdpFields::for_socket(ADDR_A, ADDR_B, ROCEV2_PORT);
+    let ip = Ipv4UdpFields::for_socket(ADDR_A, ADDR_B, ROCEV2_PORT).into();
     let mut out = vec![0u8; 2048];
     let write = Headers {
         ip,
@@ -591,7 +745,7 @@ proptest! {
         *w.a.mem.log.lock().unwrap() = Some(Vec::new());
         w.a.post_send(&mut qa, common::rdma(hwq::wqe::SendOpcode::Read, 1, &[sink.sge(0, 3000)], &remote, 0));
         w.a.post_send(&mut qa, common::wqe(hwq::wqe::SendOpcode::Send, 2, &[src.sge(0, 100)]));
-        let ip = Ipv4UdpFields::for_socket(ADDR_B, ADDR_A, ROCEV2_PORT);
+        let ip = Ipv4UdpFields::for_socket(ADDR_B, ADDR_A, ROCEV2_PORT).into();
         let mut out = vec![0u8; 2048];
         let payload = vec![0x5Au8; 1100];
         for r in &responses {
@@ -667,7 +821,7 @@ fn well_formed_read_responses_complete_the_read() {
     );
     w.a.dev.poll();
     while w.fabric.take_due(u64::MAX).is_some() {}
-    let ip = Ipv4UdpFields::for_socket(ADDR_B, ADDR_A, ROCEV2_PORT);
+    let ip = Ipv4UdpFields::for_socket(ADDR_B, ADDR_A, ROCEV2_PORT).into();
     let mut out = vec![0u8; 2048];
     for (op, psn, len) in [
         (Opcode::RDMA_READ_RESPONSE_FIRST, 100, 1024),

@@ -1,5 +1,6 @@
 //! RC transport between two devices on a clean in-memory fabric: every
-//! operation, byte-exact data and exact CQEs.
+//! operation, byte-exact data and exact CQEs, between IPv4 nodes and (the
+//! `_ipv6` tests) between IPv6 nodes.
 
 mod common;
 
@@ -21,7 +22,16 @@ fn clean() -> Faults {
 }
 
 fn setup(pmtu: u32, psn_a: u32, psn_b: u32) -> (World, Qp, Qp) {
-    let w = World::new(clean(), 4096, 16 << 20);
+    setup_on(false, pmtu, psn_a, psn_b)
+}
+
+/// Two connected QPs between IPv4 nodes, or IPv6 nodes when `v6`.
+fn setup_on(v6: bool, pmtu: u32, psn_a: u32, psn_b: u32) -> (World, Qp, Qp) {
+    let w = if v6 {
+        World::new_v6(clean(), 4096, 16 << 20)
+    } else {
+        World::new(clean(), 4096, 16 << 20)
+    };
     let qa = w.a.qp(64);
     let qb = w.b.qp(64);
     w.connect(&qa, &qb, pmtu, psn_a, psn_b, 8);
@@ -46,6 +56,15 @@ fn expect(c: &Cqe, wr_id: u64, op: CqeOpcode, status: CqeStatus, len: u32) {
 
 #[test]
 fn send_receive_sizes_and_psn_wrap() {
+    send_receive_sizes_and_psn_wrap_on(false);
+}
+
+#[test]
+fn send_receive_sizes_and_psn_wrap_ipv6() {
+    send_receive_sizes_and_psn_wrap_on(true);
+}
+
+fn send_receive_sizes_and_psn_wrap_on(v6: bool) {
     let sizes = [
         0usize,
         1,
@@ -61,7 +80,7 @@ fn send_receive_sizes_and_psn_wrap() {
         1 << 20,
     ];
     for (pmtu, psn) in [(1024, 0), (256, 0xFF_FFF0), (4096, 0xFF_FFFE)] {
-        let (mut w, mut qa, mut qb) = setup(pmtu, psn, psn ^ 0x5A5A);
+        let (mut w, mut qa, mut qb) = setup_on(v6, pmtu, psn, psn ^ 0x5A5A);
         let src = w.a.register(2 << 20, Access::LOCAL_WRITE);
         let dst = w.b.register(2 << 20, Access::LOCAL_WRITE);
         for (i, &n) in sizes.iter().enumerate() {
@@ -133,8 +152,17 @@ fn inline_send_with_solicited_event() {
 
 #[test]
 fn write_and_read_sizes() {
+    write_and_read_sizes_on(false);
+}
+
+#[test]
+fn write_and_read_sizes_ipv6() {
+    write_and_read_sizes_on(true);
+}
+
+fn write_and_read_sizes_on(v6: bool) {
     let sizes = [0usize, 1, 1023, 1024, 1025, 4099, 100_000, 1 << 20];
-    let (mut w, mut qa, mut qb) = setup(1024, 0xFF_FFF8, 0xFF_FFFF);
+    let (mut w, mut qa, mut qb) = setup_on(v6, 1024, 0xFF_FFF8, 0xFF_FFFF);
     let local = w.a.register(3 << 20, Access::LOCAL_WRITE);
     let remote = w.b.register(2 << 20, ALL);
     let mut done = 0;
@@ -198,9 +226,21 @@ impl softrnic::env::Capture for TapRef {
 
 #[test]
 fn udp_payload_transport_and_capture() {
+    udp_payload_transport_and_capture_on(false);
+}
+
+/// Over IPv6 the socket convention needs no identification or DF (IPv6
+/// has neither), and the tap shows IPv6 datagrams.
+#[test]
+fn udp_payload_transport_and_capture_ipv6() {
+    udp_payload_transport_and_capture_on(true);
+}
+
+fn udp_payload_transport_and_capture_on(v6: bool) {
     use softrnic::env::Direction;
-    use std::net::SocketAddrV4;
-    let (w, mut qa, mut qb) = setup(1024, 1, 2);
+    use softrnic::wire::ip_udp::split_datagram;
+    use std::net::SocketAddr;
+    let (w, mut qa, mut qb) = setup_on(v6, 1024, 1, 2);
     let tap = std::sync::Arc::new(Tap::default());
     w.b.dev.set_capture(Some(Box::new(TapRef(tap.clone()))));
     let src = w.a.register(8192, Access::LOCAL_WRITE);
@@ -216,10 +256,15 @@ fn udp_payload_transport_and_capture() {
         w.b.dev.poll();
         w.clock.set(w.clock.now() + 10);
         while let Some((to, bytes)) = w.fabric.take_due(u64::MAX) {
-            let src_ip = std::net::Ipv4Addr::new(bytes[12], bytes[13], bytes[14], bytes[15]);
-            let (from, at) = (SocketAddrV4::new(src_ip, 4791), SocketAddrV4::new(to, 4791));
-            let node = if to == ADDR_A { &w.a } else { &w.b };
-            node.dev.receive_udp_payload(from, at, &bytes[28..]);
+            let from = softrnic::wire::parse(&bytes)
+                .expect("a valid packet")
+                .ip
+                .src();
+            let (at, payload) = split_datagram(&bytes).expect("IP and UDP headers");
+            assert_eq!(at, SocketAddr::new(to, 4791));
+            let node = if to == w.a.addr { &w.a } else { &w.b };
+            node.dev
+                .receive_udp_payload(SocketAddr::new(from, 4791), at, payload);
         }
         qa.scq.drain();
         qb.rcq.drain();
@@ -254,8 +299,10 @@ fn udp_payload_transport_and_capture() {
         .count();
     assert_eq!(rx, 3, "three SEND packets at PMTU 1024");
     assert!(tx >= 1, "at least the ACK");
-    // Captured receives are whole datagrams that parse and verify.
+    // Captured receives are whole datagrams of the nodes' IP version that
+    // parse and verify.
     for (_, d) in captured.iter() {
+        assert_eq!(d[0] >> 4, if v6 { 6 } else { 4 });
         assert!(softrnic::wire::parse(d).is_ok());
     }
 }

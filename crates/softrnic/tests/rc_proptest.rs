@@ -241,7 +241,16 @@ fn make(b: &Bench, s: &Spec, base_psn: u32) -> Option<Vec<u8>> {
         Vec::new()
     };
     let mut out = vec![0u8; 9000];
-    let n = build(&Headers { ip, bth, ext }, &[&payload], &mut out).ok()?;
+    let n = build(
+        &Headers {
+            ip: ip.into(),
+            bth,
+            ext,
+        },
+        &[&payload],
+        &mut out,
+    )
+    .ok()?;
     out.truncate(n);
     Some(out)
 }

@@ -187,7 +187,7 @@ fn a_stranger_does_not_establish_the_acceptor() {
     );
     let mut qs = stranger.qp(4);
     let path = softrnic::qp::Path {
-        remote: SocketAddrV4::new(ADDR_B, 4791),
+        remote: SocketAddrV4::new(ADDR_B, 4791).into(),
         remote_qpn: c.qb.qpn,
         pmtu: 1024,
         send_psn: 0,

@@ -391,7 +391,7 @@ fn key_lost_under_a_live_read_fails_it_with_remote_access() {
         let now = b.w.clock.now();
         b.w.clock.set(now + 10);
         if let Some((dst, d)) = b.w.fabric.take_due(now + 10) {
-            assert_eq!((dst, opcode(&d)), (ADDR_B, READ_REQUEST));
+            assert_eq!((dst, opcode(&d)), (ADDR_B.into(), READ_REQUEST));
             b.w.b.dev.receive(&d);
             b.w.b.dev.deregister(remote.key).unwrap();
             pulled = true;

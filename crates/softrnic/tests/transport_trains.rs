@@ -96,8 +96,12 @@ fn bench(trains: bool) -> Bench {
 }
 
 impl Bench {
-    fn node(&self, addr: Ipv4Addr) -> &Node {
-        if addr == ADDR_A { &self.a } else { &self.b }
+    fn node(&self, addr: impl Into<std::net::IpAddr>) -> &Node {
+        if addr.into() == ADDR_A {
+            &self.a
+        } else {
+            &self.b
+        }
     }
 
     /// A's three pieces of `dst`, LEN bytes in all.

@@ -83,7 +83,7 @@ fn headers_for(op: Opcode, psn: u32) -> Headers {
     bth.ack_req = true;
     bth.pkey = 0x7FFF;
     Headers {
-        ip: ip(),
+        ip: ip().into(),
         bth,
         ext: ext_for(op),
     }
@@ -161,8 +161,12 @@ fn congestion_bits_and_reserved_variant_fields_round_trip() {
     h.bth.fecn = true;
     h.bth.becn = true;
     h.bth.mig_req = true;
-    h.ip.dont_fragment = false;
-    h.ip.tos = 0xC3;
+    h.ip = Ipv4UdpFields {
+        dont_fragment: false,
+        tos: 0xC3,
+        ..ip()
+    }
+    .into();
     check_round_trip(&h, b"x");
 }
 
@@ -232,13 +236,13 @@ fn both_payload_feeding_modes_agree() {
     let h = headers_for(Opcode::RDMA_WRITE_ONLY, 9);
     let data = payload(1000);
     let mut a = vec![0u8; 2000];
-    let mut b = PacketBuilder::ipv4(&h, data.len(), &mut a).unwrap();
+    let mut b = PacketBuilder::datagram(&h, data.len(), &mut a).unwrap();
     b.push_payload(&data[..10]).unwrap();
     b.push_payload(&data[10..]).unwrap();
     let na = b.finish().unwrap();
 
     let mut c = vec![0u8; 2000];
-    let mut b = PacketBuilder::ipv4(&h, data.len(), &mut c).unwrap();
+    let mut b = PacketBuilder::datagram(&h, data.len(), &mut c).unwrap();
     b.push_payload(&data[..100]).unwrap();
     let (slot, mut hasher) = b.payload_slot();
     assert_eq!(slot.len(), 900);
@@ -341,7 +345,7 @@ fn variant_fields_do_not_affect_icrc() {
     d[10..12].copy_from_slice(&c.to_be_bytes());
     let p = parse(&d).unwrap();
     assert!(p.bth.fecn && p.bth.becn);
-    assert_eq!(p.ip.tos, 0xB9);
+    assert_eq!(p.ip.as_v4().map(|f| f.tos), Some(0xB9));
 }
 
 #[test]
@@ -381,8 +385,12 @@ fn bad_icrc() {
 fn ip_and_udp_header_errors() {
     let d = sample();
     let mut e = d.clone();
-    e[0] = 0x65;
+    e[0] = 0x55;
     assert_eq!(parse(&e), Err(ParseError::BadVersion));
+    // Version 6 makes it an IPv6 header, whose payload length (the IPv4
+    // identification, 0x4242) runs past the datagram.
+    e[0] = 0x65;
+    assert_eq!(parse(&e), Err(ParseError::Truncated));
     e[0] = 0x46;
     assert_eq!(parse(&e), Err(ParseError::BadIhl));
     e[0] = 0x44;
@@ -583,7 +591,7 @@ fn build_rejects_bad_headers() {
 fn payload_length_enforced() {
     let h = headers_for(Opcode::SEND_ONLY, 1);
     let mut out = [0u8; 256];
-    let mut b = PacketBuilder::ipv4(&h, 8, &mut out).unwrap();
+    let mut b = PacketBuilder::datagram(&h, 8, &mut out).unwrap();
     b.push_payload(b"1234").unwrap();
     assert_eq!(b.push_payload(b"56789"), Err(BuildError::PayloadLength));
     assert_eq!(b.payload_remaining(), 4);

@@ -1,10 +1,11 @@
 //! Property tests: the parsers never panic on arbitrary input, never accept
-//! a packet whose ICRC does not match, and round-trip every valid packet.
+//! a packet whose ICRC does not match, and round-trip every valid packet,
+//! IPv4 and IPv6.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use proptest::prelude::*;
-use softrnic::wire::icrc::ipv4_datagram_icrc;
+use softrnic::wire::icrc::{ipv4_datagram_icrc, ipv6_datagram_icrc};
 use softrnic::wire::ipv4_udp::ipv4_checksum;
 use softrnic::wire::*;
 
@@ -17,7 +18,46 @@ const OPCODES: [u8; 25] = [
 /// checksum, UDP checksum, BTH byte 4.
 const VARIANT: [usize; 7] = [1, 8, 10, 11, 26, 27, 32];
 
-fn ip_fields() -> impl Strategy<Value = Ipv4UdpFields> {
+/// The same for IPv6: traffic class and flow label (bytes 1-3, and the low
+/// nibble of byte 0), hop limit, UDP checksum, BTH byte 4.
+const VARIANT6: [usize; 7] = [1, 2, 3, 7, 46, 47, 52];
+
+/// Whether changing byte `at` of a datagram from `was` to `now` changes
+/// nothing the ICRC covers.
+fn variant_change(v6: bool, at: usize, was: u8, now: u8) -> bool {
+    if v6 {
+        VARIANT6.contains(&at) || (at == 0 && (was ^ now) & 0xF0 == 0)
+    } else {
+        VARIANT.contains(&at)
+    }
+}
+
+fn ip_fields() -> impl Strategy<Value = IpUdpFields> {
+    prop_oneof![
+        ipv4_fields().prop_map(IpUdpFields::from),
+        ipv6_fields().prop_map(IpUdpFields::from),
+    ]
+}
+
+fn ipv6_fields() -> impl Strategy<Value = Ipv6UdpFields> {
+    (
+        any::<[u8; 16]>(),
+        any::<[u8; 16]>(),
+        any::<u16>(),
+        any::<u8>(),
+        any::<u32>(),
+    )
+        .prop_map(|(s, d, sport, tc, flow)| Ipv6UdpFields {
+            src: Ipv6Addr::from(s),
+            dst: Ipv6Addr::from(d),
+            src_port: sport,
+            dst_port: ROCEV2_PORT,
+            traffic_class: tc,
+            flow_label: flow & 0xF_FFFF,
+        })
+}
+
+fn ipv4_fields() -> impl Strategy<Value = Ipv4UdpFields> {
     (
         any::<[u8; 4]>(),
         any::<[u8; 4]>(),
@@ -120,10 +160,35 @@ fn build_vec(h: &Headers, payload: &[u8]) -> Vec<u8> {
 /// The ICRC check done independently of the parser: recompute over the
 /// covered bytes and compare with the trailer.
 fn icrc_matches(datagram: &[u8]) -> bool {
+    if datagram[0] >> 4 == 6 {
+        let total = 40 + usize::from(u16::from_be_bytes([datagram[4], datagram[5]]));
+        let d = &datagram[..total];
+        let (covered, trailer) = d.split_at(d.len() - 4);
+        return ipv6_datagram_icrc(covered) == Some(icrc_from_wire(trailer.try_into().unwrap()));
+    }
     let total = usize::from(u16::from_be_bytes([datagram[2], datagram[3]]));
     let d = &datagram[..total];
     let (covered, trailer) = d.split_at(d.len() - 4);
     ipv4_datagram_icrc(covered) == Some(icrc_from_wire(trailer.try_into().unwrap()))
+}
+
+/// Wraps arbitrary transport bytes in valid IPv6/UDP headers.
+fn wrap6(transport: &[u8], seal: bool) -> Vec<u8> {
+    let ip = Ipv6UdpFields::for_socket(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 1000);
+    let mut d = Vec::new();
+    d.extend_from_slice(zerocopy::IntoBytes::as_bytes(
+        &ip.ipv6_header(transport.len()).unwrap(),
+    ));
+    d.extend_from_slice(zerocopy::IntoBytes::as_bytes(
+        &ip.udp_header(transport.len()).unwrap(),
+    ));
+    d.extend_from_slice(transport);
+    if seal && d.len() >= 48 + 16 {
+        let n = d.len();
+        let icrc = ipv6_datagram_icrc(&d[..n - 4]).unwrap();
+        d[n - 4..].copy_from_slice(&icrc_to_wire(icrc));
+    }
+    d
 }
 
 /// Wraps arbitrary transport bytes in valid IPv4/UDP headers so the parser
@@ -158,6 +223,8 @@ proptest! {
         }
         let ip = Ipv4UdpFields::for_socket(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST, 1);
         let _ = parse_udp_payload(&ip, &bytes);
+        let ip6 = Ipv6UdpFields::for_socket(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 1);
+        let _ = parse_udp_payload(&ip6, &bytes);
         let _ = parse_cm(&bytes);
         let _ = CmaHeader::parse(&bytes);
     }
@@ -166,13 +233,14 @@ proptest! {
     fn arbitrary_transport_behind_valid_ip_never_panics(
         transport in prop::collection::vec(any::<u8>(), 0..300),
         seal in any::<bool>(),
+        v6 in any::<bool>(),
     ) {
-        let d = wrap(&transport, seal);
+        let (d, head) = if v6 { (wrap6(&transport, seal), 48) } else { (wrap(&transport, seal), 28) };
         match parse(&d) {
             Ok(p) => {
                 prop_assert!(icrc_matches(&d));
                 let pad = usize::from(p.bth.pad_count);
-                prop_assert_eq!(28 + p.info.header_len() + p.payload.len() + pad + 4, d.len());
+                prop_assert_eq!(head + p.info.header_len() + p.payload.len() + pad + 4, d.len());
             }
             Err(e) => {
                 if !seal {
@@ -193,7 +261,8 @@ proptest! {
         prop_assert_eq!(p.ext, h.ext);
         prop_assert_eq!(p.ip, h.ip);
         prop_assert_eq!(p.payload, &payload[..]);
-        prop_assert_eq!(parse_udp_payload(&h.ip, &d[28..]).unwrap(), p);
+        prop_assert_eq!(d[0] >> 4, if h.ip.as_v6().is_some() { 6 } else { 4 });
+        prop_assert_eq!(parse_udp_payload(&h.ip, &d[h.ip.header_len()..]).unwrap(), p);
     }
 
     #[test]
@@ -209,13 +278,18 @@ proptest! {
         }
         // Two flips of one byte may cancel: judge by what actually changed.
         let touched: Vec<usize> = (0..d.len()).filter(|&i| d[i] != orig[i]).collect();
+        let v6 = h.ip.as_v6().is_some();
         if parse(&d).is_ok() {
             prop_assert!(icrc_matches(&d));
-            prop_assert!(touched.iter().all(|at| VARIANT.contains(at)), "accepted flips at {:?}", touched);
+            prop_assert!(
+                touched.iter().all(|&at| variant_change(v6, at, orig[at], d[at])),
+                "accepted flips at {:?}", touched
+            );
         }
         let ip = h.ip;
-        if parse_udp_payload(&ip, &d[28..]).is_ok() {
-            prop_assert!(touched.iter().all(|at| *at < 28 || *at == 32), "accepted flips at {:?}", touched);
+        let head = ip.header_len();
+        if parse_udp_payload(&ip, &d[head..]).is_ok() {
+            prop_assert!(touched.iter().all(|at| *at < head || *at == head + 4), "accepted flips at {:?}", touched);
         }
     }
 }

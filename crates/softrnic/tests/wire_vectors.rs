@@ -1,8 +1,11 @@
 //! Known-answer tests: the ICRC and header layouts against the vectors in
 //! the research digest (softrdma-anchors §1.6 / §5.3), including a
-//! ConnectX-4 Lx hardware capture and scapy's UC vector.
+//! ConnectX-4 Lx hardware capture and scapy's UC vector, and the IPv6
+//! vectors (the digest's SEND Only, and a WRITE Only with traffic class,
+//! flow label and hop limit set, computed here by an independent Python
+//! implementation of §1.6 with zlib).
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use softrnic::wire::icrc::{ipv4_datagram_icrc, ipv6_datagram_icrc};
 use softrnic::wire::*;
@@ -20,6 +23,13 @@ const WRITE_ONLY: &str = "45000044000040004011b955c0a80001c0a80002c00012b70030b8
 const ACK: &str = "45000030000040004011b969c0a80001c0a80002c00012b7001cb2671100ffff00000034000001001f00000147cd8040";
 const SEND_PAD1: &str = "45000030000040004011b969c0a80001c0a80002c00012b7001c194f0410ffff000000118000000161626300b0c9990c";
 const IPV6_SEND_ONLY: &str = "6000000000241140fd000000000000000000000000000001fd000000000000000000000000000002c00012b70024ffc60400ffff000000118000000068656c6c6f20526f4345212195ea1e5f";
+/// RC RDMA WRITE Only (VA 0x1000, R_Key 0x1234, "ABCDEFGH", dQP 0x12,
+/// PSN 0x100, AckReq) over IPv6 fd00::1 -> fd00::2, traffic class 0xB8,
+/// flow label 0x12345, hop limit 64, UDP 0xC001 -> 4791 checksum 0. Made
+/// here: Python's zlib.crc32 over eight 0xFF bytes and the datagram with
+/// the low nibble of byte 0 and bytes 1-3 (traffic class, flow label),
+/// byte 7 (hop limit), the UDP checksum and BTH byte 4 set to ones.
+const IPV6_WRITE_ONLY: &str = "6b81234500301140fd000000000000000000000000000001fd000000000000000000000000000002c00112b7003000000a00ffff000000128000010000000000000010000000123400000008414243444546474855005b0c";
 /// The capture as scapy's test suite lists it (74 bytes, Ethernet onward).
 /// The digest's one-line copy drops four zero bytes (the BTH's AckReq/PSN
 /// word), which would make it 70 bytes against an IPv4 total length of 60.
@@ -37,12 +47,13 @@ fn computed_and_carried(datagram: &[u8], icrc_fn: fn(&[u8]) -> Option<u32>) -> (
     )
 }
 
-fn vector_ip() -> Ipv4UdpFields {
+fn vector_ip() -> IpUdpFields {
     Ipv4UdpFields::for_socket(
         Ipv4Addr::new(192, 168, 0, 1),
         Ipv4Addr::new(192, 168, 0, 2),
         49152,
     )
+    .into()
 }
 
 /// Our builder writes UDP checksum 0 where scapy computed one; the ICRC
@@ -211,4 +222,116 @@ fn build_and_parse_pad_vector() {
     let p = parse(&v).unwrap();
     assert_eq!(p.bth.pad_count, 1);
     assert_eq!(p.payload, b"abc");
+}
+
+fn v6_vector_ip() -> Ipv6UdpFields {
+    Ipv6UdpFields::for_socket(
+        Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
+        Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
+        49152,
+    )
+}
+
+/// Our builder writes UDP checksum 0 where scapy computed one (bytes 46-47
+/// of an IPv6 datagram), and hop limit 64.
+#[test]
+fn build_and_parse_ipv6_send_only_vector() {
+    let mut bth = Bth::new(Opcode::SEND_ONLY, 0x11, 0);
+    bth.ack_req = true;
+    let h = Headers {
+        ip: v6_vector_ip().into(),
+        bth,
+        ext: ExtHeaders::NONE,
+    };
+    let mut out = [0u8; 128];
+    let n = build(&h, &[b"hello ", b"RoCE!!"], &mut out).unwrap();
+    let mut v = hex(IPV6_SEND_ONLY);
+    assert_eq!(v[46..48], [0xff, 0xc6], "scapy's UDP checksum");
+    v[46..48].fill(0);
+    assert_eq!(&out[..n], &v[..]);
+    let original = hex(IPV6_SEND_ONLY);
+    let p = parse(&original).unwrap();
+    assert_eq!(p.ip, h.ip);
+    assert_eq!(p.payload, b"hello RoCE!!");
+    assert_eq!((p.bth.dest_qp, p.icrc), (0x11, 0x5f1e_ea95));
+    // The UDP-socket path over IPv6: the same payload, the same ICRC.
+    let n = build_udp_payload(&h, &[b"hello RoCE!!"], &mut out).unwrap();
+    assert_eq!(&out[..n], &v[48..]);
+    assert_eq!(parse_udp_payload(&v6_vector_ip(), &v[48..]).unwrap(), p);
+}
+
+#[test]
+fn build_and_parse_ipv6_write_only_vector() {
+    let d = hex(IPV6_WRITE_ONLY);
+    let (computed, carried) = computed_and_carried(&d, ipv6_datagram_icrc);
+    assert_eq!(computed, carried);
+    assert_eq!(icrc_to_wire(computed), [0x55, 0x00, 0x5b, 0x0c]);
+    let ip = Ipv6UdpFields {
+        src_port: 0xC001,
+        traffic_class: 0xB8,
+        flow_label: 0x1_2345,
+        ..v6_vector_ip()
+    };
+    let mut bth = Bth::new(Opcode::RDMA_WRITE_ONLY, 0x12, 0x100);
+    bth.ack_req = true;
+    let reth = Reth {
+        va: 0x1000,
+        rkey: 0x1234,
+        dma_len: 8,
+    };
+    let h = Headers {
+        ip: ip.into(),
+        bth,
+        ext: ExtHeaders {
+            reth: Some(reth),
+            ..ExtHeaders::NONE
+        },
+    };
+    let mut out = [0u8; 128];
+    let n = build(&h, &[b"ABCDEFGH"], &mut out).unwrap();
+    assert_eq!(&out[..n], &d[..]);
+    let p = parse(&d).unwrap();
+    assert_eq!(p.ip, IpUdpFields::V6(ip));
+    assert_eq!((p.ext.reth, p.payload), (Some(reth), &b"ABCDEFGH"[..]));
+}
+
+/// The IPv6 pseudo-header masks: traffic class, flow label and hop limit
+/// (and the UDP checksum, and BTH byte 4) may change on the way without
+/// breaking the ICRC; version, payload length, next header and the
+/// addresses may not.
+#[test]
+fn ipv6_icrc_masks_exactly_the_variant_fields() {
+    let v = hex(IPV6_WRITE_ONLY);
+    let mut routed = v.clone();
+    routed[0] = 0x60; // traffic class 0x0B.. -> 0x00 (high nibble)
+    routed[1] = 0x0F; // traffic class low nibble, flow label high nibble
+    routed[2] = 0xAB;
+    routed[3] = 0xCD;
+    routed[7] = 1; // hop limit after routers
+    routed[46..48].copy_from_slice(&[0x12, 0x34]);
+    routed[52] |= 0xC0; // FECN, BECN
+    let p = parse(&routed).expect("variant fields are masked");
+    let f = p.ip.as_v6().unwrap();
+    assert_eq!((f.traffic_class, f.flow_label), (0x00, 0xF_ABCD));
+    assert!(p.bth.fecn && p.bth.becn);
+    for (at, x) in [
+        (5, 0x04),
+        (8, 0x01),
+        (23, 0x01),
+        (24, 0x80),
+        (39, 0x01),
+        (41, 1),
+    ] {
+        let mut e = v.clone();
+        e[at] ^= x;
+        let (computed, carried) = computed_and_carried(&e, ipv6_datagram_icrc);
+        assert_ne!(computed, carried, "byte {at} is covered");
+    }
+    // Next header and the version fail their own checks first.
+    let mut e = v.clone();
+    e[6] = 6;
+    assert_eq!(parse(&e), Err(ParseError::NotUdp));
+    e[6] = 17;
+    e[0] = 0x4b;
+    assert!(parse(&e).is_err());
 }

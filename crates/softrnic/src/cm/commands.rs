@@ -1,6 +1,6 @@
 //! The connection-management commands of the `hwq` contract.
 
-use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use hwq::device::{ConnectParams, DeviceError};
 
@@ -22,7 +22,7 @@ fn read_limit(requested: u32, cap: u32) -> u8 {
 /// The QP addressing a connection fixes.
 fn path(conn: &Conn) -> Path {
     Path {
-        remote: SocketAddrV4::new(*conn.remote.ip(), ROCEV2_PORT),
+        remote: SocketAddr::new(conn.remote.ip(), ROCEV2_PORT),
         remote_qpn: conn.remote_qpn,
         pmtu: conn.pmtu.bytes(),
         send_psn: conn.send_psn,
@@ -57,16 +57,39 @@ impl SoftRnic {
             .ok_or(DeviceError::NoSuchObject)?
     }
 
-    /// The IPv4 address of a local address, which must be the device's or
-    /// unspecified (taken as the device's).
-    fn cm_local_ip(&self, addr: SocketAddr) -> Result<Ipv4Addr, DeviceError> {
-        let ip = match addr.ip() {
-            IpAddr::V4(ip) => ip,
-            IpAddr::V6(ip) if ip.is_unspecified() => Ipv4Addr::UNSPECIFIED,
-            IpAddr::V6(_) => return Err(DeviceError::InvalidAddress),
+    /// The address a local address binds, which must be the device's or
+    /// unspecified (the module's address rules): the device's own, or
+    /// the unspecified address of the device's family.
+    fn cm_local_ip(&self, addr: SocketAddr) -> Result<IpAddr, DeviceError> {
+        let own = self.config().addr;
+        match (addr.ip(), own) {
+            (ip, own) if ip == own => Ok(ip),
+            (IpAddr::V4(ip), IpAddr::V4(_)) if ip.is_unspecified() => Ok(addr.ip()),
+            (IpAddr::V6(ip), IpAddr::V6(_)) if ip.is_unspecified() => Ok(addr.ip()),
+            // `::` is "any" for an IPv4 device too (dual-stack wildcard).
+            (IpAddr::V6(ip), IpAddr::V4(_)) if ip.is_unspecified() => {
+                Ok(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+            }
+            _ => Err(DeviceError::InvalidAddress),
+        }
+    }
+
+    /// A peer's address, which must be a unicast address of the device's
+    /// family (not unspecified, multicast, IPv4 broadcast, or an
+    /// IPv4-mapped IPv6 address) with a port; returned without IPv6 flow
+    /// information and scope.
+    fn cm_remote(&self, remote: SocketAddr) -> Result<SocketAddr, DeviceError> {
+        let usable = match (remote.ip(), self.config().addr) {
+            (IpAddr::V4(ip), IpAddr::V4(_)) => {
+                !ip.is_unspecified() && !ip.is_broadcast() && !ip.is_multicast()
+            }
+            (IpAddr::V6(ip), IpAddr::V6(_)) => {
+                !ip.is_unspecified() && !ip.is_multicast() && ip.to_ipv4_mapped().is_none()
+            }
+            _ => false,
         };
-        if ip.is_unspecified() || ip == self.config().addr {
-            Ok(ip)
+        if usable && remote.port() != 0 {
+            Ok(SocketAddr::new(remote.ip(), remote.port()))
         } else {
             Err(DeviceError::InvalidAddress)
         }
@@ -87,12 +110,12 @@ impl SoftRnic {
                 listeners.hold_port(addr.port());
                 addr.port()
             };
-            let bound = SocketAddrV4::new(ip, port);
+            let bound = SocketAddr::new(ip, port);
             let Some(id) = listeners.add(bound) else {
                 listeners.release_port(port);
                 return Err(DeviceError::NoResources);
             };
-            Ok((id, SocketAddr::V4(bound)))
+            Ok((id, bound))
         })
     }
 
@@ -114,16 +137,7 @@ impl SoftRnic {
         qpn: u32,
         params: &ConnectParams<'_>,
     ) -> Result<(u32, SocketAddr), DeviceError> {
-        let SocketAddr::V4(remote) = params.remote else {
-            return Err(DeviceError::InvalidAddress);
-        };
-        if remote.ip().is_unspecified()
-            || remote.ip().is_broadcast()
-            || remote.ip().is_multicast()
-            || remote.port() == 0
-        {
-            return Err(DeviceError::InvalidAddress);
-        }
+        let remote = self.cm_remote(params.remote)?;
         self.cm_local_ip(params.local)?;
         if params.private_data.len() > REQ_CONSUMER_PRIVATE_LEN {
             return Err(DeviceError::InvalidParameter);
@@ -143,7 +157,7 @@ impl SoftRnic {
                     .ephemeral_port()
                     .ok_or(DeviceError::NoPortAvailable)?,
                 port => {
-                    let local = SocketAddrV4::new(addr, port);
+                    let local = SocketAddr::new(addr, port);
                     if inner
                         .conns
                         .iter()
@@ -163,7 +177,7 @@ impl SoftRnic {
             conn.state = State::ReqSent;
             conn.active = true;
             conn.qpn = qpn;
-            conn.local = SocketAddrV4::new(addr, port);
+            conn.local = SocketAddr::new(addr, port);
             conn.remote = remote;
             conn.tid = io.new_tid();
             conn.send_psn = io.random_psn();
@@ -183,7 +197,7 @@ impl SoftRnic {
             }
             conn.deadline_us = now + conn.period_us;
             io.arm(conn.deadline_us);
-            Ok((id, SocketAddr::V4(conn.local)))
+            Ok((id, conn.local))
         })
     }
 

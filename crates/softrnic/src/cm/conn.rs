@@ -2,7 +2,7 @@
 //! slot and generation so a stale id never reaches a reused slot.
 
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use zerocopy::FromZeros;
 
@@ -45,9 +45,9 @@ pub(super) struct Conn {
     pub qpn: u32,
     /// Passive: the listener the request came for.
     pub listen_id: u32,
-    pub local: SocketAddrV4,
+    pub local: SocketAddr,
     /// The peer's address and ND port.
-    pub remote: SocketAddrV4,
+    pub remote: SocketAddr,
     /// The peer's communication ID (0: not known yet).
     pub remote_comm_id: u32,
     pub remote_qpn: u32,
@@ -82,7 +82,7 @@ pub(super) struct Conn {
     pub disconnecting: bool,
 }
 
-const UNSPECIFIED: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
+const UNSPECIFIED: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
 
 impl Conn {
     fn empty(generation: u16) -> Self {
@@ -218,22 +218,21 @@ impl ConnTable {
     /// The id of the passive connection whose initiator at `ip` has
     /// communication ID `comm_id` (how a REQ, or a REJ before our REP, is
     /// matched: the initiator does not know our ID yet).
-    pub fn passive_by_peer(&self, ip: Ipv4Addr, comm_id: u32) -> Option<u32> {
+    pub fn passive_by_peer(&self, ip: IpAddr, comm_id: u32) -> Option<u32> {
         self.slots.iter().enumerate().find_map(|(index, c)| {
             let hit = c.state != State::Free
                 && !c.active
                 && c.remote_comm_id == comm_id
-                && *c.remote.ip() == ip;
+                && c.remote.ip() == ip;
             hit.then(|| slot_id(index, c.generation))
         })
     }
 
     /// The id of the passive connection that replied for QP `qpn` to the
     /// peer at `ip` and still waits for its RTU.
-    pub fn awaiting_rtu(&self, qpn: u32, ip: Ipv4Addr) -> Option<u32> {
+    pub fn awaiting_rtu(&self, qpn: u32, ip: IpAddr) -> Option<u32> {
         self.slots.iter().enumerate().find_map(|(index, c)| {
-            let hit =
-                c.state == State::RepSent && !c.active && c.qpn == qpn && *c.remote.ip() == ip;
+            let hit = c.state == State::RepSent && !c.active && c.qpn == qpn && c.remote.ip() == ip;
             hit.then(|| slot_id(index, c.generation))
         })
     }

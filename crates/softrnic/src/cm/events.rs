@@ -4,7 +4,6 @@
 //! out with the rest of the event before releasing the lock.
 
 use alloc::vec::Vec;
-use core::net::SocketAddr;
 use core::sync::atomic::Ordering;
 
 use hwq::device::{CmEvent, ConnectionInfo, EventSink};
@@ -156,15 +155,15 @@ fn next(device: &SoftRnic) -> Option<Ready> {
         };
         let info = match r.kind {
             Kind::ConnectRequest => ConnectionInfo {
-                local: SocketAddr::V4(conn.local),
-                remote: SocketAddr::V4(conn.remote),
+                local: conn.local,
+                remote: conn.remote,
                 // The initiator's limits, as it asked.
                 inbound_reads: u32::from(conn.peer_ird),
                 outbound_reads: u32::from(conn.peer_ord),
             },
             _ => ConnectionInfo {
-                local: SocketAddr::V4(conn.local),
-                remote: SocketAddr::V4(conn.remote),
+                local: conn.local,
+                remote: conn.remote,
                 inbound_reads: u32::from(conn.ird),
                 outbound_reads: u32::from(conn.ord),
             },

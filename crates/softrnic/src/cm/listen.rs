@@ -1,13 +1,13 @@
 //! Listeners and local ports.
 //!
-//! The device has one IPv4 address, so a listener on the wildcard address
+//! The device has one address, so a listener on the wildcard address
 //! and one on the device's address share a port space: two listeners on
 //! one port conflict. Ephemeral ports (49152–65535) are reference-counted
 //! by the listeners and outbound connections that hold them; a port is
 //! handed out only when nothing holds it.
 
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use super::{EPHEMERAL_PORTS, slot_id, slot_index};
 
@@ -16,7 +16,7 @@ struct Listener {
     generation: u16,
     live: bool,
     paused: bool,
-    addr: SocketAddrV4,
+    addr: SocketAddr,
 }
 
 /// Listener table and port references.
@@ -45,7 +45,7 @@ impl Listeners {
                 generation: 0,
                 live: false,
                 paused: false,
-                addr: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+                addr: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
             },
         );
         let span = usize::from(EPHEMERAL_PORTS.end() - EPHEMERAL_PORTS.start()) + 1;
@@ -95,7 +95,7 @@ impl Listeners {
 
     /// Adds a listener on `addr` (port already chosen and referenced);
     /// returns its id, or `None` if the table is full.
-    pub fn add(&mut self, addr: SocketAddrV4) -> Option<u32> {
+    pub fn add(&mut self, addr: SocketAddr) -> Option<u32> {
         let (index, slot) = self.slots.iter_mut().enumerate().find(|(_, l)| !l.live)?;
         slot.live = true;
         slot.paused = false;
@@ -127,12 +127,12 @@ impl Listeners {
     }
 
     /// The active (not paused) listener for `port` on address `ip`.
-    pub fn find(&self, ip: Ipv4Addr, port: u16) -> Option<u32> {
+    pub fn find(&self, ip: IpAddr, port: u16) -> Option<u32> {
         self.slots.iter().enumerate().find_map(|(index, l)| {
             let matches = l.live
                 && !l.paused
                 && l.addr.port() == port
-                && (l.addr.ip().is_unspecified() || *l.addr.ip() == ip);
+                && (l.addr.ip().is_unspecified() || l.addr.ip() == ip);
             matches.then(|| slot_id(index, l.generation))
         })
     }
@@ -163,8 +163,10 @@ mod tests {
     #[test]
     fn paused_and_removed_listeners_are_not_found() {
         let mut l = Listeners::new(2, 0).unwrap();
-        let ip = Ipv4Addr::new(10, 0, 0, 1);
-        let a = l.add(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 80)).unwrap();
+        let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let a = l
+            .add(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 80))
+            .unwrap();
         assert_eq!(l.find(ip, 80), Some(a));
         l.pause(a, true);
         assert_eq!(l.find(ip, 80), None);
@@ -172,8 +174,21 @@ mod tests {
         assert_eq!(l.remove(a), Some(80));
         assert_eq!(l.find(ip, 80), None);
         assert_eq!(l.remove(a), None, "stale id");
-        let b = l.add(SocketAddrV4::new(ip, 81)).unwrap();
+        let b = l.add(SocketAddr::new(ip, 81)).unwrap();
         assert_ne!(a, b);
-        assert_eq!(l.find(Ipv4Addr::new(10, 0, 0, 2), 81), None);
+        assert_eq!(l.find(Ipv4Addr::new(10, 0, 0, 2).into(), 81), None);
+    }
+
+    #[test]
+    fn ipv6_listeners_match_their_address_or_any() {
+        let mut l = Listeners::new(2, 0).unwrap();
+        let own: IpAddr = "fd00::1".parse().unwrap();
+        let any = l
+            .add(SocketAddr::new(core::net::Ipv6Addr::UNSPECIFIED.into(), 90))
+            .unwrap();
+        let exact = l.add(SocketAddr::new(own, 91)).unwrap();
+        assert_eq!(l.find(own, 90), Some(any));
+        assert_eq!(l.find(own, 91), Some(exact));
+        assert_eq!(l.find("fd00::2".parse().unwrap(), 91), None);
     }
 }

@@ -2,11 +2,23 @@
 //! RNIC's firmware runs it for RDMA CM.
 //!
 //! CM messages are 256-byte MADs carried in UD SEND Only packets (DETH Q_Key
-//! 0x80010000, source QP 1) to QP1 of the peer's IPv4 address, UDP port
-//! 4791. A connection is identified on the wire by the two sides' local
-//! communication IDs; its address (IPv4 and "ND port") rides in the RDMA CM
-//! IP header at the start of the REQ's private data, and the destination
-//! port is the low half of the REQ's service ID (`0x0106_PPPP`, RDMA_PS_TCP).
+//! 0x80010000, source QP 1) to QP1 of the peer's IP address (IPv4 or IPv6,
+//! the device's family), UDP port 4791. A connection is identified on the
+//! wire by the two sides' local communication IDs; its address (IP and "ND
+//! port") rides in the RDMA CM IP header at the start of the REQ's private
+//! data (IP version 4 or 6, the addresses in 16-byte fields), and the
+//! destination port is the low half of the REQ's service ID
+//! (`0x0106_PPPP`, RDMA_PS_TCP). The REQ's primary path carries both ends'
+//! GIDs: an IPv6 address is its own GID, an IPv4 one is IPv4-mapped.
+//!
+//! # Addresses
+//!
+//! A device has one address and its family. A local address (listen,
+//! connect) is the device's own or unspecified; `::` is also taken as
+//! "any" by an IPv4 device (the dual-stack wildcard), while an IPv6
+//! device refuses `0.0.0.0` (the IPv4-only wildcard). A peer is of the
+//! device's family; an IPv4-mapped IPv6 peer is refused (an IPv6 device
+//! cannot reach it). Anything else is `DeviceError::InvalidAddress`.
 //!
 //! # Connection states
 //!

@@ -1,6 +1,6 @@
 //! Building CM MADs and sending them to a peer's QP1.
 
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
@@ -9,13 +9,13 @@ use super::{CM_RESPONSE_TIMEOUT, Io, LOCAL_ACK_TIMEOUT, MAX_CM_RETRIES, SoftRnic
 use crate::wire::cm::{PERMISSIVE_LID, TRANSPORT_RC};
 use crate::wire::cma::PORT_SPACE_TCP;
 use crate::wire::{
-    CmaHeader, DrepMsg, DreqMsg, Ipv4UdpFields, Mad, MessageRef, MraMsg, Pmtu, ROCEV2_PORT, RejMsg,
-    RejReason, RepMsg, ReqMsg, RtuMsg, build, gid_from_ipv4, gsi_headers, ip_service_id, psn_add,
+    CmaHeader, DrepMsg, DreqMsg, IpUdpFields, Mad, MessageRef, MraMsg, Pmtu, ROCEV2_PORT, RejMsg,
+    RejReason, RepMsg, ReqMsg, RtuMsg, build, gid_from_ip, gsi_headers, ip_service_id, psn_add,
 };
 
-/// Bytes of a MAD datagram: IPv4 20 + UDP 8 + BTH 12 + DETH 8 + MAD 256 +
-/// ICRC 4.
-const MAD_DATAGRAM_LEN: usize = 308;
+/// Bytes of a MAD datagram at most: IPv6 40 (IPv4 20) + UDP 8 + BTH 12 +
+/// DETH 8 + MAD 256 + ICRC 4.
+const MAD_DATAGRAM_LEN: usize = crate::wire::ip_udp::MAX_IP_UDP_HEADER_LEN + 12 + 8 + 256 + 4;
 
 /// Hop limit (IPv4 TTL) announced in the REQ's path.
 const HOP_LIMIT: u8 = 64;
@@ -23,17 +23,23 @@ const HOP_LIMIT: u8 = 64;
 const RETRY_COUNT: u8 = 7;
 const RNR_RETRY_COUNT: u8 = 7;
 
-/// The CA GUID of the device at `addr` (made up: RoCE has no real one).
-pub(super) fn ca_guid(addr: Ipv4Addr) -> u64 {
-    (0x5253_u64 << 48) | u64::from(addr.to_bits())
+/// The CA GUID of the device at `addr` (made up: RoCE has no real one):
+/// "RS" and 48 bits of the address (an IPv4 address whole, an IPv6 one
+/// folded).
+pub(super) fn ca_guid(addr: IpAddr) -> u64 {
+    (0x5253_u64 << 48) | (crate::device::addr_bits(addr) & 0xFFFF_FFFF_FFFF)
 }
 
 impl Io {
     /// Sends `mad` to QP1 at `dst` (a UD SEND Only with the GSI DETH). The
-    /// IPv4/UDP facts follow the socket convention (source port 4791,
-    /// identification 0, DF) so the ICRC verifies over a UDP-socket link too.
-    pub(super) fn send(&mut self, device: &SoftRnic, dst: Ipv4Addr, mad: &Mad) {
-        let ip = Ipv4UdpFields::for_socket(device.config().addr, dst, ROCEV2_PORT);
+    /// IP/UDP facts follow the socket convention (source port 4791; IPv4
+    /// identification 0, DF) so the ICRC verifies over a UDP-socket link
+    /// too. A `dst` of the other family than the device's is not sent to
+    /// (connection management never makes one).
+    pub(super) fn send(&mut self, device: &SoftRnic, dst: IpAddr, mad: &Mad) {
+        let Some(ip) = IpUdpFields::for_socket(device.config().addr, dst, ROCEV2_PORT) else {
+            return;
+        };
         let headers = gsi_headers(ip, self.mad_psn);
         self.mad_psn = psn_add(self.mad_psn, 1);
         let mut buf = [0u8; MAD_DATAGRAM_LEN];
@@ -50,14 +56,14 @@ impl Io {
     /// to answer duplicates with.
     pub(super) fn send_conn(&mut self, device: &SoftRnic, conn: &mut Conn, mad: &Mad) {
         conn.out = *mad;
-        self.send(device, *conn.remote.ip(), mad);
+        self.send(device, conn.remote.ip(), mad);
     }
 
     /// Re-sends the connection's last message.
     pub(super) fn resend(&mut self, device: &SoftRnic, conn: &Conn) {
         if conn.out.header.attribute_id.get() != 0 {
             let out = conn.out;
-            self.send(device, *conn.remote.ip(), &out);
+            self.send(device, conn.remote.ip(), &out);
         }
     }
 }
@@ -72,10 +78,11 @@ pub(super) struct ReqExtras<'a> {
 /// The REQ for active connection `conn`; `None` if the private data is too
 /// long.
 pub(super) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
+    let header = CmaHeader::ip(conn.local.ip(), conn.local.port(), conn.remote.ip())?;
     let mut r = ReqMsg::new_zeroed();
     r.set_local_comm_id(x.local_comm_id);
     r.set_service_id(ip_service_id(PORT_SPACE_TCP, conn.remote.port()));
-    r.set_local_ca_guid(ca_guid(*conn.local.ip()));
+    r.set_local_ca_guid(ca_guid(conn.local.ip()));
     r.set_local_qpn(conn.qpn);
     r.set_responder_resources(conn.ird);
     r.set_initiator_depth(conn.ord);
@@ -92,11 +99,10 @@ pub(super) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
     let p = r.primary_path_mut();
     p.set_local_lid(PERMISSIVE_LID);
     p.set_remote_lid(PERMISSIVE_LID);
-    p.set_local_gid(gid_from_ipv4(*conn.local.ip()));
-    p.set_remote_gid(gid_from_ipv4(*conn.remote.ip()));
+    p.set_local_gid(gid_from_ip(conn.local.ip()));
+    p.set_remote_gid(gid_from_ip(conn.remote.ip()));
     p.set_hop_limit(HOP_LIMIT);
     p.set_local_ack_timeout(LOCAL_ACK_TIMEOUT);
-    let header = CmaHeader::ipv4(*conn.local.ip(), conn.local.port(), *conn.remote.ip());
     *r.private_data_mut() = header.write_req_private(x.private_data)?;
     Some(Mad::cm(conn.tid, &r))
 }
@@ -114,7 +120,7 @@ pub(super) fn rep(conn: &Conn, local_comm_id: u32, srq: bool, private_data: &[u8
     r.set_target_ack_delay(0);
     r.set_rnr_retry_count(RNR_RETRY_COUNT);
     r.set_srq(srq);
-    r.set_local_ca_guid(ca_guid(*conn.local.ip()));
+    r.set_local_ca_guid(ca_guid(conn.local.ip()));
     r.private_data_mut()
         .get_mut(..private_data.len())?
         .copy_from_slice(private_data);

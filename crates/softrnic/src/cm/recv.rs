@@ -1,6 +1,6 @@
 //! Received CM messages.
 
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, SocketAddr};
 
 use super::conn::{Conn, State};
 use super::events::Kind;
@@ -31,7 +31,7 @@ pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
         let mut rx = Rx {
             device,
             inner,
-            src: packet.ip.src,
+            src: packet.ip.src(),
             tid: header.transaction_id.get(),
             now,
         };
@@ -52,7 +52,7 @@ struct Rx<'a> {
     device: &'a SoftRnic,
     inner: &'a mut Inner,
     /// The sender's address.
-    src: Ipv4Addr,
+    src: IpAddr,
     /// The message's transaction ID.
     tid: u64,
     now: u64,
@@ -65,7 +65,7 @@ impl Rx<'_> {
         let id = self.inner.io.conn_id(our_comm_id);
         let src = self.src;
         let (_, conn) = self.inner.conns.get(id)?;
-        let from_peer = *conn.remote.ip() == src
+        let from_peer = conn.remote.ip() == src
             && (conn.remote_comm_id == 0 || conn.remote_comm_id == peer_comm_id);
         if from_peer {
             Some((id, conn, &mut self.inner.io))
@@ -125,6 +125,12 @@ impl Rx<'_> {
         ) else {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_SERVICE_ID);
         };
+        // The RDMA CM header addresses the connection in the packet's own
+        // IP version (an IPv6 REQ saying IPv4 is not a request we can map).
+        let version = if self.src.is_ipv4() { 4 } else { 6 };
+        if cma.ip_version() != version {
+            return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_SERVICE_ID);
+        }
         let addr = self.device.config().addr;
         // Paused listeners behave as absent.
         let Some(listen_id) = self.inner.listeners.find(addr, port) else {
@@ -147,8 +153,8 @@ impl Rx<'_> {
         conn.state = State::ReqRcvd;
         conn.active = false;
         conn.listen_id = listen_id;
-        conn.local = SocketAddrV4::new(addr, port);
-        conn.remote = SocketAddrV4::new(self.src, cma.src_port());
+        conn.local = SocketAddr::new(addr, port);
+        conn.remote = SocketAddr::new(self.src, cma.src_port());
         conn.remote_comm_id = peer_comm_id;
         conn.remote_qpn = m.local_qpn();
         conn.tid = self.tid;
@@ -204,7 +210,7 @@ impl Rx<'_> {
                     MessageRef::REP,
                     MRA_SERVICE_TIMEOUT,
                 );
-                io.send(device, *conn.remote.ip(), &mad);
+                io.send(device, conn.remote.ip(), &mad);
             }
             // Our RTU was lost: send it again. After a REQ that timed out
             // or a reject, the REJ again.
@@ -391,7 +397,7 @@ fn establish_passive(device: &SoftRnic, id: u32, conn: &mut Conn, io: &mut Io) {
 /// lost or overtaken and the initiator is already sending. Establish now
 /// (IB's "communication established" event), so the packet is not
 /// dropped. Returns whether the QP was connected.
-pub(crate) fn establish_on_request(device: &SoftRnic, qpn: u32, src: Ipv4Addr) -> bool {
+pub(crate) fn establish_on_request(device: &SoftRnic, qpn: u32, src: IpAddr) -> bool {
     device.cm.with(device, |inner| {
         let Some(id) = inner.conns.awaiting_rtu(qpn, src) else {
             return false;

@@ -24,11 +24,11 @@ mod responder;
 pub(crate) mod sg;
 
 use alloc::vec::Vec;
-use core::net::SocketAddrV4;
+use core::net::SocketAddr;
 
 use hwq::{Consumer, CqeStatus, RecvWqe, SendWqe};
 
-use crate::wire::{Ipv4UdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
+use crate::wire::{IpUdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 
 pub(crate) use completer::{on_read_train, on_response, on_retransmit_timer, on_rnr_timer};
 pub use flush::flush;
@@ -113,8 +113,9 @@ pub enum Receives {
 /// Addressing of a connected QP, fixed by connection management.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Path {
-    /// The peer's RoCEv2 endpoint (its address, UDP port 4791).
-    pub remote: SocketAddrV4,
+    /// The peer's RoCEv2 endpoint (its address, UDP port 4791), of the
+    /// device's family.
+    pub remote: SocketAddr,
     /// The peer's QP number.
     pub remote_qpn: u32,
     /// Payload bytes per packet.
@@ -365,8 +366,8 @@ pub(crate) struct Connection {
     pub path: Path,
     pub pmtu: Pmtu,
     pub rc: RcConfig,
-    /// IPv4/UDP facts of every packet we send.
-    pub ip: Ipv4UdpFields,
+    /// IP/UDP facts of every packet we send.
+    pub ip: IpUdpFields,
     /// The QP's packet buffer (one datagram).
     pub tx_buf: Vec<u8>,
     /// Page-list scratch for fast registration.
@@ -388,18 +389,22 @@ pub(crate) fn entropy_port(local_qpn: u32, remote_qpn: u32) -> u16 {
 /// Smallest congestion window (PSNs).
 pub(crate) const MIN_CWND: u32 = 8;
 
-/// Largest datagram the engine builds: IPv4 + UDP + BTH + RETH + ImmDt +
-/// 4096 bytes of payload + pad + ICRC, rounded up.
+/// Largest datagram the engine builds: IPv6 (40; IPv4 is 20) + UDP + BTH
+/// + RETH + ImmDt + 4096 bytes of payload + pad + ICRC (4183), rounded up.
 pub(crate) const TX_BUF_LEN: usize = 4096 + 128;
+
+const _: () =
+    assert!(crate::wire::ip_udp::MAX_IP_UDP_HEADER_LEN + 12 + 16 + 4 + 4096 + 3 + 4 <= TX_BUF_LEN);
 
 /// Fast-register page lists are read through `tx_buf`, 8 bytes a page.
 pub(crate) const MAX_FR_PAGES: usize = 512;
 
 impl Connection {
-    /// Allocates a connection for an SQ of `sq_depth` slots. `None` when
-    /// memory ran out.
+    /// Allocates a connection for an SQ of `sq_depth` slots from `local`
+    /// (of the path's family). `None` when memory ran out or the families
+    /// differ.
     pub(crate) fn new(
-        local: core::net::Ipv4Addr,
+        local: core::net::IpAddr,
         path: Path,
         pmtu: Pmtu,
         rc: RcConfig,
@@ -419,15 +424,7 @@ impl Connection {
         reads.try_reserve_exact(ird).ok()?;
         reads.resize(ird, ReadResource::default());
         let send_psn = path.send_psn & crate::wire::PSN_MASK;
-        let ip = Ipv4UdpFields {
-            src: local,
-            dst: *path.remote.ip(),
-            src_port: ROCEV2_PORT,
-            dst_port: path.remote.port(),
-            ident: 0,
-            dont_fragment: true,
-            tos: 0,
-        };
+        let ip = IpUdpFields::from_sockets(SocketAddr::new(local, ROCEV2_PORT), path.remote)?;
         Some(Self {
             path,
             pmtu,

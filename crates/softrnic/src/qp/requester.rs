@@ -394,7 +394,8 @@ fn send_packet(
         req.send_index = req.send_index.wrapping_add(1);
         req.since_ack_req = 0;
         n
-    } else if !wqe.wqe_flags().contains(WqeFlags::INLINE) && dev.link.carries_trains(conn.ip.dst) {
+    } else if !wqe.wqe_flags().contains(WqeFlags::INLINE) && dev.link.carries_trains(conn.ip.dst())
+    {
         return send_train(dev, pd, conn, wqe, meta, now);
     } else {
         let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
@@ -422,8 +423,8 @@ fn send_packet(
             || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
             || psn_diff(psn_add(psn, 1), req.una) >= window;
         headers.bth.ack_req = ack_req;
-        let mut b =
-            PacketBuilder::ipv4(&headers, plen, &mut conn.tx_buf).map_err(|_| SgError::Length)?;
+        let mut b = PacketBuilder::datagram(&headers, plen, &mut conn.tx_buf)
+            .map_err(|_| SgError::Length)?;
         if wqe.wqe_flags().contains(WqeFlags::INLINE) {
             let data = wqe.inline_data();
             let chunk = data

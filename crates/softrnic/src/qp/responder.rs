@@ -29,8 +29,6 @@
 //! engine; ACKs and NAKs owed meanwhile wait behind them, so the requester
 //! never sees an acknowledgement ahead of READ data.
 
-use core::net::SocketAddrV4;
-
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::wqe::MAX_SGE;
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, Sge};
@@ -772,7 +770,7 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
         let offset = u64::from(k) * u64::from(pmtu);
         let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
         let first = q == r.start_psn;
-        if dev.link.carries_trains(conn.ip.dst) {
+        if dev.link.carries_trains(conn.ip.dst()) {
             emit_train(dev, conn, pd, head, &r)?;
             budget -= 1;
             continue;
@@ -794,7 +792,7 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
         // Built where the link sends it from, if it lends its buffer;
         // else in the QP's own and handed over.
         let mut built = None;
-        let dest = SocketAddrV4::new(conn.ip.dst, conn.ip.dst_port);
+        let dest = conn.ip.destination();
         let lent = udp_payload_len(&headers, plen).is_ok_and(|len| {
             dev.transmit_udp_payload_with(dest, len, &mut |slot| {
                 built = build(Framing::UdpPayload, slot);
@@ -802,7 +800,7 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
             })
         });
         if !lent {
-            built = build(Framing::Ipv4, &mut conn.tx_buf);
+            built = build(Framing::Datagram, &mut conn.tx_buf);
             if let Some(n) = built {
                 dev.transmit_buf(&mut conn.tx_buf, n, false);
             }

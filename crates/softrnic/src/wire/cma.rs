@@ -5,7 +5,8 @@
 //! byte 0      version (0)
 //! byte 1      IP version in bits 7..4 (4 or 6)
 //! bytes 2-3   source port
-//! bytes 4-19  source IP (IPv4: last 4 bytes, the first 12 zero)
+//! bytes 4-19  source IP (IPv4: last 4 bytes, the first 12 zero;
+//!             IPv6: all 16 bytes)
 //! bytes 20-35 destination IP (same encoding)
 //! ```
 //!
@@ -15,7 +16,7 @@
 //! After the 36-byte header, 56 bytes of a REQ's private data remain for
 //! the consumer.
 
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use zerocopy::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -85,6 +86,28 @@ impl CmaHeader {
         }
     }
 
+    /// The header for an IPv6 connection from `src`:`src_port` to `dst`:
+    /// IP version 6, the addresses in full.
+    pub fn ipv6(src: Ipv6Addr, src_port: u16, dst: Ipv6Addr) -> Self {
+        Self {
+            version: CMA_VERSION,
+            ip_version: 6 << 4,
+            src_port: U16::new(src_port),
+            src_addr: src.octets(),
+            dst_addr: dst.octets(),
+        }
+    }
+
+    /// The header for a connection from `src`:`src_port` to `dst` of
+    /// either family; `None` when the families differ.
+    pub fn ip(src: IpAddr, src_port: u16, dst: IpAddr) -> Option<Self> {
+        match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => Some(Self::ipv4(s, src_port, d)),
+            (IpAddr::V6(s), IpAddr::V6(d)) => Some(Self::ipv6(s, src_port, d)),
+            _ => None,
+        }
+    }
+
     /// Reads the header at the start of REQ private data, returning it and
     /// the consumer's private data after it.
     pub fn parse(private_data: &[u8]) -> Result<(&Self, &[u8]), CmError> {
@@ -144,6 +167,23 @@ impl CmaHeader {
         let [.., a, b, c, d] = field;
         (self.ip_version() == 4).then(|| Ipv4Addr::new(a, b, c, d))
     }
+
+    /// The source address in the header's IP version.
+    pub fn src_ip(&self) -> IpAddr {
+        self.ip_of(self.src_addr)
+    }
+
+    /// The destination address in the header's IP version.
+    pub fn dst_ip(&self) -> IpAddr {
+        self.ip_of(self.dst_addr)
+    }
+
+    fn ip_of(&self, field: [u8; 16]) -> IpAddr {
+        match self.ipv4_of(field) {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(field)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -174,6 +214,36 @@ mod tests {
         assert_eq!(back.src_port(), 0xBEEF);
         assert!(h.write_req_private(&[0; 57]).is_none());
         assert!(h.write_req_private(&[0; 56]).is_some());
+    }
+
+    #[test]
+    fn ipv6_layout_and_round_trip() {
+        let src = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+        let dst = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
+        let h = CmaHeader::ipv6(src, 0xC001, dst);
+        let b = h.as_bytes();
+        assert_eq!(
+            &b[..4],
+            &[0x00, 0x60, 0xC0, 0x01],
+            "version 0, IP version 6"
+        );
+        assert_eq!(&b[4..20], &src.octets());
+        assert_eq!(&b[20..36], &dst.octets());
+        let private = h.write_req_private(b"v6").unwrap();
+        let (back, rest) = CmaHeader::parse(&private).unwrap();
+        assert_eq!((back.ip_version(), back.src_port()), (6, 0xC001));
+        assert_eq!(back.src_ip(), IpAddr::V6(src));
+        assert_eq!(back.dst_ip(), IpAddr::V6(dst));
+        assert_eq!(back.src_ipv4(), None);
+        assert_eq!(&rest[..2], b"v6");
+        assert_eq!(
+            rest.len(),
+            REQ_CONSUMER_PRIVATE_LEN,
+            "56 bytes, as for IPv4"
+        );
+        let v4 = CmaHeader::ip(Ipv4Addr::LOCALHOST.into(), 1, Ipv4Addr::LOCALHOST.into()).unwrap();
+        assert_eq!(v4.src_ip(), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert!(CmaHeader::ip(src.into(), 1, Ipv4Addr::LOCALHOST.into()).is_none());
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! initial value and final XOR all-ones) of:
 //!
 //! 1. eight 0xFF bytes, standing in for the InfiniBand LRH that RoCEv2 lacks;
-//! 2. the IPv4 header with TOS, TTL and header checksum replaced by all-ones
-//!    (for IPv6: traffic class, flow label and hop limit);
+//! 2. the IPv4 header with TOS, TTL and header checksum replaced by all-ones,
+//!    or the IPv6 header with traffic class, flow label and hop limit
+//!    replaced by all-ones (version, payload length, next header and the
+//!    addresses count);
 //! 3. the UDP header with its checksum replaced by all-ones;
 //! 4. the BTH with byte 4 (FECN, BECN, Resv6a) replaced by all-ones;
 //! 5. the extension headers, payload and pad, unchanged.
@@ -22,13 +24,12 @@
 //! as it copies it: feed the headers, then the chunks in order, then the pad.
 
 use super::ipv4_udp::{Ipv4Header, UdpHeader};
+pub use super::ipv6_udp::IPV6_HEADER_LEN;
+use super::ipv6_udp::Ipv6Header;
 use zerocopy::IntoBytes;
 
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
-
-/// Length of an IPv6 header.
-pub const IPV6_HEADER_LEN: usize = 40;
 
 /// The CRC-32 of eight 0xFF bytes: the running value after the LRH
 /// stand-in, so hashing can start there without feeding those bytes.
@@ -71,6 +72,27 @@ impl IcrcHasher {
         h
     }
 
+    /// A hasher that has consumed the stand-in, `ip` and `udp` (masked).
+    pub fn for_ipv6_udp(ip: &Ipv6Header, udp: &UdpHeader) -> Self {
+        let mut h = Self::new();
+        h.update_ipv6_header(ip);
+        h.update_udp(udp);
+        h
+    }
+
+    /// Feeds an IPv6 header with traffic class, flow label and hop limit
+    /// masked (rxe's `rxe_icrc_hdr`: the priority nibble, the three flow
+    /// label bytes and the hop limit set to all-ones; version, payload
+    /// length, next header and both addresses count).
+    pub fn update_ipv6_header(&mut self, ip: &Ipv6Header) {
+        let mut masked = *ip;
+        masked
+            .version_class_flow
+            .set(ip.version_class_flow.get() | 0x0FFF_FFFF);
+        masked.hop_limit = 0xFF;
+        self.crc.update(masked.as_bytes());
+    }
+
     /// Feeds an IPv4 header with its variant fields masked.
     pub fn update_ipv4(&mut self, ip: &Ipv4Header) {
         let mut masked = *ip;
@@ -84,18 +106,11 @@ impl IcrcHasher {
     /// masked. Only the first 40 bytes are used; a shorter slice is ignored
     /// and the returned flag is false.
     pub fn update_ipv6(&mut self, header: &[u8]) -> bool {
-        let Some(h) = header.first_chunk::<IPV6_HEADER_LEN>() else {
+        use zerocopy::FromBytes;
+        let Ok((ip, _)) = Ipv6Header::read_from_prefix(header) else {
             return false;
         };
-        let mut masked = *h;
-        // Byte 0 keeps the version nibble; the traffic class straddles bytes
-        // 0 and 1 and the flow label fills the rest of bytes 1..4.
-        masked[0] |= 0x0F;
-        masked[1] = 0xFF;
-        masked[2] = 0xFF;
-        masked[3] = 0xFF;
-        masked[7] = 0xFF;
-        self.crc.update(&masked);
+        self.update_ipv6_header(&ip);
         true
     }
 
@@ -170,12 +185,10 @@ pub fn ipv4_datagram_icrc(covered: &[u8]) -> Option<u32> {
 /// header through pad). `None` when shorter than IPv6 + UDP + BTH.
 pub fn ipv6_datagram_icrc(covered: &[u8]) -> Option<u32> {
     use zerocopy::FromBytes;
-    let (ip6, rest) = covered.split_first_chunk::<IPV6_HEADER_LEN>()?;
+    let (ip6, rest) = Ipv6Header::read_from_prefix(covered).ok()?;
     let (udp, rest) = UdpHeader::read_from_prefix(rest).ok()?;
     let (bth, rest) = rest.split_first_chunk::<12>()?;
-    let mut h = IcrcHasher::new();
-    h.update_ipv6(ip6);
-    h.update_udp(&udp);
+    let mut h = IcrcHasher::for_ipv6_udp(&ip6, &udp);
     h.update_bth(bth);
     h.update(rest);
     Some(h.finalize())
@@ -209,6 +222,49 @@ mod tests {
     fn wire_order_is_little_endian() {
         assert_eq!(icrc_to_wire(0x144e_193f), [0x3f, 0x19, 0x4e, 0x14]);
         assert_eq!(icrc_from_wire([0x3f, 0x19, 0x4e, 0x14]), 0x144e_193f);
+    }
+
+    #[test]
+    fn ipv6_variant_fields_are_masked_and_nothing_else() {
+        use super::super::ipv6_udp::Ipv6UdpFields;
+        let base = Ipv6UdpFields::for_socket(
+            core::net::Ipv6Addr::LOCALHOST,
+            core::net::Ipv6Addr::LOCALHOST,
+            7,
+        );
+        let hash = |ip: &Ipv6Header| {
+            let mut h = IcrcHasher::new();
+            h.update_ipv6_header(ip);
+            h.finalize()
+        };
+        let ip = base.ipv6_header(100).unwrap();
+        let mut routed = Ipv6UdpFields {
+            traffic_class: 0xFF,
+            flow_label: 0xA_BCDE,
+            ..base
+        }
+        .ipv6_header(100)
+        .unwrap();
+        routed.hop_limit = 1;
+        assert_eq!(hash(&ip), hash(&routed));
+        // The byte-slice form agrees.
+        let mut bytes = IcrcHasher::new();
+        assert!(bytes.update_ipv6(ip.as_bytes()));
+        assert_eq!(bytes.finalize(), hash(&ip));
+        for covered in [
+            base.ipv6_header(101).unwrap(),
+            Ipv6UdpFields {
+                src: core::net::Ipv6Addr::UNSPECIFIED,
+                ..base
+            }
+            .ipv6_header(100)
+            .unwrap(),
+        ] {
+            assert_ne!(hash(&ip), hash(&covered));
+        }
+        let mut next = ip;
+        next.next_header = 6;
+        assert_ne!(hash(&ip), hash(&next));
     }
 
     #[test]

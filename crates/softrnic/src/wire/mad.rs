@@ -9,7 +9,7 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligne
 
 use super::bth::Bth;
 use super::ext::{Deth, ExtHeaders, GSI_QKEY};
-use super::ipv4_udp::Ipv4UdpFields;
+use super::ip_udp::IpUdpFields;
 use super::opcode::Opcode;
 use super::packet::Headers;
 
@@ -89,7 +89,7 @@ impl MadHeader {
 
 /// Packet headers for a MAD from QP1 to QP1: UD SEND Only with a DETH
 /// carrying the GSI Q_Key and source QP 1. The payload is the 256-byte MAD.
-pub fn gsi_headers(ip: Ipv4UdpFields, psn: u32) -> Headers {
+pub fn gsi_headers(ip: impl Into<IpUdpFields>, psn: u32) -> Headers {
     let ext = ExtHeaders {
         deth: Some(Deth {
             qkey: GSI_QKEY,
@@ -98,7 +98,7 @@ pub fn gsi_headers(ip: Ipv4UdpFields, psn: u32) -> Headers {
         ..ExtHeaders::NONE
     };
     Headers {
-        ip,
+        ip: ip.into(),
         bth: Bth::new(Opcode::UD_SEND_ONLY, GSI_QPN, psn),
         ext,
     }

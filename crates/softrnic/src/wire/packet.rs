@@ -3,17 +3,20 @@
 //!
 //! Two framings are supported, with the same header model ([`Headers`]):
 //!
-//! * **IPv4 datagram** — IPv4 header, UDP header, BTH, extension headers,
-//!   payload, pad, ICRC: what a raw-IP path or a packet capture sees.
-//!   [`PacketBuilder::ipv4`], [`build`], [`parse`].
+//! * **IP datagram** — IPv4 or IPv6 header, UDP header, BTH, extension
+//!   headers, payload, pad, ICRC: what a raw-IP path or a packet capture
+//!   sees. [`PacketBuilder::datagram`], [`build`], [`parse`].
 //! * **UDP payload** — BTH onwards, what a UDP socket sends and receives.
-//!   The ICRC still covers IPv4 and UDP headers, so the caller supplies their
-//!   facts as [`Ipv4UdpFields`] (addresses, ports, IPv4 identification and DF
-//!   flag as sent); the lengths are derived from the payload length, TOS,
-//!   TTL and checksums are masked. Peers that cannot see each other's real
-//!   IPv4 headers agree on [`Ipv4UdpFields::for_socket`].
+//!   The ICRC still covers the IP and UDP headers, so the caller supplies
+//!   their facts as [`IpUdpFields`] (addresses, ports, and for IPv4 the
+//!   identification and DF flag as sent); the lengths are derived from the
+//!   payload length, the variant fields are masked. Peers that cannot see
+//!   each other's real headers agree on [`IpUdpFields::for_socket`].
 //!   [`PacketBuilder::udp_payload`], [`build_udp_payload`],
 //!   [`parse_udp_payload`].
+//!
+//! The family of a packet is its `Headers::ip`'s ([`IpUdpFields::V4`] or
+//! [`IpUdpFields::V6`]); the parser takes it from the version nibble.
 //!
 //! Nothing here allocates. The builder writes the headers first, then takes
 //! the payload either by copy ([`PacketBuilder::push_payload`]) or as a slot
@@ -24,7 +27,7 @@ use super::bth::{BTH_LEN, Bth, BthHeader, QPN_MASK};
 use super::error::{BuildError, ParseError};
 use super::ext::ExtHeaders;
 use super::icrc::{ICRC_LEN, IcrcHasher, icrc_from_wire, icrc_to_wire};
-use super::ipv4_udp::{IPV4_HEADER_LEN, Ipv4UdpFields, UDP_HEADER_LEN, parse_ipv4_udp};
+use super::ip_udp::{IpUdpFields, parse_ip_udp};
 use super::opcode::OpcodeInfo;
 use super::pmtu::pad_len;
 use zerocopy::{FromBytes, IntoBytes};
@@ -32,8 +35,8 @@ use zerocopy::{FromBytes, IntoBytes};
 /// Everything in front of the payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Headers {
-    /// IPv4/UDP facts (written for a datagram, ICRC input for both framings).
-    pub ip: Ipv4UdpFields,
+    /// IP/UDP facts (written for a datagram, ICRC input for both framings).
+    pub ip: IpUdpFields,
     /// Base transport header. `pad_count` is ignored: the builder derives it.
     pub bth: Bth,
     /// Extension headers; must be exactly the opcode's set.
@@ -43,9 +46,9 @@ pub struct Headers {
 /// A parsed packet, borrowing its payload from the input buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet<'a> {
-    /// IPv4/UDP facts: as received for a datagram, as supplied for a UDP
+    /// IP/UDP facts: as received for a datagram, as supplied for a UDP
     /// payload.
-    pub ip: Ipv4UdpFields,
+    pub ip: IpUdpFields,
     /// Base transport header.
     pub bth: Bth,
     /// The opcode's table entry.
@@ -65,10 +68,17 @@ pub fn udp_payload_len(headers: &Headers, payload_len: usize) -> Result<usize, B
     Ok(info.header_len() + payload_len + pad_len(payload_len) + ICRC_LEN)
 }
 
-/// Bytes of the whole IPv4 datagram for `headers` and `payload_len`.
+/// Bytes of the whole IP datagram for `headers` and `payload_len`. An
+/// IPv4 datagram is 65535 bytes at most, an IPv6 one's payload (the UDP
+/// datagram) too.
 pub fn datagram_len(headers: &Headers, payload_len: usize) -> Result<usize, BuildError> {
-    let n = IPV4_HEADER_LEN + UDP_HEADER_LEN + udp_payload_len(headers, payload_len)?;
-    if n > usize::from(u16::MAX) {
+    let udp = udp_payload_len(headers, payload_len)?;
+    let n = headers.ip.header_len() + udp;
+    let limited = match headers.ip {
+        IpUdpFields::V4(_) => n,
+        IpUdpFields::V6(_) => n - headers.ip.ip_header_len(),
+    };
+    if limited > usize::from(u16::MAX) {
         Err(BuildError::TooLong)
     } else {
         Ok(n)
@@ -118,51 +128,35 @@ impl PayloadHasher<'_> {
 }
 
 impl<'o> PacketBuilder<'o> {
-    /// Starts a full IPv4 datagram (IPv4 header with TTL 64, the caller's
-    /// identification and DF flag, protocol 17 and a valid checksum; UDP
-    /// header with checksum 0) in `out`, for a payload of `payload_len`
-    /// bytes.
-    pub fn ipv4(
+    /// Starts a full IP datagram of `headers.ip`'s family (IPv4: TTL 64,
+    /// the caller's identification and DF flag, protocol 17 and a valid
+    /// checksum; IPv6: hop limit 64, next header 17, the caller's traffic
+    /// class and flow label; UDP header with checksum 0) in `out`, for a
+    /// payload of `payload_len` bytes.
+    pub fn datagram(
         headers: &Headers,
         payload_len: usize,
         out: &'o mut [u8],
     ) -> Result<Self, BuildError> {
         let udp_len = udp_payload_len(headers, payload_len)?;
         let total = datagram_len(headers, payload_len)?;
-        let ip = headers.ip.ipv4_header(udp_len).ok_or(BuildError::TooLong)?;
-        let udp = headers.ip.udp_header(udp_len).ok_or(BuildError::TooLong)?;
         let out_head = out.get_mut(..total).ok_or(BuildError::BufferTooSmall)?;
-        ip.write_to_prefix(out_head)
-            .map_err(|_| BuildError::BufferTooSmall)?;
-        let udp_at = out_head
-            .get_mut(IPV4_HEADER_LEN..)
-            .ok_or(BuildError::BufferTooSmall)?;
-        udp.write_to_prefix(udp_at)
-            .map_err(|_| BuildError::BufferTooSmall)?;
-        let hasher = IcrcHasher::for_ipv4_udp(&ip, &udp);
-        Self::transport(
-            headers,
-            payload_len,
-            out,
-            IPV4_HEADER_LEN + UDP_HEADER_LEN,
-            hasher,
-        )
+        let hasher = headers.ip.write_headers(udp_len, out_head)?;
+        Self::transport(headers, payload_len, out, headers.ip.header_len(), hasher)
     }
 
     /// Starts a UDP payload (BTH onwards) in `out`; `headers.ip` supplies the
-    /// IPv4/UDP facts the ICRC covers.
+    /// IP/UDP facts the ICRC covers.
     pub fn udp_payload(
         headers: &Headers,
         payload_len: usize,
         out: &'o mut [u8],
     ) -> Result<Self, BuildError> {
         let udp_len = udp_payload_len(headers, payload_len)?;
-        let ip = headers.ip.ipv4_header(udp_len).ok_or(BuildError::TooLong)?;
-        let udp = headers.ip.udp_header(udp_len).ok_or(BuildError::TooLong)?;
+        let hasher = headers.ip.hasher(udp_len)?;
         if out.len() < udp_len {
             return Err(BuildError::BufferTooSmall);
         }
-        let hasher = IcrcHasher::for_ipv4_udp(&ip, &udp);
         Self::transport(headers, payload_len, out, 0, hasher)
     }
 
@@ -266,11 +260,11 @@ impl<'o> PacketBuilder<'o> {
     }
 }
 
-/// Builds a whole IPv4 datagram whose payload is the concatenation of
-/// `payload`; returns its length.
+/// Builds a whole IP datagram (of `headers.ip`'s family) whose payload is
+/// the concatenation of `payload`; returns its length.
 pub fn build(headers: &Headers, payload: &[&[u8]], out: &mut [u8]) -> Result<usize, BuildError> {
     let len = payload.iter().map(|c| c.len()).sum();
-    let mut b = PacketBuilder::ipv4(headers, len, out)?;
+    let mut b = PacketBuilder::datagram(headers, len, out)?;
     for chunk in payload {
         b.push_payload(chunk)?;
     }
@@ -291,45 +285,40 @@ pub fn build_udp_payload(
     b.finish()
 }
 
-/// Parses and verifies an IPv4 RoCEv2 datagram (starting at the IPv4
-/// header; trailing link-layer padding beyond the IPv4 total length is
-/// ignored).
+/// Parses and verifies an IPv4 or IPv6 RoCEv2 datagram (starting at the
+/// IP header, whose version nibble says which; trailing link-layer padding
+/// beyond the IP length is ignored).
 ///
 /// Checks, in order: IPv4 version, IHL, total length, header checksum,
-/// fragmentation, protocol, UDP destination port 4791, UDP length, ICRC,
-/// BTH version, opcode, extension headers, pad. The UDP checksum is not
-/// checked, nor is the content of the pad bytes (the ICRC covers them).
-/// Per-QP rules (PMTU-sized First/Middle payloads, opcode sequence, PSN)
-/// are the transport's.
+/// fragmentation, protocol (IPv6: version, payload length, next header:
+/// UDP right after the IPv6 header); UDP destination port 4791, UDP
+/// length; then the ICRC, BTH version, opcode, extension headers, pad. The
+/// UDP checksum is not checked, nor is the content of the pad bytes (the
+/// ICRC covers them). Per-QP rules (PMTU-sized First/Middle payloads,
+/// opcode sequence, PSN) are the transport's.
 pub fn parse(datagram: &[u8]) -> Result<Packet<'_>, ParseError> {
-    let view = parse_ipv4_udp(datagram)?;
-    let hasher = IcrcHasher::for_ipv4_udp(view.ip, view.udp);
-    parse_transport(view.fields, hasher, view.udp_payload)
+    let view = parse_ip_udp(datagram)?;
+    parse_transport(view.fields, view.hasher, view.udp_payload)
 }
 
 /// Parses and verifies a UDP payload (BTH through ICRC) received from
-/// `ip.src`/`ip.src_port` at `ip.dst`/`ip.dst_port`, with `ip.ident` and
-/// `ip.dont_fragment` as the sender used them in its ICRC. The destination
-/// port is not checked here (the socket chose it).
-pub fn parse_udp_payload<'a>(
-    ip: &Ipv4UdpFields,
-    udp_payload: &'a [u8],
-) -> Result<Packet<'a>, ParseError> {
-    let ip_hdr = ip
-        .ipv4_header(udp_payload.len())
-        .ok_or(ParseError::LengthMismatch)?;
-    let udp_hdr = ip
-        .udp_header(udp_payload.len())
-        .ok_or(ParseError::LengthMismatch)?;
-    parse_transport(
-        *ip,
-        IcrcHasher::for_ipv4_udp(&ip_hdr, &udp_hdr),
-        udp_payload,
-    )
+/// `ip`'s source address and port at its destination, with (IPv4)
+/// `ip.ident` and `ip.dont_fragment` as the sender used them in its ICRC.
+/// `ip` is an [`IpUdpFields`] or either family's own fields. The
+/// destination port is not checked here (the socket chose it).
+pub fn parse_udp_payload<'a, F>(ip: &F, udp_payload: &'a [u8]) -> Result<Packet<'a>, ParseError>
+where
+    F: Into<IpUdpFields> + Copy,
+{
+    let ip: IpUdpFields = (*ip).into();
+    let hasher = ip
+        .hasher(udp_payload.len())
+        .map_err(|_| ParseError::LengthMismatch)?;
+    parse_transport(ip, hasher, udp_payload)
 }
 
 fn parse_transport(
-    ip: Ipv4UdpFields,
+    ip: IpUdpFields,
     mut hasher: IcrcHasher,
     udp_payload: &[u8],
 ) -> Result<Packet<'_>, ParseError> {

@@ -6,7 +6,7 @@
 #![allow(dead_code)] // each test file uses a different part
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -204,7 +204,7 @@ pub struct Qp {
 
 /// One device with its recorder.
 pub struct Node {
-    pub addr: Ipv4Addr,
+    pub addr: IpAddr,
     pub rnic: Arc<SoftRnic>,
     pub events: Arc<Recorder>,
     pub memory: Arc<Memory>,
@@ -262,7 +262,7 @@ impl Node {
 
     /// The node's address and `port`.
     pub fn at(&self, port: u16) -> SocketAddr {
-        SocketAddr::V4(SocketAddrV4::new(self.addr, port))
+        SocketAddr::new(self.addr, port)
     }
 
     /// Connect parameters from this node (port 0) to `remote`.
@@ -295,22 +295,38 @@ pub fn addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, 1 + i as u8)
 }
 
+/// fd00::1, fd00::2, … (IPv6 nets, [`Net::new_v6`]).
+pub fn addr6(i: usize) -> Ipv6Addr {
+    Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1 + i as u16)
+}
+
 impl Net {
     /// `n` devices with path MTU 1024 on a fabric with `faults`.
     pub fn new(n: usize, faults: Faults) -> Self {
         Self::with_pmtus(&vec![1024; n], faults)
     }
 
+    /// `n` IPv6 devices with path MTU 1024 on a fabric with `faults`.
+    pub fn new_v6(n: usize, faults: Faults) -> Self {
+        let addrs: Vec<IpAddr> = (0..n).map(|i| addr6(i).into()).collect();
+        Self::at(&addrs, &vec![1024; n], faults)
+    }
+
     /// One device per path MTU.
     pub fn with_pmtus(pmtus: &[u32], faults: Faults) -> Self {
+        let addrs: Vec<IpAddr> = (0..pmtus.len()).map(|i| addr(i).into()).collect();
+        Self::at(&addrs, pmtus, faults)
+    }
+
+    /// One device per address, with the path MTU of the same index.
+    pub fn at(addrs: &[IpAddr], pmtus: &[u32], faults: Faults) -> Self {
         let fabric = Fabric::new(faults);
         let clock = Arc::new(SimClock::default());
         clock.set(1_000_000);
         let nodes = pmtus
             .iter()
-            .enumerate()
-            .map(|(i, &pmtu)| {
-                let addr = addr(i);
+            .zip(addrs)
+            .map(|(&pmtu, &addr)| {
                 let memory = Arc::new(Memory::default());
                 let mut config = DeviceConfig::new(addr, pmtu);
                 config.max_qps = 64;

@@ -9,7 +9,7 @@
     clippy::large_types_passed_by_value
 )]
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -160,7 +160,7 @@ impl Cq {
 pub struct Node {
     pub dev: SoftRnic,
     pub mem: Arc<HostMem>,
-    pub addr: Ipv4Addr,
+    pub addr: IpAddr,
     pub pd: u32,
     pub pd_key: MemoryKey,
 }
@@ -196,7 +196,7 @@ impl Buf {
 
 impl Node {
     pub fn new(
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         pmtu: u32,
         fabric: &Arc<Fabric>,
         clock: &Arc<SimClock>,
@@ -209,7 +209,7 @@ impl Node {
 
     /// A device with its own link and waker.
     pub fn custom(
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         pmtu: u32,
         clock: &Arc<SimClock>,
         mem_size: usize,
@@ -221,13 +221,14 @@ impl Node {
 
     /// A device reaching memory `mem` (which other devices may share).
     pub fn sharing(
-        addr: Ipv4Addr,
+        addr: impl Into<IpAddr>,
         pmtu: u32,
         clock: &Arc<SimClock>,
         mem: Arc<HostMem>,
         link: Box<dyn Link>,
         waker: Box<dyn Wake>,
     ) -> Self {
+        let addr = addr.into();
         let dev = SoftRnic::new(
             DeviceConfig::new(addr, pmtu),
             Box::new(Dma(mem.clone())),
@@ -399,6 +400,9 @@ pub struct World {
 
 pub const ADDR_A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// IPv6 worlds' addresses ([`World::new_v6`]).
+pub const ADDR6_A: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+pub const ADDR6_B: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
 
 /// Test-friendly timers: 1 ms retransmit, 10 µs RNR timer.
 pub fn fast_rc() -> RcConfig {
@@ -412,11 +416,21 @@ pub fn fast_rc() -> RcConfig {
 
 impl World {
     pub fn new(faults: Faults, pmtu: u32, mem_size: usize) -> Self {
+        Self::with_addrs(faults, pmtu, mem_size, ADDR_A.into(), ADDR_B.into())
+    }
+
+    /// A world whose two devices are IPv6 nodes ([`ADDR6_A`], [`ADDR6_B`]).
+    pub fn new_v6(faults: Faults, pmtu: u32, mem_size: usize) -> Self {
+        Self::with_addrs(faults, pmtu, mem_size, ADDR6_A.into(), ADDR6_B.into())
+    }
+
+    /// A world of devices at `a` and `b`.
+    pub fn with_addrs(faults: Faults, pmtu: u32, mem_size: usize, a: IpAddr, b: IpAddr) -> Self {
         let clock = Arc::new(SimClock::default());
         clock.set(1_000);
         let fabric = Fabric::new(faults);
-        let a = Node::new(ADDR_A, pmtu, &fabric, &clock, mem_size);
-        let b = Node::new(ADDR_B, pmtu, &fabric, &clock, mem_size);
+        let a = Node::new(a, pmtu, &fabric, &clock, mem_size);
+        let b = Node::new(b, pmtu, &fabric, &clock, mem_size);
         a.dev.set_default_rc_config(fast_rc());
         b.dev.set_default_rc_config(fast_rc());
         Self {
@@ -431,7 +445,7 @@ impl World {
     /// Connects `qa` on A with `qb` on B.
     pub fn connect(&self, qa: &Qp, qb: &Qp, pmtu: u32, psn_a: u32, psn_b: u32, reads: u32) {
         let pa = Path {
-            remote: SocketAddrV4::new(ADDR_B, 4791),
+            remote: SocketAddr::new(self.b.addr, 4791),
             remote_qpn: qb.qpn,
             pmtu,
             send_psn: psn_a,
@@ -440,7 +454,7 @@ impl World {
             inbound_reads: reads,
         };
         let pb = Path {
-            remote: SocketAddrV4::new(ADDR_A, 4791),
+            remote: SocketAddr::new(self.a.addr, 4791),
             remote_qpn: qa.qpn,
             send_psn: psn_b,
             recv_psn: psn_a,
@@ -459,9 +473,9 @@ impl World {
         let mut worked = false;
         while let Some((dst, bytes)) = self.fabric.take_due(now) {
             worked = true;
-            if dst == ADDR_A {
+            if dst == self.a.addr {
                 self.a.dev.receive(&bytes);
-            } else if dst == ADDR_B {
+            } else if dst == self.b.addr {
                 self.b.dev.receive(&bytes);
             }
         }

@@ -6,14 +6,15 @@
 //! with flags, …) are read and written through them. Offsets below are from
 //! the start of the message data, i.e. 24 bytes into the MAD.
 //!
-//! RoCEv2 addresses ports by GID; an IPv4 endpoint's GID is its
-//! IPv4-mapped IPv6 address `::ffff:a.b.c.d` ([`gid_from_ipv4`]).
+//! RoCEv2 addresses ports by GID: an IPv6 endpoint's GID is its IPv6
+//! address itself, an IPv4 endpoint's its IPv4-mapped IPv6 address
+//! `::ffff:a.b.c.d` ([`gid_from_ip`], [`ip_from_gid`]).
 //!
 //! Files: `req.rs` holds the REQ and its path records, `reply.rs` the
 //! messages that answer or follow it.
 
 use core::fmt;
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -74,6 +75,24 @@ pub const fn gid_from_ipv4(addr: Ipv4Addr) -> [u8; 16] {
 /// The IPv4 address of an IPv4-mapped GID, if it is one.
 pub fn ipv4_from_gid(gid: [u8; 16]) -> Option<Ipv4Addr> {
     Ipv6Addr::from(gid).to_ipv4_mapped()
+}
+
+/// The GID of an endpoint at `addr`: an IPv6 address is its own GID, an
+/// IPv4 address is mapped (`::ffff:a.b.c.d`).
+pub const fn gid_from_ip(addr: IpAddr) -> [u8; 16] {
+    match addr {
+        IpAddr::V4(v4) => gid_from_ipv4(v4),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+/// The address a GID names: IPv4 for an IPv4-mapped GID, else the GID as
+/// an IPv6 address.
+pub fn ip_from_gid(gid: [u8; 16]) -> IpAddr {
+    match ipv4_from_gid(gid) {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(Ipv6Addr::from(gid)),
+    }
 }
 
 /// A REJ reason code.
