@@ -27,6 +27,8 @@ mod defects;
 mod lifecycle;
 #[path = "bottle/low_resources.rs"]
 mod low_resources;
+#[path = "bottle/ndk.rs"]
+mod ndk;
 #[path = "bottle/network.rs"]
 mod network;
 #[path = "bottle/oid_tables.rs"]

@@ -38,6 +38,7 @@ use kbottle::{cpu, ke, mm, verifier};
 use ndkpi::*;
 
 use crate::common::{READY, child_passes, image, is_child, keywords};
+use crate::ndk::{Ndk, close_wait};
 use crate::provider_util::*;
 
 /// The NDK version the tests open.
@@ -103,97 +104,18 @@ fn unload_clean(machine: Machine) {
 
 // ---------------------------------------------------------------- NDK
 
-/// Closes an NDK object: at once, or (while the device still completes
-/// work of it, or a callback of it is returning) with exactly one close
-/// completion.
-fn close_wait<T>(object: *mut T) {
-    let done = Recorder::new();
-    match close(object, done) {
-        STATUS_SUCCESS => assert_eq!(done.count(), 0, "no callback for a synchronous close"),
-        STATUS_PENDING => {
-            wait_until("the close completion", || done.count() >= 1);
-            assert_eq!(
-                done.statuses(),
-                vec![STATUS_SUCCESS],
-                "one close completion"
-            );
-        }
-        status => panic!("close: {status:#010x}"),
-    }
-}
-
 /// One open NDK adapter of a bottled adapter.
-struct Nic {
-    adapter: *mut NDK_ADAPTER,
-    ip: Ipv4Addr,
-}
+type Nic = Ndk;
 
-impl Nic {
-    fn open(machine: &Machine, id: AdapterId, ip: Ipv4Addr) -> Self {
-        let adapter = machine
-            .open_ndk(id, VERSION)
-            .unwrap_or_else(|s| panic!("open NDK at {ip}: {:#010x}", s as u32));
-        Self { adapter, ip }
-    }
-
-    fn addr(&self, port: u16) -> SockAddr {
-        SockAddr::v4(self.ip.octets(), port)
-    }
-
-    fn pd(&self) -> *mut NDK_PD {
-        let mut pd = ptr::null_mut();
-        let f = adapter_table(self.adapter).NdkCreatePd.unwrap();
-        // SAFETY: an open adapter and a valid out-pointer.
-        let status = unsafe { f(self.adapter, Some(create_cb), ptr::null_mut(), &raw mut pd) };
-        assert_eq!(status, STATUS_SUCCESS, "NdkCreatePd");
-        pd
-    }
-
-    fn cq(&self, depth: u32, notify: &Recorder) -> *mut NDK_CQ {
-        let mut cq = ptr::null_mut();
-        let f = adapter_table(self.adapter).NdkCreateCq.unwrap();
-        // SAFETY: an open adapter and a valid out-pointer.
-        let status = unsafe {
-            f(
-                self.adapter,
-                depth,
-                Some(cq_cb),
-                notify.ctx(),
-                ptr::null_mut(),
-                Some(create_cb),
-                ptr::null_mut(),
-                &raw mut cq,
-            )
-        };
-        assert_eq!(status, STATUS_SUCCESS, "NdkCreateCq");
-        cq
-    }
-
-    fn connector(&self) -> *mut NDK_CONNECTOR {
-        let mut c = ptr::null_mut();
-        let f = adapter_table(self.adapter).NdkCreateConnector.unwrap();
-        // SAFETY: an open adapter and a valid out-pointer.
-        let status = unsafe { f(self.adapter, Some(create_cb), ptr::null_mut(), &raw mut c) };
-        assert_eq!(status, STATUS_SUCCESS, "NdkCreateConnector");
-        c
-    }
-
-    fn listener(&self, events: &Recorder) -> *mut NDK_LISTENER {
-        let mut l = ptr::null_mut();
-        let f = adapter_table(self.adapter).NdkCreateListener.unwrap();
-        // SAFETY: an open adapter and a valid out-pointer.
-        let status = unsafe {
-            f(
-                self.adapter,
-                Some(connect_cb),
-                events.ctx(),
-                Some(create_cb),
-                ptr::null_mut(),
-                &raw mut l,
-            )
-        };
-        assert_eq!(status, STATUS_SUCCESS, "NdkCreateListener");
-        l
+/// Opens an NDK adapter on bottled adapter `id` of `machine`.
+fn open_nic(machine: &Machine, id: AdapterId, ip: Ipv4Addr) -> Nic {
+    let adapter = machine
+        .open_ndk(id, VERSION)
+        .unwrap_or_else(|s| panic!("open NDK at {ip}: {:#010x}", s as u32));
+    Ndk {
+        adapter,
+        ip,
+        bottled: true,
     }
 }
 
@@ -209,8 +131,8 @@ struct Queue {
 
 impl Queue {
     fn new(nic: &Nic, depth: u32, notify: &Recorder) -> Self {
-        let pd = nic.pd();
-        let cq = nic.cq(4 * depth, notify);
+        let pd = nic.create_pd();
+        let cq = nic.create_cq(4 * depth, notify);
         let qp = create_qp(pd, cq, cq, 0x0def, depth, depth, 4, 4, 0).expect("NdkCreateQp");
         Self {
             pd,
@@ -315,13 +237,13 @@ struct Connection {
 impl Connection {
     fn new(from: &Nic, a: *mut NDK_QP, to: &Nic, b: *mut NDK_QP, port: u16) -> Self {
         let listen_events = Recorder::new();
-        let listener = to.listener(listen_events);
+        let listener = to.create_listener(listen_events);
         assert_eq!(
             listen(listener, &to.addr(port)),
             STATUS_SUCCESS,
             "NdkListen"
         );
-        let active = from.connector();
+        let active = from.create_connector();
         let connected = Recorder::new();
         let status = connect(active, a, &from.addr(0), &to.addr(port), b"hi", connected);
         assert_eq!(status, STATUS_PENDING, "NdkConnect");
@@ -389,8 +311,8 @@ impl Pair {
     fn new(machine: &Machine, test: u8, frame: Option<u32>, depth: u32, region_len: usize) -> Self {
         let (ida, ipa) = add_adapter_framed(machine, test, 1, frame);
         let (idb, ipb) = add_adapter_framed(machine, test, 2, frame);
-        let a = Nic::open(machine, ida, ipa);
-        let b = Nic::open(machine, idb, ipb);
+        let a = open_nic(machine, ida, ipa);
+        let b = open_nic(machine, idb, ipb);
         let qa = Queue::new(&a, depth, Recorder::new());
         let qb = Queue::new(&b, depth, Recorder::new());
         let conn = Connection::new(&a, qa.qp, &b, qb.qp, 5000);
@@ -578,7 +500,7 @@ fn flush_at_passive_does_not_deadlock_on_the_engine_dpc() {
     }
     let machine = boot();
     let (id, ip) = add_adapter(&machine, 3, 1);
-    let nic = Nic::open(&machine, id, ip);
+    let nic = open_nic(&machine, id, ip);
     let notify = Recorder::new();
     let q = Queue::new(&nic, 8, notify);
     // Zero-length receives: no memory involved.
@@ -646,7 +568,7 @@ fn consumer_call_at_apc_level_returns_at_apc_level() {
     }
     let machine = boot();
     let (id, ip) = add_adapter(&machine, 4, 1);
-    let nic = Nic::open(&machine, id, ip);
+    let nic = open_nic(&machine, id, ip);
     let q = Queue::new(&nic, 8, Recorder::new());
 
     let old = cpu::raise(APC_LEVEL);

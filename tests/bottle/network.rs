@@ -20,6 +20,7 @@ use kbottle::machine::AdapterId;
 use ndkpi::*;
 
 use crate::common::{self, child_passes, is_child, machine};
+use crate::ndk::{Ndk, close_wait, finish, wait_results};
 use crate::provider_util::*;
 
 /// The NDK version the consumer asks for.
@@ -40,12 +41,19 @@ enum Kind {
     Host,
 }
 
-/// One open NDK adapter.
+/// One open NDK adapter and what stands behind it.
 #[derive(Debug)]
 struct Nic {
-    adapter: *mut NDK_ADAPTER,
-    ip: Ipv4Addr,
+    ndk: Ndk,
     kind: Kind,
+}
+
+impl std::ops::Deref for Nic {
+    type Target = Ndk;
+
+    fn deref(&self) -> &Ndk {
+        &self.ndk
+    }
 }
 
 static HOST_ADDRESS: AtomicU8 = AtomicU8::new(1);
@@ -78,8 +86,11 @@ impl Nic {
             .unwrap_or_else(|s| panic!("open NDK on the bottled adapter at {ip}: {s:#010x}"));
         assert!(!adapter.is_null());
         Self {
-            adapter,
-            ip,
+            ndk: Ndk {
+                adapter,
+                ip,
+                bottled: true,
+            },
             kind: Kind::Bottled(id),
         }
     }
@@ -100,15 +111,14 @@ impl Nic {
             }
             assert_eq!(status, STATUS_SUCCESS, "open udp:{ip}");
             return Self {
-                adapter,
-                ip,
+                ndk: Ndk {
+                    adapter,
+                    ip,
+                    bottled: false,
+                },
                 kind: Kind::Host,
             };
         }
-    }
-
-    fn is_bottled(&self) -> bool {
-        matches!(self.kind, Kind::Bottled(_))
     }
 
     /// Closes the adapter; a bottled one is halted too (its socket closes).
@@ -126,140 +136,9 @@ impl Nic {
             }
         }
     }
-
-    fn addr(&self, port: u16) -> SockAddr {
-        SockAddr::v4(self.ip.octets(), port)
-    }
-
-    /// An MDL over `len` bytes at `va` as this adapter's kernel sees it:
-    /// page numbers are physical in the bottle (`phys_of(va) >> 12`),
-    /// virtual on the host.
-    fn mdl(&self, va: u64, len: u32) -> Mdl {
-        let mut mdl = Mdl::new(va, len);
-        if self.is_bottled() {
-            let first = va & !0xfff;
-            let pages = ((va & 0xfff) + u64::from(len)).div_ceil(4096);
-            for i in 0..pages {
-                let page = (first + i * 4096) as usize;
-                mdl.set_pfn(0, i as usize, kbottle::mm::phys_of(page) >> 12);
-            }
-        }
-        mdl
-    }
-
-    fn create_pd(&self) -> *mut NDK_PD {
-        let mut pd = ptr::null_mut();
-        let rec = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreatePd.unwrap();
-        // SAFETY: our adapter and a valid out-pointer.
-        let status = unsafe { f(self.adapter, Some(create_cb), rec.ctx(), &raw mut pd) };
-        assert_eq!(
-            finish(status, rec, "create PD"),
-            STATUS_SUCCESS,
-            "NdkCreatePd"
-        );
-        pd
-    }
-
-    fn create_cq(&self, depth: u32, notify: &Recorder) -> *mut NDK_CQ {
-        let mut cq = ptr::null_mut();
-        let rec = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreateCq.unwrap();
-        // SAFETY: our adapter and a valid out-pointer; `notify` lives for
-        // the whole test binary.
-        let status = unsafe {
-            f(
-                self.adapter,
-                depth,
-                Some(cq_cb),
-                notify.ctx(),
-                ptr::null_mut(),
-                Some(create_cb),
-                rec.ctx(),
-                &raw mut cq,
-            )
-        };
-        assert_eq!(
-            finish(status, rec, "create CQ"),
-            STATUS_SUCCESS,
-            "NdkCreateCq"
-        );
-        cq
-    }
-
-    fn create_connector(&self) -> *mut NDK_CONNECTOR {
-        let mut c = ptr::null_mut();
-        let rec = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreateConnector.unwrap();
-        // SAFETY: our adapter and a valid out-pointer.
-        let status = unsafe { f(self.adapter, Some(create_cb), rec.ctx(), &raw mut c) };
-        assert_eq!(
-            finish(status, rec, "create connector"),
-            STATUS_SUCCESS,
-            "NdkCreateConnector"
-        );
-        c
-    }
-
-    fn create_listener(&self, events: &Recorder) -> *mut NDK_LISTENER {
-        let mut l = ptr::null_mut();
-        let rec = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreateListener.unwrap();
-        // SAFETY: our adapter and a valid out-pointer; `events` lives for
-        // the whole test binary.
-        let status = unsafe {
-            f(
-                self.adapter,
-                Some(connect_cb),
-                events.ctx(),
-                Some(create_cb),
-                rec.ctx(),
-                &raw mut l,
-            )
-        };
-        assert_eq!(
-            finish(status, rec, "create listener"),
-            STATUS_SUCCESS,
-            "NdkCreateListener"
-        );
-        l
-    }
 }
 
 // ---------------------------------------------------------------- helpers
-
-/// The final status of a call that may pend: its return value, or the one
-/// its callback reports.
-fn finish(status: NTSTATUS, rec: &Recorder, what: &str) -> NTSTATUS {
-    if status == STATUS_PENDING {
-        wait_until(what, || rec.count() >= 1);
-        rec.statuses()[0]
-    } else {
-        status
-    }
-}
-
-/// Closes any NDK object, waiting for a close that pends.
-fn close_wait<T>(object: *mut T) {
-    let rec = Recorder::new();
-    let status = close(object, rec);
-    let what = format!("close of {}", std::any::type_name::<T>());
-    assert!(
-        status == STATUS_SUCCESS || status == STATUS_PENDING,
-        "{what}: {status:#x}"
-    );
-    assert_eq!(finish(status, rec, &what), STATUS_SUCCESS, "{what}");
-}
-
-/// Exactly `n` results of `cq` (bounded wait).
-fn wait_results(cq: *mut NDK_CQ, n: usize) -> Vec<NDK_RESULT_EX> {
-    let mut got = Vec::new();
-    wait_until(&format!("{n} CQ results"), || {
-        got.extend(results_ex(cq, n - got.len()));
-        got.len() >= n
-    });
-    got
-}
 
 /// One completion, checked.
 #[track_caller]
