@@ -14,9 +14,11 @@
  * Configuration strings:
  *
  *   config    = transport *( "," option )
- *   transport = IPV4                  UDP: the adapter owns IPV4:4791
- *             | "udp:" IPV4           the same, spelled out
- *             | "mem:" NAME "/" IPV4  node IPV4 on in-memory fabric NAME
+ *   transport = ADDR                  UDP: the adapter owns ADDR's port 4791
+ *             | "udp:" ADDR           the same, spelled out
+ *             | "mem:" NAME "/" ADDR  node ADDR on in-memory fabric NAME
+ *   ADDR      = IPV4                  a.b.c.d
+ *             | "[" IPV6 "]"          an IPv6 address, in brackets
  *   option    = "pmtu=" 256|512|1024|2048|4096    path MTU (default 1024)
  *             | "pcap=" PATH                      capture every packet
  *             | "loss=" P | "reorder=" P | "duplicate=" P  (mem only, 0..1)
@@ -24,7 +26,21 @@
  *             | "busy_poll=" "on"|"off"   a thread polling an empty CQ runs
  *                                         the device itself (default on)
  *
- *   e.g. "127.0.0.2", "udp:127.0.0.3,pmtu=4096", "mem:lab/192.0.2.1,loss=0.05"
+ *   e.g. "127.0.0.2", "udp:127.0.0.3,pmtu=4096", "mem:lab/192.0.2.1,loss=0.05",
+ *        "mem:lab/[fd00::1]", "udp:[::1]"
+ *
+ * Addresses are unicast: not 0.0.0.0, broadcast or multicast (IPv4), not
+ * [::], multicast or IPv4-mapped (IPv6; write an IPv4 adapter's address
+ * in the IPv4 form). An adapter's family is its address's: an IPv6
+ * adapter speaks RoCEv2 over IPv6 and takes SOCKADDR_IN6 addresses
+ * (sin6_family AF_INET6, which is 23 as on Windows: RSNDK_AF_INET6 in
+ * ndkpi.h) for its own address, and [::] to listen on any; it reports
+ * SOCKADDR_IN6 addresses back. Other addresses are
+ * STATUS_INVALID_ADDRESS (an IPv4 adapter refuses IPv6 addresses, but
+ * takes [::] as "any" when listening, like a dual-stack socket). A UDP
+ * adapter binds port 4791 of its address, so one process (or machine)
+ * has one "udp:[::1]" adapter at a time: IPv6 has a single loopback
+ * address, where IPv4 has 127.0.0.0/8.
  */
 #ifndef RSNDK_HOST_H
 #define RSNDK_HOST_H

@@ -535,8 +535,8 @@ fn hostile_packets_are_dropped_or_nakked_and_touch_nothing() {
     let mut h = Hostile {
         hub,
         rnic: rnic.clone(),
-        src: p.ip,
-        dst: v.ip,
+        src: p.ip4(),
+        dst: v.ip4(),
         sent: 0,
     };
     let stats = || rnic.stats();
@@ -1029,7 +1029,7 @@ fn udp_hostile_peer_from_its_own_address_gets_no_answer() {
         .expect("hostile socket");
     sock.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
-    let to = SocketAddrV4::new(Ipv4Addr::from(v.ip), ROCEV2_PORT);
+    let to = SocketAddrV4::new(Ipv4Addr::from(v.ip4()), ROCEV2_PORT);
     let before = rnic.stats();
     let me = [127, 0, 7, 13];
     let mut sent = 0u64;
@@ -1042,7 +1042,7 @@ fn udp_hostile_peer_from_its_own_address_gets_no_answer() {
         // for the hostile source): dropped, the QP's peer is elsewhere.
         let f = Forge {
             src: me,
-            dst: v.ip,
+            dst: v.ip4(),
             opcode: 0x0A,
             qpn: legit.v_qpn,
             psn: psn_add(legit.epsn, round),

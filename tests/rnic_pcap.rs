@@ -1,6 +1,7 @@
 //! A packet capture of real traffic between two `mem:` adapters decodes
 //! cleanly in Wireshark: every frame is eth/ip/udp/infiniband (the CM MADs
-//! too), nothing is malformed, and the expected BTH opcodes are there.
+//! too), or eth/ipv6/udp/infiniband between IPv6 adapters, nothing is
+//! malformed, and the expected BTH opcodes are there.
 //! Needs `tshark` (CI installs it via apt); without it the test fails.
 //!
 //! The tests of this file run one at a time (a lock), so each also checks
@@ -21,6 +22,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const PCAP: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/rnic_pcap.pcap");
 const PCAP_CM: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/rnic_pcap_cm.pcap");
+const PCAP_V6: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/rnic_pcap_v6.pcap");
 
 /// Capture on A (the connecting side, node 1).
 fn cfg(_test: u8, node: u8) -> String {
@@ -28,6 +30,15 @@ fn cfg(_test: u8, node: u8) -> String {
         format!("mem:e2epcap/127.0.6.1,pcap={PCAP}")
     } else {
         "mem:e2epcap/127.0.6.2".to_owned()
+    }
+}
+
+/// IPv6 nodes, capture on A.
+fn cfg_v6(_test: u8, node: u8) -> String {
+    if node == 1 {
+        format!("mem:e2epcap6/[fd00::6:1],pcap={PCAP_V6}")
+    } else {
+        "mem:e2epcap6/[fd00::6:2]".to_owned()
     }
 }
 
@@ -65,8 +76,8 @@ fn tshark(file: &str, extra: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn count_opcode(op: u8) -> usize {
-    tshark(PCAP, &["-Y", &format!("infiniband.bth.opcode == {op}")]).len()
+fn count_opcode(file: &str, op: u8) -> usize {
+    tshark(file, &["-Y", &format!("infiniband.bth.opcode == {op}")]).len()
 }
 
 /// Connects A to B, does a SEND, a WRITE and a READ, disconnects and
@@ -118,7 +129,7 @@ fn session(cfg: Config, file: &str) {
     // platform; both devices stopped when their adapters closed.
     for node in [1, 2] {
         let ip = ip_of(&cfg(0, node));
-        let left = rsndk::platform::HostPlatform::for_device(ip.into()).outstanding();
+        let left = rsndk::platform::HostPlatform::for_address(ip).outstanding();
         assert!(left.is_empty(), "pool not released on {ip:?}: {left:?}");
     }
 }
@@ -127,8 +138,46 @@ fn session(cfg: Config, file: &str) {
 fn capture_decodes_as_rocev2_in_wireshark() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     session(cfg, PCAP);
+    decodes_as_rocev2(PCAP, "ip");
+}
+
+/// RoCEv2 over IPv6 (Ethernet, IPv6, UDP 4791, InfiniBand) decodes as
+/// cleanly, between the adapters' IPv6 addresses.
+#[test]
+fn ipv6_capture_decodes_as_rocev2_in_wireshark() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    session(cfg_v6, PCAP_V6);
+    decodes_as_rocev2(PCAP_V6, "ipv6");
+    let pairs = tshark(
+        PCAP_V6,
+        &[
+            "-T",
+            "fields",
+            "-e",
+            "ipv6.src",
+            "-e",
+            "ipv6.dst",
+            "-e",
+            "udp.dstport",
+        ],
+    );
+    for line in &pairs {
+        assert!(
+            line == "fd00::6:1\tfd00::6:2\t4791" || line == "fd00::6:2\tfd00::6:1\t4791",
+            "not between the two IPv6 adapters: {line}"
+        );
+    }
+    // Both directions are there.
+    assert!(pairs.iter().any(|l| l.starts_with("fd00::6:2")));
+    assert!(pairs.iter().any(|l| l.starts_with("fd00::6:1")));
+}
+
+/// Every frame of `file` decodes as Ethernet / `ip` (Wireshark's "ip" or
+/// "ipv6") / UDP / InfiniBand with nothing malformed, and the operations
+/// of a [`session`] and its CM exchange are there.
+fn decodes_as_rocev2(file: &str, ip: &str) {
     let frames = tshark(
-        PCAP,
+        file,
         &[
             "-T",
             "fields",
@@ -144,9 +193,9 @@ fn capture_decodes_as_rocev2_in_wireshark() {
         let protocols = fields.next().unwrap_or_default();
         let malformed = fields.next().unwrap_or_default();
         // Payload bytes after the IB headers show as Wireshark's "data".
+        let rocev2 = format!("eth:ethertype:{ip}:udp:infiniband");
         assert!(
-            protocols == "eth:ethertype:ip:udp:infiniband"
-                || protocols == "eth:ethertype:ip:udp:infiniband:data",
+            protocols == rocev2 || protocols == format!("{rocev2}:data"),
             "frame {} does not decode as RoCEv2: {line}",
             i + 1
         );
@@ -163,14 +212,14 @@ fn capture_decodes_as_rocev2_in_wireshark() {
         (100, "UD SEND only (CM MAD)"),
     ] {
         assert!(
-            count_opcode(op) >= 1,
+            count_opcode(file, op) >= 1,
             "no {what} (opcode {op}) in the capture"
         );
     }
     // One READ was posted: every READ request frame (a retransmission on a
     // slow machine is legitimate) carries the same PSN.
     let psns = tshark(
-        PCAP,
+        file,
         &[
             "-Y",
             "infiniband.bth.opcode == 12",
@@ -185,7 +234,7 @@ fn capture_decodes_as_rocev2_in_wireshark() {
         "one READ request: PSNs {psns:?}"
     );
     // The CM MADs A received decode as such: REP (0x0013), DREP (0x0016).
-    let mads = cm_attributes(PCAP);
+    let mads = cm_attributes(file);
     for (id, what) in [("0x0013", "REP"), ("0x0016", "DREP")] {
         assert!(mads.iter().any(|m| m == id), "no {what} MAD in {mads:?}");
     }

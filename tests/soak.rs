@@ -369,14 +369,14 @@ fn soak() {
     for c in live {
         close_conn(c);
     }
-    let ips: Vec<[u8; 4]> = nodes.iter().map(|n| n.node.ip).collect();
+    let ips: Vec<std::net::IpAddr> = nodes.iter().map(|n| n.node.ip).collect();
     for n in nodes {
         close_wait(n.pd);
         n.node.close();
     }
     // Each device accounts its pool on its own address's platform.
     for ip in ips {
-        let left = rsndk::platform::HostPlatform::for_device(ip.into()).outstanding();
+        let left = rsndk::platform::HostPlatform::for_address(ip).outstanding();
         assert!(
             left.is_empty(),
             "pool left after the soak on {ip:?}: {left:?}"

@@ -767,6 +767,14 @@ impl SockAddr {
         Self::v4(ADDR_V4.octets(), port)
     }
 
+    /// The socket address of `ip` (either family) and `port`.
+    pub fn ip(ip: std::net::IpAddr, port: u16) -> Self {
+        match ip {
+            std::net::IpAddr::V4(v4) => Self::v4(v4.octets(), port),
+            std::net::IpAddr::V6(v6) => Self::v6(v6.octets(), port),
+        }
+    }
+
     pub fn v6(ip: [u8; 16], port: u16) -> Self {
         Self::V6(SOCKADDR_IN6 {
             sin6_family: AF_INET6,

@@ -99,15 +99,18 @@ pub fn close_wait<T>(object: *mut T) {
 #[derive(Debug)]
 pub struct Node {
     pub adapter: *mut NDK_ADAPTER,
-    pub ip: [u8; 4],
+    pub ip: std::net::IpAddr,
     pub config: String,
 }
 
-/// The IPv4 address of a configuration string.
-pub fn ip_of(config: &str) -> [u8; 4] {
+/// The address of a configuration string (IPv4, or IPv6 in brackets).
+pub fn ip_of(config: &str) -> std::net::IpAddr {
     let transport = config.split(',').next().unwrap();
+    if let Some((_, v6)) = transport.split_once('[') {
+        return v6.trim_end_matches(']').parse().unwrap();
+    }
     let addr = transport.rsplit(['/', ':']).next().unwrap();
-    addr.parse::<std::net::Ipv4Addr>().unwrap().octets()
+    addr.parse::<std::net::Ipv4Addr>().unwrap().into()
 }
 
 impl Node {
@@ -131,11 +134,19 @@ impl Node {
         assert_eq!(status, STATUS_SUCCESS, "close adapter {}", self.config);
         // The checked platform of this address: no rule broken, and (once
         // the device stopped) no pool left.
-        rsndk::platform::HostPlatform::for_device(self.ip.into()).assert_no_violations();
+        rsndk::platform::HostPlatform::for_address(self.ip).assert_no_violations();
     }
 
     pub fn addr(&self, port: u16) -> SockAddr {
-        SockAddr::v4(self.ip, port)
+        SockAddr::ip(self.ip, port)
+    }
+
+    /// The address of an IPv4 node (panics on an IPv6 one).
+    pub fn ip4(&self) -> [u8; 4] {
+        match self.ip {
+            std::net::IpAddr::V4(v4) => v4.octets(),
+            std::net::IpAddr::V6(v6) => panic!("{v6} is an IPv6 node"),
+        }
     }
 
     pub fn create_pd(&self) -> *mut NDK_PD {

@@ -6,7 +6,7 @@
 //! consumers of one NIC. The device goes away when its last adapter closes.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
 
 use hwq::TryArc;
@@ -46,14 +46,14 @@ impl Drop for HostDevice {
         self.threads.take();
         self.ctx.detach();
         if let (Some(hub), Transport::Memory { addr, .. }) = (&self.hub, &self.config.transport) {
-            hub.detach((*addr).into());
+            hub.detach(*addr);
         }
     }
 }
 
 #[derive(Default)]
 struct Registry {
-    devices: HashMap<Ipv4Addr, Weak<HostDevice>>,
+    devices: HashMap<IpAddr, Weak<HostDevice>>,
     hubs: HashMap<String, Weak<FabricHub>>,
     /// Open adapters (by address) and the device each keeps alive.
     adapters: HashMap<usize, Arc<HostDevice>>,
@@ -128,11 +128,11 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         } => {
             let hub = hub_for(reg, fabric, f)?;
             let rnic = new_rnic(Box::new(hub.link(addr)))?;
-            if !hub.attach(addr.into(), &rnic, waker.clone()) {
+            if !hub.attach(addr, &rnic, waker.clone()) {
                 return Err(STATUS_SHARING_VIOLATION);
             }
             let threads = hub
-                .start_device(addr.into(), &rnic, waker.clone())
+                .start_device(addr, &rnic, waker.clone())
                 .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
             (rnic, Some(hub), threads)
         }

@@ -2,9 +2,11 @@
 //!
 //! ```text
 //! config    = transport *( "," option )
-//! transport = IPV4                    ; UDP: the adapter owns IPV4:4791
-//!           | "udp:" IPV4             ; the same, spelled out
-//!           | "mem:" NAME "/" IPV4    ; node IPV4 on in-memory fabric NAME
+//! transport = ADDR                    ; UDP: the adapter owns ADDR's port 4791
+//!           | "udp:" ADDR             ; the same, spelled out
+//!           | "mem:" NAME "/" ADDR    ; node ADDR on in-memory fabric NAME
+//! ADDR      = IPV4                    ; a.b.c.d
+//!           | "[" IPV6 "]"            ; an IPv6 address, in brackets
 //! option    = "pmtu=" 256 | 512 | 1024 | 2048 | 4096   ; path MTU, default 1024
 //!           | "pcap=" PATH            ; capture every packet to PATH
 //!           | "loss=" P | "reorder=" P | "duplicate=" P   ; mem only, 0 <= P <= 1
@@ -15,12 +17,16 @@
 //! ```
 //!
 //! Examples: `127.0.0.2`, `udp:127.0.0.3,pmtu=4096`,
-//! `mem:lab/192.0.2.1,loss=0.05,reorder=0.01,seed=7`. Fabric names are
-//! 1 to 32 characters from `[A-Za-z0-9_-]`. IPv4 addresses must be unicast
-//! (not 0.0.0.0, broadcast or multicast). Every error names what is wrong.
+//! `mem:lab/192.0.2.1,loss=0.05,reorder=0.01,seed=7`, `mem:lab/[fd00::1]`,
+//! `udp:[::1]`. Fabric names are 1 to 32 characters from `[A-Za-z0-9_-]`.
+//! Addresses must be unicast: not 0.0.0.0, broadcast or multicast for IPv4;
+//! not `::`, multicast or IPv4-mapped (`::ffff:a.b.c.d`: write the IPv4
+//! form) for IPv6. The address's family is the adapter's: an IPv6 adapter
+//! speaks RoCEv2 over IPv6 and takes IPv6 socket addresses only. Every
+//! error names what is wrong.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -33,14 +39,14 @@ pub enum Transport {
     /// RoCEv2 over UDP, bound to `addr`:4791.
     Udp {
         /// The adapter's address.
-        addr: Ipv4Addr,
+        addr: IpAddr,
     },
     /// An in-memory fabric shared by adapters of this process.
     Memory {
         /// The fabric's name.
         fabric: String,
         /// The adapter's address on it.
-        addr: Ipv4Addr,
+        addr: IpAddr,
         /// Fault injection on delivery.
         faults: FaultConfig,
     },
@@ -76,8 +82,8 @@ pub struct AdapterConfig {
 }
 
 impl AdapterConfig {
-    /// The adapter's IPv4 address.
-    pub fn addr(&self) -> Ipv4Addr {
+    /// The adapter's address (IPv4 or IPv6).
+    pub fn addr(&self) -> IpAddr {
         match &self.transport {
             Transport::Udp { addr } | Transport::Memory { addr, .. } => *addr,
         }
@@ -93,10 +99,13 @@ pub enum ConfigError {
     NotUtf8,
     /// The transport part is not an address, `udp:` or `mem:` form.
     Transport(String),
-    /// The address does not parse as IPv4.
+    /// The address does not parse as IPv4 or as a bracketed IPv6 address.
     Address(String),
     /// The address is not a unicast address.
-    NotUnicast(Ipv4Addr),
+    NotUnicast(IpAddr),
+    /// An IPv4-mapped IPv6 address: the adapter is an IPv4 one, written
+    /// in the IPv4 form.
+    MappedIpv4(Ipv6Addr),
     /// The fabric name is empty, too long or has a bad character.
     FabricName(String),
     /// An option is not `key=value`, or the key is unknown.
@@ -124,11 +133,23 @@ impl fmt::Display for ConfigError {
             Self::Transport(t) => {
                 write!(
                     f,
-                    "'{t}' is not a transport: use IPV4, udp:IPV4 or mem:NAME/IPV4"
+                    "'{t}' is not a transport: use ADDR, udp:ADDR or mem:NAME/ADDR \
+                     (ADDR: an IPv4 address or an IPv6 address in brackets)"
                 )
             }
-            Self::Address(a) => write!(f, "'{a}' is not an IPv4 address"),
-            Self::NotUnicast(a) => write!(f, "{a} is not a unicast IPv4 address"),
+            Self::Address(a) if a.contains(':') && !a.starts_with('[') => write!(
+                f,
+                "'{a}' is not an address: write an IPv6 address in brackets, [{a}]"
+            ),
+            Self::Address(a) => write!(
+                f,
+                "'{a}' is not an IPv4 address or a bracketed IPv6 address"
+            ),
+            Self::NotUnicast(a) => write!(f, "{a} is not a unicast address"),
+            Self::MappedIpv4(a) => write!(
+                f,
+                "[{a}] is an IPv4-mapped IPv6 address: write the IPv4 address itself"
+            ),
             Self::FabricName(n) => {
                 write!(
                     f,
@@ -154,12 +175,26 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn parse_addr(text: &str) -> Result<Ipv4Addr, ConfigError> {
-    let addr = Ipv4Addr::from_str(text).map_err(|_| ConfigError::Address(text.to_owned()))?;
-    if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
-        return Err(ConfigError::NotUnicast(addr));
+fn parse_addr(text: &str) -> Result<IpAddr, ConfigError> {
+    let bad = || ConfigError::Address(text.to_owned());
+    if let Some(inner) = text.strip_prefix('[') {
+        let v6 = inner
+            .strip_suffix(']')
+            .and_then(|a| Ipv6Addr::from_str(a).ok())
+            .ok_or_else(bad)?;
+        if v6.is_unspecified() || v6.is_multicast() {
+            return Err(ConfigError::NotUnicast(v6.into()));
+        }
+        if v6.to_ipv4_mapped().is_some() {
+            return Err(ConfigError::MappedIpv4(v6));
+        }
+        return Ok(v6.into());
     }
-    Ok(addr)
+    let addr = Ipv4Addr::from_str(text).map_err(|_| bad())?;
+    if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
+        return Err(ConfigError::NotUnicast(addr.into()));
+    }
+    Ok(addr.into())
 }
 
 fn valid_fabric_name(name: &str) -> bool {
@@ -188,8 +223,21 @@ fn parse_transport(text: &str) -> Result<Transport, ConfigError> {
             faults: FaultConfig::default(),
         });
     }
-    if text.contains(':') || text.contains('/') {
+    if text.starts_with('[') {
+        return Ok(Transport::Udp {
+            addr: parse_addr(text)?,
+        });
+    }
+    if text.contains('/') {
         return Err(ConfigError::Transport(text.to_owned()));
+    }
+    if text.contains(':') {
+        // An IPv6 address without brackets, or an unknown `kind:`.
+        return Err(if Ipv6Addr::from_str(text).is_ok() {
+            ConfigError::Address(text.to_owned())
+        } else {
+            ConfigError::Transport(text.to_owned())
+        });
     }
     Ok(Transport::Udp {
         addr: parse_addr(text)?,
@@ -292,7 +340,7 @@ mod tests {
         assert_eq!(
             c.transport,
             Transport::Udp {
-                addr: Ipv4Addr::new(127, 0, 0, 2)
+                addr: Ipv4Addr::new(127, 0, 0, 2).into()
             }
         );
         assert_eq!((c.pmtu, c.pcap, c.busy_poll), (1024, None, true));
@@ -348,19 +396,75 @@ mod tests {
     }
 
     #[test]
+    fn bracketed_ipv6_addresses() {
+        let lab: IpAddr = "fd00::1".parse().unwrap();
+        let c = parse("mem:lab/[fd00::1],pmtu=4096").unwrap();
+        assert_eq!(
+            (c.transport.clone(), c.pmtu),
+            (
+                Transport::Memory {
+                    fabric: "lab".into(),
+                    addr: lab,
+                    faults: FaultConfig::default()
+                },
+                4096
+            )
+        );
+        assert_eq!(c.addr(), lab);
+        let loopback = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        for text in ["udp:[::1]", "[::1]", "udp:[0:0:0:0:0:0:0:1],busy_poll=off"] {
+            assert_eq!(
+                parse(text).unwrap().transport,
+                Transport::Udp { addr: loopback },
+                "{text}"
+            );
+        }
+        assert!(matches!(
+            parse("mem:lab/[fd00::2],seed=3").unwrap().transport,
+            Transport::Memory { faults, .. } if faults.seed == 3
+        ));
+        // The error for an unbracketed IPv6 address says what to write.
+        let e = parse("mem:lab/fd00::1").unwrap_err();
+        assert!(e.to_string().contains("[fd00::1]"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_problem() {
         let cases: &[(&str, ConfigError)] = &[
             ("", ConfigError::Empty),
             ("tcp:1.2.3.4", ConfigError::Transport("tcp:1.2.3.4".into())),
             ("127.0.0", ConfigError::Address("127.0.0".into())),
-            ("0.0.0.0", ConfigError::NotUnicast(Ipv4Addr::UNSPECIFIED)),
+            (
+                "0.0.0.0",
+                ConfigError::NotUnicast(Ipv4Addr::UNSPECIFIED.into()),
+            ),
             (
                 "224.0.0.1",
-                ConfigError::NotUnicast(Ipv4Addr::new(224, 0, 0, 1)),
+                ConfigError::NotUnicast(Ipv4Addr::new(224, 0, 0, 1).into()),
             ),
             (
                 "255.255.255.255",
-                ConfigError::NotUnicast(Ipv4Addr::BROADCAST),
+                ConfigError::NotUnicast(Ipv4Addr::BROADCAST.into()),
+            ),
+            ("udp:::1", ConfigError::Address("::1".into())),
+            ("fd00::1", ConfigError::Address("fd00::1".into())),
+            ("udp:[::1", ConfigError::Address("[::1".into())),
+            ("udp:[1.2.3.4]", ConfigError::Address("[1.2.3.4]".into())),
+            (
+                "mem:lab/[fd00::zz]",
+                ConfigError::Address("[fd00::zz]".into()),
+            ),
+            (
+                "udp:[::]",
+                ConfigError::NotUnicast(Ipv6Addr::UNSPECIFIED.into()),
+            ),
+            (
+                "mem:lab/[ff02::1]",
+                ConfigError::NotUnicast(Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1).into()),
+            ),
+            (
+                "[::ffff:127.0.0.2]",
+                ConfigError::MappedIpv4(Ipv4Addr::new(127, 0, 0, 2).to_ipv6_mapped()),
             ),
             ("mem:/127.0.0.1", ConfigError::FabricName(String::new())),
             ("mem:a b/127.0.0.1", ConfigError::FabricName("a b".into())),

@@ -2,7 +2,7 @@
 //! which a running device holds it.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::Ordering;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
@@ -15,12 +15,18 @@ impl HostPlatform {
     /// injection before opening one, or share an instance between several
     /// addresses with [`HostPlatform::use_for_device`].
     pub fn for_device(addr: Ipv4Addr) -> &'static Self {
+        Self::for_address(addr.into())
+    }
+
+    /// [`HostPlatform::for_device`] of a device at an address of either
+    /// family.
+    pub fn for_address(addr: IpAddr) -> &'static Self {
         devices().entry(addr).or_insert_with(Self::leaked)
     }
 
     /// Makes the device at `addr` use `platform` from its next start on.
     pub fn use_for_device(addr: Ipv4Addr, platform: &'static Self) {
-        devices().insert(addr, platform);
+        devices().insert(addr.into(), platform);
     }
 }
 
@@ -30,13 +36,13 @@ impl HostPlatform {
 #[derive(Debug)]
 pub struct DeviceLease {
     platform: &'static HostPlatform,
-    addr: Ipv4Addr,
+    addr: IpAddr,
 }
 
 impl DeviceLease {
-    /// A lease on [`HostPlatform::for_device`]`(addr)`.
-    pub fn new(addr: Ipv4Addr) -> Self {
-        let platform = HostPlatform::for_device(addr);
+    /// A lease on [`HostPlatform::for_address`]`(addr)`.
+    pub fn new(addr: IpAddr) -> Self {
+        let platform = HostPlatform::for_address(addr);
         platform.devices.fetch_add(1, Ordering::SeqCst);
         Self { platform, addr }
     }
@@ -58,8 +64,8 @@ impl Drop for DeviceLease {
     }
 }
 
-fn devices() -> std::sync::MutexGuard<'static, HashMap<Ipv4Addr, &'static HostPlatform>> {
-    static DEVICES: LazyLock<Mutex<HashMap<Ipv4Addr, &'static HostPlatform>>> =
+fn devices() -> std::sync::MutexGuard<'static, HashMap<IpAddr, &'static HostPlatform>> {
+    static DEVICES: LazyLock<Mutex<HashMap<IpAddr, &'static HostPlatform>>> =
         LazyLock::new(Mutex::default);
     DEVICES.lock().unwrap_or_else(PoisonError::into_inner)
 }
