@@ -911,19 +911,26 @@ crate::host_only! {
                 // SAFETY: the provider checks the object's header before using
                 // it; the list is valid.
                 unsafe { t.NdkSend.unwrap()(qp, null, sg.as_ptr(), 1, 0) },
-                // SAFETY: as above.
+                // SAFETY: the provider checks `qp`'s header (null or a CQ is
+                // refused) before using it; `sg` is a valid one-entry list.
                 unsafe { t.NdkSendAndInvalidate.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1) },
-                // SAFETY: as above.
+                // SAFETY: the provider checks `qp`'s header (null or a CQ is
+                // refused) before using it; `sg` is a valid one-entry list.
                 unsafe { t.NdkWrite.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1, 0) },
-                // SAFETY: as above.
+                // SAFETY: the provider checks `qp`'s header (null or a CQ is
+                // refused) before using it; `sg` is a valid one-entry list.
                 unsafe { t.NdkRead.unwrap()(qp, null, sg.as_ptr(), 1, 0, 1, 0) },
-                // SAFETY: as above.
+                // SAFETY: the provider checks `qp`'s header (null or a CQ is
+                // refused) before using it; `sg` is a valid one-entry list.
                 unsafe { t.NdkReceive.unwrap()(qp, null, sg.as_ptr(), 1) },
-                // SAFETY: as above; no pages.
+                // SAFETY: the provider checks `qp`'s header (null or a CQ is
+                // refused) before using it; `fr` is our MR; no pages.
                 unsafe { t.NdkFastRegister.unwrap()(qp, null, fr, 0, std::ptr::null(), 0, 0, null, 0) },
-                // SAFETY: as above.
+                // SAFETY: the provider checks `qp`'s header (null or a CQ is
+                // refused) before using it; `mr` and `mw` are our live objects.
                 unsafe { t.NdkBind.unwrap()(qp, null, mr, mw, null, 0, 0) },
-                // SAFETY: as above.
+                // SAFETY: the provider checks `qp`'s header (null or a CQ is
+                // refused) before using it; `fr`'s header is our live MR's.
                 unsafe { t.NdkInvalidate.unwrap()(qp, null, header(fr), 0) },
             ];
             for (i, st) in st.iter().enumerate() {
@@ -984,7 +991,8 @@ crate::host_only! {
             unsafe { t.NdkRead.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1, 0) },
             // SAFETY: as above.
             unsafe { t.NdkReceive.unwrap()(s.qp, null, std::ptr::null(), 1) },
-            // SAFETY: our SRQ, as above.
+            // SAFETY: our SRQ; the provider refuses a null array with a
+            // non-zero count without reading it.
             unsafe { srq_table(srq).NdkSrqReceive.unwrap()(srq, null, std::ptr::null(), 1) },
             // SAFETY: our QP and MR; a null page array with a count.
             unsafe {

@@ -207,7 +207,8 @@ unsafe fn map(mdl: *mut MDL, base: u64, bytes: usize) -> Option<*mut u8> {
     // SAFETY: a locked-pages MDL describing resident pages, not mapped.
     let va = unsafe { map_locked_pages(mdl) };
     if va.is_none() {
-        // SAFETY: as above; nothing was mapped.
+        // SAFETY: the caller owns `mdl` (contract); `map_locked_pages`
+        // failed, so it is not mapped, as `release` requires.
         unsafe { release(mdl) };
     }
     va

@@ -105,7 +105,8 @@ fn ndk_objects(adapter: *mut NDK_ADAPTER, steps: &mut Vec<(&'static str, NTSTATU
     let notify = Recorder::new();
     let mut cq: *mut NDK_CQ = ptr::null_mut();
     let create_cq = table.NdkCreateCq.unwrap();
-    // SAFETY: as above; the notification context is a Recorder that lives
+    // SAFETY: `adapter` is an open adapter of the bottled provider; `cq` a
+    // valid out-pointer; the notification context is a Recorder that lives
     // for the whole test binary.
     let status = unsafe {
         create_cq(

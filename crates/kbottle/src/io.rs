@@ -135,7 +135,8 @@ pub unsafe extern "win64" fn IoReuseIrp(Irp: *mut IRP, Iostatus: NTSTATUS) {
         let (stack, flags) = (old.StackCount as usize, old.AllocationFlags);
         // SAFETY: its allocation holds `stack` locations.
         unsafe { initialize(Irp, stack) };
-        // SAFETY: as above.
+        // SAFETY: `Irp` is a live IRP from IoAllocateIrp (`known_irp` checked
+        // the table), just reinitialised; no other reference to it exists here.
         let r = unsafe { &mut *Irp };
         r.AllocationFlags = flags;
         r.IoStatus.Status = Iostatus;
@@ -201,16 +202,22 @@ pub unsafe fn complete_as_lower_driver(irp: *mut IRP, status: NTSTATUS, informat
         // SAFETY: a valid IRP (a completion routine that freed it returned
         // STATUS_MORE_PROCESSING_REQUIRED and ended the walk).
         unsafe { (*irp).CurrentLocation = location };
-        // SAFETY: as above.
+        // SAFETY: `irp` is still allocated (caller contract): a completion
+        // routine may free it only by returning STATUS_MORE_PROCESSING_REQUIRED,
+        // which ended the walk.
         unsafe { (*irp).Tail_CurrentStackLocation = current };
         // SAFETY: `here_ptr` is a stack location of this IRP (its index
         // was <= StackCount).
         let here = unsafe { here_ptr.read() };
         // Irp->PendingReturned follows each location being completed.
         let pending = here.Control & SL_PENDING_RETURNED != 0;
-        // SAFETY: as above.
+        // SAFETY: `irp` is still allocated (caller contract): a completion
+        // routine may free it only by returning STATUS_MORE_PROCESSING_REQUIRED,
+        // which ended the walk.
         unsafe { (*irp).PendingReturned = u8::from(pending) };
-        // SAFETY: as above.
+        // SAFETY: `irp` is still allocated (caller contract): a completion
+        // routine may free it only by returning STATUS_MORE_PROCESSING_REQUIRED,
+        // which ended the walk.
         let cancel = unsafe { (*irp).Cancel } != 0;
         let invoke = here.CompletionRoutine.filter(|_| {
             (ok && here.Control & SL_INVOKE_ON_SUCCESS != 0)
@@ -218,7 +225,8 @@ pub unsafe fn complete_as_lower_driver(irp: *mut IRP, status: NTSTATUS, informat
                 || (cancel && here.Control & SL_INVOKE_ON_CANCEL != 0)
         });
         // IopClearStackLocation.
-        // SAFETY: as above.
+        // SAFETY: `here_ptr` is a stack location of this still-allocated IRP
+        // (its index was <= StackCount; no completion routine has run since).
         unsafe { (*here_ptr).Control = 0 };
         if let Some(routine) = invoke {
             let device = if location == h.StackCount + 1 {

@@ -128,7 +128,8 @@ pub unsafe extern "win64" fn IoAllocateMdl(
                 } else {
                     // SAFETY: the IRP's MDL chain consists of valid MDLs.
                     while !unsafe { (*at).Next }.is_null() {
-                        // SAFETY: as above.
+                        // SAFETY: `at` is non-null and on the MDL chain of the
+                        // caller's valid IRP, which links only valid MDLs.
                         at = unsafe { (*at).Next };
                     }
                     // SAFETY: `at` is the chain's last, valid MDL.
@@ -173,7 +174,8 @@ pub unsafe extern "win64" fn IoFreeMdl(Mdl: *mut MDL) {
             );
         }
         if flags & MDL_PAGES_LOCKED != 0 {
-            // SAFETY: as above; a copy of the header.
+            // SAFETY: `Mdl` is in ALLOCATED (checked above): a live MDL from
+            // IoAllocateMdl whose header this copies.
             let header = unsafe { Mdl.read() };
             let pages = span_pages(header.ByteOffset as usize, header.ByteCount as usize);
             verifier::bugcheck(
@@ -469,7 +471,8 @@ impl OwnedMdl {
         let mdl = storage.as_mut_ptr().cast::<MDL>();
         // SAFETY: `storage` is 8-aligned and sized for the header and PFNs.
         unsafe { initialize(mdl, va as usize, len) };
-        // SAFETY: as above; fills the PFNs of its own range.
+        // SAFETY: `mdl` was just initialised over `storage`, which has room for
+        // the PFNs of its whole range (`pages`); this fills exactly those.
         unsafe { build_for_nonpaged(mdl) };
         lock(&OWNED)
             .get_or_insert_with(HashSet::new)

@@ -164,7 +164,8 @@ fn a_removed_dpc_does_not_run() {
         assert_eq!(d.insert(0, 0), 1);
         // SAFETY: an initialised DPC.
         assert_eq!(unsafe { KeRemoveQueueDpc(d.ptr()) }, 1);
-        // SAFETY: as above.
+        // SAFETY: `d`'s KDPC, initialised by `Dpc::new` and boxed in `d`, which
+        // lives to the end of the closure; it is no longer queued.
         assert_eq!(unsafe { KeRemoveQueueDpc(d.ptr()) }, 0);
         cpu::lower(old);
         assert_eq!(d.runs(), 0);
@@ -321,7 +322,8 @@ fn events_wake_waiters_and_waits_time_out() {
     );
     assert_eq!(waiter.join().unwrap(), STATUS_SUCCESS);
     // Notification events stay signalled.
-    // SAFETY: as above.
+    // SAFETY: `ev`, initialised above and boxed in this frame; the
+    // waiter was joined; PASSIVE_LEVEL, Wait is FALSE.
     assert_eq!(unsafe { KeSetEvent(addr as _, 0, 0) }, 1);
 
     // A synchronization event is consumed by one wait.
@@ -334,7 +336,8 @@ fn events_wake_waiters_and_waits_time_out() {
         STATUS_SUCCESS
     );
     assert_eq!(
-        // SAFETY: as above.
+        // SAFETY: `ev`, reinitialised above as a synchronization event and
+        // boxed in this frame; a zero timeout polls.
         unsafe { KeWaitForSingleObject(addr as _, 0, 0, 0, &raw mut zero) },
         STATUS_TIMEOUT
     );

@@ -100,7 +100,8 @@ fn the_free_check_names_double_frees_wrong_tags_and_live_objects() {
         (armed.code, armed.params[0], armed.params[1]),
         (0xC4, 0x15, p as u64)
     );
-    // SAFETY: as above.
+    // SAFETY: `timer` was initialised by KeInitializeTimerEx above; its
+    // pool block `p` is freed only after this call.
     assert_eq!(unsafe { ke::KeCancelTimer(timer) }, 1);
     free(p, b"Chk1");
     let double = pool::check_free(p as usize, None).unwrap();
@@ -145,7 +146,8 @@ fn mdls_describe_build_map_and_unmap() {
     assert_eq!(m.Size as usize, size_of::<MDL>() + 2 * 8);
     // SAFETY: nonpaged pool.
     unsafe { mm::MmBuildMdlForNonPagedPool(mdl) };
-    // SAFETY: as above.
+    // SAFETY: `mdl` is still the live MDL from IoAllocateMdl (freed below);
+    // the build has returned and the earlier `m` is not used again.
     let m = unsafe { &*mdl };
     assert_ne!(m.MdlFlags & MDL_SOURCE_IS_NONPAGED_POOL, 0);
     assert_eq!(m.MappedSystemVa as usize, va as usize);
@@ -239,7 +241,8 @@ fn irps_have_the_x64_layout_and_complete_through_their_routine() {
     assert_eq!(COMPLETIONS.load(Ordering::SeqCst), before + 1);
     // SAFETY: a live IRP.
     unsafe { io::IoReuseIrp(irp, 0x103) };
-    // SAFETY: as above.
+    // SAFETY: `irp` is still allocated (IoFreeIrp comes below) and
+    // IoReuseIrp has returned; the earlier `r` is not used again.
     let r = unsafe { &*irp };
     assert_eq!((r.CurrentLocation, r.IoStatus.Status), (2, 0x103));
     // SAFETY: from IoAllocateIrp.
@@ -266,7 +269,7 @@ fn the_crt_routines_follow_the_c_contract() {
     // SAFETY: 3 readable bytes each.
     assert!(unsafe { crt::memcmp(b"abc".as_ptr(), b"abd".as_ptr(), 3) } < 0);
     assert_eq!(
-        // SAFETY: as above.
+        // SAFETY: two 3-byte literals, readable for the 3 bytes compared.
         unsafe { crt::memcmp(b"abc".as_ptr(), b"abc".as_ptr(), 3) },
         0
     );

@@ -34,7 +34,8 @@ fn driver_code(pad: usize, code: &[u8]) -> usize {
     let base = p as usize;
     // SAFETY: `pad + code.len()` < 4096 bytes of our mapping.
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0x90, pad) };
-    // SAFETY: as above.
+    // SAFETY: `pad + code.len()` < 4096, so the copy stays inside our
+    // fresh writable mapping, which cannot overlap `code`.
     unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), (base + pad) as *mut u8, code.len()) };
     assert_eq!(
         // SAFETY: our mapping.
@@ -59,7 +60,9 @@ fn trap_of(label: &str, irql: u8, addr: usize) -> Bugcheck {
         }
         // SAFETY: hand-written code that traps before it could return.
         let f = unsafe { std::mem::transmute::<usize, unsafe extern "win64" fn()>(addr) };
-        // SAFETY: as above.
+        // SAFETY: `addr` is code `driver_code` mapped executable and
+        // registered; it traps before returning, and the bottle parks this
+        // processor.
         unsafe { f() };
         panic!("{n2}: returned");
     });

@@ -171,7 +171,8 @@ fn run_dpc(routine: ndis::KDEFERRED_ROUTINE) {
     let d = Box::leak(Box::new(KDPC::zeroed()));
     // SAFETY: a leaked DPC.
     unsafe { ke::KeInitializeDpc(d, Some(routine), std::ptr::null_mut()) };
-    // SAFETY: as above; runs at once (PASSIVE_LEVEL).
+    // SAFETY: `d` was initialised just above and is leaked, so it outlives
+    // its run, which happens at once (this thread is at PASSIVE_LEVEL).
     unsafe { ke::KeInsertQueueDpc(d, std::ptr::null_mut(), std::ptr::null_mut()) };
 }
 

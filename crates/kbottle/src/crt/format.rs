@@ -252,7 +252,8 @@ unsafe fn read_string(p: usize, wide: bool, max: Option<usize>) -> String {
             // SAFETY: per the contract, the string continues here.
             u32::from(unsafe { (p as *const u16).wrapping_add(k).read_unaligned() })
         } else {
-            // SAFETY: as above.
+            // SAFETY: per the contract `p` is a NUL-terminated byte string or
+            // holds `max` bytes; no NUL was read before `k`, so byte `k` is readable.
             u32::from(unsafe { (p as *const u8).wrapping_add(k).read() })
         };
         if c == 0 {

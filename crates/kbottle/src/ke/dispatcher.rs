@@ -266,9 +266,11 @@ pub unsafe extern "win64" fn KeSetTimer(
         *signalled = false;
         // SAFETY: an initialised KTIMER the driver owns.
         unsafe { store_signal_state(timer, false) };
-        // SAFETY: as above; KTIMER.DueTime at 0x18 and Dpc at 0x30.
+        // SAFETY: `timer` is an initialised KTIMER the driver owns (bound in the
+        // object table above, whose lock `objs` holds); DueTime is its i64 at 0x18.
         unsafe { ((timer + 0x18) as *mut i64).write_volatile(DueTime) };
-        // SAFETY: as above.
+        // SAFETY: `timer` is an initialised KTIMER the driver owns (bound in the
+        // object table above, whose lock `objs` holds); Dpc is its pointer at 0x30.
         unsafe { ((timer + 0x30) as *mut usize).write_volatile(dpc) };
         if let Some((old_due, old_seq, _)) = was {
             objs.heap.remove(&(old_due, old_seq, timer));

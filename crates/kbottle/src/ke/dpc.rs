@@ -69,7 +69,8 @@ pub(super) fn insert_dpc(dpc: usize, sa1: usize, sa2: usize, api: &str) -> bool 
         // SAFETY: `dpc` is an initialised KDPC the driver owns (it is in
         // the table); SystemArgument1/2 are consecutive words at 0x28.
         unsafe { ((dpc + DPC_SYSTEM_ARGUMENT1) as *mut [usize; 2]).write_volatile([sa1, sa2]) };
-        // SAFETY: as above; DpcData (0x38) is non-null while queued.
+        // SAFETY: `dpc` is an initialised KDPC the driver owns (found in the DPC
+        // table, whose lock `st` holds); DpcData (0x38) is non-null while queued.
         unsafe { ((dpc + DPC_DATA) as *mut usize).write_volatile(1) };
     }
     if cpu::current() < DISPATCH_LEVEL {

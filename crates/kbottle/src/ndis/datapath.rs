@@ -125,7 +125,8 @@ pub unsafe extern "win64" fn NdisMSendNetBufferListsComplete(
             // SAFETY: `at` is one of the bottle's outstanding lists (checked),
             // NBL_BYTES long; `Status` is 4 bytes inside it.
             let status = NDIS_STATUS::from_ne_bytes(unsafe { status_field.read() });
-            // SAFETY: as above; `Next` is the 8-byte pointer at offset 0.
+            // SAFETY: `at` is one of the bottle's outstanding lists (checked),
+            // NBL_BYTES long; `Next` is the 8-byte pointer at offset 0.
             let next = usize::from_ne_bytes(unsafe { next_field.read() });
             completed.push((at, status));
             at = next;

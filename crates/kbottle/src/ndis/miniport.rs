@@ -547,7 +547,8 @@ pub fn open_ndk(id: u32, version: NDK_VERSION) -> Result<*mut NDK_ADAPTER, NDIS_
     // SAFETY: the provider's new adapter object, which starts with its
     // NDK_OBJECT_HEADER.
     let header = unsafe { (*ndk).Header };
-    // SAFETY: as above; the dispatch pointer follows the header.
+    // SAFETY: `ndk` is the non-null NDK_ADAPTER the driver's
+    // OpenNDKAdapterHandler just returned; `Dispatch` follows its header.
     let dispatch = unsafe { (*ndk).Dispatch };
     assert!(
         header.ObjectType == ndkpi::NdkObjectTypeAdapter

@@ -234,7 +234,8 @@ unsafe extern "win64" fn send(
             .cast::<[u8; 8]>();
         // SAFETY: NDIS's list: Status at its fixed offset.
         unsafe { status.write(NDIS_STATUS_SUCCESS.to_ne_bytes()) };
-        // SAFETY: as above: Next at offset 0.
+        // SAFETY: `at` is a NET_BUFFER_LIST of the chain NDIS passed to this
+        // send handler, not yet completed; `Next` is its pointer at offset 0.
         at = usize::from_ne_bytes(unsafe { next.read() }) as *mut u8;
     }
     let handle = MINIPORT_HANDLE.load(Ordering::SeqCst) as NDIS_HANDLE;

@@ -31,7 +31,8 @@ unsafe fn walk(
         let header = unsafe { mdl.read() };
         let count = header.ByteCount as usize;
         if skip < count {
-            // SAFETY: as above: a valid MDL of locked pages.
+            // SAFETY: `mdl` is a non-null MDL of the driver's chain, of locked
+            // or nonpaged pages (caller contract), as `system_va` requires.
             let base = unsafe { mm::system_va(mdl) };
             if base.is_null() {
                 return Err(STATUS_INSUFFICIENT_RESOURCES);

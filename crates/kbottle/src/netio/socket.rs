@@ -94,7 +94,9 @@ pub(super) struct Socket {
 // SAFETY: `context` and `client` are the driver's values, only passed back to it or read (the
 // client table is immutable and outlives the socket by the WSK contract).
 unsafe impl Send for Socket {}
-// SAFETY: as above; everything mutable is behind a mutex or atomic.
+// SAFETY: shared access only reads `registration`, `context` and `client`
+// (set at creation, never written; the client table is immutable by the
+// WSK contract); `udp` and `state` are mutexes, `calls` an atomic.
 unsafe impl Sync for Socket {}
 
 impl Socket {

@@ -453,7 +453,9 @@ fn read_chain(buf: &WSK_BUF) -> (Vec<u8>, usize) {
         let header = unsafe { mdl.read() };
         let count = header.ByteCount as usize;
         if skip < count {
-            // SAFETY: as above (nonpaged, mapped).
+            // SAFETY: an MDL of the chain the bottle indicated (an OwnedMdl
+            // over nonpaged memory), valid during the event, as `system_va`
+            // requires.
             let base = unsafe { mm::system_va(mdl) }.cast_const();
             let n = (count - skip).min(buf.Length - out.len());
             // SAFETY: `n` bytes of this MDL's buffer from `skip`.
@@ -574,7 +576,8 @@ fn capture_waits_for_the_provider() {
         "WSK down: the wait times out"
     );
     assert!(started.elapsed() >= Duration::from_millis(50));
-    // SAFETY: as above.
+    // SAFETY: `registration` was registered by WskRegister above and is
+    // boxed (stays put); `npi` is a writable out-pointer. PASSIVE_LEVEL.
     let status =
         unsafe { WskCaptureProviderNPI(&raw mut *registration, WSK_NO_WAIT, &raw mut npi) };
     assert_eq!(status, STATUS_DEVICE_NOT_READY, "no wait");
@@ -582,7 +585,8 @@ fn capture_waits_for_the_provider() {
         std::thread::sleep(Duration::from_millis(100));
         set_provider_available(true);
     });
-    // SAFETY: as above.
+    // SAFETY: `registration` is registered and boxed, nothing captured yet
+    // (both calls above failed); `npi` is writable; PASSIVE_LEVEL may wait.
     let status =
         unsafe { WskCaptureProviderNPI(&raw mut *registration, WSK_INFINITE_WAIT, &raw mut npi) };
     assert_eq!(status, STATUS_SUCCESS, "WSK came up during the wait");
