@@ -936,10 +936,12 @@ crate::host_only! {
             for (i, st) in st.iter().enumerate() {
                 assert_eq!(*st, STATUS_INVALID_HANDLE, "post {i} on {what}");
             }
-            // SAFETY: as above.
+            // SAFETY: the provider checks `qp`'s header (null or a CQ is
+            // refused) before using it.
             unsafe { t.NdkFlush.unwrap()(qp) };
             let srq_t = srq_table(srq);
-            // SAFETY: as above.
+            // SAFETY: the provider checks the header of `qp.cast()` (null, or a
+            // CQ where an SRQ belongs, is refused); `sg` is a valid list.
             let st = unsafe { srq_t.NdkSrqReceive.unwrap()(qp.cast(), null, sg.as_ptr(), 1) };
             assert_eq!(st, STATUS_INVALID_HANDLE, "srq receive on {what}");
         }
@@ -983,13 +985,17 @@ crate::host_only! {
             // SAFETY: our QP; the provider refuses a null array with a
             // non-zero count without reading it.
             unsafe { t.NdkSend.unwrap()(s.qp, null, std::ptr::null(), 1, 0) },
-            // SAFETY: as above.
+            // SAFETY: our connected QP; the provider refuses a null array
+            // with a non-zero count without reading it.
             unsafe { t.NdkSendAndInvalidate.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1) },
-            // SAFETY: as above.
+            // SAFETY: our connected QP; the provider refuses a null array
+            // with a non-zero count without reading it.
             unsafe { t.NdkWrite.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1, 0) },
-            // SAFETY: as above.
+            // SAFETY: our connected QP; the provider refuses a null array
+            // with a non-zero count without reading it.
             unsafe { t.NdkRead.unwrap()(s.qp, null, std::ptr::null(), 1, 0, 1, 0) },
-            // SAFETY: as above.
+            // SAFETY: our connected QP; the provider refuses a null array
+            // with a non-zero count without reading it.
             unsafe { t.NdkReceive.unwrap()(s.qp, null, std::ptr::null(), 1) },
             // SAFETY: our SRQ; the provider refuses a null array with a
             // non-zero count without reading it.

@@ -80,7 +80,9 @@ impl core::fmt::Debug for KernelDma {
 // SAFETY: the MDLs are owned by this value and used by one processor at a
 // time (the `busy` flag, taken with acquire and released with release).
 unsafe impl Send for KernelDma {}
-// SAFETY: as above.
+// SAFETY: `&KernelDma` only reads `slots` (never written after `new`)
+// and takes an MDL through its `busy` flag (acquire compare-exchange,
+// release store), so each MDL is used by one processor at a time.
 unsafe impl Sync for KernelDma {}
 
 impl KernelDma {
