@@ -150,6 +150,7 @@ pub fn device_is_async() -> bool {
 
 static NEXT_MEM: AtomicU32 = AtomicU32::new(0);
 static NEXT_UDP: AtomicU32 = AtomicU32::new(0);
+static NEXT_MEM6: AtomicU32 = AtomicU32::new(0);
 
 /// A configuration string with an address (and fabric) no other adapter
 /// of this process uses: mem nodes 127.0.8.x-127.0.9.x on fabrics
@@ -218,6 +219,11 @@ pub struct Env {
     /// The RNIC configuration string (empty on the scripted device and
     /// in the bottle).
     pub config: String,
+    /// The adapter's IPv6 address when the test runs over IPv6
+    /// ([`Env::on_v6`]): [`Env::addr`] is then a `SOCKADDR_IN6`.
+    pub ip6: Option<[u8; 16]>,
+    /// Held while this adapter owns `[::1]`:4791 ([`Env::on_v6`] on UDP).
+    _ipv6_loopback: Option<std::sync::MutexGuard<'static, ()>>,
     scripted: Option<Scripted>,
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     bottled: Option<super::bottle::Bottled>,
@@ -267,6 +273,77 @@ impl Env {
             adapter,
             ip,
             config,
+            ip6: None,
+            _ipv6_loopback: None,
+            scripted: None,
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            bottled: None,
+        }
+    }
+
+    /// An adapter on `backend` whose test runs over IPv6: its address is
+    /// an IPv6 one and [`Env::addr`] gives `SOCKADDR_IN6` addresses. The
+    /// scripted device owns [`rsndk::scripted::ADDR_V6`] besides its IPv4
+    /// address; the RNIC is opened at a fresh `mem:NAME/[fd00::8:N]`, or at
+    /// `udp:[::1]`, the one IPv6 loopback address, which one adapter owns
+    /// at a time: this waits (bounded) while another test of this process,
+    /// or another process, holds it. The bottled driver is IPv4-only until
+    /// issue #13 (its addresses come from registry keywords): bodies that
+    /// use this carry `bottle_ignore`.
+    pub fn on_v6(backend: Backend) -> Self {
+        if backend == Backend::Scripted {
+            return Self {
+                ip6: Some(rsndk::scripted::ADDR_V6.octets()),
+                ..Self::on(backend)
+            };
+        }
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        assert!(
+            backend != Backend::Bottle,
+            "the bottled driver is IPv4-only until issue #13"
+        );
+        ASYNC_DEVICE.with(|a| a.set(true));
+        set_pfn_offset(0);
+        let held = (backend == Backend::Udp).then(|| {
+            static IPV6_LOOPBACK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+            IPV6_LOOPBACK
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
+        let config = if backend == Backend::Udp {
+            "udp:[::1]".to_owned()
+        } else {
+            let n = NEXT_MEM6.fetch_add(1, Ordering::SeqCst);
+            format!("mem:suite6x{n}/[fd00::8:{:x}]", n + 1)
+        };
+        let c = CString::new(config.clone()).unwrap();
+        let deadline = Instant::now() + 12 * WAIT;
+        let adapter = loop {
+            let mut adapter = ptr::null_mut();
+            // SAFETY: a valid C string and out-pointer.
+            let status = unsafe { rsndk::RsNdkOpenAdapter(c.as_ptr(), &raw mut adapter) };
+            // Another process (a concurrent test run) holds [::1]:4791.
+            if status == STATUS_SHARING_VIOLATION && backend == Backend::Udp {
+                assert!(Instant::now() < deadline, "{config} stayed taken");
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            assert_eq!(status, STATUS_SUCCESS, "open {config}");
+            break adapter;
+        };
+        let ip6 = config
+            .split_once('[')
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map(|(addr, _)| addr.parse::<std::net::Ipv6Addr>().unwrap())
+            .unwrap();
+        Self {
+            backend,
+            platform: HostPlatform::for_address(ip6.into()),
+            adapter,
+            ip: [0; 4],
+            config,
+            ip6: Some(ip6.octets()),
+            _ipv6_loopback: held,
             scripted: None,
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
             bottled: None,
@@ -286,6 +363,8 @@ impl Env {
             adapter,
             ip: ADDR_V4.octets(),
             config: String::new(),
+            ip6: None,
+            _ipv6_loopback: None,
             scripted: Some(Scripted { dev, ctx }),
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
             bottled: None,
@@ -306,6 +385,8 @@ impl Env {
             adapter,
             ip: bottled.ip.octets(),
             config: String::new(),
+            ip6: None,
+            _ipv6_loopback: None,
             scripted: None,
             bottled: Some(bottled),
         }
@@ -376,19 +457,25 @@ impl Env {
         }
     }
 
-    /// The adapter's address as IPv6 (the scripted device's own; the
-    /// IPv4-mapped form of the RNIC's, which serves IPv4 only).
+    /// The adapter's address as IPv6 (its own on an IPv6 adapter and on
+    /// the scripted device; the IPv4-mapped form of an IPv4 RNIC's, which
+    /// it does not own).
     pub fn v6(&self) -> [u8; 16] {
-        if self.is_scripted() {
+        if let Some(ip6) = self.ip6 {
+            ip6
+        } else if self.is_scripted() {
             rsndk::scripted::ADDR_V6.octets()
         } else {
             std::net::Ipv4Addr::from(self.ip).to_ipv6_mapped().octets()
         }
     }
 
-    /// A socket address of this adapter.
+    /// A socket address of this adapter (IPv6 on an [`Env::on_v6`] one).
     pub fn addr(&self, port: u16) -> SockAddr {
-        SockAddr::v4(self.ip, port)
+        match self.ip6 {
+            Some(ip6) => SockAddr::v6(ip6, port),
+            None => SockAddr::v4(self.ip, port),
+        }
     }
 
     /// Opens another `NDK_ADAPTER` on the same device, asking for NDK
