@@ -1351,7 +1351,16 @@ fn each_function_accepts_exactly_its_flags(b: Backend) {
 }
 
 fn wqe_fields_of_data_requests(b: Backend) {
-    let env = Env::on(b);
+    wqe_fields_of_data_requests_on(Env::on(b));
+}
+
+fn wqe_fields_of_data_requests_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+    wqe_fields_of_data_requests_on(Env::on_v6(b));
+}
+}
+
+#[allow(clippy::too_many_lines)]
+fn wqe_fields_of_data_requests_on(env: Env) {
     let pair = env.connected_pair(16, 4, 0);
     let (qp, qpn, cq) = (pair.active_qp.qp, pair.active_qp.qpn, pair.active_qp.cq);
     let rnic = !env.is_scripted();
@@ -1369,7 +1378,10 @@ fn wqe_fields_of_data_requests(b: Backend) {
         qp,
         0x5,
         sink,
-        &[logical_of(va) as NDK_LOGICAL_ADDRESS, logical_of(va + 4096) as NDK_LOGICAL_ADDRESS],
+        &[
+            logical_of(va) as NDK_LOGICAL_ADDRESS,
+            logical_of(va + 4096) as NDK_LOGICAL_ADDRESS,
+        ],
         0,
         8192,
         va,
@@ -1401,7 +1413,14 @@ fn wqe_fields_of_data_requests(b: Backend) {
         STATUS_SUCCESS
     );
     assert_eq!(
-        write(qp, 0x30, &sg, w_at, target.token, NDK_OP_FLAG_SILENT_SUCCESS),
+        write(
+            qp,
+            0x30,
+            &sg,
+            w_at,
+            target.token,
+            NDK_OP_FLAG_SILENT_SUCCESS
+        ),
         STATUS_SUCCESS
     );
     assert_eq!(
@@ -1453,42 +1472,42 @@ fn wqe_fields_of_data_requests(b: Backend) {
             (0x60, STATUS_ACCESS_VIOLATION)
         );
     } else {
-    let w = env.dev().sq_pending(qpn);
-    assert_eq!(w[0].op(), Some(SendOpcode::Send));
-    assert_eq!(w[0].wqe_flags(), WqeFlags::SIGNALED | WqeFlags::SOLICITED);
-    assert_eq!(w[0].wr_id, 0x10);
-    assert_eq!(w[0].sge_list().len(), 2);
-    assert_eq!(
-        (
-            w[0].sge_list()[1].addr,
-            w[0].sge_list()[1].length,
-            w[0].sge_list()[1].key
-        ),
-        (va + 0x222, 20, sk)
-    );
-    assert_eq!(w[0].total_len, 30);
-    assert_eq!(
-        (w[1].op(), w[1].key),
-        (Some(SendOpcode::SendInvalidate), pt)
-    );
-    assert_eq!(w[1].wqe_flags(), WqeFlags::SIGNALED | WqeFlags::READ_FENCE);
-    assert_eq!(
-        (w[2].op(), w[2].remote_addr, w[2].key),
-        (Some(SendOpcode::Write), w_at, target.token)
-    );
-    assert_eq!(
-        w[2].wqe_flags(),
-        WqeFlags::empty(),
-        "silent success: not signaled"
-    );
-    assert_eq!(
-        (w[3].op(), w[3].remote_addr, w[3].key),
-        (Some(SendOpcode::Read), r_at, target.token)
-    );
-    assert_eq!(
-        w[3].wqe_flags(),
-        WqeFlags::SIGNALED | WqeFlags::READ_LOCAL_INVALIDATE
-    );
+        let w = env.dev().sq_pending(qpn);
+        assert_eq!(w[0].op(), Some(SendOpcode::Send));
+        assert_eq!(w[0].wqe_flags(), WqeFlags::SIGNALED | WqeFlags::SOLICITED);
+        assert_eq!(w[0].wr_id, 0x10);
+        assert_eq!(w[0].sge_list().len(), 2);
+        assert_eq!(
+            (
+                w[0].sge_list()[1].addr,
+                w[0].sge_list()[1].length,
+                w[0].sge_list()[1].key
+            ),
+            (va + 0x222, 20, sk)
+        );
+        assert_eq!(w[0].total_len, 30);
+        assert_eq!(
+            (w[1].op(), w[1].key),
+            (Some(SendOpcode::SendInvalidate), pt)
+        );
+        assert_eq!(w[1].wqe_flags(), WqeFlags::SIGNALED | WqeFlags::READ_FENCE);
+        assert_eq!(
+            (w[2].op(), w[2].remote_addr, w[2].key),
+            (Some(SendOpcode::Write), w_at, target.token)
+        );
+        assert_eq!(
+            w[2].wqe_flags(),
+            WqeFlags::empty(),
+            "silent success: not signaled"
+        );
+        assert_eq!(
+            (w[3].op(), w[3].remote_addr, w[3].key),
+            (Some(SendOpcode::Read), r_at, target.token)
+        );
+        assert_eq!(
+            w[3].wqe_flags(),
+            WqeFlags::SIGNALED | WqeFlags::READ_LOCAL_INVALIDATE
+        );
     }
     // Read local invalidate needs an SGE whose token it invalidates.
     assert_eq!(
@@ -1498,30 +1517,29 @@ fn wqe_fields_of_data_requests(b: Backend) {
     // A receive WQE carries the SGEs and the context.
     assert_eq!(receive(qp, 0x50, &sg), STATUS_SUCCESS);
     if env.is_scripted() {
-    let r = env.dev().rq_pending(qpn)[0];
-    assert_eq!(
-        (r.wr_id, r.sge_list()),
-        (
-            0x50,
-            &[
-                hwq::Sge {
-                    addr: va,
-                    length: 10,
-                    key: sk
-                },
-                hwq::Sge {
-                    addr: va + 0x222,
-                    length: 20,
-                    key: sk
-                }
-            ][..]
-        )
-    );
+        let r = env.dev().rq_pending(qpn)[0];
+        assert_eq!(
+            (r.wr_id, r.sge_list()),
+            (
+                0x50,
+                &[
+                    hwq::Sge {
+                        addr: va,
+                        length: 10,
+                        key: sk
+                    },
+                    hwq::Sge {
+                        addr: va + 0x222,
+                        length: 20,
+                        key: sk
+                    }
+                ][..]
+            )
+        );
     }
     for o in [header(pmw), header(pmr), header(sink)] {
         close_now(o);
     }
     pair.close();
     env.finish();
-}
 }

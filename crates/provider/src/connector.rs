@@ -22,6 +22,14 @@
 //! it. The QP is the connector's antecedent: it stays open until the
 //! connector finishes.
 //!
+//! Addresses are `SOCKADDR_IN` or `SOCKADDR_IN6` (`AF_INET6` = 23). A
+//! connection has one family: a specific local address (or a shared
+//! endpoint's) of the other family than the peer's is
+//! `STATUS_INVALID_ADDRESS`, whatever the device; the unspecified local
+//! address ("any", either family) is the device's to bind. Which
+//! addresses the device owns is the device's to say (also
+//! `STATUS_INVALID_ADDRESS`).
+//!
 //! Versions: a connector of an adapter opened at NDKPI 2.x carries the 2.1
 //! table ([`DISPATCH`]), whose `NdkCompleteConnectEx` and `NdkAcceptEx`
 //! take the extended disconnect callback; it receives a
@@ -41,8 +49,8 @@ use ndkpi::{
     NDK_OBJECT_TYPE, NDK_QP, NDK_SHARED_ENDPOINT, NTSTATUS, NdkObjectTypeConnector, PSOCKADDR,
     SOCKADDR, STATUS_BUFFER_TOO_SMALL, STATUS_CANCELLED, STATUS_CONNECTION_ABORTED,
     STATUS_CONNECTION_INVALID, STATUS_CONNECTION_REFUSED, STATUS_INSUFFICIENT_RESOURCES,
-    STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER,
-    STATUS_IO_TIMEOUT, STATUS_PENDING, STATUS_SUCCESS,
+    STATUS_INVALID_ADDRESS, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
+    STATUS_INVALID_PARAMETER, STATUS_IO_TIMEOUT, STATUS_PENDING, STATUS_SUCCESS,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
@@ -353,6 +361,9 @@ impl Connector {
         let caps = ctx.caps();
         if private_data.len() > caps.max_connect_data as usize {
             return STATUS_INVALID_PARAMETER;
+        }
+        if !same_family(local, remote) {
+            return STATUS_INVALID_ADDRESS;
         }
         if self.state.lock().phase != Phase::Idle {
             return STATUS_INVALID_DEVICE_STATE;
@@ -880,6 +891,13 @@ unsafe extern "win64" fn connect(
     }
 }
 
+/// Whether a connection from `local` to `remote` has one address family:
+/// both IPv4 or both IPv6, or an unspecified local address (which the
+/// device binds to its own address).
+fn same_family(local: SocketAddr, remote: SocketAddr) -> bool {
+    local.is_ipv4() == remote.is_ipv4() || local.ip().is_unspecified()
+}
+
 unsafe extern "win64" fn connect_with_shared_endpoint(
     c: *mut NDK_CONNECTOR,
     qp: *mut NDK_QP,
@@ -1161,3 +1179,21 @@ pub static DISPATCH_1: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
     NdkAcceptEx: None,
     ..DISPATCH
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_has_one_family() {
+        let v4 = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(same_family(v4("10.0.0.1:0"), v4("10.0.0.2:445")));
+        assert!(same_family(v4("[fd00::1]:0"), v4("[fd00::2]:445")));
+        // "Any" of either family leaves the choice to the device.
+        assert!(same_family(v4("[::]:0"), v4("10.0.0.2:445")));
+        assert!(same_family(v4("0.0.0.0:0"), v4("[fd00::2]:445")));
+        assert!(!same_family(v4("10.0.0.1:0"), v4("[fd00::2]:445")));
+        assert!(!same_family(v4("[fd00::1]:0"), v4("10.0.0.2:445")));
+        assert!(!same_family(v4("[::ffff:10.0.0.1]:0"), v4("10.0.0.2:445")));
+    }
+}
