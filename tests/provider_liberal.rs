@@ -5,7 +5,9 @@
 //! fast-register MR keeps the token it got at initialisation through every
 //! registration, while an invalidated registration refuses access until
 //! the next one. Every test runs on the scripted device and on the
-//! software RNIC over the in-memory fabric and UDP.
+//! software RNIC over the in-memory fabric and UDP; the `_ipv6` tests run
+//! the same bodies on an IPv6 adapter (`Env::on_v6`; not in the bottle,
+//! IPv4-only until issue #13).
 
 mod provider_util;
 // The bodies below run on the host backends in this binary; the bottle's
@@ -130,88 +132,11 @@ fn page_addresses(env: &Env, pages: &Pages, count: usize) -> Vec<NDK_LOGICAL_ADD
 backend_tests! {
 
 fn objects_of_two_instances_of_one_device_combine(b: Backend) {
-    let env = Env::on(b);
-    let (a, other) = (env.adapter, env.open_another(2, 1).expect("a second instance"));
-    let notify = Recorder::new();
-    // QP X: PD of instance A, receive CQ of B, initiator CQ of A.
-    let (pd_a, cq_a, cq_b) = (create_pd_on(a), create_cq_on(a, notify), create_cq_on(other, notify));
-    let qp_x = create_qp(pd_a, cq_b, cq_a, 0xA1, 8, 8, 1, 1, 0).expect("CQs of two instances");
-    // QP Y: PD and CQs of B.
-    let (pd_b, cq_y) = (create_pd_on(other), create_cq_on(other, notify));
-    let qp_y = create_qp(pd_b, cq_y, cq_y, 0xB1, 8, 8, 1, 1, 0).expect("QP of B");
-    // Connector of B with A's QP X; listener of A, whose connector accepts
-    // with B's QP Y.
-    let events = Recorder::new();
-    let listener = create_listener_on(a, events);
-    let port = fresh_port();
-    assert_eq!(listen(listener, &env.addr(port)), STATUS_SUCCESS);
-    let active = create_connector_on(other);
-    let done = Recorder::new();
-    assert_eq!(connect(active, qp_x, &env.addr(0), &env.addr(port), b"mix", done), STATUS_PENDING);
-    env.pump(|| events.count() >= 1);
-    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
-    let (accepted, pdisc, adisc) = (Recorder::new(), Recorder::new(), Recorder::new());
-    assert_eq!(accept(passive, qp_y, b"ok", pdisc, accepted), STATUS_PENDING);
-    env.pump(|| done.count() >= 1);
-    assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
-    assert_eq!(complete_connect(active, adisc), STATUS_SUCCESS);
-    env.pump(|| accepted.count() >= 1);
-    assert_eq!(accepted.statuses(), vec![STATUS_SUCCESS]);
-    // Data both ways: X's receives land on B's CQ, its sends on A's.
-    let (sx, sy) = (Scratch::new(pd_a), Scratch::new(pd_b));
-    sx.fill(0, b"from X");
-    sy.fill(0, b"from Y");
-    assert_eq!(receive(qp_x, 0x10, &[sx.sge(512, 16)]), STATUS_SUCCESS);
-    assert_eq!(receive(qp_y, 0x20, &[sy.sge(512, 16)]), STATUS_SUCCESS);
-    assert_eq!(send(qp_x, 0x11, &[sx.sge(0, 6)], 0), STATUS_SUCCESS);
-    assert_eq!(send(qp_y, 0x21, &[sy.sge(0, 6)], 0), STATUS_SUCCESS);
-    if env.is_scripted() {
-        let dev = env.dev();
-        let (qpn_x, qpn_y) = (env.qpn_of(0xA1), env.qpn_of(0xB1));
-        for (from, to) in [(qpn_x, qpn_y), (qpn_y, qpn_x)] {
-            dev.complete_next_send(from, CqeStatus::Success);
-            dev.complete_next_recv(to, CqeStatus::Success, 6, 0);
-        }
-    }
-    let ctx = |r: &[NDK_RESULT_EX]| r.iter().map(|x| (x.RequestContext as usize, x.Status)).collect::<Vec<_>>();
-    assert_eq!(ctx(&env.results_ex(cq_b, 1)), vec![(0x10, STATUS_SUCCESS)], "X's receive, on B's CQ");
-    assert_eq!(ctx(&env.results_ex(cq_a, 1)), vec![(0x11, STATUS_SUCCESS)], "X's send, on A's CQ");
-    let mut r = env.results_ex(cq_y, 2);
-    r.sort_by_key(|x| x.RequestContext as usize);
-    assert_eq!(ctx(&r), vec![(0x20, STATUS_SUCCESS), (0x21, STATUS_SUCCESS)]);
-    if !env.is_scripted() {
-        assert_eq!(sx.bytes(512, 6), b"from Y");
-        assert_eq!(sy.bytes(512, 6), b"from X");
-    }
-    close_now(active);
-    close_now(passive);
-    close_now(listener);
-    // Instance B closes while its CQ still serves A's QP X and its PD
-    // holds QP Y: the close waits for them (the thread closes them
-    // afterwards), neither freeing them early nor leaving them behind.
-    let children_closing = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&children_closing);
-    let (x, y, cb, cy, pb) = (qp_x as usize, qp_y as usize, cq_b as usize, cq_y as usize, pd_b as usize);
-    let closer = std::thread::spawn(move || {
-        // Only widens the window in which a close that did not wait would
-        // return; the check is about order.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        flag.store(true, Ordering::Release);
-        close_now(x as *mut NDK_QP);
-        close_now(y as *mut NDK_QP);
-        close_now(cb as *mut NDK_CQ);
-        close_now(cy as *mut NDK_CQ);
-        close_now(pb as *mut NDK_PD);
-    });
-    assert_eq!(env.close_adapter(other), STATUS_SUCCESS);
-    assert!(children_closing.load(Ordering::Acquire), "B's close returned before its CQ and PD were closed");
-    closer.join().unwrap();
-    // A is intact and its last objects close normally.
-    let pd = env.create_pd();
-    close_now(pd);
-    close_now(cq_a);
-    close_now(pd_a);
-    env.finish();
+    objects_of_two_instances_of_one_device_combine_on(Env::on(b));
+}
+
+fn objects_of_two_instances_of_one_device_combine_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+    objects_of_two_instances_of_one_device_combine_on(Env::on_v6(b));
 }
 
 fn closing_the_qps_instance_first_waits_for_the_other_instances_connector(b: Backend) {
@@ -245,73 +170,11 @@ fn closing_the_qps_instance_first_waits_for_the_other_instances_connector(b: Bac
 }
 
 fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another(b: Backend) {
-    let env = Env::on(b);
-    let other = env.open_another(2, 1).expect("a second instance");
-    // The endpoint belongs to instance B, the connector and QP to A.
-    let mut endpoint = ptr::null_mut();
-    let any_port = env.addr(0);
-    let create = adapter_table(other).NdkCreateSharedEndpoint.unwrap();
-    // SAFETY: our adapter, a valid address and out-pointer.
-    let st = unsafe {
-        create(
-            other,
-            any_port.ptr(),
-            any_port.len(),
-            Some(create_cb),
-            ptr::null_mut(),
-            &raw mut endpoint,
-        )
-    };
-    assert_eq!(st, STATUS_SUCCESS);
-    let mut buf = [0u8; 16];
-    let mut len = 16u32;
-    let local_address = endpoint_table(endpoint).NdkGetLocalAddress.unwrap();
-    // SAFETY: our endpoint, a 16-byte buffer.
-    let st = unsafe { local_address(endpoint, buf.as_mut_ptr().cast(), &raw mut len) };
-    assert_eq!(st, STATUS_SUCCESS);
-    let port = port_of(&buf);
-    let notify = Recorder::new();
-    let s = env.qp_setup(notify, 4, 1, 0);
-    let events = Recorder::new();
-    let listener = env.create_listener(events);
-    let to = env.addr(fresh_port());
-    assert_eq!(listen(listener, &to), STATUS_SUCCESS);
-    let conn = env.create_connector();
-    let done = Recorder::new();
-    let connect_from = connector_table(conn).NdkConnectWithSharedEndpoint.unwrap();
-    // SAFETY: our connector, QP and endpoint; a valid address.
-    let st = unsafe {
-        connect_from(
-            conn,
-            s.qp,
-            endpoint,
-            to.ptr(),
-            to.len(),
-            1,
-            1,
-            ptr::null_mut(),
-            0,
-            Some(request_cb),
-            done.ctx(),
-        )
-    };
-    assert_eq!(st, STATUS_PENDING, "an endpoint of another instance");
-    env.pump(|| events.count() >= 1);
-    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
-    let mut peer = [0u8; 16];
-    let mut len = 16u32;
-    let peer_address = connector_table(passive).NdkGetPeerAddress.unwrap();
-    // SAFETY: our connector, a 16-byte buffer.
-    let st = unsafe { peer_address(passive, peer.as_mut_ptr().cast(), &raw mut len) };
-    assert_eq!((st, port_of(&peer)), (STATUS_SUCCESS, port), "from the endpoint's address");
-    for o in [header(passive), header(conn), header(listener), header(endpoint)] {
-        close_now(o);
-    }
-    assert_eq!(env.close_adapter(other), STATUS_SUCCESS);
-    for o in [header(s.qp), header(s.cq), header(s.pd)] {
-        close_now(o);
-    }
-    env.finish();
+    a_shared_endpoint_of_one_instance_serves_a_connector_of_another_on(Env::on(b));
+}
+
+fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+    a_shared_endpoint_of_one_instance_serves_a_connector_of_another_on(Env::on_v6(b));
 }
 
 fn objects_of_different_devices_do_not_combine(b: Backend) {
@@ -342,35 +205,11 @@ fn objects_of_different_devices_do_not_combine(b: Backend) {
 }
 
 fn connection_data_keeps_answering_once_connected(b: Backend) {
-    let env = Env::on(b);
-    let pair = env.connected_pair(4, 1, 0);
-    // What each side read before Accept / CompleteConnect.
-    let want_active = (STATUS_SUCCESS, 8, 8);
-    let (mut buf, mut buf2) = ([0u8; 256], [0u8; 256]);
-    let (st, ird, ord, len_a) = connection_data(pair.active, &mut buf);
-    assert_eq!((st, ird, ord), want_active, "after CompleteConnect");
-    assert_eq!(&buf[..7], b"welcome", "the acceptor's private data");
-    let (st, ird, ord, len_p) = connection_data(pair.passive, &mut buf2);
-    assert_eq!((st, ird, ord), (STATUS_SUCCESS, 8, 8), "after Accept");
-    assert_eq!(&buf2[..5], b"hello", "the initiator's private data");
-    // Still the same once the connection carried data and ended.
-    let done = Recorder::new();
-    assert_eq!(disconnect(pair.active, done), STATUS_PENDING);
-    env.pump(|| done.count() >= 1 && pair.passive_disc.count() >= 1);
-    for (c, want, len) in [(pair.active, &buf, len_a), (pair.passive, &buf2, len_p)] {
-        let mut again = [0u8; 256];
-        let (st, ird, ord, l) = connection_data(c, &mut again);
-        assert_eq!((st, ird, ord, l), (STATUS_SUCCESS, 8, 8, len), "after the disconnect");
-        assert_eq!(&again, want);
-        // The size query of NDK (NULL buffer, zero length) still works.
-        let f = connector_table(c).NdkGetConnectionData.unwrap();
-        let mut zero = 0u32;
-        // SAFETY: our connector; NULL data with zero length.
-        let st = unsafe { f(c, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &raw mut zero) };
-        assert_eq!((st, zero), (STATUS_SUCCESS, len));
-    }
-    pair.close();
-    env.finish();
+    connection_data_keeps_answering_once_connected_on(Env::on(b));
+}
+
+fn connection_data_keeps_answering_once_connected_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+    connection_data_keeps_answering_once_connected_on(Env::on_v6(b));
 }
 
 fn a_fast_register_mr_keeps_its_initial_token(b: Backend) {
@@ -454,6 +293,254 @@ fn a_fast_register_mr_keeps_its_initial_token(b: Backend) {
     env.finish();
 }
 
+}
+
+#[allow(clippy::too_many_lines)]
+fn objects_of_two_instances_of_one_device_combine_on(env: Env) {
+    let (a, other) = (
+        env.adapter,
+        env.open_another(2, 1).expect("a second instance"),
+    );
+    let notify = Recorder::new();
+    // QP X: PD of instance A, receive CQ of B, initiator CQ of A.
+    let (pd_a, cq_a, cq_b) = (
+        create_pd_on(a),
+        create_cq_on(a, notify),
+        create_cq_on(other, notify),
+    );
+    let qp_x = create_qp(pd_a, cq_b, cq_a, 0xA1, 8, 8, 1, 1, 0).expect("CQs of two instances");
+    // QP Y: PD and CQs of B.
+    let (pd_b, cq_y) = (create_pd_on(other), create_cq_on(other, notify));
+    let qp_y = create_qp(pd_b, cq_y, cq_y, 0xB1, 8, 8, 1, 1, 0).expect("QP of B");
+    // Connector of B with A's QP X; listener of A, whose connector accepts
+    // with B's QP Y.
+    let events = Recorder::new();
+    let listener = create_listener_on(a, events);
+    let port = fresh_port();
+    assert_eq!(listen(listener, &env.addr(port)), STATUS_SUCCESS);
+    let active = create_connector_on(other);
+    let done = Recorder::new();
+    assert_eq!(
+        connect(active, qp_x, &env.addr(0), &env.addr(port), b"mix", done),
+        STATUS_PENDING
+    );
+    env.pump(|| events.count() >= 1);
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let (accepted, pdisc, adisc) = (Recorder::new(), Recorder::new(), Recorder::new());
+    assert_eq!(
+        accept(passive, qp_y, b"ok", pdisc, accepted),
+        STATUS_PENDING
+    );
+    env.pump(|| done.count() >= 1);
+    assert_eq!(done.statuses(), vec![STATUS_SUCCESS]);
+    assert_eq!(complete_connect(active, adisc), STATUS_SUCCESS);
+    env.pump(|| accepted.count() >= 1);
+    assert_eq!(accepted.statuses(), vec![STATUS_SUCCESS]);
+    // Data both ways: X's receives land on B's CQ, its sends on A's.
+    let (sx, sy) = (Scratch::new(pd_a), Scratch::new(pd_b));
+    sx.fill(0, b"from X");
+    sy.fill(0, b"from Y");
+    assert_eq!(receive(qp_x, 0x10, &[sx.sge(512, 16)]), STATUS_SUCCESS);
+    assert_eq!(receive(qp_y, 0x20, &[sy.sge(512, 16)]), STATUS_SUCCESS);
+    assert_eq!(send(qp_x, 0x11, &[sx.sge(0, 6)], 0), STATUS_SUCCESS);
+    assert_eq!(send(qp_y, 0x21, &[sy.sge(0, 6)], 0), STATUS_SUCCESS);
+    if env.is_scripted() {
+        let dev = env.dev();
+        let (qpn_x, qpn_y) = (env.qpn_of(0xA1), env.qpn_of(0xB1));
+        for (from, to) in [(qpn_x, qpn_y), (qpn_y, qpn_x)] {
+            dev.complete_next_send(from, CqeStatus::Success);
+            dev.complete_next_recv(to, CqeStatus::Success, 6, 0);
+        }
+    }
+    let ctx = |r: &[NDK_RESULT_EX]| {
+        r.iter()
+            .map(|x| (x.RequestContext as usize, x.Status))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ctx(&env.results_ex(cq_b, 1)),
+        vec![(0x10, STATUS_SUCCESS)],
+        "X's receive, on B's CQ"
+    );
+    assert_eq!(
+        ctx(&env.results_ex(cq_a, 1)),
+        vec![(0x11, STATUS_SUCCESS)],
+        "X's send, on A's CQ"
+    );
+    let mut r = env.results_ex(cq_y, 2);
+    r.sort_by_key(|x| x.RequestContext as usize);
+    assert_eq!(
+        ctx(&r),
+        vec![(0x20, STATUS_SUCCESS), (0x21, STATUS_SUCCESS)]
+    );
+    if !env.is_scripted() {
+        assert_eq!(sx.bytes(512, 6), b"from Y");
+        assert_eq!(sy.bytes(512, 6), b"from X");
+    }
+    close_now(active);
+    close_now(passive);
+    close_now(listener);
+    // Instance B closes while its CQ still serves A's QP X and its PD
+    // holds QP Y: the close waits for them (the thread closes them
+    // afterwards), neither freeing them early nor leaving them behind.
+    let children_closing = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&children_closing);
+    let (x, y, cb, cy, pb) = (
+        qp_x as usize,
+        qp_y as usize,
+        cq_b as usize,
+        cq_y as usize,
+        pd_b as usize,
+    );
+    let closer = std::thread::spawn(move || {
+        // Only widens the window in which a close that did not wait would
+        // return; the check is about order.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        flag.store(true, Ordering::Release);
+        close_now(x as *mut NDK_QP);
+        close_now(y as *mut NDK_QP);
+        close_now(cb as *mut NDK_CQ);
+        close_now(cy as *mut NDK_CQ);
+        close_now(pb as *mut NDK_PD);
+    });
+    assert_eq!(env.close_adapter(other), STATUS_SUCCESS);
+    assert!(
+        children_closing.load(Ordering::Acquire),
+        "B's close returned before its CQ and PD were closed"
+    );
+    closer.join().unwrap();
+    // A is intact and its last objects close normally.
+    let pd = env.create_pd();
+    close_now(pd);
+    close_now(cq_a);
+    close_now(pd_a);
+    env.finish();
+}
+
+#[allow(clippy::too_many_lines)]
+fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another_on(env: Env) {
+    let other = env.open_another(2, 1).expect("a second instance");
+    // The endpoint belongs to instance B, the connector and QP to A.
+    let mut endpoint = ptr::null_mut();
+    let any_port = env.addr(0);
+    let create = adapter_table(other).NdkCreateSharedEndpoint.unwrap();
+    // SAFETY: our adapter, a valid address and out-pointer.
+    let st = unsafe {
+        create(
+            other,
+            any_port.ptr(),
+            any_port.len(),
+            Some(create_cb),
+            ptr::null_mut(),
+            &raw mut endpoint,
+        )
+    };
+    assert_eq!(st, STATUS_SUCCESS);
+    // 16 bytes for SOCKADDR_IN, 28 for SOCKADDR_IN6 (the port is at 2 in
+    // both).
+    let n = any_port.len();
+    let mut buf = [0u8; 28];
+    let mut len = n;
+    let local_address = endpoint_table(endpoint).NdkGetLocalAddress.unwrap();
+    // SAFETY: our endpoint, a 28-byte buffer described as `n` bytes.
+    let st = unsafe { local_address(endpoint, buf.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!((st, len), (STATUS_SUCCESS, n));
+    let port = port_of(&buf);
+    let notify = Recorder::new();
+    let s = env.qp_setup(notify, 4, 1, 0);
+    let events = Recorder::new();
+    let listener = env.create_listener(events);
+    let to = env.addr(fresh_port());
+    assert_eq!(listen(listener, &to), STATUS_SUCCESS);
+    let conn = env.create_connector();
+    let done = Recorder::new();
+    let connect_from = connector_table(conn).NdkConnectWithSharedEndpoint.unwrap();
+    // SAFETY: our connector, QP and endpoint; a valid address.
+    let st = unsafe {
+        connect_from(
+            conn,
+            s.qp,
+            endpoint,
+            to.ptr(),
+            to.len(),
+            1,
+            1,
+            ptr::null_mut(),
+            0,
+            Some(request_cb),
+            done.ctx(),
+        )
+    };
+    assert_eq!(st, STATUS_PENDING, "an endpoint of another instance");
+    env.pump(|| events.count() >= 1);
+    let passive = events.calls()[0].object as *mut NDK_CONNECTOR;
+    let mut peer = [0u8; 28];
+    let mut len = n;
+    let peer_address = connector_table(passive).NdkGetPeerAddress.unwrap();
+    // SAFETY: our connector, a 28-byte buffer described as `n` bytes.
+    let st = unsafe { peer_address(passive, peer.as_mut_ptr().cast(), &raw mut len) };
+    assert_eq!(
+        (st, len, port_of(&peer)),
+        (STATUS_SUCCESS, n, port),
+        "from the endpoint's address"
+    );
+    for o in [
+        header(passive),
+        header(conn),
+        header(listener),
+        header(endpoint),
+    ] {
+        close_now(o);
+    }
+    assert_eq!(env.close_adapter(other), STATUS_SUCCESS);
+    for o in [header(s.qp), header(s.cq), header(s.pd)] {
+        close_now(o);
+    }
+    env.finish();
+}
+
+#[allow(clippy::too_many_lines)]
+fn connection_data_keeps_answering_once_connected_on(env: Env) {
+    let pair = env.connected_pair(4, 1, 0);
+    // What each side read before Accept / CompleteConnect.
+    let want_active = (STATUS_SUCCESS, 8, 8);
+    let (mut buf, mut buf2) = ([0u8; 256], [0u8; 256]);
+    let (st, ird, ord, len_a) = connection_data(pair.active, &mut buf);
+    assert_eq!((st, ird, ord), want_active, "after CompleteConnect");
+    assert_eq!(&buf[..7], b"welcome", "the acceptor's private data");
+    let (st, ird, ord, len_p) = connection_data(pair.passive, &mut buf2);
+    assert_eq!((st, ird, ord), (STATUS_SUCCESS, 8, 8), "after Accept");
+    assert_eq!(&buf2[..5], b"hello", "the initiator's private data");
+    // Still the same once the connection carried data and ended.
+    let done = Recorder::new();
+    assert_eq!(disconnect(pair.active, done), STATUS_PENDING);
+    env.pump(|| done.count() >= 1 && pair.passive_disc.count() >= 1);
+    for (c, want, len) in [(pair.active, &buf, len_a), (pair.passive, &buf2, len_p)] {
+        let mut again = [0u8; 256];
+        let (st, ird, ord, l) = connection_data(c, &mut again);
+        assert_eq!(
+            (st, ird, ord, l),
+            (STATUS_SUCCESS, 8, 8, len),
+            "after the disconnect"
+        );
+        assert_eq!(&again, want);
+        // The size query of NDK (NULL buffer, zero length) still works.
+        let f = connector_table(c).NdkGetConnectionData.unwrap();
+        let mut zero = 0u32;
+        // SAFETY: our connector; NULL data with zero length.
+        let st = unsafe {
+            f(
+                c,
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                &raw mut zero,
+            )
+        };
+        assert_eq!((st, zero), (STATUS_SUCCESS, len));
+    }
+    pair.close();
+    env.finish();
 }
 
 /// The current bytes of a one-page target.

@@ -13,7 +13,9 @@
 //! `wqe_fields_of_data_requests` checks the WQE encoding on the scripted
 //! device and its effects on the RNIC (data, contexts, silent success, the
 //! solicited event, remote and read-local invalidation); the READ_FENCE
-//! ordering is not observed there.
+//! ordering is not observed there. `wqe_fields_of_data_requests_ipv6` runs
+//! that body on an IPv6 adapter (`Env::on_v6`; not in the bottle,
+//! IPv4-only until issue #13).
 
 mod provider_util;
 // The bodies below run on the host backends in this binary; the bottle's
