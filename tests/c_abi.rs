@@ -92,6 +92,23 @@ fn an_ndk_consumer_in_c_runs_over_ndkpi_h() {
     );
 }
 
+/// `tests/c/ipv6_consumer.c`, strict C11: two IPv6 adapters
+/// (`mem:lab/[fd00::1]`, `mem:lab/[fd00::2]`) listen and connect with
+/// `SOCKADDR_IN6`, get `AF_INET6` addresses back, and move a SEND and an
+/// RDMA READ, data verified.
+#[test]
+fn an_ndk_consumer_in_c_connects_over_ipv6() {
+    compile_and_run(
+        "ipv6_consumer",
+        &[
+            "-std=c11",
+            "-Wextra",
+            "-pedantic",
+            "-D_POSIX_C_SOURCE=200809L",
+        ],
+    );
+}
+
 /// The generated block of `include/ndkpi.h` is what `ndkpi` generates
 /// now: the header's assertions check the current layout facts.
 #[test]
