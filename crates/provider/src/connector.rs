@@ -660,6 +660,16 @@ impl Connector {
         let s = self.state.lock();
         (s.local, s.remote)
     }
+
+    /// Its local and remote addresses while connected: from the
+    /// connection's establishment until either side starts to end it.
+    pub(crate) fn connected_addresses(&self) -> Option<(SocketAddr, SocketAddr)> {
+        let s = self.state.lock();
+        match (s.phase, s.local, s.remote) {
+            (Phase::Connected, Some(local), Some(remote)) => Some((local, remote)),
+            _ => None,
+        }
+    }
 }
 
 /// A CM event for this connector's connection.

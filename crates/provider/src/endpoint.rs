@@ -111,6 +111,15 @@ impl PortRegistry {
         }
     }
 
+    /// Calls `visit` with each reserved address under the registry lock
+    /// (so at `DISPATCH_LEVEL`; `visit` must not block or take a lock).
+    pub(crate) fn for_each(&self, mut visit: impl FnMut(SocketAddr)) {
+        let guard = self.used.lock();
+        for addr in guard.as_deref().unwrap_or(&[]) {
+            visit(*addr);
+        }
+    }
+
     /// Releases a reservation.
     pub fn release(&self, addr: SocketAddr) {
         let mut guard = self.used.lock();

@@ -19,7 +19,8 @@
 //! flags), [`connector`], [`listener`], [`endpoint`] (shared endpoints),
 //! [`lam`] and [`mdl`]; infrastructure: [`platform`], [`pool`], [`lock`],
 //! [`object`] (lifetimes and close rules), [`callout`], [`device`] (the
-//! per-device context and event routing), [`table`], [`status`],
+//! per-device context and event routing), [`table`], [`snapshot`] (the
+//! live connections and endpoints, read-only), [`status`],
 //! [`sockaddr`], [`sge`].
 
 #![no_std]
@@ -46,6 +47,7 @@ pub mod platform;
 pub mod pool;
 pub mod qp;
 pub mod sge;
+pub mod snapshot;
 pub mod sockaddr;
 pub mod srq;
 pub mod status;

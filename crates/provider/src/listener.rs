@@ -130,6 +130,12 @@ impl Listener {
         self.adapter.get()
     }
 
+    /// The address it listens on: once listening, until closed.
+    pub(crate) fn listening_address(&self) -> Option<SocketAddr> {
+        let s = self.state.lock();
+        s.bound.filter(|_| !s.stopped).map(|(_, at)| at)
+    }
+
     /// `NdkListen`.
     fn listen(&self, addr: SocketAddr) -> Result<(), NTSTATUS> {
         let ctx = self.adapter.get().ctx();

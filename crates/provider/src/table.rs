@@ -141,6 +141,18 @@ impl<T> IdTable<T> {
         v.remove(i).map(|e| e.1)
     }
 
+    /// Calls `visit` with each entry, in number order, under the table
+    /// lock (so at `DISPATCH_LEVEL`): `visit` gets borrows only, must not
+    /// block, and may take an object's own lock but no table lock.
+    pub(crate) fn for_each(&self, mut visit: impl FnMut(u32, &T)) {
+        let guard = self.entries.lock();
+        if let Some(v) = guard.as_ref() {
+            for (id, object) in v.iter() {
+                visit(*id, object);
+            }
+        }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.lock().as_ref().map_or(0, |v| v.len())
