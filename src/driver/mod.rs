@@ -11,7 +11,8 @@
 //!
 //! Map: [`miniport`] (registration and handlers), [`adapter`] (per-adapter
 //! state and attributes), [`oid`], [`ndk`] (NDK registration, open/close,
-//! counters), [`config`] (registry keywords), [`device`] (the RNIC, its
+//! counters), [`ndk_tables`] (the connection and endpoint OIDs),
+//! [`config`] (registry keywords), [`device`] (the RNIC, its
 //! engine and transport), [`dispatch_device`] (the device as the
 //! provider calls it: at DISPATCH_LEVEL), [`engine`] (DPC, timer and
 //! PASSIVE_LEVEL continuation), [`udp`] (WSK socket), [`platform`] (the
@@ -34,6 +35,7 @@ pub mod irql;
 pub mod log;
 pub mod miniport;
 pub mod ndk;
+pub mod ndk_tables;
 pub mod oid;
 pub mod panic;
 pub mod platform;

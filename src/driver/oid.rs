@@ -8,13 +8,10 @@
 use core::sync::atomic::Ordering;
 
 use ndis::{
-    NDIS_NDK_CONNECTIONS, NDIS_NDK_CONNECTIONS_REVISION_1, NDIS_NDK_LOCAL_ENDPOINTS,
-    NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1, NDIS_NDK_STATISTICS_INFO, NDIS_OBJECT_HEADER,
-    NDIS_OBJECT_TYPE_DEFAULT, NDIS_OID, NDIS_OID_REQUEST, NDIS_OID_REQUEST_QUERY_INFORMATION,
-    NDIS_OID_REQUEST_SET_INFORMATION, NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1,
-    NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1, NDIS_STATUS_BUFFER_TOO_SHORT,
-    NDIS_STATUS_INVALID_DATA, NDIS_STATUS_INVALID_LENGTH, NDIS_STATUS_MULTICAST_FULL,
-    NdisHardwareStatusReady, NdisMedium802_3, NdisPhysicalMedium802_3, NdisRequestQueryInformation,
+    NDIS_NDK_STATISTICS_INFO, NDIS_OID, NDIS_OID_REQUEST, NDIS_OID_REQUEST_QUERY_INFORMATION,
+    NDIS_OID_REQUEST_SET_INFORMATION, NDIS_STATUS_BUFFER_TOO_SHORT, NDIS_STATUS_INVALID_DATA,
+    NDIS_STATUS_INVALID_LENGTH, NDIS_STATUS_MULTICAST_FULL, NdisHardwareStatusReady,
+    NdisMedium802_3, NdisPhysicalMedium802_3, NdisRequestQueryInformation,
     NdisRequestQueryStatistics, NdisRequestSetInformation, OID_802_3_CURRENT_ADDRESS,
     OID_802_3_MAXIMUM_LIST_SIZE, OID_802_3_MULTICAST_LIST, OID_802_3_PERMANENT_ADDRESS,
     OID_802_3_RCV_ERROR_ALIGNMENT, OID_802_3_XMIT_MORE_COLLISIONS, OID_802_3_XMIT_ONE_COLLISION,
@@ -33,7 +30,7 @@ use ndis::{NDIS_STATISTICS_INFO, OID_GEN_STATISTICS};
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_NOT_SUPPORTED, NDIS_STATUS_SUCCESS};
 
 use super::adapter::{Adapter, MAC_OPTIONS, MTU, MULTICAST_LIST_SIZE, PACKET_FILTERS};
-use super::ndk;
+use super::{ndk, ndk_tables};
 
 /// Every OID answered, for `OID_GEN_SUPPORTED_LIST` and the general
 /// attributes.
@@ -176,30 +173,8 @@ fn query(adapter: &Adapter, query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION) -> N
             let info = NDIS_NDK_STATISTICS_INFO::new(ndk::counters(adapter));
             answer(query, bytes_of(&info))
         }
-        // The provider does not enumerate its connections and endpoints
-        // yet: both lists are answered empty (the header alone).
-        OID_NDK_CONNECTIONS => {
-            let size = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(0);
-            let mut list = [0u8; size_of::<NDIS_NDK_CONNECTIONS>()];
-            let header = NDIS_OBJECT_HEADER::new(
-                NDIS_OBJECT_TYPE_DEFAULT,
-                NDIS_NDK_CONNECTIONS_REVISION_1,
-                size as u16,
-            );
-            list[..4].copy_from_slice(bytes_of(&header));
-            answer(query, &list[..size])
-        }
-        OID_NDK_LOCAL_ENDPOINTS => {
-            let size = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(0);
-            let mut list = [0u8; size_of::<NDIS_NDK_LOCAL_ENDPOINTS>()];
-            let header = NDIS_OBJECT_HEADER::new(
-                NDIS_OBJECT_TYPE_DEFAULT,
-                NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1,
-                size as u16,
-            );
-            list[..4].copy_from_slice(bytes_of(&header));
-            answer(query, &list[..size])
-        }
+        OID_NDK_CONNECTIONS => ndk_tables::connections(adapter, query),
+        OID_NDK_LOCAL_ENDPOINTS => ndk_tables::local_endpoints(adapter, query),
         _ => NDIS_STATUS_NOT_SUPPORTED,
     }
 }
