@@ -242,7 +242,20 @@ impl Adapter {
 
     /// Records `OID_NDK_SET_STATE` and schedules the matching PnP event
     /// (which must not be raised from inside the OID request).
-    pub fn set_ndk_state(&self, enabled: bool) {
+    ///
+    /// NDK is enabled only when the request says TRUE *and* `*NetworkDirect`
+    /// is nonzero (OID_NDK_SET_STATE: "If the BOOLEAN value is TRUE and the
+    /// *NetworkDirect keyword value is nonzero, the miniport adapter's NDK
+    /// functionality must be enabled"; with the keyword 0 "NDK
+    /// functionality cannot be enabled"). A TRUE request while the keyword
+    /// is 0 therefore succeeds (the OID must not fail unless an error
+    /// occurs) and leaves NDK disabled: no `NetEventNDKEnable`, opens keep
+    /// answering `NDIS_STATUS_ADAPTER_NOT_READY`.
+    pub fn set_ndk_state(&self, requested: bool) {
+        let enabled = requested && self.config.network_direct;
+        if requested && !enabled {
+            log_info!("rsndk: NDK enable requested, but *NetworkDirect is 0: NDK stays disabled");
+        }
         let was = self.ndk_enabled.swap(enabled, Ordering::AcqRel);
         if was != enabled {
             log_info!(

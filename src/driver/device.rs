@@ -15,6 +15,7 @@ use softrnic::env::{Clock, Link, Wake};
 
 use super::alloc::try_box;
 use super::clock::KernelClock;
+use super::counters::NdkCounters;
 use super::dispatch_device::AtDispatch;
 use super::dma::KernelDma;
 use super::engine::{Engine, EngineWaker};
@@ -29,6 +30,8 @@ pub struct RnicDevice {
     pub rnic: TryArc<SoftRnic>,
     /// Its UDP socket.
     pub transport: TryArc<UdpTransport>,
+    /// Connection counters the device wrapper keeps.
+    pub counters: TryArc<NdkCounters>,
     engine: Box<Engine>,
 }
 
@@ -51,9 +54,11 @@ impl RnicDevice {
         let rnic = SoftRnic::new(DeviceConfig::new(addr, pmtu), dma, link, clock, waker)
             .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+        let counters = TryArc::try_new_or_drop(NdkCounters::default())
+            .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         // The provider calls the device at its caller's IRQL; every call
-        // runs at DISPATCH_LEVEL (see `AtDispatch`).
-        let device: Box<dyn hwq::Device> = boxed(AtDispatch(rnic.clone()))?;
+        // runs at DISPATCH_LEVEL (see `AtDispatch`), which also counts.
+        let device: Box<dyn hwq::Device> = boxed(AtDispatch::new(rnic.clone(), counters.clone()))?;
         transport.attach(&rnic);
         engine.start(&rnic);
         let ctx = match DeviceContext::new(device, super::platform()) {
@@ -68,6 +73,7 @@ impl RnicDevice {
             ctx,
             rnic,
             transport,
+            counters,
             engine,
         })
     }
@@ -83,11 +89,13 @@ impl RnicDevice {
             ctx,
             rnic,
             transport,
+            counters,
             engine,
         } = self;
         drop(ctx);
         drop(rnic);
         drop(transport);
+        drop(counters);
         drop(engine);
     }
 }

@@ -22,13 +22,22 @@
 //! `DISPATCH_LEVEL`. Every other entry is documented not to block;
 //! `register` and `init_fast_register` may allocate, which the global
 //! allocator does from non-paged pool, legal at `DISPATCH_LEVEL`.
+//!
+//! The wrapper also keeps the connection counters of `OID_NDK_STATISTICS`
+//! ([`NdkCounters`]): commands as they return, and device events as they
+//! pass on their way to the provider (its event sink is relayed).
 
+use core::cell::UnsafeCell;
 use core::net::SocketAddr;
+use core::sync::atomic::{AtomicBool, Ordering};
 
-use hwq::device::{ConnectParams, DeviceCaps, EventSink, QpSetup, Registration};
+use hwq::device::{
+    CmEvent, ConnectParams, DeviceCaps, DeviceEvents, EventSink, QpSetup, Registration,
+};
 use hwq::{Consumer, Cqe, Device, DeviceError, MemoryKey, Producer, RecvWqe, TryArc};
 use softrnic::device::SoftRnic;
 
+use super::counters::NdkCounters;
 use super::irql;
 
 /// Runs `f` at `DISPATCH_LEVEL` and returns to the caller's level (which
@@ -43,13 +52,93 @@ fn at_dispatch<R>(f: impl FnOnce() -> R) -> R {
 
 /// The software RNIC, each command forwarded at `DISPATCH_LEVEL`.
 #[derive(Debug)]
-pub struct AtDispatch(pub TryArc<SoftRnic>);
+pub struct AtDispatch {
+    rnic: TryArc<SoftRnic>,
+    relay: Relay,
+}
+
+/// The provider's event sink behind ours: counts, then passes each event
+/// on.
+struct Relay {
+    counters: TryArc<NdkCounters>,
+    /// The provider's sink while attached. Written only by `attach` while
+    /// `attached` is held and the device has no sink (so no event reads
+    /// it); read only by events, which the device delivers between its
+    /// `attach` and the return of its `detach`.
+    sink: UnsafeCell<Option<EventSink>>,
+    attached: AtomicBool,
+}
+
+// SAFETY: `sink` is written only while no event can read it (see the
+// field); everything else is atomic or immutable.
+unsafe impl Sync for Relay {}
+
+impl core::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Relay")
+            .field("counters", &self.counters)
+            .field("attached", &self.attached)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// The provider's sink: events run only while it is set.
+    fn sink(&self) -> Option<&EventSink> {
+        // SAFETY: called from events only, which run after `attach` wrote
+        // the sink (the device published our sink after that write, under
+        // its own lock) and before `detach` returns; nothing writes it
+        // meanwhile.
+        unsafe { (*self.sink.get()).as_ref() }
+    }
+}
+
+impl DeviceEvents for Relay {
+    fn cq_event(&self, cqn: u32, overflow: bool) {
+        self.counters.cq_event(overflow);
+        if let Some(sink) = self.sink() {
+            sink.cq_event(cqn, overflow);
+        }
+    }
+
+    fn srq_limit(&self, srqn: u32) {
+        if let Some(sink) = self.sink() {
+            sink.srq_limit(srqn);
+        }
+    }
+
+    fn qp_error(&self, qpn: u32) {
+        self.counters.qp_error();
+        if let Some(sink) = self.sink() {
+            sink.qp_error(qpn);
+        }
+    }
+
+    fn cm_event(&self, event: CmEvent<'_>) {
+        self.counters.cm_event(&event);
+        if let Some(sink) = self.sink() {
+            sink.cm_event(event);
+        }
+    }
+}
 
 impl AtDispatch {
+    /// The RNIC as the provider's device, counting into `counters`.
+    pub fn new(rnic: TryArc<SoftRnic>, counters: TryArc<NdkCounters>) -> Self {
+        Self {
+            rnic,
+            relay: Relay {
+                counters,
+                sink: UnsafeCell::new(None),
+                attached: AtomicBool::new(false),
+            },
+        }
+    }
+
     /// The device; commands go through its `Device` implementation (not
     /// the inherent methods of the same names, which may differ).
     fn rnic(&self) -> &SoftRnic {
-        &self.0
+        &self.rnic
     }
 }
 
@@ -57,11 +146,29 @@ impl Device for AtDispatch {
     fn caps(&self) -> DeviceCaps {
         at_dispatch(|| Device::caps(self.rnic()))
     }
+    /// Attaches the relay, which passes events on to `sink`. `self` stays
+    /// where it is until the device's `detach` returned: the provider
+    /// keeps its device boxed and detaches it before dropping it.
     fn attach(&self, sink: EventSink) -> Result<(), DeviceError> {
-        at_dispatch(|| Device::attach(self.rnic(), sink))
+        let relay = &self.relay;
+        if relay.attached.swap(true, Ordering::AcqRel) {
+            return Err(DeviceError::InvalidState);
+        }
+        // SAFETY: `attached` was clear, so the device has no sink of ours:
+        // no event reads this cell while it is written.
+        unsafe { *relay.sink.get() = Some(sink) };
+        // SAFETY: the relay lives inside `self`, which stays in place and
+        // alive until the device's `detach` has returned (above).
+        let ours = unsafe { EventSink::new(relay) };
+        let result = at_dispatch(|| Device::attach(self.rnic(), ours));
+        if result.is_err() {
+            relay.attached.store(false, Ordering::Release);
+        }
+        result
     }
     fn detach(&self) {
         at_dispatch(|| Device::detach(self.rnic()));
+        self.relay.attached.store(false, Ordering::Release);
     }
     fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
         at_dispatch(|| Device::create_pd(self.rnic()))
@@ -152,7 +259,11 @@ impl Device for AtDispatch {
         qpn: u32,
         params: &ConnectParams<'_>,
     ) -> Result<(u32, SocketAddr), DeviceError> {
-        at_dispatch(|| Device::cm_connect(self.rnic(), qpn, params))
+        let result = at_dispatch(|| Device::cm_connect(self.rnic(), qpn, params));
+        if result.is_err() {
+            self.relay.counters.connect_refused();
+        }
+        result
     }
     fn cm_accept(
         &self,
@@ -177,7 +288,11 @@ impl Device for AtDispatch {
         at_dispatch(|| Device::cm_reject(self.rnic(), conn_id, private_data))
     }
     fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
-        at_dispatch(|| Device::cm_establish(self.rnic(), conn_id))
+        let result = at_dispatch(|| Device::cm_establish(self.rnic(), conn_id));
+        if result.is_ok() {
+            self.relay.counters.connected();
+        }
+        result
     }
     fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
         at_dispatch(|| Device::cm_disconnect(self.rnic(), conn_id))

@@ -12,9 +12,10 @@
 //! Map: [`miniport`] (registration and handlers), [`adapter`] (per-adapter
 //! state and attributes), [`oid`], [`ndk`] (NDK registration, open/close,
 //! counters), [`ndk_tables`] (the connection and endpoint OIDs),
-//! [`config`] (registry keywords), [`device`] (the RNIC, its
-//! engine and transport), [`dispatch_device`] (the device as the
-//! provider calls it: at DISPATCH_LEVEL), [`engine`] (DPC, timer and
+//! [`counters`] (connection counters), [`config`] (registry keywords),
+//! [`device`] (the RNIC, its engine and transport), [`dispatch_device`]
+//! (the device as the provider calls it: at DISPATCH_LEVEL, counting),
+//! [`engine`] (DPC, timer and
 //! PASSIVE_LEVEL continuation), [`udp`] (WSK socket), [`platform`] (the
 //! provider's `Platform`), [`dma`] (device
 //! access to memory), [`alloc`] (global allocator, fallible and aligned
@@ -25,6 +26,7 @@ pub mod adapter;
 pub mod alloc;
 pub mod clock;
 pub mod config;
+pub mod counters;
 pub mod device;
 pub mod dispatch_device;
 pub mod dma;

@@ -6,7 +6,7 @@ use core::sync::atomic::Ordering;
 
 use ndis::{
     NDIS_HANDLE, NDIS_NDK_PERFORMANCE_COUNTERS, NDIS_NDK_PROVIDER_CHARACTERISTICS,
-    NDIS_OPEN_NDK_ADAPTER_PARAMETERS, NdisSetOptionalHandlers, ndis_ndk_performance_counter_mask,
+    NDIS_OPEN_NDK_ADAPTER_PARAMETERS, NdisSetOptionalHandlers,
 };
 use ndkpi::{
     NDIS_STATUS, NDIS_STATUS_ADAPTER_NOT_READY, NDIS_STATUS_INVALID_PARAMETER, NDK_ADAPTER,
@@ -15,16 +15,10 @@ use ndkpi::{
 use super::adapter::Adapter;
 use super::log::log_error;
 
-/// Counters rsndk does not keep (bits of `MissingCounterMask`): connection
-/// events, CQ errors and byte counts are not counted by the engine yet.
-pub const MISSING_COUNTERS: u64 = ndis_ndk_performance_counter_mask!(Connect)
-    | ndis_ndk_performance_counter_mask!(Accept)
-    | ndis_ndk_performance_counter_mask!(ConnectFailure)
-    | ndis_ndk_performance_counter_mask!(ConnectionError)
-    | ndis_ndk_performance_counter_mask!(ActiveConnection)
-    | ndis_ndk_performance_counter_mask!(CQError)
-    | ndis_ndk_performance_counter_mask!(RDMAInOctets)
-    | ndis_ndk_performance_counter_mask!(RDMAOutOctets);
+/// Counters rsndk does not keep (bits of `MissingCounterMask`): none.
+/// Every counter of `NDIS_NDK_PERFORMANCE_COUNTERS` is filled by
+/// [`counters`]; the reserved ones are not counters.
+pub const MISSING_COUNTERS: u64 = 0;
 
 /// Registers the NDK provider characteristics (`MiniportSetOptions`,
 /// `PASSIVE_LEVEL`).
@@ -36,13 +30,27 @@ pub fn register(driver_handle: NDIS_HANDLE) -> NDIS_STATUS {
     unsafe { NdisSetOptionalHandlers(driver_handle, characteristics.as_optional_handlers()) }
 }
 
-/// The counters NDIS publishes as the "RDMA Activity" performance set.
+/// The counters NDIS publishes as the "RDMA Activity" performance set:
+/// connection events from the device wrapper ([`super::counters`]), the
+/// connections established now from the provider's tables, and the RoCEv2
+/// packets (frames) and their bytes (the UDP payload: BTH through ICRC)
+/// the transport sent and handed to the engine. All are cumulative over
+/// the adapter's life except `ActiveConnection`.
 pub fn counters(adapter: &Adapter) -> NDIS_NDK_PERFORMANCE_COUNTERS {
     let mut counters = NDIS_NDK_PERFORMANCE_COUNTERS::default();
     if let Some(device) = &adapter.device {
-        let stats = device.rnic.stats();
-        counters.RDMAInFrames = stats.rx_packets;
-        counters.RDMAOutFrames = stats.tx_packets;
+        let events = device.counters.values();
+        counters.Connect = events.connect;
+        counters.Accept = events.accept;
+        counters.ConnectFailure = events.connect_failure;
+        counters.ConnectionError = events.connection_error;
+        counters.CQError = events.cq_error;
+        counters.ActiveConnection = device.ctx.active_connections() as u64;
+        let wire = &device.transport.stats;
+        counters.RDMAInFrames = wire.received.load(Ordering::Relaxed);
+        counters.RDMAOutFrames = wire.sent.load(Ordering::Relaxed);
+        counters.RDMAInOctets = wire.received_bytes.load(Ordering::Relaxed);
+        counters.RDMAOutOctets = wire.sent_bytes.load(Ordering::Relaxed);
     }
     counters
 }

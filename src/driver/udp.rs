@@ -76,10 +76,14 @@ static WSK_INTERFACE: GUID = NPI_WSK_INTERFACE_ID;
 pub struct UdpStats {
     /// Datagrams handed to WSK.
     pub sent: AtomicU64,
+    /// Bytes of those datagrams' UDP payloads (BTH through ICRC).
+    pub sent_bytes: AtomicU64,
     /// Datagrams dropped: no free slot, no socket, or malformed.
     pub send_drops: AtomicU64,
     /// Datagrams received and handed to the engine.
     pub received: AtomicU64,
+    /// Bytes of those datagrams' UDP payloads.
+    pub received_bytes: AtomicU64,
     /// Datagrams received and dropped (not IPv4, too long, no scratch).
     pub receive_drops: AtomicU64,
 }
@@ -502,6 +506,9 @@ impl UdpTransport {
         // alive until every busy slot completed.
         unsafe { irp::set_completion(irp, send_complete, context) };
         self.stats.sent.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .sent_bytes
+            .fetch_add(payload.len() as u64, Ordering::Relaxed);
         // SAFETY: <= DISPATCH_LEVEL; buffer, address and IRP stay valid
         // until the completion routine frees the slot; the socket is open
         // (the rundown count keeps `close` from closing it meanwhile).
@@ -520,6 +527,14 @@ impl UdpTransport {
         true
     }
 
+    /// Counts one datagram of `len` payload bytes handed to the engine.
+    fn count_received(&self, len: usize) {
+        self.stats.received.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .received_bytes
+            .fetch_add(len as u64, Ordering::Relaxed);
+    }
+
     /// Handles one received datagram.
     fn deliver(&self, rnic: &SoftRnic, indication: &WSK_DATAGRAM_INDICATION) {
         let Some(src) = remote_of(indication) else {
@@ -530,7 +545,7 @@ impl UdpTransport {
         // One MDL holding the whole payload: no copy.
         if let Some(bytes) = first_mdl_bytes(&indication.Buffer) {
             rnic.receive_udp_payload(src, self.local, bytes);
-            self.stats.received.fetch_add(1, Ordering::Relaxed);
+            self.count_received(bytes.len());
             return;
         }
         let Some(k) = (0..RX_SCRATCH).find(|&k| {
@@ -551,7 +566,7 @@ impl UdpTransport {
         };
         if len <= SLOT_BYTES && gather(&indication.Buffer, &mut scratch[..len]) {
             rnic.receive_udp_payload(src, self.local, &scratch[..len]);
-            self.stats.received.fetch_add(1, Ordering::Relaxed);
+            self.count_received(len);
         } else {
             self.stats.receive_drops.fetch_add(1, Ordering::Relaxed);
         }

@@ -218,12 +218,20 @@ pub struct NET_PNP_EVENT_NOTIFICATION {
 impl NET_PNP_EVENT_NOTIFICATION {
     /// A revision-1 notification of `NetEvent` on the default port with no
     /// event data (the shape of `NetEventNDKEnable`/`NetEventNDKDisable`).
+    ///
+    /// Header: `NDIS_OBJECT_TYPE_DEFAULT`, `NET_PNP_EVENT_NOTIFICATION_REVISION_1`,
+    /// `NDIS_SIZEOF_NET_PNP_EVENT_NOTIFICATION_REVISION_1` (164 bytes), as
+    /// the `NET_PNP_EVENT_NOTIFICATION` reference page documents and as
+    /// Microsoft's own test miniport (fnmp's port activation) fills it.
+    /// ndis.h's comment on the structure says `sizeof` (176 at NDIS 6.50,
+    /// with `SwitchId`/`VPortId`); those two fields belong to revision 2
+    /// (`NDIS_SIZEOF_NET_PNP_EVENT_NOTIFICATION_REVISION_2`, 172), which a
+    /// notification for the default VPort does not need. NDIS takes any
+    /// size at least the revision's (ReactOS's NdisMNetPnPEvent checks
+    /// `Size >= NDIS_SIZEOF_NET_PNP_EVENT_NOTIFICATION_REVISION_1`; what
+    /// Windows checks is not published).
     pub const fn new(NetEvent: NET_PNP_EVENT_CODE) -> Self {
         Self {
-            // unverified: the header comment asks for `sizeof` (176 at NDIS
-            // 6.50) with revision 1; this uses the revision-1 size macro
-            // (164), which every NDIS 6 version defines. Which one NDIS
-            // checks was not confirmed.
             Header: NDIS_OBJECT_HEADER::new(
                 NDIS_OBJECT_TYPE_DEFAULT,
                 NET_PNP_EVENT_NOTIFICATION_REVISION_1,
