@@ -390,12 +390,41 @@ pub fn oid_request(
     oid: u32,
     buffer: &mut [u8],
 ) -> Result<usize, NDIS_STATUS> {
+    let outcome = oid_request_outcome(id, kind, oid, buffer);
+    if outcome.status == NDIS_STATUS_SUCCESS {
+        Ok(outcome.bytes_done as usize)
+    } else {
+        Err(outcome.status)
+    }
+}
+
+/// How an OID request completed: its status and the request's byte
+/// counts as the miniport left them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OidOutcome {
+    /// The completion status.
+    pub status: NDIS_STATUS,
+    /// `BytesWritten` (query) or `BytesRead` (set).
+    pub bytes_done: u32,
+    /// `BytesNeeded`: what a query's answer (or a set's value) needs when
+    /// the buffer was too short.
+    pub bytes_needed: u32,
+}
+
+/// [`oid_request`], with the byte counts whatever the status (what a
+/// caller needs to retry a `NDIS_STATUS_BUFFER_TOO_SHORT` query).
+pub fn oid_request_outcome(id: u32, kind: OidKind, oid: u32, buffer: &mut [u8]) -> OidOutcome {
     let _serial = OID_SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let failed = OidOutcome {
+        status: NDIS_STATUS_FAILURE,
+        bytes_done: 0,
+        bytes_needed: 0,
+    };
     let Some((handle, context)) = adapter(id) else {
-        return Err(NDIS_STATUS_FAILURE);
+        return failed;
     };
     let Some(handler) = driver().and_then(|(c, _)| c.OidRequestHandler) else {
-        return Err(NDIS_STATUS_FAILURE);
+        return failed;
     };
     // SAFETY: all-zero bytes are a valid request (integers, nullable
     // pointers, byte arrays and a union of such).
@@ -468,25 +497,37 @@ pub fn oid_request(
             }
         }
     });
+    let (done, needed) = byte_counts(kind, &request);
+    if status == NDIS_STATUS_SUCCESS && done > length {
+        ndis_bugcheck(
+            NDIS_BUGCHECK_OID_INVALID_BUFFER_LENGTH,
+            handle,
+            request_addr,
+            format!("OID {oid:#010x} completed with {done} bytes for a {length}-byte buffer"),
+        );
+    }
+    OidOutcome {
+        status,
+        bytes_done: done,
+        bytes_needed: needed,
+    }
+}
+
+/// A completed request's `BytesWritten` (query) or `BytesRead` (set), and
+/// its `BytesNeeded`.
+fn byte_counts(kind: OidKind, request: &NDIS_OID_REQUEST) -> (u32, u32) {
     let data = request.DATA;
-    let done = match kind {
-        // SAFETY: a query request: QUERY_INFORMATION is the live member.
-        OidKind::Query => unsafe { data.QUERY_INFORMATION.BytesWritten },
-        // SAFETY: a set request: SET_INFORMATION is the live member.
-        OidKind::Set => unsafe { data.SET_INFORMATION.BytesRead },
-    };
-    if status == NDIS_STATUS_SUCCESS {
-        if done > length {
-            ndis_bugcheck(
-                NDIS_BUGCHECK_OID_INVALID_BUFFER_LENGTH,
-                handle,
-                request_addr,
-                format!("OID {oid:#010x} completed with {done} bytes for a {length}-byte buffer"),
-            );
+    match kind {
+        OidKind::Query => {
+            // SAFETY: a query request: QUERY_INFORMATION is the live member.
+            let query = unsafe { data.QUERY_INFORMATION };
+            (query.BytesWritten, query.BytesNeeded)
         }
-        Ok(done as usize)
-    } else {
-        Err(status)
+        OidKind::Set => {
+            // SAFETY: a set request: SET_INFORMATION is the live member.
+            let set = unsafe { data.SET_INFORMATION };
+            (set.BytesRead, set.BytesNeeded)
+        }
     }
 }
 
