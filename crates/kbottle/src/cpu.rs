@@ -34,16 +34,46 @@ pub(crate) fn now_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
+/// CPU time the thread with CPU-time clock `clock` has run, in ns; never
+/// 0. The DPC watchdog counts a processor's time at DISPATCH_LEVEL in the
+/// CPU time of its thread: on Windows nothing preempts a processor at
+/// DISPATCH_LEVEL, so all of that time is the driver's, while a bottle
+/// processor is a thread Linux may deschedule at any moment, which is not
+/// the driver's doing (on a loaded two-core machine a wall-clock watchdog
+/// counted hundreds of milliseconds of someone else's work). A DPC that
+/// spins, on a lock or in a loop, burns CPU time and is still caught.
+fn cpu_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a clock id from pthread_getcpuclockid of a live registered
+    // thread (the registry drops a processor before its thread ends) and a
+    // valid out-pointer.
+    let rc = unsafe { libc::clock_gettime(clock, &raw mut ts) };
+    if rc != 0 {
+        return 1;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+        + 1
+}
+
 /// One processor's shared state.
 #[derive(Debug)]
 pub(crate) struct Processor {
     pub(crate) id: u32,
     name: Mutex<String>,
     irql: AtomicU8,
-    /// `now_ns()` when the IRQL went to `>= DISPATCH_LEVEL`, 0 below it.
+    /// The thread's CPU time ([`cpu_ns`]) when the IRQL went to
+    /// `>= DISPATCH_LEVEL`, 0 below it.
     dispatch_since: AtomicU64,
-    /// `now_ns()` when the running DPC started, 0 when none runs.
+    /// The thread's CPU time when the running DPC started, 0 when none
+    /// runs.
     dpc_since: AtomicU64,
+    /// The thread's CPU-time clock.
+    cpu_clock: libc::clockid_t,
     /// The harness holds this processor on purpose (a test stall): the
     /// watchdog does not count it.
     watch_paused: AtomicBool,
@@ -83,6 +113,19 @@ pub(crate) fn irql_signal_safe() -> KIRQL {
     IRQL_MIRROR.with(Cell::get)
 }
 
+/// The calling thread's CPU-time clock (`CLOCK_THREAD_CPUTIME_ID` as an
+/// id other threads can read).
+fn this_thread_cpu_clock() -> libc::clockid_t {
+    let mut clock: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
+    // SAFETY: pthread_self is the calling, live thread; a valid out-pointer.
+    let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &raw mut clock) };
+    if rc == 0 {
+        clock
+    } else {
+        libc::CLOCK_THREAD_CPUTIME_ID
+    }
+}
+
 fn register(name: String) -> Arc<Processor> {
     let mut reg = lock(&REGISTRY);
     let mut id = 0;
@@ -95,6 +138,7 @@ fn register(name: String) -> Arc<Processor> {
         irql: AtomicU8::new(PASSIVE_LEVEL),
         dispatch_since: AtomicU64::new(0),
         dpc_since: AtomicU64::new(0),
+        cpu_clock: this_thread_cpu_clock(),
         watch_paused: AtomicBool::new(false),
         halted: AtomicBool::new(false),
         // SAFETY: pthread_self has no preconditions.
@@ -173,7 +217,8 @@ fn set_irql(p: &Processor, new: KIRQL) {
     let old = p.irql.swap(new, Ordering::SeqCst);
     IRQL_MIRROR.with(|m| m.set(new));
     if old < DISPATCH_LEVEL && new >= DISPATCH_LEVEL {
-        p.dispatch_since.store(now_ns(), Ordering::SeqCst);
+        p.dispatch_since
+            .store(cpu_ns(p.cpu_clock), Ordering::SeqCst);
     } else if old >= DISPATCH_LEVEL && new < DISPATCH_LEVEL {
         p.dispatch_since.store(0, Ordering::SeqCst);
     }
@@ -250,8 +295,10 @@ pub fn run_at_dispatch<R>(f: impl FnOnce() -> R) -> R {
 /// Marks the start (`Some`) or end (`None`) of a DPC routine on this
 /// processor, for the watchdog and the lowering-inside-a-DPC rule.
 pub(crate) fn set_in_dpc(p: &Processor, running: bool) {
-    p.dpc_since
-        .store(if running { now_ns() } else { 0 }, Ordering::SeqCst);
+    p.dpc_since.store(
+        if running { cpu_ns(p.cpu_clock) } else { 0 },
+        Ordering::SeqCst,
+    );
 }
 
 /// Whether this processor is inside a DPC routine.
@@ -265,7 +312,7 @@ pub(crate) fn pause_watchdog(paused: bool) {
     let p = this();
     p.watch_paused.store(paused, Ordering::SeqCst);
     if !paused {
-        let now = now_ns();
+        let now = cpu_ns(p.cpu_clock);
         if p.dispatch_since.load(Ordering::SeqCst) != 0 {
             p.dispatch_since.store(now, Ordering::SeqCst);
         }
@@ -294,11 +341,11 @@ pub(crate) struct Watch {
 /// Every running, watched processor's time at `DISPATCH_LEVEL` and in its
 /// current DPC.
 pub(crate) fn watch_list() -> Vec<Watch> {
-    let now = now_ns();
     lock(&REGISTRY)
         .iter()
         .filter(|p| !p.halted.load(Ordering::SeqCst) && !p.watch_paused.load(Ordering::SeqCst))
         .map(|p| {
+            let now = cpu_ns(p.cpu_clock);
             let since = |t: u64| if t == 0 { 0 } else { now.saturating_sub(t) };
             Watch {
                 id: p.id,
