@@ -1,8 +1,9 @@
 //! Software RNIC: a RoCEv2 Reliable Connection engine behind the hwq contract.
 //!
-//! [`wire`] is the packet layer: byte-exact RoCEv2 datagrams (IPv4, UDP, BTH,
-//! extended transport headers, pad, ICRC) and the InfiniBand CM messages that
-//! ride as MADs on QP1.
+//! [`wire`] is the packet layer: byte-exact RoCEv2 datagrams (IPv4 or IPv6,
+//! UDP, BTH, extended transport headers, pad, ICRC) and the InfiniBand CM
+//! messages that ride as MADs on QP1. A device speaks the family of its one
+//! address ([`device::DeviceConfig::addr`]).
 
 #![no_std]
 #![forbid(unsafe_code)]
