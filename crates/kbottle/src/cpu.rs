@@ -117,8 +117,10 @@ pub(crate) fn irql_signal_safe() -> KIRQL {
 /// id other threads can read).
 fn this_thread_cpu_clock() -> libc::clockid_t {
     let mut clock: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
-    // SAFETY: pthread_self is the calling, live thread; a valid out-pointer.
-    let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &raw mut clock) };
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() };
+    // SAFETY: `me` is the calling, live thread; a valid out-pointer.
+    let rc = unsafe { libc::pthread_getcpuclockid(me, &raw mut clock) };
     if rc == 0 {
         clock
     } else {
