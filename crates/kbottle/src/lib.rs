@@ -40,7 +40,10 @@
 //! - Physical addresses are virtual addresses plus [`mm::PHYS_OFFSET`], so
 //!   a driver that confuses the two faults instead of working by luck.
 //! - Time is real (`CLOCK_MONOTONIC`); the performance counter runs at
-//!   10 MHz.
+//!   10 MHz. The DPC watchdog counts a processor's time at DISPATCH_LEVEL
+//!   in its thread's CPU time (see [`cpu`]): Linux may deschedule a
+//!   bottle processor, which a Windows processor at DISPATCH_LEVEL never
+//!   is.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 // The bottle is the other side of the kernel ABI: raw pointers from the
 // driver are its daily bread. Each block still says why it is sound.
