@@ -15,122 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "consumer.h"
 #include "ndkpi.h"
 #include "rsndk_host.h"
-
-static int failures;
-
-static void expect(const char *what, NTSTATUS got, NTSTATUS want)
-{
-    if (got != want) {
-        printf("FAIL %s: status 0x%08X, want 0x%08X\n", what, (unsigned)got, (unsigned)want);
-        failures++;
-    }
-}
-
-static void check(const char *what, int ok)
-{
-    if (!ok) {
-        printf("FAIL %s\n", what);
-        failures++;
-    }
-}
-
-/* One callback's outcome. */
-struct event {
-    atomic_int done;
-    NTSTATUS status;
-    void *object;
-};
-
-static void NDKAPI on_request(PVOID ctx, NTSTATUS status)
-{
-    struct event *e = ctx;
-    e->status = status;
-    atomic_store(&e->done, 1);
-}
-
-static void NDKAPI on_close(PVOID ctx)
-{
-    struct event *e = ctx;
-    atomic_store(&e->done, 1);
-}
-
-static void NDKAPI on_connect(PVOID ctx, NDK_CONNECTOR *connector)
-{
-    struct event *e = ctx;
-    e->object = connector;
-    atomic_store(&e->done, 1);
-}
-
-static void NDKAPI on_disconnect(PVOID ctx)
-{
-    struct event *e = ctx;
-    atomic_fetch_add(&e->done, 1);
-}
-
-static void NDKAPI on_cq(PVOID ctx, NTSTATUS status)
-{
-    (void)ctx;
-    (void)status;
-}
-
-static void pause_briefly(void)
-{
-    struct timespec ts = {0, 100 * 1000};
-    nanosleep(&ts, NULL);
-}
-
-/* Waits (at most 10 s) for `e`; 0 if it never came. */
-static int wait_for(struct event *e, const char *what)
-{
-    for (int i = 0; i < 100000; i++) {
-        if (atomic_load(&e->done))
-            return 1;
-        pause_briefly();
-    }
-    printf("FAIL timed out waiting for %s\n", what);
-    failures++;
-    return 0;
-}
-
-/* Finishes a call that may pend: its status, or its callback's. */
-static NTSTATUS finish(NTSTATUS st, struct event *e, const char *what)
-{
-    if (st != STATUS_PENDING)
-        return st;
-    wait_for(e, what);
-    return e->status;
-}
-
-/* The next completion of `cq` (at most 10 s). */
-static NDK_RESULT_EX next_result(NDK_CQ *cq, const char *what)
-{
-    NDK_RESULT_EX r;
-    memset(&r, 0, sizeof(r));
-    for (int i = 0; i < 100000; i++) {
-        if (cq->Dispatch->NdkGetCqResultsEx(cq, &r, 1) == 1)
-            return r;
-        pause_briefly();
-    }
-    printf("FAIL no completion for %s\n", what);
-    failures++;
-    r.Status = (NTSTATUS)0xFFFFFFFF;
-    return r;
-}
-
-/* Closes any object through the close entry its table starts with. */
-static void close_object(void *object, const char *what)
-{
-    NDK_OBJECT_HEADER *header = object;
-    const NDK_FN_CLOSE_OBJECT *table = *(const NDK_FN_CLOSE_OBJECT *const *)(header + 1);
-    struct event e = {0};
-    NTSTATUS st = (*table)(header, on_close, &e);
-    if (st == STATUS_PENDING)
-        wait_for(&e, what);
-    else
-        expect(what, st, STATUS_SUCCESS);
-}
 
 static USHORT network_order(USHORT port)
 {
@@ -179,38 +66,6 @@ static USHORT connector_address(connector_address_fn f, NDK_CONNECTOR *c, const 
     return check_address6(what, &got, len, last);
 }
 
-static NDK_PD *create_pd(NDK_ADAPTER *adapter)
-{
-    NDK_PD *pd = NULL;
-    expect("create pd", adapter->Dispatch->NdkCreatePd(adapter, NULL, NULL, &pd), STATUS_SUCCESS);
-    return pd;
-}
-
-static NDK_CQ *create_cq(NDK_ADAPTER *adapter)
-{
-    NDK_CQ *cq = NULL;
-    expect("create cq",
-           adapter->Dispatch->NdkCreateCq(adapter, 64, on_cq, NULL, NULL, NULL, NULL, &cq),
-           STATUS_SUCCESS);
-    return cq;
-}
-
-static NDK_QP *create_qp(NDK_PD *pd, NDK_CQ *cq)
-{
-    NDK_QP *qp = NULL;
-    expect("create qp",
-           pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 16, 16, 1, 1, 0, NULL, NULL, &qp),
-           STATUS_SUCCESS);
-    return qp;
-}
-
-static UINT32 privileged_token(NDK_PD *pd)
-{
-    UINT32 token = 0;
-    pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(pd, &token);
-    return token;
-}
-
 int main(void)
 {
     NDK_ADAPTER *a = NULL, *b = NULL;
@@ -224,7 +79,7 @@ int main(void)
     }
     NDK_PD *pd_a = create_pd(a), *pd_b = create_pd(b);
     NDK_CQ *cq_a = create_cq(a), *cq_b = create_cq(b);
-    NDK_QP *qa = create_qp(pd_a, cq_a), *qb = create_qp(pd_b, cq_b);
+    NDK_QP *qa = create_qp(pd_a, cq_a, cq_a), *qb = create_qp(pd_b, cq_b, cq_b);
 
     /* B listens on its own IPv6 address; an IPv4 address is refused. */
     struct event listened = {0};
