@@ -10,7 +10,6 @@
 mod provider_util;
 mod rnic_util;
 
-use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 
 use ndkpi::*;
@@ -48,32 +47,6 @@ fn cfg_cm(_test: u8, node: u8) -> String {
     } else {
         "mem:e2epcapcm/127.0.6.12".to_owned()
     }
-}
-
-/// Runs tshark on the capture with extra arguments; its stdout lines.
-fn tshark(file: &str, extra: &[&str]) -> Vec<String> {
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-r", file, "--disable-heuristic", "rpcrdma_infiniband"])
-        .args(extra);
-    let out = match cmd.output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
-            "tshark is not installed: install it (e.g. `apt-get install tshark`; CI installs it) \
-             to run the capture decoding test"
-        ),
-        Err(e) => panic!("cannot run tshark: {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "tshark failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 fn count_opcode(file: &str, op: u8) -> usize {

@@ -507,32 +507,6 @@ fn bottled_and_host_adapters_exchange_rocev2_both_ways() {
     no_bugchecks();
 }
 
-/// Runs tshark on `file` with `extra` arguments; its output lines.
-fn tshark(file: &str, extra: &[&str]) -> Vec<String> {
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-r", file, "--disable-heuristic", "rpcrdma_infiniband"])
-        .args(extra);
-    let out = match cmd.output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
-            "tshark is not installed: install it (e.g. `apt-get install tshark`) to run the \
-             capture decoding test"
-        ),
-        Err(e) => panic!("cannot run tshark: {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "tshark failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 /// A capture of a bottled exchange (both adapters in the bottle, so each
 /// datagram is recorded as sent and as received) decodes in tshark: every
 /// frame is eth/ip/udp/infiniband, none malformed, and the SEND, WRITE,

@@ -934,3 +934,32 @@ pub fn reject(c: *mut NDK_CONNECTOR, data: &[u8]) -> NTSTATUS {
     // SAFETY: our connector and private data.
     unsafe { f(c, data.as_ptr().cast_mut().cast(), data.len() as u32) }
 }
+
+// ---------------------------------------------------------------- captures
+
+/// Runs tshark on capture `file` with `extra` arguments (RPC-over-RDMA's
+/// heuristic off: it mislabels SEND payloads); its output lines.
+pub fn tshark(file: &str, extra: &[&str]) -> Vec<String> {
+    let mut cmd = std::process::Command::new("tshark");
+    cmd.args(["-r", file, "--disable-heuristic", "rpcrdma_infiniband"])
+        .args(extra);
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+            "tshark is not installed: install it (e.g. `apt-get install tshark`; CI installs it) \
+             to run the capture decoding test"
+        ),
+        Err(e) => panic!("cannot run tshark: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "tshark failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
