@@ -7,7 +7,7 @@
 //! nothing; every call site needs its own `unsafe` and SAFETY argument.
 #![allow(unsafe_code)]
 
-use ndkpi::{BOOLEAN, NDIS_STATUS, PVOID, ULONG};
+use ndkpi::{BOOLEAN, MDL, NDIS_STATUS, PVOID, ULONG, USHORT};
 
 use crate::attributes::NDIS_MINIPORT_ADAPTER_ATTRIBUTES;
 use crate::config::{NDIS_CONFIGURATION_OBJECT, NDIS_CONFIGURATION_PARAMETER, NDIS_PARAMETER_TYPE};
@@ -15,10 +15,12 @@ use crate::indicate::{NDIS_STATUS_INDICATION, NET_PNP_EVENT_NOTIFICATION};
 use crate::miniport::{
     NDIS_DRIVER_OPTIONAL_HANDLERS, NDIS_IO_WORKITEM_FUNCTION, NDIS_MINIPORT_DRIVER_CHARACTERISTICS,
 };
-use crate::oid::NDIS_OID_REQUEST;
-use crate::types::{
-    DRIVER_OBJECT, NDIS_HANDLE, NDIS_PORT_NUMBER, NDIS_STRING, NET_BUFFER_LIST, UNICODE_STRING,
+use crate::nbl::{
+    NET_BUFFER, NET_BUFFER_ALLOCATE_MDL_HANDLER, NET_BUFFER_FREE_MDL_HANDLER, NET_BUFFER_LIST,
+    NET_BUFFER_LIST_POOL_PARAMETERS,
 };
+use crate::oid::NDIS_OID_REQUEST;
+use crate::types::{DRIVER_OBJECT, NDIS_HANDLE, NDIS_PORT_NUMBER, NDIS_STRING, UNICODE_STRING};
 
 #[cfg_attr(
     target_os = "windows",
@@ -142,4 +144,75 @@ unsafe extern "system" {
 
     /// Closes a configuration handle (`PASSIVE_LEVEL`).
     pub fn NdisCloseConfiguration(ConfigurationHandle: NDIS_HANDLE);
+
+    // ------------------------------------------------------------------
+    // NET_BUFFER_LIST pools and buffers (ndis/nblapi.h, NDIS_EXPORTED_ROUTINE).
+
+    /// Allocates a pool of lists (`<= DISPATCH_LEVEL`); null on failure.
+    /// NDIS reads `Parameters.Header.Size` bytes.
+    pub fn NdisAllocateNetBufferListPool(
+        NdisHandle: NDIS_HANDLE,
+        Parameters: *const NET_BUFFER_LIST_POOL_PARAMETERS,
+    ) -> NDIS_HANDLE;
+
+    /// Frees a pool whose lists are all freed (`<= DISPATCH_LEVEL`).
+    pub fn NdisFreeNetBufferListPool(PoolHandle: NDIS_HANDLE);
+
+    /// Allocates one list, with its `NET_BUFFER` (and data) if the pool
+    /// preallocates them (`<= DISPATCH_LEVEL`); null on failure.
+    pub fn NdisAllocateNetBufferList(
+        PoolHandle: NDIS_HANDLE,
+        ContextSize: USHORT,
+        ContextBackFill: USHORT,
+    ) -> *mut NET_BUFFER_LIST;
+
+    /// Allocates a list with one `NET_BUFFER` over `MdlChain` from a pool
+    /// made with `fAllocateNetBuffer` and `DataSize == 0`
+    /// (`<= DISPATCH_LEVEL`); null on failure.
+    pub fn NdisAllocateNetBufferAndNetBufferList(
+        PoolHandle: NDIS_HANDLE,
+        ContextSize: USHORT,
+        ContextBackFill: USHORT,
+        MdlChain: *mut MDL,
+        DataOffset: ULONG,
+        DataLength: usize,
+    ) -> *mut NET_BUFFER_LIST;
+
+    /// Returns a list (and its preallocated buffer) to its pool
+    /// (`<= DISPATCH_LEVEL`).
+    pub fn NdisFreeNetBufferList(NetBufferList: *mut NET_BUFFER_LIST);
+
+    /// The pool a list came from (`<= DISPATCH_LEVEL`).
+    pub fn NdisGetPoolFromNetBufferList(NetBufferList: *const NET_BUFFER_LIST) -> NDIS_HANDLE;
+
+    /// A pointer to `BytesNeeded` contiguous bytes at the buffer's data
+    /// start: into the MDL if they are contiguous and aligned as asked,
+    /// else copied to `Storage` (which may be null: then null is
+    /// returned) (`<= DISPATCH_LEVEL`).
+    pub fn NdisGetDataBuffer(
+        NetBuffer: *mut NET_BUFFER,
+        BytesNeeded: ULONG,
+        Storage: PVOID,
+        AlignMultiple: ULONG,
+        AlignOffset: ULONG,
+    ) -> PVOID;
+
+    /// Moves the data start back by `DataOffsetDelta` bytes, allocating an
+    /// MDL (with `DataBackFill` extra bytes) if the used space runs out
+    /// (`<= DISPATCH_LEVEL`).
+    pub fn NdisRetreatNetBufferDataStart(
+        NetBuffer: *mut NET_BUFFER,
+        DataOffsetDelta: ULONG,
+        DataBackFill: ULONG,
+        AllocateMdlHandler: NET_BUFFER_ALLOCATE_MDL_HANDLER,
+    ) -> NDIS_STATUS;
+
+    /// Moves the data start forward by `DataOffsetDelta` bytes, freeing
+    /// MDLs a retreat allocated if `FreeMdl` (`<= DISPATCH_LEVEL`).
+    pub fn NdisAdvanceNetBufferDataStart(
+        NetBuffer: *mut NET_BUFFER,
+        DataOffsetDelta: ULONG,
+        FreeMdl: BOOLEAN,
+        FreeMdlHandler: NET_BUFFER_FREE_MDL_HANDLER,
+    );
 }

@@ -22,6 +22,7 @@
 //! Module map: [`types`] (base types, `SOCKADDR_INET`, opaque kernel
 //! types), [`object`] (`NDIS_OBJECT_HEADER`, object types), [`status`],
 //! [`version`], [`miniport`] (handlers, driver characteristics, handler
+//! parameters), [`nbl`] (`NET_BUFFER_LIST`, `NET_BUFFER`, pool
 //! parameters), [`oid`] (`NDIS_OID_REQUEST`, general OIDs), [`attributes`]
 //! (adapter attributes), [`indicate`] (status indications, PnP events),
 //! [`ndk`] (`ndisndk.h` and the NDK OIDs), [`config`] (registry keywords),
@@ -30,7 +31,8 @@
 //! MDLs, bug checks), [`wsk`] (Winsock Kernel, for the UDP transport).
 #![cfg_attr(not(test), no_std)]
 // Only `functions`, `kernel` and `wsk` (the `unsafe extern` blocks) allow
-// it; nothing in this crate reads a union or dereferences a pointer.
+// it, and `NET_BUFFER::data_length` (one read of an integer union); nothing
+// in this crate dereferences a pointer.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 // C names are kept verbatim: NDIS_OID_REQUEST, InformationBuffer,
@@ -61,6 +63,7 @@ pub mod indicate;
 pub mod kernel;
 pub mod layout;
 pub mod miniport;
+pub mod nbl;
 pub mod ndk;
 pub mod object;
 pub mod oid;
@@ -76,6 +79,7 @@ pub use indicate::*;
 pub use kernel::*;
 pub use layout::{LAYOUT, facts};
 pub use miniport::*;
+pub use nbl::*;
 pub use ndk::*;
 pub use object::*;
 pub use oid::*;

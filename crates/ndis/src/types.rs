@@ -33,13 +33,6 @@ pub const NDIS_DEFAULT_PORT_NUMBER: NDIS_PORT_NUMBER = 0;
 pub const NET_IFINDEX_UNSPECIFIED: NET_IFINDEX = 0;
 /// Longest link-layer address NDIS carries (`IF_MAX_PHYS_ADDRESS_LENGTH`).
 pub const NDIS_MAX_PHYS_ADDRESS_LENGTH: usize = 32;
-/// Offset of `NET_BUFFER_LIST.Next` (the header's first member), x64.
-pub const NET_BUFFER_LIST_NEXT_OFFSET: usize = 0;
-/// Offset of `NET_BUFFER_LIST.Status` on x64 (`NET_BUFFER_LIST_STATUS`),
-/// after the 16-byte header and 15 pointer-sized and 4-byte members; the
-/// structure's size varies between NDIS versions, this offset does not
-/// (x64 kernel type dumps of the public `ntdiff/headers` repository).
-pub const NET_BUFFER_LIST_STATUS_OFFSET: usize = 0x8C;
 /// Largest `USHORT`, the cap on variable-size `Header.Size` values.
 pub const MAXUSHORT: USHORT = 0xFFFF;
 
@@ -165,9 +158,6 @@ opaque_types! {
     /// `DRIVER_OBJECT` (`wdm.h`); the driver passes the one it received in
     /// `DriverEntry`.
     DRIVER_OBJECT;
-    /// `NET_BUFFER_LIST`; the data path reads it through accessors that
-    /// live with the driver, not here.
-    NET_BUFFER_LIST;
     /// `NDIS_RESOURCE_LIST` (`CM_PARTIAL_RESOURCE_LIST`); a virtual adapter
     /// has no hardware resources.
     NDIS_RESOURCE_LIST;
