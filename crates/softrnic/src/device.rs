@@ -14,6 +14,7 @@ use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Re
 use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe, TryArc};
 use spin::RwLock;
 
+use crate::addresses::AddressSet;
 use crate::bitset::AtomicBitset;
 use crate::cm::CmState;
 use crate::cq::{CompletionQueue, Pushed};
@@ -26,9 +27,10 @@ use crate::table::Table;
 /// Sizes of a device's tables and its network identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceConfig {
-    /// The device's address (IPv4 or IPv6): the one address it sends from
-    /// and answers at. Its family is the device's: addresses of the other
-    /// family are refused (`DeviceError::InvalidAddress`).
+    /// The device's first address (IPv4 or IPv6): the one-address set it
+    /// starts with (empty if unspecified), which
+    /// [`SoftRnic::set_addresses`] replaces. How addresses are used:
+    /// [`crate::cm`]'s "Addresses".
     pub addr: IpAddr,
     /// Path MTU (256, 512, 1024, 2048 or 4096).
     pub pmtu: u32,
@@ -132,6 +134,8 @@ struct PendingEvents {
 /// The software RNIC.
 pub struct SoftRnic {
     config: DeviceConfig,
+    /// The addresses it sends from and answers at (`addresses.rs`).
+    pub(crate) addresses: RwLock<AddressSet>,
     /// Key table and DMA, shared with trains in flight.
     pub(crate) mem: TryArc<DeviceMemory>,
     pub(crate) link: Box<dyn Link>,
@@ -183,6 +187,7 @@ impl SoftRnic {
         let cm_seed = clock.now_us() ^ (addr_bits(config.addr) << 32);
         Some(Self {
             config,
+            addresses: RwLock::new(AddressSet::initial(config.addr)),
             // Fallible: in the kernel a failed allocation must be a
             // failed device creation, never an abort (a bugcheck).
             mem: TryArc::try_new_or_drop(DeviceMemory {

@@ -22,7 +22,8 @@
 //!
 //! ## UDP source port and the ICRC of socket transports
 //!
-//! Every packet is built as a whole IP datagram of the device's family:
+//! Every packet is built as a whole IP datagram of its connection's family
+//! (from the connection's own address, one of the device's):
 //! IPv4 with identification 0, DF set, TTL 64, TOS 0, or IPv6 with
 //! traffic class and flow label 0 and hop limit 64; UDP source port 4791
 //! (the port a UDP-socket transport binds, so the receiver knows it) and
@@ -292,8 +293,39 @@ impl SoftRnic {
     /// Connects QP `qpn` (the modify-to-RTS command connection management
     /// issues): sets its path, PSNs, PMTU and read limits, allocates its
     /// packet buffer and IRD resources, and starts its requester (WQEs
-    /// posted before connecting go out now). May allocate.
+    /// posted before connecting go out now). Its own address is the one
+    /// of the device's addresses the remote's family picks
+    /// ([`crate::addresses::AddressSet::source_for`]; `InvalidAddress` if
+    /// there is none). May allocate.
     pub fn connect_qp(&self, qpn: u32, path: Path) -> Result<(), DeviceError> {
+        let local = self
+            .addresses
+            .read()
+            .source_for(path.remote.ip())
+            .ok_or(DeviceError::InvalidAddress)?;
+        self.connect_qp_at(qpn, local, path)
+    }
+
+    /// [`SoftRnic::connect_qp`] from `local`, which must be one of the
+    /// device's addresses, of the remote's family (`InvalidAddress`).
+    pub fn connect_qp_from(&self, qpn: u32, local: IpAddr, path: Path) -> Result<(), DeviceError> {
+        if !self.has_address(local) {
+            return Err(DeviceError::InvalidAddress);
+        }
+        self.connect_qp_at(qpn, local, path)
+    }
+
+    /// Connects QP `qpn` from `local` (of the remote's family) whether or
+    /// not it is one of the device's addresses now: connection management
+    /// connects a connection whose address was removed during its
+    /// handshake all the same (it receives nothing until the address is
+    /// back).
+    pub(crate) fn connect_qp_at(
+        &self,
+        qpn: u32,
+        local: IpAddr,
+        path: Path,
+    ) -> Result<(), DeviceError> {
         let pmtu = Pmtu::from_bytes(path.pmtu)
             .filter(|p| p.bytes() <= self.config().pmtu)
             .ok_or(DeviceError::InvalidParameter)?;
@@ -312,12 +344,12 @@ impl SoftRnic {
         if state != QpState::Init {
             return Err(DeviceError::InvalidState);
         }
-        if path.remote.is_ipv4() != self.config().addr.is_ipv4() {
+        if local.is_ipv4() != path.remote.is_ipv4() {
             return Err(DeviceError::InvalidAddress);
         }
         let rc = rc.unwrap_or(*self.engine.defaults.read());
-        let mut conn = Connection::new(self.config().addr, path, pmtu, rc, depth)
-            .ok_or(DeviceError::NoResources)?;
+        let mut conn =
+            Connection::new(local, path, pmtu, rc, depth).ok_or(DeviceError::NoResources)?;
         if self.config().per_qp_source_port {
             conn.ip.set_src_port(qp::entropy_port(qpn, path.remote_qpn));
         }
@@ -382,13 +414,13 @@ impl SoftRnic {
         let n = u64::from(train.segments());
         stats.rx_packets.add(n);
         self.tap_train(Direction::Receive, train);
-        if train.dst() != self.config().addr {
+        if !self.has_address(train.dst()) {
             return stats.rx_dropped.add(n);
         }
         let qpn = train.dest_qp();
         let now = self.clock.now_us();
         let request = !train.is_read_response();
-        let taken = self.to_qp(qpn, train.src(), request, |qp| {
+        let taken = self.to_qp(qpn, train.src(), train.dst(), request, |qp| {
             if request {
                 qp::on_request_train(self, qpn, qp, train, now);
             } else {
@@ -430,7 +462,7 @@ impl SoftRnic {
             Err(ParseError::BadIcrc) => return stats.rx_bad_icrc.inc(),
             Err(_) => return stats.rx_malformed.inc(),
         };
-        if p.ip.dst() != self.config().addr {
+        if !self.has_address(p.ip.dst()) {
             return stats.rx_dropped.inc();
         }
         let qpn = p.bth.dest_qp;
@@ -444,7 +476,7 @@ impl SoftRnic {
             return stats.rx_dropped.inc();
         }
         let now = self.clock.now_us();
-        let taken = self.to_qp(qpn, p.ip.src(), op.is_request(), |qp| {
+        let taken = self.to_qp(qpn, p.ip.src(), p.ip.dst(), op.is_request(), |qp| {
             if op.is_request() {
                 qp::on_request(self, qpn, qp, &p, now);
             } else {
@@ -456,19 +488,24 @@ impl SoftRnic {
         }
     }
 
-    /// Hands what arrived from `src` for QP `qpn` (a `request`, or else a
-    /// response) to `on`, holding the QP, if the QP is connected to `src`;
-    /// then registers its timers. Whether the QP took it.
+    /// Hands what arrived from `src` at `dst` for QP `qpn` (a `request`,
+    /// or else a response) to `on`, holding the QP, if the QP is connected
+    /// from `dst` to `src`; then registers its timers. Whether the QP took
+    /// it.
     fn to_qp(
         &self,
         qpn: u32,
         src: IpAddr,
+        dst: IpAddr,
         request: bool,
         mut on: impl FnMut(&mut QueuePair),
     ) -> bool {
         let mut take = || {
             self.qps.with(qpn, |qp| {
-                let from_peer = qp.conn.as_ref().is_some_and(|c| c.path.remote.ip() == src);
+                let from_peer = qp
+                    .conn
+                    .as_ref()
+                    .is_some_and(|c| c.path.remote.ip() == src && c.ip.src() == dst);
                 if qp.state == QpState::Init {
                     return Taken::Unconnected;
                 }

@@ -2,14 +2,16 @@
 //!
 //! [`wire`] is the packet layer: byte-exact RoCEv2 datagrams (IPv4 or IPv6,
 //! UDP, BTH, extended transport headers, pad, ICRC) and the InfiniBand CM
-//! messages that ride as MADs on QP1. A device speaks the family of its one
-//! address ([`device::DeviceConfig::addr`]).
+//! messages that ride as MADs on QP1. A device holds a set of IPv4 and IPv6
+//! addresses ([`addresses`], starting from [`device::DeviceConfig::addr`]);
+//! each connection speaks the family of its own pair.
 
 #![no_std]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
+pub mod addresses;
 pub mod bitset;
 pub mod busy;
 pub mod cm;

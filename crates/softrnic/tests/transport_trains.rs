@@ -282,6 +282,31 @@ fn a_read_travels_as_one_train_and_lands_whole() {
 }
 
 #[test]
+fn a_train_to_an_address_the_device_no_longer_has_is_dropped() {
+    let mut b = bench(true);
+    b.post_read();
+    let trains = b.take_for(ADDR_A);
+    let [Load::Train(train)] = trains.as_slice() else {
+        panic!("expected one train, got {trains:?}");
+    };
+    // A's address goes (the device keeps another one) while the
+    // responses travel: every segment is dropped, nothing is placed.
+    b.a.dev
+        .set_addresses(&[Ipv4Addr::new(10, 0, 0, 9).into()])
+        .unwrap();
+    let dropped = b.a.dev.stats().rx_dropped;
+    b.a.dev.receive_train(train);
+    assert_eq!(b.a.dev.stats().rx_dropped, dropped + SEGMENTS);
+    assert_eq!(b.placed(), vec![0; LEN as usize]);
+    // Back: the READ is asked again and completes.
+    b.a.dev
+        .set_addresses(&[ADDR_A.into(), Ipv4Addr::new(10, 0, 0, 9).into()])
+        .unwrap();
+    assert_eq!(b.read_status(true), CqeStatus::Success);
+    assert_eq!(b.placed(), pattern(7, LEN as usize));
+}
+
+#[test]
 fn a_train_cut_into_datagrams_is_the_packets_a_wire_would_carry() {
     let record = |trains: bool| {
         let mut b = bench(trains);

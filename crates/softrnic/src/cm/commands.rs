@@ -32,9 +32,10 @@ fn path(conn: &Conn) -> Path {
     }
 }
 
-/// Connects the connection's QP to its peer.
+/// Connects the connection's QP to its peer, from the connection's own
+/// address.
 pub(super) fn connect_qp(device: &SoftRnic, conn: &Conn) -> Result<(), DeviceError> {
-    device.connect_qp(conn.qpn, path(conn))
+    device.connect_qp_at(conn.qpn, conn.local.ip(), path(conn))
 }
 
 impl SoftRnic {
@@ -57,37 +58,48 @@ impl SoftRnic {
             .ok_or(DeviceError::NoSuchObject)?
     }
 
-    /// The address a local address binds, which must be the device's or
-    /// unspecified (the module's address rules): the device's own, or
-    /// the unspecified address of the device's family.
-    fn cm_local_ip(&self, addr: SocketAddr) -> Result<IpAddr, DeviceError> {
-        let own = self.config().addr;
-        match (addr.ip(), own) {
-            (ip, own) if ip == own => Ok(ip),
-            (IpAddr::V4(ip), IpAddr::V4(_)) if ip.is_unspecified() => Ok(addr.ip()),
-            (IpAddr::V6(ip), IpAddr::V6(_)) if ip.is_unspecified() => Ok(addr.ip()),
-            // `::` is "any" for an IPv4 device too (dual-stack wildcard).
-            (IpAddr::V6(ip), IpAddr::V4(_)) if ip.is_unspecified() => {
+    /// The address a listener on `ip` binds (the module's address rules):
+    /// one of the device's addresses as it is; `0.0.0.0` (any IPv4
+    /// address) if the device has an IPv4 address; `::` (any address) if
+    /// it has an IPv6 one, or as `0.0.0.0` if it has only IPv4 ones.
+    fn cm_listen_ip(&self, ip: IpAddr) -> Result<IpAddr, DeviceError> {
+        let set = self.addresses.read();
+        match ip {
+            IpAddr::V4(v4) if v4.is_unspecified() && set.has_family(true) => Ok(ip),
+            IpAddr::V6(v6) if v6.is_unspecified() && set.has_family(false) => Ok(ip),
+            IpAddr::V6(v6) if v6.is_unspecified() && set.has_family(true) => {
                 Ok(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
             }
+            ip if set.contains(ip) => Ok(ip),
             _ => Err(DeviceError::InvalidAddress),
         }
     }
 
-    /// A peer's address, which must be a unicast address of the device's
-    /// family (not unspecified, multicast, IPv4 broadcast, or an
-    /// IPv4-mapped IPv6 address) with a port; returned without IPv6 flow
-    /// information and scope.
-    fn cm_remote(&self, remote: SocketAddr) -> Result<SocketAddr, DeviceError> {
-        let usable = match (remote.ip(), self.config().addr) {
-            (IpAddr::V4(ip), IpAddr::V4(_)) => {
-                !ip.is_unspecified() && !ip.is_broadcast() && !ip.is_multicast()
-            }
-            (IpAddr::V6(ip), IpAddr::V6(_)) => {
-                !ip.is_unspecified() && !ip.is_multicast() && ip.to_ipv4_mapped().is_none()
-            }
-            _ => false,
+    /// The address a connection from `local` to `remote` sends from (the
+    /// module's address rules): `local` itself if it is one of the
+    /// device's addresses, of the remote's family; for an unspecified
+    /// `local` (`::`, or `0.0.0.0` to an IPv4 remote), the device's
+    /// address that [`crate::addresses::AddressSet::source_for`] picks.
+    fn cm_source(&self, local: IpAddr, remote: IpAddr) -> Result<IpAddr, DeviceError> {
+        let set = self.addresses.read();
+        let source = if local.is_unspecified() {
+            // The IPv4 wildcard reaches no IPv6 peer.
+            (local.is_ipv6() || remote.is_ipv4())
+                .then(|| set.source_for(remote))
+                .flatten()
+        } else {
+            (set.contains(local) && local.is_ipv4() == remote.is_ipv4()).then_some(local)
         };
+        source.ok_or(DeviceError::InvalidAddress)
+    }
+
+    /// A peer's address, which must be a unicast address (not
+    /// unspecified, multicast, IPv4 broadcast, or an IPv4-mapped IPv6
+    /// address) of a family the device has an address of, with a port;
+    /// returned without IPv6 flow information and scope.
+    fn cm_remote(&self, remote: SocketAddr) -> Result<SocketAddr, DeviceError> {
+        let usable = crate::addresses::usable_unicast(remote.ip())
+            && self.addresses.read().has_family(remote.is_ipv4());
         if usable && remote.port() != 0 {
             Ok(SocketAddr::new(remote.ip(), remote.port()))
         } else {
@@ -97,14 +109,14 @@ impl SoftRnic {
 
     /// Starts listening on `addr` (port 0: an ephemeral port).
     pub fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
-        let ip = self.cm_local_ip(addr)?;
+        let ip = self.cm_listen_ip(addr.ip())?;
         self.cm.with(self, |inner| {
             let listeners = &mut inner.listeners;
             let port = if addr.port() == 0 {
                 listeners
                     .ephemeral_port()
                     .ok_or(DeviceError::NoPortAvailable)?
-            } else if listeners.port_taken(addr.port()) {
+            } else if listeners.port_taken(SocketAddr::new(ip, addr.port())) {
                 return Err(DeviceError::AddressInUse);
             } else {
                 listeners.hold_port(addr.port());
@@ -138,13 +150,12 @@ impl SoftRnic {
         params: &ConnectParams<'_>,
     ) -> Result<(u32, SocketAddr), DeviceError> {
         let remote = self.cm_remote(params.remote)?;
-        self.cm_local_ip(params.local)?;
+        let addr = self.cm_source(params.local.ip(), remote.ip())?;
         if params.private_data.len() > REQ_CONSUMER_PRIVATE_LEN {
             return Err(DeviceError::InvalidParameter);
         }
         let srq = self.cm_qp(qpn)?;
         let caps = self.caps();
-        let addr = self.config().addr;
         let pmtu = super::device_pmtu(self);
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {

@@ -1,10 +1,13 @@
 //! Listeners and local ports.
 //!
-//! The device has one address, so a listener on the wildcard address
-//! and one on the device's address share a port space: two listeners on
-//! one port conflict. Ephemeral ports (49152–65535) are reference-counted
-//! by the listeners and outbound connections that hold them; a port is
-//! handed out only when nothing holds it.
+//! A listener is bound to one of the device's addresses or to a wildcard:
+//! `0.0.0.0` covers the IPv4 addresses, `::` all of them. Two listeners on
+//! one port conflict when their addresses are equal or one covers the
+//! other (listeners on two different addresses may share a port, as a
+//! server listening on each of a host's addresses does). Ephemeral ports
+//! (49152–65535) are reference-counted by the listeners and outbound
+//! connections that hold them; a port is handed out only when nothing
+//! holds it, whatever the address.
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -27,6 +30,12 @@ pub(super) struct Listeners {
     port_refs: Vec<u16>,
     /// Where the next ephemeral search starts.
     cursor: u16,
+}
+
+/// Whether a listener bound to `bound` takes what arrives for `ip`: the
+/// same address, or a wildcard of its family (`::` takes IPv4 too).
+fn covers(bound: IpAddr, ip: IpAddr) -> bool {
+    bound == ip || (bound.is_unspecified() && (bound.is_ipv6() || ip.is_ipv4()))
 }
 
 fn ephemeral_index(port: u16) -> Option<usize> {
@@ -88,9 +97,14 @@ impl Listeners {
         None
     }
 
-    /// Whether a live listener has `port`.
-    pub fn port_taken(&self, port: u16) -> bool {
-        self.slots.iter().any(|l| l.live && l.addr.port() == port)
+    /// Whether a live listener conflicts with one on `addr` (same port,
+    /// addresses equal or one covering the other).
+    pub fn port_taken(&self, addr: SocketAddr) -> bool {
+        self.slots.iter().any(|l| {
+            l.live
+                && l.addr.port() == addr.port()
+                && (covers(l.addr.ip(), addr.ip()) || covers(addr.ip(), l.addr.ip()))
+        })
     }
 
     /// Adds a listener on `addr` (port already chosen and referenced);
@@ -129,10 +143,7 @@ impl Listeners {
     /// The active (not paused) listener for `port` on address `ip`.
     pub fn find(&self, ip: IpAddr, port: u16) -> Option<u32> {
         self.slots.iter().enumerate().find_map(|(index, l)| {
-            let matches = l.live
-                && !l.paused
-                && l.addr.port() == port
-                && (l.addr.ip().is_unspecified() || l.addr.ip() == ip);
+            let matches = l.live && !l.paused && l.addr.port() == port && covers(l.addr.ip(), ip);
             matches.then(|| slot_id(index, l.generation))
         })
     }
@@ -190,5 +201,32 @@ mod tests {
         assert_eq!(l.find(own, 90), Some(any));
         assert_eq!(l.find(own, 91), Some(exact));
         assert_eq!(l.find("fd00::2".parse().unwrap(), 91), None);
+    }
+
+    #[test]
+    fn wildcards_cover_their_family_and_addresses_share_ports() {
+        let mut l = Listeners::new(8, 0).unwrap();
+        let sa = |s: &str| -> SocketAddr { s.parse().unwrap() };
+        let v4 = l.add(sa("0.0.0.0:80")).unwrap();
+        assert_eq!(l.find("10.0.0.1".parse().unwrap(), 80), Some(v4));
+        assert_eq!(l.find("fd00::1".parse().unwrap(), 80), None);
+        // `0.0.0.0` conflicts with IPv4 listeners and `::`, not with an
+        // IPv6 address.
+        assert!(l.port_taken(sa("10.0.0.1:80")));
+        assert!(l.port_taken(sa("[::]:80")));
+        assert!(!l.port_taken(sa("[fd00::1]:80")));
+        let v6 = l.add(sa("[fd00::1]:80")).unwrap();
+        assert_eq!(l.find("fd00::1".parse().unwrap(), 80), Some(v6));
+        // Two addresses on one port; `::` covers both.
+        let a = l.add(sa("10.0.0.1:81")).unwrap();
+        assert!(!l.port_taken(sa("10.0.0.2:81")));
+        let b = l.add(sa("10.0.0.2:81")).unwrap();
+        assert!(l.port_taken(sa("[::]:81")));
+        assert_eq!(l.find("10.0.0.1".parse().unwrap(), 81), Some(a));
+        assert_eq!(l.find("10.0.0.2".parse().unwrap(), 81), Some(b));
+        let any = l.add(sa("[::]:82")).unwrap();
+        assert!(l.port_taken(sa("10.0.0.1:82")) && l.port_taken(sa("[fd00::1]:82")));
+        assert_eq!(l.find("10.0.0.1".parse().unwrap(), 82), Some(any));
+        assert_eq!(l.find("fd00::1".parse().unwrap(), 82), Some(any));
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! CM messages are 256-byte MADs carried in UD SEND Only packets (DETH Q_Key
 //! 0x80010000, source QP 1) to QP1 of the peer's IP address (IPv4 or IPv6,
-//! the device's family), UDP port 4791. A connection is identified on the
+//! the connection's family), UDP port 4791. A connection is identified on the
 //! wire by the two sides' local communication IDs; its address (IP and "ND
 //! port") rides in the RDMA CM IP header at the start of the REQ's private
 //! data (IP version 4 or 6, the addresses in 16-byte fields), and the
@@ -13,12 +13,30 @@
 //!
 //! # Addresses
 //!
-//! A device has one address and its family. A local address (listen,
-//! connect) is the device's own or unspecified; `::` is also taken as
-//! "any" by an IPv4 device (the dual-stack wildcard), while an IPv6
-//! device refuses `0.0.0.0` (the IPv4-only wildcard). A peer is of the
-//! device's family; an IPv4-mapped IPv6 peer is refused (an IPv6 device
-//! cannot reach it). Anything else is `DeviceError::InvalidAddress`.
+//! A device holds a set of IPv4 and IPv6 addresses
+//! ([`crate::addresses`]; [`crate::device::DeviceConfig::addr`] is the
+//! first, [`SoftRnic::set_addresses`] replaces them live). Anything these
+//! rules refuse is `DeviceError::InvalidAddress`.
+//!
+//! * Listen: on one of the addresses, or a wildcard: `0.0.0.0` (any IPv4
+//!   address; needs one in the set) or `::` (any address; reported as
+//!   `0.0.0.0` by a device with only IPv4 addresses, whose listener then
+//!   takes IPv4 only). A REQ reaches the listener bound to the address it
+//!   was sent to, or a wildcard covering it; listeners on different
+//!   addresses may share a port ([`listen`]).
+//! * Peer (connect): a unicast address (not unspecified, multicast, IPv4
+//!   broadcast, or IPv4-mapped IPv6) of a family the set has.
+//! * Local address (connect): one of the addresses, of the peer's family;
+//!   or unspecified (`::`, or `0.0.0.0` for an IPv4 peer), and the set's
+//!   address of the peer's family sharing the longest prefix with it (else
+//!   the first of that family) is taken.
+//! * A connection keeps its own address for good: its CM messages, its
+//!   QP's IP headers, ICRC and GIDs use it, and it takes packets only from
+//!   its peer to that address.
+//! * A packet (or train) whose destination is not in the set now is
+//!   counted dropped. Removing an address leaves its connections alone:
+//!   they receive nothing (the RC and CM timeouts end them) until it is
+//!   added back, and then carry on.
 //!
 //! # Connection states
 //!

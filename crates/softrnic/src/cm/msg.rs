@@ -31,13 +31,13 @@ pub(super) fn ca_guid(addr: IpAddr) -> u64 {
 }
 
 impl Io {
-    /// Sends `mad` to QP1 at `dst` (a UD SEND Only with the GSI DETH). The
-    /// IP/UDP facts follow the socket convention (source port 4791; IPv4
-    /// identification 0, DF) so the ICRC verifies over a UDP-socket link
-    /// too. A `dst` of the other family than the device's is not sent to
-    /// (connection management never makes one).
-    pub(super) fn send(&mut self, device: &SoftRnic, dst: IpAddr, mad: &Mad) {
-        let Some(ip) = IpUdpFields::for_socket(device.config().addr, dst, ROCEV2_PORT) else {
+    /// Sends `mad` from our address `src` to QP1 at `dst` (a UD SEND Only
+    /// with the GSI DETH). The IP/UDP facts follow the socket convention
+    /// (source port 4791; IPv4 identification 0, DF) so the ICRC verifies
+    /// over a UDP-socket link too. Addresses of different families are
+    /// not sent between (connection management never pairs them).
+    pub(super) fn send(&mut self, device: &SoftRnic, src: IpAddr, dst: IpAddr, mad: &Mad) {
+        let Some(ip) = IpUdpFields::for_socket(src, dst, ROCEV2_PORT) else {
             return;
         };
         let headers = gsi_headers(ip, self.mad_psn);
@@ -56,14 +56,14 @@ impl Io {
     /// to answer duplicates with.
     pub(super) fn send_conn(&mut self, device: &SoftRnic, conn: &mut Conn, mad: &Mad) {
         conn.out = *mad;
-        self.send(device, conn.remote.ip(), mad);
+        self.send(device, conn.local.ip(), conn.remote.ip(), mad);
     }
 
     /// Re-sends the connection's last message.
     pub(super) fn resend(&mut self, device: &SoftRnic, conn: &Conn) {
         if conn.out.header.attribute_id.get() != 0 {
             let out = conn.out;
-            self.send(device, conn.remote.ip(), &out);
+            self.send(device, conn.local.ip(), conn.remote.ip(), &out);
         }
     }
 }

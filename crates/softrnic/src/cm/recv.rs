@@ -32,6 +32,7 @@ pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
             device,
             inner,
             src: packet.ip.src(),
+            dst: packet.ip.dst(),
             tid: header.transaction_id.get(),
             now,
         };
@@ -53,6 +54,8 @@ struct Rx<'a> {
     inner: &'a mut Inner,
     /// The sender's address.
     src: IpAddr,
+    /// Our address it was sent to (one of the device's).
+    dst: IpAddr,
     /// The message's transaction ID.
     tid: u64,
     now: u64,
@@ -63,9 +66,10 @@ impl Rx<'_> {
     /// peer (`peer_comm_id`, unless we do not know the peer's yet).
     fn conn(&mut self, our_comm_id: u32, peer_comm_id: u32) -> Option<(u32, &mut Conn, &mut Io)> {
         let id = self.inner.io.conn_id(our_comm_id);
-        let src = self.src;
+        let (src, dst) = (self.src, self.dst);
         let (_, conn) = self.inner.conns.get(id)?;
         let from_peer = conn.remote.ip() == src
+            && conn.local.ip() == dst
             && (conn.remote_comm_id == 0 || conn.remote_comm_id == peer_comm_id);
         if from_peer {
             Some((id, conn, &mut self.inner.io))
@@ -78,7 +82,7 @@ impl Rx<'_> {
     /// Answers a message for no connection with a REJ.
     fn refuse(&mut self, peer_comm_id: u32, rejected: MessageRef, reason: RejReason) {
         if let Some(mad) = msg::rej(self.tid, 0, peer_comm_id, rejected, reason, &[]) {
-            self.inner.io.send(self.device, self.src, &mad);
+            self.inner.io.send(self.device, self.dst, self.src, &mad);
         }
     }
 
@@ -100,7 +104,7 @@ impl Rx<'_> {
                         MessageRef::REQ,
                         MRA_SERVICE_TIMEOUT,
                     );
-                    io.send(self.device, self.src, &mad);
+                    io.send(self.device, self.dst, self.src, &mad);
                 }
                 // Our REP (or REJ) was lost: send it again.
                 State::RepSent | State::Closed | State::TimeWait
@@ -131,7 +135,7 @@ impl Rx<'_> {
         if cma.ip_version() != version {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_SERVICE_ID);
         }
-        let addr = self.device.config().addr;
+        let addr = self.dst;
         // Paused listeners behave as absent.
         let Some(listen_id) = self.inner.listeners.find(addr, port) else {
             self.inner.io.stats.no_listener += 1;
@@ -145,7 +149,7 @@ impl Rx<'_> {
             // Refuse with our MTU: the initiator asks again with the
             // smaller one, and both QPs use min(path MTUs).
             let mad = msg::rej_mtu(self.tid, peer_comm_id, own_pmtu);
-            return self.inner.io.send(self.device, self.src, &mad);
+            return self.inner.io.send(self.device, self.dst, self.src, &mad);
         }
         let Some((id, conn)) = self.inner.conns.alloc() else {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::NO_RESOURCES);
@@ -210,7 +214,7 @@ impl Rx<'_> {
                     MessageRef::REP,
                     MRA_SERVICE_TIMEOUT,
                 );
-                io.send(device, conn.remote.ip(), &mad);
+                io.send(device, conn.local.ip(), conn.remote.ip(), &mad);
             }
             // Our RTU was lost: send it again. After a REQ that timed out
             // or a reject, the REJ again.
@@ -322,11 +326,11 @@ impl Rx<'_> {
     }
 
     fn dreq(&mut self, m: &DreqMsg) {
-        let (device, tid, src) = (self.device, self.tid, self.src);
+        let (device, tid, src, dst) = (self.device, self.tid, self.src, self.dst);
         let Some((id, conn, io)) = self.conn(m.remote_comm_id(), m.local_comm_id()) else {
             // Forgotten connection: answer anyway so the peer finishes.
             let mad = msg::drep(tid, m.remote_comm_id(), m.local_comm_id());
-            return self.inner.io.send(device, src, &mad);
+            return self.inner.io.send(device, dst, src, &mad);
         };
         let mad = msg::drep(tid, io.comm_id(id), conn.remote_comm_id);
         let kind = match conn.state {

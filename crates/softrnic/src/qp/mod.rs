@@ -114,7 +114,7 @@ pub enum Receives {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Path {
     /// The peer's RoCEv2 endpoint (its address, UDP port 4791), of the
-    /// device's family.
+    /// family of the QP's own address.
     pub remote: SocketAddr,
     /// The peer's QP number.
     pub remote_qpn: u32,

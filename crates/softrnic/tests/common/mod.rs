@@ -163,6 +163,10 @@ pub struct Node {
     pub addr: IpAddr,
     pub pd: u32,
     pub pd_key: MemoryKey,
+    /// Further addresses the world delivers to this node (every address
+    /// it was ever given: a removed one still reaches the device, which
+    /// drops what arrives for it).
+    pub routes: Mutex<Vec<IpAddr>>,
 }
 
 /// A QP as the test drives it.
@@ -244,7 +248,25 @@ impl Node {
             addr,
             pd,
             pd_key,
+            routes: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Gives the device `addrs` (replacing its addresses) and has the
+    /// world deliver to them from now on.
+    pub fn set_addresses(&self, addrs: &[IpAddr]) {
+        self.dev.set_addresses(addrs).unwrap();
+        let mut routes = self.routes.lock().unwrap();
+        for a in addrs {
+            if !routes.contains(a) {
+                routes.push(*a);
+            }
+        }
+    }
+
+    /// Whether the world delivers datagrams for `ip` to this node.
+    pub fn reaches(&self, ip: IpAddr) -> bool {
+        self.addr == ip || self.routes.lock().unwrap().contains(&ip)
     }
 
     /// Allocates and registers `len` bytes with `access` in `pd`.
@@ -473,9 +495,9 @@ impl World {
         let mut worked = false;
         while let Some((dst, bytes)) = self.fabric.take_due(now) {
             worked = true;
-            if dst == self.a.addr {
+            if self.a.reaches(dst) {
                 self.a.dev.receive(&bytes);
-            } else if dst == self.b.addr {
+            } else if self.b.reaches(dst) {
                 self.b.dev.receive(&bytes);
             }
         }
