@@ -62,7 +62,9 @@ pub mod ndis;
 pub mod netio;
 pub mod pe;
 pub mod pool;
+pub mod segment;
 pub mod shared;
+pub mod tcpip;
 pub mod trap;
 pub mod verifier;
 

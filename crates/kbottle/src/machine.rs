@@ -358,6 +358,8 @@ impl Machine {
         let driver_object = Box::new(DriverObject::new(&image));
         let registry_path = Box::new(RegistryPath::new());
         state::reset();
+        crate::ndis::nbl::reset();
+        crate::ndis::nblpool::reset();
         state::with(|n| {
             n.driver_object = driver_object.as_ptr() as usize;
             n.registry_path = registry_path.as_ptr() as usize;

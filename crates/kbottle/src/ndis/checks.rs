@@ -43,6 +43,14 @@ pub const NDIS_BUGCHECK_INVALID_NET_PNP_EVENT: u64 = 0x22;
 pub const NDIS_BUGCHECK_WATCHDOG: u64 = 0x25;
 /// 0x7C case: an OID completion that matches no pending request.
 pub const NDIS_BUGCHECK_INVALID_OID_COMPLETION: u64 = 0x26;
+/// 0x7C case: a leaked `NET_BUFFER_LIST`; the bottle files every list
+/// ownership fault (freed, completed or returned twice or by the wrong
+/// party, kept past a hand-over) here. P2 = the list or pool.
+pub const NDIS_BUGCHECK_LEAKED_NBL: u64 = 0x27;
+/// 0x7C case: `NdisOpenAdapterEx` called outside `ProtocolBindAdapterEx`.
+pub const NDIS_BUGCHECK_OPEN_OUTSIDE_BIND: u64 = 0x16;
+/// 0x7C case: an interface stack entry that would make a loop.
+pub const NDIS_BUGCHECK_IFSTACK_LOOP: u64 = 0x1B;
 /// Watchdog P2: `MiniportPause` did not complete.
 pub const WATCHDOG_MINIPORT_PAUSE: u64 = 0x21;
 /// Watchdog P2: `MiniportHaltEx` did not return.

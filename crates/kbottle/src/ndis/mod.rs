@@ -38,11 +38,16 @@ pub mod completions;
 pub mod config;
 pub mod datapath;
 pub mod miniport;
+pub mod nbl;
+pub mod nblpool;
 pub mod pnp;
 pub mod registration;
 pub mod state;
+pub mod upper;
 pub mod workitem;
 
+#[cfg(test)]
+mod nbl_tests;
 #[cfg(test)]
 mod tests;
 
@@ -53,6 +58,12 @@ pub use completions::{
 };
 pub use config::{NdisCloseConfiguration, NdisOpenConfigurationEx, NdisReadConfiguration};
 pub use datapath::{NdisMIndicateReceiveNetBufferLists, NdisMSendNetBufferListsComplete};
+pub use nblpool::{
+    NdisAllocateNetBufferAndNetBufferList, NdisAllocateNetBufferList,
+    NdisAllocateNetBufferListContext, NdisAllocateNetBufferListPool, NdisFreeNetBufferList,
+    NdisFreeNetBufferListContext, NdisFreeNetBufferListPool, NdisGetDataBuffer,
+    NdisGetPoolFromNetBufferList,
+};
 pub use pnp::{NdisMIndicateStatusEx, NdisMNetPnPEvent};
 pub use registration::{
     NdisMDeregisterMiniportDriver, NdisMRegisterMiniportDriver, NdisSetOptionalHandlers,
@@ -90,5 +101,14 @@ pub fn exports() -> Vec<Export> {
         export!("NDIS.SYS", NdisOpenConfigurationEx),
         export!("NDIS.SYS", NdisReadConfiguration),
         export!("NDIS.SYS", NdisCloseConfiguration),
+        export!("NDIS.SYS", NdisAllocateNetBufferListPool),
+        export!("NDIS.SYS", NdisFreeNetBufferListPool),
+        export!("NDIS.SYS", NdisAllocateNetBufferList),
+        export!("NDIS.SYS", NdisAllocateNetBufferAndNetBufferList),
+        export!("NDIS.SYS", NdisFreeNetBufferList),
+        export!("NDIS.SYS", NdisGetPoolFromNetBufferList),
+        export!("NDIS.SYS", NdisGetDataBuffer),
+        export!("NDIS.SYS", NdisAllocateNetBufferListContext),
+        export!("NDIS.SYS", NdisFreeNetBufferListContext),
     ]
 }

@@ -232,6 +232,13 @@ impl Ndis {
         self.adapters.values_mut().find(|a| a.id == id)
     }
 
+    /// Whether `handle` is one NDIS gave out for the driver, an adapter,
+    /// the protocol or a binding (what pools and work items may be
+    /// allocated for).
+    pub fn is_ndis_handle(&mut self, handle: usize) -> bool {
+        self.is_driver(handle) || self.live_adapter(handle).is_some()
+    }
+
     /// Whether `handle` is the driver handle.
     pub fn is_driver(&self, handle: usize) -> bool {
         self.driver

@@ -1,0 +1,111 @@
+//! The NBL ledger and builders: lists the bottle builds carry their frame
+//! through a real NET_BUFFER and MDL, hand-overs must come back to the
+//! party that made them, and freed lists are gone.
+
+use ndis::NET_BUFFER_LIST;
+
+use super::nbl::{self, Holder, LedgerError, ReadError};
+
+fn frame(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
+        .collect()
+}
+
+#[test]
+fn a_built_list_reads_back_its_frame_through_buffer_and_mdl() {
+    let f = frame(1514, 3);
+    let nbl = nbl::build(&f);
+    // SAFETY: a list just built, held by the bottle.
+    let got = unsafe { nbl::frame_of(nbl) }.unwrap();
+    assert_eq!(got, f);
+    // SAFETY: as above.
+    let list = unsafe { nbl.read() };
+    let (pool, nb, ctx) = (list.NdisPoolHandle, list.FirstNetBuffer, list.Context);
+    assert_eq!(pool as usize, nbl::bottle_pool());
+    assert!(!nb.is_null());
+    // SAFETY: the list's NET_BUFFER.
+    let b = unsafe { *nb };
+    assert_eq!(b.data_length(), 1514);
+    assert_eq!((b.DataOffset, b.CurrentMdlOffset), (0, 0));
+    assert_eq!(b.MdlChain, b.CurrentMdl);
+    // SAFETY: the list's context block: 64 bytes of backfill, none used.
+    let block = unsafe { ctx.read() };
+    assert_eq!((block.Size, block.Offset), (64, 64));
+    assert_eq!(nbl::holders(nbl as usize), Some(vec![Holder::Bottle]));
+    nbl::free(nbl).unwrap();
+    assert_eq!(nbl::holders(nbl as usize), None);
+    assert_eq!(nbl::free(nbl), Err(LedgerError::Unknown(nbl as usize)));
+}
+
+#[test]
+fn hand_overs_pop_in_order_and_only_their_owner_can_take_them_back() {
+    let nbl = nbl::build(&frame(60, 1)) as usize;
+    nbl::push(nbl, Holder::SentToMiniport(0x10)).unwrap();
+    nbl::push(nbl, Holder::SentOnBinding(0x20)).unwrap();
+    // Completing to the miniport before the binding gave it back: refused.
+    assert!(matches!(
+        nbl::pop(nbl, Holder::SentToMiniport(0x10)),
+        Err(LedgerError::WrongHolder { .. })
+    ));
+    // Freed while handed out: refused.
+    assert!(nbl::free(nbl as *mut NET_BUFFER_LIST).is_err());
+    let shape = nbl::pop(nbl, Holder::SentOnBinding(0x20)).unwrap();
+    assert_eq!(shape, nbl::shape_of(nbl), "unchanged while handed out");
+    // Twice: refused.
+    assert!(nbl::pop(nbl, Holder::SentOnBinding(0x20)).is_err());
+    nbl::pop(nbl, Holder::SentToMiniport(0x10)).unwrap();
+    // The bottom holder is never popped.
+    assert!(nbl::pop(nbl, Holder::Bottle).is_err());
+    assert_eq!(
+        nbl::held_by(Holder::SentOnBinding(0x20)),
+        Vec::<usize>::new()
+    );
+    nbl::free(nbl as *mut NET_BUFFER_LIST).unwrap();
+}
+
+#[test]
+fn chains_link_in_order_and_each_list_has_its_own_frame() {
+    let frames = [frame(60, 1), frame(100, 2), frame(1500, 3)];
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let head = nbl::build_chain(&refs);
+    // SAFETY: a chain just built, held by the bottle.
+    let lists = unsafe { nbl::chain(head, 10) };
+    assert_eq!(lists.len(), 3);
+    for (list, f) in lists.iter().zip(&frames) {
+        // SAFETY: a list of the chain.
+        assert_eq!(
+            unsafe { nbl::frame_of(*list as *const NET_BUFFER_LIST) }.unwrap(),
+            *f
+        );
+    }
+    for list in lists {
+        nbl::free(list as *mut NET_BUFFER_LIST).unwrap();
+    }
+}
+
+#[test]
+fn a_buffer_shorter_than_its_length_or_without_buffer_is_unreadable() {
+    let nbl = nbl::build(&frame(100, 4));
+    // SAFETY: our own list, held by the bottle.
+    let nb = unsafe { (*nbl).FirstNetBuffer };
+    // SAFETY: its buffer: claim more bytes than the MDL holds.
+    unsafe { (*nb).set_data_length(200) };
+    // SAFETY: our own list, held by the bottle.
+    let short = unsafe { nbl::frame_of(nbl) };
+    assert_eq!(
+        short,
+        Err(ReadError::ShortChain {
+            wanted: 200,
+            found: 100
+        })
+    );
+    // SAFETY: as above: a list without buffers.
+    let first = unsafe { std::mem::replace(&mut (*nbl).FirstNetBuffer, std::ptr::null_mut()) };
+    // SAFETY: as above.
+    let none = unsafe { nbl::frame_of(nbl) };
+    assert_eq!(none, Err(ReadError::NoBuffer));
+    // SAFETY: restore the list before freeing it.
+    unsafe { (*nbl).FirstNetBuffer = first };
+    nbl::free(nbl).unwrap();
+}
