@@ -20,7 +20,10 @@ use crate::nbl::{
     NET_BUFFER_LIST_POOL_PARAMETERS,
 };
 use crate::oid::NDIS_OID_REQUEST;
-use crate::types::{DRIVER_OBJECT, NDIS_HANDLE, NDIS_PORT_NUMBER, NDIS_STRING, UNICODE_STRING};
+use crate::protocol::{NDIS_OPEN_PARAMETERS, NDIS_PROTOCOL_DRIVER_CHARACTERISTICS};
+use crate::types::{
+    DRIVER_OBJECT, NDIS_HANDLE, NDIS_PORT_NUMBER, NDIS_STRING, NET_IFINDEX, UNICODE_STRING,
+};
 
 #[cfg_attr(
     target_os = "windows",
@@ -214,5 +217,123 @@ unsafe extern "system" {
         DataOffsetDelta: ULONG,
         FreeMdl: BOOLEAN,
         FreeMdlHandler: NET_BUFFER_FREE_MDL_HANDLER,
+    );
+
+    // ------------------------------------------------------------------
+    // Protocol edge (ndis.h:7941-8880).
+
+    /// Registers a protocol driver (`PASSIVE_LEVEL`, from `DriverEntry`).
+    pub fn NdisRegisterProtocolDriver(
+        ProtocolDriverContext: NDIS_HANDLE,
+        ProtocolCharacteristics: *mut NDIS_PROTOCOL_DRIVER_CHARACTERISTICS,
+        NdisProtocolHandle: *mut NDIS_HANDLE,
+    ) -> NDIS_STATUS;
+
+    /// Undoes `NdisRegisterProtocolDriver` (`PASSIVE_LEVEL`); every binding
+    /// must be closed.
+    pub fn NdisDeregisterProtocolDriver(NdisProtocolHandle: NDIS_HANDLE);
+
+    /// Opens the adapter of a bind request (`PASSIVE_LEVEL`, from
+    /// `ProtocolBindAdapterEx`); `NDIS_STATUS_PENDING` completes through
+    /// `ProtocolOpenAdapterCompleteEx`.
+    pub fn NdisOpenAdapterEx(
+        NdisProtocolHandle: NDIS_HANDLE,
+        ProtocolBindingContext: NDIS_HANDLE,
+        OpenParameters: *mut NDIS_OPEN_PARAMETERS,
+        BindContext: NDIS_HANDLE,
+        NdisBindingHandle: *mut NDIS_HANDLE,
+    ) -> NDIS_STATUS;
+
+    /// Completes a bind that `ProtocolBindAdapterEx` pended
+    /// (`<= DISPATCH_LEVEL`).
+    pub fn NdisCompleteBindAdapterEx(BindAdapterContext: NDIS_HANDLE, Status: NDIS_STATUS);
+
+    /// Closes a binding (`PASSIVE_LEVEL`); `NDIS_STATUS_PENDING` completes
+    /// through `ProtocolCloseAdapterCompleteEx`.
+    pub fn NdisCloseAdapterEx(NdisBindingHandle: NDIS_HANDLE) -> NDIS_STATUS;
+
+    /// Completes an unbind that `ProtocolUnbindAdapterEx` pended
+    /// (`<= DISPATCH_LEVEL`).
+    pub fn NdisCompleteUnbindAdapterEx(UnbindContext: NDIS_HANDLE);
+
+    /// Sends lists down a binding (`<= DISPATCH_LEVEL`); each completes
+    /// through `ProtocolSendNetBufferListsComplete`.
+    pub fn NdisSendNetBufferLists(
+        NdisBindingHandle: NDIS_HANDLE,
+        NetBufferLists: *mut NET_BUFFER_LIST,
+        PortNumber: NDIS_PORT_NUMBER,
+        SendFlags: ULONG,
+    );
+
+    /// Returns received lists to the miniport below (`<= DISPATCH_LEVEL`).
+    pub fn NdisReturnNetBufferLists(
+        NdisBindingHandle: NDIS_HANDLE,
+        NetBufferLists: *mut NET_BUFFER_LIST,
+        ReturnFlags: ULONG,
+    );
+
+    /// Cancels sends whose cancel ID is `CancelId` (`<= DISPATCH_LEVEL`).
+    pub fn NdisCancelSendNetBufferLists(NdisBindingHandle: NDIS_HANDLE, CancelId: PVOID);
+
+    /// Issues an OID request on a binding (`<= DISPATCH_LEVEL`);
+    /// `NDIS_STATUS_PENDING` completes through `ProtocolOidRequestComplete`.
+    pub fn NdisOidRequest(
+        NdisBindingHandle: NDIS_HANDLE,
+        OidRequest: *mut NDIS_OID_REQUEST,
+    ) -> NDIS_STATUS;
+
+    /// Cancels a pended OID request by its `RequestId` (`<= DISPATCH_LEVEL`).
+    pub fn NdisCancelOidRequest(NdisBindingHandle: NDIS_HANDLE, RequestId: PVOID);
+
+    /// Completes a network PnP event that `ProtocolNetPnPEvent` pended
+    /// (`PASSIVE_LEVEL`).
+    pub fn NdisCompleteNetPnPEvent(
+        NdisBindingHandle: NDIS_HANDLE,
+        NetPnPEventNotification: *mut NET_PNP_EVENT_NOTIFICATION,
+        Status: NDIS_STATUS,
+    );
+
+    // ------------------------------------------------------------------
+    // Intermediate drivers and the interface stack (ndis.h:11301-11620,
+    // 15141-15149).
+
+    /// Ties an intermediate driver's miniport and protocol together
+    /// (`PASSIVE_LEVEL`, from `DriverEntry`).
+    pub fn NdisIMAssociateMiniport(DriverHandle: NDIS_HANDLE, ProtocolHandle: NDIS_HANDLE);
+
+    /// Starts the virtual miniport named `DriverInstance`; NDIS passes
+    /// `DeviceContext` to its `MiniportInitializeEx` as
+    /// `IMDeviceInstanceContext` (`PASSIVE_LEVEL`).
+    pub fn NdisIMInitializeDeviceInstanceEx(
+        DriverHandle: NDIS_HANDLE,
+        DriverInstance: *mut NDIS_STRING,
+        DeviceContext: NDIS_HANDLE,
+    ) -> NDIS_STATUS;
+
+    /// Cancels an `NdisIMInitializeDeviceInstanceEx` whose
+    /// `MiniportInitializeEx` has not run (`PASSIVE_LEVEL`).
+    pub fn NdisIMCancelInitializeDeviceInstance(
+        DriverHandle: NDIS_HANDLE,
+        DeviceInstance: *mut NDIS_STRING,
+    ) -> NDIS_STATUS;
+
+    /// Halts and removes an initialised virtual miniport (`PASSIVE_LEVEL`).
+    pub fn NdisIMDeInitializeDeviceInstance(NdisMiniportHandle: NDIS_HANDLE) -> NDIS_STATUS;
+
+    /// The protocol binding context of the intermediate driver bound to
+    /// this binding's virtual miniport (`<= APC_LEVEL`).
+    pub fn NdisIMGetBindingContext(NdisBindingHandle: NDIS_HANDLE) -> NDIS_HANDLE;
+
+    /// Records that interface `HigherLayerIfIndex` runs over
+    /// `LowerLayerIfIndex` (`PASSIVE_LEVEL`).
+    pub fn NdisIfAddIfStackEntry(
+        HigherLayerIfIndex: NET_IFINDEX,
+        LowerLayerIfIndex: NET_IFINDEX,
+    ) -> NDIS_STATUS;
+
+    /// Removes an interface stack entry (`PASSIVE_LEVEL`).
+    pub fn NdisIfDeleteIfStackEntry(
+        HigherLayerIfIndex: NET_IFINDEX,
+        LowerLayerIfIndex: NET_IFINDEX,
     );
 }

@@ -154,13 +154,71 @@ impl NDIS_LINK_STATE {
 // ---------------------------------------------------------------------
 // Network PnP events.
 
-/// Network PnP event code (`NET_PNP_EVENT_CODE`, C enum; the values a
-/// miniport raises are named).
+/// Network PnP event code (`NET_PNP_EVENT_CODE`, C enum, `netpnp.h:13`):
+/// the values a miniport raises and a protocol receives in
+/// `ProtocolNetPnPEvent` are named.
 pub type NET_PNP_EVENT_CODE = i32;
+/// Power state change; `Buffer` holds a [`NET_DEVICE_POWER_STATE`].
+pub const NetEventSetPower: NET_PNP_EVENT_CODE = 0;
+/// Power state query; `Buffer` holds a [`NET_DEVICE_POWER_STATE`].
+pub const NetEventQueryPower: NET_PNP_EVENT_CODE = 1;
+/// The adapter may be removed.
+pub const NetEventQueryRemoveDevice: NET_PNP_EVENT_CODE = 2;
+/// A query-remove was cancelled.
+pub const NetEventCancelRemoveDevice: NET_PNP_EVENT_CODE = 3;
+/// Configuration changed.
+pub const NetEventReconfigure: NET_PNP_EVENT_CODE = 4;
+/// The bind list changed.
+pub const NetEventBindList: NET_PNP_EVENT_CODE = 5;
+/// All initial bindings are done.
+pub const NetEventBindsComplete: NET_PNP_EVENT_CODE = 6;
+/// Wake-on-LAN capabilities changed.
+pub const NetEventPnPCapabilities: NET_PNP_EVENT_CODE = 7;
+/// The binding is to pause (NDIS 6).
+pub const NetEventPause: NET_PNP_EVENT_CODE = 8;
+/// The binding restarts; `Buffer` holds an
+/// [`crate::NDIS_PROTOCOL_RESTART_PARAMETERS`].
+pub const NetEventRestart: NET_PNP_EVENT_CODE = 9;
+/// Ports were activated.
+pub const NetEventPortActivation: NET_PNP_EVENT_CODE = 10;
+/// Ports were deactivated.
+pub const NetEventPortDeactivation: NET_PNP_EVENT_CODE = 11;
+/// An intermediate driver's virtual miniport may be re-enabled.
+pub const NetEventIMReEnableDevice: NET_PNP_EVENT_CODE = 12;
 /// NDK functionality was enabled (NDIS 6.30).
 pub const NetEventNDKEnable: NET_PNP_EVENT_CODE = 13;
 /// NDK functionality was disabled (NDIS 6.30).
 pub const NetEventNDKDisable: NET_PNP_EVENT_CODE = 14;
+/// A filter is about to detach.
+pub const NetEventFilterPreDetach: NET_PNP_EVENT_CODE = 15;
+/// A binding failed.
+pub const NetEventBindFailed: NET_PNP_EVENT_CODE = 16;
+/// A Hyper-V switch was activated.
+pub const NetEventSwitchActivate: NET_PNP_EVENT_CODE = 17;
+/// Bindings above are allowed again.
+pub const NetEventAllowBindsAbove: NET_PNP_EVENT_CODE = 18;
+/// Bindings above are inhibited.
+pub const NetEventInhibitBindsAbove: NET_PNP_EVENT_CODE = 19;
+/// The miniport may start.
+pub const NetEventAllowStart: NET_PNP_EVENT_CODE = 20;
+/// A pause is required.
+pub const NetEventRequirePause: NET_PNP_EVENT_CODE = 21;
+/// GFT flow entries are to be uploaded.
+pub const NetEventUploadGftFlowEntries: NET_PNP_EVENT_CODE = 22;
+
+/// Device power state carried by `NetEventSetPower`/`NetEventQueryPower`
+/// (`NET_DEVICE_POWER_STATE`, C enum, `netpnp.h:76`).
+pub type NET_DEVICE_POWER_STATE = i32;
+/// Unspecified.
+pub const NetDeviceStateUnspecified: NET_DEVICE_POWER_STATE = 0;
+/// Working (D0).
+pub const NetDeviceStateD0: NET_DEVICE_POWER_STATE = 1;
+/// D1.
+pub const NetDeviceStateD1: NET_DEVICE_POWER_STATE = 2;
+/// D2.
+pub const NetDeviceStateD2: NET_DEVICE_POWER_STATE = 3;
+/// Off (D3).
+pub const NetDeviceStateD3: NET_DEVICE_POWER_STATE = 4;
 
 /// A network PnP event (`netpnp.h`).
 #[repr(C)]

@@ -25,7 +25,8 @@
 //! parameters), [`nbl`] (`NET_BUFFER_LIST`, `NET_BUFFER`, pool
 //! parameters), [`oid`] (`NDIS_OID_REQUEST`, general OIDs), [`attributes`]
 //! (adapter attributes), [`indicate`] (status indications, PnP events),
-//! [`ndk`] (`ndisndk.h` and the NDK OIDs), [`config`] (registry keywords),
+//! [`protocol`] (the protocol edge: handlers, characteristics, bind and
+//! open parameters), [`ndk`] (`ndisndk.h` and the NDK OIDs), [`config`] (registry keywords),
 //! [`functions`] (the `ndis.sys` imports), [`kernel`] (the `ntoskrnl.exe`
 //! services of the driver shell: spin locks, DPCs, timers, pool, IRPs,
 //! MDLs, bug checks), [`wsk`] (Winsock Kernel, for the UDP transport).
@@ -67,6 +68,7 @@ pub mod nbl;
 pub mod ndk;
 pub mod object;
 pub mod oid;
+pub mod protocol;
 pub mod status;
 pub mod types;
 pub mod version;
@@ -83,6 +85,7 @@ pub use nbl::*;
 pub use ndk::*;
 pub use object::*;
 pub use oid::*;
+pub use protocol::*;
 pub use status::*;
 pub use types::*;
 pub use version::*;
