@@ -219,6 +219,24 @@ unsafe extern "system" {
         FreeMdlHandler: NET_BUFFER_FREE_MDL_HANDLER,
     );
 
+    /// Adds `ContextSize` bytes (a multiple of
+    /// `MEMORY_ALLOCATION_ALIGNMENT`) in front of the list's used context
+    /// area, allocating a new context block with `ContextBackFill` more if
+    /// needed (`<= DISPATCH_LEVEL`).
+    pub fn NdisAllocateNetBufferListContext(
+        NetBufferList: *mut NET_BUFFER_LIST,
+        ContextSize: USHORT,
+        ContextBackFill: USHORT,
+        PoolTag: ULONG,
+    ) -> NDIS_STATUS;
+
+    /// Releases `ContextSize` bytes that `NdisAllocateNetBufferListContext`
+    /// added (`<= DISPATCH_LEVEL`).
+    pub fn NdisFreeNetBufferListContext(NetBufferList: *mut NET_BUFFER_LIST, ContextSize: USHORT);
+
+    /// Sleeps for at least `MicrosecondsToSleep` (`<= APC_LEVEL`).
+    pub fn NdisMSleep(MicrosecondsToSleep: ULONG);
+
     // ------------------------------------------------------------------
     // Protocol edge (ndis.h:7941-8880).
 

@@ -244,6 +244,21 @@ pub struct NET_BUFFER_LIST_CONTEXT {
     pub ContextData: [UCHAR; 0],
 }
 
+impl NET_BUFFER_LIST_CONTEXT {
+    /// Byte offset from the start of this block to the used context data:
+    /// what `NET_BUFFER_LIST_CONTEXT_DATA_START(nbl)` adds to `nbl->Context`
+    /// (`ndis/nblaccessors.h:209`: past the header, plus `Offset`).
+    pub const fn data_start_offset(&self) -> usize {
+        size_of::<Self>() + self.Offset as usize
+    }
+
+    /// `NET_BUFFER_LIST_CONTEXT_DATA_SIZE(nbl)` (`ndis/nblaccessors.h:210`):
+    /// the block's `Size`.
+    pub const fn data_size(&self) -> usize {
+        self.Size as usize
+    }
+}
+
 /// Index into `NET_BUFFER_LIST.NetBufferListInfo` (`ndis/nblinfo.h:14`,
 /// C enum `NDIS_NET_BUFFER_LIST_INFO`; x64 values).
 pub type NDIS_NET_BUFFER_LIST_INFO = i32;

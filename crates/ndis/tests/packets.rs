@@ -56,3 +56,16 @@ fn pool_parameters_claim_revision_1() {
     assert_eq!(p.fAllocateNetBuffer, 1);
     assert_eq!(p.Flags, 0);
 }
+
+#[test]
+fn context_data_starts_past_the_header_at_offset() {
+    let ctx = ndis::NET_BUFFER_LIST_CONTEXT {
+        Next: ptr::null_mut(),
+        Size: 64,
+        Offset: 48,
+        ContextDataAlign: ndis::MEMORY_ALLOCATION_ALIGNED([]),
+        ContextData: [],
+    };
+    assert_eq!(ctx.data_start_offset(), 16 + 48);
+    assert_eq!(ctx.data_size(), 64);
+}
