@@ -3,7 +3,8 @@
 //! table below, as read from `ndis.h` (and its sub-headers `ndis/nbl.h`,
 //! `ndis/nblinfo.h`, `ndis/nblapi.h`), `ntddndis.h` and `ndisndk.h` (plus
 //! `ifdef.h`, `ws2ipdef.h`, `wdm.h` and `ntstatus.h` for the few values
-//! NDIS borrows from them).
+//! NDIS borrows from them), and `netioapi.h`/`nldef.h`/`ws2def.h` for the
+//! IP Helper routines.
 //!
 //! From that one table the macro produces
 //! * a compile-time assertion per size, per field offset and per constant
@@ -670,6 +671,23 @@ layout_facts! {
             Tail_OriginalFileObject: 192,
             Tail_IrpExtension: 200,
         },
+        // netioapi.h, ws2def.h (netioapi.rs), SDK 10.0.22000.
+        SCOPE_ID: 4 { Value: 0 },
+        MIB_UNICASTIPADDRESS_ROW: 80 {
+            Address: 0,
+            InterfaceLuid: 32,
+            InterfaceIndex: 40,
+            PrefixOrigin: 44,
+            SuffixOrigin: 48,
+            ValidLifetime: 52,
+            PreferredLifetime: 56,
+            OnLinkPrefixLength: 60,
+            SkipAsSource: 61,
+            DadState: 64,
+            ScopeId: 68,
+            CreationTimeStamp: 72,
+        },
+        MIB_UNICASTIPADDRESS_TABLE: 88 { NumEntries: 0, Table: 8 },
         // wsk.h (wsk.rs), as the WDK's km header declares them.
         WSK_SOCKET: 8 { Dispatch: 0 },
         WSK_BUF: 24 { Mdl: 0, Offset: 8, Length: 16 },
@@ -1166,6 +1184,39 @@ layout_facts! {
             NetDeviceStateD2 = 3,
             NetDeviceStateD3 = 4,
         },
+        // netioapi.rs (netioapi.h, nldef.h, ws2def.h).
+        u16v { AF_UNSPEC = 0, AF_INET = 2, AF_INET6 = 23 },
+        usz { ANY_SIZE = 1 },
+        i32v {
+            MibParameterNotification = 0,
+            MibAddInstance = 1,
+            MibDeleteInstance = 2,
+            MibInitialNotification = 3,
+            IpPrefixOriginOther = 0,
+            IpPrefixOriginManual = 1,
+            IpPrefixOriginWellKnown = 2,
+            IpPrefixOriginDhcp = 3,
+            IpPrefixOriginRouterAdvertisement = 4,
+            IpPrefixOriginUnchanged = 16,
+            IpSuffixOriginOther = 0,
+            IpSuffixOriginManual = 1,
+            IpSuffixOriginWellKnown = 2,
+            IpSuffixOriginDhcp = 3,
+            IpSuffixOriginLinkLayerAddress = 4,
+            IpSuffixOriginRandom = 5,
+            IpSuffixOriginUnchanged = 16,
+            NlsoOther = 0,
+            NlsoManual = 1,
+            NlsoWellKnown = 2,
+            NlsoDhcp = 3,
+            NlsoLinkLayerAddress = 4,
+            NlsoRandom = 5,
+            IpDadStateInvalid = 0,
+            IpDadStateTentative = 1,
+            IpDadStateDuplicate = 2,
+            IpDadStateDeprecated = 3,
+            IpDadStatePreferred = 4,
+        },
         // kernel.rs (wdm.h, ntddk.h, dpfilter.h, ntstatus.h).
         u8v {
             PASSIVE_LEVEL = 0,
@@ -1294,6 +1345,10 @@ mod tests {
             "SOCKADDR_INET size 28",
             "NET_PNP_EVENT size 152",
             "NET_BUFFER size 176",
+            "MIB_UNICASTIPADDRESS_ROW size 80",
+            "MIB_UNICASTIPADDRESS_ROW.CreationTimeStamp offset 72",
+            "MIB_UNICASTIPADDRESS_TABLE.Table offset 8",
+            "const IpDadStatePreferred 4",
             "NDIS_PROTOCOL_DRIVER_CHARACTERISTICS size 128",
             "NDIS_PROTOCOL_DRIVER_CHARACTERISTICS.DirectOidRequestCompleteHandler offset 120",
             "NDIS_BIND_PARAMETERS size 312",

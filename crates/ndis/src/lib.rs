@@ -29,9 +29,11 @@
 //! open parameters), [`ndk`] (`ndisndk.h` and the NDK OIDs), [`config`] (registry keywords),
 //! [`functions`] (the `ndis.sys` imports), [`kernel`] (the `ntoskrnl.exe`
 //! services of the driver shell: spin locks, DPCs, timers, pool, IRPs,
-//! MDLs, bug checks), [`wsk`] (Winsock Kernel, for the UDP transport).
+//! MDLs, bug checks), [`wsk`] (Winsock Kernel, for the UDP transport),
+//! [`netioapi`] (the `NETIO.SYS` IP Helper routines that follow an
+//! interface's unicast addresses).
 #![cfg_attr(not(test), no_std)]
-// Only `functions`, `kernel` and `wsk` (the `unsafe extern` blocks) allow
+// Only `functions`, `kernel`, `wsk` and `netioapi` (the `unsafe extern` blocks) allow
 // it, and `NET_BUFFER::data_length` (one read of an integer union); nothing
 // in this crate dereferences a pointer.
 #![deny(unsafe_code)]
@@ -66,6 +68,7 @@ pub mod layout;
 pub mod miniport;
 pub mod nbl;
 pub mod ndk;
+pub mod netioapi;
 pub mod object;
 pub mod oid;
 pub mod protocol;
@@ -83,6 +86,7 @@ pub use layout::{LAYOUT, facts};
 pub use miniport::*;
 pub use nbl::*;
 pub use ndk::*;
+pub use netioapi::*;
 pub use object::*;
 pub use oid::*;
 pub use protocol::*;
