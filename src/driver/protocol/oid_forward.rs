@@ -1,0 +1,194 @@
+//! V's OID requests that P must see (the packet filter, the multicast
+//! list, the lookahead), forwarded down the binding: the MUX sample's
+//! `MPForwardOidRequest` and `PtCompleteForwardedRequest`. NDIS hands a
+//! miniport one OID request at a time, so each V has one forwarding slot,
+//! allocated with V. The clone carries the original's buffer; when P
+//! completes it the byte counts go back into the original, what P
+//! accepted is recorded (the receive path stops at filter 0, the OID
+//! queries answer the current filter and lookahead), and V's request
+//! completes with P's status. `MiniportOidRequest` always returns
+//! `NDIS_STATUS_PENDING` for a forwarded request, even when P answered at
+//! once (the sample does the same).
+
+// The C enum constants keep their C names (NdisRequestSetInformation).
+#![allow(non_upper_case_globals)]
+
+use core::cell::UnsafeCell;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use ndis::{
+    NDIS_HANDLE, NDIS_OID_REQUEST, NdisMOidRequestComplete, NdisRequestQueryInformation,
+    NdisRequestQueryStatistics, NdisRequestSetInformation, OID_GEN_CURRENT_LOOKAHEAD,
+    OID_GEN_CURRENT_PACKET_FILTER,
+};
+use ndkpi::{
+    NDIS_STATUS, NDIS_STATUS_ADAPTER_NOT_READY, NDIS_STATUS_FAILURE, NDIS_STATUS_NOT_SUPPORTED,
+    NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS,
+};
+
+use crate::driver::binding::{OwnedRequest, new_request};
+use crate::driver::mux::Mux;
+
+/// One V's forwarding slot (the sample's `VELAN::Request`).
+#[repr(C)]
+pub struct ForwardSlot {
+    /// The clone NDIS sees, first (see [`OwnedRequest`]); written by the
+    /// forwarder while no request is forwarded, by NDIS while P has it.
+    owned: UnsafeCell<OwnedRequest>,
+    /// The pairing V belongs to.
+    mux: *const Mux,
+    /// V's NDIS handle.
+    miniport: NDIS_HANDLE,
+    /// V's request being forwarded, null when the slot is free.
+    original: AtomicPtr<NDIS_OID_REQUEST>,
+    /// The lookahead P last accepted.
+    pub lookahead: AtomicU32,
+}
+
+impl core::fmt::Debug for ForwardSlot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ForwardSlot").finish_non_exhaustive()
+    }
+}
+
+// SAFETY: `owned` is written only by the forwarder while `original` is
+// null (NDIS's one-request-at-a-time rule) and read by P's completion
+// before `original` is cleared; the
+// handles are opaque tokens NDIS allows on any thread; the pairing is
+// Sync and outlives V.
+unsafe impl Send for ForwardSlot {}
+// SAFETY: as above.
+unsafe impl Sync for ForwardSlot {}
+
+impl ForwardSlot {
+    /// A free slot for V (`miniport`) over `mux`.
+    pub fn new(mux: &Mux, miniport: NDIS_HANDLE) -> Self {
+        Self {
+            owned: UnsafeCell::new(OwnedRequest {
+                request: new_request(NdisRequestSetInformation, 0, ptr::null_mut(), 0),
+                complete: forwarded_complete,
+            }),
+            mux: ptr::from_ref(mux),
+            miniport,
+            original: AtomicPtr::new(ptr::null_mut()),
+            lookahead: AtomicU32::new(mux.binding.lower.lookahead),
+        }
+    }
+
+    /// Forwards `request` (a set or query) to P; returns
+    /// `NDIS_STATUS_PENDING` (V's request completes with
+    /// `NdisMOidRequestComplete`) or a failure (nothing was forwarded).
+    ///
+    /// # Safety
+    /// `request` is the request NDIS handed V's `MiniportOidRequest`, ours
+    /// until completed; `self` stays at its address until no request is
+    /// forwarded (V's halt comes after every OID request completed).
+    pub unsafe fn forward(&self, request: NonNull<NDIS_OID_REQUEST>) -> NDIS_STATUS {
+        // SAFETY: the pairing outlives V (see `new`).
+        let mux = unsafe { &*self.mux };
+        if mux.virt.deinitializing.load(Ordering::SeqCst) {
+            return NDIS_STATUS_FAILURE;
+        }
+        if mux.virt.power_state.load(Ordering::SeqCst) != 1 || !mux.binding.is_powered() {
+            return NDIS_STATUS_ADAPTER_NOT_READY;
+        }
+        // SAFETY: NDIS's request, ours (contract).
+        let original = unsafe { request.as_ref() };
+        let (oid, buffer, length) = match original.RequestType {
+            NdisRequestQueryInformation | NdisRequestQueryStatistics => {
+                // SAFETY: the live member of a query.
+                let q = unsafe { original.DATA.QUERY_INFORMATION };
+                (q.Oid, q.InformationBuffer, q.InformationBufferLength)
+            }
+            NdisRequestSetInformation => {
+                // SAFETY: the live member of a set.
+                let s = unsafe { original.DATA.SET_INFORMATION };
+                (s.Oid, s.InformationBuffer, s.InformationBufferLength)
+            }
+            _ => return NDIS_STATUS_NOT_SUPPORTED,
+        };
+        if self
+            .original
+            .compare_exchange(
+                ptr::null_mut(),
+                request.as_ptr(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            // NDIS sends one request at a time; a second one is a bug
+            // of the caller's, refused rather than corrupting the first.
+            return NDIS_STATUS_FAILURE;
+        }
+        let clone = new_request(original.RequestType, oid, buffer, length);
+        // `request` is the first field of the repr(C) OwnedRequest.
+        let owned = self.owned.get();
+        // SAFETY: the slot is ours (`original` was null and is now set), P
+        // has no clone of ours outstanding.
+        unsafe { owned.cast::<NDIS_OID_REQUEST>().write(clone) };
+        let Some(owned) = NonNull::new(owned) else {
+            return NDIS_STATUS_FAILURE;
+        };
+        // SAFETY: `owned` lives in the slot, untouched until completed.
+        unsafe { mux.binding.issue(owned) };
+        NDIS_STATUS_PENDING
+    }
+}
+
+/// Completion of a forwarded request (`<= DISPATCH_LEVEL`): the sample's
+/// `PtCompleteForwardedRequest`.
+///
+/// # Safety
+/// `request` is the `owned` field of a [`ForwardSlot`] with a request
+/// forwarded.
+unsafe fn forwarded_complete(request: NonNull<OwnedRequest>, status: NDIS_STATUS) {
+    // SAFETY: `owned` is the first field of a repr(C) ForwardSlot.
+    let slot = unsafe { request.cast::<ForwardSlot>().as_ref() };
+    let Some(original) = NonNull::new(slot.original.load(Ordering::Acquire)) else {
+        return;
+    };
+    // SAFETY: P is done with the clone; it is ours until the slot is free.
+    let clone = unsafe { &(*slot.owned.get()).request };
+    // SAFETY: V's request, ours until completed below.
+    let original_ref = unsafe { &mut *original.as_ptr() };
+    if original_ref.RequestType == NdisRequestSetInformation {
+        // SAFETY: the clone copies the original's type: a set.
+        let done = unsafe { clone.DATA.SET_INFORMATION };
+        // SAFETY: as above.
+        let orig = unsafe { &mut original_ref.DATA.SET_INFORMATION };
+        orig.BytesRead = done.BytesRead;
+        orig.BytesNeeded = done.BytesNeeded;
+        if status == NDIS_STATUS_SUCCESS
+            && !done.InformationBuffer.is_null()
+            && done.InformationBufferLength >= 4
+        {
+            // SAFETY: V's buffer of at least 4 bytes (checked), valid
+            // until V's request completes.
+            let value = unsafe { done.InformationBuffer.cast::<u32>().read_unaligned() };
+            // SAFETY: the pairing outlives V, which outlives its
+            // forwarded requests.
+            let mux = unsafe { &*slot.mux };
+            match done.Oid {
+                OID_GEN_CURRENT_PACKET_FILTER => {
+                    mux.virt.packet_filter.store(value, Ordering::Relaxed);
+                    mux.binding.packet_filter.store(value, Ordering::Relaxed);
+                }
+                OID_GEN_CURRENT_LOOKAHEAD => slot.lookahead.store(value, Ordering::Relaxed),
+                _ => {}
+            }
+        }
+    } else {
+        // SAFETY: the clone copies the original's type: a query.
+        let done = unsafe { clone.DATA.QUERY_INFORMATION };
+        // SAFETY: as above.
+        let orig = unsafe { &mut original_ref.DATA.QUERY_INFORMATION };
+        orig.BytesWritten = done.BytesWritten;
+        orig.BytesNeeded = done.BytesNeeded;
+    }
+    slot.original.store(ptr::null_mut(), Ordering::Release);
+    // SAFETY: <= DISPATCH_LEVEL; V's handle; V's request that its
+    // MiniportOidRequest pended, completed once.
+    unsafe { NdisMOidRequestComplete(slot.miniport, original.as_ptr(), status) };
+}
