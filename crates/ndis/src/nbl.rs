@@ -25,8 +25,10 @@
 //! `NetBufferListInfo` has `MaxNetBufferListInfo` entries: 26 on x64 for
 //! an NDIS 6.50 build (the contract this crate registers, see
 //! [`crate::version`]); headers built for 6.80 and later add
-//! `NetBufferListInfoReserved3` (27). NDIS allocates every list itself and
-//! never reads past the entries its client's contract knows.
+//! `NetBufferListInfoReserved3` (27), and NDIS's own build adds private
+//! entries after those. Lists only come from NDIS pools, which allocate
+//! NDIS's larger size, so a 6.50 client reading its 26 entries stays
+//! inside every list.
 
 use core::fmt;
 use core::ptr;
