@@ -1,0 +1,421 @@
+//! The software RNIC's Ethernet attachment in the MUX: its frames go down
+//! the binding to the NIC (P) from the port's own NBLs, and the frames P
+//! receives for it are taken out of the stream before they reach V.
+//!
+//! `softrnic`'s [`EthernetPort`] does the Ethernet work (neighbour
+//! resolution with ARP and IPv6 neighbour discovery, framing, receive
+//! classification, own-address loopback); this module is its kernel
+//! shell:
+//!
+//! * Send: the port hands each frame to [`NblSink::send_frame`], which
+//!   copies it into a preallocated frame ([`pool`]) and sends it with
+//!   `Binding::send_own`. No frame free, a frame too long or a binding
+//!   that does not run drops it (RoCE's RC transport retransmits; an ARP
+//!   request is asked again). The completion gives the frame back
+//!   ([`L2Port::send_complete`]).
+//! * Receive: [`L2Port::take_received`] shows each received frame to the
+//!   port, in place or copied into a bounce buffer ([`receive`]), at
+//!   DISPATCH_LEVEL; a RoCEv2 datagram for one of V's addresses goes to the
+//!   RNIC (`SoftRnic::receive`) and the frame is consumed; everything else
+//!   (ARP and neighbour discovery included, after the port has learnt from
+//!   them) goes up V unchanged.
+//! * Loopback: a datagram to one of V's own addresses never reaches the
+//!   wire (the NIC does not hairpin frames); the port queues it and calls
+//!   [`NblSink::loopback_ready`], which kicks the engine, whose pass hands
+//!   the queue to the RNIC outside its locks (the [`Pump`]).
+//! * Lifetime: created at V's initialisation on an open binding
+//!   ([`L2Port::create`]), attached to the RNIC and its engine
+//!   ([`L2Port::attach`]), detached before they stop ([`L2Port::detach`]),
+//!   and shut down at V's halt once the binding's sends have drained
+//!   ([`L2Port::shutdown`]); the memory goes with the last reference.
+
+mod pool;
+mod receive;
+
+use alloc::boxed::Box;
+use core::net::IpAddr;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use hwq::TryArc;
+use ndis::{DISPATCH_LEVEL, NET_BUFFER_LIST};
+use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
+use softrnic::device::SoftRnic;
+use softrnic::env::{Clock, Link};
+use softrnic::l2::{EthernetPort, FrameSink, Verdict};
+
+use self::pool::SendPool;
+use self::receive::Bounce;
+use super::binding::Binding;
+use super::clock::KernelClock;
+use super::engine::{Engine, Pump};
+use super::irql;
+use super::log::log_info;
+
+/// The RoCEv2 UDP port (IANA).
+pub const ROCEV2_UDP_PORT: u16 = 4791;
+
+/// RoCEv2 counters of a port (`OID_NDK_STATISTICS`' RDMA frames and
+/// octets): RoCEv2 frames only, bytes counted as UDP payload (BTH through
+/// ICRC). ARP and neighbour discovery frames are not counted.
+#[derive(Debug, Default)]
+pub struct L2Stats {
+    /// RoCEv2 frames handed to the NIC.
+    pub sent: AtomicU64,
+    /// UDP payload bytes of those frames.
+    pub sent_bytes: AtomicU64,
+    /// Frames the port could not send: no free frame, too long, or the
+    /// binding not running.
+    pub send_drops: AtomicU64,
+    /// RoCEv2 datagrams taken from the NIC's receives and given to the RNIC.
+    pub received: AtomicU64,
+    /// UDP payload bytes of those datagrams.
+    pub received_bytes: AtomicU64,
+    /// Received frames the port could not look at (no RNIC attached, or
+    /// NDIS could not map a split frame); passed up.
+    pub receive_drops: AtomicU64,
+}
+
+impl L2Stats {
+    fn count(count: &AtomicU64, bytes: &AtomicU64, len: usize) {
+        count.fetch_add(1, Ordering::Relaxed);
+        bytes.fetch_add(len as u64, Ordering::Relaxed);
+    }
+}
+
+/// What the port's sink works with, shared between the port and the sink
+/// the `EthernetPort` owns.
+struct Frames {
+    pool: SendPool,
+    binding: &'static Binding,
+    /// The engine to kick for loopback, while attached.
+    engine: AtomicPtr<Engine>,
+    /// Sink calls using `engine` now (the detach rundown).
+    kickers: AtomicU32,
+    /// No more sends (set by `shutdown`).
+    closed: AtomicBool,
+    /// Sink calls sending now (the shutdown rundown).
+    senders: AtomicU32,
+    stats: L2Stats,
+}
+
+/// The [`FrameSink`] of the port: frames go down the binding in the
+/// port's own NBLs.
+#[derive(Debug)]
+pub struct NblSink(TryArc<Frames>);
+
+impl core::fmt::Debug for Frames {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Frames")
+            .field("pool", &self.pool)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Frames {
+    /// Sends one frame (`<= DISPATCH_LEVEL`, as every caller of the port
+    /// runs); whether it went down to the NIC.
+    fn send(&self, frame: &[u8]) -> bool {
+        self.senders.fetch_add(1, Ordering::SeqCst);
+        let sent = !self.closed.load(Ordering::SeqCst) && self.send_open(frame);
+        self.senders.fetch_sub(1, Ordering::SeqCst);
+        if sent {
+            if let Some(len) = roce_payload_len(frame) {
+                L2Stats::count(&self.stats.sent, &self.stats.sent_bytes, len);
+            }
+        } else {
+            self.stats.send_drops.fetch_add(1, Ordering::Relaxed);
+        }
+        sent
+    }
+
+    fn send_open(&self, frame: &[u8]) -> bool {
+        let Some(claimed) = self.pool.claim() else {
+            return false;
+        };
+        let Some(nbl) = claimed.fill(frame) else {
+            claimed.release();
+            return false;
+        };
+        let dispatch = irql::current() >= DISPATCH_LEVEL;
+        if self.binding.send_own(nbl, dispatch) {
+            // NDIS has the list now; the frame stays taken until the
+            // completion gives it back.
+            true
+        } else {
+            claimed.release();
+            false
+        }
+    }
+
+    /// Kicks the attached engine (`<= DISPATCH_LEVEL`).
+    fn kick(&self) {
+        self.kickers.fetch_add(1, Ordering::SeqCst);
+        if let Some(engine) = NonNull::new(self.engine.load(Ordering::SeqCst)) {
+            // SAFETY: `attach` stored a live engine and `detach` clears the
+            // pointer and waits for `kickers` to drain before the engine
+            // can go, so it is alive while counted here.
+            unsafe { engine.as_ref() }.kick();
+        }
+        self.kickers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl FrameSink for NblSink {
+    fn send_frame(&self, frame: &[u8]) -> bool {
+        self.0.send(frame)
+    }
+
+    fn loopback_ready(&self) {
+        self.0.kick();
+    }
+}
+
+/// The RNIC's Ethernet port over one binding.
+pub struct L2Port {
+    port: EthernetPort<NblSink>,
+    frames: TryArc<Frames>,
+    bounce: Bounce,
+    /// The RNIC received datagrams go to, while attached.
+    rnic: AtomicPtr<SoftRnic>,
+    /// `take_received` calls using `rnic` now (the detach rundown).
+    receivers: AtomicU32,
+}
+
+impl core::fmt::Debug for L2Port {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("L2Port")
+            .field("frames", &self.frames)
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: the raw pointers are published and withdrawn atomically, and
+// their users are counted (`receivers`, `kickers`) so that `detach` can
+// wait for them; everything else is `Sync` or only shared through atomics.
+unsafe impl Send for L2Port {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for L2Port {}
+
+impl L2Port {
+    /// The port of V over `binding` (`PASSIVE_LEVEL`, V's initialisation,
+    /// the binding open): its NBL pool and frames on the binding, its MAC
+    /// the NIC's, its link state and MTU the binding's. `binding` outlives
+    /// the port (V halts before the binding closes).
+    pub fn create(binding: &'static Binding) -> Result<TryArc<Self>, NTSTATUS> {
+        let pool = SendPool::new(binding.handle())?;
+        let frames = TryArc::try_new_or_drop(Frames {
+            pool,
+            binding,
+            engine: AtomicPtr::new(ptr::null_mut()),
+            kickers: AtomicU32::new(0),
+            closed: AtomicBool::new(false),
+            senders: AtomicU32::new(0),
+            stats: L2Stats::default(),
+        })
+        .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+        let port = EthernetPort::new(binding.mac(), NblSink(frames.clone()))
+            .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        let this = Self {
+            port,
+            frames,
+            bounce: Bounce::new()?,
+            rnic: AtomicPtr::new(ptr::null_mut()),
+            receivers: AtomicU32::new(0),
+        };
+        this.port.set_link(binding.link.is_up(), binding.mtu());
+        TryArc::try_new_or_drop(this).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
+    }
+
+    /// The RNIC's [`Link`] (what the device is built with):
+    /// `L2Port::link(&port)`.
+    pub fn link(this: &TryArc<Self>) -> Result<Box<dyn Link>, NTSTATUS> {
+        super::alloc::try_box(PortLink(this.clone()))
+            .map(|link| -> Box<dyn Link> { link })
+            .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
+    }
+
+    /// Connects the port to its RNIC and engine (`PASSIVE_LEVEL`, after the
+    /// device exists and before `engine.start`): received RoCEv2 datagrams
+    /// go to `rnic`, and the engine's passes hand it the loopback queue.
+    /// Both must stay alive until [`L2Port::detach`] returned, and the port
+    /// until `engine.stop` returned.
+    pub fn attach(&self, rnic: &SoftRnic, engine: &mut Engine) {
+        // SAFETY: the port outlives the engine's `stop` (this function's
+        // contract), which is what `set_pump` asks.
+        unsafe { engine.set_pump(self) };
+        self.frames
+            .engine
+            .store(ptr::from_mut(engine), Ordering::SeqCst);
+        self.rnic
+            .store(ptr::from_ref(rnic).cast_mut(), Ordering::SeqCst);
+    }
+
+    /// Disconnects the port from its RNIC and engine (`PASSIVE_LEVEL`):
+    /// when it returns, no receive uses the RNIC and no send kicks the
+    /// engine. Idempotent.
+    pub fn detach(&self) {
+        self.rnic.store(ptr::null_mut(), Ordering::SeqCst);
+        self.frames.engine.store(ptr::null_mut(), Ordering::SeqCst);
+        while self.receivers.load(Ordering::SeqCst) != 0
+            || self.frames.kickers.load(Ordering::SeqCst) != 0
+        {
+            super::platform_wait();
+        }
+    }
+
+    /// RoCEv2 counters.
+    pub fn stats(&self) -> &L2Stats {
+        &self.frames.stats
+    }
+
+    /// Looks at one received list (`<= DISPATCH_LEVEL`; P owns it for the
+    /// call, its `Next` ignored): `true` if it carried a RoCEv2 datagram
+    /// for one of V's addresses, now copied into the RNIC (the caller
+    /// returns the list to P instead of indicating it up); `false`: pass
+    /// it up.
+    pub fn take_received(&self, nbl: &NET_BUFFER_LIST) -> bool {
+        let old = irql::raise_to_dispatch();
+        self.receivers.fetch_add(1, Ordering::SeqCst);
+        let taken = match NonNull::new(self.rnic.load(Ordering::SeqCst)) {
+            // SAFETY: `attach` stored a live RNIC and `detach` clears the
+            // pointer and waits for `receivers` to drain before the RNIC
+            // can go, so it is alive while counted here.
+            Some(rnic) => self.steer(unsafe { rnic.as_ref() }, nbl),
+            None => false,
+        };
+        self.receivers.fetch_sub(1, Ordering::SeqCst);
+        irql::lower(old);
+        taken
+    }
+
+    /// Classifies the frame of `nbl` and hands a RoCEv2 datagram to `rnic`
+    /// (`DISPATCH_LEVEL`).
+    fn steer(&self, rnic: &SoftRnic, nbl: &NET_BUFFER_LIST) -> bool {
+        let now = KernelClock.now_us();
+        let stats = &self.frames.stats;
+        let taken = self.bounce.with_frame(nbl, |frame| {
+            let Verdict::Rnic { ip } = self.port.on_frame(frame, now) else {
+                return false;
+            };
+            let Some(datagram) = frame.get(ip) else {
+                return false;
+            };
+            rnic.receive(datagram);
+            if let Some(len) = datagram_payload_len(datagram) {
+                L2Stats::count(&stats.received, &stats.received_bytes, len);
+            }
+            true
+        });
+        taken.unwrap_or_else(|| {
+            stats.receive_drops.fetch_add(1, Ordering::Relaxed);
+            false
+        })
+    }
+
+    /// Whether `nbl`, a completed send, is one of the port's lists
+    /// (`<= DISPATCH_LEVEL`).
+    pub fn owns(&self, nbl: &NET_BUFFER_LIST) -> bool {
+        self.frames.pool.owns(nbl)
+    }
+
+    /// One of the port's lists came back from P (`<= DISPATCH_LEVEL`,
+    /// `Next` cleared): its frame is free again.
+    pub fn send_complete(&self, nbl: NonNull<NET_BUFFER_LIST>) {
+        if !self.frames.pool.completed(nbl) {
+            super::log::log_error!("rsndk: L2 port: completion of a list not in flight");
+        }
+    }
+
+    /// P's link state, MTU and speed (`<= DISPATCH_LEVEL`): the port sends
+    /// nothing while the link is down, and the RNIC's path MTU follows the
+    /// link MTU.
+    pub fn set_link(&self, up: bool, mtu: u32, speed_bps: u64) {
+        self.port.set_link(up, mtu);
+        log_info!(
+            "rsndk: L2 port: link {}, MTU {mtu}, {speed_bps} bit/s",
+            if up { "up" } else { "down" }
+        );
+    }
+
+    /// V's unicast addresses with their on-link prefix lengths, for the
+    /// port's classification and neighbour resolution (`PASSIVE_LEVEL`,
+    /// the address watcher).
+    pub fn set_addresses(&self, addrs: &[(IpAddr, u8)]) {
+        let taken = self.port.set_addresses(addrs);
+        if taken != addrs.len() {
+            super::log::log_error!("rsndk: L2 port: took {taken} of {} addresses", addrs.len());
+        }
+    }
+
+    /// Stops sending and waits until every frame is back (`PASSIVE_LEVEL`,
+    /// V's halt, after the binding stopped taking sends and its own
+    /// sends drained): from here on every frame is idle, so the lists,
+    /// MDLs and pool can go with the port.
+    pub fn shutdown(&self) {
+        self.frames.closed.store(true, Ordering::SeqCst);
+        while self.frames.senders.load(Ordering::SeqCst) != 0 || self.frames.pool.in_flight() != 0 {
+            super::platform_wait();
+        }
+        let stats = &self.frames.stats;
+        log_info!(
+            "rsndk: L2 port closed: sent {}, send drops {}, received {}, receive drops {}; {:?}",
+            stats.sent.load(Ordering::Relaxed),
+            stats.send_drops.load(Ordering::Relaxed),
+            stats.received.load(Ordering::Relaxed),
+            stats.receive_drops.load(Ordering::Relaxed),
+            self.port.stats(),
+        );
+    }
+}
+
+impl Pump for L2Port {
+    /// Moves the port's clock (neighbour ageing, held datagrams; the engine
+    /// runs at least every idle period) and hands the loopback queue to
+    /// the RNIC.
+    fn pump(&self, rnic: &SoftRnic) -> bool {
+        self.port.tick(KernelClock.now_us());
+        self.port.poll_loopback(|datagram| rnic.receive(datagram)) != 0
+    }
+}
+
+/// The RNIC's [`Link`]: transmits through the port.
+#[derive(Debug)]
+struct PortLink(TryArc<L2Port>);
+
+impl Link for PortLink {
+    fn transmit(&self, datagram: &[u8]) {
+        self.0.port.transmit(datagram);
+    }
+}
+
+/// The UDP payload length of an Ethernet frame carrying a RoCEv2 datagram
+/// (untagged IPv4 or IPv6, UDP to port 4791), else `None`.
+fn roce_payload_len(frame: &[u8]) -> Option<usize> {
+    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    if ethertype != 0x0800 && ethertype != 0x86DD {
+        return None;
+    }
+    datagram_payload_len(frame.get(14..)?)
+}
+
+/// The UDP payload length of an IPv4 or IPv6 datagram carrying UDP to port
+/// 4791 (IPv6 with UDP as its first next header), else `None`.
+fn datagram_payload_len(datagram: &[u8]) -> Option<usize> {
+    let version = datagram.first()? >> 4;
+    let (protocol, udp_at) = match version {
+        4 => (*datagram.get(9)?, usize::from(datagram.first()? & 0x0F) * 4),
+        6 => (*datagram.get(6)?, 40),
+        _ => return None,
+    };
+    if protocol != 17 {
+        return None;
+    }
+    let udp: [u8; 8] = datagram.get(udp_at..udp_at + 8)?.try_into().ok()?;
+    let [_, _, dst_hi, dst_lo, len_hi, len_lo, _, _] = udp;
+    if u16::from_be_bytes([dst_hi, dst_lo]) != ROCEV2_UDP_PORT {
+        return None;
+    }
+    usize::from(u16::from_be_bytes([len_hi, len_lo])).checked_sub(8)
+}
