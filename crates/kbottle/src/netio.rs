@@ -1,4 +1,8 @@
-//! NETIO.SYS's Winsock Kernel for the bottled driver: client registration
+//! NETIO.SYS for the bottled driver: the IP Helper routines for unicast
+//! addresses ([`iphelper`]: `NotifyUnicastIpAddressChange`,
+//! `CancelMibChangeNotify2`, `GetUnicastIpAddressTable`,
+//! `GetUnicastIpAddressEntry`, `FreeMibTable`, over the bottle's TCP/IP),
+//! and Winsock Kernel: client registration
 //! (`WskRegister`, `WskDeregister`, `WskCaptureProviderNPI`,
 //! `WskReleaseProviderNPI`), the provider dispatch (`WskSocket`) and the
 //! datagram socket dispatch (`WskControlSocket`, `WskBind`, `WskSendTo`,
@@ -41,6 +45,9 @@ mod buffer;
 mod capture;
 mod checks;
 mod datagram;
+pub mod iphelper;
+mod iphelper_notify;
+mod iphelper_rows;
 mod provider;
 mod receive;
 mod registration;
@@ -48,8 +55,14 @@ mod socket;
 mod udp;
 
 #[cfg(test)]
+mod iphelper_tests;
+#[cfg(test)]
 mod tests;
 
+pub use iphelper::{
+    CancelMibChangeNotify2, FreeMibTable, GetUnicastIpAddressEntry, GetUnicastIpAddressTable,
+    NotifyUnicastIpAddressChange,
+};
 pub use receive::set_split_indications;
 pub use registration::{
     WskCaptureProviderNPI, WskDeregister, WskRegister, WskReleaseProviderNPI, open_registrations,
@@ -66,9 +79,27 @@ pub fn set_capture(path: Option<PathBuf>) -> std::io::Result<()> {
     capture::set(path)
 }
 
+/// `MIB_UNICASTIPADDRESS_TABLE`s `GetUnicastIpAddressTable` returned and
+/// `FreeMibTable` never freed (a leak at unload).
+pub fn iphelper_tables_outstanding() -> usize {
+    iphelper::tables_outstanding()
+}
+
+/// `NotifyUnicastIpAddressChange` handles never cancelled with
+/// `CancelMibChangeNotify2` (at unload: a leak, and a callback into an
+/// unloaded driver waiting to happen).
+pub fn iphelper_notifications_open() -> usize {
+    iphelper::notifications_open()
+}
+
 /// NETIO.SYS's exports the bottle binds.
 pub fn exports() -> Vec<Export> {
     vec![
+        export!("NETIO.SYS", NotifyUnicastIpAddressChange),
+        export!("NETIO.SYS", CancelMibChangeNotify2),
+        export!("NETIO.SYS", GetUnicastIpAddressTable),
+        export!("NETIO.SYS", GetUnicastIpAddressEntry),
+        export!("NETIO.SYS", FreeMibTable),
         export!("NETIO.SYS", WskRegister),
         export!("NETIO.SYS", WskDeregister),
         export!("NETIO.SYS", WskCaptureProviderNPI),

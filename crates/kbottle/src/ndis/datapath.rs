@@ -6,7 +6,8 @@
 //!   ([`super::nbl::build`]), hands it to V's `MiniportSendNetBufferLists`
 //!   at DISPATCH_LEVEL on the stack's processor, and takes it back in
 //!   `NdisMSendNetBufferListsComplete`, which must return it exactly once,
-//!   with its `SourceHandle` as it went down. While the stack above V is
+//!   with its `SourceHandle`, buffers, MDLs, offsets and context as they
+//!   went down. While the stack above V is
 //!   paused ([`pause_upper`], before V's `MiniportPause`) nothing more is
 //!   sent, and the pause waits until V completed everything it was given.
 //! - Receives: `NdisMIndicateReceiveNetBufferLists` copies every frame of
@@ -298,8 +299,22 @@ fn complete_upper_send(api: &str, handle: usize, list: usize, status: NDIS_STATU
     }
     drop(s);
     SENDS_CHANGED.notify_all();
-    if let Err(e) = nbl::pop(list, Holder::SentToMiniport(handle)) {
-        list_fault(api, list, &e.to_string());
+    match nbl::pop(list, Holder::SentToMiniport(handle)) {
+        Ok(sent) => {
+            let back = nbl::shape_of(list);
+            if back != sent {
+                list_fault(
+                    api,
+                    list,
+                    &format!(
+                        "{list:#x} came back changed: sent as {sent:?}, completed as {back:?} \
+                         (a miniport restores the NET_BUFFERs, MDLs, offsets and context it \
+                         changed)"
+                    ),
+                );
+            }
+        }
+        Err(e) => list_fault(api, list, &e.to_string()),
     }
     if let Err(e) = nbl::free(list as *mut NET_BUFFER_LIST) {
         list_fault(api, list, &e.to_string());
