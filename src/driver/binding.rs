@@ -30,16 +30,14 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64,
 use ndis::{
     MediaConnectStateConnected, NDIS_BIND_PARAMETERS, NDIS_DEFAULT_PORT_NUMBER, NDIS_HANDLE,
     NDIS_LINK_STATE, NDIS_MEDIA_CONNECT_STATE, NDIS_MEDIA_DUPLEX_STATE, NDIS_MEDIUM,
-    NDIS_OBJECT_HEADER, NDIS_OBJECT_TYPE_OID_REQUEST, NDIS_OBJECT_TYPE_OPEN_PARAMETERS, NDIS_OID,
-    NDIS_OID_REQUEST, NDIS_OID_REQUEST_DATA, NDIS_OID_REQUEST_QUERY_INFORMATION,
-    NDIS_OID_REQUEST_REVISION_1, NDIS_OID_REQUEST_SET_INFORMATION, NDIS_OPEN_PARAMETERS,
-    NDIS_OPEN_PARAMETERS_REVISION_1, NDIS_PHYSICAL_MEDIUM, NDIS_REQUEST_TYPE,
-    NDIS_SEND_FLAGS_DISPATCH_LEVEL, NDIS_SIZEOF_OID_REQUEST_REVISION_1,
-    NDIS_SIZEOF_OPEN_PARAMETERS_REVISION_1, NDIS_STATUS_CLOSING, NDIS_STRING, NET_BUFFER_LIST,
-    NET_IF_ACCESS_TYPE, NET_IF_CONNECTION_TYPE, NET_IF_DIRECTION_TYPE, NET_IFINDEX, NET_IFTYPE,
-    NdisCloseAdapterEx, NdisMedium802_3, NdisOidRequest, NdisOpenAdapterEx,
-    NdisRequestSetInformation, NdisSendNetBufferLists, OID_802_3_MULTICAST_LIST,
-    OID_GEN_CURRENT_PACKET_FILTER, UINT,
+    NDIS_OBJECT_HEADER, NDIS_OBJECT_TYPE_OID_REQUEST, NDIS_OID, NDIS_OID_REQUEST,
+    NDIS_OID_REQUEST_DATA, NDIS_OID_REQUEST_QUERY_INFORMATION, NDIS_OID_REQUEST_REVISION_1,
+    NDIS_OID_REQUEST_SET_INFORMATION, NDIS_OPEN_PARAMETERS, NDIS_PHYSICAL_MEDIUM,
+    NDIS_REQUEST_TYPE, NDIS_SEND_FLAGS_DISPATCH_LEVEL, NDIS_SIZEOF_OID_REQUEST_REVISION_1,
+    NDIS_STATUS_CLOSING, NDIS_STRING, NET_BUFFER_LIST, NET_IF_ACCESS_TYPE, NET_IF_CONNECTION_TYPE,
+    NET_IF_DIRECTION_TYPE, NET_IFINDEX, NET_IFTYPE, NdisCloseAdapterEx, NdisMedium802_3,
+    NdisOidRequest, NdisOpenAdapterEx, NdisRequestSetInformation, NdisSendNetBufferLists,
+    OID_802_3_MULTICAST_LIST, OID_GEN_CURRENT_PACKET_FILTER, UINT,
 };
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS};
 
@@ -327,16 +325,12 @@ impl core::fmt::Debug for Binding {
 // everything mutable is atomic, and `sync` is used by one thread at a time
 // (`sync_busy`) and by NDIS's completion, which the user waits for.
 unsafe impl Send for Binding {}
-// SAFETY: as above.
+// SAFETY: shared use goes through atomics, the immutable lower facts, and
+// `sync`, which `sync_busy` gives to one thread at a time.
 unsafe impl Sync for Binding {}
 
 /// `NdisDeviceStateD0`.
 const DEVICE_STATE_D0: i32 = 1;
-
-/// Requests that no-op `sync_request_complete` placeholders start from.
-const fn idle_complete() -> RequestComplete {
-    sync_request_complete
-}
 
 impl Binding {
     /// A binding to the P `params` describes, not open yet; `None` if P is
@@ -360,7 +354,7 @@ impl Binding {
             sync: UnsafeCell::new(SyncRequest {
                 owned: OwnedRequest {
                     request: new_request(NdisRequestSetInformation, 0, ptr::null_mut(), 0),
-                    complete: idle_complete(),
+                    complete: sync_request_complete,
                 },
                 done: AtomicBool::new(false),
                 status: AtomicI32::new(NDIS_STATUS_SUCCESS),
@@ -398,19 +392,15 @@ impl Binding {
     ) -> NDIS_STATUS {
         let mut medium: [NDIS_MEDIUM; 1] = [NdisMedium802_3];
         let mut selected: UINT = 0;
-        let mut params = NDIS_OPEN_PARAMETERS {
-            Header: NDIS_OBJECT_HEADER::new(
-                NDIS_OBJECT_TYPE_OPEN_PARAMETERS,
-                NDIS_OPEN_PARAMETERS_REVISION_1,
-                NDIS_SIZEOF_OPEN_PARAMETERS_REVISION_1,
-            ),
-            AdapterName: adapter_name,
-            MediumArray: medium.as_mut_ptr(),
-            MediumArraySize: 1,
-            SelectedMediumIndex: &raw mut selected,
-            FrameTypeArray: ptr::null_mut(),
-            FrameTypeArraySize: 0,
-        };
+        // No frame type array: every frame type (the sample's choice).
+        let mut params = NDIS_OPEN_PARAMETERS::new(
+            adapter_name,
+            medium.as_mut_ptr(),
+            1,
+            &raw mut selected,
+            ptr::null_mut(),
+            0,
+        );
         // SAFETY: PASSIVE_LEVEL inside ProtocolBindAdapterEx with NDIS's
         // bind context; the parameters and the medium array live across
         // the call (NDIS reads them before returning, even when the open
@@ -668,7 +658,8 @@ impl Binding {
         while !done.load(Ordering::Acquire) {
             super::platform_wait();
         }
-        // SAFETY: as above.
+        // SAFETY: the slot lives in `self` and this thread still holds it
+        // (`sync_busy`); `status` is atomic and was written before `done`.
         let status = unsafe { (*sync).status.load(Ordering::Acquire) };
         self.sync_busy.store(false, Ordering::Release);
         status

@@ -82,6 +82,9 @@ pub struct Virtual {
     port: AtomicPtr<L2Port>,
     /// Users of `miniport` and `port` on the receive and status paths.
     pub rundown: Rundown,
+    /// V's first `MiniportRestart` ran and its halt has not begun: status
+    /// indications on V are allowed (not during `MiniportInitializeEx`).
+    pub started: AtomicBool,
     /// V's pause state and NBLs out.
     pub gate: PauseGate,
     /// The packet filter TCP/IP set on V (what P was asked for).
@@ -115,7 +118,9 @@ pub struct Mux {
 // the same sequences and the unbind, which runs after the pairing left the
 // registry; everything else is atomic or the (Send + Sync) binding.
 unsafe impl Send for Mux {}
-// SAFETY: as above.
+// SAFETY: shared use reads atomics, the Sync binding, and `name`, which is
+// written only while no other thread reads it (the registry lock and the
+// instance state order the two, see `Send`).
 unsafe impl Sync for Mux {}
 
 impl Mux {
@@ -132,6 +137,7 @@ impl Mux {
                 adapter: AtomicPtr::new(ptr::null_mut()),
                 port: AtomicPtr::new(ptr::null_mut()),
                 rundown: Rundown::closed(),
+                started: AtomicBool::new(false),
                 gate: PauseGate::paused(),
                 packet_filter: AtomicU32::new(0),
                 power_state: AtomicI32::new(DEVICE_STATE_D0),
@@ -148,7 +154,8 @@ impl Mux {
     /// pairing is not freed before the returned reference's last use (the
     /// unbind frees it only after V halted and the binding closed).
     pub unsafe fn from_context<'a>(context: NDIS_HANDLE) -> &'a Self {
-        // SAFETY: per contract.
+        // SAFETY: a live pairing's address (this function's contract),
+        // shared only through `&`.
         unsafe { &*context.cast::<Self>() }
     }
 
@@ -180,14 +187,16 @@ impl Mux {
         self.indicate_link_state();
     }
 
-    /// Passes P's current link state up on V and to the L2 port, if V is
-    /// up and in D0 (`<= DISPATCH_LEVEL`).
+    /// Passes P's current link state up on V (once V started, in D0) and to
+    /// the L2 port (`<= DISPATCH_LEVEL`); nothing before V is up.
     pub fn indicate_link_state(&self) {
         if !self.virt.rundown.enter() {
             return;
         }
         let mut state = self.binding.link.get();
-        if self.virt.power_state.load(Ordering::SeqCst) == DEVICE_STATE_D0 {
+        if self.virt.started.load(Ordering::SeqCst)
+            && self.virt.power_state.load(Ordering::SeqCst) == DEVICE_STATE_D0
+        {
             let miniport = self.virt.miniport();
             let mut indication = NDIS_STATUS_INDICATION::new(
                 miniport,
@@ -285,6 +294,7 @@ impl Virtual {
     /// First step of `MiniportHaltEx` (`PASSIVE_LEVEL`): nothing on the
     /// receive and status paths reaches V any more once this returns.
     pub fn detach(&self) {
+        self.started.store(false, Ordering::SeqCst);
         self.rundown.close_and_wait();
     }
 
@@ -318,7 +328,9 @@ impl Virtual {
             Ok(()) => true,
             Err(completed_pause) => {
                 if completed_pause {
-                    // SAFETY: as in `nbls_returned`.
+                    // SAFETY: <= DISPATCH_LEVEL; V's handle (V cannot halt
+                    // before its pause completed); `enter` reported that
+                    // this call completed the pending pause, once.
                     unsafe { NdisMPauseComplete(self.miniport()) };
                 }
                 false

@@ -91,9 +91,10 @@ impl Chain {
 /// # Safety
 /// `nbl` is an NBL the caller holds for the call.
 unsafe fn detach(nbl: NonNull<NET_BUFFER_LIST>) -> *mut NET_BUFFER_LIST {
-    // SAFETY: per contract.
+    // SAFETY: an NBL the caller holds (this function's contract): nobody
+    // else reads or writes it meanwhile.
     let rest = unsafe { (*nbl.as_ptr()).Next };
-    // SAFETY: per contract.
+    // SAFETY: the same held NBL; unlinking it is the holder's to do.
     unsafe { (*nbl.as_ptr()).Next = ptr::null_mut() };
     rest
 }
@@ -106,7 +107,8 @@ unsafe fn chain_len(mut at: *mut NET_BUFFER_LIST) -> u32 {
     let mut count = 0;
     while let Some(nbl) = NonNull::new(at) {
         count += 1;
-        // SAFETY: per contract.
+        // SAFETY: an NBL of the caller's chain, held for the call (this
+        // function's contract).
         at = unsafe { (*nbl.as_ptr()).Next };
     }
     count
@@ -125,9 +127,10 @@ unsafe fn complete_up(
 ) {
     let mut at = lists.as_ptr();
     while let Some(nbl) = NonNull::new(at) {
-        // SAFETY: per contract, V still owns the NBL.
+        // SAFETY: V still owns the NBL (this function's contract); its
+        // status is the completer's to set.
         unsafe { (*nbl.as_ptr()).Status = status };
-        // SAFETY: as above.
+        // SAFETY: the same NBL, still V's.
         at = unsafe { (*nbl.as_ptr()).Next };
     }
     // SAFETY: <= DISPATCH_LEVEL (told by `flags`); V's chain, completed
@@ -142,15 +145,13 @@ unsafe fn complete_up(
 /// `nbl` has a context area (after a successful
 /// `NdisAllocateNetBufferListContext`) and is held by the caller.
 unsafe fn context_data(nbl: NonNull<NET_BUFFER_LIST>) -> *mut SendContext {
-    // SAFETY: per contract, `Context` points to NDIS's context header.
+    // SAFETY: the caller holds the NBL (this function's contract).
     let context = unsafe { (*nbl.as_ptr()).Context };
-    // SAFETY: as above; the header is followed by `Size` bytes of
-    // ContextData, the used part at `Offset` (ndis/nbl.h's macro).
-    let offset = usize::from(unsafe { (*context).Offset });
-    // SAFETY: as above.
-    let data = unsafe { &raw mut (*context).ContextData };
-    // Inside the context block: the macro's own arithmetic.
-    data.cast::<u8>().wrapping_add(offset).cast()
+    // SAFETY: the NBL has a context block (this function's contract), so
+    // `Context` points to NDIS's header; the used data starts
+    // `data_start_offset` bytes into it (NET_BUFFER_LIST_CONTEXT_DATA_START).
+    let offset = unsafe { (*context).data_start_offset() };
+    context.cast::<u8>().wrapping_add(offset).cast()
 }
 
 /// V's `MiniportSendNetBufferLists`: down the binding, or completed at once
@@ -182,7 +183,8 @@ pub unsafe fn send(
     let binding = &mux.binding;
     if !binding.is_powered() || !binding.enter_sends(count) {
         stats.out_discards.fetch_add(u64::from(count), Relaxed);
-        // SAFETY: as above.
+        // SAFETY: V's handle and the chain NDIS handed V (this function's
+        // contract), not yet completed; completed once here.
         unsafe { complete_up(miniport, lists, NDIS_STATUS_PAUSED, complete_flags) };
         mux.virt.nbls_returned(count);
         return;
@@ -252,7 +254,7 @@ pub unsafe fn send_complete(mux: &Mux, lists: NonNull<NET_BUFFER_LIST>, flags: U
     while let Some(nbl) = NonNull::new(at) {
         // SAFETY: the chain is ours again.
         at = unsafe { detach(nbl) };
-        // SAFETY: as above.
+        // SAFETY: the NBL just detached, ours until handed on below.
         let nbl_ref = unsafe { nbl.as_ref() };
         if let Some(port) = port
             && port.owns(nbl_ref)
@@ -335,7 +337,8 @@ pub unsafe fn receive(
         at = unsafe { detach(nbl) };
         let mut keep = true;
         if attached {
-            // SAFETY: as above.
+            // SAFETY: the NBL just detached from P's chain, ours (lent or
+            // given) for the call.
             let taken = port.is_some_and(|port| port.take_received(unsafe { nbl.as_ref() }));
             if taken {
                 // The RNIC has it; P gets it back.

@@ -126,7 +126,8 @@ pub fn deregister() {
 /// `context` is one NDIS passes to a protocol handler for a binding rsndk
 /// opened: a live pairing until `ProtocolUnbindAdapterEx` returns.
 unsafe fn mux<'a>(context: NDIS_HANDLE) -> &'a Mux {
-    // SAFETY: per contract.
+    // SAFETY: a pairing `bind` leaked and the unbind has not freed
+    // (this function's contract), which is what `from_context` asks.
     unsafe { Mux::from_context(context) }
 }
 
@@ -204,7 +205,8 @@ unsafe extern "win64" fn net_pnp_event(
             NDIS_STATUS_SUCCESS
         }
         NetEventRestart => {
-            // SAFETY: as above.
+            // SAFETY: a binding event carries that binding's context (not
+            // null: checked by the arm above), live until the unbind.
             unsafe { mux(context) }.binding.restart();
             NDIS_STATUS_SUCCESS
         }
@@ -215,7 +217,8 @@ unsafe extern "win64" fn net_pnp_event(
             // SAFETY: an NDIS_DEVICE_POWER_STATE (checked size), valid for
             // the call.
             let state = unsafe { event.Buffer.cast::<i32>().read_unaligned() };
-            // SAFETY: as above.
+            // SAFETY: a binding event carries that binding's context (not
+            // null: checked by the arm above), live until the unbind.
             let mux = unsafe { mux(context) };
             mux.binding.set_power(state);
             if mux.binding.is_powered() {

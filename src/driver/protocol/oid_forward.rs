@@ -58,7 +58,9 @@ impl core::fmt::Debug for ForwardSlot {
 // handles are opaque tokens NDIS allows on any thread; the pairing is
 // Sync and outlives V.
 unsafe impl Send for ForwardSlot {}
-// SAFETY: as above.
+// SAFETY: shared use: atomics, immutable handles and pairing pointer, and
+// `owned`, whose writer (the forwarder, or NDIS while P has the clone) is
+// one at a time by `original`'s compare-exchange.
 unsafe impl Sync for ForwardSlot {}
 
 impl ForwardSlot {
@@ -156,7 +158,8 @@ unsafe fn forwarded_complete(request: NonNull<OwnedRequest>, status: NDIS_STATUS
     if original_ref.RequestType == NdisRequestSetInformation {
         // SAFETY: the clone copies the original's type: a set.
         let done = unsafe { clone.DATA.SET_INFORMATION };
-        // SAFETY: as above.
+        // SAFETY: V's request is a set (the branch's test): its live
+        // member is SET_INFORMATION.
         let orig = unsafe { &mut original_ref.DATA.SET_INFORMATION };
         orig.BytesRead = done.BytesRead;
         orig.BytesNeeded = done.BytesNeeded;
@@ -182,7 +185,8 @@ unsafe fn forwarded_complete(request: NonNull<OwnedRequest>, status: NDIS_STATUS
     } else {
         // SAFETY: the clone copies the original's type: a query.
         let done = unsafe { clone.DATA.QUERY_INFORMATION };
-        // SAFETY: as above.
+        // SAFETY: V's request is a query (only sets and queries are
+        // forwarded): its live member is QUERY_INFORMATION.
         let orig = unsafe { &mut original_ref.DATA.QUERY_INFORMATION };
         orig.BytesWritten = done.BytesWritten;
         orig.BytesNeeded = done.BytesNeeded;

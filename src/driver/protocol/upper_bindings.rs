@@ -49,7 +49,7 @@ pub fn read(binding: NDIS_HANDLE) -> Result<Option<Vec<u16>>, NDIS_STATUS> {
 fn read_open(handle: NDIS_HANDLE) -> Result<Option<Vec<u16>>, NDIS_STATUS> {
     // SAFETY: `handle` is open until the caller closes it.
     let value = unsafe { config::read(handle, &UPPER_BINDINGS, NdisParameterMultiString) }
-        // SAFETY: as above.
+        // SAFETY: `handle` is open until the caller closes it.
         .or_else(|| unsafe { config::read(handle, &UPPER_BINDINGS, NdisParameterString) })
         .ok_or(ndkpi::NDIS_STATUS_FAILURE)?;
     // SAFETY: a string parameter's live member is StringData (both
