@@ -3,14 +3,12 @@
 //!
 //! The set is a fixed array (no allocation), read under a reader lock by
 //! every received packet and written only when the host replaces it
-//! ([`SoftRnic::set_addresses`]). How the rest of the device uses it is
+//! ([`crate::device::SoftRnic::set_addresses`]). How the rest of the device uses it is
 //! written down once, in [`crate::cm`]'s "Addresses" section.
 
 use core::net::IpAddr;
 
 use hwq::device::DeviceError;
-
-use crate::device::SoftRnic;
 
 /// Addresses a device holds at most.
 pub const MAX_ADDRESSES: usize = 16;
@@ -118,29 +116,6 @@ impl AddressSet {
             }
         }
         best.map(|(a, _)| a)
-    }
-}
-
-impl SoftRnic {
-    /// Replaces the device's addresses (IPv4 and IPv6 together; up to
-    /// [`MAX_ADDRESSES`]). Connections are left alone: one whose address
-    /// went stops receiving (its peer's retransmissions run out, or the
-    /// address comes back and it carries on). On error (an unusable or
-    /// one too many address) the set is unchanged.
-    pub fn set_addresses(&self, addrs: &[IpAddr]) -> Result<(), DeviceError> {
-        let set = AddressSet::new(addrs)?;
-        *self.addresses.write() = set;
-        Ok(())
-    }
-
-    /// The device's addresses now.
-    pub fn addresses(&self) -> AddressSet {
-        *self.addresses.read()
-    }
-
-    /// Whether `ip` is one of the device's addresses now.
-    pub fn has_address(&self, ip: IpAddr) -> bool {
-        self.addresses.read().contains(ip)
     }
 }
 

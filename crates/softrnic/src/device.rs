@@ -226,6 +226,29 @@ impl SoftRnic {
         self.config.caps()
     }
 
+    // ---- addresses ----
+
+    /// Replaces the device's addresses (IPv4 and IPv6 together; up to
+    /// [`crate::addresses::MAX_ADDRESSES`]). Connections are left alone: one whose address
+    /// went stops receiving (its peer's retransmissions run out, or the
+    /// address comes back and it carries on). On error (an unusable or
+    /// one too many address) the set is unchanged.
+    pub fn set_addresses(&self, addrs: &[IpAddr]) -> Result<(), DeviceError> {
+        let set = AddressSet::new(addrs)?;
+        *self.addresses.write() = set;
+        Ok(())
+    }
+
+    /// The device's addresses now.
+    pub fn addresses(&self) -> AddressSet {
+        *self.addresses.read()
+    }
+
+    /// Whether `ip` is one of the device's addresses now.
+    pub fn has_address(&self, ip: IpAddr) -> bool {
+        self.addresses.read().contains(ip)
+    }
+
     // ---- events ----
 
     /// Installs the driver's event sink.

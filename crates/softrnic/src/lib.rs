@@ -21,6 +21,7 @@ mod device_impl;
 pub mod engine;
 pub mod env;
 pub mod fabric;
+pub mod l2;
 pub mod memory;
 pub mod qp;
 pub mod srq;

@@ -255,6 +255,23 @@ pub fn datagram_destination(datagram: &[u8]) -> Option<IpAddr> {
     }
 }
 
+/// The source address of an IPv4 or IPv6 datagram (the IP header's
+/// field, nothing else checked); `None` when too short or of another
+/// version.
+pub fn datagram_source(datagram: &[u8]) -> Option<IpAddr> {
+    match datagram.first()? >> 4 {
+        4 => {
+            let b: [u8; 4] = datagram.get(12..16)?.try_into().ok()?;
+            Some(IpAddr::from(b))
+        }
+        6 => {
+            let b: [u8; 16] = datagram.get(8..24)?.try_into().ok()?;
+            Some(IpAddr::from(b))
+        }
+        _ => None,
+    }
+}
+
 /// The destination (address and UDP port) and the UDP payload of an IPv4
 /// or IPv6 datagram, for a link that hands UDP payloads to a socket.
 /// Nothing is checked but that the headers are there (an IPv4 header's
@@ -308,6 +325,7 @@ mod tests {
         let mut d = head[..n].to_vec();
         d.extend_from_slice(b"hello");
         assert_eq!(datagram_destination(&d), Some(f6.dst()));
+        assert_eq!(datagram_source(&d), Some(f6.src()));
         assert_eq!(split_datagram(&d), Some((f6.destination(), &b"hello"[..])));
         let f4 = IpUdpFields::for_socket(
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
@@ -320,6 +338,8 @@ mod tests {
         let mut d = head[..n].to_vec();
         d.extend_from_slice(b"hi");
         assert_eq!(split_datagram(&d), Some((f4.destination(), &b"hi"[..])));
+        assert_eq!(datagram_source(&d), Some(f4.src()));
+        assert_eq!(datagram_source(&d[..15]), None);
         assert_eq!(datagram_destination(&[0x60; 39]), None);
         assert_eq!(datagram_destination(&[0x50; 60]), None);
         assert_eq!(datagram_destination(&[]), None);

@@ -14,14 +14,19 @@
 //! * [`icrc`] — the invariant CRC, incremental ([`IcrcHasher`]).
 //! * [`psn`], [`pmtu`] — sequence arithmetic, MTU, segmentation, padding.
 //! * [`mad`], [`cm`], [`cma`] — connection management MADs on QP1.
+//! * [`ethernet`], [`arp`], [`ndp`] — the link layer a RoCEv2 datagram
+//!   travels in, and the neighbour resolution of IPv4 (ARP) and IPv6
+//!   (Neighbor Discovery) (used by [`crate::l2`]).
 //!
 //! Parsing never panics: every malformed input is a [`ParseError`] the
 //! transport can count and drop.
 
+pub mod arp;
 pub mod bth;
 pub mod cm;
 pub mod cma;
 pub mod error;
+pub mod ethernet;
 pub mod ext;
 pub(crate) mod fields;
 pub mod icrc;
@@ -29,6 +34,7 @@ pub mod ip_udp;
 pub mod ipv4_udp;
 pub mod ipv6_udp;
 pub mod mad;
+pub mod ndp;
 pub mod opcode;
 pub mod packet;
 pub mod pmtu;
