@@ -528,3 +528,36 @@ fn tshark_finds_nothing_malformed_in_what_the_stack_sends() {
         );
     }
 }
+
+#[test]
+fn pings_work_again_after_link_down_up_and_an_address_removed_and_re_added() {
+    let lab = Lab::new();
+    lab.bind(1, true);
+    lab.bind(2, true);
+    lab.stack.add_address(1, ip("198.18.7.1"), 24).unwrap();
+    lab.stack.add_address(2, ip("198.18.7.2"), 24).unwrap();
+    lab.stack.add_address(1, ip("fd00:5253::71"), 64).unwrap();
+    lab.stack.add_address(2, ip("fd00:5253::72"), 64).unwrap();
+    lab.wait_preferred(2, ip("fd00:5253::72"));
+    lab.wait_preferred(1, ip("fd00:5253::71"));
+    assert!(lab.stack.ping(1, ip("198.18.7.2"), WAIT));
+    lab.stack.set_link(2, false);
+    assert!(lab.stack.neighbours(2).is_empty(), "flushed with the link");
+    assert_eq!(lab.dad_of(2, ip("198.18.7.2")), Some(DadState::Tentative));
+    assert!(
+        !lab.stack
+            .ping(1, ip("198.18.7.2"), Duration::from_millis(300))
+    );
+    lab.stack.set_link(2, true);
+    lab.wait_preferred(2, ip("fd00:5253::72"));
+    assert!(lab.stack.ping(1, ip("198.18.7.2"), WAIT));
+    assert!(lab.stack.ping(1, ip("fd00:5253::72"), WAIT));
+    lab.stack.remove_address(2, ip("fd00:5253::72")).unwrap();
+    assert!(
+        !lab.stack
+            .ping(1, ip("fd00:5253::72"), Duration::from_millis(300))
+    );
+    lab.stack.add_address(2, ip("fd00:5253::72"), 64).unwrap();
+    lab.wait_preferred(2, ip("fd00:5253::72"));
+    assert!(lab.stack.ping(1, ip("fd00:5253::72"), WAIT));
+}
