@@ -57,6 +57,7 @@ pub mod image;
 pub mod io;
 pub mod ke;
 pub mod machine;
+mod machine_ip;
 pub mod mm;
 pub mod ndis;
 pub mod netio;

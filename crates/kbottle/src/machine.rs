@@ -20,9 +20,11 @@ use std::time::Duration;
 use ndis::{DRIVER_OBJECT, NET_PNP_EVENT_CODE, NetEventNDKEnable, UNICODE_STRING};
 use ndkpi::{NDK_ADAPTER, NDK_VERSION, NTSTATUS};
 
+use crate::ndis::bindflow::{self, NicOptions};
 use crate::ndis::miniport::{self, OidKind};
-use crate::ndis::{GeneralAttributes, NdkAttributes, RegistrationAttributes, state, workitem};
+use crate::ndis::{GeneralAttributes, NdkAttributes, RegistrationAttributes, nic, state, workitem};
 use crate::pe::{self, Image, LoadError};
+use crate::segment::{self, SegmentId, SegmentStats};
 use crate::verifier::{self, Bugcheck};
 use crate::{cpu, crt, io, ke, mm, netio, pool, trap};
 
@@ -109,6 +111,22 @@ pub struct Report {
     pub irps: usize,
     /// The miniport driver is still registered with NDIS.
     pub still_registered: bool,
+    /// The protocol driver is still registered with NDIS.
+    pub protocol_still_registered: bool,
+    /// `NET_BUFFER_LIST` pools never freed, and the lists still allocated
+    /// from them.
+    pub nbl_pools: Vec<crate::ndis::nblpool::LivePool>,
+    /// Bindings never closed.
+    pub open_bindings: usize,
+    /// Interface stack entries never deleted.
+    pub if_stack_entries: usize,
+    /// What the protocol or intermediate driver left wrong without a bug
+    /// check (an unbind that left its binding open, ...).
+    pub ndis_faults: Vec<String>,
+    /// `GetUnicastIpAddressTable` results never given to `FreeMibTable`.
+    pub mib_tables: usize,
+    /// `NotifyUnicastIpAddressChange` handles never cancelled.
+    pub mib_notifications: usize,
 }
 
 impl Report {
@@ -126,12 +144,23 @@ impl Report {
             && self.mdls == 0
             && self.irps == 0
             && !self.still_registered
+            && !self.protocol_still_registered
+            && self.nbl_pools.is_empty()
+            && self.open_bindings == 0
+            && self.if_stack_entries == 0
+            && self.ndis_faults.is_empty()
+            && self.mib_tables == 0
+            && self.mib_notifications == 0
     }
 
     /// Whether anything left could still run driver code (so the image
     /// must stay mapped).
     fn driver_code_may_run(&self) -> bool {
-        self.armed_timers != 0 || self.queued_dpcs != 0 || self.open_sockets != 0
+        self.armed_timers != 0
+            || self.queued_dpcs != 0
+            || self.open_sockets != 0
+            || self.open_bindings != 0
+            || self.mib_notifications != 0
     }
 }
 
@@ -144,7 +173,9 @@ impl fmt::Display for Report {
             f,
             "pool {:?}, {} armed timers, {} queued DPCs, {} queued and {} leaked work items, \
              {} open sockets, {} WSK registrations, {} open configurations, {} MDLs, {} IRPs, \
-             registered: {}, bugchecks: {:?}",
+             registered: {}, protocol registered: {}, NBL pools {:?}, {} open bindings, \
+             {} interface stack entries, {} MIB tables, {} MIB notifications, faults: {:?}, \
+             bugchecks: {:?}",
             self.pool_by_tag,
             self.armed_timers,
             self.queued_dpcs,
@@ -156,6 +187,13 @@ impl fmt::Display for Report {
             self.mdls,
             self.irps,
             self.still_registered,
+            self.protocol_still_registered,
+            self.nbl_pools,
+            self.open_bindings,
+            self.if_stack_entries,
+            self.mib_tables,
+            self.mib_notifications,
+            self.ndis_faults,
             self.bugchecks
         )
     }
@@ -227,6 +265,8 @@ pub struct Machine {
     driver_object: Box<DriverObject>,
     registry_path: Box<RegistryPath>,
     baseline: Baseline,
+    /// The segment [`Machine::add_adapter`] puts NICs on.
+    default_segment: SegmentId,
 }
 
 // SAFETY: the image mapping, the driver object and the registry path are
@@ -245,6 +285,14 @@ impl fmt::Debug for Machine {
             .field("registry_path", &self.registry_path.as_ptr())
             .finish_non_exhaustive()
     }
+}
+
+/// Keywords as the adapter's store keeps them.
+fn owned(keywords: &[(&str, Keyword)]) -> Vec<(String, Keyword)> {
+    keywords
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), value.clone()))
+        .collect()
 }
 
 /// Every export of the bottle's kernel modules.
@@ -271,6 +319,8 @@ struct Baseline {
     wsk_registrations: usize,
     mdls: usize,
     irps: usize,
+    mib_tables: usize,
+    mib_notifications: usize,
 }
 
 impl Baseline {
@@ -283,6 +333,8 @@ impl Baseline {
             wsk_registrations: netio::open_registrations(),
             mdls: mm::outstanding_mdls(),
             irps: io::outstanding_irps(),
+            mib_tables: netio::iphelper_tables_outstanding(),
+            mib_notifications: netio::iphelper_notifications_open(),
         }
     }
 
@@ -296,6 +348,18 @@ impl Baseline {
                 n.driver.is_some(),
             )
         });
+        let (protocol_still_registered, open_bindings, if_stack_entries, ndis_faults) =
+            state::with(|n| {
+                (
+                    n.protocol.is_some(),
+                    n.bindings
+                        .values()
+                        .filter(|b| b.state != state::BindingState::Closed)
+                        .count(),
+                    n.if_stack.len(),
+                    n.faults.clone(),
+                )
+            });
         Report {
             pool_by_tag: pool::outstanding_by_tag(),
             armed_timers: ke::armed_timers().saturating_sub(self.armed_timers),
@@ -312,6 +376,14 @@ impl Baseline {
             mdls: mm::outstanding_mdls().saturating_sub(self.mdls),
             irps: io::outstanding_irps().saturating_sub(self.irps),
             still_registered,
+            protocol_still_registered,
+            nbl_pools: crate::ndis::nblpool::live_pools(),
+            open_bindings,
+            if_stack_entries,
+            ndis_faults,
+            mib_tables: netio::iphelper_tables_outstanding().saturating_sub(self.mib_tables),
+            mib_notifications: netio::iphelper_notifications_open()
+                .saturating_sub(self.mib_notifications),
         }
     }
 }
@@ -360,6 +432,8 @@ impl Machine {
         state::reset();
         crate::ndis::nbl::reset();
         crate::ndis::nblpool::reset();
+        // The stack above every V (the bottle's TCP/IP).
+        crate::tcpip::install();
         state::with(|n| {
             n.driver_object = driver_object.as_ptr() as usize;
             n.registry_path = registry_path.as_ptr() as usize;
@@ -402,6 +476,7 @@ impl Machine {
             driver_object,
             registry_path,
             baseline,
+            default_segment: segment::create(segment::DEFAULT_MTU),
         })
     }
 
@@ -410,14 +485,157 @@ impl Machine {
         self.image.as_ref().map_or(0..0, Image::range)
     }
 
-    /// A new adapter with `keywords`: `MiniportInitializeEx` then
-    /// `MiniportRestart`; the failing `NDIS_STATUS` otherwise.
+    /// A new adapter with `keywords`. With a registered protocol (an
+    /// intermediate driver): a NIC on the machine's default segment, the
+    /// protocol bound to it, and its virtual miniport V initialised with
+    /// `keywords` and restarted; V is the adapter returned. Without one
+    /// (a plain miniport): a root-enumerated adapter, `MiniportInitializeEx`
+    /// then `MiniportRestart`. The failing `NDIS_STATUS` otherwise.
     pub fn add_adapter(&self, keywords: &[(&str, Keyword)]) -> Result<AdapterId, i32> {
-        let keywords = keywords
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), value.clone()))
-            .collect();
-        miniport::initialize(keywords).map(AdapterId)
+        if state::with(|n| n.protocol.is_some()) {
+            return self.add_adapter_on(self.default_segment, keywords);
+        }
+        miniport::initialize(owned(keywords)).map(AdapterId)
+    }
+
+    /// A NIC on `segment` with the protocol bound to it and its virtual
+    /// miniport V initialised with `keywords` (see
+    /// [`Machine::add_adapter`]); V's id.
+    pub fn add_adapter_on(
+        &self,
+        segment: SegmentId,
+        keywords: &[(&str, Keyword)],
+    ) -> Result<AdapterId, i32> {
+        self.add_adapter_with(segment, keywords, &NicOptions::default())
+    }
+
+    /// [`Machine::add_adapter_on`] with a NIC that behaves as `options`
+    /// says (opens or closes that pend, a link down at bind time).
+    pub fn add_adapter_with(
+        &self,
+        segment: SegmentId,
+        keywords: &[(&str, Keyword)],
+        options: &NicOptions,
+    ) -> Result<AdapterId, i32> {
+        if !state::with(|n| n.protocol.is_some()) {
+            return Err(ndis::NDIS_STATUS_FAILURE);
+        }
+        let Some(nic) = bindflow::add_nic(segment, owned(keywords), options) else {
+            return Err(ndis::NDIS_STATUS_ADAPTER_NOT_FOUND);
+        };
+        match bindflow::bind(nic) {
+            Ok(id) => Ok(AdapterId(id)),
+            Err(status) => {
+                bindflow::unbind(nic);
+                Err(status)
+            }
+        }
+    }
+
+    /// A new segment (Ethernet, MTU 1500).
+    pub fn add_segment(&self) -> SegmentId {
+        segment::create(segment::DEFAULT_MTU)
+    }
+
+    /// A new segment of `mtu`.
+    pub fn add_segment_with_mtu(&self, mtu: u32) -> SegmentId {
+        segment::create(mtu)
+    }
+
+    /// The segment [`Machine::add_adapter`] uses.
+    pub fn default_segment(&self) -> SegmentId {
+        self.default_segment
+    }
+
+    /// Captures every frame `segment` forwards to a new pcap file at
+    /// `path` (LINKTYPE_ETHERNET), written as the frames pass.
+    pub fn start_capture(&self, segment: SegmentId, path: &Path) -> std::io::Result<()> {
+        segment::get(segment)
+            .ok_or_else(|| std::io::Error::other("no such segment"))?
+            .start_capture(path)
+    }
+
+    /// Ends `segment`'s capture.
+    pub fn stop_capture(&self, segment: SegmentId) -> std::io::Result<()> {
+        segment::get(segment).map_or(Ok(()), |s| s.stop_capture())
+    }
+
+    /// What `segment` has done.
+    pub fn segment_stats(&self, segment: SegmentId) -> Option<SegmentStats> {
+        segment::get(segment).map(|s| s.stats())
+    }
+
+    /// The NIC below V `a`, if `a` is an intermediate driver's V.
+    pub fn nic_of(&self, a: AdapterId) -> Option<u32> {
+        state::with(|n| n.adapter_by_id(a.0).and_then(|ad| ad.nic))
+    }
+
+    /// Sets the link of the NIC below `a` up or down; returns once the
+    /// protocol has been told (`ProtocolStatusEx`). False if `a` has no
+    /// NIC.
+    pub fn set_nic_link(&self, a: AdapterId, up: bool) -> bool {
+        let Some(id) = self.nic_of(a) else {
+            return false;
+        };
+        nic::set_link(id, up);
+        if let Some(rt) = nic::runtime(id) {
+            rt.wait_idle();
+        }
+        true
+    }
+
+    /// Pauses the binding below `a` (`NetEventPause`); its status
+    /// (`NDIS_STATUS_FAILURE` if there is no running binding).
+    pub fn pause_binding(&self, a: AdapterId) -> i32 {
+        self.nic_of(a)
+            .map_or(ndis::NDIS_STATUS_FAILURE, bindflow::pause)
+    }
+
+    /// Restarts the paused binding below `a` (`NetEventRestart`).
+    pub fn restart_binding(&self, a: AdapterId) -> i32 {
+        self.nic_of(a)
+            .map_or(ndis::NDIS_STATUS_FAILURE, bindflow::restart)
+    }
+
+    /// The MAC address `a` reported in its general attributes (V takes
+    /// its NIC's).
+    pub fn adapter_mac(&self, a: AdapterId) -> Option<[u8; 6]> {
+        state::with(|n| {
+            let ad = n.adapter_by_id(a.0)?;
+            ad.general.as_ref()?.current_mac.get(..6)?.try_into().ok()
+        })
+    }
+
+    /// The MAC address of the NIC below `a`.
+    pub fn nic_mac(&self, a: AdapterId) -> Option<[u8; 6]> {
+        let id = self.nic_of(a)?;
+        state::with(|n| n.nics.get(&id).map(|x| x.mac))
+    }
+
+    /// `a`'s `NET_LUID` value.
+    pub fn adapter_luid(&self, a: AdapterId) -> Option<u64> {
+        state::with(|n| n.adapter_by_id(a.0).map(|ad| ad.luid))
+    }
+
+    /// `a`'s interface index.
+    pub fn adapter_if_index(&self, a: AdapterId) -> Option<u32> {
+        state::with(|n| n.adapter_by_id(a.0).map(|ad| ad.if_index))
+    }
+
+    /// The counters of the NIC below `a`: (indicated, with resources,
+    /// filtered, dropped, transmitted, send failures).
+    pub fn nic_counters(&self, a: AdapterId) -> Option<[u64; 6]> {
+        let rt = nic::runtime(self.nic_of(a)?)?;
+        let c = &rt.counters;
+        let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+        Some([
+            get(&c.indicated),
+            get(&c.indicated_with_resources),
+            get(&c.filtered),
+            get(&c.dropped),
+            get(&c.transmitted),
+            get(&c.send_failures),
+        ])
     }
 
     /// Opens an NDK adapter on `a` at `version` through the registered
@@ -462,10 +680,17 @@ impl Machine {
         miniport::restart(a.0)
     }
 
-    /// Halts `a`: its open NDK adapters are closed, a running adapter is
-    /// paused, then `MiniportHaltEx`.
+    /// Halts `a`. An intermediate driver's V: the protocol is unbound
+    /// from the NIC below (binding paused, `ProtocolUnbindAdapterEx`, in
+    /// which the driver deinitialises V and closes the binding) and the
+    /// NIC leaves its segment. A root-enumerated adapter: its open NDK
+    /// adapters are closed, a running adapter is paused, then
+    /// `MiniportHaltEx`.
     pub fn halt(&self, a: AdapterId) {
-        miniport::halt(a.0);
+        match self.nic_of(a) {
+            Some(nic) => bindflow::unbind(nic),
+            None => miniport::halt(a.0),
+        }
     }
 
     /// Sends `count` (empty) lists to `a` and waits for their completion;
@@ -530,6 +755,16 @@ impl Machine {
     /// Halts the adapters still live, runs `MiniportDriverUnload`, stops
     /// the worker thread and reports what the driver left behind.
     pub fn unload(mut self) -> Report {
+        let nics: Vec<u32> = state::with(|n| {
+            n.nics
+                .values()
+                .filter(|x| !x.removed)
+                .map(|x| x.id)
+                .collect()
+        });
+        for nic in nics {
+            bindflow::unbind(nic);
+        }
         let live: Vec<u32> = state::with(|n| {
             n.adapters
                 .values()

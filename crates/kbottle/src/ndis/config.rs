@@ -10,6 +10,12 @@
 //! are `REG_SZ` values, which NDIS converts). Any other combination, and a
 //! missing keyword, is `NDIS_STATUS_FAILURE`. Values and their strings
 //! stay valid until the handle is closed.
+//!
+//! Opened on a binding handle, the configuration is the protocol's key
+//! for that adapter, which holds one value: `UpperBindings`, the device
+//! instance of the virtual miniport the notify object created over the
+//! NIC (a `REG_SZ` in the MUX's 1:1 mode; read as a string, or as a
+//! multi-string of one entry as the MUX sample reads it).
 
 // Each import's safety contract is its WDK documentation, and the caller is
 // the driver; the per-function docs say what the bottle checks instead.
@@ -25,7 +31,7 @@ use ndis::{
     NDIS_HANDLE, NDIS_OBJECT_TYPE_CONFIGURATION_OBJECT, NDIS_PARAMETER_TYPE,
     NDIS_SIZEOF_CONFIGURATION_OBJECT_REVISION_1, NDIS_STATUS_FAILURE, NDIS_STATUS_RESOURCES,
     NDIS_STATUS_SUCCESS, NDIS_STRING, NdisParameterHexInteger, NdisParameterInteger,
-    NdisParameterString, UNICODE_STRING,
+    NdisParameterMultiString, NdisParameterString, UNICODE_STRING,
 };
 use ndkpi::NDIS_STATUS;
 
@@ -77,6 +83,29 @@ impl Value {
         }
     }
 
+    /// A `REG_MULTI_SZ` of the one string `text`: the buffer holds
+    /// `text`, its NUL and the list's final NUL; `Length` covers `text`
+    /// and its NUL.
+    fn multi_string(text: &str) -> Self {
+        let mut units: Vec<u16> = text.encode_utf16().collect();
+        units.push(0);
+        let length = (units.len() * 2) as u16;
+        units.push(0);
+        let string = NDIS_STRING {
+            Length: length,
+            MaximumLength: length + 2,
+            Buffer: units.as_mut_ptr(),
+        };
+        Self {
+            parameter: Box::new(NDIS_CONFIGURATION_PARAMETER {
+                ParameterType: NdisParameterMultiString,
+                ParameterData: NDIS_CONFIGURATION_PARAMETER_DATA { StringData: string },
+            }),
+            // The Vec's heap buffer does not move when the Vec does.
+            _text: Some(units),
+        }
+    }
+
     fn as_ptr(&mut self) -> *mut NDIS_CONFIGURATION_PARAMETER {
         &raw mut *self.parameter
     }
@@ -105,6 +134,7 @@ pub fn lookup(
             u32::from_str_radix(digits, 16).ok().map(Value::integer)
         }
         (Keyword::Str(s), NdisParameterString) => Some(Value::string(s)),
+        (Keyword::Str(s), NdisParameterMultiString) => Some(Value::multi_string(s)),
         _ => None,
     }
 }
@@ -143,15 +173,20 @@ pub unsafe extern "win64" fn NdisOpenConfigurationEx(
         let object = unsafe { ConfigObject.read_unaligned() };
         let owner = object.NdisHandle as usize;
         let keywords = state::with(|n| {
-            if n.is_driver(owner) {
+            if n.is_driver(owner) || n.is_protocol(owner) {
                 // The driver's own Parameters key: the bottle keeps none.
-                Some(Vec::new())
-            } else {
-                n.live_adapter(owner).map(|a| a.keywords.clone())
+                return Some(Vec::new());
             }
+            if let Some(nic) = n.live_binding(owner).map(|b| b.nic) {
+                // The protocol's key for the adapter (Parameters\Adapters\
+                // {P}): the notify object's UpperBindings.
+                let upper = n.nics.get(&nic)?.upper_binding.clone();
+                return Some(vec![("UpperBindings".to_owned(), Keyword::Str(upper))]);
+            }
+            n.live_adapter(owner).map(|a| a.keywords.clone())
         });
         let Some(keywords) = keywords else {
-            invalid_handle(API, owner, "miniport adapter or driver");
+            invalid_handle(API, owner, "miniport adapter, binding, or driver");
         };
         if let Err(fault) = check_header(
             object.Header,

@@ -37,7 +37,9 @@ use super::checks::{
 };
 use super::datapath::NblChain;
 use super::state::{self, Adapter, AdapterState, Handle};
+use super::upper::{self, VInfo};
 use crate::cpu;
+use crate::machine::AdapterId;
 use crate::machine::Keyword;
 
 /// How long a pended OID may take (the `NdisTimedOidComplete` rule of
@@ -103,10 +105,30 @@ fn set_state(handle: usize, s: AdapterState) {
     state::changed();
 }
 
+/// What NDIS passes an intermediate driver's virtual miniport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImStart {
+    /// `IMDeviceInstanceContext` (from `NdisIMInitializeDeviceInstanceEx`).
+    pub context: usize,
+    /// The NIC below it.
+    pub nic: u32,
+}
+
 /// Creates an adapter with `keywords` and runs `MiniportInitializeEx`
 /// then `MiniportRestart`; its id, or the failing status (a failed restart
 /// halts the adapter, as NDIS does).
 pub fn initialize(keywords: Vec<(String, Keyword)>) -> Result<u32, NDIS_STATUS> {
+    initialize_adapter(keywords, None, |_| {})
+}
+
+/// [`initialize`], for an intermediate driver's virtual miniport when
+/// `im` is given; `created` learns the new adapter's id before
+/// `MiniportInitializeEx` runs.
+pub fn initialize_adapter(
+    keywords: Vec<(String, Keyword)>,
+    im: Option<ImStart>,
+    created: impl FnOnce(u32),
+) -> Result<u32, NDIS_STATUS> {
     let Some((characteristics, driver_context)) = driver() else {
         return Err(NDIS_STATUS_FAILURE);
     };
@@ -118,28 +140,14 @@ pub fn initialize(keywords: Vec<(String, Keyword)>) -> Result<u32, NDIS_STATUS> 
     let id = state::with(|n| {
         n.next_adapter += 1;
         let id = n.next_adapter;
-        n.adapters.insert(
-            addr,
-            Adapter {
-                id,
-                handle,
-                keywords,
-                state: AdapterState::Initializing,
-                registration: None,
-                general: None,
-                ndk: None,
-                pnp_events: Vec::new(),
-                status_indications: Vec::new(),
-                pending_oid: None,
-                pending_pause_restart: None,
-                ndk_set_state: None,
-                open_ndk: Vec::new(),
-                sends_outstanding: Vec::new(),
-                send_completions: Vec::new(),
-            },
-        );
+        let mut adapter = Adapter::new(id, handle, keywords);
+        adapter.nic = im.map(|i| i.nic);
+        adapter.if_index = FIRST_IF_INDEX + id;
+        adapter.luid = (u64::from(IF_TYPE_ETHERNET_CSMACD) << 48) | (u64::from(id) << 24);
+        n.adapters.insert(addr, adapter);
         id
     });
+    created(id);
     // SAFETY: all-zero bytes are valid for the parameters (integers and
     // nullable pointers); NDIS passes no resources to a virtual adapter.
     let mut params: NDIS_MINIPORT_INIT_PARAMETERS = unsafe { std::mem::zeroed() };
@@ -153,6 +161,7 @@ pub fn initialize(keywords: Vec<(String, Keyword)>) -> Result<u32, NDIS_STATUS> 
     params.NetLuid = NET_LUID {
         Value: (u64::from(IF_TYPE_ETHERNET_CSMACD) << 48) | (u64::from(id) << 24),
     };
+    params.IMDeviceInstanceContext = im.map_or(ptr::null_mut(), |i| i.context as NDIS_HANDLE);
     let status = call_passive("MiniportInitializeEx", init as usize, || {
         // SAFETY: the driver's MiniportInitializeEx, called as NDIS calls
         // it: PASSIVE_LEVEL, a fresh miniport handle, the driver context
@@ -188,7 +197,28 @@ pub fn initialize(keywords: Vec<(String, Keyword)>) -> Result<u32, NDIS_STATUS> 
         halt(id);
         return Err(status);
     }
+    bind_upper(id);
     Ok(id)
+}
+
+/// Tells the stack above that adapter `id` is running and bound to it.
+fn bind_upper(id: u32) {
+    let Some(stack) = upper::upper() else { return };
+    let info = state::with(|n| {
+        let a = n.adapter_by_id(id)?;
+        let general = a.general.as_ref()?;
+        let mac: [u8; 6] = general.current_mac.get(..6)?.try_into().ok()?;
+        Some(VInfo {
+            adapter: AdapterId(id),
+            luid: a.luid,
+            if_index: a.if_index,
+            mac,
+            mtu: general.mtu,
+        })
+    });
+    if let Some(info) = info {
+        stack.bound(info);
+    }
 }
 
 /// Waits for the completion of a pended pause or restart.
@@ -295,6 +325,10 @@ pub fn restart(id: u32) -> NDIS_STATUS {
             AdapterState::Paused
         },
     );
+    if status == NDIS_STATUS_SUCCESS {
+        // The protocols above may send again.
+        super::datapath::restart_upper(handle);
+    }
     status
 }
 
@@ -316,6 +350,8 @@ pub fn pause(id: u32) -> NDIS_STATUS {
     let Some(handler) = characteristics.PauseHandler else {
         return NDIS_STATUS_FAILURE;
     };
+    // NDIS pauses the protocols above first and waits for their sends.
+    super::datapath::pause_upper(handle);
     let mut params = NDIS_MINIPORT_PAUSE_PARAMETERS {
         Header: NDIS_OBJECT_HEADER::new(
             NDIS_OBJECT_TYPE_DEFAULT,
@@ -349,6 +385,10 @@ pub fn halt(id: u32) {
     let Some((handle, context)) = adapter(id) else {
         return;
     };
+    // The protocols above unbind before the miniport goes.
+    if let Some(stack) = upper::upper() {
+        stack.unbound(AdapterId(id));
+    }
     let open = state::with(|n| {
         n.adapters
             .get(&handle)

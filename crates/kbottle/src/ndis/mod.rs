@@ -33,14 +33,21 @@
 //! `NDIS_STATUS_RESOURCES`) and `NdisAllocateIoWorkItem` (null).
 
 pub mod attributes;
+pub mod bindflow;
+pub mod binding;
 pub mod checks;
 pub mod completions;
 pub mod config;
 pub mod datapath;
+pub mod im;
+pub mod lower;
+pub mod lower_oid;
 pub mod miniport;
 pub mod nbl;
 pub mod nblpool;
+pub mod nic;
 pub mod pnp;
+pub mod protocol;
 pub mod registration;
 pub mod state;
 pub mod upper;
@@ -52,12 +59,22 @@ mod nbl_tests;
 mod tests;
 
 pub use attributes::NdisMSetMiniportAttributes;
+pub use binding::{
+    NdisCloseAdapterEx, NdisCompleteBindAdapterEx, NdisCompleteNetPnPEvent,
+    NdisCompleteUnbindAdapterEx, NdisOpenAdapterEx,
+};
 pub use completions::{
     NdisMDirectOidRequestComplete, NdisMOidRequestComplete, NdisMPauseComplete, NdisMResetComplete,
     NdisMRestartComplete,
 };
 pub use config::{NdisCloseConfiguration, NdisOpenConfigurationEx, NdisReadConfiguration};
 pub use datapath::{NdisMIndicateReceiveNetBufferLists, NdisMSendNetBufferListsComplete};
+pub use im::{
+    NdisIMCancelInitializeDeviceInstance, NdisIMDeInitializeDeviceInstance,
+    NdisIMInitializeDeviceInstanceEx, NdisIfAddIfStackEntry, NdisIfDeleteIfStackEntry, NdisMSleep,
+};
+pub use lower::{NdisCancelSendNetBufferLists, NdisReturnNetBufferLists, NdisSendNetBufferLists};
+pub use lower_oid::{NdisCancelOidRequest, NdisOidRequest};
 pub use nblpool::{
     NdisAllocateNetBufferAndNetBufferList, NdisAllocateNetBufferList,
     NdisAllocateNetBufferListContext, NdisAllocateNetBufferListPool, NdisFreeNetBufferList,
@@ -65,6 +82,9 @@ pub use nblpool::{
     NdisGetPoolFromNetBufferList,
 };
 pub use pnp::{NdisMIndicateStatusEx, NdisMNetPnPEvent};
+pub use protocol::{
+    NdisDeregisterProtocolDriver, NdisIMAssociateMiniport, NdisRegisterProtocolDriver,
+};
 pub use registration::{
     NdisMDeregisterMiniportDriver, NdisMRegisterMiniportDriver, NdisSetOptionalHandlers,
 };
@@ -110,5 +130,24 @@ pub fn exports() -> Vec<Export> {
         export!("NDIS.SYS", NdisGetDataBuffer),
         export!("NDIS.SYS", NdisAllocateNetBufferListContext),
         export!("NDIS.SYS", NdisFreeNetBufferListContext),
+        export!("NDIS.SYS", NdisRegisterProtocolDriver),
+        export!("NDIS.SYS", NdisDeregisterProtocolDriver),
+        export!("NDIS.SYS", NdisIMAssociateMiniport),
+        export!("NDIS.SYS", NdisOpenAdapterEx),
+        export!("NDIS.SYS", NdisCloseAdapterEx),
+        export!("NDIS.SYS", NdisCompleteBindAdapterEx),
+        export!("NDIS.SYS", NdisCompleteUnbindAdapterEx),
+        export!("NDIS.SYS", NdisCompleteNetPnPEvent),
+        export!("NDIS.SYS", NdisSendNetBufferLists),
+        export!("NDIS.SYS", NdisReturnNetBufferLists),
+        export!("NDIS.SYS", NdisCancelSendNetBufferLists),
+        export!("NDIS.SYS", NdisOidRequest),
+        export!("NDIS.SYS", NdisCancelOidRequest),
+        export!("NDIS.SYS", NdisIMInitializeDeviceInstanceEx),
+        export!("NDIS.SYS", NdisIMCancelInitializeDeviceInstance),
+        export!("NDIS.SYS", NdisIMDeInitializeDeviceInstance),
+        export!("NDIS.SYS", NdisIfAddIfStackEntry),
+        export!("NDIS.SYS", NdisIfDeleteIfStackEntry),
+        export!("NDIS.SYS", NdisMSleep),
     ]
 }

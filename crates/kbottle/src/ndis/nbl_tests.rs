@@ -74,10 +74,8 @@ fn chains_link_in_order_and_each_list_has_its_own_frame() {
     assert_eq!(lists.len(), 3);
     for (list, f) in lists.iter().zip(&frames) {
         // SAFETY: a list of the chain.
-        assert_eq!(
-            unsafe { nbl::frame_of(*list as *const NET_BUFFER_LIST) }.unwrap(),
-            *f
-        );
+        let got = unsafe { nbl::frame_of(*list as *const NET_BUFFER_LIST) };
+        assert_eq!(got.unwrap(), *f);
     }
     for list in lists {
         nbl::free(list as *mut NET_BUFFER_LIST).unwrap();

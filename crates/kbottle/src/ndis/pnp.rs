@@ -218,12 +218,29 @@ pub unsafe extern "win64" fn NdisMIndicateStatusEx(
                 invalid("NDIS_LINK_STATE with a bad header".to_owned());
             }
         }
-        state::with(|n| {
-            if let Some(a) = n.live_adapter(handle) {
+        let id = state::with(|n| {
+            n.live_adapter(handle).map(|a| {
                 a.status_indications.push(indication.StatusCode);
-            }
+                a.id
+            })
         });
         state::changed();
+        if indication.StatusCode == NDIS_STATUS_LINK_STATE
+            && let (Some(id), Some(stack)) = (id, super::upper::upper())
+        {
+            // SAFETY: checked above: a buffer of at least NDIS_LINK_STATE's
+            // size.
+            let link = unsafe {
+                indication
+                    .StatusBuffer
+                    .cast::<NDIS_LINK_STATE>()
+                    .read_unaligned()
+            };
+            stack.link_state(
+                crate::machine::AdapterId(id),
+                link.MediaConnectState == ndis::MediaConnectStateConnected,
+            );
+        }
     });
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ndis::{
     CLOSE_NDK_ADAPTER, NDIS_MINIPORT_DRIVER_CHARACTERISTICS, NDIS_NDK_CAPABILITIES, NDIS_OID,
-    NET_PNP_EVENT_CODE, OPEN_NDK_ADAPTER,
+    NDIS_PROTOCOL_DRIVER_CHARACTERISTICS, NET_PNP_EVENT_CODE, OPEN_NDK_ADAPTER,
 };
 use ndkpi::{NDIS_STATUS, NDK_ADAPTER_INFO};
 
@@ -168,6 +168,191 @@ pub struct Adapter {
     pub sends_outstanding: Vec<usize>,
     /// Statuses of completed send lists, in completion order.
     pub send_completions: Vec<NDIS_STATUS>,
+    /// The NIC it is the virtual miniport of (an intermediate driver's
+    /// V), or `None` for a root-enumerated adapter.
+    pub nic: Option<u32>,
+    /// `IfIndex` NDIS gave it.
+    pub if_index: u32,
+    /// `NetLuid` NDIS gave it.
+    pub luid: u64,
+}
+
+impl Adapter {
+    /// A new adapter in `Initializing`, with nothing set yet.
+    pub fn new(id: u32, handle: Handle, keywords: Vec<(String, Keyword)>) -> Self {
+        Self {
+            id,
+            handle,
+            keywords,
+            state: AdapterState::Initializing,
+            registration: None,
+            general: None,
+            ndk: None,
+            pnp_events: Vec::new(),
+            status_indications: Vec::new(),
+            pending_oid: None,
+            pending_pause_restart: None,
+            ndk_set_state: None,
+            open_ndk: Vec::new(),
+            sends_outstanding: Vec::new(),
+            send_completions: Vec::new(),
+            nic: None,
+            if_index: 0,
+            luid: 0,
+        }
+    }
+}
+
+/// The registered protocol driver (the intermediate driver's lower edge).
+#[derive(Debug)]
+pub struct Protocol {
+    /// `NdisProtocolHandle`.
+    pub handle: Handle,
+    /// The characteristics as NDIS read them, `Name.Buffer` cleared (the
+    /// name is in `name`).
+    pub characteristics: NDIS_PROTOCOL_DRIVER_CHARACTERISTICS,
+    /// `ProtocolDriverContext`.
+    pub context: usize,
+    /// The protocol's name.
+    pub name: String,
+    /// The miniport driver handle `NdisIMAssociateMiniport` tied it to.
+    pub associated: Option<usize>,
+}
+
+// SAFETY: the characteristics hold function pointers and integers; the
+// one data pointer, `Name.Buffer`, is cleared when recorded.
+unsafe impl Send for Protocol {}
+
+/// Where a binding is in NDIS's state machine for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindingState {
+    /// `NdisOpenAdapterEx` pended and has not completed.
+    Opening,
+    /// Open and paused: no sends, no receive indications.
+    Paused,
+    /// `NetEventRestart` is being delivered.
+    Restarting,
+    /// Sends and receives flow.
+    Running,
+    /// `NetEventPause` is being delivered.
+    Pausing,
+    /// `NdisCloseAdapterEx` pended.
+    Closing,
+    /// Closed: the handle is dead.
+    Closed,
+}
+
+/// One binding of the protocol to a NIC (an open of the NIC).
+#[derive(Debug)]
+pub struct Binding {
+    /// `NdisBindingHandle`.
+    pub handle: Handle,
+    /// The NIC it opened.
+    pub nic: u32,
+    /// `ProtocolBindingContext`.
+    pub context: usize,
+    /// Its state.
+    pub state: BindingState,
+    /// OID requests that returned `NDIS_STATUS_PENDING` to the protocol
+    /// and have not been completed to it.
+    pub oids_pending: Vec<usize>,
+    /// The status of a pended `NetPnPEvent`, once
+    /// `NdisCompleteNetPnPEvent` came (the event's address first).
+    pub pnp_pending: Option<(usize, Option<NDIS_STATUS>)>,
+    /// `NdisOpenAdapterEx` pended and completed with this status.
+    pub open_completed: Option<NDIS_STATUS>,
+    /// `NdisCloseAdapterEx` was called.
+    pub close_called: bool,
+    /// A pended close completed (`ProtocolCloseAdapterCompleteEx` ran).
+    pub close_completed: bool,
+    /// Send calls so far (picks inline or deferred completion).
+    pub send_calls: u64,
+    /// OID requests so far (picks synchronous or pended completion).
+    pub oid_calls: u64,
+}
+
+/// A virtual miniport instance an intermediate driver asked for with
+/// `NdisIMInitializeDeviceInstanceEx`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImDevice {
+    /// The device instance name (as given, compared case-insensitively).
+    pub name: String,
+    /// The NIC whose `UpperBindings` names it.
+    pub nic: u32,
+    /// `IMDeviceInstanceContext` for `MiniportInitializeEx`.
+    pub context: usize,
+    /// Where it is.
+    pub state: ImState,
+}
+
+/// Where a requested virtual miniport is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImState {
+    /// Requested; `MiniportInitializeEx` has not run.
+    Requested,
+    /// `MiniportInitializeEx` is running.
+    Initializing,
+    /// Initialised: the adapter's id.
+    Up(u32),
+    /// `MiniportInitializeEx` failed with this status.
+    Failed(NDIS_STATUS),
+    /// `NdisIMCancelInitializeDeviceInstance` cancelled it first.
+    Cancelled,
+    /// Halted.
+    Gone,
+}
+
+/// Which operations on a NIC pend (and complete from another thread).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pends {
+    /// `NdisOpenAdapterEx`.
+    pub open: bool,
+    /// `NdisCloseAdapterEx`.
+    pub close: bool,
+}
+
+/// What NDIS knows of a NIC the bottle plays (P).
+#[derive(Debug)]
+pub struct NicInfo {
+    /// The bottle's number for it.
+    pub id: u32,
+    /// The NIC's own NDIS handle (`SourceHandle` of its indications).
+    pub handle: Handle,
+    /// Its MAC address.
+    pub mac: [u8; 6],
+    /// Its MTU.
+    pub mtu: u32,
+    /// `AdapterName` of its bind parameters (`\DEVICE\{GUID}`).
+    pub name: String,
+    /// The device instance its `UpperBindings` names (V's).
+    pub upper_binding: String,
+    /// The keywords V is initialised with.
+    pub v_keywords: Vec<(String, Keyword)>,
+    /// Its interface index and NET_LUID (`BoundIfIndex`, `BoundIfNetluid`).
+    pub if_index: u32,
+    /// Its NET_LUID value.
+    pub luid: u64,
+    /// Which of its opens and closes pend.
+    pub pends: Pends,
+    /// The live bind context while `ProtocolBindAdapterEx` runs (or pended).
+    pub bind_context: Option<Handle>,
+    /// A pended bind's completion status.
+    pub bind_completed: Option<NDIS_STATUS>,
+    /// The live unbind context while `ProtocolUnbindAdapterEx` runs (or
+    /// pended).
+    pub unbind_context: Option<Handle>,
+    /// A pended unbind completed.
+    pub unbind_completed: bool,
+    /// The binding open on it.
+    pub binding: Option<usize>,
+    /// Whether its link is up.
+    pub link_up: bool,
+    /// `NDIS_PACKET_TYPE_*` receive filter set through the binding.
+    pub packet_filter: u32,
+    /// Multicast addresses set through the binding.
+    pub multicast: Vec<[u8; 6]>,
+    /// Gone (unbound and detached).
+    pub removed: bool,
 }
 
 /// A work item allocated with `NdisAllocateIoWorkItem`.
@@ -217,6 +402,23 @@ pub struct Ndis {
     pub driver_object: usize,
     /// The registry path the bottle passed to `DriverEntry`.
     pub registry_path: usize,
+    /// The registered protocol driver.
+    pub protocol: Option<Protocol>,
+    /// Bindings by handle, including closed ones (their handles stay
+    /// allocated so no later handle reuses the address).
+    pub bindings: BTreeMap<usize, Binding>,
+    /// The NICs, by number.
+    pub nics: BTreeMap<u32, NicInfo>,
+    /// Virtual miniports requested through `NdisIMInitializeDeviceInstanceEx`.
+    pub im_devices: Vec<ImDevice>,
+    /// Interface stack entries (higher, lower) added with
+    /// `NdisIfAddIfStackEntry`.
+    pub if_stack: Vec<(u32, u32)>,
+    /// The next NIC number.
+    pub next_nic: u32,
+    /// What protocol or intermediate drivers left wrong without a bug
+    /// check (reported at unload).
+    pub faults: Vec<String>,
 }
 
 impl Ndis {
@@ -236,7 +438,29 @@ impl Ndis {
     /// the protocol or a binding (what pools and work items may be
     /// allocated for).
     pub fn is_ndis_handle(&mut self, handle: usize) -> bool {
-        self.is_driver(handle) || self.live_adapter(handle).is_some()
+        self.is_driver(handle)
+            || self.live_adapter(handle).is_some()
+            || self.is_protocol(handle)
+            || self.live_binding(handle).is_some()
+    }
+
+    /// Whether `handle` is the protocol driver handle.
+    pub fn is_protocol(&self, handle: usize) -> bool {
+        self.protocol
+            .as_ref()
+            .is_some_and(|p| p.handle.addr() == handle)
+    }
+
+    /// The open (not closed) binding with handle `handle`.
+    pub fn live_binding(&mut self, handle: usize) -> Option<&mut Binding> {
+        self.bindings
+            .get_mut(&handle)
+            .filter(|b| b.state != BindingState::Closed)
+    }
+
+    /// The NIC numbered `id`, unless removed.
+    pub fn live_nic(&mut self, id: u32) -> Option<&mut NicInfo> {
+        self.nics.get_mut(&id).filter(|n| !n.removed)
     }
 
     /// Whether `handle` is the driver handle.

@@ -443,26 +443,8 @@ fn attributes_go_in_order_and_unknown_revisions_are_bad_version() {
     let handle = state::Handle::new();
     let addr = handle.addr();
     state::with(|n| {
-        n.adapters.insert(
-            addr,
-            state::Adapter {
-                id: 1,
-                handle,
-                keywords: Vec::new(),
-                state: AdapterState::Initializing,
-                registration: None,
-                general: None,
-                ndk: None,
-                pnp_events: Vec::new(),
-                status_indications: Vec::new(),
-                pending_oid: None,
-                pending_pause_restart: None,
-                ndk_set_state: None,
-                open_ndk: Vec::new(),
-                sends_outstanding: Vec::new(),
-                send_completions: Vec::new(),
-            },
-        );
+        n.adapters
+            .insert(addr, state::Adapter::new(1, handle, Vec::new()));
     });
     let h = addr as NDIS_HANDLE;
     // General before registration: refused.
