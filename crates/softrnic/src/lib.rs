@@ -4,7 +4,8 @@
 //! UDP, BTH, extended transport headers, pad, ICRC) and the InfiniBand CM
 //! messages that ride as MADs on QP1. A device holds a set of IPv4 and IPv6
 //! addresses ([`addresses`], starting from [`device::DeviceConfig::addr`]);
-//! each connection speaks the family of its own pair.
+//! each connection speaks the family of its own pair. [`l2`] carries its
+//! datagrams as Ethernet frames on a NIC shared with the host's IP stack.
 
 #![no_std]
 #![forbid(unsafe_code)]

@@ -185,12 +185,13 @@ const ARP_REQUEST_FRAME: &str = "ff ff ff ff ff ff 02 52 53 00 00 01 08 06 00 01
     02 52 53 00 00 01 c6 12 00 01 00 00 00 00 00 00 c6 12 00 02 \
     00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00";
 
-/// Its Neighbor Solicitation from fe80::1 for fd00:5253::2 (tshark:
-/// checksum 0xd671 correct, hop limit 255, source link-layer option).
+/// Its Neighbor Solicitation for fd00:5253::2, prompted by a datagram
+/// from fd00:5253::1 (tshark: checksum 0x859e correct, hop limit 255,
+/// source link-layer option).
 const NEIGHBOR_SOLICITATION_FRAME: &str = "33 33 ff 00 00 02 02 52 53 00 00 01 86 dd \
-    60 00 00 00 00 20 3a ff fe 80 00 00 00 00 00 00 00 00 00 00 00 00 00 01 \
+    60 00 00 00 00 20 3a ff fd 00 52 53 00 00 00 00 00 00 00 00 00 00 00 01 \
     ff 02 00 00 00 00 00 00 00 00 00 01 ff 00 00 02 \
-    87 00 d6 71 00 00 00 00 fd 00 52 53 00 00 00 00 00 00 00 00 00 00 00 02 \
+    87 00 85 9e 00 00 00 00 fd 00 52 53 00 00 00 00 00 00 00 00 00 00 00 02 \
     01 01 02 52 53 00 00 01";
 
 #[test]
@@ -688,7 +689,7 @@ fn tshark_decodes_the_ports_frames_cleanly() {
         ],
         "{text}"
     );
-    assert!(text.contains("Checksum: 0xd671 [correct]"), "{text}");
+    assert!(text.contains("Checksum: 0x859e [correct]"), "{text}");
     assert!(text.contains("Hop Limit: 255"));
 }
 

@@ -41,8 +41,10 @@
 //!   broadcast from the datagram's source address (or the port's IPv4
 //!   address on the target's prefix, else its first); Neighbor
 //!   Solicitations go to the target's solicited-node multicast group from
-//!   the port's link-local address (else the datagram's source, else its
-//!   first IPv6 address), with the source link-layer address option.
+//!   the datagram's source (RFC 4861 §7.2.2: the neighbour learns the
+//!   address it will answer, without a solicitation of its own), else the
+//!   port's link-local address, else its first IPv6 address, with the
+//!   source link-layer address option.
 //! * Holding: the first datagram to an unresolved neighbour is held (one
 //!   per neighbour, a few in all: [`PortConfig::held`]) and sent when the
 //!   answer comes, since it is usually a CM REQ whose retransmission would

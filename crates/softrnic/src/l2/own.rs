@@ -87,23 +87,23 @@ impl OwnAddresses {
             .map(|(a, _)| a)
     }
 
-    /// The address a Neighbor Solicitation goes from: our link-local
-    /// address, else `hint` (the datagram's source) if it is ours, else
-    /// our first IPv6 address.
+    /// The address a Neighbor Solicitation goes from (RFC 4861 §7.2.2):
+    /// `hint` (the source of the datagram that prompted it) if it is
+    /// ours, so the neighbour learns the address it will answer; else our
+    /// link-local address; else our first IPv6 address.
     pub fn solicitation_source(&self, hint: Option<IpAddr>) -> Option<Ipv6Addr> {
-        let mut mine = self.as_slice().iter().filter_map(|&(a, _)| match a {
-            IpAddr::V6(a) => Some(a),
-            IpAddr::V4(_) => None,
-        });
-        if let Some(ll) = mine.clone().find(|&a| is_link_local(a)) {
-            return Some(ll);
-        }
         if let Some(IpAddr::V6(h)) = hint
             && self.contains(h.into())
         {
             return Some(h);
         }
-        mine.next()
+        let mut mine = self.as_slice().iter().filter_map(|&(a, _)| match a {
+            IpAddr::V6(a) => Some(a),
+            IpAddr::V4(_) => None,
+        });
+        mine.clone()
+            .find(|&a| is_link_local(a))
+            .or_else(|| mine.next())
     }
 }
 
@@ -164,6 +164,16 @@ mod tests {
         );
         assert_eq!(
             own.solicitation_source(Some(ip("fd00:5253::1"))),
+            Some("fd00:5253::1".parse().unwrap()),
+            "the prompting datagram's source"
+        );
+        assert_eq!(
+            own.solicitation_source(Some(ip("fd00:5253::9"))),
+            Some("fe80::1".parse().unwrap()),
+            "else link-local"
+        );
+        assert_eq!(
+            own.solicitation_source(None),
             Some("fe80::1".parse().unwrap())
         );
         let global = OwnAddresses::new(&[(ip("fd00::1"), 64), (ip("fd00:5253::1"), 64)]);

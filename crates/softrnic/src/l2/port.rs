@@ -406,10 +406,12 @@ impl<S: FrameSink> EthernetPort<S> {
         }
     }
 
-    /// Sends the frame held in `slot` (detached from its entry) to `mac`,
-    /// then frees the slot.
+    /// Sends the frame held in `slot` (detached from its entry) to `mac`
+    /// (unless the link went down meanwhile), then frees the slot.
     fn send_held(&self, slot: usize, mac: MacAddr) {
-        if let Some(held) = self.held.get(slot) {
+        if !self.link_up() {
+            inc(&self.stats.dropped_link_down);
+        } else if let Some(held) = self.held.get(slot) {
             let mut held = held.lock();
             let len = held.len;
             if let Some(dst) = held.bytes.get_mut(..6) {

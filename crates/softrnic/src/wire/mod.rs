@@ -16,7 +16,7 @@
 //! * [`mad`], [`cm`], [`cma`] — connection management MADs on QP1.
 //! * [`ethernet`], [`arp`], [`ndp`] — the link layer a RoCEv2 datagram
 //!   travels in, and the neighbour resolution of IPv4 (ARP) and IPv6
-//!   (Neighbor Discovery) (used by [`crate::l2`]).
+//!   (Neighbor Discovery), for the Ethernet port.
 //!
 //! Parsing never panics: every malformed input is a [`ParseError`] the
 //! transport can count and drop.
