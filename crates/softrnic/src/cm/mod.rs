@@ -23,7 +23,7 @@
 //!   `0.0.0.0` by a device with only IPv4 addresses, whose listener then
 //!   takes IPv4 only). A REQ reaches the listener bound to the address it
 //!   was sent to, or a wildcard covering it; listeners on different
-//!   addresses may share a port ([`listen`]).
+//!   addresses may share a port (`listen.rs`).
 //! * Peer (connect): a unicast address (not unspecified, multicast, IPv4
 //!   broadcast, or IPv4-mapped IPv6) of a family the set has.
 //! * Local address (connect): one of the addresses, of the peer's family;

@@ -54,8 +54,9 @@
 //!   evicts the one learnt (or first asked for) longest ago.
 //!
 //! Nothing here allocates after [`EthernetPort::new`] or panics on a
-//! frame; the locks are the crate's spin locks, none held while calling
-//! the sink or the loopback consumer.
+//! frame. The locks are the crate's spin locks: the sink is called holding
+//! only the lock of the frame buffer it is shown (no address or
+//! neighbour lock), the loopback consumer holding none.
 
 mod classify;
 mod loopback;
