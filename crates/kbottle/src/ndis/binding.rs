@@ -84,6 +84,35 @@ pub(crate) fn later(name: &str, f: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Which medium of the open parameters NDIS picks for NIC `name`: the
+/// index of `NdisMedium802_3`, or the documented failure.
+///
+/// # Safety
+/// `params` holds the driver's strings and arrays (their contract:
+/// `AdapterName` a counted string, `MediumArraySize` entries at
+/// `MediumArray`).
+unsafe fn medium_of(params: &NDIS_OPEN_PARAMETERS, name: &str) -> Result<usize, NDIS_STATUS> {
+    // SAFETY: the driver's adapter name string (caller).
+    let asked = unsafe { text_of(params.AdapterName) };
+    if !asked.is_some_and(|a| a.eq_ignore_ascii_case(name)) {
+        return Err(NDIS_STATUS_ADAPTER_NOT_FOUND);
+    }
+    let media: &[NDIS_MEDIUM] = if params.MediumArray.is_null() {
+        &[]
+    } else {
+        // SAFETY: MediumArraySize entries at MediumArray (caller).
+        unsafe { std::slice::from_raw_parts(params.MediumArray, params.MediumArraySize as usize) }
+    };
+    let index = media
+        .iter()
+        .position(|m| *m == NdisMedium802_3)
+        .ok_or(NDIS_STATUS_UNSUPPORTED_MEDIA)?;
+    if params.SelectedMediumIndex.is_null() {
+        return Err(NDIS_STATUS_FAILURE);
+    }
+    Ok(index)
+}
+
 /// `NdisOpenAdapterEx` (PASSIVE_LEVEL, inside `ProtocolBindAdapterEx`).
 pub unsafe extern "win64" fn NdisOpenAdapterEx(
     NdisProtocolHandle: NDIS_HANDLE,
@@ -144,27 +173,11 @@ pub unsafe extern "win64" fn NdisOpenAdapterEx(
         }
         // SAFETY: a revision-1 structure (checked).
         let params = unsafe { OpenParameters.read_unaligned() };
-        // SAFETY: the driver's adapter name string (its contract).
-        let asked = unsafe { text_of(params.AdapterName) };
-        if !asked.is_some_and(|a| a.eq_ignore_ascii_case(&name)) {
-            return NDIS_STATUS_ADAPTER_NOT_FOUND;
-        }
-        let media: Vec<NDIS_MEDIUM> = if params.MediumArray.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: MediumArraySize entries at MediumArray (the caller's
-            // contract).
-            unsafe {
-                std::slice::from_raw_parts(params.MediumArray, params.MediumArraySize as usize)
-            }
-            .to_vec()
+        // SAFETY: the driver's open parameters (their contract).
+        let index = match unsafe { medium_of(&params, &name) } {
+            Ok(index) => index,
+            Err(status) => return status,
         };
-        let Some(index) = media.iter().position(|m| *m == NdisMedium802_3) else {
-            return NDIS_STATUS_UNSUPPORTED_MEDIA;
-        };
-        if params.SelectedMediumIndex.is_null() {
-            return NDIS_STATUS_FAILURE;
-        }
         if verifier::fault_point(API) {
             return NDIS_STATUS_RESOURCES;
         }

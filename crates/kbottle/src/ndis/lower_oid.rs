@@ -402,7 +402,7 @@ pub(crate) fn complete(binding: usize, request: usize, status: NDIS_STATUS) {
             context as NDIS_HANDLE,
             request as *mut NDIS_OID_REQUEST,
             status,
-        )
+        );
     };
 }
 

@@ -54,6 +54,8 @@ pub mod upper;
 pub mod workitem;
 
 #[cfg(test)]
+mod mux_tests;
+#[cfg(test)]
 mod nbl_tests;
 #[cfg(test)]
 mod tests;

@@ -422,7 +422,7 @@ fn indicate(rt: &NicRuntime, view: &ReceiveView, frames: &[Arc<[u8]>]) {
                 0,
                 count,
                 flags,
-            )
+            );
         };
     });
     rt.counters

@@ -41,7 +41,7 @@ use crate::cpu;
 use crate::machine::Keyword;
 
 /// The NDIS table is process-global: one test at a time.
-fn serial() -> MutexGuard<'static, ()> {
+pub(super) fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -311,7 +311,7 @@ fn characteristics() -> NDIS_MINIPORT_DRIVER_CHARACTERISTICS {
 }
 
 /// A fresh NDIS table that accepts registration from `driver_object`.
-fn fresh_ndis(driver_object: usize, registry_path: usize) {
+pub(super) fn fresh_ndis(driver_object: usize, registry_path: usize) {
     state::reset();
     state::with(|n| {
         n.driver_object = driver_object;
