@@ -26,6 +26,11 @@
 //! time (the `polling` turn), and a kick while a run polls only leaves a
 //! note (`pending`) that the run reads before it ends: it polls again
 //! within its budget, or hands the rest to the continuation.
+//!
+//! Each pass also runs the engine's [`Pump`], if it has one: the L2 port's
+//! datagrams to the device's own addresses, which the port queued while
+//! the device sent them (inside its locks) and the pass hands back to the
+//! device outside every lock of its.
 
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
@@ -77,7 +82,18 @@ pub struct Engine {
     /// taken) that the run holding the turn has not looked at yet.
     pending: AtomicBool,
     rnic: AtomicPtr<SoftRnic>,
+    /// Set by [`Engine::set_pump`] before [`Engine::start`], read only by
+    /// DPC runs after it.
+    pump: Option<NonNull<dyn Pump>>,
     stopping: AtomicBool,
+}
+
+/// Work a pass of the engine does besides polling the device: handing it
+/// datagrams a link holds for it (the L2 port's own-address loopback).
+pub trait Pump: Send + Sync {
+    /// Hands what waits to `rnic`, holding none of its locks
+    /// (`DISPATCH_LEVEL`, the engine's DPC); whether anything did.
+    fn pump(&self, rnic: &SoftRnic) -> bool;
 }
 
 impl core::fmt::Debug for Engine {
@@ -90,9 +106,12 @@ impl core::fmt::Debug for Engine {
 
 // SAFETY: the KDPC and KTIMER are only handed to the kernel, which
 // synchronises them itself; the work item handle is an opaque token NDIS
-// allows on any thread; the other fields are atomics.
+// allows on any thread; the pump is a `Send + Sync` object written only
+// through `&mut self` before the engine runs; the other fields are atomics.
 unsafe impl Send for Engine {}
-// SAFETY: as above.
+// SAFETY: shared access only reads the pump (immutable once the engine
+// runs: `set_pump` takes `&mut self`), hands the KDPC and KTIMER to the
+// kernel, which synchronises them, and uses atomics.
 unsafe impl Sync for Engine {}
 
 impl Engine {
@@ -112,6 +131,7 @@ impl Engine {
             polling: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             rnic: AtomicPtr::new(ptr::null_mut()),
+            pump: None,
             stopping: AtomicBool::new(false),
         })
         .map_err(|engine| {
@@ -129,6 +149,21 @@ impl Engine {
         // SAFETY: a zeroed timer in the box, initialised once.
         unsafe { KeInitializeTimerEx(engine.timer.get(), NotificationTimer) };
         Ok(engine)
+    }
+
+    /// Makes every pass run `pump` after polling the device. Before
+    /// [`Engine::start`] (`&mut self`: nothing runs the engine yet).
+    ///
+    /// # Safety
+    /// `pump` stays alive until [`Engine::stop`] has returned (the engine
+    /// keeps a pointer to it).
+    pub unsafe fn set_pump(&mut self, pump: &dyn Pump) {
+        let pump: NonNull<dyn Pump + '_> = NonNull::from(pump);
+        // SAFETY: only the trait object's lifetime bound changes (same
+        // pointer, same vtable); the caller keeps the pump alive until
+        // `stop` returned, after which no DPC run reads it.
+        let pump: NonNull<dyn Pump> = unsafe { core::mem::transmute(pump) };
+        self.pump = Some(pump);
     }
 
     /// Starts running `rnic`. It must stay alive until [`Engine::stop`]
@@ -221,7 +256,7 @@ impl Engine {
         loop {
             // Whatever was asked for so far, this pass covers.
             self.pending.store(false, Ordering::SeqCst);
-            let worked = rnic.poll();
+            let worked = self.run_pump(rnic) | rnic.poll();
             passes += 1;
             if !worked && !self.pending.load(Ordering::SeqCst) {
                 self.arm_timer(rnic, &clock);
@@ -240,6 +275,16 @@ impl Engine {
         // never straight back into another DPC (see the module docs).
         self.polling.store(false, Ordering::SeqCst);
         self.continue_at_passive();
+    }
+
+    /// Runs the pump, if any, for `rnic` (a DPC run holding the turn).
+    fn run_pump(&self, rnic: &SoftRnic) -> bool {
+        self.pump.is_some_and(|pump| {
+            // SAFETY: `set_pump`'s caller keeps the pump alive until `stop`
+            // returned, and this runs inside a DPC run, which `stop`
+            // flushes before it returns.
+            unsafe { pump.as_ref() }.pump(rnic)
+        })
     }
 
     /// Takes the polling turn; false if another run holds it (that run

@@ -51,9 +51,7 @@ use super::clock::KernelClock;
 use super::engine::{Engine, Pump};
 use super::irql;
 use super::log::log_info;
-
-/// The RoCEv2 UDP port (IANA).
-pub const ROCEV2_UDP_PORT: u16 = 4791;
+use crate::portable::{rocev2_frame_payload_len, rocev2_payload_len};
 
 /// RoCEv2 counters of a port (`OID_NDK_STATISTICS`' RDMA frames and
 /// octets): RoCEv2 frames only, bytes counted as UDP payload (BTH through
@@ -121,7 +119,7 @@ impl Frames {
         let sent = !self.closed.load(Ordering::SeqCst) && self.send_open(frame);
         self.senders.fetch_sub(1, Ordering::SeqCst);
         if sent {
-            if let Some(len) = roce_payload_len(frame) {
+            if let Some(len) = rocev2_frame_payload_len(frame) {
                 L2Stats::count(&self.stats.sent, &self.stats.sent_bytes, len);
             }
         } else {
@@ -303,7 +301,7 @@ impl L2Port {
                 return false;
             };
             rnic.receive(datagram);
-            if let Some(len) = datagram_payload_len(datagram) {
+            if let Some(len) = rocev2_payload_len(datagram) {
                 L2Stats::count(&stats.received, &stats.received_bytes, len);
             }
             true
@@ -388,34 +386,4 @@ impl Link for PortLink {
     fn transmit(&self, datagram: &[u8]) {
         self.0.port.transmit(datagram);
     }
-}
-
-/// The UDP payload length of an Ethernet frame carrying a RoCEv2 datagram
-/// (untagged IPv4 or IPv6, UDP to port 4791), else `None`.
-fn roce_payload_len(frame: &[u8]) -> Option<usize> {
-    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
-    if ethertype != 0x0800 && ethertype != 0x86DD {
-        return None;
-    }
-    datagram_payload_len(frame.get(14..)?)
-}
-
-/// The UDP payload length of an IPv4 or IPv6 datagram carrying UDP to port
-/// 4791 (IPv6 with UDP as its first next header), else `None`.
-fn datagram_payload_len(datagram: &[u8]) -> Option<usize> {
-    let version = datagram.first()? >> 4;
-    let (protocol, udp_at) = match version {
-        4 => (*datagram.get(9)?, usize::from(datagram.first()? & 0x0F) * 4),
-        6 => (*datagram.get(6)?, 40),
-        _ => return None,
-    };
-    if protocol != 17 {
-        return None;
-    }
-    let udp: [u8; 8] = datagram.get(udp_at..udp_at + 8)?.try_into().ok()?;
-    let [_, _, dst_hi, dst_lo, len_hi, len_lo, _, _] = udp;
-    if u16::from_be_bytes([dst_hi, dst_lo]) != ROCEV2_UDP_PORT {
-        return None;
-    }
-    usize::from(u16::from_be_bytes([len_hi, len_lo])).checked_sub(8)
 }
