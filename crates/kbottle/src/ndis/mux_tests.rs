@@ -183,10 +183,8 @@ unsafe extern "win64" fn bind(
     let mut object = NDIS_CONFIGURATION_OBJECT::new(binding);
     let mut config: NDIS_HANDLE = ptr::null_mut();
     // SAFETY: PASSIVE_LEVEL, our binding handle, valid out-pointer.
-    assert_eq!(
-        unsafe { NdisOpenConfigurationEx(&raw mut object, &raw mut config) },
-        0
-    );
+    let status = unsafe { NdisOpenConfigurationEx(&raw mut object, &raw mut config) };
+    assert_eq!(status, 0);
     let mut keyword = UNICODE_STRING::from_static(&UPPER_BINDINGS);
     let mut status = -1;
     let mut value: *mut NDIS_CONFIGURATION_PARAMETER = ptr::null_mut();
@@ -229,10 +227,8 @@ unsafe extern "win64" fn unbind(_unbind_ctx: NDIS_HANDLE, ctx: NDIS_HANDLE) -> i
     let v = s.miniport.load(Ordering::SeqCst);
     if v != 0 {
         // SAFETY: our V's miniport handle.
-        assert_eq!(
-            unsafe { NdisIMDeInitializeDeviceInstance(v as NDIS_HANDLE) },
-            0
-        );
+        let status = unsafe { NdisIMDeInitializeDeviceInstance(v as NDIS_HANDLE) };
+        assert_eq!(status, 0);
     }
     assert_eq!(
         s.miniport.load(Ordering::SeqCst),
@@ -370,7 +366,7 @@ fn send(i: usize, frame: &[u8]) {
                 list,
                 0,
                 NDIS_SEND_FLAGS_DISPATCH_LEVEL,
-            )
+            );
         };
     });
 }
@@ -393,19 +389,15 @@ unsafe extern "win64" fn initialize(
         NdisInterfaceInternal,
     );
     // SAFETY: our adapter handle, a whole attribute structure.
-    assert_eq!(
-        unsafe { NdisMSetMiniportAttributes(handle, (&raw mut registration).cast()) },
-        0
-    );
+    let status = unsafe { NdisMSetMiniportAttributes(handle, (&raw mut registration).cast()) };
+    assert_eq!(status, 0);
     let mut general = NDIS_MINIPORT_ADAPTER_GENERAL_ATTRIBUTES::new();
     general.MtuSize = 1500;
     general.MacAddressLength = 6;
     general.CurrentMacAddress[..6].copy_from_slice(&*lock(&s.mac));
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { NdisMSetMiniportAttributes(handle, (&raw mut general).cast()) },
-        0
-    );
+    let status = unsafe { NdisMSetMiniportAttributes(handle, (&raw mut general).cast()) };
+    assert_eq!(status, 0);
     // SAFETY: PASSIVE_LEVEL; V's and P's interface indexes.
     let stacked = unsafe { NdisIfAddIfStackEntry(p.IfIndex, s.lower_if.load(Ordering::SeqCst)) };
     assert_eq!(stacked, NDIS_STATUS_SUCCESS);
@@ -420,7 +412,7 @@ unsafe extern "win64" fn halt(ctx: NDIS_HANDLE, _action: NDIS_HALT_ACTION) {
         NdisIfDeleteIfStackEntry(
             s.v_if.load(Ordering::SeqCst),
             s.lower_if.load(Ordering::SeqCst),
-        )
+        );
     };
     s.miniport.store(0, Ordering::SeqCst);
 }
@@ -463,7 +455,7 @@ unsafe extern "win64" fn mp_send(
             s.miniport.load(Ordering::SeqCst) as NDIS_HANDLE,
             lists,
             complete,
-        )
+        );
     };
 }
 unsafe extern "win64" fn mp_return(_c: NDIS_HANDLE, _l: *mut NET_BUFFER_LIST, _f: ULONG) {}
