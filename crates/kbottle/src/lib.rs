@@ -17,7 +17,13 @@
 //!   model), [`io`] (IRPs and their completion), [`crt`] (the C runtime
 //!   routines ntoskrnl exports, `DbgPrintEx`).
 //! - [`ndis`] plays NDIS: miniport registration, configuration keywords,
-//!   attributes, OIDs, work items, PnP events, and the adapter lifecycle.
+//!   attributes, OIDs, work items, PnP events, and the adapter lifecycle;
+//!   for an intermediate driver also the protocol edge (registration,
+//!   binds and unbinds, the binding's data path, OIDs and PnP events), the
+//!   NICs below it and the virtual miniports over them, and
+//!   `NET_BUFFER_LIST`s with an ownership ledger.
+//! - [`segment`] is the emulated Ethernet the NICs sit on: a learning
+//!   switch with pcap capture; nothing leaves the process.
 //! - [`netio`] plays Winsock Kernel: datagram sockets carried by real
 //!   Linux UDP sockets, so bottled drivers talk RoCEv2 to each other and
 //!   to `librsndk.so`.
@@ -30,8 +36,11 @@
 //!
 //! The model, in short:
 //! - A *processor* is an OS thread that runs driver code: the test thread,
-//!   the timer thread, the system worker thread (work items) and each
-//!   socket's receive thread. Each has its own IRQL and DPC queue. A DPC
+//!   the timer thread, the system worker thread (work items), each
+//!   socket's receive thread, each NIC's thread (`nic-<n>`: receives,
+//!   deferred send and OID completions, link changes, all at
+//!   DISPATCH_LEVEL) and NDIS's PnP threads (`ndis-pnp`: binds, unbinds,
+//!   binding pause and restart, at PASSIVE_LEVEL). Each has its own IRQL and DPC queue. A DPC
 //!   queued at PASSIVE_LEVEL on the current processor runs at once, on
 //!   that thread, at DISPATCH_LEVEL, as it would when that processor's
 //!   IRQL drops below DISPATCH; one queued at DISPATCH runs when the

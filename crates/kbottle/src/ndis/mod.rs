@@ -23,14 +23,34 @@
 //!   they end in; [`state`] what NDIS knows about the driver and its
 //!   adapters.
 //!
+//! An intermediate (MUX) driver's protocol edge and the NICs below it:
+//!
+//! - [`protocol`] holds `NdisRegisterProtocolDriver`,
+//!   `NdisDeregisterProtocolDriver`, `NdisIMAssociateMiniport`.
+//! - [`bindflow`] plays NDIS's side of a bind, unbind, binding pause and
+//!   restart, each on a PASSIVE `ndis-pnp` thread; [`binding`] the imports
+//!   of opening and closing a binding and completing pended binds,
+//!   unbinds and PnP events; [`im`] `NdisIMInitializeDeviceInstanceEx`
+//!   and friends, the interface stack, `NdisMSleep`.
+//! - [`nic`] runs the NICs the bottle plays, each with a thread, on a
+//!   [`crate::segment`]; [`lower`] the binding's data path
+//!   (`NdisSendNetBufferLists`, `NdisReturnNetBufferLists`); [`lower_oid`]
+//!   `NdisOidRequest` on a binding.
+//! - [`nbl`] holds `NET_BUFFER_LIST`s with the real layouts and the ledger of
+//!   who holds each; [`nblpool`] the pool and list imports; [`upper`] the
+//!   stack above each virtual miniport.
+//!
 //! Every import checks its IRQL first (0xC4 / 0xE5 when wrong), looks up
 //! its handles (0x50 for one NDIS never gave out or already took back),
 //! and turns a panic of the bottle's own code into 0x4F
 //! (`NDIS_INTERNAL_ERROR`) instead of unwinding into driver frames.
 //! Allocating imports are fault points of the low-resources simulation:
 //! `NdisMRegisterMiniportDriver`, `NdisSetOptionalHandlers`,
-//! `NdisOpenConfigurationEx`, `NdisReadConfiguration` (each failing with
-//! `NDIS_STATUS_RESOURCES`) and `NdisAllocateIoWorkItem` (null).
+//! `NdisOpenConfigurationEx`, `NdisReadConfiguration`,
+//! `NdisRegisterProtocolDriver`, `NdisOpenAdapterEx`,
+//! `NdisAllocateNetBufferListContext` (each failing with
+//! `NDIS_STATUS_RESOURCES`), `NdisAllocateIoWorkItem`,
+//! `NdisAllocateNetBufferListPool` and the list allocations (null).
 
 pub mod attributes;
 pub mod bindflow;
