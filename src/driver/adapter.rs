@@ -1,99 +1,91 @@
-//! The miniport adapter: what `MiniportInitializeEx` builds and reports to
-//! NDIS (registration, general and NDK attributes), its state, and the
-//! work item that does what must not run inside an NDIS callback.
+//! The virtual miniport (V): what `MiniportInitializeEx` builds and reports
+//! to NDIS (registration, general and NDK attributes), its NDK state, and
+//! the work item that does what must not run inside an NDIS callback.
 //!
-//! The adapter is a virtual Ethernet NIC whose only purpose is to carry an
-//! IP interface for NDK: RoCEv2 traffic goes through the software RNIC's
-//! WSK socket, not through this adapter's Ethernet data path, which
-//! completes every send without transmitting it and never indicates a
-//! receive (docs/windows.md, "Addresses", explains the routing this needs).
+//! V exists only over a binding: NDIS initialises it after the protocol
+//! edge's `NdisIMInitializeDeviceInstanceEx`, with the pairing ([`Mux`]) in
+//! `IMDeviceInstanceContext` (the MUX sample's `MPInitialize`). V takes P's
+//! MAC address, MTU, link speeds and media state; it is the IP interface
+//! of the link and the NDK provider. Its RNIC sends and receives through
+//! the L2 port on the binding ([`super::l2`]) and learns V's IP addresses
+//! from the IP stack ([`super::addresses`]).
 
 use alloc::boxed::Box;
-use core::net::Ipv4Addr;
-use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use hwq::TryArc;
 use ndis::{
-    IF_TYPE_ETHERNET_CSMACD, MediaConnectStateConnected, MediaDuplexStateFull, NDIS_HANDLE,
-    NDIS_MAC_OPTION_COPY_LOOKAHEAD_DATA, NDIS_MAC_OPTION_NO_LOOPBACK,
+    NDIS_HANDLE, NDIS_MAC_OPTION_COPY_LOOKAHEAD_DATA, NDIS_MAC_OPTION_NO_LOOPBACK,
     NDIS_MAC_OPTION_TRANSFERS_NOT_PEND, NDIS_MAX_PHYS_ADDRESS_LENGTH,
     NDIS_MINIPORT_ADAPTER_ATTRIBUTES, NDIS_MINIPORT_ADAPTER_GENERAL_ATTRIBUTES,
     NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES, NDIS_MINIPORT_ADAPTER_REGISTRATION_ATTRIBUTES,
-    NDIS_MINIPORT_ATTRIBUTES_SURPRISE_REMOVE_OK, NDIS_MINIPORT_INIT_PARAMETERS,
-    NDIS_NDK_CAPABILITIES, NDIS_PACKET_TYPE_ALL_MULTICAST, NDIS_PACKET_TYPE_BROADCAST,
-    NDIS_PACKET_TYPE_DIRECTED, NDIS_PACKET_TYPE_MULTICAST, NDIS_PACKET_TYPE_PROMISCUOUS,
-    NDIS_STATISTICS_BYTES_RCV_SUPPORTED, NDIS_STATISTICS_BYTES_XMIT_SUPPORTED,
-    NDIS_STATISTICS_GEN_STATISTICS_SUPPORTED, NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED,
-    NDIS_STATISTICS_RCV_ERROR_SUPPORTED, NDIS_STATISTICS_RCV_OK_SUPPORTED,
+    NDIS_MINIPORT_ATTRIBUTES_NO_HALT_ON_SUSPEND, NDIS_MINIPORT_INIT_PARAMETERS,
+    NDIS_NDK_CAPABILITIES, NDIS_STATISTICS_GEN_STATISTICS_SUPPORTED,
+    NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED, NDIS_STATISTICS_RCV_OK_SUPPORTED,
     NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED, NDIS_STATISTICS_XMIT_ERROR_SUPPORTED,
-    NDIS_STATISTICS_XMIT_OK_SUPPORTED, NET_IF_ACCESS_BROADCAST, NET_IF_CONNECTION_DEDICATED,
-    NET_IF_DIRECTION_SENDRECEIVE, NET_PNP_EVENT_NOTIFICATION, NdisAllocateIoWorkItem,
-    NdisFreeIoWorkItem, NdisInterfaceInternal, NdisMNetPnPEvent, NdisMSetMiniportAttributes,
-    NdisMedium802_3, NdisPauseFunctionsUnsupported, NdisPhysicalMedium802_3, NdisQueueIoWorkItem,
-    NetEventNDKDisable, NetEventNDKEnable,
+    NDIS_STATISTICS_XMIT_OK_SUPPORTED, NET_PNP_EVENT_NOTIFICATION, NdisAllocateIoWorkItem,
+    NdisFreeIoWorkItem, NdisIfAddIfStackEntry, NdisIfDeleteIfStackEntry, NdisInterfaceInternal,
+    NdisMNetPnPEvent, NdisMSetMiniportAttributes, NdisMedium802_3, NdisPauseFunctionsUnsupported,
+    NdisQueueIoWorkItem, NetEventNDKDisable, NetEventNDKEnable,
 };
-use ndkpi::{NDIS_STATUS, NDIS_STATUS_RESOURCES, NDIS_STATUS_SUCCESS, NDK_ADAPTER_INFO, PVOID};
+use ndkpi::{
+    NDIS_STATUS, NDIS_STATUS_FAILURE, NDIS_STATUS_RESOURCES, NDIS_STATUS_SUCCESS, NDK_ADAPTER_INFO,
+    PVOID,
+};
 use provider::PROVIDER_VERSION;
 use provider::info::adapter_info;
 
+use super::addresses::AddressWatcher;
 use super::alloc::try_box;
+use super::binding::Binding;
 use super::config::{AdapterConfig, read_config};
 use super::device::RnicDevice;
+use super::l2::L2Port;
 use super::log::{log_error, log_info};
+use super::mux::{INSTANCE_HALTING, INSTANCE_NONE, INSTANCE_UP, Mux};
 use super::oid::SUPPORTED_OIDS;
-use super::udp::report_open_failure;
+use super::protocol::oid_forward::ForwardSlot;
 
-/// Ethernet MTU the IP interface sees.
-pub const MTU: u32 = 1500;
-/// Link speed reported (the software RNIC has no line rate; 10 Gbit/s is
-/// what SMB's interface selection considers RDMA-worthy).
-pub const LINK_SPEED: u64 = 10_000_000_000;
-/// Receive filters accepted (nothing is received, so all are).
-pub const PACKET_FILTERS: u32 = NDIS_PACKET_TYPE_DIRECTED
-    | NDIS_PACKET_TYPE_MULTICAST
-    | NDIS_PACKET_TYPE_ALL_MULTICAST
-    | NDIS_PACKET_TYPE_BROADCAST
-    | NDIS_PACKET_TYPE_PROMISCUOUS;
-/// `NDIS_MAC_OPTION_*` of the adapter (general attributes and
-/// `OID_GEN_MAC_OPTIONS`).
+/// `NDIS_MAC_OPTION_*` of V (general attributes and
+/// `OID_GEN_MAC_OPTIONS`): NDIS loops sends back above V, V never does.
 pub const MAC_OPTIONS: u32 = NDIS_MAC_OPTION_COPY_LOOKAHEAD_DATA
     | NDIS_MAC_OPTION_TRANSFERS_NOT_PEND
     | NDIS_MAC_OPTION_NO_LOOPBACK;
-/// Longest multicast list.
-pub const MULTICAST_LIST_SIZE: u32 = 32;
 
-/// Work-item task: open the RoCEv2 socket (waits for WSK).
-const TASK_OPEN_SOCKET: u32 = 1;
 /// Work-item task: tell NDIS NDK was enabled or disabled.
 const TASK_NDK_EVENT: u32 = 2;
 /// `work_state` bit: the work item is queued or running.
 const WORK_QUEUED: u32 = 1 << 31;
+/// How long the unbind waits for NDK consumers to close their adapters
+/// after `NetEventNDKDisable`, in ms, before it goes on (and says so).
+const NDK_CLOSE_WAIT_MS: u64 = 30_000;
 
-/// The context NDIS passes to every adapter handler.
-#[derive(Debug)]
+/// The context NDIS passes to every handler of V.
 pub struct Adapter {
-    /// NDIS's handle of this adapter.
+    /// NDIS's handle of V.
     pub handle: NDIS_HANDLE,
+    /// The pairing V lives over.
+    mux: NonNull<Mux>,
     /// Registry keywords.
     pub config: AdapterConfig,
-    /// Locally administered MAC address.
-    pub mac: [u8; 6],
-    /// Paused by `MiniportPause` (sends complete with `NDIS_STATUS_PAUSED`).
-    pub paused: AtomicBool,
     /// NDK state set by `OID_NDK_SET_STATE` (starts as `*NetworkDirect`).
     pub ndk_enabled: AtomicBool,
-    /// The RoCEv2 socket is open, so NDK adapters can be opened.
-    pub socket_open: AtomicBool,
+    /// The unbind disabled NDK for good: no NDK adapter opens any more.
+    ndk_stopped: AtomicBool,
     /// NDK adapters open now.
     pub open_ndk_adapters: AtomicU32,
-    /// Current packet filter and lookahead (stored, not used).
-    pub packet_filter: AtomicU32,
-    /// Current lookahead.
-    pub lookahead: AtomicU32,
-    /// Send lists completed without being transmitted (`ifOutDiscards`).
-    pub send_discards: AtomicU64,
     /// The software RNIC.
     pub device: Option<RnicDevice>,
+    /// The RNIC's L2 port (also reachable from the binding's data path
+    /// while V is up).
+    port: Option<TryArc<L2Port>>,
+    /// V's addresses, fed to the RNIC.
+    watcher: Option<Box<AddressWatcher>>,
+    /// V's OID requests forwarded to P.
+    pub forward: Box<ForwardSlot>,
+    /// V's `ifIndex` once the `ifStack` entry V over P was added.
+    if_stack: Option<u32>,
     work_item: NDIS_HANDLE,
     /// Pending `TASK_*` bits, plus [`WORK_QUEUED`] while the work item is
     /// queued or running. One word, so that the routine can finish and
@@ -101,10 +93,23 @@ pub struct Adapter {
     work_state: AtomicU32,
 }
 
+impl core::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Adapter")
+            .field("config", &self.config)
+            .field("ndk_enabled", &self.ndk_enabled.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
 // SAFETY: the NDIS handles are opaque tokens NDIS allows on any thread;
-// everything mutable is atomic or immutable after initialisation.
+// the pairing is Sync and outlives V (the unbind waits for V's halt);
+// everything mutable is atomic or changed only at PASSIVE_LEVEL by
+// initialisation and halt, when NDIS runs no other handler of V.
 unsafe impl Send for Adapter {}
-// SAFETY: as above.
+// SAFETY: shared use reads immutable fields, atomics and the Sync pairing;
+// `&mut` use (initialisation, halt) happens while NDIS calls nothing else
+// of V's.
 unsafe impl Sync for Adapter {}
 
 fn set_attributes(
@@ -118,103 +123,194 @@ fn set_attributes(
 }
 
 impl Adapter {
-    /// `MiniportInitializeEx` (`PASSIVE_LEVEL`): builds the adapter and
-    /// its device and sets the attributes. On success the box is the
-    /// adapter context NDIS keeps until `MiniportHaltEx`.
+    /// The adapter behind V's context.
+    ///
+    /// # Safety
+    /// `context` is the context `initialize` registered, V not halted yet.
+    pub unsafe fn from_context<'a>(context: NDIS_HANDLE) -> &'a Self {
+        // SAFETY: per contract, a live `Box<Adapter>`'s address.
+        unsafe { &*context.cast::<Self>() }
+    }
+
+    /// The pairing V lives over.
+    pub fn mux(&self) -> &Mux {
+        // SAFETY: the pairing outlives V: the unbind frees it only after
+        // V's halt ended (`protocol::bind::stop_virtual`).
+        unsafe { self.mux.as_ref() }
+    }
+
+    /// The binding to P.
+    pub fn binding(&self) -> &Binding {
+        &self.mux().binding
+    }
+
+    /// `MiniportInitializeEx` (`PASSIVE_LEVEL`): V over the binding in
+    /// `IMDeviceInstanceContext`. On success the box is the adapter context
+    /// NDIS keeps until `MiniportHaltEx`, and V is reachable from the
+    /// binding. Either way the pairing learns initialisation finished (an
+    /// unbind may be waiting for it).
     pub fn initialize(
         handle: NDIS_HANDLE,
         params: &NDIS_MINIPORT_INIT_PARAMETERS,
     ) -> Result<Box<Self>, NDIS_STATUS> {
+        let Some(mux) = NonNull::new(params.IMDeviceInstanceContext.cast::<Mux>()) else {
+            // V is only ever initialised by the protocol edge.
+            log_error!("rsndk: MiniportInitializeEx without an IM device instance context");
+            return Err(NDIS_STATUS_FAILURE);
+        };
+        // SAFETY: the context `NdisIMInitializeDeviceInstanceEx` was given:
+        // a pairing that outlives V.
+        let virt = &unsafe { mux.as_ref() }.virt;
+        let result = Self::build(handle, params, mux);
+        match &result {
+            Ok(adapter) => {
+                if let Some(port) = &adapter.port {
+                    let binding = adapter.binding();
+                    port.set_link(
+                        binding.link.is_up(),
+                        binding.mtu(),
+                        binding.link.xmit_speed(),
+                    );
+                    virt.attach(handle, adapter.context(), port);
+                }
+                virt.set_instance(INSTANCE_UP);
+            }
+            Err(_) => virt.set_instance(INSTANCE_NONE),
+        }
+        virt.init_done.store(true, Ordering::SeqCst);
+        result
+    }
+
+    fn build(
+        handle: NDIS_HANDLE,
+        params: &NDIS_MINIPORT_INIT_PARAMETERS,
+        mux: NonNull<Mux>,
+    ) -> Result<Box<Self>, NDIS_STATUS> {
+        // SAFETY: the IMDeviceInstanceContext `initialize` checked: a
+        // pairing the protocol edge leaked, freed only after V's halt, so
+        // it outlives V and everything built here.
+        let mux_ref: &'static Mux = unsafe { mux.as_ref() };
         let config = read_config(handle);
-        let addr = config.ipv4.unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let device = RnicDevice::create(handle, addr, config.pmtu)?;
         // SAFETY: PASSIVE_LEVEL; the adapter handle is valid.
         let work_item = unsafe { NdisAllocateIoWorkItem(handle) };
+        if work_item.is_null() {
+            return Err(NDIS_STATUS_RESOURCES);
+        }
+        let Ok(forward) = try_box(ForwardSlot::new(mux_ref, handle)) else {
+            Self::free_work_item(work_item);
+            return Err(NDIS_STATUS_RESOURCES);
+        };
         let adapter = try_box(Self {
             handle,
+            mux,
             config,
-            mac: crate::portable::mac_for_interface(params.IfIndex),
-            // NDIS 6: an adapter starts Paused; MiniportRestart runs it.
-            paused: AtomicBool::new(true),
             ndk_enabled: AtomicBool::new(config.network_direct),
-            socket_open: AtomicBool::new(false),
+            ndk_stopped: AtomicBool::new(false),
             open_ndk_adapters: AtomicU32::new(0),
-            packet_filter: AtomicU32::new(0),
-            lookahead: AtomicU32::new(MTU),
-            send_discards: AtomicU64::new(0),
-            device: Some(device),
+            device: None,
+            port: None,
+            watcher: None,
+            forward,
+            if_stack: None,
             work_item,
             work_state: AtomicU32::new(0),
         });
-        let mut adapter = match adapter {
-            Ok(a) if !work_item.is_null() => a,
-            Ok(mut a) => {
-                a.teardown();
-                return Err(NDIS_STATUS_RESOURCES);
-            }
-            Err(mut a) => {
-                a.teardown();
-                return Err(NDIS_STATUS_RESOURCES);
-            }
+        let Ok(mut adapter) = adapter else {
+            Self::free_work_item(work_item);
+            return Err(NDIS_STATUS_RESOURCES);
         };
-        if let Err(status) = adapter.set_all_attributes() {
+        if let Err(status) = adapter.start(mux_ref, params) {
             adapter.teardown();
             return Err(status);
-        }
-        if config.ipv4.is_some() {
-            adapter.queue_work(TASK_OPEN_SOCKET);
-        } else {
-            log_error!(
-                "rsndk: no RsNdkIPv4Address keyword; NDK stays unavailable (docs/windows.md)"
-            );
         }
         Ok(adapter)
     }
 
+    /// The RNIC with its L2 port, the attributes, the `ifStack` entry and
+    /// the address watcher.
+    fn start(
+        &mut self,
+        mux: &'static Mux,
+        params: &NDIS_MINIPORT_INIT_PARAMETERS,
+    ) -> Result<(), NDIS_STATUS> {
+        let port = L2Port::create(&mux.binding).map_err(|_| NDIS_STATUS_RESOURCES)?;
+        let port = self.port.insert(port);
+        let device = RnicDevice::create(self.handle, port, self.config.pmtu)?;
+        self.device = Some(device);
+        self.set_all_attributes()?;
+        let lower = mux.binding.lower.bound_if_index;
+        // SAFETY: PASSIVE_LEVEL; V's and P's interface indexes.
+        let status = unsafe { NdisIfAddIfStackEntry(params.IfIndex, lower) };
+        if status == NDIS_STATUS_SUCCESS {
+            self.if_stack = Some(params.IfIndex);
+        } else {
+            // The sample ignores this failure too: only the ifStack table
+            // misses the entry.
+            log_error!(
+                "rsndk: NdisIfAddIfStackEntry failed: {:#010x}",
+                status as u32
+            );
+        }
+        if let (Some(device), Some(port)) = (&self.device, &self.port) {
+            match AddressWatcher::start(params.NetLuid.Value, &device.rnic, port) {
+                Ok(watcher) => self.watcher = Some(watcher),
+                Err(status) => log_error!(
+                    "rsndk: no address notifications ({:#010x}): the RNIC has no addresses",
+                    status as u32
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    fn context(&self) -> NDIS_HANDLE {
+        ptr::from_ref(self).cast_mut().cast()
+    }
+
     fn set_all_attributes(&mut self) -> Result<(), NDIS_STATUS> {
-        let context = ptr::from_mut(self).cast::<core::ffi::c_void>();
         let registration = NDIS_MINIPORT_ADAPTER_REGISTRATION_ATTRIBUTES::new(
-            context,
-            NDIS_MINIPORT_ATTRIBUTES_SURPRISE_REMOVE_OK,
+            self.context(),
+            NDIS_MINIPORT_ATTRIBUTES_NO_HALT_ON_SUSPEND,
             0,
             NdisInterfaceInternal,
         );
         check(set_attributes(self.handle, registration))?;
 
+        let binding = self.binding();
+        let lower = binding.lower;
+        let link = binding.link.get();
         let mut mac = [0u8; NDIS_MAX_PHYS_ADDRESS_LENGTH];
-        mac[..6].copy_from_slice(&self.mac);
+        mac[..6].copy_from_slice(&lower.mac);
         let mut general = NDIS_MINIPORT_ADAPTER_GENERAL_ATTRIBUTES::new();
         general.MediaType = NdisMedium802_3;
-        general.PhysicalMediumType = NdisPhysicalMedium802_3;
-        general.MtuSize = MTU;
-        general.MaxXmitLinkSpeed = LINK_SPEED;
-        general.XmitLinkSpeed = LINK_SPEED;
-        general.MaxRcvLinkSpeed = LINK_SPEED;
-        general.RcvLinkSpeed = LINK_SPEED;
-        general.MediaConnectState = MediaConnectStateConnected;
-        general.MediaDuplexState = MediaDuplexStateFull;
-        general.LookaheadSize = MTU;
+        general.PhysicalMediumType = lower.physical_medium;
+        general.MtuSize = lower.mtu;
+        general.MaxXmitLinkSpeed = lower.max_xmit_speed;
+        general.XmitLinkSpeed = link.XmitLinkSpeed;
+        general.MaxRcvLinkSpeed = lower.max_rcv_speed;
+        general.RcvLinkSpeed = link.RcvLinkSpeed;
+        general.MediaConnectState = link.MediaConnectState;
+        general.MediaDuplexState = link.MediaDuplexState;
+        general.LookaheadSize = lower.lookahead;
         general.MacOptions = MAC_OPTIONS;
-        general.SupportedPacketFilters = PACKET_FILTERS;
-        general.MaxMulticastListSize = MULTICAST_LIST_SIZE;
+        general.SupportedPacketFilters = lower.supported_filters;
+        general.MaxMulticastListSize = lower.max_multicast;
         general.MacAddressLength = 6;
         general.PermanentMacAddress = mac;
         general.CurrentMacAddress = mac;
-        general.AccessType = NET_IF_ACCESS_BROADCAST;
-        general.DirectionType = NET_IF_DIRECTION_SENDRECEIVE;
-        general.ConnectionType = NET_IF_CONNECTION_DEDICATED;
-        general.IfType = IF_TYPE_ETHERNET_CSMACD;
+        general.AccessType = lower.access_type;
+        general.DirectionType = lower.direction_type;
+        general.ConnectionType = lower.connection_type;
+        general.IfType = lower.if_type;
+        // RFC 2665: TRUE only for a physical adapter.
         general.IfConnectorPresent = 0;
-        // OID_GEN_STATISTICS answers every counter (see `oid`).
+        // OID_GEN_STATISTICS answers these (see `oid`).
         general.SupportedStatistics = NDIS_STATISTICS_GEN_STATISTICS_SUPPORTED
             | NDIS_STATISTICS_XMIT_OK_SUPPORTED
             | NDIS_STATISTICS_RCV_OK_SUPPORTED
             | NDIS_STATISTICS_XMIT_ERROR_SUPPORTED
-            | NDIS_STATISTICS_RCV_ERROR_SUPPORTED
             | NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED
-            | NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED
-            | NDIS_STATISTICS_BYTES_XMIT_SUPPORTED
-            | NDIS_STATISTICS_BYTES_RCV_SUPPORTED;
+            | NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED;
         general.SupportedPauseFunctions = NdisPauseFunctionsUnsupported as u32;
         general.SupportedOidList = SUPPORTED_OIDS.as_ptr().cast_mut();
         general.SupportedOidListLength = size_of_val(SUPPORTED_OIDS) as u32;
@@ -233,11 +329,15 @@ impl Adapter {
         Ok(())
     }
 
-    /// Whether an NDK adapter may be opened now.
+    /// Whether an NDK adapter may be opened now: V is up with its RNIC,
+    /// `*NetworkDirect` allows NDK and it is enabled. The RNIC's addresses
+    /// arrive later from the IP stack; an address V does not have is
+    /// refused by the RNIC.
     pub fn ndk_ready(&self) -> bool {
         self.config.network_direct
             && self.ndk_enabled.load(Ordering::Acquire)
-            && self.socket_open.load(Ordering::Acquire)
+            && !self.ndk_stopped.load(Ordering::Acquire)
+            && self.device.is_some()
     }
 
     /// Records `OID_NDK_SET_STATE` and schedules the matching PnP event
@@ -252,7 +352,9 @@ impl Adapter {
     /// occurs) and leaves NDK disabled: no `NetEventNDKEnable`, opens keep
     /// answering `NDIS_STATUS_ADAPTER_NOT_READY`.
     pub fn set_ndk_state(&self, requested: bool) {
-        let enabled = requested && self.config.network_direct;
+        // Once the unbind disabled NDK, it stays disabled.
+        let enabled =
+            requested && self.config.network_direct && !self.ndk_stopped.load(Ordering::Acquire);
         if requested && !enabled {
             log_info!("rsndk: NDK enable requested, but *NetworkDirect is 0: NDK stays disabled");
         }
@@ -263,6 +365,32 @@ impl Adapter {
                 if enabled { "enabled" } else { "disabled" }
             );
             self.queue_work(TASK_NDK_EVENT);
+        }
+    }
+
+    /// The unbind's first step (`PASSIVE_LEVEL`, outside any OID request
+    /// of V's): NDK is disabled for good, consumers are told
+    /// (`NetEventNDKDisable`), and their NDK adapters are waited for, up to
+    /// [`NDK_CLOSE_WAIT_MS`].
+    pub fn disable_ndk_and_wait(&self) {
+        self.ndk_stopped.store(true, Ordering::SeqCst);
+        // A queued NDK event would race ours: let it run first.
+        self.wait_work();
+        if self.ndk_enabled.swap(false, Ordering::AcqRel) {
+            log_info!("rsndk: NDK disabled for the unbind");
+            self.indicate_ndk_state();
+        }
+        let start = super::clock::now_ns();
+        loop {
+            let open = self.open_ndk_adapters.load(Ordering::Acquire);
+            if open == 0 {
+                return;
+            }
+            if super::clock::now_ns().saturating_sub(start) > NDK_CLOSE_WAIT_MS * 1_000_000 {
+                log_error!("rsndk: unbinding with {open} NDK adapter(s) still open");
+                return;
+            }
+            super::platform_wait();
         }
     }
 
@@ -308,12 +436,15 @@ impl Adapter {
             {
                 continue;
             }
-            if tasks & TASK_OPEN_SOCKET != 0 {
-                self.open_socket();
-            }
             if tasks & TASK_NDK_EVENT != 0 {
                 self.indicate_ndk_state();
             }
+        }
+    }
+
+    fn wait_work(&self) {
+        while self.work_state.load(Ordering::Acquire) & WORK_QUEUED != 0 {
+            super::platform_wait();
         }
     }
 
@@ -336,46 +467,76 @@ impl Adapter {
         }
     }
 
-    fn open_socket(&self) {
-        let Some(device) = &self.device else { return };
-        match device.transport.open() {
-            Ok(()) => {
-                self.socket_open.store(true, Ordering::Release);
-                log_info!("rsndk: RoCEv2 socket open on {}", device.transport.local());
-                // Consumers that looked while the socket was not open were
-                // refused; tell NDIS the provider is usable now.
-                if self.ndk_enabled.load(Ordering::Acquire) {
-                    self.indicate_ndk_state();
-                }
-            }
-            Err(status) => report_open_failure(device.transport.local(), status),
-        }
-    }
-
-    /// `MiniportHaltEx` (`PASSIVE_LEVEL`): waits for the work item, stops
-    /// the device and frees everything.
+    /// `MiniportHaltEx` (`PASSIVE_LEVEL`; V is paused): the sample's
+    /// `MPHalt`. Nothing reaches V from the binding any more, P is asked
+    /// to receive nothing, V's NBLs and the RNIC's frames are waited out,
+    /// the RNIC stops and everything is freed; the pairing learns V is gone
+    /// last (the unbind may free it right after).
     pub fn halt(&mut self) {
+        let virt = &self.mux().virt;
+        virt.set_instance(INSTANCE_HALTING);
+        virt.detach();
+        if virt.packet_filter.swap(0, Ordering::SeqCst) != 0 {
+            let binding = self.binding();
+            binding.packet_filter.store(0, Ordering::SeqCst);
+            let mut filter: u32 = 0;
+            let status = binding.request_sync(
+                ndis::NdisRequestSetInformation,
+                ndis::OID_GEN_CURRENT_PACKET_FILTER,
+                (&raw mut filter).cast(),
+                4,
+            );
+            if status != NDIS_STATUS_SUCCESS {
+                log_error!(
+                    "rsndk: clearing P's packet filter failed: {:#010x}",
+                    status as u32
+                );
+            }
+        }
+        while virt.gate.outstanding() != 0 {
+            super::platform_wait();
+        }
         self.teardown();
+        let virt = &self.mux().virt;
+        virt.forget_miniport();
+        virt.set_instance(INSTANCE_NONE);
     }
 
     fn teardown(&mut self) {
-        if let Some(device) = &self.device {
-            device.transport.abandon_open();
+        if let Some(watcher) = self.watcher.take() {
+            watcher.stop();
         }
-        while self.work_state.load(Ordering::Acquire) & WORK_QUEUED != 0 {
-            super::platform_wait();
-        }
-        self.socket_open.store(false, Ordering::Release);
+        self.wait_work();
         let open = self.open_ndk_adapters.load(Ordering::Acquire);
         if open != 0 {
             log_error!("rsndk: halting with {open} NDK adapter(s) still open");
         }
         if let Some(device) = self.device.take() {
+            // Afterwards the RNIC transmits nothing more.
             device.shutdown();
         }
-        if !self.work_item.is_null() {
-            // SAFETY: allocated in `initialize`, not queued (waited above).
-            unsafe { NdisFreeIoWorkItem(self.work_item) };
+        if let Some(port) = self.port.take() {
+            // Its frames still at P come back through the binding, which
+            // reaches the port until it is detached.
+            self.binding().wait_own_sends();
+            self.mux().virt.detach_port();
+            port.shutdown();
+            drop(port);
+        }
+        if let Some(if_index) = self.if_stack.take() {
+            let lower = self.binding().lower.bound_if_index;
+            // SAFETY: PASSIVE_LEVEL; the entry added in `build`.
+            unsafe { NdisIfDeleteIfStackEntry(if_index, lower) };
+        }
+        Self::free_work_item(self.work_item);
+        self.work_item = ptr::null_mut();
+    }
+
+    fn free_work_item(work_item: NDIS_HANDLE) {
+        if !work_item.is_null() {
+            // SAFETY: allocated by NdisAllocateIoWorkItem and not queued
+            // (the caller waited for the routine or never queued it).
+            unsafe { NdisFreeIoWorkItem(work_item) };
         }
     }
 }

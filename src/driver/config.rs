@@ -1,21 +1,18 @@
-//! The adapter's registry keywords (the INF's `Ndi\Params`, under the
-//! adapter's driver key), read once in `MiniportInitializeEx`.
+//! V's registry keywords (`rsndk_mp.inx`'s `Ndi\Params`, under V's
+//! driver key), read once in `MiniportInitializeEx`, and the keyword
+//! reader the protocol edge shares (`UpperBindings`).
 
-use core::net::Ipv4Addr;
 use core::ptr;
 
 use ndis::{
     NDIS_CONFIGURATION_OBJECT, NDIS_CONFIGURATION_PARAMETER, NDIS_HANDLE, NDIS_STRING,
     NETWORK_DIRECT_KEYWORD, NdisCloseConfiguration, NdisOpenConfigurationEx, NdisParameterInteger,
-    NdisParameterString, NdisReadConfiguration, UNICODE_STRING, ascii_to_utf16,
+    NdisReadConfiguration, UNICODE_STRING, ascii_to_utf16,
 };
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_SUCCESS};
 
 /// `*NetworkDirectRoCEFrameSize`: the RoCE path MTU.
 const ROCE_FRAME_SIZE_KEYWORD: [u16; 27] = ascii_to_utf16(b"*NetworkDirectRoCEFrameSize");
-/// `RsNdkIPv4Address`: the adapter's IPv4 address, dotted decimal; the
-/// RoCEv2 socket binds to it (docs/windows.md, "Addresses").
-const IPV4_ADDRESS_KEYWORD: [u16; 16] = ascii_to_utf16(b"RsNdkIPv4Address");
 
 /// What the keywords say, with the INF defaults for missing ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,9 +21,6 @@ pub struct AdapterConfig {
     pub network_direct: bool,
     /// RoCE path MTU: 256, 512, 1024, 2048 or 4096.
     pub pmtu: u32,
-    /// The address the RoCEv2 socket binds to; `None` leaves NDK
-    /// unavailable (there is nothing to bind).
-    pub ipv4: Option<Ipv4Addr>,
 }
 
 impl Default for AdapterConfig {
@@ -34,16 +28,16 @@ impl Default for AdapterConfig {
         Self {
             network_direct: true,
             pmtu: 1024,
-            ipv4: None,
         }
     }
 }
 
-/// Reads one keyword; `None` if absent or of another type.
+/// Reads one keyword; `None` if absent or of another type. The value (and
+/// a string's buffer) stays valid until the handle is closed.
 ///
 /// # Safety
 /// `handle` is an open configuration handle (PASSIVE_LEVEL).
-unsafe fn read(
+pub unsafe fn read(
     handle: NDIS_HANDLE,
     keyword: &'static [u16],
     kind: i32,
@@ -78,22 +72,12 @@ pub fn read_config(adapter: NDIS_HANDLE) -> AdapterConfig {
         // SAFETY: an integer parameter's live member is IntegerData.
         config.network_direct = unsafe { p.ParameterData.IntegerData } != 0;
     }
-    // SAFETY: as above.
+    // SAFETY: `handle` is open until the close below.
     if let Some(p) = unsafe { read(handle, &ROCE_FRAME_SIZE_KEYWORD, NdisParameterInteger) } {
-        // SAFETY: as above.
+        // SAFETY: an integer parameter's live member is IntegerData.
         let size = unsafe { p.ParameterData.IntegerData };
         if matches!(size, 256 | 512 | 1024 | 2048 | 4096) {
             config.pmtu = size;
-        }
-    }
-    // SAFETY: as above.
-    if let Some(p) = unsafe { read(handle, &IPV4_ADDRESS_KEYWORD, NdisParameterString) } {
-        // SAFETY: a string parameter's live member is StringData.
-        let s = unsafe { p.ParameterData.StringData };
-        if !s.Buffer.is_null() {
-            // SAFETY: NDIS's string of `Length` bytes, valid until close.
-            let text = unsafe { core::slice::from_raw_parts(s.Buffer, usize::from(s.Length) / 2) };
-            config.ipv4 = crate::portable::parse_ipv4_utf16(text);
         }
     }
     // SAFETY: opened above, closed once.

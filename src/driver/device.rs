@@ -1,10 +1,11 @@
-//! One adapter's software RNIC and everything that serves it: the engine
-//! DPC, the WSK transport and the provider's device context. Built in
+//! One V's software RNIC and everything that serves it: the engine DPC,
+//! the L2 port it sends and receives RoCEv2 frames through (on the binding
+//! to P) and the provider's device context. Built in
 //! `MiniportInitializeEx`, torn down in `MiniportHaltEx`, like the host's
 //! `HostDevice` (`crates/host/src/adapters.rs`).
 
 use alloc::boxed::Box;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::Ipv4Addr;
 
 use hwq::TryArc;
 use ndis::NDIS_HANDLE;
@@ -19,7 +20,7 @@ use super::counters::NdkCounters;
 use super::dispatch_device::AtDispatch;
 use super::dma::KernelDma;
 use super::engine::{Engine, EngineWaker};
-use super::udp::{ROCEV2_UDP_PORT, UdpTransport, WskLink};
+use super::l2::L2Port;
 
 /// A running software RNIC. Teardown order is [`RnicDevice::shutdown`]'s.
 #[derive(Debug)]
@@ -28,8 +29,8 @@ pub struct RnicDevice {
     pub ctx: TryArc<DeviceContext>,
     /// The device.
     pub rnic: TryArc<SoftRnic>,
-    /// Its UDP socket.
-    pub transport: TryArc<UdpTransport>,
+    /// Its L2 port on the binding.
+    pub port: TryArc<L2Port>,
     /// Connection counters the device wrapper keeps.
     pub counters: TryArc<NdkCounters>,
     engine: Box<Engine>,
@@ -40,61 +41,72 @@ fn boxed<T>(value: T) -> Result<Box<T>, NTSTATUS> {
 }
 
 impl RnicDevice {
-    /// Builds the device of NDIS adapter `adapter` for `addr` with path
-    /// MTU `pmtu` and starts its engine (`PASSIVE_LEVEL`). The socket is not open yet: see
-    /// [`UdpTransport::open`].
-    pub fn create(adapter: NDIS_HANDLE, addr: Ipv4Addr, pmtu: u32) -> Result<Self, NTSTATUS> {
-        let engine = Engine::create(adapter)?;
-        let transport = UdpTransport::create(SocketAddrV4::new(addr, ROCEV2_UDP_PORT))?;
+    /// Builds the device of V (NDIS adapter `adapter`) over `port`, with
+    /// path MTU `pmtu`, and starts its engine (`PASSIVE_LEVEL`). It starts
+    /// with no address: the address watcher gives it V's.
+    pub fn create(
+        adapter: NDIS_HANDLE,
+        port: &TryArc<L2Port>,
+        pmtu: u32,
+    ) -> Result<Self, NTSTATUS> {
+        let mut engine = Engine::create(adapter)?;
         let dma: Box<dyn hwq::DmaAccess> =
             boxed(KernelDma::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?)?;
-        let link: Box<dyn Link> = boxed(WskLink(transport.clone()))?;
+        let link: Box<dyn Link> = L2Port::link(port)?;
         let clock: Box<dyn Clock> = boxed(KernelClock)?;
         let waker: Box<dyn Wake> = boxed(EngineWaker::new(&engine))?;
-        let rnic = SoftRnic::new(DeviceConfig::new(addr, pmtu), dma, link, clock, waker)
-            .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        let rnic = SoftRnic::new(
+            DeviceConfig::new(Ipv4Addr::UNSPECIFIED, pmtu),
+            dma,
+            link,
+            clock,
+            waker,
+        )
+        .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let counters = TryArc::try_new_or_drop(NdkCounters::default())
             .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         // The provider calls the device at its caller's IRQL; every call
         // runs at DISPATCH_LEVEL (see `AtDispatch`), which also counts.
         let device: Box<dyn hwq::Device> = boxed(AtDispatch::new(rnic.clone(), counters.clone()))?;
-        transport.attach(&rnic);
+        port.attach(&rnic, &mut engine);
         engine.start(&rnic);
         let ctx = match DeviceContext::new(device, super::platform()) {
             Ok(ctx) => ctx,
             Err(status) => {
+                port.detach();
                 engine.stop();
-                transport.close(super::platform_wait);
                 return Err(status);
             }
         };
         Ok(Self {
             ctx,
             rnic,
-            transport,
+            port: port.clone(),
             counters,
             engine,
         })
     }
 
     /// Stops everything (`PASSIVE_LEVEL`, every NDK adapter on it closed):
-    /// device events first, then the socket, then the engine; the memory
-    /// goes when `self` drops (the RNIC before the engine its waker names).
+    /// device events first, then the port's receive steering, then the
+    /// engine; the memory goes when `self` drops (the RNIC before the
+    /// engine its waker names). The port lives on while others hold it
+    /// (its frames still at P).
     pub fn shutdown(self) {
         self.ctx.detach();
-        self.transport.close(super::platform_wait);
+        self.port.detach();
         self.engine.stop();
         let Self {
             ctx,
             rnic,
-            transport,
+            port,
             counters,
             engine,
         } = self;
         drop(ctx);
         drop(rnic);
-        drop(transport);
+        drop(port);
         drop(counters);
         drop(engine);
     }

@@ -1,29 +1,32 @@
-//! The NDIS miniport driver: its characteristics and handlers.
+//! The miniport edge of the MUX: the virtual miniport driver (V), its
+//! characteristics and handlers.
 //!
 //! Registration (`NdisMRegisterMiniportDriver`, from `DriverEntry`)
-//! declares NDIS 6.50 (see `ndis::version`); NDIS then calls
-//! `MiniportSetOptions`, where the NDK provider characteristics are
-//! registered, and `MiniportInitializeEx` per adapter, where the adapter
-//! sets its registration, general and NDK attributes.
+//! declares NDIS 6.50 (see `ndis::version`) and `NDIS_INTERMEDIATE_DRIVER`;
+//! NDIS then calls `MiniportSetOptions`, where the NDK provider
+//! characteristics are registered. V is never root-enumerated: NDIS calls
+//! `MiniportInitializeEx` only after the protocol edge asked for the
+//! device instance (`NdisIMInitializeDeviceInstanceEx`), with the pairing
+//! in `IMDeviceInstanceContext` ([`super::adapter`]). Sends and returns
+//! pass through to the binding ([`super::passthrough`]); pause pends until
+//! every NBL of V's is back (the MUX sample's `miniport.c`, plus that NDIS
+//! rule).
 
 use alloc::boxed::Box;
-use core::ptr;
-use core::sync::atomic::Ordering;
+use core::ptr::{self, NonNull};
 
 use ndis::{
-    DRIVER_OBJECT, NDIS_DEVICE_PNP_EVENT, NDIS_HALT_ACTION, NDIS_HANDLE,
+    DRIVER_OBJECT, NDIS_DEVICE_PNP_EVENT, NDIS_HALT_ACTION, NDIS_HANDLE, NDIS_INTERMEDIATE_DRIVER,
     NDIS_MINIPORT_DRIVER_CHARACTERISTICS, NDIS_MINIPORT_INIT_PARAMETERS,
     NDIS_MINIPORT_PAUSE_PARAMETERS, NDIS_MINIPORT_RESTART_PARAMETERS, NDIS_OID_REQUEST,
-    NDIS_PORT_NUMBER, NDIS_SEND_COMPLETE_FLAGS_DISPATCH_LEVEL, NDIS_SEND_FLAGS_DISPATCH_LEVEL,
-    NDIS_SHUTDOWN_ACTION, NDIS_STATUS_PAUSED, NET_BUFFER_LIST, NET_BUFFER_LIST_NEXT_OFFSET,
-    NET_BUFFER_LIST_STATUS_OFFSET, NET_DEVICE_PNP_EVENT, NdisMDeregisterMiniportDriver,
-    NdisMRegisterMiniportDriver, NdisMSendNetBufferListsComplete, UNICODE_STRING,
+    NDIS_PORT_NUMBER, NDIS_SHUTDOWN_ACTION, NET_BUFFER_LIST, NET_DEVICE_PNP_EVENT,
+    NdisMDeregisterMiniportDriver, NdisMRegisterMiniportDriver, UNICODE_STRING,
 };
-use ndkpi::{BOOLEAN, NDIS_STATUS, NDIS_STATUS_SUCCESS, PVOID, ULONG};
+use ndkpi::{BOOLEAN, NDIS_STATUS, NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS, PVOID, ULONG};
 
 use super::adapter::Adapter;
 use super::log::{log_error, log_info};
-use super::{ndk, oid};
+use super::{ndk, oid, passthrough};
 
 /// rsndk's own version, reported in the characteristics.
 const DRIVER_MAJOR: u8 = 0;
@@ -54,6 +57,7 @@ pub unsafe fn register(
         DevicePnPEventNotifyHandler: Some(device_pnp_event_notify),
         ShutdownHandlerEx: Some(shutdown),
         CancelOidRequestHandler: Some(cancel_oid_request),
+        Flags: NDIS_INTERMEDIATE_DRIVER,
         ..NDIS_MINIPORT_DRIVER_CHARACTERISTICS::new(DRIVER_MAJOR, DRIVER_MINOR)
     };
     let mut handle: NDIS_HANDLE = ptr::null_mut();
@@ -135,8 +139,10 @@ unsafe extern "win64" fn halt(context: NDIS_HANDLE, _action: NDIS_HALT_ACTION) {
     adapter.halt();
 }
 
-/// `MiniportDriverUnload`: deregister and free the driver's globals.
+/// `MiniportDriverUnload`: deregister the protocol, then the miniport
+/// (the sample's `MPUnload`), and free the driver's globals.
 unsafe extern "win64" fn unload(_driver: *mut DRIVER_OBJECT) {
+    super::protocol::deregister();
     if let Some(handle) = super::take_driver_handle() {
         // SAFETY: PASSIVE_LEVEL; registered in DriverEntry, every adapter
         // halted (NDIS unloads only then).
@@ -145,27 +151,33 @@ unsafe extern "win64" fn unload(_driver: *mut DRIVER_OBJECT) {
     super::free_platform();
 }
 
-/// `MiniportPause`: nothing is pending (sends complete at once).
+/// `MiniportPause`: V stops taking sends and indicating receives; pends
+/// until every NBL of V's is back (the last one completes the pause).
 unsafe extern "win64" fn pause(
     context: NDIS_HANDLE,
     _params: *mut NDIS_MINIPORT_PAUSE_PARAMETERS,
 ) -> NDIS_STATUS {
     // SAFETY: a live adapter context.
-    unsafe { adapter(context) }
-        .paused
-        .store(true, Ordering::Release);
-    NDIS_STATUS_SUCCESS
+    if unsafe { adapter(context) }.mux().virt.gate.pause() {
+        NDIS_STATUS_SUCCESS
+    } else {
+        NDIS_STATUS_PENDING
+    }
 }
 
-/// `MiniportRestart`.
+/// `MiniportRestart`: V runs; P's link state (which may have changed
+/// since the general attributes gave it) is indicated up.
 unsafe extern "win64" fn restart(
     context: NDIS_HANDLE,
     _params: *mut NDIS_MINIPORT_RESTART_PARAMETERS,
 ) -> NDIS_STATUS {
     // SAFETY: a live adapter context.
-    unsafe { adapter(context) }
-        .paused
-        .store(false, Ordering::Release);
+    let mux = unsafe { adapter(context) }.mux();
+    mux.virt.gate.restart();
+    mux.virt
+        .started
+        .store(true, core::sync::atomic::Ordering::SeqCst);
+    mux.indicate_link_state();
     NDIS_STATUS_SUCCESS
 }
 
@@ -174,75 +186,60 @@ unsafe extern "win64" fn oid_request(
     context: NDIS_HANDLE,
     request: *mut NDIS_OID_REQUEST,
 ) -> NDIS_STATUS {
-    if request.is_null() {
+    let Some(request) = NonNull::new(request) else {
         return ndkpi::NDIS_STATUS_INVALID_PARAMETER;
-    }
+    };
     // SAFETY: a live adapter context.
     let adapter = unsafe { adapter(context) };
-    // SAFETY: NDIS's request, ours until we return (nothing pends).
-    let request = unsafe { &mut *request };
-    oid::handle(adapter, request)
+    // SAFETY: NDIS's request, ours until completed (here, or by the
+    // forwarding's completion when this returns NDIS_STATUS_PENDING).
+    unsafe { oid::handle(adapter, request) }
 }
 
-/// `MiniportSendNetBufferLists`: every list completes at once, without
-/// being transmitted (RoCEv2 traffic does not use this path; see
-/// [`super::adapter`]).
+/// `MiniportSendNetBufferLists`: down the binding to P.
 unsafe extern "win64" fn send_net_buffer_lists(
     context: NDIS_HANDLE,
     lists: *mut NET_BUFFER_LIST,
-    _port: NDIS_PORT_NUMBER,
+    port: NDIS_PORT_NUMBER,
     flags: ULONG,
 ) {
+    let Some(lists) = NonNull::new(lists) else {
+        return;
+    };
     // SAFETY: a live adapter context.
     let adapter = unsafe { adapter(context) };
-    let status = if adapter.paused.load(Ordering::Acquire) {
-        NDIS_STATUS_PAUSED
-    } else {
-        NDIS_STATUS_SUCCESS
-    };
-    let mut at = lists.cast::<u8>();
-    let mut count = 0u64;
-    while !at.is_null() {
-        count += 1;
-        // NET_BUFFER_LISTs are pointer-aligned (16 on x64), so both fields
-        // are naturally aligned.
-        #[allow(clippy::cast_ptr_alignment, reason = "NBLs are 16-byte aligned")]
-        let (status_field, next_field) = (
-            at.wrapping_add(NET_BUFFER_LIST_STATUS_OFFSET)
-                .cast::<NDIS_STATUS>(),
-            at.wrapping_add(NET_BUFFER_LIST_NEXT_OFFSET)
-                .cast::<*mut u8>(),
-        );
-        // SAFETY: a list of the chain NDIS handed us; `Status` is an
-        // NDIS_STATUS at its fixed x64 offset.
-        unsafe { status_field.write(status) };
-        // SAFETY: `Next` is the pointer at offset 0 of the same list.
-        at = unsafe { next_field.read() };
-    }
-    adapter.send_discards.fetch_add(count, Ordering::Relaxed);
-    let complete_flags = if flags & NDIS_SEND_FLAGS_DISPATCH_LEVEL != 0 {
-        NDIS_SEND_COMPLETE_FLAGS_DISPATCH_LEVEL
-    } else {
-        0
-    };
-    if !lists.is_null() {
-        // SAFETY: the chain NDIS handed us, completed once, status set.
-        unsafe { NdisMSendNetBufferListsComplete(adapter.handle, lists, complete_flags) };
-    }
+    // SAFETY: V's handle; the chain NDIS handed V.
+    unsafe { passthrough::send(adapter.mux(), adapter.handle, lists, port, flags) };
 }
 
-/// `MiniportReturnNetBufferLists`: never called (nothing is indicated).
+/// `MiniportReturnNetBufferLists`: TCP/IP is done with received NBLs; they
+/// go back to P.
 unsafe extern "win64" fn return_net_buffer_lists(
-    _context: NDIS_HANDLE,
-    _lists: *mut NET_BUFFER_LIST,
-    _flags: ULONG,
+    context: NDIS_HANDLE,
+    lists: *mut NET_BUFFER_LIST,
+    flags: ULONG,
 ) {
+    let Some(lists) = NonNull::new(lists) else {
+        return;
+    };
+    // SAFETY: a live adapter context.
+    let adapter = unsafe { adapter(context) };
+    // SAFETY: NBLs V indicated up and TCP/IP returns once.
+    unsafe { passthrough::return_lists(adapter.mux(), lists, flags) };
 }
 
-/// `MiniportCancelSend`: nothing is queued to cancel.
-unsafe extern "win64" fn cancel_send(_context: NDIS_HANDLE, _cancel_id: PVOID) {}
+/// `MiniportCancelSend`: V queues nothing; the cancel goes down to P (the
+/// sample's `MPCancelSendNetBufferLists`).
+unsafe extern "win64" fn cancel_send(context: NDIS_HANDLE, cancel_id: PVOID) {
+    // SAFETY: a live adapter context.
+    let adapter = unsafe { adapter(context) };
+    // SAFETY: <= DISPATCH_LEVEL; the open binding (V's halt precedes the
+    // close); an identifier NDIS gave.
+    unsafe { ndis::NdisCancelSendNetBufferLists(adapter.mux().binding.handle(), cancel_id) };
+}
 
-/// `MiniportResetEx`: no hardware to reset.
+/// `MiniportResetEx`: no hardware to reset (an intermediate driver's
+/// virtual miniport is never reset by NDIS; P's own reset is P's).
 unsafe extern "win64" fn reset(
     _context: NDIS_HANDLE,
     addressing_reset: *mut BOOLEAN,
@@ -270,5 +267,7 @@ unsafe extern "win64" fn device_pnp_event_notify(
 /// touches nothing (there is no hardware to quiesce).
 unsafe extern "win64" fn shutdown(_context: NDIS_HANDLE, _action: NDIS_SHUTDOWN_ACTION) {}
 
-/// `MiniportCancelOidRequest`: no request ever pends.
+/// `MiniportCancelOidRequest`: a request forwarded to P completes when P
+/// completes it (the sample marks it cancelled and does the same once it
+/// is down); nothing else pends.
 unsafe extern "win64" fn cancel_oid_request(_context: NDIS_HANDLE, _request_id: PVOID) {}

@@ -1,6 +1,11 @@
-//! The Windows kernel shell of rsndk: an NDIS 6.50 miniport for a virtual
-//! Ethernet adapter that is an NDK provider, whose RNIC is the software
-//! RoCEv2 engine of `softrnic`, carried over UDP by Winsock Kernel.
+//! The Windows kernel shell of rsndk: an NDIS 6.50 MUX intermediate
+//! driver, 1:1 over a NIC (docs/windows.md section 1b). Its protocol edge
+//! (`rsndkp`) binds to the NIC (P); over each binding it brings up one
+//! virtual Ethernet miniport (V) with P's MAC address, which is the IP
+//! interface of that link and an NDK provider whose RNIC is the software
+//! RoCEv2 engine of `softrnic`. Frames pass through V <-> P both ways; the
+//! RNIC sends and receives RoCEv2 as Ethernet frames through its L2 port
+//! on the binding.
 //!
 //! Compiled for every Windows target, with or without the `wdk` feature:
 //! it uses only the hand declarations of crate `ndis` (NDIS, ntoskrnl,
@@ -9,21 +14,26 @@
 //! link glue, wdk-build's linker arguments) and [`wdk_check`], which
 //! compares the hand declarations with wdk-sys's bindgen output.
 //!
-//! Map: [`miniport`] (registration and handlers), [`adapter`] (per-adapter
-//! state and attributes), [`oid`], [`ndk`] (NDK registration, open/close,
+//! Map: [`miniport`] (V's registration and handlers), [`adapter`] (V's
+//! state and attributes), [`protocol`] (the protocol edge: registration,
+//! handlers, bind/unbind, forwarded OIDs), [`binding`] (the open on P),
+//! [`mux`] (a binding paired with its V), [`passthrough`] (the data path
+//! V <-> P), [`oid`], [`ndk`] (NDK registration, open/close,
 //! counters), [`ndk_tables`] (the connection and endpoint OIDs),
 //! [`counters`] (connection counters), [`config`] (registry keywords),
-//! [`device`] (the RNIC, its engine and transport), [`dispatch_device`]
+//! [`device`] (the RNIC, its engine and L2 port), [`dispatch_device`]
 //! (the device as the provider calls it: at DISPATCH_LEVEL, counting),
-//! [`engine`] (DPC, timer and
-//! PASSIVE_LEVEL continuation), [`udp`] (WSK socket), [`platform`] (the
-//! provider's `Platform`), [`dma`] (device
-//! access to memory), [`alloc`] (global allocator, fallible and aligned
-//! allocation), [`panic`] (bugchecking panic handler), [`irql`], [`irp`],
+//! [`engine`] (DPC, timer and PASSIVE_LEVEL continuation), [`l2`] (the
+//! RNIC's Ethernet port on the binding), [`addresses`] (V's IP addresses
+//! from the IP stack), [`platform`] (the provider's `Platform`), [`dma`]
+//! (device access to memory), [`alloc`] (global allocator, fallible and
+//! aligned allocation), [`panic`] (bugchecking panic handler), [`irql`],
 //! [`clock`], [`log`].
 
 pub mod adapter;
+pub mod addresses;
 pub mod alloc;
+pub mod binding;
 pub mod clock;
 pub mod config;
 pub mod counters;
@@ -34,13 +44,17 @@ pub mod engine;
 mod glue;
 pub mod irp;
 pub mod irql;
+pub mod l2;
 pub mod log;
 pub mod miniport;
+pub mod mux;
 pub mod ndk;
 pub mod ndk_tables;
 pub mod oid;
 pub mod panic;
+pub mod passthrough;
 pub mod platform;
+pub mod protocol;
 pub mod udp;
 #[cfg(feature = "wdk")]
 mod wdk_check;
@@ -80,6 +94,12 @@ pub fn platform_wait() {
     platform().wait_briefly();
 }
 
+/// The miniport driver handle (`NdisIMInitializeDeviceInstanceEx` and its
+/// cancel name it); null outside `DriverEntry`..unload.
+pub fn driver_handle() -> NDIS_HANDLE {
+    DRIVER_HANDLE.load(Ordering::Acquire)
+}
+
 fn take_driver_handle() -> Option<NDIS_HANDLE> {
     let h = DRIVER_HANDLE.swap(ptr::null_mut(), Ordering::AcqRel);
     (!h.is_null()).then_some(h)
@@ -101,9 +121,10 @@ fn free_platform() {
 
 /// The driver's entry point, called once by the I/O manager at
 /// PASSIVE_LEVEL when `rsndk.sys` is loaded: builds the provider's
-/// platform and registers the NDIS miniport. A failed `DriverEntry`
-/// unloads the image without calling any unload routine, so it undoes its
-/// own work.
+/// platform, registers the miniport driver (`NDIS_INTERMEDIATE_DRIVER`),
+/// the protocol driver, and associates the two (`NdisIMAssociateMiniport`),
+/// as the MUX sample's `DriverEntry`. A failed `DriverEntry` unloads the
+/// image without calling any unload routine, so it undoes its own work.
 ///
 /// # Safety
 /// Only the kernel calls this, once per load, with `driver` pointing to
@@ -127,19 +148,36 @@ pub unsafe extern "win64" fn driver_entry(
     };
     PLATFORM.store(::alloc::boxed::Box::into_raw(platform), Ordering::Release);
     // SAFETY: DriverEntry's own arguments.
-    match unsafe { miniport::register(driver, registry_path) } {
-        Ok(handle) => {
-            DRIVER_HANDLE.store(handle, Ordering::Release);
-            log_info!("rsndk: miniport registered");
-            STATUS_SUCCESS
-        }
+    let miniport_handle = match unsafe { miniport::register(driver, registry_path) } {
+        Ok(handle) => handle,
         Err(status) => {
             log_error!(
                 "rsndk: NdisMRegisterMiniportDriver failed: {:#010x}",
                 status as u32
             );
             free_platform();
-            status
+            return status;
         }
-    }
+    };
+    DRIVER_HANDLE.store(miniport_handle, Ordering::Release);
+    let protocol_handle = match protocol::register() {
+        Ok(handle) => handle,
+        Err(status) => {
+            log_error!(
+                "rsndk: NdisRegisterProtocolDriver failed: {:#010x}",
+                status as u32
+            );
+            if let Some(handle) = take_driver_handle() {
+                // SAFETY: PASSIVE_LEVEL; registered above, no adapter yet
+                // (V only comes up through the protocol edge).
+                unsafe { ndis::NdisMDeregisterMiniportDriver(handle) };
+            }
+            free_platform();
+            return status;
+        }
+    };
+    // SAFETY: PASSIVE_LEVEL; both handles of this DriverEntry.
+    unsafe { ndis::NdisIMAssociateMiniport(miniport_handle, protocol_handle) };
+    log_info!("rsndk: intermediate driver registered (miniport and protocol rsndkp)");
+    STATUS_SUCCESS
 }

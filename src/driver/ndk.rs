@@ -33,8 +33,8 @@ pub fn register(driver_handle: NDIS_HANDLE) -> NDIS_STATUS {
 /// The counters NDIS publishes as the "RDMA Activity" performance set:
 /// connection events from the device wrapper ([`super::counters`]), the
 /// connections established now from the provider's tables, and the RoCEv2
-/// packets (frames) and their bytes (the UDP payload: BTH through ICRC)
-/// the transport sent and handed to the engine. All are cumulative over
+/// frames and their bytes (the UDP payload: BTH through ICRC) the L2 port
+/// sent down the binding and handed to the RNIC. All are cumulative over
 /// the adapter's life except `ActiveConnection`.
 pub fn counters(adapter: &Adapter) -> NDIS_NDK_PERFORMANCE_COUNTERS {
     let mut counters = NDIS_NDK_PERFORMANCE_COUNTERS::default();
@@ -46,7 +46,7 @@ pub fn counters(adapter: &Adapter) -> NDIS_NDK_PERFORMANCE_COUNTERS {
         counters.ConnectionError = events.connection_error;
         counters.CQError = events.cq_error;
         counters.ActiveConnection = device.ctx.active_connections() as u64;
-        let wire = &device.transport.stats;
+        let wire = device.port.stats();
         counters.RDMAInFrames = wire.received.load(Ordering::Relaxed);
         counters.RDMAOutFrames = wire.sent.load(Ordering::Relaxed);
         counters.RDMAInOctets = wire.received_bytes.load(Ordering::Relaxed);

@@ -1,35 +1,45 @@
-//! `MiniportOidRequest`: the general and 802.3 OIDs of a virtual Ethernet
-//! adapter, and the NDK OIDs (`OID_NDK_SET_STATE`, `OID_NDK_STATISTICS`,
-//! `OID_NDK_CONNECTIONS`, `OID_NDK_LOCAL_ENDPOINTS`). Nothing pends.
+//! V's `MiniportOidRequest` (the MUX sample's `MPOidRequest`): the NDK
+//! OIDs (`OID_NDK_SET_STATE`, `OID_NDK_STATISTICS`, `OID_NDK_CONNECTIONS`,
+//! `OID_NDK_LOCAL_ENDPOINTS`) are V's own and never go down (P may be an
+//! NDK provider itself); the packet filter, the multicast list and the
+//! lookahead are P's business and are forwarded to it
+//! ([`super::protocol::oid_forward`], which pends V's request); the general
+//! and 802.3 queries are answered from V's state, which is P's as the bind
+//! and the link indications gave it (MAC, MTU, speeds, media state).
 
 // The C enum constants keep their C names (NdisRequestQueryInformation).
 #![allow(non_upper_case_globals)]
 
+use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use ndis::{
     NDIS_NDK_STATISTICS_INFO, NDIS_OID, NDIS_OID_REQUEST, NDIS_OID_REQUEST_QUERY_INFORMATION,
     NDIS_OID_REQUEST_SET_INFORMATION, NDIS_STATUS_BUFFER_TOO_SHORT, NDIS_STATUS_INVALID_DATA,
     NDIS_STATUS_INVALID_LENGTH, NDIS_STATUS_MULTICAST_FULL, NdisHardwareStatusReady,
-    NdisMedium802_3, NdisPhysicalMedium802_3, NdisRequestQueryInformation,
-    NdisRequestQueryStatistics, NdisRequestSetInformation, OID_802_3_CURRENT_ADDRESS,
-    OID_802_3_MAXIMUM_LIST_SIZE, OID_802_3_MULTICAST_LIST, OID_802_3_PERMANENT_ADDRESS,
-    OID_802_3_RCV_ERROR_ALIGNMENT, OID_802_3_XMIT_MORE_COLLISIONS, OID_802_3_XMIT_ONE_COLLISION,
-    OID_GEN_CURRENT_LOOKAHEAD, OID_GEN_CURRENT_PACKET_FILTER, OID_GEN_HARDWARE_STATUS,
-    OID_GEN_MAC_OPTIONS, OID_GEN_MAXIMUM_FRAME_SIZE, OID_GEN_MAXIMUM_LOOKAHEAD,
-    OID_GEN_MAXIMUM_SEND_PACKETS, OID_GEN_MAXIMUM_TOTAL_SIZE, OID_GEN_MEDIA_CONNECT_STATUS,
-    OID_GEN_MEDIA_IN_USE, OID_GEN_MEDIA_SUPPORTED, OID_GEN_NETWORK_LAYER_ADDRESSES,
-    OID_GEN_PHYSICAL_MEDIUM, OID_GEN_RCV_ERROR, OID_GEN_RCV_NO_BUFFER, OID_GEN_RCV_OK,
-    OID_GEN_RECEIVE_BLOCK_SIZE, OID_GEN_RECEIVE_BUFFER_SPACE, OID_GEN_SUPPORTED_LIST,
-    OID_GEN_TRANSMIT_BLOCK_SIZE, OID_GEN_TRANSMIT_BUFFER_SPACE, OID_GEN_TRANSPORT_HEADER_OFFSET,
-    OID_GEN_VENDOR_DESCRIPTION, OID_GEN_VENDOR_DRIVER_VERSION, OID_GEN_VENDOR_ID,
-    OID_GEN_XMIT_ERROR, OID_GEN_XMIT_OK, OID_NDK_CONNECTIONS, OID_NDK_LOCAL_ENDPOINTS,
-    OID_NDK_SET_STATE, OID_NDK_STATISTICS,
+    NdisMedium802_3, NdisRequestQueryInformation, NdisRequestQueryStatistics,
+    NdisRequestSetInformation, OID_802_3_CURRENT_ADDRESS, OID_802_3_MAXIMUM_LIST_SIZE,
+    OID_802_3_MULTICAST_LIST, OID_802_3_PERMANENT_ADDRESS, OID_802_3_RCV_ERROR_ALIGNMENT,
+    OID_802_3_XMIT_MORE_COLLISIONS, OID_802_3_XMIT_ONE_COLLISION, OID_GEN_CURRENT_LOOKAHEAD,
+    OID_GEN_CURRENT_PACKET_FILTER, OID_GEN_HARDWARE_STATUS, OID_GEN_MAC_OPTIONS,
+    OID_GEN_MAXIMUM_FRAME_SIZE, OID_GEN_MAXIMUM_LOOKAHEAD, OID_GEN_MAXIMUM_SEND_PACKETS,
+    OID_GEN_MAXIMUM_TOTAL_SIZE, OID_GEN_MEDIA_CONNECT_STATUS, OID_GEN_MEDIA_IN_USE,
+    OID_GEN_MEDIA_SUPPORTED, OID_GEN_NETWORK_LAYER_ADDRESSES, OID_GEN_PHYSICAL_MEDIUM,
+    OID_GEN_RCV_ERROR, OID_GEN_RCV_NO_BUFFER, OID_GEN_RCV_OK, OID_GEN_RECEIVE_BLOCK_SIZE,
+    OID_GEN_RECEIVE_BUFFER_SPACE, OID_GEN_SUPPORTED_LIST, OID_GEN_TRANSMIT_BLOCK_SIZE,
+    OID_GEN_TRANSMIT_BUFFER_SPACE, OID_GEN_TRANSPORT_HEADER_OFFSET, OID_GEN_VENDOR_DESCRIPTION,
+    OID_GEN_VENDOR_DRIVER_VERSION, OID_GEN_VENDOR_ID, OID_GEN_XMIT_ERROR, OID_GEN_XMIT_OK,
+    OID_NDK_CONNECTIONS, OID_NDK_LOCAL_ENDPOINTS, OID_NDK_SET_STATE, OID_NDK_STATISTICS,
 };
-use ndis::{NDIS_STATISTICS_INFO, OID_GEN_STATISTICS};
+use ndis::{
+    NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS, NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS,
+    NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR, NDIS_STATISTICS_INFO, OID_GEN_LINK_SPEED,
+    OID_GEN_STATISTICS, OID_PNP_QUERY_POWER, OID_PNP_SET_POWER,
+};
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_NOT_SUPPORTED, NDIS_STATUS_SUCCESS};
 
-use super::adapter::{Adapter, MAC_OPTIONS, MTU, MULTICAST_LIST_SIZE, PACKET_FILTERS};
+use super::adapter::{Adapter, MAC_OPTIONS};
+use super::mux::DEVICE_STATE_D0;
 use super::{ndk, ndk_tables};
 
 /// Every OID answered, for `OID_GEN_SUPPORTED_LIST` and the general
@@ -43,6 +53,7 @@ pub static SUPPORTED_OIDS: &[NDIS_OID] = &[
     OID_GEN_MAXIMUM_LOOKAHEAD,
     OID_GEN_CURRENT_LOOKAHEAD,
     OID_GEN_MAXIMUM_FRAME_SIZE,
+    OID_GEN_LINK_SPEED,
     OID_GEN_MAXIMUM_TOTAL_SIZE,
     OID_GEN_TRANSMIT_BLOCK_SIZE,
     OID_GEN_RECEIVE_BLOCK_SIZE,
@@ -70,6 +81,8 @@ pub static SUPPORTED_OIDS: &[NDIS_OID] = &[
     OID_802_3_RCV_ERROR_ALIGNMENT,
     OID_802_3_XMIT_ONE_COLLISION,
     OID_802_3_XMIT_MORE_COLLISIONS,
+    OID_PNP_SET_POWER,
+    OID_PNP_QUERY_POWER,
     OID_NDK_SET_STATE,
     OID_NDK_STATISTICS,
     OID_NDK_CONNECTIONS,
@@ -84,6 +97,13 @@ const VENDOR_ID: u32 = 0x00FF_FFFF;
 const DRIVER_VERSION: u32 = 0x0001_0000;
 /// `NdisMediaStateConnected` of the legacy `NDIS_MEDIA_STATE` enum.
 const NDIS_MEDIA_STATE_CONNECTED: u32 = 0;
+/// `NdisMediaStateDisconnected`.
+const NDIS_MEDIA_STATE_DISCONNECTED: u32 = 1;
+/// Sends V takes at once (`OID_GEN_MAXIMUM_SEND_PACKETS`, the sample's
+/// `VELAN_MAX_SEND_PKTS`; an NDIS 6 driver's answer is advisory).
+const MAX_SEND_PACKETS: u32 = 5;
+/// Frames of buffer space reported (`OID_GEN_*_BUFFER_SPACE`).
+const BUFFER_FRAMES: u32 = 64;
 /// Ethernet header length.
 const ETH_HEADER: u32 = 14;
 
@@ -120,6 +140,11 @@ fn answer(query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION, answer: &[u8]) -> NDIS
 fn query(adapter: &Adapter, query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION) -> NDIS_STATUS {
     let u32_answer =
         |q: &mut NDIS_OID_REQUEST_QUERY_INFORMATION, v: u32| answer(q, &v.to_ne_bytes());
+    let binding = adapter.binding();
+    let lower = &binding.lower;
+    let virt = &adapter.mux().virt;
+    let stats = &virt.stats;
+    let frame = lower.mtu.saturating_add(ETH_HEADER);
     match query.Oid {
         OID_GEN_SUPPORTED_LIST => {
             // SAFETY: the OID list is plain u32s.
@@ -133,42 +158,71 @@ fn query(adapter: &Adapter, query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION) -> N
         }
         OID_GEN_HARDWARE_STATUS => u32_answer(query, NdisHardwareStatusReady as u32),
         OID_GEN_MEDIA_SUPPORTED | OID_GEN_MEDIA_IN_USE => u32_answer(query, NdisMedium802_3 as u32),
-        OID_GEN_PHYSICAL_MEDIUM => u32_answer(query, NdisPhysicalMedium802_3 as u32),
-        OID_GEN_MAXIMUM_LOOKAHEAD | OID_GEN_MAXIMUM_FRAME_SIZE => u32_answer(query, MTU),
-        OID_GEN_CURRENT_LOOKAHEAD => u32_answer(query, adapter.lookahead.load(Ordering::Relaxed)),
+        OID_GEN_PHYSICAL_MEDIUM => u32_answer(query, lower.physical_medium as u32),
+        OID_GEN_MAXIMUM_LOOKAHEAD => u32_answer(query, lower.lookahead),
+        OID_GEN_CURRENT_LOOKAHEAD => {
+            u32_answer(query, adapter.forward.lookahead.load(Ordering::Relaxed))
+        }
+        OID_GEN_MAXIMUM_FRAME_SIZE => u32_answer(query, lower.mtu),
+        // In units of 100 bit/s.
+        OID_GEN_LINK_SPEED => u32_answer(
+            query,
+            u32::try_from(binding.link.xmit_speed() / 100).unwrap_or(u32::MAX),
+        ),
         OID_GEN_MAXIMUM_TOTAL_SIZE | OID_GEN_TRANSMIT_BLOCK_SIZE | OID_GEN_RECEIVE_BLOCK_SIZE => {
-            u32_answer(query, MTU + ETH_HEADER)
+            u32_answer(query, frame)
         }
         OID_GEN_TRANSMIT_BUFFER_SPACE | OID_GEN_RECEIVE_BUFFER_SPACE => {
-            u32_answer(query, (MTU + ETH_HEADER) * 64)
+            u32_answer(query, frame.saturating_mul(BUFFER_FRAMES))
         }
         OID_GEN_VENDOR_ID => u32_answer(query, VENDOR_ID),
         OID_GEN_VENDOR_DESCRIPTION => answer(query, VENDOR_DESCRIPTION),
         OID_GEN_VENDOR_DRIVER_VERSION => u32_answer(query, DRIVER_VERSION),
         OID_GEN_CURRENT_PACKET_FILTER => {
-            u32_answer(query, adapter.packet_filter.load(Ordering::Relaxed))
+            u32_answer(query, virt.packet_filter.load(Ordering::Relaxed))
         }
         OID_GEN_MAC_OPTIONS => u32_answer(query, MAC_OPTIONS),
-        // The legacy NDIS_MEDIA_STATE: NdisMediaStateConnected is 0.
-        OID_GEN_MEDIA_CONNECT_STATUS => u32_answer(query, NDIS_MEDIA_STATE_CONNECTED),
-        OID_GEN_MAXIMUM_SEND_PACKETS => u32_answer(query, 1),
-        OID_GEN_XMIT_OK
-        | OID_GEN_RCV_OK
-        | OID_GEN_XMIT_ERROR
-        | OID_GEN_RCV_ERROR
-        | OID_GEN_RCV_NO_BUFFER
+        OID_GEN_MEDIA_CONNECT_STATUS => u32_answer(
+            query,
+            if binding.link.is_up() {
+                NDIS_MEDIA_STATE_CONNECTED
+            } else {
+                NDIS_MEDIA_STATE_DISCONNECTED
+            },
+        ),
+        OID_GEN_MAXIMUM_SEND_PACKETS => u32_answer(query, MAX_SEND_PACKETS),
+        OID_GEN_XMIT_OK => answer(query, &stats.out_ok.load(Ordering::Relaxed).to_ne_bytes()),
+        OID_GEN_RCV_OK => answer(query, &stats.in_ok.load(Ordering::Relaxed).to_ne_bytes()),
+        OID_GEN_XMIT_ERROR => answer(
+            query,
+            &stats.out_errors.load(Ordering::Relaxed).to_ne_bytes(),
+        ),
+        OID_GEN_RCV_NO_BUFFER => answer(
+            query,
+            &stats.in_discards.load(Ordering::Relaxed).to_ne_bytes(),
+        ),
+        // Frames are not checked for errors or collisions here (P does).
+        OID_GEN_RCV_ERROR
         | OID_802_3_RCV_ERROR_ALIGNMENT
         | OID_802_3_XMIT_ONE_COLLISION
         | OID_802_3_XMIT_MORE_COLLISIONS => answer(query, &0u64.to_ne_bytes()),
         OID_GEN_STATISTICS => {
-            // Nothing is received or transmitted on the Ethernet path; every
-            // send is a discard.
-            let mut stats = NDIS_STATISTICS_INFO::new();
-            stats.ifOutDiscards = adapter.send_discards.load(Ordering::Relaxed);
-            answer(query, bytes_of(&stats))
+            let mut info = NDIS_STATISTICS_INFO::new();
+            info.SupportedStatistics = NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS
+                | NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR
+                | NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS;
+            info.ifInDiscards = stats.in_discards.load(Ordering::Relaxed);
+            info.ifOutErrors = stats.out_errors.load(Ordering::Relaxed);
+            info.ifOutDiscards = stats.out_discards.load(Ordering::Relaxed);
+            answer(query, bytes_of(&info))
         }
-        OID_802_3_PERMANENT_ADDRESS | OID_802_3_CURRENT_ADDRESS => answer(query, &adapter.mac),
-        OID_802_3_MAXIMUM_LIST_SIZE => u32_answer(query, MULTICAST_LIST_SIZE),
+        OID_802_3_PERMANENT_ADDRESS | OID_802_3_CURRENT_ADDRESS => answer(query, &lower.mac),
+        OID_802_3_MAXIMUM_LIST_SIZE => u32_answer(query, lower.max_multicast),
+        // Any state V may go to is fine (the sample succeeds it).
+        OID_PNP_QUERY_POWER => {
+            query.BytesWritten = 0;
+            NDIS_STATUS_SUCCESS
+        }
         OID_NDK_STATISTICS => {
             let info = NDIS_NDK_STATISTICS_INFO::new(ndk::counters(adapter));
             answer(query, bytes_of(&info))
@@ -196,62 +250,99 @@ fn value<const N: usize>(
     Ok(out)
 }
 
-fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> NDIS_STATUS {
-    let result = match set.Oid {
+/// What a set does: answered here, or forwarded to P.
+enum SetAction {
+    Done(Result<(), NDIS_STATUS>),
+    Forward,
+}
+
+fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> SetAction {
+    let lower = &adapter.binding().lower;
+    let length = set.InformationBufferLength;
+    let checked = match set.Oid {
+        // P's: checked here as the sample does, then forwarded.
         OID_GEN_CURRENT_PACKET_FILTER => value::<4>(set).and_then(|v| {
-            let filter = u32::from_ne_bytes(v);
-            if filter & !PACKET_FILTERS != 0 {
+            if length != 4 {
+                set.BytesNeeded = 4;
+                return Err(NDIS_STATUS_INVALID_LENGTH);
+            }
+            if u32::from_ne_bytes(v) & !lower.supported_filters != 0 {
                 return Err(NDIS_STATUS_NOT_SUPPORTED);
             }
-            adapter.packet_filter.store(filter, Ordering::Relaxed);
-            Ok(())
+            Ok(true)
         }),
         OID_GEN_CURRENT_LOOKAHEAD => value::<4>(set).and_then(|v| {
-            let lookahead = u32::from_ne_bytes(v);
-            if lookahead > MTU {
+            if u32::from_ne_bytes(v) > lower.lookahead {
                 return Err(NDIS_STATUS_INVALID_DATA);
             }
-            adapter.lookahead.store(lookahead, Ordering::Relaxed);
-            Ok(())
+            Ok(true)
         }),
         OID_802_3_MULTICAST_LIST => {
-            // Accepted and ignored: nothing is received on this adapter.
-            let len = set.InformationBufferLength;
-            if len % 6 != 0 {
+            if length % 6 != 0 {
+                set.BytesNeeded = 6;
                 Err(NDIS_STATUS_INVALID_LENGTH)
-            } else if len / 6 > MULTICAST_LIST_SIZE {
+            } else if length / 6 > lower.max_multicast {
+                set.BytesNeeded = lower.max_multicast.saturating_mul(6);
                 Err(NDIS_STATUS_MULTICAST_FULL)
             } else {
-                set.BytesRead = len;
-                Ok(())
+                Ok(true)
             }
         }
+        // V's own.
         OID_GEN_NETWORK_LAYER_ADDRESSES | OID_GEN_TRANSPORT_HEADER_OFFSET => {
-            set.BytesRead = set.InformationBufferLength;
-            Ok(())
+            set.BytesRead = length;
+            Ok(false)
         }
+        OID_PNP_SET_POWER => value::<4>(set).map(|v| {
+            let state = i32::from_ne_bytes(v);
+            let virt = &adapter.mux().virt;
+            let was = virt.power_state.swap(state, Ordering::SeqCst);
+            if was != DEVICE_STATE_D0 && state == DEVICE_STATE_D0 {
+                // Back in D0: pass up the link state indications V missed.
+                adapter.mux().indicate_link_state();
+            }
+            false
+        }),
         // One BOOLEAN; must not pend. The PnP event follows from a work item.
-        OID_NDK_SET_STATE => value::<1>(set).map(|v| adapter.set_ndk_state(v[0] != 0)),
+        OID_NDK_SET_STATE => value::<1>(set).map(|v| {
+            adapter.set_ndk_state(v[0] != 0);
+            false
+        }),
         _ => Err(NDIS_STATUS_NOT_SUPPORTED),
     };
-    match result {
-        Ok(()) => NDIS_STATUS_SUCCESS,
-        Err(status) => status,
+    match checked {
+        Ok(true) => SetAction::Forward,
+        Ok(false) => SetAction::Done(Ok(())),
+        Err(status) => SetAction::Done(Err(status)),
     }
 }
 
-/// Handles one OID request (`MiniportOidRequest`, `PASSIVE_LEVEL`).
-pub fn handle(adapter: &Adapter, request: &mut NDIS_OID_REQUEST) -> NDIS_STATUS {
-    match request.RequestType {
+/// Handles one OID request of V's (`MiniportOidRequest`, `PASSIVE_LEVEL`):
+/// `NDIS_STATUS_PENDING` when it went to P.
+///
+/// # Safety
+/// `request` is the request NDIS handed V, ours until completed.
+pub unsafe fn handle(adapter: &Adapter, request: NonNull<NDIS_OID_REQUEST>) -> NDIS_STATUS {
+    // SAFETY: NDIS's request, exclusively ours until completed (this
+    // function's contract); no other reference to it exists here.
+    let req = unsafe { &mut *request.as_ptr() };
+    match req.RequestType {
         NdisRequestQueryInformation | NdisRequestQueryStatistics => {
             // SAFETY: for query requests the live member is QUERY_INFORMATION.
-            let q = unsafe { &mut request.DATA.QUERY_INFORMATION };
+            let q = unsafe { &mut req.DATA.QUERY_INFORMATION };
             query(adapter, q)
         }
         NdisRequestSetInformation => {
             // SAFETY: for set requests the live member is SET_INFORMATION.
-            let s = unsafe { &mut request.DATA.SET_INFORMATION };
-            set(adapter, s)
+            let s = unsafe { &mut req.DATA.SET_INFORMATION };
+            match set(adapter, s) {
+                SetAction::Done(Ok(())) => NDIS_STATUS_SUCCESS,
+                SetAction::Done(Err(status)) => status,
+                // SAFETY: NDIS's request, ours until the forwarding
+                // completes it; the slot lives with V, which outlives its
+                // requests.
+                SetAction::Forward => unsafe { adapter.forward.forward(request) },
+            }
         }
         _ => NDIS_STATUS_NOT_SUPPORTED,
     }

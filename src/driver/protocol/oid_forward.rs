@@ -6,16 +6,21 @@
 //! completes it the byte counts go back into the original, what P
 //! accepted is recorded (the receive path stops at filter 0, the OID
 //! queries answer the current filter and lookahead), and V's request
-//! completes with P's status. `MiniportOidRequest` always returns
-//! `NDIS_STATUS_PENDING` for a forwarded request, even when P answered at
-//! once (the sample does the same).
+//! completes with P's status. When P answers within `NdisOidRequest`,
+//! `MiniportOidRequest` returns P's status itself; otherwise it returns
+//! `NDIS_STATUS_PENDING` and P's completion calls
+//! `NdisMOidRequestComplete`. (The sample calls `NdisMOidRequestComplete`
+//! even for an inline answer and then returns `NDIS_STATUS_PENDING`; a
+//! request is completed here only once NDIS knows it pends.) Which of the
+//! two happens is decided by one compare-exchange on the slot's phase, so a
+//! completion racing the return on another processor is counted once.
 
 // The C enum constants keep their C names (NdisRequestSetInformation).
 #![allow(non_upper_case_globals)]
 
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
 
 use ndis::{
     NDIS_HANDLE, NDIS_OID_REQUEST, NdisMOidRequestComplete, NdisRequestQueryInformation,
@@ -26,6 +31,15 @@ use ndkpi::{
     NDIS_STATUS, NDIS_STATUS_ADAPTER_NOT_READY, NDIS_STATUS_FAILURE, NDIS_STATUS_NOT_SUPPORTED,
     NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS,
 };
+
+/// Phase: `MiniportOidRequest` is forwarding (has not returned).
+const FORWARDING: u32 = 0;
+/// Phase: it returned `NDIS_STATUS_PENDING`; P's completion completes V's
+/// request.
+const PENDED: u32 = 1;
+/// Phase: P completed while `MiniportOidRequest` still ran; it returns the
+/// status.
+const DONE_INLINE: u32 = 2;
 
 use crate::driver::binding::{OwnedRequest, new_request};
 use crate::driver::mux::Mux;
@@ -42,6 +56,10 @@ pub struct ForwardSlot {
     miniport: NDIS_HANDLE,
     /// V's request being forwarded, null when the slot is free.
     original: AtomicPtr<NDIS_OID_REQUEST>,
+    /// [`FORWARDING`], [`PENDED`] or [`DONE_INLINE`] while forwarded.
+    phase: AtomicU32,
+    /// P's status of an inline completion.
+    inline_status: AtomicI32,
     /// The lookahead P last accepted.
     pub lookahead: AtomicU32,
 }
@@ -74,13 +92,16 @@ impl ForwardSlot {
             mux: ptr::from_ref(mux),
             miniport,
             original: AtomicPtr::new(ptr::null_mut()),
+            phase: AtomicU32::new(FORWARDING),
+            inline_status: AtomicI32::new(NDIS_STATUS_SUCCESS),
             lookahead: AtomicU32::new(mux.binding.lower.lookahead),
         }
     }
 
-    /// Forwards `request` (a set or query) to P; returns
+    /// Forwards `request` (a set or query) to P; returns P's status when P
+    /// answered at once (or a failure when nothing was forwarded), else
     /// `NDIS_STATUS_PENDING` (V's request completes with
-    /// `NdisMOidRequestComplete`) or a failure (nothing was forwarded).
+    /// `NdisMOidRequestComplete`).
     ///
     /// # Safety
     /// `request` is the request NDIS handed V's `MiniportOidRequest`, ours
@@ -124,6 +145,7 @@ impl ForwardSlot {
             // of the caller's, refused rather than corrupting the first.
             return NDIS_STATUS_FAILURE;
         }
+        self.phase.store(FORWARDING, Ordering::SeqCst);
         let clone = new_request(original.RequestType, oid, buffer, length);
         // `request` is the first field of the repr(C) OwnedRequest.
         let owned = self.owned.get();
@@ -135,7 +157,18 @@ impl ForwardSlot {
         };
         // SAFETY: `owned` lives in the slot, untouched until completed.
         unsafe { mux.binding.issue(owned) };
-        NDIS_STATUS_PENDING
+        if self
+            .phase
+            .compare_exchange(FORWARDING, PENDED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return NDIS_STATUS_PENDING;
+        }
+        // Completed inline: the completion left the status and the slot to
+        // this call.
+        let status = self.inline_status.load(Ordering::SeqCst);
+        self.original.store(ptr::null_mut(), Ordering::Release);
+        status
     }
 }
 
@@ -190,6 +223,16 @@ unsafe fn forwarded_complete(request: NonNull<OwnedRequest>, status: NDIS_STATUS
         let orig = unsafe { &mut original_ref.DATA.QUERY_INFORMATION };
         orig.BytesWritten = done.BytesWritten;
         orig.BytesNeeded = done.BytesNeeded;
+    }
+    // Written before the phase moves, so `forward` finds it.
+    slot.inline_status.store(status, Ordering::SeqCst);
+    if slot
+        .phase
+        .compare_exchange(FORWARDING, DONE_INLINE, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        // `forward` has not returned: it returns the status itself.
+        return;
     }
     slot.original.store(ptr::null_mut(), Ordering::Release);
     // SAFETY: <= DISPATCH_LEVEL; V's handle; V's request that its
