@@ -287,6 +287,28 @@ impl fmt::Debug for Machine {
     }
 }
 
+/// A NIC on `segment` (behaving as `options` say), bound, and its V
+/// initialised with `keywords`.
+fn nic_adapter(
+    segment: SegmentId,
+    keywords: &[(&str, Keyword)],
+    options: Option<&NicOptions>,
+) -> Result<AdapterId, i32> {
+    if !state::with(|n| n.protocol.is_some()) {
+        return Err(ndis::NDIS_STATUS_FAILURE);
+    }
+    let Some(nic) = bindflow::add_nic(segment, owned(keywords), options) else {
+        return Err(ndis::NDIS_STATUS_ADAPTER_NOT_FOUND);
+    };
+    match bindflow::bind(nic) {
+        Ok(id) => Ok(AdapterId(id)),
+        Err(status) => {
+            bindflow::unbind(nic);
+            Err(status)
+        }
+    }
+}
+
 /// Keywords as the adapter's store keeps them.
 fn owned(keywords: &[(&str, Keyword)]) -> Vec<(String, Keyword)> {
     keywords
@@ -500,13 +522,14 @@ impl Machine {
 
     /// A NIC on `segment` with the protocol bound to it and its virtual
     /// miniport V initialised with `keywords` (see
-    /// [`Machine::add_adapter`]); V's id.
+    /// [`Machine::add_adapter`]); V's id. The NIC pends its opens and
+    /// closes or not by its number ([`NicOptions::varied`]).
     pub fn add_adapter_on(
         &self,
         segment: SegmentId,
         keywords: &[(&str, Keyword)],
     ) -> Result<AdapterId, i32> {
-        self.add_adapter_with(segment, keywords, &NicOptions::default())
+        nic_adapter(segment, keywords, None)
     }
 
     /// [`Machine::add_adapter_on`] with a NIC that behaves as `options`
@@ -517,19 +540,7 @@ impl Machine {
         keywords: &[(&str, Keyword)],
         options: &NicOptions,
     ) -> Result<AdapterId, i32> {
-        if !state::with(|n| n.protocol.is_some()) {
-            return Err(ndis::NDIS_STATUS_FAILURE);
-        }
-        let Some(nic) = bindflow::add_nic(segment, owned(keywords), options) else {
-            return Err(ndis::NDIS_STATUS_ADAPTER_NOT_FOUND);
-        };
-        match bindflow::bind(nic) {
-            Ok(id) => Ok(AdapterId(id)),
-            Err(status) => {
-                bindflow::unbind(nic);
-                Err(status)
-            }
-        }
+        nic_adapter(segment, keywords, Some(options))
     }
 
     /// A new segment (Ethernet, MTU 1500).

@@ -542,20 +542,20 @@ fn a_mux_driver_binds_two_nics_moves_frames_and_unbinds_cleanly() {
     let nic0 = bindflow::add_nic(
         seg,
         kw.clone(),
-        &NicOptions {
+        Some(&NicOptions {
             open_pends: true,
             ..NicOptions::default()
-        },
+        }),
     )
     .expect("NIC 0");
     let v0 = bindflow::bind(nic0).expect("bind 0");
     let nic1 = bindflow::add_nic(
         seg,
         kw,
-        &NicOptions {
+        Some(&NicOptions {
             close_pends: true,
             ..NicOptions::default()
-        },
+        }),
     )
     .expect("NIC 1");
     let v1 = bindflow::bind(nic1).expect("bind 1");
