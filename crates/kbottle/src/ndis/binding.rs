@@ -297,6 +297,16 @@ pub unsafe extern "win64" fn NdisCloseAdapterEx(NdisBindingHandle: NDIS_HANDLE) 
                 format!("{API}: {oids} OID requests still pending on the binding"),
             );
         }
+        let pools: Vec<_> = super::nblpool::live_pools()
+            .into_iter()
+            .filter(|p| p.owner == binding)
+            .collect();
+        if !pools.is_empty() {
+            super::bindflow::fault(format!(
+                "{API}: NET_BUFFER_LIST pools allocated for the binding are not freed before its \
+                 close: {pools:?}"
+            ));
+        }
         let (pends, context) = state::with(|n| {
             let pends = n.nics.get(&nic).is_some_and(|x| x.pends.close);
             let b = n.bindings.get_mut(&binding);
