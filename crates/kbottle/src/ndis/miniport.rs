@@ -466,6 +466,85 @@ pub fn oid_request_outcome(id: u32, kind: OidKind, oid: u32, buffer: &mut [u8]) 
     let Some(handler) = driver().and_then(|(c, _)| c.OidRequestHandler) else {
         return failed;
     };
+    let mut request = new_request(kind, oid, buffer);
+    let request_addr = ptr::from_mut(&mut *request) as usize;
+    let length = buffer.len() as u32;
+    // In progress from here: the miniport may complete it from another
+    // thread before its handler returns NDIS_STATUS_PENDING.
+    state::with(|n| {
+        if let Some(a) = n.adapters.get_mut(&handle) {
+            a.pending_oid = Some((request_addr, None));
+        }
+    });
+    let outer = IN_OID.with(|c| c.replace(handle));
+    let status = call_passive("MiniportOidRequest", handler as usize, || {
+        // SAFETY: the driver's MiniportOidRequest on its live adapter
+        // context, PASSIVE_LEVEL, with a revision-2 request that lives
+        // (boxed) until it completes; its buffer is `buffer`.
+        unsafe {
+            handler(
+                context as NDIS_HANDLE,
+                request_addr as *mut NDIS_OID_REQUEST,
+            )
+        }
+    });
+    IN_OID.with(|c| c.set(outer));
+    let status = if status == NDIS_STATUS_PENDING {
+        if oid == OID_NDK_SET_STATE {
+            ndis_bugcheck(
+                NDIS_BUGCHECK_INVALID_OID_COMPLETION,
+                handle,
+                request_addr,
+                "OID_NDK_SET_STATE returned NDIS_STATUS_PENDING (it must complete at once)"
+                    .to_owned(),
+            );
+        }
+        wait_oid(handle, oid, request_addr)
+    } else if state::with(|n| {
+        n.adapters
+            .get(&handle)
+            .and_then(|a| a.pending_oid)
+            .is_some_and(|(_, s)| s.is_some())
+    }) {
+        ndis_bugcheck(
+            NDIS_BUGCHECK_INVALID_OID_COMPLETION,
+            handle,
+            request_addr,
+            format!(
+                "OID {oid:#010x}: MiniportOidRequest returned {status:#x} after completing the \
+                 request with NdisMOidRequestComplete"
+            ),
+        )
+    } else {
+        status
+    };
+    state::with(|n| {
+        if let Some(a) = n.adapters.get_mut(&handle) {
+            a.pending_oid = None;
+            if status == NDIS_STATUS_SUCCESS && oid == OID_NDK_SET_STATE && kind == OidKind::Set {
+                a.ndk_set_state = buffer.first().map(|b| *b != 0);
+            }
+        }
+    });
+    let (done, needed) = byte_counts(kind, &request);
+    if status == NDIS_STATUS_SUCCESS && done > length {
+        ndis_bugcheck(
+            NDIS_BUGCHECK_OID_INVALID_BUFFER_LENGTH,
+            handle,
+            request_addr,
+            format!("OID {oid:#010x} completed with {done} bytes for a {length}-byte buffer"),
+        );
+    }
+    OidOutcome {
+        status,
+        bytes_done: done,
+        bytes_needed: needed,
+    }
+}
+
+/// A revision-2 request of `kind` for `oid` over `buffer`, as NDIS builds
+/// it (its `RequestId` its own address).
+fn new_request(kind: OidKind, oid: u32, buffer: &mut [u8]) -> Box<NDIS_OID_REQUEST> {
     // SAFETY: all-zero bytes are a valid request (integers, nullable
     // pointers, byte arrays and a union of such).
     let mut request: Box<NDIS_OID_REQUEST> = Box::new(unsafe { std::mem::zeroed() });
@@ -492,65 +571,7 @@ pub fn oid_request_outcome(id: u32, kind: OidKind, oid: u32, buffer: &mut [u8]) 
             request.DATA.SET_INFORMATION.InformationBufferLength = length;
         }
     }
-    state::with(|n| {
-        if let Some(a) = n.adapters.get_mut(&handle) {
-            a.pending_oid = None;
-        }
-    });
-    let outer = IN_OID.with(|c| c.replace(handle));
-    let status = call_passive("MiniportOidRequest", handler as usize, || {
-        // SAFETY: the driver's MiniportOidRequest on its live adapter
-        // context, PASSIVE_LEVEL, with a revision-2 request that lives
-        // (boxed) until it completes; its buffer is `buffer`.
-        unsafe {
-            handler(
-                context as NDIS_HANDLE,
-                request_addr as *mut NDIS_OID_REQUEST,
-            )
-        }
-    });
-    IN_OID.with(|c| c.set(outer));
-    let status = if status == NDIS_STATUS_PENDING {
-        if oid == OID_NDK_SET_STATE {
-            ndis_bugcheck(
-                NDIS_BUGCHECK_INVALID_OID_COMPLETION,
-                handle,
-                request_addr,
-                "OID_NDK_SET_STATE returned NDIS_STATUS_PENDING (it must complete at once)"
-                    .to_owned(),
-            );
-        }
-        state::with(|n| {
-            if let Some(a) = n.adapters.get_mut(&handle) {
-                a.pending_oid.get_or_insert((request_addr, None));
-            }
-        });
-        wait_oid(handle, oid, request_addr)
-    } else {
-        status
-    };
-    state::with(|n| {
-        if let Some(a) = n.adapters.get_mut(&handle) {
-            a.pending_oid = None;
-            if status == NDIS_STATUS_SUCCESS && oid == OID_NDK_SET_STATE && kind == OidKind::Set {
-                a.ndk_set_state = buffer.first().map(|b| *b != 0);
-            }
-        }
-    });
-    let (done, needed) = byte_counts(kind, &request);
-    if status == NDIS_STATUS_SUCCESS && done > length {
-        ndis_bugcheck(
-            NDIS_BUGCHECK_OID_INVALID_BUFFER_LENGTH,
-            handle,
-            request_addr,
-            format!("OID {oid:#010x} completed with {done} bytes for a {length}-byte buffer"),
-        );
-    }
-    OidOutcome {
-        status,
-        bytes_done: done,
-        bytes_needed: needed,
-    }
+    request
 }
 
 /// A completed request's `BytesWritten` (query) or `BytesRead` (set), and
