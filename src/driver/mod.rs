@@ -42,7 +42,6 @@ pub mod dispatch_device;
 pub mod dma;
 pub mod engine;
 mod glue;
-pub mod irp;
 pub mod irql;
 pub mod l2;
 pub mod log;
@@ -55,7 +54,6 @@ pub mod panic;
 pub mod passthrough;
 pub mod platform;
 pub mod protocol;
-pub mod udp;
 #[cfg(feature = "wdk")]
 mod wdk_check;
 
