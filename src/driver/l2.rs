@@ -179,6 +179,8 @@ pub struct L2Port {
     rnic: AtomicPtr<SoftRnic>,
     /// `take_received` calls using `rnic` now (the detach rundown).
     receivers: AtomicU32,
+    /// The attached RNIC's path MTU (0 before `attach`).
+    rnic_pmtu: AtomicU32,
 }
 
 impl core::fmt::Debug for L2Port {
@@ -221,6 +223,7 @@ impl L2Port {
             bounce: Bounce::new()?,
             rnic: AtomicPtr::new(ptr::null_mut()),
             receivers: AtomicU32::new(0),
+            rnic_pmtu: AtomicU32::new(0),
         };
         this.port.set_link(binding.link.is_up(), binding.mtu());
         TryArc::try_new_or_drop(this).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
@@ -246,6 +249,7 @@ impl L2Port {
         self.frames
             .engine
             .store(ptr::from_mut(engine), Ordering::SeqCst);
+        self.rnic_pmtu.store(rnic.config().pmtu, Ordering::Relaxed);
         self.rnic
             .store(ptr::from_ref(rnic).cast_mut(), Ordering::SeqCst);
     }
@@ -327,14 +331,25 @@ impl L2Port {
     }
 
     /// P's link state, MTU and speed (`<= DISPATCH_LEVEL`): the port sends
-    /// nothing while the link is down, and the RNIC's path MTU follows the
-    /// link MTU.
+    /// nothing while the link is down, and nothing longer than the MTU.
+    ///
+    /// The RNIC's path MTU is fixed when it is created; `softrnic` has no
+    /// way to change it live. A link MTU that does not carry it is
+    /// reported: the RNIC's longer frames are dropped (counted by the port)
+    /// until V is initialised again.
     pub fn set_link(&self, up: bool, mtu: u32, speed_bps: u64) {
         self.port.set_link(up, mtu);
         log_info!(
             "rsndk: L2 port: link {}, MTU {mtu}, {speed_bps} bit/s",
             if up { "up" } else { "down" }
         );
+        let rnic_pmtu = self.rnic_pmtu.load(Ordering::Relaxed);
+        let carried = self.port.path_mtu().unwrap_or(0);
+        if rnic_pmtu > carried {
+            super::log::log_error!(
+                "rsndk: L2 port: link MTU {mtu} carries RoCE path MTU {carried}, below the RNIC's {rnic_pmtu}"
+            );
+        }
     }
 
     /// V's unicast addresses with their on-link prefix lengths, for the
