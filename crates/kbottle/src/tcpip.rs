@@ -10,9 +10,10 @@
 //!
 //! - [`stack`] holds the interfaces, keyed by the bottle's adapter
 //!   number, and the thread (processor "tcpip") that processes received
-//!   frames, runs the timers, and sends frames through a [`FrameSink`]:
-//!   for the process's stack ([`global`]) that is V's send path in
-//!   [`crate::ndis::datapath`]. Address changes go to observers in order
+//!   frames, runs the timers, and hands frames and receive filters to
+//!   what is [`Below`] it: for the process's stack ([`global`]) that is
+//!   each V ([`below`]: its send path in [`crate::ndis::datapath`], its
+//!   OID requests). Address changes go to observers in order
 //!   ([`Stack::subscribe`]): NETIO's IP Helper
 //!   (`NotifyUnicastIpAddressChange`) is one.
 //! - [`interface`] is one interface's behaviour as plain computation;
@@ -30,6 +31,7 @@
 
 pub mod addresses;
 pub mod arp;
+pub mod below;
 pub mod checksum;
 pub mod ethernet;
 pub mod interface;
@@ -46,8 +48,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
 pub use addresses::{Address, DadState, PrefixOrigin, SuffixOrigin};
-pub use interface::{AddressChange, AddressRow, ChangeKind, Counters, InterfaceInfo};
-pub use stack::{FrameSink, Observer, Stack};
+pub use interface::{
+    AddressChange, AddressRow, ChangeKind, Counters, InterfaceInfo, ReceiveFilter,
+};
+pub use stack::{Below, Observer, Stack};
 
 /// `IF_TYPE_SOFTWARE_LOOPBACK` (ipifcons.h).
 const IF_TYPE_SOFTWARE_LOOPBACK: u64 = 24;
@@ -90,7 +94,7 @@ static GLOBAL: OnceLock<Global> = OnceLock::new();
 
 fn global_entry() -> &'static Global {
     GLOBAL.get_or_init(|| Global {
-        stack: Stack::new("tcpip", std::sync::Arc::new(crate::ndis::datapath::VSink)),
+        stack: Stack::new("tcpip", std::sync::Arc::new(below::V)),
         created: crate::ke::system_time(),
     })
 }

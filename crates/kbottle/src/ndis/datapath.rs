@@ -2,7 +2,7 @@
 //! the miniport and the protocol stack above it ([`super::upper`], the
 //! bottle's TCP/IP):
 //!
-//! - Sends from above: [`VSink`] builds a `NET_BUFFER_LIST` per frame
+//! - Sends from above: [`send_frame`] builds a `NET_BUFFER_LIST` per frame
 //!   ([`super::nbl::build`]), hands it to V's `MiniportSendNetBufferLists`
 //!   at DISPATCH_LEVEL on the stack's processor, and takes it back in
 //!   `NdisMSendNetBufferListsComplete`, which must return it exactly once,
@@ -202,20 +202,11 @@ pub fn restart_upper(handle: usize) {
     sends().entry(handle).or_default().paused = false;
 }
 
-/// The stack's frames go to V's `MiniportSendNetBufferLists`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct VSink;
-
-impl crate::tcpip::FrameSink for VSink {
-    fn send_frame(&self, adapter: u32, frame: &[u8]) {
-        send_frame(adapter, frame);
-    }
-}
-
-/// Sends `frame` into adapter `id`'s `MiniportSendNetBufferLists` at
-/// DISPATCH_LEVEL in a list of its own; dropped (and counted) when the
-/// adapter is not running or the stack above it is paused.
-fn send_frame(id: u32, frame: &[u8]) {
+/// Sends `frame` from the stack above into adapter `id`'s
+/// `MiniportSendNetBufferLists` at DISPATCH_LEVEL, in a list of its own;
+/// dropped (and counted) when the adapter is not running or the stack
+/// above it is paused.
+pub fn send_frame(id: u32, frame: &[u8]) {
     let found = state::with(|n| {
         let handler = n
             .driver

@@ -8,6 +8,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
+use ndis::{NDIS_PACKET_TYPE_BROADCAST, NDIS_PACKET_TYPE_DIRECTED, NDIS_PACKET_TYPE_MULTICAST};
+
 use super::addresses::{Address, AddressTable, DadState, PrefixOrigin, SuffixOrigin, check_new};
 use super::ethernet::{self, BROADCAST, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use super::neighbours::NeighbourCache;
@@ -85,6 +87,25 @@ pub struct Output {
     pub changes: Vec<AddressChange>,
     /// Echo replies received.
     pub echo_replies: Vec<EchoReply>,
+}
+
+/// The packet filter TCP/IP sets on an Ethernet interface: directed,
+/// multicast (the groups of the list) and broadcast.
+pub const PACKET_FILTER: u32 =
+    NDIS_PACKET_TYPE_DIRECTED | NDIS_PACKET_TYPE_MULTICAST | NDIS_PACKET_TYPE_BROADCAST;
+/// The IPv4 all-hosts group's MAC (224.0.0.1, RFC 1112 6.4).
+const ALL_HOSTS_MAC: [u8; 6] = [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01];
+
+/// What the interface wants V to deliver: the packet filter and the
+/// multicast MAC addresses of the groups it listens to, as TCP/IP sets
+/// them with `OID_GEN_CURRENT_PACKET_FILTER` and
+/// `OID_802_3_MULTICAST_LIST`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReceiveFilter {
+    /// `NDIS_PACKET_TYPE_*` bits.
+    pub packet_filter: u32,
+    /// Multicast MACs, sorted, each once.
+    pub multicast: Vec<[u8; 6]>,
 }
 
 /// What an interface counted.
@@ -166,6 +187,24 @@ impl Interface {
     /// Resolved neighbours.
     pub fn neighbours(&self) -> Vec<(IpAddr, [u8; 6])> {
         self.neighbours.resolved()
+    }
+
+    /// What V must deliver to the interface: IPv4 all-hosts, IPv6
+    /// all-nodes and the solicited-node group of each IPv6 address
+    /// (joined before its DAD solicitation goes out, RFC 4862 5.4.2).
+    pub fn receive_filter(&self) -> ReceiveFilter {
+        let mut multicast = vec![ALL_HOSTS_MAC, ethernet::ipv6_multicast_mac(ipv6::ALL_NODES)];
+        for a in self.addresses.iter() {
+            if let IpAddr::V6(v6) = a.ip {
+                multicast.push(ethernet::ipv6_multicast_mac(ipv6::solicited_node(v6)));
+            }
+        }
+        multicast.sort_unstable();
+        multicast.dedup();
+        ReceiveFilter {
+            packet_filter: PACKET_FILTER,
+            multicast,
+        }
     }
 
     /// The link-local IPv6 address from the MAC, while the interface has it.

@@ -1,14 +1,18 @@
 //! The stack: an [`Interface`] per bound V, keyed by the bottle's adapter
 //! number, and one thread (a processor of its own) that processes what
-//! V indicated, runs the timers and sends what the interfaces produce
-//! through a [`FrameSink`].
+//! V indicated, runs the timers, and hands what the interfaces produce to
+//! what is [`Below`] the stack: frames to send, and the receive filter
+//! (packet filter and multicast list) whenever an interface's groups
+//! change, in the order they were produced.
 //!
 //! Received frames are only queued by [`Stack::receive`], so V's
 //! indication returns at once and the stack never calls back into the
 //! driver from inside one. Every state change happens under one lock;
 //! address changes are handed to the observers under it, in order (so an
 //! observer sees them in the order the table took them, and must not call
-//! back into the stack). Frames are sent by the thread with no lock held.
+//! back into the stack). Frames and filters go down from the thread with
+//! no lock held; [`Stack::unbind`] waits until the thread holds nothing
+//! more for that V.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv6Addr};
@@ -16,7 +20,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::interface::{AddressChange, AddressRow, Counters, Interface, InterfaceInfo, Output};
+use super::interface::{
+    AddressChange, AddressRow, Counters, Interface, InterfaceInfo, Output, ReceiveFilter,
+};
 use crate::cpu;
 
 /// Frames V indicated that the stack has not processed yet; more are
@@ -29,12 +35,30 @@ const ECHO_INTERVAL: Duration = Duration::from_secs(1);
 /// The longest the thread sleeps with nothing to do.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
 
-/// Where the stack's frames go: V's send path.
-pub trait FrameSink: Send + Sync {
-    /// Sends one Ethernet frame through `adapter`'s V. Called on the
-    /// stack's thread, with no stack lock held; the frame is only
-    /// borrowed (the sink copies it).
+/// What is below the stack: each V's send path and receive filter.
+/// Called on the stack's thread (a processor at PASSIVE_LEVEL), with no
+/// stack lock held.
+pub trait Below: Send + Sync {
+    /// Sends one Ethernet frame through `adapter`'s V (the frame is only
+    /// borrowed: copy it).
     fn send_frame(&self, adapter: u32, frame: &[u8]);
+    /// Sets what `adapter`'s V delivers (as TCP/IP's OID requests do).
+    fn set_receive_filter(&self, adapter: u32, filter: &ReceiveFilter);
+}
+
+/// One thing for the thread to hand down.
+#[derive(Debug)]
+enum Down {
+    Frame(u32, Vec<u8>),
+    Filter(u32, ReceiveFilter),
+}
+
+impl Down {
+    fn adapter(&self) -> u32 {
+        match self {
+            Self::Frame(a, _) | Self::Filter(a, _) => *a,
+        }
+    }
 }
 
 /// Told every address change of every interface, under the stack's lock.
@@ -53,20 +77,24 @@ struct EchoWait {
 struct State {
     interfaces: BTreeMap<u32, Interface>,
     received: VecDeque<(u32, Vec<u8>)>,
-    outbox: VecDeque<(u32, Vec<u8>)>,
+    outbox: VecDeque<Down>,
+    /// The receive filter last handed down, per adapter.
+    filters: BTreeMap<u32, ReceiveFilter>,
+    /// Adapters of what the thread is handing down now.
+    busy: Vec<u32>,
     observers: Vec<(u64, Observer)>,
     next_observer: u64,
     next_seq: u16,
     next_token: u64,
     echo_waits: Vec<EchoWait>,
-    /// The thread holds frames it took from the outbox.
-    sending: bool,
     dropped: u64,
     stop: bool,
 }
 
 struct Shared {
-    sink: Arc<dyn FrameSink>,
+    below: Arc<dyn Below>,
+    /// The stack's thread.
+    thread: std::sync::OnceLock<thread::ThreadId>,
     state: Mutex<State>,
     /// Wakes the thread.
     wake: Condvar,
@@ -99,11 +127,18 @@ impl Drop for Stack {
     }
 }
 
-/// Queues what a step produced (frames to the outbox, changes to the
-/// observers, echo replies to the waiters).
+/// Queues what a step produced (a changed receive filter, then the
+/// frames, to the outbox; changes to the observers; echo replies to the
+/// waiters).
 fn apply(shared: &Shared, st: &mut State, adapter: u32, out: Output) {
+    if let Some(filter) = st.interfaces.get(&adapter).map(Interface::receive_filter) {
+        if st.filters.get(&adapter) != Some(&filter) {
+            st.filters.insert(adapter, filter.clone());
+            st.outbox.push_back(Down::Filter(adapter, filter));
+        }
+    }
     for frame in out.frames {
-        st.outbox.push_back((adapter, frame));
+        st.outbox.push_back(Down::Frame(adapter, frame));
     }
     for change in &out.changes {
         for (_, observer) in &st.observers {
@@ -129,6 +164,7 @@ fn apply(shared: &Shared, st: &mut State, adapter: u32, out: Output) {
 
 fn run(shared: &Shared, name: &str) {
     cpu::enter(name);
+    let _ = shared.thread.set(thread::current().id());
     let mut st = lock(&shared.state);
     loop {
         if st.stop {
@@ -149,19 +185,29 @@ fn run(shared: &Shared, name: &str) {
             }
         }
         if !st.outbox.is_empty() {
-            let batch: Vec<(u32, Vec<u8>)> = st.outbox.drain(..).collect();
-            for (adapter, _) in &batch {
-                if let Some(i) = st.interfaces.get_mut(adapter) {
-                    i.count_sent(1);
+            let batch: Vec<Down> = st.outbox.drain(..).collect();
+            for down in &batch {
+                let adapter = down.adapter();
+                if matches!(down, Down::Frame(..)) {
+                    if let Some(i) = st.interfaces.get_mut(&adapter) {
+                        i.count_sent(1);
+                    }
+                }
+                if !st.busy.contains(&adapter) {
+                    st.busy.push(adapter);
                 }
             }
-            st.sending = true;
             drop(st);
-            for (adapter, frame) in &batch {
-                shared.sink.send_frame(*adapter, frame);
+            for down in &batch {
+                match down {
+                    Down::Frame(adapter, frame) => shared.below.send_frame(*adapter, frame),
+                    Down::Filter(adapter, filter) => {
+                        shared.below.set_receive_filter(*adapter, filter);
+                    }
+                }
             }
             st = lock(&shared.state);
-            st.sending = false;
+            st.busy.clear();
             shared.progress.notify_all();
             continue;
         }
@@ -187,21 +233,23 @@ fn run(shared: &Shared, name: &str) {
 }
 
 impl Stack {
-    /// A stack whose thread is the processor `name` and whose frames go
-    /// to `sink`.
-    pub fn new(name: &str, sink: Arc<dyn FrameSink>) -> Self {
+    /// A stack whose thread is the processor `name` and which hands its
+    /// frames and filters to `below`.
+    pub fn new(name: &str, below: Arc<dyn Below>) -> Self {
         let shared = Arc::new(Shared {
-            sink,
+            below,
+            thread: std::sync::OnceLock::new(),
             state: Mutex::new(State {
                 interfaces: BTreeMap::new(),
                 received: VecDeque::new(),
                 outbox: VecDeque::new(),
+                filters: BTreeMap::new(),
+                busy: Vec::new(),
                 observers: Vec::new(),
                 next_observer: 1,
                 next_seq: 1,
                 next_token: 1,
                 echo_waits: Vec::new(),
-                sending: false,
                 dropped: 0,
                 stop: false,
             }),
@@ -259,7 +307,8 @@ impl Stack {
     }
 
     /// V unbound: its addresses are deleted and its interface goes away,
-    /// with the frames it had queued either way.
+    /// with what it had queued either way; returns once the thread hands
+    /// nothing more to that V (so V may be paused and halted).
     pub fn unbind(&self, adapter: u32) {
         let mut st = self.state();
         let Some(mut interface) = st.interfaces.remove(&adapter) else {
@@ -272,8 +321,19 @@ impl Stack {
             }
         }
         st.received.retain(|(a, _)| *a != adapter);
-        st.outbox.retain(|(a, _)| *a != adapter);
+        st.outbox.retain(|d| d.adapter() != adapter);
+        st.filters.remove(&adapter);
         self.shared.progress.notify_all();
+        if self.shared.thread.get() == Some(&thread::current().id()) {
+            return;
+        }
+        while st.busy.contains(&adapter) {
+            st = self
+                .shared
+                .progress
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
     }
 
     /// A frame V indicated (copied): queued for the thread; dropped when
@@ -433,13 +493,13 @@ impl Stack {
         answered
     }
 
-    /// Waits until the stack has nothing queued and is not sending;
+    /// Waits until the stack has nothing queued and hands nothing down;
     /// whether that happened within `timeout`.
     pub fn settle(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut st = self.state();
         loop {
-            if st.received.is_empty() && st.outbox.is_empty() && !st.sending {
+            if st.received.is_empty() && st.outbox.is_empty() && st.busy.is_empty() {
                 return true;
             }
             let now = Instant::now();

@@ -14,15 +14,26 @@ use super::*;
 const WAIT: Duration = Duration::from_secs(5);
 
 /// Delivers each frame to every other interface of the stack and keeps
-/// a copy.
+/// a copy; records the receive filters (and where they came among the
+/// frames).
 #[derive(Default)]
 struct Hub {
     stack: OnceLock<Weak<Stack>>,
     members: Mutex<Vec<u32>>,
     frames: Mutex<Vec<(u32, Vec<u8>)>>,
+    /// (adapter, filter, frames sent before it).
+    filters: Mutex<Vec<(u32, ReceiveFilter, usize)>>,
 }
 
-impl FrameSink for Hub {
+impl Below for Hub {
+    fn set_receive_filter(&self, adapter: u32, filter: &ReceiveFilter) {
+        let before = self.frames.lock().unwrap().len();
+        self.filters
+            .lock()
+            .unwrap()
+            .push((adapter, filter.clone(), before));
+    }
+
     fn send_frame(&self, adapter: u32, frame: &[u8]) {
         self.frames.lock().unwrap().push((adapter, frame.to_vec()));
         let Some(stack) = self.stack.get().and_then(Weak::upgrade) else {
@@ -57,10 +68,7 @@ fn info(adapter: u32) -> InterfaceInfo {
 impl Lab {
     fn new() -> Self {
         let hub = Arc::new(Hub::default());
-        let stack = Arc::new(Stack::new(
-            "tcpip-test",
-            Arc::clone(&hub) as Arc<dyn FrameSink>,
-        ));
+        let stack = Arc::new(Stack::new("tcpip-test", Arc::clone(&hub) as Arc<dyn Below>));
         hub.stack.set(Arc::downgrade(&stack)).unwrap();
         Self { hub, stack }
     }
@@ -560,4 +568,55 @@ fn pings_work_again_after_link_down_up_and_an_address_removed_and_re_added() {
     lab.stack.add_address(2, ip("fd00:5253::72"), 64).unwrap();
     lab.wait_preferred(2, ip("fd00:5253::72"));
     assert!(lab.stack.ping(1, ip("fd00:5253::72"), WAIT));
+}
+
+#[test]
+fn the_receive_filter_joins_each_solicited_node_group_before_its_dad() {
+    let lab = Lab::new();
+    lab.bind(1, true);
+    lab.stack.add_address(1, ip("198.18.8.1"), 24).unwrap();
+    lab.stack.add_address(1, ip("fd00:5253::8:1"), 64).unwrap();
+    lab.wait_preferred(1, ip("fd00:5253::8:1"));
+    lab.stack.remove_address(1, ip("fd00:5253::8:1")).unwrap();
+    assert!(lab.stack.settle(WAIT));
+    let filters = lab.hub.filters.lock().unwrap().clone();
+    let all_nodes = [0x33, 0x33, 0, 0, 0, 1];
+    let all_hosts = [0x01, 0x00, 0x5e, 0, 0, 1];
+    let ll_group = [0x33, 0x33, 0xff, 0x00, 0x00, 0x01];
+    let ula_group = [0x33, 0x33, 0xff, 0x08, 0x00, 0x01];
+    let lists: Vec<Vec<[u8; 6]>> = filters
+        .iter()
+        .map(|(_, f, _)| f.multicast.clone())
+        .collect();
+    assert_eq!(
+        lists,
+        [
+            vec![all_hosts, all_nodes, ll_group],
+            vec![all_hosts, all_nodes, ll_group, ula_group],
+            vec![all_hosts, all_nodes, ll_group],
+        ],
+        "bound, the ULA added (the IPv4 one changes no group), the ULA removed"
+    );
+    assert!(
+        filters
+            .iter()
+            .all(|(a, f, _)| *a == 1 && f.packet_filter == 0xB)
+    );
+    // Each join precedes the DAD solicitation of its address.
+    let frames = lab.frames_from(1);
+    let dad_of = |target: &str| {
+        let target: Ipv6Addr = target.parse().unwrap();
+        frames
+            .iter()
+            .position(|f| {
+                let e = ethernet::parse(f).unwrap();
+                e.ethertype == ethernet::ETHERTYPE_IPV6
+                    && ipv6::parse(e.payload).is_some_and(|d| {
+                        d.src.is_unspecified() && d.dst == ipv6::solicited_node(target)
+                    })
+            })
+            .unwrap()
+    };
+    assert!(filters[0].2 <= dad_of("fe80::52:53ff:fe00:1"));
+    assert!(filters[1].2 <= dad_of("fd00:5253::8:1"));
 }
