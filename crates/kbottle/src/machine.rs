@@ -583,16 +583,13 @@ impl Machine {
 
     /// Sets the link of the NIC below `a` up or down; returns once the
     /// protocol has been told (`ProtocolStatusEx`). False if `a` has no
-    /// NIC.
+    /// NIC, or the NIC's thread did not get to it in time.
     pub fn set_nic_link(&self, a: AdapterId, up: bool) -> bool {
         let Some(id) = self.nic_of(a) else {
             return false;
         };
         nic::set_link(id, up);
-        if let Some(rt) = nic::runtime(id) {
-            rt.wait_idle();
-        }
-        true
+        nic::runtime(id).is_some_and(|rt| rt.wait_idle())
     }
 
     /// Pauses the binding below `a` (`NetEventPause`); its status

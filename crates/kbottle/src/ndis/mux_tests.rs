@@ -599,7 +599,7 @@ fn a_mux_driver_binds_two_nics_moves_frames_and_unbinds_cleanly() {
             .all(|s| s.sends_out.load(Ordering::SeqCst) == 0)
     });
     if let Some(rt) = nic::runtime(nic1) {
-        rt.wait_idle();
+        assert!(rt.wait_idle());
         assert_eq!(rt.counters.filtered.load(Ordering::SeqCst), 1);
     }
 

@@ -46,6 +46,8 @@ pub const RESOURCES_EVERY: u64 = 4;
 /// Lists the protocol may hold before every indication carries
 /// `NDIS_RECEIVE_FLAGS_RESOURCES` (a NIC short of receive buffers).
 pub const RESOURCES_THRESHOLD: usize = 256;
+/// How long [`NicRuntime::wait_idle`] waits.
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// The NIC's link speed (10 Gb/s), both ways.
 pub const LINK_SPEED: u64 = 10_000_000_000;
 
@@ -128,12 +130,24 @@ impl NicRuntime {
         self.wake.notify_all();
     }
 
-    /// Waits until the NIC's thread has nothing queued or running.
-    pub fn wait_idle(&self) {
+    /// Waits until the NIC's thread has nothing queued or running; false
+    /// if that did not happen within [`IDLE_TIMEOUT`] (the thread is stuck
+    /// in driver code, or parked by a bug check).
+    pub fn wait_idle(&self) -> bool {
+        let deadline = std::time::Instant::now() + IDLE_TIMEOUT;
         let mut q = lock(&self.queue);
         while !q.jobs.is_empty() || q.busy {
-            q = self.wake.wait(q).unwrap_or_else(PoisonError::into_inner);
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            q = self
+                .wake
+                .wait_timeout(q, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
+        true
     }
 
     /// The segment port it sits on.
