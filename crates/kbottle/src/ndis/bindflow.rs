@@ -283,7 +283,10 @@ fn bind_here(nic: u32) -> Result<u32, NDIS_STATUS> {
         x.bind_context = Some(Handle::new());
         x.bind_completed = None;
         let mut strings = [
-            OwnedString::new(&format!("{name}\\Parameters\\Adapters\\{}", x.name)),
+            OwnedString::new(&format!(
+                "\\REGISTRY\\MACHINE\\SYSTEM\\CurrentControlSet\\Services\\{name}\\Parameters\\Adapters\\{}",
+                x.name.trim_start_matches("\\DEVICE\\")
+            )),
             OwnedString::new(&x.name),
             OwnedString::new(&x.name),
         ];
