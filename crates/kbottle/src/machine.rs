@@ -17,7 +17,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ndis::{DRIVER_OBJECT, NET_PNP_EVENT_CODE, NetEventNDKEnable, UNICODE_STRING};
+use ndis::{
+    DRIVER_OBJECT, NET_PNP_EVENT_CODE, NetEventNDKDisable, NetEventNDKEnable, UNICODE_STRING,
+};
 use ndkpi::{NDK_ADAPTER, NDK_VERSION, NTSTATUS};
 
 use crate::ndis::bindflow::{self, NicOptions};
@@ -657,13 +659,27 @@ impl Machine {
         miniport::close_ndk(a.0, adapter as usize);
     }
 
-    /// Waits until `a` has raised `NetEventNDKEnable` as its latest NDK
-    /// PnP event (rsndk does once its RoCEv2 socket is open); whether that
-    /// happened within `timeout`.
+    /// Waits until NDK is operational on `a`: its latest NDK PnP event is
+    /// `NetEventNDKEnable`, or, when it raised none, its NDK attributes
+    /// said enabled (an NDK provider starts operational as its attributes
+    /// say and raises `NetEventNDKEnable`/`Disable` only on changes);
+    /// whether that happened within `timeout`.
     pub fn wait_ndk_ready(&self, a: AdapterId, timeout: Duration) -> bool {
         state::wait_until(timeout, |n| {
-            n.adapter_by_id(a.0)
-                .is_some_and(|ad| ad.pnp_events.last() == Some(&NetEventNDKEnable))
+            n.adapter_by_id(a.0).is_some_and(|ad| {
+                match ad
+                    .pnp_events
+                    .iter()
+                    .rev()
+                    .find(|e| **e == NetEventNDKEnable || **e == NetEventNDKDisable)
+                {
+                    Some(e) => *e == NetEventNDKEnable,
+                    None => {
+                        ad.state == state::AdapterState::Running
+                            && ad.ndk.is_some_and(|k| k.enabled)
+                    }
+                }
+            })
         })
     }
 

@@ -208,16 +208,22 @@ fn bind_upper(id: u32) {
         let a = n.adapter_by_id(id)?;
         let general = a.general.as_ref()?;
         let mac: [u8; 6] = general.current_mac.get(..6)?.try_into().ok()?;
-        Some(VInfo {
+        let info = VInfo {
             adapter: AdapterId(id),
             luid: a.luid,
             if_index: a.if_index,
             mac,
             mtu: general.mtu,
-        })
+        };
+        Some((info, a.link_indicated))
     });
-    if let Some(info) = info {
+    if let Some((info, link)) = info {
         stack.bound(info);
+        // A link state V indicated before the stack bound (the stack
+        // starts from the general attributes' media state).
+        if let Some(up) = link {
+            stack.link_state(AdapterId(id), up);
+        }
     }
 }
 

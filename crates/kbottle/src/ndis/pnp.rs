@@ -218,16 +218,7 @@ pub unsafe extern "win64" fn NdisMIndicateStatusEx(
                 invalid("NDIS_LINK_STATE with a bad header".to_owned());
             }
         }
-        let id = state::with(|n| {
-            n.live_adapter(handle).map(|a| {
-                a.status_indications.push(indication.StatusCode);
-                a.id
-            })
-        });
-        state::changed();
-        if indication.StatusCode == NDIS_STATUS_LINK_STATE
-            && let (Some(id), Some(stack)) = (id, super::upper::upper())
-        {
+        let up = (indication.StatusCode == NDIS_STATUS_LINK_STATE).then(|| {
             // SAFETY: checked above: a buffer of at least NDIS_LINK_STATE's
             // size.
             let link = unsafe {
@@ -236,10 +227,20 @@ pub unsafe extern "win64" fn NdisMIndicateStatusEx(
                     .cast::<NDIS_LINK_STATE>()
                     .read_unaligned()
             };
-            stack.link_state(
-                crate::machine::AdapterId(id),
-                link.MediaConnectState == ndis::MediaConnectStateConnected,
-            );
+            link.MediaConnectState == ndis::MediaConnectStateConnected
+        });
+        let id = state::with(|n| {
+            n.live_adapter(handle).map(|a| {
+                a.status_indications.push(indication.StatusCode);
+                if up.is_some() {
+                    a.link_indicated = up;
+                }
+                a.id
+            })
+        });
+        state::changed();
+        if let (Some(id), Some(up), Some(stack)) = (id, up, super::upper::upper()) {
+            stack.link_state(crate::machine::AdapterId(id), up);
         }
     });
 }

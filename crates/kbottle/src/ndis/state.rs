@@ -175,6 +175,9 @@ pub struct Adapter {
     pub if_index: u32,
     /// `NetLuid` NDIS gave it.
     pub luid: u64,
+    /// The connect state of its latest `NDIS_STATUS_LINK_STATE`
+    /// indication, if it made one.
+    pub link_indicated: Option<bool>,
 }
 
 impl Adapter {
@@ -199,6 +202,7 @@ impl Adapter {
             nic: None,
             if_index: 0,
             luid: 0,
+            link_indicated: None,
         }
     }
 }
