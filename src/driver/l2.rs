@@ -204,7 +204,7 @@ impl L2Port {
     /// the NIC's, its link state and MTU the binding's. `binding` outlives
     /// the port (V halts before the binding closes).
     pub fn create(binding: &'static Binding) -> Result<TryArc<Self>, NTSTATUS> {
-        let pool = SendPool::new(binding.handle())?;
+        let pool = SendPool::new(binding.handle(), binding.mtu())?;
         let frames = TryArc::try_new_or_drop(Frames {
             pool,
             binding,

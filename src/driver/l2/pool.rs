@@ -1,8 +1,13 @@
 //! The L2 port's send frames: [`FRAMES`] NET_BUFFER_LISTs, each with one
-//! NET_BUFFER over an MDL of [`FRAME_BYTES`] bytes of non-paged memory,
-//! all allocated when the port is created, so that sending a frame
-//! allocates nothing: a frame is claimed, filled in place, sent, and given
-//! back when its send completes (or at once if it could not be sent).
+//! NET_BUFFER over an MDL of non-paged memory as long as the longest frame
+//! the link carries ([`frame_bytes`]), all allocated when the port is
+//! created, so that sending a frame allocates nothing: a frame is claimed,
+//! filled in place, sent, and given back when its send completes (or at
+//! once if it could not be sent).
+//!
+//! [`FRAMES`] is what a NIC's transmit ring holds: the RNIC sends bursts
+//! (a READ response is a run of packets), and a frame the pool cannot take
+//! is dropped and costs the RC transport a retransmission round.
 //!
 //! Frames are owned through a `busy` flag each (claimed with an acquire
 //! compare-exchange, released with a release store): no lock, legal at
@@ -22,16 +27,28 @@ use ndis::{
 };
 use ndkpi::{MDL, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 
+use softrnic::l2::MAX_DATAGRAM_LEN;
+use softrnic::wire::ethernet::ETHERNET_HEADER_LEN;
+
 use crate::driver::alloc::{POOL_TAG, PageBuffer};
 
 /// Send frames of a port: the RNIC's packets in flight to the NIC at most
 /// (a packet finding none free is dropped; RC retransmits it).
-pub const FRAMES: usize = 64;
-/// Bytes of one frame: the longest frame the port builds (an Ethernet
-/// header and the longest RoCEv2 datagram: IPv6, UDP, BTH, extended
-/// headers, a 4096-byte path MTU payload, ICRC). ARP and neighbour
-/// discovery frames are far smaller.
-pub const FRAME_BYTES: usize = softrnic::l2::MAX_FRAME_LEN;
+pub const FRAMES: usize = 256;
+/// The shortest frame buffer: room for any ARP or neighbour discovery
+/// frame the port builds, whatever the link MTU says.
+const MIN_FRAME_BYTES: usize = 128;
+
+/// Bytes of one frame for a link of MTU `link_mtu`: an Ethernet header and
+/// the longest datagram the link carries, but no more than the longest
+/// frame the port builds (the longest RoCEv2 datagram: IPv6, UDP, BTH,
+/// extended headers, a 4096-byte path MTU payload, ICRC). The port drops
+/// datagrams longer than the link MTU, so nothing it sends is longer
+/// (unless the MTU grows after the port was made: such frames are dropped
+/// and counted as send drops).
+pub fn frame_bytes(link_mtu: u32) -> usize {
+    (ETHERNET_HEADER_LEN + (link_mtu as usize).min(MAX_DATAGRAM_LEN)).max(MIN_FRAME_BYTES)
+}
 /// Shortest Ethernet frame without its FCS; shorter frames are padded
 /// with zeros (IEEE 802.3 minimum frame of 64 bytes less the 4-byte FCS
 /// the NIC appends).
@@ -42,6 +59,8 @@ struct Frame {
     nbl: NonNull<NET_BUFFER_LIST>,
     mdl: NonNull<MDL>,
     data: *mut u8,
+    /// Bytes at `data`.
+    capacity: usize,
     busy: AtomicBool,
 }
 
@@ -98,17 +117,18 @@ impl Claimed<'_> {
     /// `Next` null, status cleared. `None` (the frame still claimed) if
     /// `bytes` does not fit.
     pub fn fill(&self, bytes: &[u8]) -> Option<NonNull<NET_BUFFER_LIST>> {
-        if bytes.len() > FRAME_BYTES {
+        let frame = self.frame;
+        if bytes.len() > frame.capacity {
             return None;
         }
         let length = bytes.len().max(MIN_FRAME);
-        let frame = self.frame;
         // SAFETY: the frame is claimed (its `busy` flag is ours), so its
-        // FRAME_BYTES bytes are ours alone until it is sent or released;
-        // `bytes` (at most FRAME_BYTES) is the caller's, no overlap.
+        // `capacity` bytes are ours alone until it is sent or released;
+        // `bytes` (at most `capacity`) is the caller's, no overlap.
         unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), frame.data, bytes.len()) };
         // SAFETY: as above; `bytes.len()..length` lies inside the frame
-        // (`length <= max(FRAME_BYTES, MIN_FRAME) = FRAME_BYTES`).
+        // (`length <= max(capacity, MIN_FRAME) = capacity`, as `capacity`
+        // is at least MIN_FRAME_BYTES).
         unsafe {
             ptr::write_bytes(
                 frame.data.wrapping_add(bytes.len()),
@@ -139,11 +159,12 @@ impl Claimed<'_> {
 
 impl SendPool {
     /// Allocates the NBL pool on the binding `binding_handle` and
-    /// [`FRAMES`] frames (`PASSIVE_LEVEL` or `DISPATCH_LEVEL`). Whatever
-    /// was allocated when something fails is freed again.
-    pub fn new(binding_handle: NDIS_HANDLE) -> Result<Self, NTSTATUS> {
-        let memory =
-            PageBuffer::zeroed(FRAMES * FRAME_BYTES).ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+    /// [`FRAMES`] frames for a link of MTU `link_mtu` (`PASSIVE_LEVEL` or
+    /// `DISPATCH_LEVEL`). Whatever was allocated when something fails is
+    /// freed again.
+    pub fn new(binding_handle: NDIS_HANDLE, link_mtu: u32) -> Result<Self, NTSTATUS> {
+        let capacity = frame_bytes(link_mtu);
+        let memory = PageBuffer::zeroed(FRAMES * capacity).ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let mut frames = Vec::new();
         frames
             .try_reserve_exact(FRAMES)
@@ -167,29 +188,30 @@ impl SendPool {
             memory,
         };
         for index in 0..FRAMES {
-            let frame = this.allocate_frame(index)?;
+            let frame = this.allocate_frame(index, capacity)?;
             // Capacity is reserved: no reallocation.
             this.frames.push(frame);
         }
         Ok(this)
     }
 
-    /// Frame `index`: an MDL over its bytes and a list over the MDL.
-    fn allocate_frame(&self, index: usize) -> Result<Frame, NTSTATUS> {
-        // Inside the buffer of FRAMES * FRAME_BYTES bytes.
-        let data = self.memory.as_ptr().wrapping_add(index * FRAME_BYTES);
-        // SAFETY: `data` is FRAME_BYTES of non-paged pool owned by this
+    /// Frame `index` of `capacity` bytes: an MDL over its bytes and a list
+    /// over the MDL.
+    fn allocate_frame(&self, index: usize, capacity: usize) -> Result<Frame, NTSTATUS> {
+        // Inside the buffer of FRAMES * capacity bytes.
+        let data = self.memory.as_ptr().wrapping_add(index * capacity);
+        // SAFETY: `data` is `capacity` bytes of non-paged pool owned by this
         // pool; no IRP, no quota.
-        let mdl = unsafe { IoAllocateMdl(data.cast(), FRAME_BYTES as u32, 0, 0, ptr::null_mut()) };
+        let mdl = unsafe { IoAllocateMdl(data.cast(), capacity as u32, 0, 0, ptr::null_mut()) };
         let mdl = NonNull::new(mdl).ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         // SAFETY: the MDL describes non-paged pool (`data`), as the
         // routine requires; it fills the PFNs and `MappedSystemVa`.
         unsafe { MmBuildMdlForNonPagedPool(mdl.as_ptr()) };
         // SAFETY: <= DISPATCH_LEVEL; a pool made with fAllocateNetBuffer
         // and DataSize 0, as this routine requires; the MDL chain (one
-        // MDL) holds FRAME_BYTES bytes from offset 0.
+        // MDL) holds `capacity` bytes from offset 0.
         let nbl = unsafe {
-            NdisAllocateNetBufferAndNetBufferList(self.pool, 0, 0, mdl.as_ptr(), 0, FRAME_BYTES)
+            NdisAllocateNetBufferAndNetBufferList(self.pool, 0, 0, mdl.as_ptr(), 0, capacity)
         };
         let Some(nbl) = NonNull::new(nbl) else {
             // SAFETY: allocated above and not yet in a frame or a list.
@@ -202,6 +224,7 @@ impl SendPool {
             nbl,
             mdl,
             data,
+            capacity,
             busy: AtomicBool::new(false),
         })
     }
