@@ -27,7 +27,7 @@ use alloc::boxed::Box;
 use core::ffi::c_void;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use hwq::TryArc;
 use ndis::{
@@ -52,6 +52,10 @@ pub struct AddressWatcher {
     port: TryArc<L2Port>,
     /// The notification handle while registered.
     handle: AtomicPtr<c_void>,
+    /// [`AddressList::fingerprint`] of the set last applied (every
+    /// interface's changes wake every watcher; only a change of this one's
+    /// set is logged).
+    applied: AtomicU64,
 }
 
 impl core::fmt::Debug for AddressWatcher {
@@ -92,6 +96,23 @@ impl AddressList {
     fn as_slice(&self) -> &[(IpAddr, u8)] {
         self.addrs.get(..self.len).unwrap_or_default()
     }
+
+    /// FNV-1a over the addresses and prefix lengths, in order (never 0:
+    /// 0 stands for "nothing applied yet").
+    fn fingerprint(&self) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |byte: u8| {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        };
+        for (addr, prefix_len) in self.as_slice() {
+            match addr {
+                IpAddr::V4(v4) => v4.octets().into_iter().for_each(&mut eat),
+                IpAddr::V6(v6) => v6.octets().into_iter().for_each(&mut eat),
+            }
+            eat(*prefix_len);
+        }
+        hash.max(1)
+    }
 }
 
 impl AddressWatcher {
@@ -109,6 +130,7 @@ impl AddressWatcher {
             rnic: rnic.clone(),
             port: port.clone(),
             handle: AtomicPtr::new(ptr::null_mut()),
+            applied: AtomicU64::new(0),
         })
         .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let context = ptr::from_ref::<Self>(&watcher).cast_mut().cast::<c_void>();
@@ -175,6 +197,10 @@ impl AddressWatcher {
         irql::lower(old);
         match applied {
             Ok(()) => {
+                let fingerprint = list.fingerprint();
+                if self.applied.swap(fingerprint, Ordering::Relaxed) == fingerprint {
+                    return;
+                }
                 log_info!("rsndk: {} address(es) on the interface", list.len);
                 for (addr, prefix_len) in list.as_slice() {
                     log_info!("rsndk:   {addr}/{prefix_len}");
