@@ -15,7 +15,8 @@
 //!   multicast list, broadcast, promiscuous) is the NIC's.
 //! - Optional deterministic loss: one frame in N is dropped (counted).
 //!
-//! Captures are pcap files with `LINKTYPE_ETHERNET`, every frame the
+//! Captures are classic pcap files (little-endian, microsecond stamps,
+//! `LINKTYPE_ETHERNET`), every frame the
 //! switch accepted, in order, each written to the file as it passes
 //! (unbuffered: the file is complete whenever it is read); tshark reads
 //! them.
@@ -27,8 +28,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use pcap_file::DataLink;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::{DataLink, Endianness, TsResolution};
 
 /// Length of an Ethernet header (destination, source, EtherType).
 pub const ETH_HEADER: usize = 14;
@@ -190,8 +191,12 @@ impl Segment {
     /// `path` (replacing a running capture, which is flushed).
     pub fn start_capture(&self, path: &Path) -> io::Result<()> {
         let file = File::create(path)?;
+        // The classic microsecond, little-endian format every reader
+        // takes.
         let header = PcapHeader {
             datalink: DataLink::ETHERNET,
+            ts_resolution: TsResolution::MicroSecond,
+            endianness: Endianness::Little,
             ..PcapHeader::default()
         };
         let writer = PcapWriter::with_header(file, header).map_err(io::Error::other)?;
@@ -426,6 +431,7 @@ mod tests {
         let file = File::open(&path).unwrap();
         let mut reader = pcap_file::pcap::PcapReader::new(file).unwrap();
         assert_eq!(reader.header().datalink, DataLink::ETHERNET);
+        assert_eq!(reader.header().ts_resolution, TsResolution::MicroSecond);
         let mut got = Vec::new();
         while let Some(packet) = reader.next_packet() {
             got.push(packet.unwrap().data.to_vec());
