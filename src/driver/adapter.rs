@@ -252,13 +252,16 @@ impl Adapter {
             );
         }
         if let (Some(device), Some(port)) = (&self.device, &self.port) {
-            match AddressWatcher::start(params.NetLuid.Value, &device.rnic, port) {
-                Ok(watcher) => self.watcher = Some(watcher),
-                Err(status) => log_error!(
-                    "rsndk: no address notifications ({:#010x}): the RNIC has no addresses",
-                    status as u32
-                ),
-            }
+            // Without address notifications the RNIC would never serve an
+            // address: V fails to initialise rather than come up so.
+            let watcher = AddressWatcher::start(params.NetLuid.Value, &device.rnic, port)
+                .inspect_err(|status| {
+                    log_error!(
+                        "rsndk: address notifications failed: {:#010x}",
+                        *status as u32
+                    );
+                })?;
+            self.watcher = Some(watcher);
         }
         Ok(())
     }

@@ -29,7 +29,8 @@ pub fn first_name(value: &[u16]) -> &[u16] {
 /// Reads V's device name for the binding `binding` (`PASSIVE_LEVEL`, the
 /// binding open). `Ok(None)`: the value is there but names nothing (the
 /// sample then brings up no virtual miniport); an error when the
-/// configuration cannot be opened or the value is missing.
+/// configuration cannot be opened (NDIS's status) or the value is missing
+/// (`NDIS_STATUS_FAILURE`).
 pub fn read(binding: NDIS_HANDLE) -> Result<Option<Vec<u16>>, NDIS_STATUS> {
     let mut object = NDIS_CONFIGURATION_OBJECT::new(binding);
     let mut handle: NDIS_HANDLE = ptr::null_mut();
@@ -37,7 +38,13 @@ pub fn read(binding: NDIS_HANDLE) -> Result<Option<Vec<u16>>, NDIS_STATUS> {
     // (NdisOpenConfigurationEx opens its protocol configuration section).
     let status = unsafe { NdisOpenConfigurationEx(&raw mut object, &raw mut handle) };
     if status != NDIS_STATUS_SUCCESS {
-        return Err(NDIS_STATUS_OPEN_FAILED);
+        // NDIS's own reason (NDIS_STATUS_RESOURCES when memory ran out);
+        // the sample reports every such failure as NDIS_STATUS_OPEN_FAILED.
+        return Err(if status < 0 {
+            status
+        } else {
+            NDIS_STATUS_OPEN_FAILED
+        });
     }
     let result = read_open(handle);
     // SAFETY: opened above, closed once; nothing read from it is used
