@@ -399,7 +399,8 @@ pub struct EngineWaker(NonNull<Engine>);
 
 // SAFETY: `Engine` is Sync and the pointer is only used for `kick`.
 unsafe impl Send for EngineWaker {}
-// SAFETY: as above.
+// SAFETY: shared use only calls `kick` through the pointer, which takes
+// `&Engine`, and `Engine` is Sync.
 unsafe impl Sync for EngineWaker {}
 
 impl EngineWaker {

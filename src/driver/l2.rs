@@ -195,7 +195,10 @@ impl core::fmt::Debug for L2Port {
 // their users are counted (`receivers`, `kickers`) so that `detach` can
 // wait for them; everything else is `Sync` or only shared through atomics.
 unsafe impl Send for L2Port {}
-// SAFETY: as for `Send`.
+// SAFETY: shared use reads the RNIC and engine pointers only while
+// counted in `receivers`/`kickers`, which `detach` waits to drain after
+// withdrawing them, and everything else it touches is `Sync` (the port,
+// the bounce buffers, the frames) or atomic.
 unsafe impl Sync for L2Port {}
 
 impl L2Port {

@@ -126,7 +126,8 @@ impl Claimed<'_> {
         // `capacity` bytes are ours alone until it is sent or released;
         // `bytes` (at most `capacity`) is the caller's, no overlap.
         unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), frame.data, bytes.len()) };
-        // SAFETY: as above; `bytes.len()..length` lies inside the frame
+        // SAFETY: the frame is claimed, so its bytes are ours until it is
+        // sent or released; `bytes.len()..length` lies inside the frame
         // (`length <= max(capacity, MIN_FRAME) = capacity`, as `capacity`
         // is at least MIN_FRAME_BYTES).
         unsafe {

@@ -42,7 +42,9 @@ impl core::fmt::Debug for Bounce {
 // SAFETY: buffer `k` is used only by the holder of `busy[k]` (acquire
 // compare-exchange, release store); the rest is immutable after `new`.
 unsafe impl Send for Bounce {}
-// SAFETY: as for `Send`: shared access goes through the `busy` flags.
+// SAFETY: shared access reaches buffer `k` only through `busy[k]`
+// (acquire compare-exchange to take it, release store to give it back),
+// so each buffer has one user at a time; the rest is immutable.
 unsafe impl Sync for Bounce {}
 
 impl Bounce {
