@@ -118,14 +118,22 @@ impl Frames {
         self.senders.fetch_add(1, Ordering::SeqCst);
         let sent = !self.closed.load(Ordering::SeqCst) && self.send_open(frame);
         self.senders.fetch_sub(1, Ordering::SeqCst);
-        if sent {
-            if let Some(len) = rocev2_frame_payload_len(frame) {
-                L2Stats::count(&self.stats.sent, &self.stats.sent_bytes, len);
-            }
-        } else {
+        if !sent {
             self.stats.send_drops.fetch_add(1, Ordering::Relaxed);
         }
         sent
+    }
+
+    /// Counts a RoCEv2 frame as sent (`add`) or takes the count back.
+    fn count_sent(&self, payload_len: Option<usize>, add: bool) {
+        let Some(len) = payload_len else { return };
+        let stats = &self.stats;
+        if add {
+            L2Stats::count(&stats.sent, &stats.sent_bytes, len);
+        } else {
+            stats.sent.fetch_sub(1, Ordering::Relaxed);
+            stats.sent_bytes.fetch_sub(len as u64, Ordering::Relaxed);
+        }
     }
 
     fn send_open(&self, frame: &[u8]) -> bool {
@@ -137,11 +145,16 @@ impl Frames {
             return false;
         };
         let dispatch = irql::current() >= DISPATCH_LEVEL;
+        // Counted before the frame leaves: whoever sees its effect (the
+        // peer's completion) sees the count too.
+        let payload_len = rocev2_frame_payload_len(frame);
+        self.count_sent(payload_len, true);
         if self.binding.send_own(nbl, dispatch) {
             // NDIS has the list now; the frame stays taken until the
             // completion gives it back.
             true
         } else {
+            self.count_sent(payload_len, false);
             claimed.release();
             false
         }
@@ -307,10 +320,12 @@ impl L2Port {
             let Some(datagram) = frame.get(ip) else {
                 return false;
             };
-            rnic.receive(datagram);
+            // Counted before the RNIC has it: whoever sees its effect (a
+            // completion) sees the count too.
             if let Some(len) = rocev2_payload_len(datagram) {
                 L2Stats::count(&stats.received, &stats.received_bytes, len);
             }
+            rnic.receive(datagram);
             true
         });
         taken.unwrap_or_else(|| {
