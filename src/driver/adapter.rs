@@ -235,7 +235,12 @@ impl Adapter {
     ) -> Result<(), NDIS_STATUS> {
         let port = L2Port::create(&mux.binding).map_err(|_| NDIS_STATUS_RESOURCES)?;
         let port = self.port.insert(port);
-        let device = RnicDevice::create(self.handle, port, self.config.pmtu)?;
+        // The RNIC's path MTU is fixed at creation: the configured RoCE
+        // frame size, capped by what P's MTU carries with RoCEv2's headers
+        // (a larger one would have every full-size frame dropped as too
+        // long for the link).
+        let link_pmtu = softrnic::l2::path_mtu_for(mux.binding.mtu()).unwrap_or(256);
+        let device = RnicDevice::create(self.handle, port, self.config.pmtu.min(link_pmtu))?;
         self.device = Some(device);
         self.set_all_attributes()?;
         let lower = mux.binding.lower.bound_if_index;
