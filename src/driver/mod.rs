@@ -9,7 +9,7 @@
 //!
 //! Compiled for every Windows target, with or without the `wdk` feature:
 //! it uses only the hand declarations of crate `ndis` (NDIS, ntoskrnl,
-//! WSK), so `cargo check --target x86_64-pc-windows-msvc` type-checks all
+//! NETIO's IP Helper), so `cargo check --target x86_64-pc-windows-msvc` type-checks all
 //! of it on Linux. The `wdk` feature adds only the final link (wdk-sys's
 //! link glue, wdk-build's linker arguments) and [`wdk_check`], which
 //! compares the hand declarations with wdk-sys's bindgen output.
