@@ -41,7 +41,7 @@ use ndkpi::{NDIS_STATUS, PVOID, ULONG};
 use super::checks::{
     NDIS_BUGCHECK_LEAKED_NBL, guarded, invalid_handle, ndis_bugcheck, require_dispatch_or_below,
 };
-use super::nbl::{self, Holder};
+use super::nbl::{self, Holder, LedgerError};
 use super::nic;
 use super::state::{self, BindingState};
 use crate::segment::{self, ETH_HEADER};
@@ -141,25 +141,24 @@ pub unsafe extern "win64" fn NdisSendNetBufferLists(
 /// Takes one list of a send: the ledger entry, then the frames on the
 /// wire; its completion status.
 fn send_one(api: &str, binding: usize, list: usize, view: &SendView) -> NDIS_STATUS {
-    let Some(holders) = nbl::holders(list) else {
-        list_fault(
+    match nbl::push_once(list, Holder::SentOnBinding(binding)) {
+        Ok(()) => {}
+        Err(LedgerError::Unknown(_)) => list_fault(
             api,
             list,
             binding,
             &format!(
                 "{list:#x} is not a NET_BUFFER_LIST allocated from an NDIS pool (or it was freed)"
             ),
-        );
-    };
-    if holders.contains(&Holder::SentOnBinding(binding)) {
-        list_fault(
+        ),
+        Err(LedgerError::WrongHolder { .. }) => list_fault(
             api,
             list,
             binding,
             &format!("NET_BUFFER_LIST {list:#x} sent again before its completion"),
-        );
+        ),
     }
-    // SAFETY: a live list of the ledger.
+    // SAFETY: a live list of the ledger (pushed above).
     let source = unsafe { (*(list as *const NET_BUFFER_LIST)).SourceHandle } as usize;
     if source != binding {
         list_fault(
@@ -172,8 +171,6 @@ fn send_one(api: &str, binding: usize, list: usize, view: &SendView) -> NDIS_STA
             ),
         );
     }
-    // Cannot fail: the list is live (checked).
-    let _ = nbl::push(list, Holder::SentOnBinding(binding));
     if !view.running {
         return NDIS_STATUS_PAUSED;
     }

@@ -130,10 +130,37 @@ struct DataBuffer {
 }
 
 impl DataBuffer {
-    fn new(len: usize) -> Self {
-        let bytes = Box::into_raw(vec![0u8; len.max(1)].into_boxed_slice());
-        let mdl = OwnedMdl::describe(bytes.cast::<u8>(), len);
-        Self { mdl, bytes }
+    /// A buffer of `capacity` bytes whose MDL describes `len` of them.
+    fn new(len: usize, capacity: usize) -> Self {
+        let capacity = capacity.max(len).max(1);
+        let bytes = Box::into_raw(vec![0u8; capacity].into_boxed_slice());
+        let mdl = OwnedMdl::describe(bytes.cast::<u8>(), capacity);
+        let data = Self { mdl, bytes };
+        data.describe(len);
+        data
+    }
+
+    /// Bytes it holds.
+    fn capacity(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Makes its MDL describe the first `len` bytes (at most the
+    /// capacity: the page array covers all of it).
+    fn describe(&self, len: usize) {
+        let mdl = self.mdl.as_ptr();
+        // SAFETY: the buffer's own MDL (harness memory nobody else holds
+        // while the list is being built).
+        unsafe { (*mdl).ByteCount = len.min(self.capacity()) as u32 };
+    }
+
+    /// Copies `frame` to the start of the buffer (at most its capacity).
+    fn fill(&mut self, frame: &[u8]) {
+        // SAFETY: the buffer is owned by this DataBuffer; nobody else
+        // holds it while the list is being built.
+        let bytes = unsafe { &mut *self.bytes };
+        let n = frame.len().min(bytes.len());
+        bytes[..n].copy_from_slice(&frame[..n]);
     }
 }
 
@@ -200,6 +227,22 @@ struct Ledger {
     lists: HashMap<usize, Record>,
     /// Freed lists kept mapped (oldest first).
     quarantine: VecDeque<Parts>,
+    /// Lists the bottle built, out of quarantine, ready to be built again
+    /// (what a NIC's receive buffers are).
+    spares: Vec<Parts>,
+    /// How many live lists each holder appears in.
+    counts: HashMap<Holder, usize>,
+}
+
+impl Ledger {
+    fn count(&mut self, h: Holder, up: bool) {
+        let n = self.counts.entry(h).or_insert(0);
+        if up {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 // SAFETY: as for Record: quarantined parts are owned memory nobody
@@ -208,6 +251,11 @@ unsafe impl Send for Ledger {}
 
 /// How many freed lists stay mapped.
 const QUARANTINE: usize = 512;
+/// How many bottle lists wait to be built again at most.
+const SPARES: usize = 4096;
+/// The smallest data buffer of a bottle list (an Ethernet frame with a
+/// tag fits), so that spares fit most frames.
+const MIN_BOTTLE_DATA: usize = 2048;
 
 static LEDGER: Mutex<Option<Ledger>> = Mutex::new(None);
 
@@ -247,6 +295,89 @@ pub(crate) struct Allocation {
 
 /// Allocates a list as NDIS does; its address.
 pub(crate) fn allocate(a: &Allocation) -> *mut NET_BUFFER_LIST {
+    allocate_filled(a, None)
+}
+
+/// [`allocate`], with `frame` copied into its data buffer.
+fn allocate_filled(a: &Allocation, frame: Option<&[u8]>) -> *mut NET_BUFFER_LIST {
+    with(|l| {
+        let parts = match l.spares.iter().rposition(|p| spare_fits(p, a)) {
+            Some(i) => reuse(l.spares.swap_remove(i), a),
+            None => fresh_parts(a),
+        };
+        if let (Some(data), Some(frame)) = (parts.data.as_ref(), frame) {
+            let data = std::ptr::from_ref(data).cast_mut();
+            // SAFETY: the parts are owned here and not yet published.
+            unsafe { (*data).fill(frame) };
+        }
+        let nbl = parts.nbl;
+        l.count(a.holder, true);
+        l.lists.insert(
+            nbl as usize,
+            Record {
+                parts,
+                pool: a.pool,
+                holders: vec![a.holder],
+                shapes: Vec::new(),
+                context_pushes: Vec::new(),
+            },
+        );
+        nbl
+    })
+}
+
+/// Whether spare `p` can be built again as `a` asks.
+fn spare_fits(p: &Parts, a: &Allocation) -> bool {
+    a.pool == bottle_pool()
+        && a.with_buffer
+        && a.data_size != 0
+        && p.data.as_ref().is_some_and(|d| d.capacity() >= a.data_size)
+        && p.contexts.first().is_some_and(|c| {
+            // SAFETY: the spare's own context block.
+            let size = unsafe { (*c.header()).Size };
+            size == a.context_size.saturating_add(a.backfill)
+        })
+}
+
+/// A spare list made new again, as `a` asks (see [`spare_fits`]).
+fn reuse(mut parts: Parts, a: &Allocation) -> Parts {
+    parts.contexts.truncate(1);
+    let context = parts
+        .contexts
+        .first()
+        .map_or(std::ptr::null_mut(), ContextBlock::header);
+    if !context.is_null() {
+        // SAFETY: the spare's own context block, not published.
+        unsafe {
+            context.write(NET_BUFFER_LIST_CONTEXT {
+                Next: std::ptr::null_mut(),
+                Size: a.context_size.saturating_add(a.backfill),
+                Offset: a.backfill,
+                ContextDataAlign: ndis::MEMORY_ALLOCATION_ALIGNED([]),
+                ContextData: [],
+            });
+        };
+    }
+    let chain = parts.data.as_ref().map_or(std::ptr::null_mut(), |d| {
+        d.describe(a.data_size);
+        d.mdl.as_ptr()
+    });
+    if let Some(nb) = parts.nb {
+        let mut buffer = NET_BUFFER::new(chain, 0, a.data_size as u32);
+        buffer.NdisPoolHandle = a.pool as *mut _;
+        // SAFETY: the spare's own NET_BUFFER, not published.
+        unsafe { nb.write(buffer) };
+    }
+    let mut list = NET_BUFFER_LIST::new(parts.nb.unwrap_or(std::ptr::null_mut()));
+    list.Context = context;
+    list.NdisPoolHandle = a.pool as *mut _;
+    // SAFETY: the spare's own NET_BUFFER_LIST, not published.
+    unsafe { parts.nbl.write(list) };
+    parts
+}
+
+/// New memory for a list, as `a` asks.
+fn fresh_parts(a: &Allocation) -> Parts {
     let mut contexts = Vec::new();
     if a.context_size != 0 || a.backfill != 0 {
         let size = a.context_size.saturating_add(a.backfill);
@@ -256,7 +387,12 @@ pub(crate) fn allocate(a: &Allocation) -> *mut NET_BUFFER_LIST {
     let mut nb = None;
     if a.with_buffer {
         let (chain, offset, length) = if a.data_size != 0 {
-            let buffer = DataBuffer::new(a.data_size);
+            let capacity = if a.pool == bottle_pool() {
+                a.data_size.max(MIN_BOTTLE_DATA)
+            } else {
+                a.data_size
+            };
+            let buffer = DataBuffer::new(a.data_size, capacity);
             let chain = buffer.mdl.as_ptr();
             data = Some(buffer);
             (chain, 0, a.data_size as u32)
@@ -276,26 +412,12 @@ pub(crate) fn allocate(a: &Allocation) -> *mut NET_BUFFER_LIST {
         .first()
         .map_or(std::ptr::null_mut(), ContextBlock::header);
     list.NdisPoolHandle = a.pool as *mut _;
-    let parts = Parts {
+    Parts {
         nbl: Box::into_raw(Box::new(list)),
         nb,
         contexts,
         data,
-    };
-    let nbl = parts.nbl;
-    with(|l| {
-        l.lists.insert(
-            nbl as usize,
-            Record {
-                parts,
-                pool: a.pool,
-                holders: vec![a.holder],
-                shapes: Vec::new(),
-                context_pushes: Vec::new(),
-            },
-        );
-    });
-    nbl
+    }
 }
 
 /// The MDL of `chain` holding byte `offset`, and the offset in it (walks
@@ -330,9 +452,17 @@ pub(crate) fn release(nbl: usize, holder: Holder) -> Result<usize, LedgerError> 
             });
         }
         let record = l.lists.remove(&nbl).ok_or(LedgerError::Unknown(nbl))?;
+        l.count(holder, false);
+        let bottle = record.pool == bottle_pool();
         l.quarantine.push_back(record.parts);
         while l.quarantine.len() > QUARANTINE {
-            l.quarantine.pop_front();
+            if let Some(old) = l.quarantine.pop_front()
+                && bottle
+                && old.data.is_some()
+                && l.spares.len() < SPARES
+            {
+                l.spares.push(old);
+            }
         }
         Ok(record.pool)
     })
@@ -346,8 +476,34 @@ pub fn push(nbl: usize, to: Holder) -> Result<(), LedgerError> {
         let record = l.lists.get_mut(&nbl).ok_or(LedgerError::Unknown(nbl))?;
         record.holders.push(to);
         record.shapes.push(shape);
+        l.count(to, true);
         Ok(())
     })
+}
+
+/// [`push`], refused (`WrongHolder`, nothing pushed) when `to` already
+/// holds `nbl` (handed over twice without coming back).
+pub fn push_once(nbl: usize, to: Holder) -> Result<(), LedgerError> {
+    let shape = shape_of(nbl);
+    with(|l| {
+        let record = l.lists.get_mut(&nbl).ok_or(LedgerError::Unknown(nbl))?;
+        if record.holders.contains(&to) {
+            return Err(LedgerError::WrongHolder {
+                nbl,
+                expected: to,
+                found: record.holders.clone(),
+            });
+        }
+        record.holders.push(to);
+        record.shapes.push(shape);
+        l.count(to, true);
+        Ok(())
+    })
+}
+
+/// How many live lists `h` holds (or holds a hand-over of).
+pub fn count_held(h: Holder) -> usize {
+    with(|l| l.counts.get(&h).copied().unwrap_or(0))
 }
 
 /// Takes `nbl` back from `from`, which must be on top of its holders; the
@@ -363,10 +519,12 @@ pub fn pop(nbl: usize, from: Holder) -> Result<Shape, LedgerError> {
             });
         }
         record.holders.pop();
-        Ok(record.shapes.pop().unwrap_or_else(|| Shape {
+        let shape = record.shapes.pop().unwrap_or_else(|| Shape {
             context: 0,
             buffers: Vec::new(),
-        }))
+        });
+        l.count(from, false);
+        Ok(shape)
     })
 }
 
@@ -595,30 +753,20 @@ const BOTTLE_CONTEXT_BACKFILL: u16 = 64;
 /// A list with one `NET_BUFFER` holding `frame` (one MDL over a
 /// bottle buffer), held by the bottle ([`Holder::Bottle`]).
 pub fn build(frame: &[u8]) -> *mut NET_BUFFER_LIST {
-    let nbl = allocate(&Allocation {
-        pool: bottle_pool(),
-        holder: Holder::Bottle,
-        context_size: 0,
-        backfill: BOTTLE_CONTEXT_BACKFILL,
-        with_buffer: true,
-        data_size: frame.len(),
-        mdl_chain: std::ptr::null_mut(),
-        data_offset: 0,
-        data_length: 0,
-    });
-    with(|l| {
-        if let Some(data) = l
-            .lists
-            .get_mut(&(nbl as usize))
-            .and_then(|r| r.parts.data.as_mut())
-        {
-            // SAFETY: the data buffer was just allocated with exactly
-            // `frame.len()` bytes (at least 1) and is owned by the record.
-            let bytes = unsafe { &mut *data.bytes };
-            bytes[..frame.len()].copy_from_slice(frame);
-        }
-    });
-    nbl
+    allocate_filled(
+        &Allocation {
+            pool: bottle_pool(),
+            holder: Holder::Bottle,
+            context_size: 0,
+            backfill: BOTTLE_CONTEXT_BACKFILL,
+            with_buffer: true,
+            data_size: frame.len(),
+            mdl_chain: std::ptr::null_mut(),
+            data_offset: 0,
+            data_length: 0,
+        },
+        Some(frame),
+    )
 }
 
 /// A chain of bottle lists, one per frame, linked through `Next` (null

@@ -107,3 +107,29 @@ fn a_buffer_shorter_than_its_length_or_without_buffer_is_unreadable() {
     unsafe { (*nbl).FirstNetBuffer = first };
     nbl::free(nbl).unwrap();
 }
+
+#[test]
+fn lists_built_again_from_spares_read_back_their_new_frames() {
+    // More frees than the quarantine holds: later builds reuse spares.
+    let first: Vec<_> = (0..700)
+        .map(|i| nbl::build(&frame(1500, i as u8)))
+        .collect();
+    for l in &first {
+        nbl::free(*l).unwrap();
+    }
+    for (i, len) in [60usize, 1514, 2048, 3000, 14].into_iter().enumerate() {
+        let f = frame(len, 100 + i as u8);
+        let l = nbl::build(&f);
+        // SAFETY: a list just built, held by the bottle.
+        let got = unsafe { nbl::frame_of(l) }.unwrap();
+        assert_eq!(got, f);
+        // SAFETY: as above.
+        let list = unsafe { l.read() };
+        // SAFETY: its context block.
+        let ctx = unsafe { list.Context.read() };
+        assert_eq!((ctx.Size, ctx.Offset), (64, 64), "context reset");
+        assert!(list.Next.is_null() && list.Status == 0 && list.SourceHandle.is_null());
+        assert_eq!(nbl::holders(l as usize), Some(vec![Holder::Bottle]));
+        nbl::free(l).unwrap();
+    }
+}

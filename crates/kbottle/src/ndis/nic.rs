@@ -126,8 +126,15 @@ impl Station for NicRuntime {
 
 impl NicRuntime {
     fn post(&self, job: Job) {
-        lock(&self.queue).jobs.push_back(job);
-        self.wake.notify_all();
+        let mut q = lock(&self.queue);
+        let was_empty = q.jobs.is_empty();
+        q.jobs.push_back(job);
+        drop(q);
+        // The thread sleeps only on an empty queue (and wait_idle waiters
+        // are woken by the thread when it runs dry).
+        if was_empty {
+            self.wake.notify_all();
+        }
     }
 
     /// Waits until the NIC's thread has nothing queued or running; false
@@ -402,7 +409,7 @@ fn receive_list(view: &ReceiveView, frame: &[u8]) -> *mut NET_BUFFER_LIST {
 
 fn indicate(rt: &NicRuntime, view: &ReceiveView, frames: &[Arc<[u8]>]) {
     let n = rt.indications.fetch_add(1, Ordering::Relaxed);
-    let held = nbl::held_by(Holder::IndicatedOnBinding(view.binding)).len();
+    let held = nbl::count_held(Holder::IndicatedOnBinding(view.binding));
     let resources = n % RESOURCES_EVERY == RESOURCES_EVERY - 1 || held >= RESOURCES_THRESHOLD;
     let lists: Vec<*mut NET_BUFFER_LIST> = frames.iter().map(|f| receive_list(view, f)).collect();
     for pair in lists.windows(2) {
