@@ -1,8 +1,11 @@
 //! The real `rsndk.sys`, linked for `x86_64-pc-windows-msvc`, run in the
-//! kernel bottle (`crates/kbottle`): its NDIS lifecycle, the consumer-level
-//! suite on its NDK adapters, RoCEv2 between bottled drivers and with
-//! `librsndk.so`, the low-resources sweep, PE conformance, and one test
-//! per defect the bottle found.
+//! kernel bottle (`crates/kbottle`) as the NDIS MUX intermediate driver it
+//! is: its virtual miniport V bound over emulated NICs on emulated
+//! Ethernet segments, V's addresses given to its interface in the bottle's
+//! TCP/IP. Its NDIS lifecycle, the consumer-level suite on its NDK
+//! adapters (IPv4 and IPv6), RoCEv2 between bottled drivers as Ethernet
+//! frames (with a segment capture decoded by tshark), the low-resources
+//! sweep, PE conformance, and one test per defect the bottle found.
 //!
 //! `cargo test --test bottle` builds the image first (see
 //! `kbottle::image`); `RSNDK_SYS=path` runs a given image instead.

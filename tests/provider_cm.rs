@@ -6,8 +6,8 @@
 //! fabric and UDP (connections to the adapter's own address). The `_ipv6`
 //! tests run the same bodies on an IPv6 adapter (`Env::on_v6`:
 //! `SOCKADDR_IN6` addresses, the scripted device's IPv6 address, the RNIC
-//! at `mem:NAME/[fd00::8:N]` or `udp:[::1]`, RoCEv2 over IPv6), except on
-//! the bottled driver, which is IPv4-only until issue #13;
+//! at `mem:NAME/[fd00::8:N]` or `udp:[::1]`, the bottled driver's V with
+//! an IPv6 address on its interface, RoCEv2 over IPv6);
 //! `an_ipv6_adapter_takes_its_own_family` checks an IPv6 adapter's address
 //! rules, and `ipv6_addresses_use_the_windows_family` that an IPv4 RNIC
 //! adapter refuses IPv6 addresses (`STATUS_INVALID_ADDRESS`) while the
@@ -97,7 +97,7 @@ fn connect_accept_and_post_between_the_two(b: Backend) {
     connect_accept_and_post_between_the_two_on(Env::on(b));
 }
 
-fn connect_accept_and_post_between_the_two_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn connect_accept_and_post_between_the_two_ipv6(b: Backend) {
     connect_accept_and_post_between_the_two_on(Env::on_v6(b));
 }
 
@@ -105,7 +105,7 @@ fn connection_data_rules_on_both_sides(b: Backend) {
     connection_data_rules_on_both_sides_on(Env::on(b));
 }
 
-fn connection_data_rules_on_both_sides_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn connection_data_rules_on_both_sides_ipv6(b: Backend) {
     connection_data_rules_on_both_sides_on(Env::on_v6(b));
 }
 
@@ -139,7 +139,7 @@ fn local_and_peer_addresses(b: Backend) {
     local_and_peer_addresses_on(Env::on(b));
 }
 
-fn local_and_peer_addresses_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn local_and_peer_addresses_ipv6(b: Backend) {
     local_and_peer_addresses_on(Env::on_v6(b));
 }
 
@@ -147,7 +147,7 @@ fn listen_on_port_zero_picks_one(b: Backend) {
     listen_on_port_zero_picks_one_on(Env::on(b));
 }
 
-fn listen_on_port_zero_picks_one_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn listen_on_port_zero_picks_one_ipv6(b: Backend) {
     listen_on_port_zero_picks_one_on(Env::on_v6(b));
 }
 
@@ -184,7 +184,7 @@ fn connecting_to_nobody_is_refused(b: Backend) {
     connecting_to_nobody_is_refused_on(Env::on(b));
 }
 
-fn connecting_to_nobody_is_refused_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn connecting_to_nobody_is_refused_ipv6(b: Backend) {
     connecting_to_nobody_is_refused_on(Env::on_v6(b));
 }
 
@@ -192,7 +192,7 @@ fn a_rejected_request_refuses_the_connect(b: Backend) {
     a_rejected_request_refuses_the_connect_on(Env::on(b));
 }
 
-fn a_rejected_request_refuses_the_connect_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn a_rejected_request_refuses_the_connect_ipv6(b: Backend) {
     a_rejected_request_refuses_the_connect_on(Env::on_v6(b));
 }
 
@@ -200,7 +200,7 @@ fn closing_an_unaccepted_connector_rejects_it(b: Backend) {
     closing_an_unaccepted_connector_rejects_it_on(Env::on(b));
 }
 
-fn closing_an_unaccepted_connector_rejects_it_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn closing_an_unaccepted_connector_rejects_it_ipv6(b: Backend) {
     closing_an_unaccepted_connector_rejects_it_on(Env::on_v6(b));
 }
 
@@ -282,7 +282,7 @@ fn disconnect_flushes_and_the_peer_gets_one_event(b: Backend) {
     disconnect_flushes_and_the_peer_gets_one_event_on(Env::on(b));
 }
 
-fn disconnect_flushes_and_the_peer_gets_one_event_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn disconnect_flushes_and_the_peer_gets_one_event_ipv6(b: Backend) {
     disconnect_flushes_and_the_peer_gets_one_event_on(Env::on_v6(b));
 }
 
@@ -382,7 +382,7 @@ fn shared_endpoints_reserve_addresses(b: Backend) {
     shared_endpoints_reserve_addresses_on(Env::on(b));
 }
 
-fn shared_endpoints_reserve_addresses_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn shared_endpoints_reserve_addresses_ipv6(b: Backend) {
     shared_endpoints_reserve_addresses_on(Env::on_v6(b));
 }
 
@@ -422,7 +422,7 @@ fn a_qp_serves_one_connector(b: Backend) {
 }
 
 
-fn an_ipv6_adapter_takes_its_own_family(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn an_ipv6_adapter_takes_its_own_family(b: Backend) {
     let env = Env::on_v6(b);
     let notify = Recorder::new();
     let a = env.qp_setup(notify, 4, 1, 0);

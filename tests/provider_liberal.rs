@@ -6,8 +6,7 @@
 //! registration, while an invalidated registration refuses access until
 //! the next one. Every test runs on the scripted device and on the
 //! software RNIC over the in-memory fabric and UDP; the `_ipv6` tests run
-//! the same bodies on an IPv6 adapter (`Env::on_v6`; not in the bottle,
-//! IPv4-only until issue #13).
+//! the same bodies on an IPv6 adapter (`Env::on_v6`).
 
 mod provider_util;
 // The bodies below run on the host backends in this binary; the bottle's
@@ -135,7 +134,7 @@ fn objects_of_two_instances_of_one_device_combine(b: Backend) {
     objects_of_two_instances_of_one_device_combine_on(Env::on(b));
 }
 
-fn objects_of_two_instances_of_one_device_combine_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn objects_of_two_instances_of_one_device_combine_ipv6(b: Backend) {
     objects_of_two_instances_of_one_device_combine_on(Env::on_v6(b));
 }
 
@@ -173,7 +172,7 @@ fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another(b: Backend) {
     a_shared_endpoint_of_one_instance_serves_a_connector_of_another_on(Env::on(b));
 }
 
-fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn a_shared_endpoint_of_one_instance_serves_a_connector_of_another_ipv6(b: Backend) {
     a_shared_endpoint_of_one_instance_serves_a_connector_of_another_on(Env::on_v6(b));
 }
 
@@ -208,7 +207,7 @@ fn connection_data_keeps_answering_once_connected(b: Backend) {
     connection_data_keeps_answering_once_connected_on(Env::on(b));
 }
 
-fn connection_data_keeps_answering_once_connected_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn connection_data_keeps_answering_once_connected_ipv6(b: Backend) {
     connection_data_keeps_answering_once_connected_on(Env::on_v6(b));
 }
 

@@ -14,8 +14,7 @@
 //! device and its effects on the RNIC (data, contexts, silent success, the
 //! solicited event, remote and read-local invalidation); the READ_FENCE
 //! ordering is not observed there. `wqe_fields_of_data_requests_ipv6` runs
-//! that body on an IPv6 adapter (`Env::on_v6`; not in the bottle,
-//! IPv4-only until issue #13).
+//! that body on an IPv6 adapter (`Env::on_v6`).
 
 mod provider_util;
 // The bodies below run on the host backends in this binary; the bottle's
@@ -1356,7 +1355,7 @@ fn wqe_fields_of_data_requests(b: Backend) {
     wqe_fields_of_data_requests_on(Env::on(b));
 }
 
-fn wqe_fields_of_data_requests_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn wqe_fields_of_data_requests_ipv6(b: Backend) {
     wqe_fields_of_data_requests_on(Env::on_v6(b));
 }
 }

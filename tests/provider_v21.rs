@@ -4,8 +4,7 @@
 //! receives, and `NDK_RESULT_EX.ProviderErrorCode`. Every test runs on the
 //! scripted device and on the software RNIC over the in-memory fabric and
 //! UDP (and in the kernel bottle's suite); the `_ipv6` test runs a body
-//! on an IPv6 adapter (`Env::on_v6`; not in the bottle, IPv4-only until
-//! issue #13).
+//! on an IPv6 adapter (`Env::on_v6`).
 //!
 //! A test opens a second `NDK_ADAPTER` at 2.x on the device of its `Env`
 //! and points the `Env` at it ([`at_version`]), so the harness's helpers
@@ -209,7 +208,7 @@ fn accept_ex_and_complete_connect_ex_report_the_peers_disconnect(b: Backend) {
     accept_ex_and_complete_connect_ex_report_the_peers_disconnect_on(Env::on(b));
 }
 
-fn accept_ex_and_complete_connect_ex_report_the_peers_disconnect_ipv6(b: Backend) bottle_ignore("the bottled driver is IPv4-only until issue #13: no IPv6 address") {
+fn accept_ex_and_complete_connect_ex_report_the_peers_disconnect_ipv6(b: Backend) {
     accept_ex_and_complete_connect_ex_report_the_peers_disconnect_on(Env::on_v6(b));
 }
 

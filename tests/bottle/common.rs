@@ -1,19 +1,20 @@
 //! What every part of the bottle suite shares: the one booted machine of
-//! this test process, adapters at fresh loopback addresses, and tests
-//! that run themselves in a child process (unload, bugchecks and the
-//! low-resources sweep change process-global kernel state).
+//! this test process, adapters (the driver's virtual miniport V over an
+//! emulated NIC on an emulated Ethernet segment) with a fresh address on
+//! their interface, and tests that run themselves in a child process
+//! (unload, bugchecks and the low-resources sweep change process-global
+//! kernel state).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use kbottle::Machine;
 use kbottle::machine::{AdapterId, Keyword};
+use kbottle::segment::SegmentId;
 
-/// How long an adapter may take to open its socket and enable NDK.
-pub const READY: Duration = Duration::from_secs(10);
+pub use crate::provider_util::bottle::{READY, give_address, ndk_enabled, wait_served};
 
 /// Set in the environment of a child run by [`in_child`].
 const CHILD_ENV: &str = "RSNDK_BOTTLE_CHILD";
@@ -30,32 +31,41 @@ pub fn machine() -> &'static Machine {
     kbottle::shared::machine()
 }
 
-/// A loopback address no other bottled adapter of this process uses.
+/// An IPv4 address on the emulated segments no other bottled adapter of
+/// this process (or of its parent, in a child) uses; every one is on-link
+/// with every other (198.18.0.0/16).
 pub fn fresh_address() -> Ipv4Addr {
     kbottle::shared::fresh_address()
 }
 
-/// The keywords of an adapter at `ip`, as the INF would store them.
-pub fn keywords(ip: Ipv4Addr) -> Vec<(&'static str, Keyword)> {
-    vec![
-        ("*NetworkDirect", Keyword::Int(1)),
-        ("RsNdkIPv4Address", Keyword::Str(ip.to_string())),
-    ]
+/// The keywords of V, as its INF stores them (the address comes from the
+/// IP stack, not from a keyword).
+pub fn keywords() -> Vec<(&'static str, Keyword)> {
+    vec![("*NetworkDirect", Keyword::Int(1))]
 }
 
-/// A new adapter of `machine` at `ip`, NDK ready.
-pub fn adapter_on(machine: &Machine, ip: Ipv4Addr) -> AdapterId {
+/// A new V of `machine` with `keywords` on `segment`, NDK enabled, at
+/// `ip`, which the driver serves when this returns.
+pub fn adapter_with(
+    machine: &Machine,
+    segment: SegmentId,
+    keywords: &[(&str, Keyword)],
+    ip: IpAddr,
+) -> AdapterId {
     let id = machine
-        .add_adapter(&keywords(ip))
-        .unwrap_or_else(|s| panic!("MiniportInitializeEx at {ip}: {:#010x}", s as u32));
-    assert!(
-        machine.wait_ndk_ready(id, READY),
-        "adapter at {ip} never became NDK-ready"
-    );
+        .add_adapter_on(segment, keywords)
+        .unwrap_or_else(|s| panic!("adapter for {ip}: {:#010x}", s as u32));
+    assert!(ndk_enabled(machine, id), "V for {ip} has NDK disabled");
+    give_address(machine, id, ip);
     id
 }
 
-/// A new adapter of this process's machine at a fresh address.
+/// A new V of `machine` on its default segment at `ip`, served.
+pub fn adapter_on(machine: &Machine, ip: Ipv4Addr) -> AdapterId {
+    adapter_with(machine, machine.default_segment(), &keywords(), ip.into())
+}
+
+/// A new V of this process's machine at a fresh address, served.
 pub fn adapter() -> (AdapterId, Ipv4Addr) {
     let ip = fresh_address();
     (adapter_on(machine(), ip), ip)

@@ -34,65 +34,43 @@ use std::time::{Duration, Instant};
 use ::object::read::{Object, ObjectSection, SectionFlags};
 use kbottle::Machine;
 use kbottle::machine::{AdapterId, Keyword};
+use kbottle::ndis::types::{NetEventNDKDisable, NetEventNDKEnable, OID_NDK_SET_STATE};
 use kbottle::{cpu, ke, mm, verifier};
 use ndkpi::*;
 
-use crate::common::{READY, child_passes, image, is_child, keywords};
+use crate::common::{
+    READY, child_passes, fresh_address, give_address, image, is_child, keywords, ndk_enabled,
+};
 use crate::ndk::{Ndk, close_wait};
 use crate::provider_util::*;
 
 /// The NDK version the tests open.
 const VERSION: NDK_VERSION = NDK_VERSION_1_2;
 
-/// An address for adapter `n` (1..=3) of test `test` (0..=15) in a child
-/// process, outside every other suite's block (they use 127.0.0.0/16):
-/// 127.(16 + 4 * test + n).(process id, low 16 bits), so copies of a test
-/// in two test runs at once have different addresses too. Checked free
-/// (its RoCEv2 port binds) before use; the next process id's if not.
-fn child_address(test: u8, n: u8) -> Ipv4Addr {
-    assert!(test < 16 && (1..4).contains(&n));
-    let pid = std::process::id();
-    (0..16)
-        .map(|k| {
-            let [hi, lo] = ((pid + k) as u16).to_be_bytes();
-            Ipv4Addr::new(127, 16 + 4 * test + n, hi, lo)
-        })
-        .find(|ip| std::net::UdpSocket::bind((*ip, ROCEV2_PORT)).is_ok())
-        .unwrap_or_else(|| panic!("no free address for adapter {n} of test {test}"))
-}
-
-/// The RoCEv2 UDP port a bottled adapter binds.
-const ROCEV2_PORT: u16 = 4791;
-
 /// This child's machine.
 fn boot() -> Machine {
     Machine::boot(&image()).unwrap_or_else(|e| panic!("boot {}: {e}", image().display()))
 }
 
-/// A new NDK-ready adapter of `machine` at child address `n` of `test`.
-fn add_adapter(machine: &Machine, test: u8, n: u8) -> (AdapterId, Ipv4Addr) {
-    add_adapter_framed(machine, test, n, None)
+/// A new V of `machine` (this child's; its addresses are the child's own
+/// block) on the default segment, NDK enabled, at a fresh address the
+/// driver serves.
+fn add_adapter(machine: &Machine) -> (AdapterId, Ipv4Addr) {
+    add_adapter_framed(machine, None)
 }
 
 /// [`add_adapter`] with `*NetworkDirectRoCEFrameSize` = `frame` if given.
-fn add_adapter_framed(
-    machine: &Machine,
-    test: u8,
-    n: u8,
-    frame: Option<u32>,
-) -> (AdapterId, Ipv4Addr) {
-    let ip = child_address(test, n);
-    let mut kw = keywords(ip);
+fn add_adapter_framed(machine: &Machine, frame: Option<u32>) -> (AdapterId, Ipv4Addr) {
+    let ip = fresh_address();
+    let mut kw = keywords();
     if let Some(frame) = frame {
         kw.push(("*NetworkDirectRoCEFrameSize", Keyword::Int(frame)));
     }
     let id = machine
         .add_adapter(&kw)
-        .unwrap_or_else(|s| panic!("MiniportInitializeEx at {ip}: {:#010x}", s as u32));
-    assert!(
-        machine.wait_ndk_ready(id, READY),
-        "adapter at {ip} never became NDK-ready"
-    );
+        .unwrap_or_else(|s| panic!("adapter for {ip}: {:#010x}", s as u32));
+    assert!(ndk_enabled(machine, id), "V for {ip} has NDK disabled");
+    give_address(machine, id, ip.into());
     (id, ip)
 }
 
@@ -292,9 +270,8 @@ fn complete(cq: *mut NDK_CQ, n: usize) -> Vec<usize> {
     got
 }
 
-/// Two bottled adapters of `machine` at child addresses 1 and 2 of a test, a QP on
-/// each, connected; and a remotely writable and readable region of the
-/// second.
+/// Two bottled adapters of `machine`, a QP on each, connected; and a
+/// remotely writable and readable region of the second.
 struct Pair {
     a: Nic,
     b: Nic,
@@ -308,9 +285,9 @@ struct Pair {
 }
 
 impl Pair {
-    fn new(machine: &Machine, test: u8, frame: Option<u32>, depth: u32, region_len: usize) -> Self {
-        let (ida, ipa) = add_adapter_framed(machine, test, 1, frame);
-        let (idb, ipb) = add_adapter_framed(machine, test, 2, frame);
+    fn new(machine: &Machine, frame: Option<u32>, depth: u32, region_len: usize) -> Self {
+        let (ida, ipa) = add_adapter_framed(machine, frame);
+        let (idb, ipb) = add_adapter_framed(machine, frame);
         let a = open_nic(machine, ida, ipa);
         let b = open_nic(machine, idb, ipb);
         let qa = Queue::new(&a, depth, Recorder::new());
@@ -362,7 +339,7 @@ fn timer_not_armed_after_stop() {
         return;
     }
     let machine = boot();
-    let (id, _) = add_adapter(&machine, 1, 1);
+    let (id, _) = add_adapter(&machine);
     let stalls = ke::stalls_done();
     ke::stall_in_dpc(
         "KeQueryPerformanceCounter",
@@ -399,22 +376,23 @@ const CUMULATIVE_LIMIT: Duration = Duration::from_secs(1);
 /// with work left, so the processor running it never came back below
 /// DISPATCH_LEVEL while the work lasted (0x133, parameter 1 = 1).
 ///
-/// The traffic is RDMA READs of 64 MiB, eight in flight, at a path MTU of
-/// 256 bytes: one READ alone is 262,144 response packets for the
-/// responder (the second adapter) to emit, work that needs no input (READ
-/// responses are not acknowledged), so its engine always has work; each
-/// completed READ is posted again at once. Whatever is still in flight
-/// when the time is up is flushed by the close.
+/// The traffic is RDMA READs of 4 MiB, eight in flight, at a path MTU of
+/// 256 bytes: one READ alone is 16,384 response frames for the responder
+/// (the second adapter) to emit, work that needs no input (READ responses
+/// are not acknowledged), and the eight together are more frames than the
+/// emulated segment carries in [`SUSTAIN`], so its engine always has work;
+/// each completed READ is posted again at once. Whatever is still in
+/// flight when the time is up is flushed by the close.
 #[test]
 fn sustained_traffic_never_holds_a_processor_at_dispatch() {
-    const LEN: usize = 64 << 20;
+    const LEN: usize = 4 << 20;
     const IN_FLIGHT: usize = 8;
     if !is_child() {
         child_passes("defects::sustained_traffic_never_holds_a_processor_at_dispatch");
         return;
     }
     let machine = boot();
-    let pair = Pair::new(&machine, 2, Some(256), 16, LEN);
+    let pair = Pair::new(&machine, Some(256), 16, LEN);
     let pattern: Vec<u8> = (0..LEN).map(|i| (i / 4096 + i) as u8).collect();
     // SAFETY: the leaked region, no request in flight on it yet.
     unsafe { ptr::copy_nonoverlapping(pattern.as_ptr(), pair.region.va as *mut u8, LEN) };
@@ -441,14 +419,22 @@ fn sustained_traffic_never_holds_a_processor_at_dispatch() {
     (0..IN_FLIGHT).for_each(post);
     let started = Instant::now();
     let mut reads = 0usize;
-    // A third adapter arrives while the traffic runs: its socket opens from
-    // a work item, which must not wait behind the engines' continuations
+    // A third adapter arrives while the traffic runs (bind, V's
+    // initialisation, its address from the stack), and NDK is switched off
+    // and on again on it: `NetEventNDKEnable` is raised from the adapter's
+    // work item, which must not wait behind the engines' continuations
     // (system worker threads are shared; a continuation that looped for as
     // long as traffic lasted held one until the traffic stopped).
     let third_ready = std::thread::scope(|scope| {
         let third = scope.spawn(|| {
             std::thread::sleep(SUSTAIN / 6);
-            let (id, _) = add_adapter(&machine, 2, 3);
+            let (id, _) = add_adapter(&machine);
+            for (on, event) in [(0u8, NetEventNDKDisable), (1, NetEventNDKEnable)] {
+                let seen = machine.pnp_events(id).len();
+                assert_eq!(machine.oid_set(id, OID_NDK_SET_STATE, &[on]), Ok(1));
+                let events = machine.wait_pnp_events(id, seen + 1, READY);
+                assert_eq!(events.last(), Some(&event), "{events:?}");
+            }
             (id, Instant::now())
         });
         while started.elapsed() < SUSTAIN {
@@ -464,7 +450,8 @@ fn sustained_traffic_never_holds_a_processor_at_dispatch() {
     let elapsed = started.elapsed();
     assert!(
         third_ready.1 < started + SUSTAIN,
-        "the third adapter became NDK-ready only {:?} after the traffic began, once it had stopped",
+        "the third adapter was up and NDK re-enabled only {:?} after the traffic began, once it \
+         had stopped",
         third_ready.1 - started
     );
     machine.halt(third_ready.0);
@@ -499,7 +486,7 @@ fn flush_at_passive_does_not_deadlock_on_the_engine_dpc() {
         return;
     }
     let machine = boot();
-    let (id, ip) = add_adapter(&machine, 3, 1);
+    let (id, ip) = add_adapter(&machine);
     let nic = open_nic(&machine, id, ip);
     // One round deadlocks the old driver unless the engine DPC happened to
     // be queued or polling elsewhere (the idle timer's run) at the moment
@@ -581,7 +568,7 @@ fn consumer_call_at_apc_level_returns_at_apc_level() {
         return;
     }
     let machine = boot();
-    let (id, ip) = add_adapter(&machine, 4, 1);
+    let (id, ip) = add_adapter(&machine);
     let nic = open_nic(&machine, id, ip);
     let q = Queue::new(&nic, 8, Recorder::new());
 
@@ -662,7 +649,7 @@ fn dma_then_halt_and_unload_leave_no_locked_mdl() {
         return;
     }
     let machine = boot();
-    let pair = Pair::new(&machine, 5, None, 8, LEN);
+    let pair = Pair::new(&machine, None, 8, LEN);
     let pattern: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 4096) as u8).collect();
     let source = Buffer::new(LEN, 0);
     // SAFETY: the leaked source buffer, no request in flight on it.

@@ -1,17 +1,25 @@
-//! The NDIS lifecycle of the real rsndk.sys, driven as NDIS drives it:
-//! `DriverEntry` → `NdisMRegisterMiniportDriver` (→ `MiniportSetOptions`,
-//! NDK provider characteristics) → `MiniportInitializeEx` with registry
-//! keywords (registration, general and NDK attributes) → `MiniportRestart`
-//! → OIDs (the supported list, statistics, the NDK OIDs, NDK disable and
-//! enable with their PnP events) → `OpenNDKAdapterHandler` (1.2, and
-//! versions the provider must refuse) → sends → `MiniportPause` /
-//! `MiniportRestart` → `CloseNDKAdapterHandler` → `MiniportHaltEx` →
-//! `MiniportDriverUnload`, after which nothing may be left.
+//! The NDIS lifecycle of the real rsndk.sys, an NDIS MUX intermediate
+//! driver, driven as NDIS drives it: `DriverEntry` →
+//! `NdisMRegisterMiniportDriver` (intermediate; → `MiniportSetOptions`,
+//! NDK provider characteristics), `NdisRegisterProtocolDriver`,
+//! `NdisIMAssociateMiniport` → a NIC appears: `ProtocolBindAdapterEx` →
+//! `NdisOpenAdapterEx` → `NdisIMInitializeDeviceInstanceEx` → V's
+//! `MiniportInitializeEx` with its registry keywords (registration,
+//! general and NDK attributes, V taking the NIC's MAC and MTU) →
+//! `MiniportRestart` → OIDs (the supported list, statistics, the NDK OIDs,
+//! NDK disable and enable with their PnP events) →
+//! `OpenNDKAdapterHandler` (1.2, and versions the provider must refuse) →
+//! V's address from the IP stack → sends while the binding is paused
+//! (discarded and counted) → `MiniportPause` / `MiniportRestart` → IP
+//! traffic through V → `CloseNDKAdapterHandler` → unbind (NDK disabled,
+//! `MiniportHaltEx`, `NdisCloseAdapterEx`) → `MiniportDriverUnload`, after
+//! which nothing may be left. An adapter serves NDK only at the addresses
+//! its interface has: none until the stack gives it one.
 //!
 //! Tests that unload run in a child process (kernel state is
 //! process-global); the others use this process's shared machine.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use kbottle::Machine;
@@ -21,31 +29,32 @@ use kbottle::ndis::types::{
     NDIS_OBJECT_TYPE_DEFAULT, NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1,
     NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1, NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1,
     NDIS_SIZEOF_STATISTICS_INFO_REVISION_1, NDIS_STATISTICS_INFO, NDIS_STATISTICS_INFO_REVISION_1,
-    NDIS_STATUS_BUFFER_TOO_SHORT, NDIS_STATUS_INVALID_LENGTH, NdisInterfaceInternal,
-    NdisMedium802_3, NetEventNDKDisable, NetEventNDKEnable, OID_802_3_CURRENT_ADDRESS,
-    OID_GEN_CURRENT_PACKET_FILTER, OID_GEN_MAXIMUM_FRAME_SIZE, OID_GEN_STATISTICS,
-    OID_GEN_SUPPORTED_LIST, OID_NDK_CONNECTIONS, OID_NDK_LOCAL_ENDPOINTS, OID_NDK_SET_STATE,
-    OID_NDK_STATISTICS,
+    NDIS_STATUS_BUFFER_TOO_SHORT, NDIS_STATUS_INVALID_LENGTH, NDIS_STATUS_PAUSED,
+    NdisInterfaceInternal, NdisMedium802_3, NetEventNDKDisable, NetEventNDKEnable,
+    OID_802_3_CURRENT_ADDRESS, OID_GEN_CURRENT_PACKET_FILTER, OID_GEN_MAXIMUM_FRAME_SIZE,
+    OID_GEN_STATISTICS, OID_GEN_SUPPORTED_LIST, OID_NDK_CONNECTIONS, OID_NDK_LOCAL_ENDPOINTS,
+    OID_NDK_SET_STATE, OID_NDK_STATISTICS,
 };
 use ndkpi::{
     NDIS_STATUS_ADAPTER_NOT_READY, NDIS_STATUS_BAD_VERSION, NDIS_STATUS_NOT_SUPPORTED,
     NDIS_STATUS_SUCCESS, NDK_ADAPTER, NDK_ADAPTER_INFO, NDK_VERSION, NDK_VERSION_1_2,
-    NdkObjectTypeAdapter, STATUS_SUCCESS,
+    NdkObjectTypeAdapter, STATUS_CONNECTION_REFUSED, STATUS_INVALID_ADDRESS, STATUS_PENDING,
+    STATUS_SUCCESS,
 };
 
-use crate::common::{READY, child_passes, fresh_address, image, is_child, keywords, machine};
-use crate::provider_util::adapter_table;
+use crate::common::{
+    READY, adapter, child_passes, fresh_address, give_address, image, is_child, keywords, machine,
+    ndk_enabled, wait_served,
+};
+use crate::ndk::{Ndk, close_wait, finish};
+use crate::provider_util::{
+    Recorder, SockAddr, adapter_table, connect, create_qp, fresh_port, listen, reject,
+};
 
 /// How long a PnP event may take to follow the OID that caused it.
 const EVENT: Duration = Duration::from_secs(10);
-
-/// An address for adapter `n` of a child process. Children run while the
-/// parent's shared machine holds addresses from the start of the common
-/// block, so they take theirs from 127.0.48.0/20, one /24 per process id
-/// modulo 16 (children running at the same time have nearby ids).
-fn child_address(n: u8) -> Ipv4Addr {
-    Ipv4Addr::new(127, 0, 48 + (std::process::id() % 16) as u8, n)
-}
+/// How long a ping may wait for its answer.
+const PING: Duration = Duration::from_secs(5);
 
 /// Reads a plain-data NDIS structure from the start of an OID answer.
 fn read<T: Copy>(answer: &[u8]) -> T {
@@ -109,8 +118,12 @@ fn check_attributes(machine: &Machine, a: AdapterId) {
     assert_eq!(registration.interface_type, NdisInterfaceInternal);
     let general = machine.general_attributes(a).expect("general attributes");
     assert_eq!(general.media_type, NdisMedium802_3);
+    // V takes the NIC's MTU (the segment's) and MAC.
     assert_eq!(general.mtu, 1500);
-    assert_eq!(general.current_mac.len(), 6);
+    assert_eq!(
+        Some(general.current_mac.as_slice()),
+        machine.nic_mac(a).as_ref().map(<[u8; 6]>::as_slice)
+    );
     let ndk = machine.ndk_attributes(a).expect("NDK attributes");
     assert!(ndk.enabled);
     assert!(ndk.capabilities.MaxQpCount > 0 && ndk.capabilities.MaxCqCount > 0);
@@ -147,9 +160,12 @@ fn check_general_oids(machine: &Machine, a: AdapterId) {
         machine.oid_query(a, OID_GEN_SUPPORTED_LIST, &mut short),
         Err(NDIS_STATUS_BUFFER_TOO_SHORT)
     );
-    // OID_GEN_LINK_SPEED (legacy) is not answered.
+    // OID_GEN_LINK_SPEED (legacy, as the MUX sample answers it): the
+    // NIC's speed in 100 bit/s units; an OID nobody knows is not answered.
+    let speed = u32::try_from(general.xmit_link_speed / 100).unwrap_or(u32::MAX);
+    assert_eq!(query(machine, a, 0x0001_0107, 4), speed.to_ne_bytes());
     assert_eq!(
-        machine.oid_query(a, 0x0001_0107, &mut [0u8; 8]),
+        machine.oid_query(a, 0x00FF_FF01, &mut [0u8; 8]),
         Err(NDIS_STATUS_NOT_SUPPORTED)
     );
     assert_eq!(
@@ -166,11 +182,14 @@ fn check_general_oids(machine: &Machine, a: AdapterId) {
     );
 }
 
-/// `OID_GEN_STATISTICS` after three discarded sends, `OID_NDK_STATISTICS`,
-/// and the (empty) `OID_NDK_CONNECTIONS` / `OID_NDK_LOCAL_ENDPOINTS`.
+/// `OID_GEN_STATISTICS` after three sends V discarded (its binding to the
+/// NIC paused: completed `NDIS_STATUS_PAUSED`), `OID_NDK_STATISTICS`, and
+/// the (empty) `OID_NDK_CONNECTIONS` / `OID_NDK_LOCAL_ENDPOINTS`.
 fn check_statistics_oids(machine: &Machine, a: AdapterId) {
+    assert_eq!(machine.pause_binding(a), NDIS_STATUS_SUCCESS);
     let statuses = machine.send(a, 3, false);
-    assert_eq!(statuses, vec![NDIS_STATUS_SUCCESS; 3]);
+    assert_eq!(statuses, vec![NDIS_STATUS_PAUSED; 3]);
+    assert_eq!(machine.restart_binding(a), NDIS_STATUS_SUCCESS);
     let stats: NDIS_STATISTICS_INFO = read(&query(machine, a, OID_GEN_STATISTICS, 512));
     assert_eq!(
         stats.Header,
@@ -259,15 +278,18 @@ fn full_lifecycle() {
     }
     let machine = Machine::boot(&image()).unwrap_or_else(|e| panic!("boot: {e}"));
 
-    // MiniportInitializeEx with the INF's keywords, then MiniportRestart.
-    let mut kw = keywords(child_address(1));
+    // A NIC, the bind, V's MiniportInitializeEx with the INF's keywords,
+    // then MiniportRestart: NDK enabled from the start.
+    let mut kw = keywords();
     kw.push(("*NetworkDirectRoCEFrameSize", Keyword::Int(2048)));
     let a = machine
         .add_adapter(&kw)
-        .unwrap_or_else(|s| panic!("MiniportInitializeEx: {:#010x}", s as u32));
-    assert!(
-        machine.wait_ndk_ready(a, READY),
-        "NetEventNDKEnable never came"
+        .unwrap_or_else(|s| panic!("bind / MiniportInitializeEx: {:#010x}", s as u32));
+    assert!(ndk_enabled(&machine, a), "V came up with NDK disabled");
+    assert_eq!(
+        machine.pnp_events(a),
+        Vec::<i32>::new(),
+        "no NDK event without a change"
     );
     check_attributes(&machine, a);
     check_general_oids(&machine, a);
@@ -275,21 +297,41 @@ fn full_lifecycle() {
     check_ndk_set_state(&machine, a);
     let ndk_adapter = open_ndk_adapter(&machine, a);
 
+    // Addresses from the stack; a second V on the segment to talk to.
+    let ip: IpAddr = fresh_address().into();
+    give_address(&machine, a, ip);
+    let b = machine.add_adapter(&keywords()).expect("second adapter");
+    let peer: IpAddr = fresh_address().into();
+    give_address(&machine, b, peer);
+    assert!(machine.ping(a, peer, PING), "{ip} -> {peer} through V");
+
     // Pause and restart with the NDK adapter open; OIDs still answered
-    // while paused (NDIS sends nothing then); sends after the restart
-    // succeed again.
+    // while paused (NDIS sends nothing then); IP through V again after the
+    // restart.
     assert_eq!(machine.pause(a), NDIS_STATUS_SUCCESS);
     assert_eq!(
         query(&machine, a, OID_GEN_MAXIMUM_FRAME_SIZE, 4),
         1500u32.to_ne_bytes()
     );
     assert_eq!(machine.restart(a), NDIS_STATUS_SUCCESS);
-    assert_eq!(machine.send(a, 2, true), vec![NDIS_STATUS_SUCCESS; 2]);
+    assert!(
+        machine.ping(a, peer, PING),
+        "{ip} -> {peer} after the restart"
+    );
+    assert!(
+        machine.ping(b, ip, PING),
+        "{peer} -> {ip} after the restart"
+    );
 
-    // CloseNDKAdapter, halt, unload: nothing left.
+    // CloseNDKAdapter, unbind (NDK disabled first), unload: nothing left.
     machine.close_ndk(a, ndk_adapter);
     machine.halt(a);
-    assert_eq!(machine.pnp_events(a).first(), Some(&NetEventNDKEnable));
+    machine.halt(b);
+    assert_eq!(
+        machine.pnp_events(a),
+        vec![NetEventNDKDisable, NetEventNDKEnable, NetEventNDKDisable],
+        "OID_NDK_SET_STATE off and on, then the unbind's disable"
+    );
     let report = machine.unload();
     assert!(
         report.pool_by_tag.is_empty(),
@@ -299,7 +341,9 @@ fn full_lifecycle() {
     assert_eq!(report.armed_timers, 0);
     assert_eq!(report.queued_dpcs, 0);
     assert_eq!(report.queued_work_items, 0);
-    assert_eq!(report.open_sockets, 0);
+    assert_eq!(report.nbl_pools, vec![]);
+    assert_eq!(report.open_bindings, 0);
+    assert_eq!((report.mib_tables, report.mib_notifications), (0, 0));
     assert!(report.bugchecks.is_empty(), "{:?}", report.bugchecks);
     assert!(report.is_clean(), "left behind: {report}");
 }
@@ -317,18 +361,14 @@ fn boot_after_unload() {
         Machine::boot(&image()),
         Err(kbottle::machine::BootError::AlreadyBooted)
     ));
-    let a = first
-        .add_adapter(&keywords(child_address(2)))
-        .expect("adapter");
-    assert!(first.wait_ndk_ready(a, READY));
+    let a = first.add_adapter(&keywords()).expect("adapter");
+    give_address(&first, a, fresh_address().into());
     let report = first.unload();
     assert!(report.is_clean(), "first machine left: {report}");
     let second = Machine::boot(&image()).unwrap_or_else(|e| panic!("second boot: {e}"));
     assert!(!second.image_range().is_empty());
-    let b = second
-        .add_adapter(&keywords(child_address(3)))
-        .expect("adapter");
-    assert!(second.wait_ndk_ready(b, READY));
+    let b = second.add_adapter(&keywords()).expect("adapter");
+    give_address(&second, b, fresh_address().into());
     let report = second.unload();
     assert!(report.is_clean(), "second machine left: {report}");
 }
@@ -338,13 +378,7 @@ fn boot_after_unload() {
 #[test]
 fn network_direct_keyword_off_keeps_ndk_disabled() {
     let machine = machine();
-    let kw = vec![
-        ("*NetworkDirect", Keyword::Int(0)),
-        (
-            "RsNdkIPv4Address",
-            Keyword::Str(fresh_address().to_string()),
-        ),
-    ];
+    let kw = vec![("*NetworkDirect", Keyword::Int(0))];
     let a = machine.add_adapter(&kw).expect("adapter");
     assert!(machine.wait_idle(READY));
     assert!(!machine.ndk_attributes(a).expect("NDK attributes").enabled);
@@ -360,19 +394,86 @@ fn network_direct_keyword_off_keeps_ndk_disabled() {
     machine.halt(a);
 }
 
-/// Without `RsNdkIPv4Address` the adapter initialises (NDK enabled in its
-/// attributes) but has no socket, so NDK never becomes ready.
+/// V comes up NDK-enabled with no address on its interface: NDK adapters
+/// open, but `NdkListen` and `NdkConnect` at an address V does not have
+/// (specific or the wildcard) are refused with `STATUS_INVALID_ADDRESS`,
+/// synchronously, nothing reaching the peer. Once the stack gives V the
+/// address both work: a listener there, and a connect that reaches the
+/// peer's listener and hears its reject; removed again, the address is
+/// refused again.
 #[test]
-fn no_address_keyword_means_no_ndk() {
+fn an_adapter_serves_ndk_only_at_its_interface_addresses() {
     let machine = machine();
-    let a = machine
-        .add_adapter(&[("*NetworkDirect", Keyword::Int(1))])
-        .expect("adapter");
-    assert!(machine.wait_idle(READY));
-    assert!(!machine.wait_ndk_ready(a, Duration::from_millis(100)));
+    let a = machine.add_adapter(&keywords()).expect("adapter");
+    assert!(ndk_enabled(machine, a));
+    let ip = fresh_address();
+    let (b, peer) = adapter();
+    let open = |id, ip| Ndk {
+        adapter: machine
+            .open_ndk(id, NDK_VERSION_1_2)
+            .expect("OpenNDKAdapter"),
+        ip,
+        bottled: true,
+    };
+    let (na, nb) = (open(a, ip), open(b, peer));
+    let port = fresh_port();
+    let peer_events = Recorder::new();
+    let peer_listener = nb.create_listener(peer_events);
+    assert_eq!(listen(peer_listener, &nb.addr(port)), STATUS_SUCCESS);
+
+    let pd = na.create_pd();
+    let cq = na.create_cq(16, Recorder::new());
+    let qp = create_qp(pd, cq, cq, 0x1F00, 4, 4, 1, 1, 0).expect("NdkCreateQp");
+    let events = Recorder::new();
+    let l = na.create_listener(events);
+    assert_eq!(listen(l, &na.addr(port)), STATUS_INVALID_ADDRESS);
     assert_eq!(
-        machine.open_ndk(a, NDK_VERSION_1_2).err(),
-        Some(NDIS_STATUS_ADAPTER_NOT_READY)
+        listen(l, &SockAddr::v4([0; 4], port)),
+        STATUS_INVALID_ADDRESS,
+        "the wildcard with no IPv4 address"
     );
+    close_wait(l);
+    let c = na.create_connector();
+    let done = Recorder::new();
+    for from in [na.addr(0), SockAddr::v4([0; 4], 0)] {
+        assert_eq!(
+            connect(c, qp, &from, &nb.addr(port), b"", done),
+            STATUS_INVALID_ADDRESS
+        );
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!((done.count(), peer_events.count()), (0, 0));
+    close_wait(c);
+
+    give_address(machine, a, ip.into());
+    let l = na.create_listener(events);
+    assert_eq!(listen(l, &na.addr(port)), STATUS_SUCCESS);
+    close_wait(l);
+    let c = na.create_connector();
+    let status = connect(c, qp, &na.addr(0), &nb.addr(port), b"", done);
+    assert_eq!(status, STATUS_PENDING, "NdkConnect from {ip}");
+    crate::provider_util::wait_until("the peer's connect event", || peer_events.count() >= 1);
+    let passive = peer_events.calls()[0].object as *mut ndkpi::NDK_CONNECTOR;
+    assert_eq!(reject(passive, b""), STATUS_SUCCESS);
+    assert_eq!(
+        finish(STATUS_PENDING, done, "the rejected connect"),
+        STATUS_CONNECTION_REFUSED
+    );
+    close_wait(passive);
+    close_wait(c);
+
+    machine
+        .remove_address(a, ip.into())
+        .expect("remove_address");
+    assert!(
+        wait_served(machine, a, ip.into(), false, READY),
+        "{ip} still served after its removal"
+    );
+    for o in [qp.cast::<u8>(), cq.cast(), pd.cast(), peer_listener.cast()] {
+        close_wait(o);
+    }
+    machine.close_ndk(a, na.adapter);
+    machine.close_ndk(b, nb.adapter);
     machine.halt(a);
+    machine.halt(b);
 }

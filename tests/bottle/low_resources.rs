@@ -1,15 +1,21 @@
 //! The low-resources sweep (Driver Verifier's systematic low-resources
-//! simulation, made exhaustive): the scenario "boot → add an adapter →
-//! open an NDK adapter → create a PD, a CQ and a QP through the dispatch
-//! tables → close them all → halt → unload" is run once with no fault to
-//! count its fault points (every allocating import: pool, MDLs, IRPs,
-//! mappings, work items, configuration, sockets), then once per fault
-//! point `n` with `FaultPlan::FailNth(n)`. Each run must end with every
-//! step either succeeding or failing with `STATUS_INSUFFICIENT_RESOURCES`
-//! (`NDIS_STATUS_RESOURCES`, the same value) — or, for the NDK open of an
-//! adapter whose socket could not be opened, `NDIS_STATUS_ADAPTER_NOT_READY`
-//! (the driver handled the failure by leaving NDK unavailable) — and with a
-//! report that shows nothing left and no bugcheck.
+//! simulation, made exhaustive): the scenario "boot (miniport, protocol,
+//! association) → a NIC appears and the driver binds to it (V
+//! initialised) → the stack gives V's interface an address → open an NDK
+//! adapter → listen at that address (once the driver serves it) → create
+//! a PD, a CQ and a QP through the dispatch tables → close them all →
+//! unbind → unload" is run once with no fault to count its fault points
+//! (every allocating import: pool, MDLs, mappings, work items,
+//! configuration, NBL pools and lists, bindings, IP helper registrations
+//! and tables), then once per fault point `n` with `FaultPlan::FailNth(n)`.
+//! Each run must end with every step either succeeding or failing with
+//! `STATUS_INSUFFICIENT_RESOURCES` (`NDIS_STATUS_RESOURCES`, the same
+//! value), and with a report that shows nothing left and no bugcheck. One
+//! failure is documented as recoverable instead: an address table the
+//! driver could not read (`GetUnicastIpAddressTable` failed) keeps its
+//! previous addresses until the next change notification, so when that
+//! fault left V's address unserved, a second address is added and the
+//! first must then be served.
 //!
 //! The runs share a child process, booting a fresh machine each time
 //! (boot after unload is supported). A run that ends the process (a
@@ -20,22 +26,26 @@
 //! point is run, k chosen from the baseline's duration so the sweep fits;
 //! the test prints k.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::process::Command;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kbottle::Machine;
-use kbottle::machine::{BootError, Report};
+use kbottle::machine::{AdapterId, BootError, Report};
 use kbottle::verifier::{self, FaultPlan};
 use ndkpi::{
-    NDIS_STATUS_ADAPTER_NOT_READY, NDK_ADAPTER, NDK_CQ, NDK_PD, NDK_QP, NDK_VERSION_1_2, NTSTATUS,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_PENDING, STATUS_SUCCESS,
+    NDK_ADAPTER, NDK_CQ, NDK_LISTENER, NDK_PD, NDK_QP, NDK_VERSION_1_2, NTSTATUS,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_ADDRESS, STATUS_PENDING, STATUS_SUCCESS,
 };
 
 use crate::common::{image, is_child, keywords};
-use crate::provider_util::{Recorder, adapter_table, close, cq_cb, create_cb, create_qp};
+use crate::provider_util::bottle::PREFIX_V4;
+use crate::provider_util::{
+    Recorder, SockAddr, adapter_table, close, connect_cb, cq_cb, create_cb, create_qp,
+    listener_table, request_cb,
+};
 
 /// Time the sweep may take (the whole test stays under about a minute).
 const BUDGET: Duration = Duration::from_secs(45);
@@ -45,6 +55,8 @@ const RUN_LIMIT: Duration = Duration::from_secs(10);
 const IDLE: Duration = Duration::from_secs(10);
 /// How long a pended close may take.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
+/// How long the driver may take to serve an address the stack gave V.
+const SERVE_WAIT: Duration = Duration::from_secs(3);
 
 /// The fault point the current run fails (0 = the baseline), for the hang
 /// watchdog's message.
@@ -52,43 +64,92 @@ static CURRENT: AtomicU64 = AtomicU64::new(0);
 /// When the current run started (ms since the sweep began).
 static STARTED_MS: AtomicU64 = AtomicU64::new(0);
 
-/// The sweep's adapter address: 127.0.48.0/20 is for child processes (the
-/// parent's shared machine uses the common block), one /24 per process id
-/// modulo 16, and .100 in it for this test. Every run reuses it: each run
-/// closes its socket before the next binds.
-fn address() -> Ipv4Addr {
-    Ipv4Addr::new(127, 0, 48 + (std::process::id() % 16) as u8, 100)
-}
+/// The sweep's adapter addresses (every run boots its own machine, so
+/// they are free again in each): in 198.18.0.0/16 like
+/// `kbottle::shared::fresh_address`'s, the second one added only to bring
+/// a notification.
+const ADDRESSES: [[u8; 4]; 2] = [[198, 18, 200, 1], [198, 18, 200, 2]];
 
 /// What one run did.
 #[derive(Debug)]
 struct Run {
     /// Each step that ran and its status (0 = success).
     steps: Vec<(&'static str, NTSTATUS)>,
-    /// Whether the adapter raised `NetEventNDKEnable`.
-    ndk_ready: bool,
+    /// The NDK attributes said enabled.
+    ndk_enabled: bool,
     /// What unload (or the failed DriverEntry) left.
     report: Report,
+}
+
+/// The final status of a call that may pend.
+fn settled(status: NTSTATUS, rec: &Recorder, what: &str) -> NTSTATUS {
+    if status != STATUS_PENDING {
+        return status;
+    }
+    let deadline = Instant::now() + CLOSE_WAIT;
+    while rec.count() == 0 {
+        assert!(Instant::now() < deadline, "{what}: never completed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rec.statuses()[0]
 }
 
 /// Closes an NDK object, waiting for a pended close.
 fn close_object<T>(object: *mut T, what: &'static str, steps: &mut Vec<(&'static str, NTSTATUS)>) {
     let rec = Recorder::new();
-    let status = close(object, rec);
-    let status = if status == STATUS_PENDING {
-        let deadline = Instant::now() + CLOSE_WAIT;
-        while rec.count() == 0 {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: pended close never completed"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        rec.statuses()[0]
-    } else {
-        status
-    };
+    let status = settled(close(object, rec), rec, what);
     steps.push((what, status));
+}
+
+/// `NdkListen` at `ip` on a new listener of `adapter` (closed again), until
+/// it is not refused with `STATUS_INVALID_ADDRESS` or [`SERVE_WAIT`] is
+/// over: the last status (of the listener's creation if that failed).
+fn listen_at(adapter: *mut NDK_ADAPTER, ip: IpAddr) -> NTSTATUS {
+    let deadline = Instant::now() + SERVE_WAIT;
+    loop {
+        let events = Recorder::new();
+        let created = Recorder::new();
+        let mut l: *mut NDK_LISTENER = ptr::null_mut();
+        let f = adapter_table(adapter).NdkCreateListener.unwrap();
+        // SAFETY: an open adapter of the bottled provider, a valid
+        // out-pointer; the recorders live for the whole test binary.
+        let status = unsafe {
+            f(
+                adapter,
+                Some(connect_cb),
+                events.ctx(),
+                Some(create_cb),
+                created.ctx(),
+                &raw mut l,
+            )
+        };
+        let status = settled(status, created, "NdkCreateListener");
+        if status != STATUS_SUCCESS {
+            return status;
+        }
+        let listened = Recorder::new();
+        let at = SockAddr::ip(ip, 0);
+        let f = listener_table(l).NdkListen.unwrap();
+        // SAFETY: our listener and a valid address.
+        let status = unsafe { f(l, at.ptr(), at.len(), Some(request_cb), listened.ctx()) };
+        let status = settled(status, listened, "NdkListen");
+        let closed = Recorder::new();
+        let closing = settled(close(l, closed), closed, "close listener");
+        assert_eq!(closing, STATUS_SUCCESS, "close of a listener");
+        if status != STATUS_INVALID_ADDRESS || Instant::now() >= deadline {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Gives V's interface `ip` in the stack and waits (bounded) until the
+/// stack prefers it; whether it does.
+fn add_address(machine: &Machine, a: AdapterId, ip: IpAddr) -> bool {
+    machine
+        .add_address(a, ip, PREFIX_V4)
+        .unwrap_or_else(|e| panic!("add_address {ip}: {e}"));
+    machine.wait_address_preferred(a, ip, SERVE_WAIT)
 }
 
 /// Creates a PD, a CQ and a QP on `adapter` and closes what was created.
@@ -141,25 +202,35 @@ fn scenario() -> Run {
             steps.push(("DriverEntry", status));
             return Run {
                 steps,
-                ndk_ready: false,
+                ndk_enabled: false,
                 report: *report,
             };
         }
         Err(e) => panic!("boot: {e}"),
     };
     steps.push(("DriverEntry", STATUS_SUCCESS));
-    let mut ndk_ready = false;
-    match machine.add_adapter(&keywords(address())) {
-        Err(status) => steps.push(("MiniportInitializeEx", status)),
+    let mut ndk_enabled = false;
+    match machine.add_adapter(&keywords()) {
+        Err(status) => steps.push(("bind / MiniportInitializeEx", status)),
         Ok(a) => {
-            steps.push(("MiniportInitializeEx", STATUS_SUCCESS));
-            // The socket opens (or fails to) in a work item.
+            steps.push(("bind / MiniportInitializeEx", STATUS_SUCCESS));
             assert!(machine.wait_idle(IDLE), "the worker thread stayed busy");
-            ndk_ready = machine.wait_ndk_ready(a, Duration::ZERO);
+            ndk_enabled = machine.ndk_attributes(a).is_some_and(|n| n.enabled);
+            let ip = IpAddr::from(ADDRESSES[0]);
+            assert!(add_address(&machine, a, ip), "{ip} never preferred");
             match machine.open_ndk(a, NDK_VERSION_1_2) {
                 Err(status) => steps.push(("OpenNDKAdapter", status)),
                 Ok(adapter) => {
                     steps.push(("OpenNDKAdapter", STATUS_SUCCESS));
+                    let status = listen_at(adapter, ip);
+                    steps.push(("NdkListen at V's address", status));
+                    if status == STATUS_INVALID_ADDRESS {
+                        // The documented recovery: the next notification
+                        // reads the whole table again.
+                        let next = IpAddr::from(ADDRESSES[1]);
+                        assert!(add_address(&machine, a, next), "{next} never preferred");
+                        steps.push(("NdkListen after the next change", listen_at(adapter, ip)));
+                    }
                     ndk_objects(adapter, &mut steps);
                     machine.close_ndk(a, adapter);
                 }
@@ -169,7 +240,7 @@ fn scenario() -> Run {
     }
     Run {
         steps,
-        ndk_ready,
+        ndk_enabled,
         report: machine.unload(),
     }
 }
@@ -178,12 +249,13 @@ fn scenario() -> Run {
 /// what is wrong, if anything.
 fn check(n: u64, run: &Run) -> Option<String> {
     let injected = verifier::faults_injected();
+    let table_failed = injected.contains(&"GetUnicastIpAddressTable");
     for &(step, status) in &run.steps {
         let documented = status == STATUS_SUCCESS
             || status == STATUS_INSUFFICIENT_RESOURCES
-            || (step == "OpenNDKAdapter"
-                && status == NDIS_STATUS_ADAPTER_NOT_READY
-                && !run.ndk_ready);
+            || (step == "NdkListen at V's address"
+                && status == STATUS_INVALID_ADDRESS
+                && table_failed);
         if !documented {
             return Some(format!(
                 "fault point {n} (failed: {injected:?}): {step} returned {:#010x}; steps: {:?}",
@@ -244,7 +316,7 @@ fn sweep_in_child() {
     let count = verifier::fault_points_seen();
     let baseline_time = sweep_start.elapsed();
     assert!(
-        baseline.ndk_ready && baseline.steps.iter().all(|&(_, s)| s == STATUS_SUCCESS),
+        baseline.ndk_enabled && baseline.steps.iter().all(|&(_, s)| s == STATUS_SUCCESS),
         "the scenario must succeed without faults: {baseline:?}"
     );
     if let Some(problem) = check(0, &baseline) {

@@ -1,7 +1,9 @@
-//! RoCEv2 through the bottle's NETIO: bottled `rsndk.sys` adapters talk
-//! over real Linux UDP sockets (WSK datagram sockets in `kbottle::netio`)
-//! to each other and to `librsndk.so` adapters, and a capture of their
-//! traffic decodes in Wireshark.
+//! RoCEv2 between bottled `rsndk.sys` adapters as Ethernet frames on the
+//! bottle's emulated segment: each adapter is the driver's virtual
+//! miniport V over an emulated NIC, its address given to its interface in
+//! the bottle's TCP/IP, its RNIC's frames sent down the binding from the
+//! driver's own NBL pool and steered out of the NIC's receive indications;
+//! a capture of the segment decodes in Wireshark.
 //!
 //! Each exchange connects two QPs through the NDK connection manager
 //! (listen, connect, accept, complete connect, with private data), moves a
@@ -10,13 +12,13 @@
 //! Memory of a bottled adapter is described by MDLs whose page numbers are
 //! physical addresses in the bottle's model (`kbottle::mm::phys_of`).
 
-use std::ffi::CString;
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
-use std::process::Command;
 use std::ptr;
-use std::sync::atomic::{AtomicU8, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 
 use kbottle::machine::AdapterId;
+use kbottle::segment::SegmentId;
 use ndkpi::*;
 
 use crate::common::{self, child_passes, is_child, machine};
@@ -29,23 +31,16 @@ const VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };
 const BIG: usize = 1 << 20;
 /// SEND size: more than one 4 KiB packet, not a multiple of it.
 const SEND_LEN: usize = 4096 + 1000;
+/// RoCEv2 frames 1 MiB takes at the default path MTU (1024).
+const BIG_FRAMES: u64 = (BIG / 1024) as u64;
 
 // ---------------------------------------------------------------- adapters
 
-/// What stands behind an NDK adapter.
-#[derive(Debug)]
-enum Kind {
-    /// An adapter of this process's bottled `rsndk.sys`.
-    Bottled(AdapterId),
-    /// A `librsndk.so` adapter on UDP.
-    Host,
-}
-
-/// One open NDK adapter and what stands behind it.
+/// One open NDK adapter of a bottled V.
 #[derive(Debug)]
 struct Nic {
     ndk: Ndk,
-    kind: Kind,
+    id: AdapterId,
 }
 
 impl std::ops::Deref for Nic {
@@ -56,31 +51,23 @@ impl std::ops::Deref for Nic {
     }
 }
 
-static HOST_ADDRESS: AtomicU8 = AtomicU8::new(1);
-
-/// 127.0.49.`last`: the bottled adapters of this file's child tests,
-/// each test its own addresses.
-fn child_address(last: u8) -> Ipv4Addr {
-    Ipv4Addr::new(127, 0, 49, last)
-}
-
 impl Nic {
-    /// A new adapter of this process's machine, opened for NDK.
+    /// A new V of this process's machine on the default segment, at a
+    /// fresh address, opened for NDK.
     fn bottled() -> Self {
         let (id, ip) = common::adapter();
-        Self::open_bottled(id, ip)
+        Self::open(id, ip)
     }
 
-    /// A new adapter of this process's machine at 127.0.49.`last`, opened
-    /// for NDK: for tests that run in a child process, whose
-    /// [`common::fresh_address`] block starts where the parent's does (the
-    /// parent's adapters may hold those addresses meanwhile).
-    fn bottled_in_child(last: u8) -> Self {
-        let ip = child_address(last);
-        Self::open_bottled(common::adapter_on(machine(), ip), ip)
+    /// A new V of this process's machine on `segment` at a fresh address,
+    /// opened for NDK.
+    fn on(segment: SegmentId) -> Self {
+        let ip = common::fresh_address();
+        let id = common::adapter_with(machine(), segment, &common::keywords(), ip.into());
+        Self::open(id, ip)
     }
 
-    fn open_bottled(id: AdapterId, ip: Ipv4Addr) -> Self {
+    fn open(id: AdapterId, ip: Ipv4Addr) -> Self {
         let adapter = machine()
             .open_ndk(id, VERSION)
             .unwrap_or_else(|s| panic!("open NDK on the bottled adapter at {ip}: {s:#010x}"));
@@ -91,49 +78,52 @@ impl Nic {
                 ip,
                 bottled: true,
             },
-            kind: Kind::Bottled(id),
+            id,
         }
     }
 
-    /// A `librsndk.so` adapter on UDP at 127.0.48.x (the next address no
-    /// other process holds).
-    fn host() -> Self {
-        loop {
-            let n = HOST_ADDRESS.fetch_add(1, Ordering::SeqCst);
-            assert!(n < 255, "host address block 127.0.48.x exhausted");
-            let ip = Ipv4Addr::new(127, 0, 48, n);
-            let config = CString::new(format!("udp:{ip}")).unwrap();
-            let mut adapter = ptr::null_mut();
-            // SAFETY: a valid C string and out-pointer.
-            let status = unsafe { rsndk::RsNdkOpenAdapter(config.as_ptr(), &raw mut adapter) };
-            if status == STATUS_SHARING_VIOLATION {
-                continue;
-            }
-            assert_eq!(status, STATUS_SUCCESS, "open udp:{ip}");
-            return Self {
-                ndk: Ndk {
-                    adapter,
-                    ip,
-                    bottled: false,
-                },
-                kind: Kind::Host,
-            };
+    /// The counters of the NIC below: (indicated, of those with
+    /// `NDIS_RECEIVE_FLAGS_RESOURCES`, transmitted, send failures).
+    fn counters(&self) -> NicCounters {
+        let [
+            indicated,
+            with_resources,
+            _filtered,
+            _dropped,
+            transmitted,
+            send_failures,
+        ] = machine().nic_counters(self.id).expect("a NIC below V");
+        NicCounters {
+            indicated,
+            with_resources,
+            transmitted,
+            send_failures,
         }
     }
 
-    /// Closes the adapter; a bottled one is halted too (its socket closes).
+    /// Closes the NDK adapter and halts V (the driver unbinds from the NIC).
     fn close(self) {
-        match self.kind {
-            Kind::Bottled(id) => {
-                machine().close_ndk(id, self.adapter);
-                machine().halt(id);
-            }
-            Kind::Host => {
-                // SAFETY: our adapter, every child closed, closed once.
-                let status = unsafe { rsndk::RsNdkCloseAdapter(self.adapter) };
-                assert_eq!(status, STATUS_SUCCESS, "close udp:{}", self.ip);
-                rsndk::platform::HostPlatform::for_device(self.ip).assert_no_violations();
-            }
+        machine().close_ndk(self.id, self.adapter);
+        machine().halt(self.id);
+    }
+}
+
+/// What a NIC below a V counted.
+#[derive(Clone, Copy, Debug)]
+struct NicCounters {
+    indicated: u64,
+    with_resources: u64,
+    transmitted: u64,
+    send_failures: u64,
+}
+
+impl NicCounters {
+    fn since(self, before: Self) -> Self {
+        Self {
+            indicated: self.indicated - before.indicated,
+            with_resources: self.with_resources - before.with_resources,
+            transmitted: self.transmitted - before.transmitted,
+            send_failures: self.send_failures - before.send_failures,
         }
     }
 }
@@ -176,7 +166,7 @@ struct Region {
 }
 
 impl Region {
-    fn new(nic: &Nic, pd: *mut NDK_PD, contents: Vec<u8>, flags: u32) -> Self {
+    fn new(nic: &Ndk, pd: *mut NDK_PD, contents: Vec<u8>, flags: u32) -> Self {
         let mut buf = contents;
         let va = buf.as_mut_ptr() as u64;
         let mut mdl = nic.mdl(va, buf.len() as u32);
@@ -471,66 +461,58 @@ fn no_bugchecks() {
 
 // ---------------------------------------------------------------- tests
 
-/// Two bottled adapters: connect, SEND both ways, RDMA WRITE and READ of
-/// 1 MiB, all through the bottle's WSK sockets.
+/// Two bottled adapters on the default segment: connect, SEND both ways,
+/// RDMA WRITE and READ of 1 MiB, all as frames through their NICs (each
+/// NIC sends and receives at least the 1 MiB's frames, with no send
+/// failure).
 #[test]
 fn two_bottled_adapters_exchange_rocev2() {
     let x = Nic::bottled();
     let y = Nic::bottled();
-    let before = kbottle::netio::counters();
+    let (x0, y0) = (x.counters(), y.counters());
     exchange(&x, &y);
-    let after = kbottle::netio::counters();
-    // 1 MiB at most 4 KiB per packet, each way across the bottle.
-    assert!(
-        after.sent - before.sent >= 2 * 256,
-        "{before:?} -> {after:?}"
-    );
-    assert!(
-        after.indicated - before.indicated >= 2 * 256,
-        "{before:?} -> {after:?}"
-    );
+    let (dx, dy) = (x.counters().since(x0), y.counters().since(y0));
+    // The WRITE's data goes x -> y, the READ's y -> x; each side also
+    // acknowledges and requests.
+    for (what, d) in [("x", dx), ("y", dy)] {
+        assert!(
+            d.transmitted >= BIG_FRAMES && d.indicated >= BIG_FRAMES,
+            "{what}'s NIC: {d:?}"
+        );
+        assert_eq!(d.send_failures, 0, "{what}'s NIC: {d:?}");
+    }
     x.close();
     y.close();
     no_bugchecks();
 }
 
-/// A bottled adapter and a `librsndk.so` adapter on UDP: the bottled one
-/// connects first, then the host one, each exchange complete.
-#[test]
-fn bottled_and_host_adapters_exchange_rocev2_both_ways() {
-    let bottled = Nic::bottled();
-    let host = Nic::host();
-    exchange(&bottled, &host);
-    exchange(&host, &bottled);
-    bottled.close();
-    host.close();
-    no_bugchecks();
-}
-
-/// A capture of a bottled exchange (both adapters in the bottle, so each
-/// datagram is recorded as sent and as received) decodes in tshark: every
-/// frame is eth/ip/udp/infiniband, none malformed, and the SEND, WRITE,
-/// READ, ACK and CM opcodes are there. Runs in a child process (the
-/// capture is process-wide).
+/// A capture of an exchange on a segment of its own decodes in tshark:
+/// every frame is RoCEv2 (eth/ip/udp/infiniband, UDP port 4791, between
+/// the two adapters' MACs and addresses) or address resolution (ARP,
+/// ICMPv6), none malformed, the 1 MiB transfers are there frame by frame,
+/// and so are the SEND, WRITE, READ, ACK and CM opcodes.
 #[test]
 fn capture_of_a_bottled_exchange_decodes_in_tshark() {
     let file = concat!(env!("CARGO_TARGET_TMPDIR"), "/bottle_network.pcap");
-    if !is_child() {
-        // Fail here, clearly, when tshark is missing.
-        if let Err(e) = Command::new("tshark").arg("--version").output() {
-            panic!(
-                "tshark is not installed ({e}): install it (e.g. `apt-get install tshark`) to run \
-                 the capture decoding test"
-            );
-        }
-        child_passes("network::capture_of_a_bottled_exchange_decodes_in_tshark");
-        return;
-    }
-    let x = Nic::bottled_in_child(1);
-    let y = Nic::bottled_in_child(2);
-    kbottle::netio::set_capture(Some(file.into())).expect("start the capture");
+    let segment = machine().add_segment();
+    let x = Nic::on(segment);
+    let y = Nic::on(segment);
+    let macs: BTreeSet<String> = [x.id, y.id]
+        .iter()
+        .map(|id| {
+            let mac = machine().adapter_mac(*id).expect("V's MAC");
+            mac.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
+        })
+        .collect();
+    let ips: BTreeSet<String> = [x.ip, y.ip].iter().map(ToString::to_string).collect();
+    machine()
+        .start_capture(segment, file.as_ref())
+        .expect("start the capture");
     exchange(&x, &y);
-    kbottle::netio::set_capture(None).expect("flush the capture");
+    machine().stop_capture(segment).expect("end the capture");
     x.close();
     y.close();
     no_bugchecks();
@@ -544,22 +526,41 @@ fn capture_of_a_bottled_exchange_decodes_in_tshark() {
             "frame.protocols",
             "-e",
             "_ws.malformed",
+            "-e",
+            "eth.src",
+            "-e",
+            "ip.src",
+            "-e",
+            "ip.dst",
+            "-e",
+            "udp.dstport",
         ],
     );
-    // 1 MiB each way is 256 packets at least, recorded twice.
-    assert!(frames.len() >= 1024, "too few frames: {}", frames.len());
+    let mut rocev2 = 0u64;
     for (i, line) in frames.iter().enumerate() {
-        let mut fields = line.split('\t');
-        let protocols = fields.next().unwrap_or_default();
-        let malformed = fields.next().unwrap_or_default();
-        assert!(
-            protocols == "eth:ethertype:ip:udp:infiniband"
-                || protocols == "eth:ethertype:ip:udp:infiniband:data",
-            "frame {} does not decode as RoCEv2: {line}",
-            i + 1
-        );
-        assert!(malformed.is_empty(), "frame {} malformed: {line}", i + 1);
+        let f: Vec<&str> = line.split('\t').collect();
+        let field = |k: usize| f.get(k).copied().unwrap_or_default();
+        assert!(field(1).is_empty(), "frame {} malformed: {line}", i + 1);
+        match field(0) {
+            "eth:ethertype:ip:udp:infiniband" | "eth:ethertype:ip:udp:infiniband:data" => {
+                rocev2 += 1;
+                assert!(
+                    macs.contains(field(2))
+                        && ips.contains(field(3))
+                        && ips.contains(field(4))
+                        && field(3) != field(4)
+                        && field(5) == "4791",
+                    "frame {} is RoCEv2 but not between {macs:?} at {ips:?}: {line}",
+                    i + 1
+                );
+            }
+            "eth:ethertype:arp" => {}
+            p if p.starts_with("eth:ethertype:ipv6:icmpv6") => {}
+            _ => panic!("frame {} is neither RoCEv2 nor ARP/ND: {line}", i + 1),
+        }
     }
+    // 1 MiB each way (WRITE x -> y, READ responses y -> x).
+    assert!(rocev2 >= 2 * BIG_FRAMES, "too few RoCEv2 frames: {rocev2}");
     let count = |op: u8| tshark(file, &["-Y", &format!("infiniband.bth.opcode == {op}")]).len();
     // SEND first/last (0/2) for 5 KiB, RDMA WRITE first (6), READ request
     // (12), READ response first (13), ACK (17), UD SEND only (CM MAD, 100).
@@ -576,46 +577,66 @@ fn capture_of_a_bottled_exchange_decodes_in_tshark() {
     }
 }
 
-/// A bottled adapter holds exactly one open WSK socket, which its halt
-/// closes (in a child: the count is process-wide).
+/// A bottled adapter allocates its own NBL pool (the RNIC's frames are
+/// built in its lists), keeps the same lists through an exchange (every
+/// frame it sent came back to it), and its halt frees the pool and
+/// nothing else: the other adapter's stays. In a child: pools are
+/// process-wide.
 #[test]
-fn an_adapter_holds_one_socket_until_its_halt() {
+fn an_adapter_holds_its_own_nbl_pool_until_its_halt() {
     if !is_child() {
-        child_passes("network::an_adapter_holds_one_socket_until_its_halt");
+        child_passes("network::an_adapter_holds_its_own_nbl_pool_until_its_halt");
         return;
     }
-    assert_eq!(kbottle::netio::open_sockets(), 0, "before any adapter");
-    let id = common::adapter_on(machine(), child_address(3));
-    assert_eq!(kbottle::netio::open_sockets(), 1, "one adapter, one socket");
-    machine().halt(id);
-    assert_eq!(
-        kbottle::netio::open_sockets(),
-        0,
-        "the halt closed the socket"
-    );
+    let pools = kbottle::ndis::nblpool::live_pools;
+    let before: Vec<usize> = pools().iter().map(|p| p.pool).collect();
+    let new_pools = || {
+        pools()
+            .into_iter()
+            .filter(|p| !before.contains(&p.pool))
+            .collect::<Vec<_>>()
+    };
+    let x = Nic::bottled();
+    let of_x = new_pools();
+    assert_eq!(of_x.len(), 1, "one pool for the first adapter: {of_x:?}");
+    let y = Nic::bottled();
+    let both = new_pools();
+    assert_eq!(both.len(), 2, "one pool per adapter: {both:?}");
+    assert_ne!(both[0].owner, both[1].owner, "each on its own binding");
+    exchange(&x, &y);
+    // Everything sent came back: no more lists out than before.
+    let idle = |p: &kbottle::ndis::nblpool::LivePool| {
+        both.iter().any(|q| q.pool == p.pool && q.lists == p.lists)
+    };
+    wait_until("every frame back in its pool", || {
+        new_pools().iter().all(idle)
+    });
+    x.close();
+    let left = new_pools();
+    assert_eq!(left.len(), 1, "the halt freed the first pool: {left:?}");
+    assert_ne!(left[0].pool, of_x[0].pool, "the first adapter's pool went");
+    y.close();
+    assert_eq!(new_pools(), vec![], "both halts freed their pools");
     no_bugchecks();
 }
 
-/// With every datagram indicated in two MDLs (split halfway through its
-/// payload), two bottled adapters still exchange the same bytes: the
-/// driver's path for datagrams that are not in one mapped MDL. In a child
-/// (the mode is process-wide).
+/// The NICs indicate some receives with `NDIS_RECEIVE_FLAGS_RESOURCES`
+/// (the lists are the NIC's again when the call returns) and the others
+/// without (the driver returns them): an exchange goes through both kinds
+/// on both adapters and moves the same bytes.
 #[test]
-fn split_indications_carry_the_same_exchange() {
-    if !is_child() {
-        child_passes("network::split_indications_carry_the_same_exchange");
-        return;
-    }
-    kbottle::netio::set_split_indications(true);
-    let x = Nic::bottled_in_child(4);
-    let y = Nic::bottled_in_child(5);
-    let before = kbottle::netio::counters();
+fn receives_with_and_without_resources_carry_the_same_exchange() {
+    let x = Nic::bottled();
+    let y = Nic::bottled();
+    let (x0, y0) = (x.counters(), y.counters());
     exchange(&x, &y);
-    let after = kbottle::netio::counters();
-    assert!(
-        after.indicated - before.indicated >= 2 * 256,
-        "{before:?} -> {after:?}"
-    );
+    let (dx, dy) = (x.counters().since(x0), y.counters().since(y0));
+    for (what, d) in [("x", dx), ("y", dy)] {
+        assert!(
+            d.with_resources >= 1 && d.indicated - d.with_resources >= 1,
+            "{what}'s NIC indicated both kinds: {d:?}"
+        );
+    }
     x.close();
     y.close();
     no_bugchecks();

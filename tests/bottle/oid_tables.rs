@@ -27,6 +27,16 @@ use ndkpi::*;
 use provider::snapshot::{Connection, EndpointKind, LocalEndpoint};
 
 use crate::common::{self, READY, child_passes, fresh_address, is_child, machine};
+
+/// Gives V's interface a fresh address in the stack (NDK off: the driver's
+/// service of it is not observable through NDK).
+fn give_address_to_stack(machine: &kbottle::Machine, a: AdapterId) {
+    let ip = fresh_address();
+    machine
+        .add_address(a, ip.into(), crate::provider_util::bottle::PREFIX_V4)
+        .unwrap_or_else(|e| panic!("add_address {ip}: {e}"));
+    assert!(machine.wait_address_preferred(a, ip.into(), READY));
+}
 use crate::ndk::{Ndk, close_wait, finish, wait_results};
 use crate::provider_util::*;
 
@@ -587,13 +597,10 @@ fn ndk_set_state_cannot_enable_ndk_while_network_direct_is_off() {
         return;
     }
     let machine = machine();
-    let ip: Ipv4Addr = fresh_address();
     let a = machine
-        .add_adapter(&[
-            ("*NetworkDirect", Keyword::Int(0)),
-            ("RsNdkIPv4Address", Keyword::Str(ip.to_string())),
-        ])
+        .add_adapter(&[("*NetworkDirect", Keyword::Int(0))])
         .expect("adapter");
+    give_address_to_stack(machine, a);
     assert!(machine.wait_idle(READY));
     assert_eq!(machine.oid_set(a, OID_NDK_SET_STATE, &[1]), Ok(1));
     assert!(machine.wait_idle(READY));

@@ -34,7 +34,9 @@ pub enum Backend {
     Udp,
     /// An adapter of the real `rsndk.sys` running in the kernel bottle
     /// (`crates/kbottle`): the same provider and RNIC, built for Windows,
-    /// behind the NDIS shell, carried by WSK over loopback UDP.
+    /// in the driver's virtual miniport over an emulated NIC, RoCEv2 carried
+    /// as Ethernet frames over the bottle's emulated segment, its address
+    /// given to its interface in the bottle's TCP/IP.
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     Bottle,
 }
@@ -244,7 +246,7 @@ impl Env {
         }
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         if backend == Backend::Bottle {
-            return Self::bottled();
+            return Self::bottled(false);
         }
         let (config, adapter) = loop {
             let config = unique_config(backend);
@@ -287,9 +289,8 @@ impl Env {
     /// address; the RNIC is opened at a fresh `mem:NAME/[fd00::8:N]`, or at
     /// `udp:[::1]`, the one IPv6 loopback address, which one adapter owns
     /// at a time: this waits (bounded) while another test of this process,
-    /// or another process, holds it. The bottled driver is IPv4-only until
-    /// issue #13 (its addresses come from registry keywords): bodies that
-    /// use this carry `bottle_ignore`.
+    /// or another process, holds it. A bottled adapter's interface is
+    /// given a fresh IPv6 address (`fd00:5253:0:N::H/64`) and no IPv4 one.
     pub fn on_v6(backend: Backend) -> Self {
         if backend == Backend::Scripted {
             return Self {
@@ -298,10 +299,9 @@ impl Env {
             };
         }
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-        assert!(
-            backend != Backend::Bottle,
-            "the bottled driver is IPv4-only until issue #13"
-        );
+        if backend == Backend::Bottle {
+            return Self::bottled(true);
+        }
         ASYNC_DEVICE.with(|a| a.set(true));
         set_pfn_offset(0);
         let held = (backend == Backend::Udp).then(|| {
@@ -371,21 +371,27 @@ impl Env {
         }
     }
 
-    /// An adapter of the bottled driver. Its provider runs on the
-    /// driver's kernel platform, so [`Env::platform`] is a host platform
-    /// no device uses (its checks pass vacuously; the bottle's own
-    /// Verifier-style checks stand in for them).
+    /// An adapter of the bottled driver, at a fresh IPv4 address or (`v6`)
+    /// a fresh IPv6 one. Its provider runs on the driver's kernel platform,
+    /// so [`Env::platform`] is a host platform no device uses (its checks
+    /// pass vacuously; the bottle's own Verifier-style checks stand in for
+    /// them).
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    fn bottled() -> Self {
-        let (bottled, adapter) = super::bottle::open();
+    fn bottled(v6: bool) -> Self {
+        ASYNC_DEVICE.with(|a| a.set(true));
+        let (bottled, adapter) = super::bottle::open(v6);
         set_pfn_offset(super::bottle::pfn_offset());
+        let (ip, ip6) = match bottled.ip {
+            std::net::IpAddr::V4(v4) => (v4.octets(), None),
+            std::net::IpAddr::V6(v6) => ([0; 4], Some(v6.octets())),
+        };
         Self {
             backend: Backend::Bottle,
             platform: HostPlatform::leaked(),
             adapter,
-            ip: bottled.ip.octets(),
+            ip,
             config: String::new(),
-            ip6: None,
+            ip6,
             _ipv6_loopback: None,
             scripted: None,
             bottled: Some(bottled),
@@ -443,8 +449,8 @@ impl Env {
     /// The capabilities of the device behind the adapter.
     pub fn caps(&self) -> DeviceCaps {
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-        if let Some(b) = self.bottled {
-            return super::bottle::caps(b.ip);
+        if self.bottled.is_some() {
+            return super::bottle::caps();
         }
         match &self.scripted {
             Some(s) => {
@@ -509,7 +515,7 @@ impl Env {
     pub fn close_adapter(&self, adapter: *mut NDK_ADAPTER) -> NTSTATUS {
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         if let Some(b) = self.bottled {
-            return super::bottle::close(b, adapter);
+            return super::bottle::close_adapter(b, adapter);
         }
         if self.is_scripted() {
             // SAFETY: an adapter of ours, closed once.
