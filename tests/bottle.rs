@@ -24,6 +24,8 @@ use provider_util::drop_items as host_only;
 
 #[path = "bottle/common.rs"]
 mod common;
+#[path = "bottle/conn.rs"]
+mod conn;
 #[path = "bottle/defects.rs"]
 mod defects;
 #[path = "bottle/lifecycle.rs"]
@@ -38,5 +40,7 @@ mod network;
 mod oid_tables;
 #[path = "bottle/pe_conformance.rs"]
 mod pe_conformance;
+#[path = "bottle/segment.rs"]
+mod segment;
 #[path = "bottle/suite.rs"]
 mod suite;
