@@ -573,6 +573,12 @@ impl Machine {
         segment::get(segment).map_or(Ok(()), |s| s.stop_capture())
     }
 
+    /// From now on `segment` drops one frame in `one_in` (0: none), for
+    /// tests of what loss does (RoCE retransmission, ARP/ND retries).
+    pub fn set_segment_loss(&self, segment: SegmentId, one_in: u32) -> bool {
+        segment::get(segment).map(|s| s.set_loss(one_in)).is_some()
+    }
+
     /// What `segment` has done.
     pub fn segment_stats(&self, segment: SegmentId) -> Option<SegmentStats> {
         segment::get(segment).map(|s| s.stats())

@@ -524,3 +524,37 @@ fn link_changed(id: u32, up: bool) {
         unsafe { handler(context as NDIS_HANDLE, &raw mut indication) };
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_receive_filter_takes_what_its_bits_say() {
+        let mac = [2, 0, 0, 0, 0, 1];
+        let other = [2, 0, 0, 0, 0, 2];
+        let group = [0x33, 0x33, 0xFF, 0, 0, 1];
+        let list = [group];
+        let d = NDIS_PACKET_TYPE_DIRECTED;
+        assert!(!accepts(0, &list, &mac, &mac), "filter 0 takes nothing");
+        assert!(accepts(d, &[], &mac, &mac));
+        assert!(!accepts(d, &[], &mac, &other));
+        assert!(!accepts(d, &list, &mac, &segment::BROADCAST));
+        assert!(accepts(
+            NDIS_PACKET_TYPE_BROADCAST,
+            &[],
+            &mac,
+            &segment::BROADCAST
+        ));
+        assert!(!accepts(NDIS_PACKET_TYPE_MULTICAST, &[], &mac, &group));
+        assert!(accepts(NDIS_PACKET_TYPE_MULTICAST, &list, &mac, &group));
+        assert!(accepts(NDIS_PACKET_TYPE_ALL_MULTICAST, &[], &mac, &group));
+        assert!(!accepts(
+            NDIS_PACKET_TYPE_ALL_MULTICAST,
+            &[],
+            &mac,
+            &segment::BROADCAST
+        ));
+        assert!(accepts(NDIS_PACKET_TYPE_PROMISCUOUS, &[], &mac, &other));
+    }
+}
