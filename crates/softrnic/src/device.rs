@@ -578,6 +578,9 @@ impl SoftRnic {
             if qp.state == qp::QpState::Connected {
                 qp::flush_held_ack(self, qp);
                 self.link.flush();
+                // An ACK the link had no room for stays unsent: the QP
+                // sends nothing once flushed, so it is not parked.
+                qp.take_tx_stall();
             }
             qp::flush(
                 qp,

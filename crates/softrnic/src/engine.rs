@@ -13,6 +13,13 @@
 //!   READ responses, the retransmit, RNR and ACK-coalescing timers, CQ
 //!   moderation ticks, then event delivery with no lock held.
 //!   [`SoftRnic::next_timer_us`] tells a host thread how long it may sleep.
+//! * Transmit backpressure — a QP whose next packet the link has no room
+//!   for ([`crate::env::Link::can_transmit`]) stops before building it and
+//!   is parked (off the ready set, so passes do not spin on it) until
+//!   [`SoftRnic::link_ready`], which puts every parked QP back on the ready
+//!   set; each goes on exactly where it stopped. A QP parked just as room
+//!   came back (the link's call ran before the QP was parked) is put back
+//!   at once: parking asks the link again afterwards.
 //! * [`SoftRnic::connect_qp`] — the modify-to-RTS command.
 //!
 //! Doorbells never process inline and events are never delivered while a
@@ -174,6 +181,11 @@ counters! {
     /// Busy passes that found a bulk transfer and left the device to its
     /// own context for a while.
     busy_bulk_backoffs,
+    /// QPs parked because the link had no room for their next packet
+    /// (each resumed where it stopped: nothing was lost or resent).
+    tx_stalls,
+    /// [`SoftRnic::link_ready`] calls that found parked QPs.
+    tx_resumes,
 }
 
 /// Whether a QP took a received packet.
@@ -191,6 +203,9 @@ pub(crate) struct Engine {
     pub(crate) stats: Counters,
     /// QPs that may have a timer running.
     timer_qps: AtomicBitset,
+    /// QPs stopped for want of link room, waiting for
+    /// [`SoftRnic::link_ready`].
+    tx_parked: AtomicBitset,
     /// No timer of any QP is due before this (µs; `u64::MAX`: none).
     earliest: AtomicU64,
     capture: RwLock<Option<Box<dyn Capture>>>,
@@ -228,6 +243,7 @@ impl Engine {
         Some(Self {
             stats: Counters::default(),
             timer_qps: AtomicBitset::new(qp_bound)?,
+            tx_parked: AtomicBitset::new(qp_bound)?,
             earliest: AtomicU64::new(u64::MAX),
             capture: RwLock::new(None),
             scratch: Mutex::new(Vec::new()),
@@ -514,6 +530,7 @@ impl SoftRnic {
                 }
                 on(qp);
                 self.arm_timer(qpn, qp);
+                self.park_if_stalled(qpn, qp);
                 Taken::Yes
             })
         };
@@ -602,6 +619,40 @@ impl SoftRnic {
         self.raise_qp_error(qpn);
     }
 
+    /// Parks QP `qpn` if it stopped for want of link room (holding the QP,
+    /// after its work); whether it did. Asks the link again once it is
+    /// parked: room that came back in between (the link's
+    /// [`SoftRnic::link_ready`] found nothing parked yet) resumes it now.
+    pub(crate) fn park_if_stalled(&self, qpn: u32, qp: &mut QueuePair) -> bool {
+        if !qp.take_tx_stall() {
+            return false;
+        }
+        self.engine.stats.tx_stalls.inc();
+        self.engine.tx_parked.insert(qpn);
+        if self.link.can_transmit() {
+            self.link_ready();
+        }
+        true
+    }
+
+    /// The link has room again after its [`crate::env::Link::can_transmit`]
+    /// said no: every QP that stopped for it goes back on the ready set
+    /// and the engine is woken, so the next pass resumes each where it
+    /// stopped. Never blocks; callable from any context that may ring a
+    /// doorbell (up to `DISPATCH_LEVEL`, a send completion included). A
+    /// call with nothing parked costs a look at the parked set.
+    pub fn link_ready(&self) {
+        let mut resumed = false;
+        self.engine.tx_parked.drain(|qpn| {
+            resumed = true;
+            self.sq_ready.insert(qpn);
+        });
+        if resumed {
+            self.engine.stats.tx_resumes.inc();
+            self.waker().wake();
+        }
+    }
+
     /// Registers a QP's earliest timer with the poller.
     fn arm_timer(&self, qpn: u32, qp: &QueuePair) {
         if let Some(deadline) = qp.next_deadline() {
@@ -648,6 +699,7 @@ impl SoftRnic {
                 self.qps.with(qpn, |qp| {
                     self.fire_timers(qpn, qp, now);
                     self.arm_timer(qpn, qp);
+                    self.park_if_stalled(qpn, qp);
                 });
             });
             worked = true;
@@ -675,7 +727,7 @@ impl SoftRnic {
             let more = self.qps.with(qpn, |qp| {
                 let more = qp::run_send_side(self, qpn, qp, now, POLL_BUDGET);
                 self.arm_timer(qpn, qp);
-                more
+                !self.park_if_stalled(qpn, qp) && more
             });
             if more == Some(true) {
                 self.sq_ready.insert(qpn);

@@ -25,6 +25,22 @@ pub trait Link: Send + Sync {
     /// Pushes queued datagrams out (a batching link sends them here).
     fn flush(&self) {}
 
+    /// Whether the link takes another packet now. A link with a bounded
+    /// transmit queue (a NIC's transmit ring) says `false` while it is
+    /// full, rather than drop what it is given: the device then builds
+    /// nothing more for a QP that would send, which stops where it is
+    /// (nothing consumed, no PSN advanced, no timer started) until the
+    /// link calls [`crate::device::SoftRnic::link_ready`], when it resumes
+    /// from there. A link that says `false` must make that call once it
+    /// says `true` again. Asked before every packet: must be cheap, must
+    /// not block. The default always has room.
+    ///
+    /// Connection management packets, and a NAK that ends a connection,
+    /// are sent whatever this says (their senders retry).
+    fn can_transmit(&self) -> bool {
+        true
+    }
+
     /// For a link that carries UDP payloads (BTH through ICRC, as a UDP
     /// socket does): lends `len` bytes of its own send buffer for the next
     /// payload to the IPv4 endpoint `dest`, which `build` writes (returning

@@ -35,12 +35,14 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-/// Records frames; counts loopback calls; refuses while told to.
+/// Records frames; counts loopback calls; refuses while told to; says
+/// it is full while told to.
 #[derive(Debug, Default)]
 struct Recorder {
     frames: Mutex<Vec<Vec<u8>>>,
     loopback_calls: AtomicUsize,
     refuse: AtomicBool,
+    full: AtomicBool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -57,6 +59,10 @@ impl FrameSink for Sink {
 
     fn loopback_ready(&self) {
         self.0.loopback_calls.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn has_room(&self) -> bool {
+        !self.0.full.load(Ordering::SeqCst)
     }
 }
 
@@ -734,6 +740,18 @@ fn check_verdict(verdict: &Verdict, frame: &[u8]) -> Result<(), TestCaseError> {
         prop_assert!(dst.is_some_and(own_ip), "steered to {dst:?}");
     }
     Ok(())
+}
+
+/// The port's room for the RNIC's packets is its sink's: a sink whose
+/// transmit queue is full stops the RNIC's senders.
+#[test]
+fn the_ports_room_is_its_sinks() {
+    let (p, sink) = port();
+    assert!(p.can_transmit());
+    sink.0.full.store(true, Ordering::SeqCst);
+    assert!(!p.can_transmit());
+    sink.0.full.store(false, Ordering::SeqCst);
+    assert!(p.can_transmit());
 }
 
 proptest! {

@@ -8,7 +8,10 @@
 //!   frames); any other is framed for its neighbour's MAC address and
 //!   handed to the [`FrameSink`]. A neighbour not known yet is asked for
 //!   (ARP request, or IPv6 Neighbor Solicitation) and the datagram is held
-//!   or dropped (below).
+//!   or dropped (below). The sink's room is the link's
+//!   ([`FrameSink::has_room`] is [`crate::env::Link::can_transmit`]): a
+//!   NIC whose transmit ring is full stops the RNIC's senders rather than
+//!   drop their frames.
 //! * Receive ([`EthernetPort::on_frame`]): a frame carrying an
 //!   unfragmented IPv4, or IPv6 with UDP right after its header, to UDP
 //!   port 4791 at one of the port's addresses is the RNIC's
@@ -79,6 +82,16 @@ pub trait FrameSink: Send + Sync {
     /// Sends one whole Ethernet frame (no FCS). `false`: it was not taken
     /// (counted; the RC transport retransmits).
     fn send_frame(&self, frame: &[u8]) -> bool;
+
+    /// Whether [`FrameSink::send_frame`] takes another frame now (the
+    /// port's [`crate::env::Link::can_transmit`]). A sink with a bounded
+    /// transmit queue says `false` while it is full and calls the RNIC's
+    /// [`crate::device::SoftRnic::link_ready`] (or has its runtime call
+    /// it) once it has room again. Cheap, never blocks. The default
+    /// always has room.
+    fn has_room(&self) -> bool {
+        true
+    }
 
     /// Datagrams wait in the loopback queue: arrange for
     /// [`EthernetPort::poll_loopback`] to run soon. Called for every

@@ -504,6 +504,11 @@ impl<S: FrameSink> Link for EthernetPort<S> {
     fn transmit(&self, datagram: &[u8]) {
         self.send_datagram(datagram);
     }
+
+    /// The sink's room ([`FrameSink::has_room`]).
+    fn can_transmit(&self) -> bool {
+        self.sink.has_room()
+    }
 }
 
 const _: () = assert!(MAX_FRAME_LEN == ETHERNET_HEADER_LEN + MAX_DATAGRAM_LEN);

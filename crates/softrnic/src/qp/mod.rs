@@ -374,6 +374,10 @@ pub(crate) struct Connection {
     pub pages: Vec<u64>,
     pub req: Requester,
     pub resp: Responder,
+    /// The link had no room for this QP's next packet
+    /// ([`crate::env::Link::can_transmit`]): it stopped there, and the
+    /// engine parks it until the link has room ([`QueuePair::take_tx_stall`]).
+    pub tx_stalled: bool,
 }
 
 /// The UDP source port of QP `local_qpn` connected to `remote_qpn`: a
@@ -471,7 +475,18 @@ impl Connection {
                 emit_head: 0,
                 active_reads: 0,
             },
+            tx_stalled: false,
         })
+    }
+
+    /// Whether the link takes this QP's next packet; if not, the QP notes
+    /// that it stopped for want of room (the engine parks it until
+    /// [`crate::device::SoftRnic::link_ready`]). Asked before a packet is
+    /// built, so a stop leaves every sequence number and timer as it was.
+    pub(crate) fn link_has_room(&mut self, dev: &crate::device::SoftRnic) -> bool {
+        let room = dev.link.can_transmit();
+        self.tx_stalled |= !room;
+        room
     }
 
     /// The earliest timer of this connection.
@@ -543,6 +558,14 @@ impl QueuePair {
             return None;
         }
         self.conn.as_ref().and_then(Connection::next_deadline)
+    }
+
+    /// Whether the QP stopped for want of link room since last asked
+    /// (clears the note).
+    pub(crate) fn take_tx_stall(&mut self) -> bool {
+        self.conn
+            .as_mut()
+            .is_some_and(|c| core::mem::take(&mut c.tx_stalled))
     }
 }
 

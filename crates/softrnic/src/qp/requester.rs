@@ -64,7 +64,9 @@ enum Start {
 }
 
 /// Runs the requester of a connected QP for at most `budget` packets.
-/// Returns whether it stopped for the budget (more work is ready).
+/// Returns whether it stopped for the budget (more work is ready). It also
+/// stops, before building the packet, when the link has no room
+/// ([`Connection::link_has_room`]).
 pub(crate) fn run_requester(
     dev: &SoftRnic,
     qp: &mut QueuePair,
@@ -97,6 +99,9 @@ pub(crate) fn run_requester(
             match meta.kind {
                 MetaKind::SendWrite | MetaKind::Read => {
                     if psn_diff(req.next_psn, req.una) >= window {
+                        return Ok(false);
+                    }
+                    if !conn.link_has_room(dev) {
                         return Ok(false);
                     }
                     let Some(wqe) = sq.read(index) else {

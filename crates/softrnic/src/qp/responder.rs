@@ -27,7 +27,9 @@
 //! READ responses are emitted from the IRD resources a few packets at a
 //! time (inline, then from `poll`), so a large READ does not monopolise the
 //! engine; ACKs and NAKs owed meanwhile wait behind them, so the requester
-//! never sees an acknowledgement ahead of READ data.
+//! never sees an acknowledgement ahead of READ data. Both also wait while
+//! the link has no room ([`crate::env::Link::can_transmit`]): the stream
+//! stops at the response it could not send and goes on from there.
 
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::wqe::MAX_SGE;
@@ -113,9 +115,10 @@ fn fatal_nak(dev: &SoftRnic, conn: &mut Connection, code: NakCode, psn: u32) -> 
     Fatal
 }
 
-/// Sends the owed ACK/NAK unless READ responses are still queued.
+/// Sends the owed ACK/NAK unless READ responses are still queued or the
+/// link has no room (it stays owed, and leaves when the QP resumes).
 fn flush_owed(dev: &SoftRnic, conn: &mut Connection) {
-    if conn.resp.active_reads > 0 {
+    if conn.resp.active_reads > 0 || conn.resp.owed == Owed::None || !conn.link_has_room(dev) {
         return;
     }
     let epsn = conn.resp.epsn;
@@ -409,7 +412,7 @@ fn on_send(
                 .iter()
                 .any(|r| r.active && MemoryKey(r.rkey).index() == MemoryKey(key).index());
             if reading {
-                emit(dev, conn, pd, u32::MAX)?;
+                emit(dev, conn, pd, u32::MAX, Room::Ignore)?;
             }
             if dev.mem.keys.write().invalidate(MemoryKey(key), pd).is_err() {
                 target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, offset);
@@ -598,7 +601,7 @@ fn on_read(
     resp.unacked = 0;
     resp.ack_deadline = None;
     resp.owed = Owed::None;
-    if emit(dev, conn, pd, INLINE_READ_BUDGET)? {
+    if emit(dev, conn, pd, INLINE_READ_BUDGET, Room::Wait)? {
         dev.sq_doorbell(qpn);
     }
     Ok(())
@@ -716,7 +719,7 @@ fn duplicate(
             }
             resp.active_reads = 1;
             resp.emit_head = index;
-            if emit(dev, conn, pd, INLINE_READ_BUDGET)? {
+            if emit(dev, conn, pd, INLINE_READ_BUDGET, Room::Wait)? {
                 dev.sq_doorbell(qpn);
             }
             Ok(())
@@ -726,7 +729,7 @@ fn duplicate(
 }
 
 /// Emits queued READ responses of a QP from `poll`; returns whether more
-/// remain.
+/// remain to be emitted now (not when the link has no room: see `emit`).
 pub(crate) fn emit_reads(
     dev: &SoftRnic,
     _qpn: u32,
@@ -735,14 +738,33 @@ pub(crate) fn emit_reads(
 ) -> Result<bool, Fatal> {
     let pd = qp.pd;
     match qp.conn.as_mut() {
-        Some(conn) => emit(dev, conn, pd, budget),
+        Some(conn) => emit(dev, conn, pd, budget, Room::Wait),
         None => Ok(false),
     }
 }
 
+/// Whether READ responses wait for link room.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Room {
+    /// Stop before a response the link has no room for (the QP resumes
+    /// there when it has).
+    Wait,
+    /// Emit them all now, room or not: a SEND with invalidate is about to
+    /// kill their key.
+    Ignore,
+}
+
 /// Emits up to `budget` READ response packets in PSN order; returns
-/// whether more remain. Sends the owed ACK/NAK once none remain.
-fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Result<bool, Fatal> {
+/// whether more remain to be emitted now (`false` too when it stopped for
+/// want of link room: the QP waits for the link, not for a pass). Sends
+/// the owed ACK/NAK once none remain.
+fn emit(
+    dev: &SoftRnic,
+    conn: &mut Connection,
+    pd: u32,
+    mut budget: u32,
+    room: Room,
+) -> Result<bool, Fatal> {
     let ird = conn.resp.reads.len();
     let pmtu = conn.pmtu.bytes();
     let mut idle = 0;
@@ -765,6 +787,9 @@ fn emit(dev: &SoftRnic, conn: &mut Connection, pd: u32, mut budget: u32) -> Resu
             continue;
         }
         idle = 0;
+        if room == Room::Wait && !conn.link_has_room(dev) {
+            return Ok(false);
+        }
         let q = r.next_psn;
         let k = psn_diff(q, r.first_psn).max(0) as u32;
         let offset = u64::from(k) * u64::from(pmtu);

@@ -1,0 +1,519 @@
+//! Transmit backpressure: each device sends through a bounded transmit
+//! ring (a NIC's) that a simulated wire drains one datagram every
+//! [`FRAME_US`]. A ring that is full says so
+//! ([`softrnic::env::Link::can_transmit`]); the runtime calls
+//! [`softrnic::device::SoftRnic::link_ready`] once it drained some. Bursts
+//! far larger than the ring (a READ's responses, a large WRITE or SEND)
+//! complete with the right data, every packet sent once, no timeout and
+//! nothing dropped at the ring; the same bursts through a ring that
+//! drops instead of saying no lose packets and retransmit.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use hwq::wqe::{Access, SendOpcode};
+use hwq::{CqeOpcode, CqeStatus};
+use softrnic::engine::EngineStats;
+use softrnic::env::{Capture, Direction, Link};
+use softrnic::qp::QpState;
+
+/// Time the wire takes per datagram (µs): the ring drains at this pace.
+const FRAME_US: u64 = 2;
+const STEPS: u64 = 2_000_000;
+const REMOTE: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_WRITE);
+/// Offset of the BTH PSN in an IPv4 datagram (IPv4 20 + UDP 8 + 9).
+const PSN_AT: usize = 28 + 9;
+
+/// A transmit ring of `capacity` datagrams in front of the wire.
+#[derive(Debug, Default)]
+struct Ring {
+    frames: Mutex<VecDeque<Vec<u8>>>,
+    capacity: AtomicUsize,
+    /// Say `false` from `can_transmit` when full (else always `true`,
+    /// and a full ring drops: what the RNIC had before backpressure).
+    stops: bool,
+    /// `can_transmit` said `false` since the runtime last looked.
+    said_no: AtomicBool,
+    /// Datagrams given while the ring was full (dropped).
+    overflowed: AtomicU64,
+    /// When the last datagram left for the wire (µs).
+    last_departure: AtomicU64,
+}
+
+impl Ring {
+    fn new(capacity: usize, stops: bool) -> Arc<Self> {
+        Arc::new(Self {
+            capacity: AtomicUsize::new(capacity),
+            stops,
+            ..Self::default()
+        })
+    }
+
+    fn has_room(&self) -> bool {
+        self.frames.lock().unwrap().len() < self.capacity.load(Ordering::SeqCst)
+    }
+
+    /// The datagram that leaves for the wire at `now`, if one is due.
+    fn depart(&self, now: u64) -> Option<Vec<u8>> {
+        if now < self.last_departure.load(Ordering::SeqCst) + FRAME_US {
+            return None;
+        }
+        let frame = self.frames.lock().unwrap().pop_front()?;
+        self.last_departure.store(now, Ordering::SeqCst);
+        Some(frame)
+    }
+
+    /// When the next datagram leaves, if one waits.
+    fn next_due(&self) -> Option<u64> {
+        let waiting = !self.frames.lock().unwrap().is_empty();
+        waiting.then(|| self.last_departure.load(Ordering::SeqCst) + FRAME_US)
+    }
+}
+
+/// A device's link: its ring.
+struct RingLink(Arc<Ring>);
+
+impl Link for RingLink {
+    fn transmit(&self, datagram: &[u8]) {
+        let ring = &self.0;
+        let mut frames = ring.frames.lock().unwrap();
+        if frames.len() < ring.capacity.load(Ordering::SeqCst) {
+            frames.push_back(datagram.to_vec());
+        } else {
+            ring.overflowed.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn can_transmit(&self) -> bool {
+        let ring = &self.0;
+        if !ring.stops {
+            return true;
+        }
+        let room = ring.has_room();
+        if !room {
+            ring.said_no.store(true, Ordering::SeqCst);
+        }
+        room
+    }
+}
+
+/// The PSNs of the request packets a device sent, in order.
+#[derive(Debug, Default)]
+struct SentPsns(Mutex<Vec<u32>>);
+
+struct Tap(Arc<SentPsns>);
+
+impl Capture for Tap {
+    fn capture(&self, direction: Direction, datagram: &[u8]) {
+        if direction == Direction::Transmit
+            && let Some(b) = datagram.get(PSN_AT..PSN_AT + 3)
+        {
+            let psn = u32::from_be_bytes([0, b[0], b[1], b[2]]);
+            self.0.0.lock().unwrap().push(psn);
+        }
+    }
+}
+
+/// Two devices, each behind its ring.
+struct Rings {
+    clock: Arc<common::SimClock>,
+    a: Node,
+    b: Node,
+    ring_a: Arc<Ring>,
+    ring_b: Arc<Ring>,
+}
+
+impl Rings {
+    fn new(capacity: usize, stops: bool) -> Self {
+        let clock = Arc::new(common::SimClock::default());
+        clock.set(1_000);
+        let ring_a = Ring::new(capacity, stops);
+        let ring_b = Ring::new(capacity, stops);
+        let node = |addr, ring: &Arc<Ring>| {
+            let node = Node::custom(
+                addr,
+                1024,
+                &clock,
+                8 << 20,
+                Box::new(RingLink(ring.clone())),
+                Box::new(NoWake),
+            );
+            node.dev.set_default_rc_config(fast_rc());
+            node
+        };
+        let a = node(ADDR_A, &ring_a);
+        let b = node(ADDR_B, &ring_b);
+        Self {
+            clock,
+            a,
+            b,
+            ring_a,
+            ring_b,
+        }
+    }
+
+    fn connect(&self, qa: &Qp, qb: &Qp, psn_a: u32, psn_b: u32) {
+        let path = |remote, remote_qpn, send_psn, recv_psn| softrnic::qp::Path {
+            remote: std::net::SocketAddr::new(remote, 4791),
+            remote_qpn,
+            pmtu: 1024,
+            send_psn,
+            recv_psn,
+            outbound_reads: 4,
+            inbound_reads: 4,
+        };
+        let (a, b) = (&self.a, &self.b);
+        a.dev
+            .connect_qp(qa.qpn, path(b.addr, qb.qpn, psn_a, psn_b))
+            .unwrap();
+        b.dev
+            .connect_qp(qb.qpn, path(a.addr, qa.qpn, psn_b, psn_a))
+            .unwrap();
+    }
+
+    /// One step of the runtime: the wire takes what is due from each
+    /// ring to the other device, a ring that said no and has room again
+    /// tells its device, both devices poll; with nothing done, time moves
+    /// to the next thing due. `false`: nothing is left to happen.
+    fn step(&self) -> bool {
+        let now = self.clock.now();
+        let mut worked = false;
+        for (ring, own, peer) in [
+            (&self.ring_a, &self.a, &self.b),
+            (&self.ring_b, &self.b, &self.a),
+        ] {
+            if let Some(datagram) = ring.depart(now) {
+                peer.dev.receive(&datagram);
+                worked = true;
+            }
+            if ring.has_room() && ring.said_no.swap(false, Ordering::SeqCst) {
+                own.dev.link_ready();
+            }
+        }
+        worked |= self.a.dev.poll();
+        worked |= self.b.dev.poll();
+        if worked {
+            return true;
+        }
+        let next = [
+            self.ring_a.next_due(),
+            self.ring_b.next_due(),
+            self.a.dev.next_timer_us(),
+            self.b.dev.next_timer_us(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        next.inspect(|&t| self.clock.set(t.max(now + 1))).is_some()
+    }
+
+    /// Steps until `done` holds; panics if it never does.
+    fn run_until(&self, mut done: impl FnMut() -> bool) {
+        for _ in 0..STEPS {
+            if done() || !self.step() {
+                break;
+            }
+        }
+        assert!(done(), "not done after the run");
+    }
+
+    /// Steps for `us` microseconds of device time (or until nothing is
+    /// left to happen).
+    fn run_for(&self, us: u64) {
+        let end = self.clock.now() + us;
+        while self.clock.now() < end {
+            if !self.step() {
+                self.clock.set(end);
+            }
+        }
+    }
+}
+
+/// What one burst did.
+#[derive(Debug)]
+struct Burst {
+    a: EngineStats,
+    b: EngineStats,
+    overflowed: u64,
+    /// Request PSNs A sent, in order.
+    psns: Vec<u32>,
+}
+
+const WRITE_LEN: u32 = 1 << 20;
+const SEND_LEN: u32 = 256 << 10;
+const READ_LEN: u32 = 1 << 20;
+const PSN_A: u32 = 0x00FF_FF00;
+
+/// A WRITEs 1 MiB to B, SENDs 256 KiB and READs 1 MiB back, all posted
+/// at once, through rings of `capacity` (stopping or dropping); checks
+/// the data and completions and returns what it took.
+fn burst(capacity: usize, stops: bool) -> Burst {
+    let r = Rings::new(capacity, stops);
+    let psns = Arc::new(SentPsns::default());
+    r.a.dev.set_capture(Some(Box::new(Tap(psns.clone()))));
+    let mut qa = r.a.qp(16);
+    let mut qb = r.b.qp(16);
+    r.connect(&qa, &qb, PSN_A, 0x42);
+
+    let src =
+        r.a.register(u64::from(WRITE_LEN + SEND_LEN), Access::LOCAL_WRITE);
+    let sink = r.a.register(u64::from(READ_LEN), Access::LOCAL_WRITE);
+    let target = r.b.register(u64::from(WRITE_LEN), REMOTE);
+    let remote = r.b.register(u64::from(READ_LEN), REMOTE);
+    let recv = r.b.register(u64::from(SEND_LEN), Access::LOCAL_WRITE);
+    let written = pattern(1, WRITE_LEN as usize);
+    let sent = pattern(2, SEND_LEN as usize);
+    let read = pattern(3, READ_LEN as usize);
+    r.a.mem.fill(src.logical, &written);
+    r.a.mem.fill(src.logical + u64::from(WRITE_LEN), &sent);
+    r.b.mem.fill(remote.logical, &read);
+
+    r.b.post_recv(&mut qb, 7, &[recv.sge(0, SEND_LEN)]);
+    r.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Write, 1, &[src.sge(0, WRITE_LEN)], &target, 0),
+    );
+    r.a.post_send(
+        &mut qa,
+        wqe(
+            SendOpcode::Send,
+            2,
+            &[src.sge(u64::from(WRITE_LEN), SEND_LEN)],
+        ),
+    );
+    r.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Read, 3, &[sink.sge(0, READ_LEN)], &remote, 0),
+    );
+    r.run_until(|| {
+        qa.scq.drain();
+        qb.rcq.drain();
+        qa.scq.seen.len() == 3 && qb.rcq.seen.len() == 1
+    });
+    let done: Vec<_> = qa
+        .scq
+        .seen
+        .iter()
+        .map(|c| (c.wr_id, c.cqe_status()))
+        .collect();
+    assert_eq!(
+        done,
+        [
+            (1, CqeStatus::Success),
+            (2, CqeStatus::Success),
+            (3, CqeStatus::Success)
+        ]
+    );
+    let got = &qb.rcq.seen[0];
+    assert_eq!(
+        (got.wr_id, got.cqe_status(), got.op(), got.byte_len),
+        (7, CqeStatus::Success, Some(CqeOpcode::Receive), SEND_LEN)
+    );
+    assert!(
+        r.b.mem.get(target.logical, WRITE_LEN as usize) == written,
+        "WRITE data"
+    );
+    assert!(
+        r.b.mem.get(recv.logical, SEND_LEN as usize) == sent,
+        "SEND data"
+    );
+    assert!(
+        r.a.mem.get(sink.logical, READ_LEN as usize) == read,
+        "READ data"
+    );
+    assert_eq!(r.a.state(&qa), QpState::Connected);
+    assert_eq!(r.b.state(&qb), QpState::Connected);
+    Burst {
+        a: r.a.dev.stats(),
+        b: r.b.dev.stats(),
+        overflowed: r.ring_a.overflowed.load(Ordering::SeqCst)
+            + r.ring_b.overflowed.load(Ordering::SeqCst),
+        psns: psns.0.lock().unwrap().clone(),
+    }
+}
+
+/// Packets of `len` bytes at PMTU 1024.
+fn packets(len: u32) -> u32 {
+    len.div_ceil(1024)
+}
+
+/// Bursts 64 times the ring go through a ring that stops its senders:
+/// nothing dropped, no timeout, every packet sent once (A's request PSNs
+/// strictly in sequence), while both devices were stopped many times.
+#[test]
+fn bursts_far_larger_than_the_ring_complete_without_a_retransmission() {
+    let b = burst(16, true);
+    assert_eq!(b.overflowed, 0, "the ring dropped datagrams");
+    for (who, s) in [("A", &b.a), ("B", &b.b)] {
+        assert_eq!(
+            (
+                s.retransmitted,
+                s.timeouts,
+                s.read_gap_retries,
+                s.seq_naks_received
+            ),
+            (0, 0, 0, 0),
+            "{who}: {s:?}"
+        );
+    }
+    let requests = packets(WRITE_LEN) + packets(SEND_LEN) + 1;
+    let expected: Vec<u32> = (0..requests).map(|k| (PSN_A + k) & 0xFF_FFFF).collect();
+    assert!(
+        b.psns == expected,
+        "A's request PSNs: {} sent, not 0..{requests} once each",
+        b.psns.len()
+    );
+    assert_eq!(b.b.read_responses_sent, u64::from(packets(READ_LEN)));
+    assert!(b.a.tx_stalls > 10, "A never waited for its ring: {:?}", b.a);
+    assert!(b.b.tx_stalls > 10, "B never waited for its ring: {:?}", b.b);
+    assert!(b.a.tx_resumes > 0 && b.b.tx_resumes > 0);
+}
+
+/// The same bursts through rings that drop when full (a link without
+/// backpressure): datagrams are lost and retransmitted. Shows the rings
+/// above constrain the devices.
+#[test]
+fn the_same_bursts_through_dropping_rings_lose_and_retransmit() {
+    let b = burst(16, false);
+    assert!(b.overflowed > 0, "{b:?}");
+    assert!(b.a.retransmitted + b.b.read_responses_sent > u64::from(packets(READ_LEN)));
+    assert_eq!((b.a.tx_stalls, b.b.tx_stalls), (0, 0));
+}
+
+/// A ring that takes nothing stops the QP before its first packet: no
+/// packet, no PSN used, no timer started, however long it stays closed
+/// (many retransmit timeouts' worth). Opened, the QP sends everything
+/// from where it stopped, once.
+#[test]
+fn a_closed_ring_holds_a_qp_where_it_is_until_it_opens() {
+    let r = Rings::new(0, true);
+    let psns = Arc::new(SentPsns::default());
+    r.a.dev.set_capture(Some(Box::new(Tap(psns.clone()))));
+    let mut qa = r.a.qp(16);
+    let qb = r.b.qp(16);
+    r.connect(&qa, &qb, PSN_A, 0x42);
+    let src = r.a.register(64 << 10, Access::LOCAL_WRITE);
+    let target = r.b.register(64 << 10, REMOTE);
+    let data = pattern(9, 64 << 10);
+    r.a.mem.fill(src.logical, &data);
+    for i in 0..4u64 {
+        r.a.post_send(
+            &mut qa,
+            rdma(
+                SendOpcode::Write,
+                i,
+                &[src.sge(i * (16 << 10), 16 << 10)],
+                &target,
+                i * (16 << 10),
+            ),
+        );
+    }
+    r.run_for(50_000);
+    let held = r.a.dev.stats();
+    assert_eq!(held.tx_packets, 0, "{held:?}");
+    assert_eq!(held.tx_stalls, 1, "parked once, not spun on: {held:?}");
+    assert_eq!(
+        r.a.dev.next_timer_us(),
+        None,
+        "a timer runs for nothing sent"
+    );
+    qa.scq.drain();
+    assert!(qa.scq.seen.is_empty());
+
+    r.ring_a.capacity.store(4, Ordering::SeqCst);
+    r.ring_b.capacity.store(4, Ordering::SeqCst);
+    r.run_until(|| {
+        qa.scq.drain();
+        qa.scq.seen.len() == 4
+    });
+    assert!(
+        qa.scq
+            .seen
+            .iter()
+            .all(|c| c.cqe_status() == CqeStatus::Success)
+    );
+    assert!(r.b.mem.get(target.logical, 64 << 10) == data);
+    let s = r.a.dev.stats();
+    assert_eq!((s.retransmitted, s.timeouts), (0, 0), "{s:?}");
+    let expected: Vec<u32> = (0..64).map(|k| (PSN_A + k) & 0xFF_FFFF).collect();
+    assert!(
+        *psns.0.lock().unwrap() == expected,
+        "PSNs not sent once each in order"
+    );
+}
+
+/// A link that says no once, and whose runtime never calls `link_ready`
+/// (its room came back before the QP was parked): parking asks the link
+/// again, so the QP is not left waiting for a call that will not come.
+#[test]
+fn room_back_before_the_qp_is_parked_resumes_it() {
+    struct OnceFull {
+        ring: RingLink,
+        refusals: AtomicUsize,
+    }
+    impl Link for OnceFull {
+        fn transmit(&self, datagram: &[u8]) {
+            self.ring.transmit(datagram);
+        }
+        fn can_transmit(&self) -> bool {
+            // The 3rd question gets "no"; every other "yes".
+            self.refusals.fetch_add(1, Ordering::SeqCst) != 2
+        }
+    }
+    let clock = Arc::new(common::SimClock::default());
+    clock.set(1_000);
+    let ring_a = Ring::new(usize::MAX, true);
+    let ring_b = Ring::new(usize::MAX, true);
+    let link = OnceFull {
+        ring: RingLink(ring_a.clone()),
+        refusals: AtomicUsize::new(0),
+    };
+    let a = Node::custom(
+        ADDR_A,
+        1024,
+        &clock,
+        1 << 20,
+        Box::new(link),
+        Box::new(NoWake),
+    );
+    let b = Node::custom(
+        ADDR_B,
+        1024,
+        &clock,
+        1 << 20,
+        Box::new(RingLink(ring_b.clone())),
+        Box::new(NoWake),
+    );
+    let r = Rings {
+        clock,
+        a,
+        b,
+        ring_a,
+        ring_b,
+    };
+    let mut qa = r.a.qp(16);
+    let mut qb = r.b.qp(16);
+    r.connect(&qa, &qb, 0, 0);
+    let src = r.a.register(8 << 10, Access::LOCAL_WRITE);
+    let dst = r.b.register(8 << 10, Access::LOCAL_WRITE);
+    r.a.mem.fill(src.logical, &pattern(4, 8 << 10));
+    r.b.post_recv(&mut qb, 1, &[dst.sge(0, 8 << 10)]);
+    r.a.post_send(&mut qa, wqe(SendOpcode::Send, 1, &[src.sge(0, 8 << 10)]));
+    r.run_until(|| {
+        qa.scq.drain();
+        qa.scq.seen.len() == 1
+    });
+    let s = r.a.dev.stats();
+    assert_eq!(
+        (s.tx_stalls, s.tx_resumes, s.retransmitted),
+        (1, 1, 0),
+        "{s:?}"
+    );
+    assert!(r.b.mem.get(dst.logical, 8 << 10) == pattern(4, 8 << 10));
+}
