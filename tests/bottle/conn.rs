@@ -614,6 +614,31 @@ impl Pending {
         false
     }
 
+    /// Waits up to `timeout` for the request to complete with an error:
+    /// that completion's status (success fails the test), the regions
+    /// released.
+    #[track_caller]
+    pub fn fails(self, timeout: Duration) -> NTSTATUS {
+        let mut taken = Vec::new();
+        assert!(
+            wait_for(timeout, || {
+                taken.extend(results_ex(self.cq, 1));
+                !taken.is_empty()
+            }),
+            "the pending request neither completed nor failed"
+        );
+        let r = taken[0];
+        assert_eq!(
+            (r.Type, r.RequestContext as usize),
+            (self.ty, self.ctx),
+            "completion {r:?}"
+        );
+        assert_ne!(r.Status, STATUS_SUCCESS, "the pending request succeeded");
+        self.sink.release();
+        self.source.release();
+        r.Status
+    }
+
     /// Whether the sink still holds none of the data (nothing of the
     /// transfer landed yet).
     pub fn sink_untouched(&self) -> bool {
@@ -897,6 +922,15 @@ impl<'a, 'm> Connection<'a, 'm> {
             "NdkDisconnect"
         );
         wait_step("the disconnect event", || self.passive.disc.count() >= 1);
+        self.active.close();
+        self.passive.close();
+        self.listening.close();
+    }
+
+    /// Closes everything without an orderly disconnect (a connection whose
+    /// QP failed): closing a connector releases its connection.
+    #[track_caller]
+    pub fn abandon(self) {
         self.active.close();
         self.passive.close();
         self.listening.close();

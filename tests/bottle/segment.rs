@@ -1130,6 +1130,70 @@ fn segment_survives_a_nic_link_down_and_up() {
     });
 }
 
+/// How long the RC transport may take to give up on a peer it cannot
+/// reach (its retransmissions with a doubling timeout, then
+/// `RetryExceeded`).
+const RETRY_BUDGET: Duration = Duration::from_secs(40);
+
+/// An outage longer than the RC transport's patience: the RDMA WRITE
+/// posted while the NIC below A is down completes with
+/// `STATUS_IO_TIMEOUT` (its retries ran out) instead of hanging, nothing
+/// bugchecks, the dead connection closes, and after the link comes back
+/// new connections in both families move data and pings work. On a
+/// machine of its own, unloaded at the end: no leak, no bugcheck.
+#[test]
+fn segment_outlives_a_link_outage_longer_than_rc_retries() {
+    on_private_machine(
+        "segment::segment_outlives_a_link_outage_longer_than_rc_retries",
+        |m| {
+            let pair = Pair::new(m, None);
+            let (ndk_a, ndk_b) = pair.open();
+            let c = Connection::establish(
+                &ndk_a,
+                Some(pair.a.v4),
+                &ndk_b,
+                SocketAddr::new(pair.b.v4, fresh_port()),
+            );
+            c.sends(100);
+            assert!(m.set_nic_link(pair.a.id, false));
+            let pending = c.post_write(64 << 10, 11);
+            assert_eq!(
+                pending.fails(RETRY_BUDGET),
+                STATUS_IO_TIMEOUT,
+                "an RDMA WRITE over a link down for good"
+            );
+            no_bugchecks();
+            c.abandon();
+            assert!(m.set_nic_link(pair.a.id, true));
+            for ip in [pair.a.v4, pair.a.v6] {
+                assert!(
+                    m.wait_address_preferred(pair.a.id, ip, ADDRESS_WAIT),
+                    "{ip} after the link up"
+                );
+                assert!(
+                    ndk_a.wait_address(ip, ADDRESS_WAIT),
+                    "A's driver never served {ip} again"
+                );
+            }
+            for at_ip in [pair.b.v4, pair.b.v6] {
+                let c = Connection::establish(
+                    &ndk_a,
+                    Some(pair.a.addr_like(at_ip)),
+                    &ndk_b,
+                    SocketAddr::new(at_ip, fresh_port()),
+                );
+                c.exchange(&[4096 + 1000]);
+                c.close();
+            }
+            pair.ping_all();
+            ndk_a.close();
+            ndk_b.close();
+            pair.halt();
+            no_bugchecks();
+        },
+    );
+}
+
 // ---------------------------------------------------------------- 6. tshark
 
 /// Lines tshark prints for the frames of `file` matching `filter`.
