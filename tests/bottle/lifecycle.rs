@@ -176,10 +176,19 @@ fn check_general_oids(machine: &Machine, a: AdapterId) {
         query(machine, a, OID_GEN_MAXIMUM_FRAME_SIZE, 4),
         1500u32.to_ne_bytes()
     );
+    // The stack above V set V's filter (directed, multicast, broadcast);
+    // setting it again goes down to the NIC and reads back.
+    let filter = query(machine, a, OID_GEN_CURRENT_PACKET_FILTER, 4);
     assert_eq!(
-        machine.oid_set(a, OID_GEN_CURRENT_PACKET_FILTER, &1u32.to_ne_bytes()),
+        filter,
+        0x0Bu32.to_ne_bytes(),
+        "NDIS_PACKET_TYPE_DIRECTED | MULTICAST | BROADCAST"
+    );
+    assert_eq!(
+        machine.oid_set(a, OID_GEN_CURRENT_PACKET_FILTER, &filter),
         Ok(4)
     );
+    assert_eq!(query(machine, a, OID_GEN_CURRENT_PACKET_FILTER, 4), filter);
 }
 
 /// `OID_GEN_STATISTICS` after three sends V discarded (its binding to the
