@@ -49,6 +49,20 @@ use crate::machine::Keyword;
 use crate::mm::OwnedMdl;
 use crate::segment;
 
+/// The fault a child run of a test makes the fake driver commit.
+struct Fault;
+
+impl Fault {
+    const NONE: u32 = 0;
+    const RETURN_TWICE: u32 = 1;
+    const RETURN_LENT: u32 = 2;
+    const WRONG_SOURCE: u32 = 3;
+    const EARLY_PAUSE: u32 = 4;
+    const OPEN_OUTSIDE_BIND: u32 = 5;
+}
+
+static FAULT: AtomicU32 = AtomicU32::new(Fault::NONE);
+
 /// A send in flight: its list, MDL and data.
 type InFlight = (usize, OwnedMdl, Box<[u8]>);
 
@@ -259,7 +273,7 @@ unsafe extern "win64" fn pnp(ctx: NDIS_HANDLE, event: *mut NET_PNP_EVENT_NOTIFIC
     let s = side(ctx);
     // SAFETY: NDIS's notification for the call.
     let code = unsafe { (*event).NetPnPEvent.NetEvent };
-    if code == NetEventPause {
+    if code == NetEventPause && FAULT.load(Ordering::SeqCst) != Fault::EARLY_PAUSE {
         s.pauses.fetch_add(1, Ordering::SeqCst);
         wait("sends to complete before the pause", || {
             s.sends_out.load(Ordering::SeqCst) == 0
@@ -313,8 +327,15 @@ unsafe extern "win64" fn receive(
             unsafe { nbl::frame_of(*l as *const NET_BUFFER_LIST) }.expect("a readable receive");
         lock(&s.received).push((frame, resources));
     }
-    if !resources {
-        // SAFETY: our binding; the chain NDIS gave us, returned once.
+    // A faulty driver returns what it was only lent, or returns twice.
+    let returns = match FAULT.load(Ordering::SeqCst) {
+        Fault::RETURN_LENT => 1,
+        Fault::RETURN_TWICE if !resources => 2,
+        _ => u32::from(!resources),
+    };
+    for _ in 0..returns {
+        // SAFETY: our binding; the chain NDIS gave us (returned once
+        // unless the test asked for a fault).
         unsafe {
             NdisReturnNetBufferLists(
                 s.binding.load(Ordering::SeqCst) as NDIS_HANDLE,
@@ -354,8 +375,13 @@ fn send(i: usize, frame: &[u8]) {
         unsafe { NdisAllocateNetBufferAndNetBufferList(pool, 0, 0, mdl.as_ptr(), 0, data.len()) };
     assert!(!list.is_null());
     let binding = s.binding.load(Ordering::SeqCst);
+    let source = if FAULT.load(Ordering::SeqCst) == Fault::WRONG_SOURCE {
+        s.pool.load(Ordering::SeqCst)
+    } else {
+        binding
+    };
     // SAFETY: our list, not yet sent.
-    unsafe { (*list).SourceHandle = binding as NDIS_HANDLE };
+    unsafe { (*list).SourceHandle = source as NDIS_HANDLE };
     lock(&s.in_flight).push((list as usize, mdl, data));
     s.sends_out.fetch_add(1, Ordering::SeqCst);
     cpu::run_at_dispatch(|| {
@@ -671,4 +697,142 @@ fn unbind_all(nic0: u32, nic1: u32) {
     super::miniport::unload(0x5000);
     assert!(state::with(|n| n.protocol.is_none() && n.driver.is_none()));
     assert_eq!(super::workitem::stop(Duration::from_secs(5)), 0);
+}
+
+// ---- faults: each test runs itself in a child, whose bug check aborts it
+
+/// Set in a child run of a fault test.
+const CHILD_ENV: &str = "KBOTTLE_MUX_FAULT_CHILD";
+
+/// In the parent: runs test `name` in a child and returns its stderr,
+/// which must hold a bug check. In the child: `None` (do the test).
+fn in_child(name: &str) -> Option<String> {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return None;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .output()
+        .expect("running the child");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "the child survived:\n{stderr}");
+    Some(stderr)
+}
+
+/// Two bound NICs on a segment, with the fake driver told to commit
+/// `fault`; their numbers and MACs.
+fn two_bound(fault: u32) -> (u32, u32, [[u8; 6]; 2]) {
+    super::tests::fresh_ndis(0x5000, 0x6000);
+    register(0x5000, 0x6000);
+    let seg = segment::create(segment::DEFAULT_MTU);
+    let kw = vec![("*NetworkDirect".to_owned(), Keyword::Int(1))];
+    let nic0 = bindflow::add_nic(seg, kw.clone(), Some(&NicOptions::default())).expect("NIC 0");
+    bindflow::bind(nic0).expect("bind 0");
+    let nic1 = bindflow::add_nic(seg, kw, Some(&NicOptions::default())).expect("NIC 1");
+    bindflow::bind(nic1).expect("bind 1");
+    let macs = state::with(|n| [n.nics[&nic0].mac, n.nics[&nic1].mac]);
+    FAULT.store(fault, Ordering::SeqCst);
+    (nic0, nic1, macs)
+}
+
+#[test]
+fn a_received_list_returned_twice_is_a_leaked_nbl_bug_check() {
+    let Some(stderr) =
+        in_child("ndis::mux_tests::a_received_list_returned_twice_is_a_leaked_nbl_bug_check")
+    else {
+        let (_, _, macs) = two_bound(Fault::RETURN_TWICE);
+        send(0, &frame(macs[1], macs[0], b"twice"));
+        wait("the bug check", || false);
+        return;
+    };
+    assert!(stderr.contains("BUGCHECK 0x7C (0x27"), "{stderr}");
+    assert!(stderr.contains("returning a receive"), "{stderr}");
+}
+
+#[test]
+fn returning_a_list_lent_with_resources_is_a_bug_check() {
+    let Some(stderr) =
+        in_child("ndis::mux_tests::returning_a_list_lent_with_resources_is_a_bug_check")
+    else {
+        let (_, _, macs) = two_bound(Fault::RETURN_LENT);
+        // One indication in four carries NDIS_RECEIVE_FLAGS_RESOURCES:
+        // frames one at a time until one does (and the driver returns it).
+        for k in 0..200u8 {
+            send(0, &frame(macs[1], macs[0], &[k; 20]));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        wait("the bug check", || false);
+        return;
+    };
+    assert!(stderr.contains("BUGCHECK 0x7C (0x27"), "{stderr}");
+    assert!(stderr.contains("NDIS_RECEIVE_FLAGS_RESOURCES"), "{stderr}");
+}
+
+#[test]
+fn a_send_whose_source_handle_is_not_the_binding_is_a_bug_check() {
+    let Some(stderr) =
+        in_child("ndis::mux_tests::a_send_whose_source_handle_is_not_the_binding_is_a_bug_check")
+    else {
+        let (_, _, macs) = two_bound(Fault::WRONG_SOURCE);
+        send(0, &frame(macs[1], macs[0], b"whose?"));
+        return;
+    };
+    assert!(stderr.contains("BUGCHECK 0x7C (0x27"), "{stderr}");
+    assert!(stderr.contains("SourceHandle"), "{stderr}");
+}
+
+#[test]
+fn a_pause_completed_with_sends_out_is_a_bug_check() {
+    let Some(stderr) = in_child("ndis::mux_tests::a_pause_completed_with_sends_out_is_a_bug_check")
+    else {
+        let (nic0, _, macs) = two_bound(Fault::EARLY_PAUSE);
+        // Sends completed later from the NIC's thread: hold that thread
+        // by filling its queue, then pause at once.
+        for _ in 0..200 {
+            send(0, &frame(macs[1], macs[0], &[1; 1000]));
+        }
+        for _ in 0..50 {
+            bindflow::pause(nic0);
+            bindflow::restart(nic0);
+            for _ in 0..20 {
+                send(0, &frame(macs[1], macs[0], &[1; 1000]));
+            }
+        }
+        return;
+    };
+    assert!(stderr.contains("BUGCHECK 0x7C (0x1f"), "{stderr}");
+    assert!(stderr.contains("NetEventPause completed"), "{stderr}");
+}
+
+#[test]
+fn an_open_outside_the_bind_is_a_bug_check() {
+    let Some(stderr) = in_child("ndis::mux_tests::an_open_outside_the_bind_is_a_bug_check") else {
+        two_bound(Fault::OPEN_OUTSIDE_BIND);
+        let mut media: [NDIS_MEDIUM; 1] = [NdisMedium802_3];
+        let mut index = 0u32;
+        let mut open = NDIS_OPEN_PARAMETERS::new(
+            ptr::null_mut(),
+            media.as_mut_ptr(),
+            1,
+            &raw mut index,
+            ptr::null_mut(),
+            0,
+        );
+        let mut binding: NDIS_HANDLE = ptr::null_mut();
+        let protocol = PROTOCOL.load(Ordering::SeqCst) as NDIS_HANDLE;
+        // SAFETY: PASSIVE_LEVEL; a bind context NDIS never gave (the
+        // fault under test).
+        let _ = unsafe {
+            NdisOpenAdapterEx(
+                protocol,
+                ctx_of(0),
+                &raw mut open,
+                0x1234 as NDIS_HANDLE,
+                &raw mut binding,
+            )
+        };
+        return;
+    };
+    assert!(stderr.contains("BUGCHECK 0x7C (0x16"), "{stderr}");
 }
