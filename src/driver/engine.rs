@@ -30,7 +30,10 @@
 //! Each pass also runs the engine's [`Pump`], if it has one: the L2 port's
 //! datagrams to the device's own addresses, which the port queued while
 //! the device sent them (inside its locks) and the pass hands back to the
-//! device outside every lock of its.
+//! device outside every lock of its; and the port's note that its send
+//! frames, which had run out, are free again (a send completion kicks the
+//! engine for it), which the pass passes on to the device so that the
+//! QPs that stopped for want of a frame go on.
 
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
@@ -89,7 +92,8 @@ pub struct Engine {
 }
 
 /// Work a pass of the engine does besides polling the device: handing it
-/// datagrams a link holds for it (the L2 port's own-address loopback).
+/// datagrams a link holds for it (the L2 port's own-address loopback), and
+/// telling it the link has room again.
 pub trait Pump: Send + Sync {
     /// Hands what waits to `rnic`, holding none of its locks
     /// (`DISPATCH_LEVEL`, the engine's DPC); whether anything did.

@@ -13,6 +13,12 @@
 //!   that does not run drops it (RoCE's RC transport retransmits; an ARP
 //!   request is asked again). The completion gives the frame back
 //!   ([`L2Port::send_complete`]).
+//! * Backpressure: the RNIC asks before each packet whether a frame is
+//!   free ([`NblSink::has_room`]) and stops while none is, as a NIC driver
+//!   stops its queue on a full ring. The give-back that makes room again
+//!   notes it and kicks the engine, whose next pass (the [`Pump`]) tells
+//!   the RNIC (`SoftRnic::link_ready`): the stopped QPs go on where they
+//!   stopped, and a burst larger than the pool is held, not dropped.
 //! * Receive: [`L2Port::take_received`] shows each received frame to the
 //!   port, in place or copied into a bounce buffer ([`receive`]), at
 //!   DISPATCH_LEVEL; a RoCEv2 datagram for one of V's addresses goes to the
@@ -44,7 +50,7 @@ use softrnic::device::SoftRnic;
 use softrnic::env::{Clock, Link};
 use softrnic::l2::{EthernetPort, FrameSink, Verdict};
 
-use self::pool::SendPool;
+use self::pool::{GivenBack, SendPool};
 use self::receive::Bounce;
 use super::binding::Binding;
 use super::clock::KernelClock;
@@ -65,6 +71,11 @@ pub struct L2Stats {
     /// Frames the port could not send: no free frame, too long, or the
     /// binding not running.
     pub send_drops: AtomicU64,
+    /// Times the RNIC was told to wait for a free frame (one per packet
+    /// it held back; `send_drops` counts what was lost instead).
+    pub send_waits: AtomicU64,
+    /// Times the pool had room again after running out (the RNIC was told).
+    pub send_resumes: AtomicU64,
     /// RoCEv2 datagrams taken from the NIC's receives and given to the RNIC.
     pub received: AtomicU64,
     /// UDP payload bytes of those datagrams.
@@ -86,8 +97,11 @@ impl L2Stats {
 struct Frames {
     pool: SendPool,
     binding: &'static Binding,
-    /// The engine to kick for loopback, while attached.
+    /// The engine to kick for loopback and for room again, while attached.
     engine: AtomicPtr<Engine>,
+    /// The pool had room again after running out: the engine's next pass
+    /// tells the RNIC (`SoftRnic::link_ready`).
+    room_again: AtomicBool,
     /// Sink calls using `engine` now (the detach rundown).
     kickers: AtomicU32,
     /// No more sends (set by `shutdown`).
@@ -141,7 +155,9 @@ impl Frames {
             return false;
         };
         let Some(nbl) = claimed.fill(frame) else {
-            claimed.release();
+            if claimed.release() {
+                self.note_room_again();
+            }
             return false;
         };
         let dispatch = irql::current() >= DISPATCH_LEVEL;
@@ -155,9 +171,30 @@ impl Frames {
             true
         } else {
             self.count_sent(payload_len, false);
-            claimed.release();
+            if claimed.release() {
+                self.note_room_again();
+            }
             false
         }
+    }
+
+    /// Whether a frame is free for the RNIC's next packet (the RNIC's
+    /// `Link::can_transmit`, before every packet: two atomic loads).
+    fn has_room(&self) -> bool {
+        let room = self.pool.has_room();
+        if !room {
+            self.stats.send_waits.fetch_add(1, Ordering::Relaxed);
+        }
+        room
+    }
+
+    /// The pool has room again after it had none (`<= DISPATCH_LEVEL`, a
+    /// send completion or a frame given back unsent): the engine's next
+    /// pass tells the RNIC (the port's [`Pump`]).
+    fn note_room_again(&self) {
+        self.stats.send_resumes.fetch_add(1, Ordering::Relaxed);
+        self.room_again.store(true, Ordering::SeqCst);
+        self.kick();
     }
 
     /// Kicks the attached engine (`<= DISPATCH_LEVEL`).
@@ -180,6 +217,10 @@ impl FrameSink for NblSink {
 
     fn loopback_ready(&self) {
         self.0.kick();
+    }
+
+    fn has_room(&self) -> bool {
+        self.0.has_room()
     }
 }
 
@@ -225,6 +266,7 @@ impl L2Port {
             pool,
             binding,
             engine: AtomicPtr::new(ptr::null_mut()),
+            room_again: AtomicBool::new(false),
             kickers: AtomicU32::new(0),
             closed: AtomicBool::new(false),
             senders: AtomicU32::new(0),
@@ -341,10 +383,15 @@ impl L2Port {
     }
 
     /// One of the port's lists came back from P (`<= DISPATCH_LEVEL`,
-    /// `Next` cleared): its frame is free again.
+    /// `Next` cleared): its frame is free again, and if that gives a pool
+    /// that ran out room again, the RNIC is told (through the engine).
     pub fn send_complete(&self, nbl: NonNull<NET_BUFFER_LIST>) {
-        if !self.frames.pool.completed(nbl) {
-            super::log::log_error!("rsndk: L2 port: completion of a list not in flight");
+        match self.frames.pool.completed(nbl) {
+            GivenBack::Free => {}
+            GivenBack::RoomAgain => self.frames.note_room_again(),
+            GivenBack::NotInFlight => {
+                super::log::log_error!("rsndk: L2 port: completion of a list not in flight");
+            }
         }
     }
 
@@ -391,9 +438,12 @@ impl L2Port {
         }
         let stats = &self.frames.stats;
         log_info!(
-            "rsndk: L2 port closed: sent {}, send drops {}, received {}, receive drops {}; {:?}",
+            "rsndk: L2 port closed: sent {}, send drops {}, waits for a frame {}, resumes {}, \
+             received {}, receive drops {}; {:?}",
             stats.sent.load(Ordering::Relaxed),
             stats.send_drops.load(Ordering::Relaxed),
+            stats.send_waits.load(Ordering::Relaxed),
+            stats.send_resumes.load(Ordering::Relaxed),
             stats.received.load(Ordering::Relaxed),
             stats.receive_drops.load(Ordering::Relaxed),
             self.port.stats(),
@@ -403,10 +453,14 @@ impl L2Port {
 
 impl Pump for L2Port {
     /// Moves the port's clock (neighbour ageing, held datagrams; the engine
-    /// runs at least every idle period) and hands the loopback queue to
-    /// the RNIC.
+    /// runs at least every idle period), tells the RNIC if the pool has
+    /// room again after running out, and hands the loopback queue to the
+    /// RNIC.
     fn pump(&self, rnic: &SoftRnic) -> bool {
         self.port.tick(KernelClock.now_us());
+        if self.frames.room_again.swap(false, Ordering::SeqCst) {
+            rnic.link_ready();
+        }
         self.port.poll_loopback(|datagram| rnic.receive(datagram)) != 0
     }
 }
@@ -418,5 +472,9 @@ struct PortLink(TryArc<L2Port>);
 impl Link for PortLink {
     fn transmit(&self, datagram: &[u8]) {
         self.0.port.transmit(datagram);
+    }
+
+    fn can_transmit(&self) -> bool {
+        self.0.port.can_transmit()
     }
 }

@@ -6,8 +6,17 @@
 //! once if it could not be sent).
 //!
 //! [`FRAMES`] is what a NIC's transmit ring holds: the RNIC sends bursts
-//! (a READ response is a run of packets), and a frame the pool cannot take
-//! is dropped and costs the RC transport a retransmission round.
+//! (a READ response is a run of packets) larger than that. So the pool
+//! says when it has no room ([`SendPool::has_room`], the RNIC's
+//! `Link::can_transmit`), and the RNIC stops instead of building frames
+//! the pool would have to drop; once [`RESUME_AT`] frames are free again,
+//! the give-back that frees enough says so ([`GivenBack::RoomAgain`]) and
+//! the port tells the RNIC, as a NIC driver stops its queue when the ring
+//! is full and wakes it from the transmit completion.
+//!
+//! Frames free to claim are counted (`free`): a claim takes one from the
+//! count before it looks for an idle frame, a give-back adds one after
+//! its frame is idle, so the count never says more than there is.
 //!
 //! Frames are owned through a `busy` flag each (claimed with an acquire
 //! compare-exchange, released with a release store): no lock, legal at
@@ -35,6 +44,10 @@ use crate::driver::alloc::{POOL_TAG, PageBuffer};
 /// Send frames of a port: the RNIC's packets in flight to the NIC at most
 /// (a packet finding none free is dropped; RC retransmits it).
 pub const FRAMES: usize = 256;
+/// Free frames a pool that ran out needs before it says it has room again:
+/// a quarter of the ring, so a stopped sender resumes with a batch to send
+/// rather than one frame per completion.
+pub const RESUME_AT: usize = FRAMES / 4;
 /// The shortest frame buffer: room for any ARP or neighbour discovery
 /// frame the port builds, whatever the link MTU says.
 const MIN_FRAME_BYTES: usize = 128;
@@ -69,6 +82,12 @@ pub struct SendPool {
     pool: NDIS_HANDLE,
     frames: Vec<Frame>,
     next: AtomicUsize,
+    /// Frames a claim may take: never more than the idle ones.
+    free: AtomicUsize,
+    /// The pool ran out and said so ([`SendPool::has_room`]): it has room
+    /// again at [`RESUME_AT`] free frames, and the give-back that sees
+    /// that clears this and reports it.
+    stopped: AtomicBool,
     /// The frames' bytes, freed after the MDLs and NBLs over them (field
     /// order: dropped after `frames`, whose owner frees those in `Drop`).
     memory: PageBuffer,
@@ -99,6 +118,7 @@ unsafe impl Sync for SendPool {}
 /// out of scope leaves its frame taken, which is what a sent frame needs
 /// (its completion, [`SendPool::completed`], gives it back).
 pub struct Claimed<'a> {
+    pool: &'a SendPool,
     frame: &'a Frame,
     index: usize,
 }
@@ -152,10 +172,24 @@ impl Claimed<'_> {
         Some(nbl)
     }
 
-    /// Gives the frame back (it was not sent).
-    pub fn release(self) {
+    /// Gives the frame back (it was not sent); whether the pool has room
+    /// again after running out (tell the sender).
+    pub fn release(self) -> bool {
         self.frame.busy.store(false, Ordering::Release);
+        self.pool.count_free()
     }
+}
+
+/// What a sent list's completion did ([`SendPool::completed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GivenBack {
+    /// The list is not one of the pool's frames in flight: nothing changed.
+    NotInFlight,
+    /// Its frame is free again.
+    Free,
+    /// Its frame is free again, and the pool, which had run out, has room
+    /// again: its sender is to be told.
+    RoomAgain,
 }
 
 impl SendPool {
@@ -186,6 +220,9 @@ impl SendPool {
             pool,
             frames,
             next: AtomicUsize::new(0),
+            // None until allocated below.
+            free: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
             memory,
         };
         for index in 0..FRAMES {
@@ -193,6 +230,7 @@ impl SendPool {
             // Capacity is reserved: no reallocation.
             this.frames.push(frame);
         }
+        this.free.store(FRAMES, Ordering::SeqCst);
         Ok(this)
     }
 
@@ -233,17 +271,63 @@ impl SendPool {
     /// Takes a free frame (any IRQL up to DISPATCH_LEVEL); `None` when all
     /// are in flight.
     pub fn claim(&self) -> Option<Claimed<'_>> {
+        self.free
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .ok()?;
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let count = self.frames.len();
-        (0..count).find_map(|k| {
+        let claimed = (0..count).find_map(|k| {
             let index = (start + k) % count;
             let frame = self.frames.get(index)?;
             frame
                 .busy
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
-                .then_some(Claimed { frame, index })
-        })
+                .then_some(Claimed {
+                    pool: self,
+                    frame,
+                    index,
+                })
+        });
+        if claimed.is_none() {
+            // The idle frame counted for this claim went to another one
+            // while the search passed it (it was freed behind the search):
+            // the count goes back. Not a give-back that can end a stop:
+            // the frames the others took come back with give-backs of
+            // their own.
+            self.free.fetch_add(1, Ordering::SeqCst);
+        }
+        claimed
+    }
+
+    /// Whether a frame is free for the RNIC's next packet (any IRQL up to
+    /// DISPATCH_LEVEL; two atomic loads unless it just ran out). A pool
+    /// that ran out says no until [`RESUME_AT`] frames are free again;
+    /// the give-back that sees that reports [`GivenBack::RoomAgain`], or
+    /// `release` `true`, after every `false` said here.
+    pub fn has_room(&self) -> bool {
+        let stopped = self.stopped.load(Ordering::SeqCst);
+        let free = self.free.load(Ordering::SeqCst);
+        if stopped {
+            return free >= RESUME_AT;
+        }
+        if free > 0 {
+            return true;
+        }
+        self.stopped.store(true, Ordering::SeqCst);
+        // Give-backs between the look and the stop did not see it: look
+        // again (a give-back after the stop sees it; the count and the
+        // flag are sequentially consistent).
+        self.free.load(Ordering::SeqCst) >= RESUME_AT
+    }
+
+    /// Counts a frame free again (after its `busy` flag was cleared);
+    /// whether that ends a stop ([`SendPool::has_room`]).
+    fn count_free(&self) -> bool {
+        let free = self.free.fetch_add(1, Ordering::SeqCst) + 1;
+        free >= RESUME_AT
+            && self.stopped.load(Ordering::SeqCst)
+            && self.stopped.swap(false, Ordering::SeqCst)
     }
 
     /// Whether `nbl` is one of this pool's lists (by its pool, as NDIS
@@ -254,20 +338,24 @@ impl SendPool {
         pool == self.pool
     }
 
-    /// A sent list came back: its frame is free again. `false` (nothing
-    /// freed) if the list is not one of this pool's frames in flight.
-    pub fn completed(&self, nbl: NonNull<NET_BUFFER_LIST>) -> bool {
+    /// A sent list came back: its frame is free again (unless the list is
+    /// not one of this pool's frames in flight).
+    pub fn completed(&self, nbl: NonNull<NET_BUFFER_LIST>) -> GivenBack {
         // SAFETY: the caller hands back a completed list of this pool,
         // which is ours again; reading the index we stored.
         let index = unsafe { (*nbl.as_ptr()).ProtocolReserved[0] } as usize;
         let Some(frame) = self.frames.get(index) else {
-            return false;
+            return GivenBack::NotInFlight;
         };
         if frame.nbl != nbl || !frame.busy.load(Ordering::Acquire) {
-            return false;
+            return GivenBack::NotInFlight;
         }
         frame.busy.store(false, Ordering::Release);
-        true
+        if self.count_free() {
+            GivenBack::RoomAgain
+        } else {
+            GivenBack::Free
+        }
     }
 
     /// Frames claimed or in flight now.
