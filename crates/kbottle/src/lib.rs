@@ -24,9 +24,12 @@
 //!   `NET_BUFFER_LIST`s with an ownership ledger.
 //! - [`segment`] is the emulated Ethernet the NICs sit on: a learning
 //!   switch with pcap capture; nothing leaves the process.
-//! - [`netio`] plays Winsock Kernel: datagram sockets carried by real
-//!   Linux UDP sockets, so bottled drivers talk RoCEv2 to each other and
-//!   to `librsndk.so`.
+//! - [`tcpip`] is TCP/IP above each virtual miniport: the interface's
+//!   addresses (duplicate address detection, the EUI-64 link-local), ARP
+//!   and IPv6 neighbor discovery, ICMP echo and port unreachable, and the
+//!   receive filter it sets on V.
+//! - [`netio`] plays NETIO's IP Helper: the unicast address table and its
+//!   change notifications, over [`tcpip`].
 //! - [`verifier`] holds the rules' outcome: a would-be bugcheck is
 //!   recorded with its code and parameters and ends the test.
 //! - [`image`] finds or builds the image under test; [`shared`] is the
@@ -36,8 +39,9 @@
 //!
 //! The model, in short:
 //! - A *processor* is an OS thread that runs driver code: the test thread,
-//!   the timer thread, the system worker thread (work items), each
-//!   socket's receive thread, each NIC's thread (`nic-<n>`: receives,
+//!   the timer thread, the system worker thread (work items), the TCP/IP
+//!   thread (`tcpip`), one thread per IP Helper notification
+//!   registration, each NIC's thread (`nic-<n>`: receives,
 //!   deferred send and OID completions, link changes, all at
 //!   DISPATCH_LEVEL) and NDIS's PnP threads (`ndis-pnp`: binds, unbinds,
 //!   binding pause and restart, at PASSIVE_LEVEL). Each has its own IRQL and DPC queue. A DPC

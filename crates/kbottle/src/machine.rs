@@ -97,10 +97,6 @@ pub struct Report {
     pub queued_dpcs: usize,
     /// Work items still queued (dropped unrun at unload).
     pub queued_work_items: usize,
-    /// WSK sockets still open.
-    pub open_sockets: usize,
-    /// WSK client registrations never deregistered.
-    pub wsk_registrations: usize,
     /// Bugchecks recorded since the machine booted.
     pub bugchecks: Vec<Bugcheck>,
     /// Work items allocated and never freed.
@@ -138,8 +134,6 @@ impl Report {
             && self.armed_timers == 0
             && self.queued_dpcs == 0
             && self.queued_work_items == 0
-            && self.open_sockets == 0
-            && self.wsk_registrations == 0
             && self.bugchecks.is_empty()
             && self.leaked_work_items == 0
             && self.open_configurations == 0
@@ -160,7 +154,6 @@ impl Report {
     fn driver_code_may_run(&self) -> bool {
         self.armed_timers != 0
             || self.queued_dpcs != 0
-            || self.open_sockets != 0
             || self.open_bindings != 0
             || self.mib_notifications != 0
     }
@@ -174,7 +167,7 @@ impl fmt::Display for Report {
         write!(
             f,
             "pool {:?}, {} armed timers, {} queued DPCs, {} queued and {} leaked work items, \
-             {} open sockets, {} WSK registrations, {} open configurations, {} MDLs, {} IRPs, \
+             {} open configurations, {} MDLs, {} IRPs, \
              registered: {}, protocol registered: {}, NBL pools {:?}, {} open bindings, \
              {} interface stack entries, {} MIB tables, {} MIB notifications, faults: {:?}, \
              bugchecks: {:?}",
@@ -183,8 +176,6 @@ impl fmt::Display for Report {
             self.queued_dpcs,
             self.queued_work_items,
             self.leaked_work_items,
-            self.open_sockets,
-            self.wsk_registrations,
             self.open_configurations,
             self.mdls,
             self.irps,
@@ -339,8 +330,6 @@ struct Baseline {
     bugchecks: usize,
     armed_timers: usize,
     queued_dpcs: usize,
-    open_sockets: usize,
-    wsk_registrations: usize,
     mdls: usize,
     irps: usize,
     mib_tables: usize,
@@ -353,8 +342,6 @@ impl Baseline {
             bugchecks: verifier::bugchecks().len(),
             armed_timers: ke::armed_timers(),
             queued_dpcs: ke::queued_dpcs(),
-            open_sockets: netio::open_sockets(),
-            wsk_registrations: netio::open_registrations(),
             mdls: mm::outstanding_mdls(),
             irps: io::outstanding_irps(),
             mib_tables: netio::iphelper_tables_outstanding(),
@@ -389,8 +376,6 @@ impl Baseline {
             armed_timers: ke::armed_timers().saturating_sub(self.armed_timers),
             queued_dpcs: ke::queued_dpcs().saturating_sub(self.queued_dpcs),
             queued_work_items,
-            open_sockets: netio::open_sockets().saturating_sub(self.open_sockets),
-            wsk_registrations: netio::open_registrations().saturating_sub(self.wsk_registrations),
             bugchecks: verifier::bugchecks()
                 .into_iter()
                 .skip(self.bugchecks)

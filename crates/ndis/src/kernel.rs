@@ -159,7 +159,7 @@ pub struct IO_STATUS_BLOCK {
     pub Status: NTSTATUS,
     /// Upper half of the `Status`/`Pointer` union.
     pub Reserved: ULONG,
-    /// Request-specific value (for WskSocket: the new `PWSK_SOCKET`).
+    /// Request-specific value (what the request's completion reports).
     pub Information: ULONG_PTR,
 }
 

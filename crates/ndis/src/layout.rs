@@ -19,9 +19,8 @@
 //! 64-bit targets. `NDIS_STATUS` values print as the decimal of their `u32`
 //! bit pattern, like `ndkpi` prints NTSTATUS values.
 //!
-//! The `kernel` and `wsk` entries (spin locks, DPCs, IRPs, pool, Winsock
-//! Kernel) follow `wdm.h`, `ntddk.h` and `wsk.h`; where each value was
-//! checked is said in those modules' docs.
+//! The `kernel` entries (spin locks, DPCs, IRPs, pool) follow `wdm.h` and
+//! `ntddk.h`; where each value was checked is said in that module's docs.
 //!
 //! One value is not header text but arithmetic on it: the size of the
 //! `NDIS_MINIPORT_ADAPTER_ATTRIBUTES` union, whose omitted members are all
@@ -688,46 +687,6 @@ layout_facts! {
             CreationTimeStamp: 72,
         },
         MIB_UNICASTIPADDRESS_TABLE: 88 { NumEntries: 0, Table: 8 },
-        // wsk.h (wsk.rs), as the WDK's km header declares them.
-        WSK_SOCKET: 8 { Dispatch: 0 },
-        WSK_BUF: 24 { Mdl: 0, Offset: 8, Length: 16 },
-        WSK_DATAGRAM_INDICATION: 56 {
-            Next: 0,
-            Buffer: 8,
-            ControlInfo: 32,
-            ControlInfoLength: 40,
-            RemoteAddress: 48,
-        },
-        WSK_EVENT_CALLBACK_CONTROL: 16 { NpiId: 0, EventMask: 8 },
-        WSK_CLIENT_DISPATCH: 16 { Version: 0, Reserved: 2, WskClientEvent: 8 },
-        WSK_CLIENT_DATAGRAM_DISPATCH: 8 { WskReceiveFromEvent: 0 },
-        WSK_PROVIDER_DISPATCH: 56 {
-            Version: 0,
-            Reserved: 2,
-            WskSocket: 8,
-            WskSocketConnect: 16,
-            WskControlClient: 24,
-            WskGetAddressInfo: 32,
-            WskFreeAddressInfo: 40,
-            WskGetNameInfo: 48,
-        },
-        WSK_PROVIDER_BASIC_DISPATCH: 16 { WskControlSocket: 0, WskCloseSocket: 8 },
-        WSK_PROVIDER_DATAGRAM_DISPATCH: 64 {
-            Basic: 0,
-            WskBind: 16,
-            WskSendTo: 24,
-            WskReceiveFrom: 32,
-            WskRelease: 40,
-            WskGetLocalAddress: 48,
-            WskSendMessages: 56,
-        },
-        WSK_CLIENT_NPI: 16 { ClientContext: 0, Dispatch: 8 },
-        WSK_PROVIDER_NPI: 16 { Client: 0, Dispatch: 8 },
-        WSK_REGISTRATION: 24 {
-            ReservedRegistrationState: 0,
-            ReservedRegistrationContext: 8,
-            ReservedRegistrationLock: 16,
-        },
     }
     unions {
         SOCKADDR_INET: 28 { Ipv4: 0, Ipv6: 0, si_family: 0 },
@@ -1268,31 +1227,6 @@ layout_facts! {
             NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_XMIT = 0x0010_0000,
             NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_XMIT = 0x0020_0000,
         },
-        // wsk.rs (wsk.h, mswsockdef.h, ws2def.h).
-        u16v {
-            WSK_VERSION_1_0 = 0x0100,
-            SOCK_DGRAM = 2,
-        },
-        u32v {
-            WSK_NO_WAIT = 0,
-            WSK_INFINITE_WAIT = 0xFFFF_FFFF,
-            WSK_FLAG_BASIC_SOCKET = 0,
-            WSK_FLAG_LISTEN_SOCKET = 1,
-            WSK_FLAG_CONNECTION_SOCKET = 2,
-            WSK_FLAG_DATAGRAM_SOCKET = 4,
-            WSK_FLAG_AT_DISPATCH_LEVEL = 8,
-            WSK_SO_BASE = 0x4000,
-            SO_WSK_EVENT_CALLBACK = 0x4002,
-            WSK_EVENT_RECEIVE_FROM = 0x0100,
-            WSK_EVENT_DISABLE = 0x8000_0000,
-            SOL_SOCKET = 0xFFFF,
-            IPPROTO_UDP = 17,
-        },
-        i32v {
-            WskSetOption = 0,
-            WskGetOption = 1,
-            WskIoctl = 2,
-        },
     }
 }
 
@@ -1338,10 +1272,6 @@ mod tests {
             "IRP.IoStatus offset 48",
             "IRP.Tail_CurrentStackLocation offset 184",
             "IO_STACK_LOCATION.CompletionRoutine offset 56",
-            "WSK_DATAGRAM_INDICATION.RemoteAddress offset 48",
-            "WSK_PROVIDER_DATAGRAM_DISPATCH.WskSendTo offset 24",
-            "WSK_REGISTRATION size 24",
-            "const SO_WSK_EVENT_CALLBACK 16386",
             "SOCKADDR_INET size 28",
             "NET_PNP_EVENT size 152",
             "NET_BUFFER size 176",

@@ -1,9 +1,9 @@
 //! The part of the Windows NDIS headers (`ndis.h`, `ntddndis.h`,
 //! `ndisndk.h`) that the rsndk miniport needs, and the few kernel
-//! (`wdm.h`) and Winsock Kernel (`wsk.h`) services of its shell, declared by
-//! hand for x64: `wdk-sys` generates no NDIS or WSK bindings, and declaring
-//! the kernel services here lets the whole driver shell type-check on any
-//! host without the WDK.
+//! (`wdm.h`) and IP Helper (`netioapi.h`) services of its shell, declared
+//! by hand for x64: `wdk-sys` generates no NDIS or IP Helper bindings, and
+//! declaring the kernel services here lets the whole driver shell
+//! type-check on any host without the WDK.
 //!
 //! Names are the C names. Structures are `#[repr(C)]` with every field in
 //! header order; C enums are `i32` aliases with one constant per value
@@ -29,11 +29,10 @@
 //! open parameters), [`ndk`] (`ndisndk.h` and the NDK OIDs), [`config`] (registry keywords),
 //! [`functions`] (the `ndis.sys` imports), [`kernel`] (the `ntoskrnl.exe`
 //! services of the driver shell: spin locks, DPCs, timers, pool, IRPs,
-//! MDLs, bug checks), [`wsk`] (Winsock Kernel, for the UDP transport),
-//! [`netioapi`] (the `NETIO.SYS` IP Helper routines that follow an
-//! interface's unicast addresses).
+//! MDLs, bug checks), [`netioapi`] (the `NETIO.SYS` IP Helper routines
+//! that follow an interface's unicast addresses).
 #![cfg_attr(not(test), no_std)]
-// Only `functions`, `kernel`, `wsk` and `netioapi` (the `unsafe extern` blocks) allow
+// Only `functions`, `kernel` and `netioapi` (the `unsafe extern` blocks) allow
 // it, and `NET_BUFFER::data_length` (one read of an integer union); nothing
 // in this crate dereferences a pointer.
 #![deny(unsafe_code)]
@@ -75,7 +74,6 @@ pub mod protocol;
 pub mod status;
 pub mod types;
 pub mod version;
-pub mod wsk;
 
 pub use attributes::*;
 pub use config::*;
@@ -93,4 +91,3 @@ pub use protocol::*;
 pub use status::*;
 pub use types::*;
 pub use version::*;
-pub use wsk::*;

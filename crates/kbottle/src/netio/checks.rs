@@ -2,14 +2,11 @@
 //!
 //! - A call above its documented IRQL: the bottle's rule for kernel APIs
 //!   at the wrong IRQL ([`crate::ke::require_irql_at_most`], 0xC4/0xE5).
-//! - An object WSK does not know, or no longer knows (a registration block
-//!   never registered or already deregistered, a socket never created or
-//!   already closed, an indication list not retained, a missing IRP), or
-//!   one used against its contract (a provider NPI released more often
-//!   than captured, a socket closed while another of its calls runs): WSK
-//!   would dereference freed or foreign memory, so
-//!   `KMODE_EXCEPTION_NOT_HANDLED` (0x1E) with P1 = `STATUS_ACCESS_VIOLATION`,
-//!   P2 = the routine's address, P4 = the object's address.
+//! - An object NETIO does not know, or no longer knows (a notification
+//!   handle never registered or already cancelled): NETIO would
+//!   dereference freed or foreign memory, so `KMODE_EXCEPTION_NOT_HANDLED`
+//!   (0x1E) with P1 = `STATUS_ACCESS_VIOLATION`, P2 = the routine's
+//!   address, P4 = the object's address.
 //! - A panic of the bottle's own code inside a NETIO routine never unwinds
 //!   into driver frames: each routine runs under [`crate::verifier::firewall`].
 
@@ -23,8 +20,7 @@ pub fn irql_at_most(api: &str, max: KIRQL) {
     crate::ke::require_irql_at_most(max, api);
 }
 
-/// Reports a call on an object WSK does not know or that breaks the
-/// object's contract.
+/// Reports a call on an object NETIO does not know.
 pub fn bad_object(api: &str, routine: usize, object: usize, what: &str) -> ! {
     verifier::bugcheck(
         KMODE_EXCEPTION_NOT_HANDLED,
