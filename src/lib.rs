@@ -1,8 +1,9 @@
 //! rsndk: an NDK provider driver whose hardware is a software RoCEv2 RNIC.
 //!
 //! This package is the driver. For Windows targets it is the kernel driver
-//! `rsndk.sys`: `no_std`, with the NDIS miniport shell of `src/driver/` over
-//! hand-declared NDIS, kernel and Winsock Kernel imports (crate `ndis`).
+//! `rsndk.sys`: `no_std`, with the NDIS intermediate-driver shell of
+//! `src/driver/` over hand-declared NDIS, kernel and IP Helper imports
+//! (crate `ndis`).
 //! That shell needs no WDK to compile, so Linux CI type-checks it with
 //! `cargo check --target x86_64-pc-windows-msvc`; only the final link
 //! (`--features wdk`, on a Windows host with the WDK) needs windows-drivers-rs.

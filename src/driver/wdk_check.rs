@@ -3,7 +3,7 @@
 //! WDK: a mismatch fails the `--features wdk` build. Only compiled with
 //! that feature, i.e. never on Linux, so keep it to plain sizes and
 //! `#define` values (compared through `as i64`, whatever integer type
-//! bindgen chose). NDIS and WSK have no wdk-sys bindings to compare with;
+//! bindgen chose). NDIS and the IP Helper have no wdk-sys bindings to compare with;
 //! their values are checked against the headers by reading (see the
 //! `ndis` crate's module docs).
 

@@ -454,7 +454,7 @@ pub unsafe fn system_va(mdl: *mut MDL) -> *mut u8 {
 }
 
 /// An MDL and its PFN array in harness memory describing harness bytes,
-/// built as `MmBuildMdlForNonPagedPool` would (what NDIS or WSK hand a
+/// built as `MmBuildMdlForNonPagedPool` would (what NDIS hands a
 /// driver). Chain several with [`OwnedMdl::set_next`].
 #[derive(Debug)]
 pub struct OwnedMdl {

@@ -1,7 +1,7 @@
 //! The `ntoskrnl.exe` services the rsndk driver shell uses besides NDIS
 //! (`wdm.h`, `ntddk.h`), declared by hand for x64 so that the shell
 //! type-checks without wdk-sys: spin locks, DPCs, timers, events, pool,
-//! IRPs and MDLs for Winsock Kernel, the performance counter, bug checks
+//! IRPs and MDLs, the performance counter, bug checks
 //! and debugger output.
 //!
 //! Dispatcher objects the driver only hands to the kernel (`KDPC`,
