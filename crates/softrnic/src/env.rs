@@ -35,8 +35,10 @@ pub trait Link: Send + Sync {
     /// says `true` again. Asked before every packet: must be cheap, must
     /// not block. The default always has room.
     ///
-    /// Connection management packets, and a NAK that ends a connection,
-    /// are sent whatever this says (their senders retry).
+    /// A few packets go whatever this says (the link may drop them):
+    /// connection management's and the NAKs that end a connection or
+    /// refuse a stale READ (their senders retry), and READ responses that
+    /// must leave before a SEND with invalidate kills their key.
     fn can_transmit(&self) -> bool {
         true
     }
