@@ -176,9 +176,18 @@ fn check_general_oids(machine: &Machine, a: AdapterId) {
         query(machine, a, OID_GEN_MAXIMUM_FRAME_SIZE, 4),
         1500u32.to_ne_bytes()
     );
-    // The stack above V set V's filter (directed, multicast, broadcast);
-    // setting it again goes down to the NIC and reads back.
-    let filter = query(machine, a, OID_GEN_CURRENT_PACKET_FILTER, 4);
+    // The stack above V sets V's filter (directed, multicast, broadcast)
+    // from its own thread once V is bound, as TCP/IP does after binding:
+    // wait for it (bounded); setting it again goes down to the NIC and
+    // reads back.
+    let deadline = std::time::Instant::now() + READY;
+    let filter = loop {
+        let filter = query(machine, a, OID_GEN_CURRENT_PACKET_FILTER, 4);
+        if filter != [0; 4] || std::time::Instant::now() > deadline {
+            break filter;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     assert_eq!(
         filter,
         0x0Bu32.to_ne_bytes(),
