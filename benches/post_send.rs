@@ -27,7 +27,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_main};
 use hwq::CqeStatus;
 use ndkpi::{NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_SGE, STATUS_SUCCESS};
 use provider_util::{Env, mr_tokens, qp_table, registered_mr, results, sge};
@@ -97,5 +97,9 @@ fn post_send(c: &mut Criterion) {
     black_box(&slots);
 }
 
-criterion_group!(benches, post_send);
-criterion_main!(benches);
+// In a private module: criterion_group! generates an undocumented public
+// function, which missing_docs would flag at the crate root.
+mod group {
+    criterion::criterion_group!(benches, super::post_send);
+}
+criterion_main!(group::benches);

@@ -15,11 +15,11 @@
 //! `poll(2)` on its socket and the eventfd, so a datagram wakes it just as
 //! a doorbell does). No system call is made per posted work request when
 //! the engine is busy, and no fixed sleep sits on the critical path: an idle
-//! engine sleeps until its next timer, or [`IDLE_PARK`] at most.
+//! engine sleeps until its next timer, or `IDLE_PARK` at most.
 //!
 //! Busy polling: a consumer spinning on an empty CQ runs the device's pass
 //! itself (`softrnic::busy`). While it does (a poll within the last
-//! [`BUSY_WINDOW`]), the engine thread stands aside, as Linux defers a
+//! `BUSY_WINDOW`), the engine thread stands aside, as Linux defers a
 //! NIC's interrupts while a socket busy polls (`SO_PREFER_BUSY_POLL`): it
 //! parks on its wake-up only, not on its socket, and doorbells and
 //! arrivals do not wake it (the poller takes them). Events to deliver, a
@@ -104,7 +104,7 @@ impl Clock for HostClock {
 
 /// Wakes one thread (the engine) that parks when it has nothing to do:
 /// with `thread::park` by default, or in `poll(2)` with an eventfd once
-/// [`ThreadWaker::use_eventfd`] was called.
+/// `ThreadWaker::use_eventfd` was called.
 #[derive(Debug, Default)]
 pub struct ThreadWaker {
     thread: OnceLock<Thread>,

@@ -124,7 +124,7 @@ pub unsafe extern "win64" fn __chkstk() {
 /// `DbgPrintEx(ComponentId, Level, Format, ...)`: spills the register
 /// arguments into the caller's home area, so that home area and the stack
 /// arguments above it form one array of 8-byte slots, and hands a pointer
-/// to it to [`dbg_print_slots`].
+/// to it to `dbg_print_slots` (below).
 #[unsafe(naked)]
 pub unsafe extern "win64" fn DbgPrintEx() {
     core::arch::naked_asm!(

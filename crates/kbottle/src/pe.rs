@@ -78,9 +78,13 @@ pub enum LoadError {
     TlsDirectory,
     /// An import by ordinal (`module`, ordinal): the bottle binds by name.
     OrdinalImport(String, u16),
-    /// A base relocation of a type other than ABSOLUTE (0) or DIR64 (10),
-    /// at this RVA.
-    UnknownRelocation { rva: u32, kind: u8 },
+    /// A base relocation of a type other than ABSOLUTE (0) or DIR64 (10).
+    UnknownRelocation {
+        /// Where it applies (image-relative).
+        rva: u32,
+        /// Its type (the high 4 bits of the entry).
+        kind: u8,
+    },
     /// A section both writable and executable (Verifier 0xC4/0x2003).
     WritableExecutable(String),
     /// `SectionAlignment` below the page size (Verifier 0xC4/0x2004).

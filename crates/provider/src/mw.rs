@@ -1,6 +1,6 @@
 //! Memory windows: created on a PD, bound to a range of a registered MR by
 //! the `NdkBind` work request (checks and key rotation at post time, in
-//! [`Mw::bind`]), unbound by `NdkInvalidate` or a peer's
+//! `Mw::bind`), unbound by `NdkInvalidate` or a peer's
 //! send-and-invalidate.
 //!
 //! A bound window keeps its MR open (MR → MW antecedence): the binding holds

@@ -136,7 +136,7 @@ pub trait Clock: Send + Sync {
     fn now_us(&self) -> u64;
 }
 
-/// Asks for [`crate::SoftRnic::poll`] to run soon (a doorbell was rung or a
+/// Asks for [`crate::device::SoftRnic::poll`] to run soon (a doorbell was rung or a
 /// timer is due). Must not block; called at `DISPATCH_LEVEL`.
 ///
 /// While a consumer busy polls the device ([`crate::device::SoftRnic::busy_poll`])

@@ -13,7 +13,7 @@
 //!   "STATUS_NOT_ENOUGH_MEMORY" is no NTSTATUS).
 //! - A handle or table NETIO never gave out, or took back already, is a
 //!   bugcheck: cancelling a handle twice is 0x1E (a stale object)
-//!   ([`super::checks::bad_object`]); freeing a table twice or one that is
+//!   (`checks::bad_object`); freeing a table twice or one that is
 //!   no table is 0xC4 / 0x13 or 0x10, as for pool.
 //! - Tables live in the bottle's memory until `FreeMibTable`; those never
 //!   freed and notification handles never cancelled are counted for the

@@ -1,7 +1,7 @@
 //! `NdkFastRegister`: give a fast-register MR a page list, address, length
 //! and rights, by work request.
 //!
-//! All checks run at post time (see [`crate::mr::Mr::fast_register`]): the
+//! All checks run at post time (see `mr::Mr::fast_register`): the
 //! MR was created with `FastRegister = TRUE` and initialised with enough
 //! pages; `FBO < PAGE_SIZE`; `Length <= pages * PAGE_SIZE - FBO`;
 //! `BaseVirtualAddress % PAGE_SIZE == FBO`; remote rights need an MR

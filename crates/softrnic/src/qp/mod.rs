@@ -3,18 +3,18 @@
 //! completer (matches ACKs and read responses to SQ work), as Linux rxe
 //! splits the engine.
 //!
-//! * [`requester`] — takes SQ WQEs in order, executes local operations,
+//! * `requester` — takes SQ WQEs in order, executes local operations,
 //!   segments messages into packets, go-back-N retransmission.
-//! * [`completer`] — ACKs, NAKs and READ responses: placement of READ data
+//! * `completer` — ACKs, NAKs and READ responses: placement of READ data
 //!   (selective: only holes are asked for again), in-order completion of
 //!   SQ work, retry and RNR timers.
-//! * [`responder`] — the peer's requests: PSN and opcode-sequence checks,
+//! * `responder` — the peer's requests: PSN and opcode-sequence checks,
 //!   receive consumption, key checks, placement, READ responses (with replay
 //!   from saved resources), ACK coalescing.
-//! * [`flush`] — moving a QP to error.
+//! * `flush` — moving a QP to error.
 //!
 //! All of it runs under the QP's table lock, called by the engine
-//! ([`crate::engine`]); nothing here allocates after [`Connection::new`].
+//! ([`crate::engine`]); nothing here allocates after `Connection::new`.
 
 mod completer;
 mod flush;
