@@ -25,7 +25,7 @@ use provider::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
 use provider::pool::{Charge, tags};
 use rsndk::checker::{Rule, Violation, lock_order_edges};
 use rsndk::platform::HostPlatform;
-use rsndk::scripted::ScriptedDevice;
+use testkit::scripted::ScriptedDevice;
 
 const TAG: PoolTag = PoolTag(*b"Chk1");
 

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndkpi::*;
 use provider_util::*;
-use rsndk::scripted::{DEFAULT_CAPS, ScriptedDevice};
+use testkit::scripted::{DEFAULT_CAPS, ScriptedDevice};
 
 backend_tests! {
 

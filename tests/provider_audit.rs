@@ -518,7 +518,7 @@ fn mdl_page_frames_not_virtual_addresses_decide_where_data_lands(b: Backend) {
     let token = mr_tokens(mr).1;
     if env.is_scripted() {
         let got = env.dev().commands().into_iter().rev().find_map(|c| match c {
-            rsndk::scripted::Command::Register { va: v, pages, .. } => Some((v, pages)),
+            testkit::scripted::Command::Register { va: v, pages, .. } => Some((v, pages)),
             _ => None,
         });
         assert_eq!(got, Some((va, vec![va + 4096, va])));

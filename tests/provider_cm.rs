@@ -30,7 +30,7 @@ use std::ptr;
 use hwq::CqeStatus;
 use ndkpi::*;
 use provider_util::*;
-use rsndk::scripted::{ADDR_V6, OwnedCmEvent};
+use testkit::scripted::{ADDR_V6, OwnedCmEvent};
 
 fn connection_data(
     c: *mut NDK_CONNECTOR,
@@ -610,7 +610,7 @@ fn connect_accept_and_post_between_the_two_on(env: Env) {
         for s in [a, b] {
             assert_eq!(
                 env.dev().qp_state(s.qpn),
-                Some(rsndk::scripted::QpState::Connected)
+                Some(testkit::scripted::QpState::Connected)
             );
         }
     }

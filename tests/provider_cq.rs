@@ -313,7 +313,7 @@ fn arm_errors_ignores_completions_but_reports_overflow(b: Backend) {
                 .dev()
                 .commands()
                 .iter()
-                .any(|c| matches!(c, rsndk::scripted::Command::ArmCq { .. })),
+                .any(|c| matches!(c, testkit::scripted::Command::ArmCq { .. })),
             "no device arm"
         );
     }
@@ -591,7 +591,7 @@ fn resize_keeps_order_and_checks_depth(b: Backend) {
             l.env
                 .dev()
                 .commands()
-                .contains(&rsndk::scripted::Command::ResizeCq {
+                .contains(&testkit::scripted::Command::ResizeCq {
                     cqn: l.cqn,
                     depth: 16
                 })

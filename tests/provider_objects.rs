@@ -23,10 +23,10 @@ use provider_util::*;
 crate::host_only! {
     #[test]
     fn no_srq_support_means_not_supported() {
-        let env = Env::with_device(rsndk::scripted::ScriptedDevice::new(
+        let env = Env::with_device(testkit::scripted::ScriptedDevice::new(
             hwq::device::DeviceCaps {
                 max_srq_depth: 0,
-                ..rsndk::scripted::DEFAULT_CAPS
+                ..testkit::scripted::DEFAULT_CAPS
             },
         ));
         assert_eq!(env.info().MaxSrqDepth, 0);

@@ -370,7 +370,7 @@ fn qp_close_rings_its_deferred_doorbell(b: Backend) {
         assert!(
             env.dev()
                 .commands()
-                .contains(&rsndk::scripted::Command::FlushQp(qpn))
+                .contains(&testkit::scripted::Command::FlushQp(qpn))
         );
     } else {
         // Handed over and cancelled (the peer posted no receive).
@@ -422,7 +422,7 @@ fn register_mr_checks_and_tokens(b: Backend) {
     assert_ne!(local, before);
     if env.is_scripted() {
         let cmd = env.dev().commands().into_iter().rev().find_map(|c| match c {
-            rsndk::scripted::Command::Register {
+            testkit::scripted::Command::Register {
                 key,
                 access,
                 va,

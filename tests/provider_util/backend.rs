@@ -19,14 +19,14 @@ use hwq::device::DeviceCaps;
 use ndkpi::*;
 use provider::DeviceContext;
 use rsndk::platform::HostPlatform;
-use rsndk::scripted::{ADDR_V4, DEFAULT_CAPS, ScriptedDevice};
+use testkit::scripted::{ADDR_V4, DEFAULT_CAPS, ScriptedDevice};
 
 use super::*;
 
 /// What the adapter under test runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
-    /// `rsndk::scripted::ScriptedDevice`: nothing happens until told.
+    /// `testkit::scripted::ScriptedDevice`: nothing happens until told.
     Scripted,
     /// The software RNIC on its own in-memory fabric.
     Mem,
@@ -285,7 +285,7 @@ impl Env {
 
     /// An adapter on `backend` whose test runs over IPv6: its address is
     /// an IPv6 one and [`Env::addr`] gives `SOCKADDR_IN6` addresses. The
-    /// scripted device owns [`rsndk::scripted::ADDR_V6`] besides its IPv4
+    /// scripted device owns [`testkit::scripted::ADDR_V6`] besides its IPv4
     /// address; the RNIC is opened at a fresh `mem:NAME/[fd00::8:N]`, or at
     /// `udp:[::1]`, the one IPv6 loopback address, which one adapter owns
     /// at a time: this waits (bounded) while another test of this process,
@@ -294,7 +294,7 @@ impl Env {
     pub fn on_v6(backend: Backend) -> Self {
         if backend == Backend::Scripted {
             return Self {
-                ip6: Some(rsndk::scripted::ADDR_V6.octets()),
+                ip6: Some(testkit::scripted::ADDR_V6.octets()),
                 ..Self::on(backend)
             };
         }
@@ -470,7 +470,7 @@ impl Env {
         if let Some(ip6) = self.ip6 {
             ip6
         } else if self.is_scripted() {
-            rsndk::scripted::ADDR_V6.octets()
+            testkit::scripted::ADDR_V6.octets()
         } else {
             std::net::Ipv4Addr::from(self.ip).to_ipv6_mapped().octets()
         }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ndkpi::*;
 use rsndk::platform::HostPlatform;
-use rsndk::scripted::ADDR_V4;
+use testkit::scripted::ADDR_V4;
 
 mod backend;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

@@ -12,7 +12,6 @@ pub mod mdl;
 pub mod pcap;
 pub mod platform;
 pub mod runtime;
-pub mod scripted;
 pub mod udp;
 
 pub use config::{AdapterConfig, ConfigError, FaultConfig, Transport};
