@@ -8,6 +8,8 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
 
 use crate::machine::{AdapterId, Machine};
+use crate::ndis::datapath::{self, UpperSendCounters};
+use crate::ndis::miniport;
 use crate::tcpip;
 
 impl Machine {
@@ -87,6 +89,15 @@ impl Machine {
     /// `adapter`'s interface counters.
     pub fn ip_counters(&self, adapter: AdapterId) -> tcpip::Counters {
         tcpip::global().counters(adapter.0)
+    }
+
+    /// What the stack's sends into `adapter` (V) came to: lists V has not
+    /// completed, completed, completed with a failure status (discarded),
+    /// and frames never handed to V. Zero for an adapter that is gone.
+    pub fn upper_sends(&self, adapter: AdapterId) -> UpperSendCounters {
+        miniport::adapter(adapter.0).map_or_else(UpperSendCounters::default, |(handle, _)| {
+            datapath::upper_send_counters(handle)
+        })
     }
 
     /// `adapter`'s EUI-64 link-local IPv6 address, while bound.
