@@ -20,6 +20,7 @@ use kbottle::Machine;
 use kbottle::machine::AdapterId;
 use ndkpi::*;
 
+use crate::ndk::{self, close_wait, finish};
 use crate::provider_util::*;
 
 /// The NDK version the consumer asks for.
@@ -65,34 +66,6 @@ pub fn wait_for(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
 #[track_caller]
 pub fn wait_step(what: &str, done: impl FnMut() -> bool) {
     assert!(wait_for(STEP, done), "timed out waiting for {what}");
-}
-
-/// The final status of a call that may pend: its return value, or the one
-/// its callback reports.
-#[track_caller]
-pub fn finish(status: NTSTATUS, rec: &Recorder, what: &str) -> NTSTATUS {
-    if status == STATUS_PENDING {
-        wait_step(what, || rec.count() >= 1);
-        rec.statuses()[0]
-    } else {
-        status
-    }
-}
-
-/// Closes any NDK object: at once, or with exactly one close completion.
-#[track_caller]
-pub fn close_wait<T>(object: *mut T) {
-    let rec = Recorder::new();
-    let status = close(object, rec);
-    let what = format!("close of {}", std::any::type_name::<T>());
-    match status {
-        STATUS_SUCCESS => assert_eq!(rec.count(), 0, "{what}: a callback for a synchronous close"),
-        STATUS_PENDING => {
-            wait_step(&what, || rec.count() >= 1);
-            assert_eq!(rec.count(), 1, "{what}: one close completion");
-        }
-        status => panic!("{what}: {status:#010x}"),
-    }
 }
 
 /// A test pattern, distinct per `seed` and position.
@@ -212,101 +185,28 @@ impl<'m> Nic<'m> {
     /// An MDL over `len` bytes at `va` as the bottled kernel sees it:
     /// page numbers are physical (`phys_of(va) >> 12`).
     pub fn mdl(va: u64, len: u32) -> Mdl {
-        let mut mdl = Mdl::new(va, len);
-        // `set_pfn` adds this thread's suite offset (`logical_of(0)`) to
-        // what it is given: give it the page number wanted less that.
-        let thread_offset = logical_of(0) >> 12;
-        let first = va & !0xfff;
-        let pages = ((va & 0xfff) + u64::from(len)).div_ceil(4096);
-        for i in 0..pages {
-            let page = first + i * 4096;
-            let pfn = kbottle::mm::phys_of(page as usize) >> 12;
-            mdl.set_pfn(0, i as usize, pfn - thread_offset);
-        }
-        mdl
+        ndk::mdl(true, va, len)
     }
 
     #[track_caller]
     pub fn create_pd(&self) -> *mut NDK_PD {
-        let mut pd = ptr::null_mut();
-        let rec = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreatePd.unwrap();
-        // SAFETY: our adapter and a valid out-pointer.
-        let status = unsafe { f(self.adapter, Some(create_cb), rec.ctx(), &raw mut pd) };
-        assert_eq!(
-            finish(status, rec, "create PD"),
-            STATUS_SUCCESS,
-            "NdkCreatePd"
-        );
-        pd
+        ndk::create_pd(self.adapter)
     }
 
+    /// A CQ of `depth` whose notifications nobody reads.
     #[track_caller]
     pub fn create_cq(&self, depth: u32) -> *mut NDK_CQ {
-        let mut cq = ptr::null_mut();
-        let rec = Recorder::new();
-        let notify = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreateCq.unwrap();
-        // SAFETY: our adapter and a valid out-pointer; the recorders live
-        // for the whole test binary.
-        let status = unsafe {
-            f(
-                self.adapter,
-                depth,
-                Some(cq_cb),
-                notify.ctx(),
-                ptr::null_mut(),
-                Some(create_cb),
-                rec.ctx(),
-                &raw mut cq,
-            )
-        };
-        assert_eq!(
-            finish(status, rec, "create CQ"),
-            STATUS_SUCCESS,
-            "NdkCreateCq"
-        );
-        cq
+        ndk::create_cq(self.adapter, depth, Recorder::new())
     }
 
     #[track_caller]
     pub fn create_connector(&self) -> *mut NDK_CONNECTOR {
-        let mut c = ptr::null_mut();
-        let rec = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreateConnector.unwrap();
-        // SAFETY: our adapter and a valid out-pointer.
-        let status = unsafe { f(self.adapter, Some(create_cb), rec.ctx(), &raw mut c) };
-        assert_eq!(
-            finish(status, rec, "create connector"),
-            STATUS_SUCCESS,
-            "NdkCreateConnector"
-        );
-        c
+        ndk::create_connector(self.adapter)
     }
 
     #[track_caller]
     pub fn create_listener(&self, events: &Recorder) -> *mut NDK_LISTENER {
-        let mut l = ptr::null_mut();
-        let rec = Recorder::new();
-        let f = adapter_table(self.adapter).NdkCreateListener.unwrap();
-        // SAFETY: our adapter and a valid out-pointer; `events` lives for
-        // the whole test binary.
-        let status = unsafe {
-            f(
-                self.adapter,
-                Some(connect_cb),
-                events.ctx(),
-                Some(create_cb),
-                rec.ctx(),
-                &raw mut l,
-            )
-        };
-        assert_eq!(
-            finish(status, rec, "create listener"),
-            STATUS_SUCCESS,
-            "NdkCreateListener"
-        );
-        l
+        ndk::create_listener(self.adapter, events)
     }
 
     /// `NdkListen` on `at` with a new listener: the listener and the

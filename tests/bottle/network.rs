@@ -22,6 +22,7 @@ use kbottle::segment::SegmentId;
 use ndkpi::*;
 
 use crate::common::{self, child_passes, is_child, machine};
+use crate::conn::{connection_data, pattern};
 use crate::ndk::{Ndk, close_wait, finish, wait_results};
 use crate::provider_util::*;
 
@@ -144,17 +145,6 @@ fn expect_one(cq: *mut NDK_CQ, ty: NDK_OPERATION_TYPE, ctx: usize, bytes: Option
     }
 }
 
-/// A test pattern, distinct per `seed` and position.
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            (i as u32)
-                .wrapping_mul(31)
-                .wrapping_add(u32::from(seed) * 7 + (i >> 8) as u32) as u8
-        })
-        .collect()
-}
-
 /// A registered region over a buffer of ours.
 struct Region {
     mr: *mut NDK_MR,
@@ -257,29 +247,6 @@ static PORTS: AtomicU16 = AtomicU16::new(7100);
 
 const CONNECT_DATA: &[u8] = b"bottled connect";
 const ACCEPT_DATA: &[u8] = b"bottled accept";
-
-/// The private data a connector received (the peer's, zero-padded).
-fn connection_data(c: *mut NDK_CONNECTOR) -> Vec<u8> {
-    let f = connector_table(c).NdkGetConnectionData.unwrap();
-    let (mut ird, mut ord, mut len) = (0u32, 0u32, 0u32);
-    // SAFETY: our connector; a null buffer of length 0 asks for the size.
-    let status = unsafe { f(c, &raw mut ird, &raw mut ord, ptr::null_mut(), &raw mut len) };
-    assert_eq!(status, STATUS_SUCCESS, "NdkGetConnectionData size");
-    let mut data = vec![0u8; len as usize];
-    // SAFETY: our connector and a buffer of `len` bytes.
-    let status = unsafe {
-        f(
-            c,
-            &raw mut ird,
-            &raw mut ord,
-            data.as_mut_ptr().cast(),
-            &raw mut len,
-        )
-    };
-    assert_eq!(status, STATUS_SUCCESS, "NdkGetConnectionData");
-    data.truncate(len as usize);
-    data
-}
 
 /// A connection from a QP of one adapter (active) to a QP of another
 /// (passive, listening).
