@@ -65,30 +65,20 @@ impl Value {
     }
 
     fn string(text: &str) -> Self {
-        let mut units: Vec<u16> = text.encode_utf16().collect();
-        let length = (units.len() * 2) as u16;
-        units.push(0);
-        let string = NDIS_STRING {
-            Length: length,
-            MaximumLength: length + 2,
-            Buffer: units.as_mut_ptr(),
-        };
-        Self {
-            parameter: Box::new(NDIS_CONFIGURATION_PARAMETER {
-                ParameterType: NdisParameterString,
-                ParameterData: NDIS_CONFIGURATION_PARAMETER_DATA { StringData: string },
-            }),
-            // The Vec's heap buffer does not move when the Vec does.
-            _text: Some(units),
-        }
+        Self::unicode(text.encode_utf16().collect(), NdisParameterString)
     }
 
     /// A `REG_MULTI_SZ` of the one string `text`: the buffer holds
     /// `text`, its NUL and the list's final NUL; `Length` covers `text`
     /// and its NUL.
     fn multi_string(text: &str) -> Self {
-        let mut units: Vec<u16> = text.encode_utf16().collect();
-        units.push(0);
+        let units = text.encode_utf16().chain([0]).collect();
+        Self::unicode(units, NdisParameterMultiString)
+    }
+
+    /// A parameter of type `ty` whose `NDIS_STRING` covers `units`,
+    /// followed in its buffer by a NUL that `Length` does not count.
+    fn unicode(mut units: Vec<u16>, ty: NDIS_PARAMETER_TYPE) -> Self {
         let length = (units.len() * 2) as u16;
         units.push(0);
         let string = NDIS_STRING {
@@ -98,7 +88,7 @@ impl Value {
         };
         Self {
             parameter: Box::new(NDIS_CONFIGURATION_PARAMETER {
-                ParameterType: NdisParameterMultiString,
+                ParameterType: ty,
                 ParameterData: NDIS_CONFIGURATION_PARAMETER_DATA { StringData: string },
             }),
             // The Vec's heap buffer does not move when the Vec does.
