@@ -13,21 +13,15 @@
 //! physical addresses in the bottle's model (`kbottle::mm::phys_of`).
 
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
-use std::ptr;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::net::{Ipv4Addr, SocketAddr};
 
 use kbottle::machine::AdapterId;
 use kbottle::segment::SegmentId;
-use ndkpi::*;
 
 use crate::common::{self, child_passes, is_child, machine};
-use crate::conn::{connection_data, pattern};
-use crate::ndk::{Ndk, close_wait, finish, wait_results};
-use crate::provider_util::*;
+use crate::conn::{self, Connection};
+use crate::provider_util::{tshark, wait_until};
 
-/// The NDK version the consumer asks for.
-const VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };
 /// RDMA transfer size.
 const BIG: usize = 1 << 20;
 /// SEND size: more than one 4 KiB packet, not a multiple of it.
@@ -37,19 +31,12 @@ const BIG_FRAMES: u64 = (BIG / 1024) as u64;
 
 // ---------------------------------------------------------------- adapters
 
-/// One open NDK adapter of a bottled V.
+/// One open NDK adapter of a bottled V and its IPv4 address.
 #[derive(Debug)]
 struct Nic {
-    ndk: Ndk,
+    ndk: conn::Nic<'static>,
+    ip: Ipv4Addr,
     id: AdapterId,
-}
-
-impl std::ops::Deref for Nic {
-    type Target = Ndk;
-
-    fn deref(&self) -> &Ndk {
-        &self.ndk
-    }
 }
 
 impl Nic {
@@ -69,16 +56,9 @@ impl Nic {
     }
 
     fn open(id: AdapterId, ip: Ipv4Addr) -> Self {
-        let adapter = machine()
-            .open_ndk(id, VERSION)
-            .unwrap_or_else(|s| panic!("open NDK on the bottled adapter at {ip}: {s:#010x}"));
-        assert!(!adapter.is_null());
         Self {
-            ndk: Ndk {
-                adapter,
-                ip,
-                bottled: true,
-            },
+            ndk: conn::Nic::open(machine(), id),
+            ip,
             id,
         }
     }
@@ -104,7 +84,7 @@ impl Nic {
 
     /// Closes the NDK adapter and halts V (the driver unbinds from the NIC).
     fn close(self) {
-        machine().close_ndk(self.id, self.adapter);
+        self.ndk.close();
         machine().halt(self.id);
     }
 }
@@ -129,294 +109,15 @@ impl NicCounters {
     }
 }
 
-// ---------------------------------------------------------------- helpers
-
-/// One completion, checked.
-#[track_caller]
-fn expect_one(cq: *mut NDK_CQ, ty: NDK_OPERATION_TYPE, ctx: usize, bytes: Option<u32>) {
-    let r = wait_results(cq, 1)[0];
-    assert_eq!(
-        (r.Status, r.Type, r.RequestContext as usize),
-        (STATUS_SUCCESS, ty, ctx),
-        "completion {r:?}"
-    );
-    if let Some(n) = bytes {
-        assert_eq!(r.BytesTransferred, n, "bytes of {r:?}");
-    }
-}
-
-/// A registered region over a buffer of ours.
-struct Region {
-    mr: *mut NDK_MR,
-    /// The MDL the MR was registered with; lives as long as the region.
-    _mdl: Mdl,
-    buf: Vec<u8>,
-    local: u32,
-    remote: u32,
-}
-
-impl Region {
-    fn new(nic: &Ndk, pd: *mut NDK_PD, contents: Vec<u8>, flags: u32) -> Self {
-        let mut buf = contents;
-        let va = buf.as_mut_ptr() as u64;
-        let mut mdl = nic.mdl(va, buf.len() as u32);
-        let mr = create_mr(pd, false);
-        let rec = Recorder::new();
-        let f = mr_table(mr).NdkRegisterMr.unwrap();
-        // SAFETY: our MR and an MDL over live memory we keep registered
-        // for the region's life.
-        let status = unsafe { f(mr, mdl.ptr(), buf.len(), flags, Some(request_cb), rec.ctx()) };
-        assert_eq!(
-            finish(status, rec, "register MR"),
-            STATUS_SUCCESS,
-            "NdkRegisterMr"
-        );
-        let (local, remote) = mr_tokens(mr);
-        Self {
-            mr,
-            _mdl: mdl,
-            buf,
-            local,
-            remote,
-        }
-    }
-
-    fn va(&self) -> u64 {
-        self.buf.as_ptr() as u64
-    }
-
-    fn sge(&self, offset: usize, len: usize) -> NDK_SGE {
-        assert!(offset + len <= self.buf.len());
-        sge(self.va() + offset as u64, len as u32, self.local)
-    }
-
-    /// The region's bytes (read after the completion that wrote them).
-    fn bytes(&self) -> &[u8] {
-        &self.buf
-    }
-
-    fn release(self) {
-        let rec = Recorder::new();
-        let f = mr_table(self.mr).NdkDeregisterMr.unwrap();
-        // SAFETY: our registered MR.
-        let status = unsafe { f(self.mr, Some(request_cb), rec.ctx()) };
-        assert_eq!(finish(status, rec, "deregister MR"), STATUS_SUCCESS);
-        close_wait(self.mr);
-    }
-}
-
-/// One end of a connection: its adapter's objects.
-struct End<'a> {
-    nic: &'a Nic,
-    pd: *mut NDK_PD,
-    cq: *mut NDK_CQ,
-    qp: *mut NDK_QP,
-    connector: *mut NDK_CONNECTOR,
-    disc: &'static Recorder,
-}
-
-impl<'a> End<'a> {
-    fn new(nic: &'a Nic, qp_ctx: usize) -> Self {
-        let pd = nic.create_pd();
-        let cq = nic.create_cq(64, Recorder::new());
-        let qp = create_qp(pd, cq, cq, qp_ctx, 16, 16, 2, 2, 0).expect("NdkCreateQp");
-        Self {
-            nic,
-            pd,
-            cq,
-            qp,
-            connector: ptr::null_mut(),
-            disc: Recorder::new(),
-        }
-    }
-
-    /// A region of this end's PD over `contents`.
-    fn region(&self, contents: Vec<u8>, flags: u32) -> Region {
-        Region::new(self.nic, self.pd, contents, flags)
-    }
-
-    fn close(self) {
-        close_wait(self.connector);
-        close_wait(self.qp);
-        close_wait(self.cq);
-        close_wait(self.pd);
-    }
-}
-
-static PORTS: AtomicU16 = AtomicU16::new(7100);
-
-const CONNECT_DATA: &[u8] = b"bottled connect";
-const ACCEPT_DATA: &[u8] = b"bottled accept";
-
-/// A connection from a QP of one adapter (active) to a QP of another
-/// (passive, listening).
-struct Connection<'a> {
-    active: End<'a>,
-    passive: End<'a>,
-    listener: *mut NDK_LISTENER,
-}
-
-impl<'a> Connection<'a> {
-    /// Listen, connect, accept, complete connect, with private data both
-    /// ways, each step checked.
-    fn establish(from: &'a Nic, to: &'a Nic) -> Self {
-        let mut active = End::new(from, 0xA1);
-        let mut passive = End::new(to, 0xB1);
-        let events = Recorder::new();
-        let listener = to.create_listener(events);
-        let port = PORTS.fetch_add(1, Ordering::SeqCst);
-        let rec = Recorder::new();
-        let f = listener_table(listener).NdkListen.unwrap();
-        let at = to.addr(port);
-        // SAFETY: our listener and a valid address.
-        let status = unsafe { f(listener, at.ptr(), at.len(), Some(request_cb), rec.ctx()) };
-        assert_eq!(finish(status, rec, "listen"), STATUS_SUCCESS, "NdkListen");
-
-        active.connector = from.create_connector();
-        let connected = Recorder::new();
-        let status = connect(
-            active.connector,
-            active.qp,
-            &from.addr(0),
-            &to.addr(port),
-            CONNECT_DATA,
-            connected,
-        );
-        assert_eq!(
-            status, STATUS_PENDING,
-            "NdkConnect {} -> {}",
-            from.ip, to.ip
-        );
-        wait_until("the connect event", || events.count() >= 1);
-        passive.connector = events.calls()[0].object as *mut NDK_CONNECTOR;
-        assert!(!passive.connector.is_null());
-        assert!(connection_data(passive.connector).starts_with(CONNECT_DATA));
-        let accepted = Recorder::new();
-        assert_eq!(
-            accept(
-                passive.connector,
-                passive.qp,
-                ACCEPT_DATA,
-                passive.disc,
-                accepted
-            ),
-            STATUS_PENDING,
-            "NdkAccept"
-        );
-        wait_until("the connect completion", || connected.count() >= 1);
-        assert_eq!(connected.statuses(), vec![STATUS_SUCCESS], "connect status");
-        assert!(connection_data(active.connector).starts_with(ACCEPT_DATA));
-        assert_eq!(
-            complete_connect(active.connector, active.disc),
-            STATUS_SUCCESS
-        );
-        wait_until("the accept completion", || accepted.count() >= 1);
-        assert_eq!(accepted.statuses(), vec![STATUS_SUCCESS], "accept status");
-        Self {
-            active,
-            passive,
-            listener,
-        }
-    }
-
-    /// A SEND of [`SEND_LEN`] bytes each way, data and the bytes past it
-    /// checked.
-    fn sends(&self) {
-        for (from, to, seed) in [
-            (&self.active, &self.passive, 1u8),
-            (&self.passive, &self.active, 2u8),
-        ] {
-            let data = pattern(SEND_LEN, seed);
-            let source = from.region(data.clone(), 0);
-            let sink = to.region(vec![0xEE; SEND_LEN + 64], NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-            assert_eq!(
-                receive(to.qp, 0x10, &[sink.sge(0, SEND_LEN + 64)]),
-                STATUS_SUCCESS
-            );
-            assert_eq!(
-                send(from.qp, 0x20, &[source.sge(0, SEND_LEN)], 0),
-                STATUS_SUCCESS
-            );
-            expect_one(from.cq, NdkOperationTypeSend, 0x20, None);
-            expect_one(to.cq, NdkOperationTypeReceive, 0x10, Some(SEND_LEN as u32));
-            assert_eq!(&sink.bytes()[..SEND_LEN], &data[..], "SEND data {seed}");
-            assert!(
-                sink.bytes()[SEND_LEN..].iter().all(|&v| v == 0xEE),
-                "past the SEND"
-            );
-            sink.release();
-            source.release();
-        }
-    }
-
-    /// An RDMA WRITE of [`BIG`] bytes by the active end into the passive
-    /// end's memory.
-    fn rdma_write(&self) {
-        let data = pattern(BIG, 3);
-        let source = self.active.region(data.clone(), 0);
-        let target = self.passive.region(
-            vec![0u8; BIG],
-            NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-        );
-        let sges = [source.sge(0, BIG)];
-        assert_eq!(
-            write(self.active.qp, 0x30, &sges, target.va(), target.remote, 0),
-            STATUS_SUCCESS,
-            "NdkWrite"
-        );
-        expect_one(self.active.cq, NdkOperationTypeWrite, 0x30, None);
-        assert!(target.bytes() == data.as_slice(), "RDMA WRITE data differs");
-        target.release();
-        source.release();
-    }
-
-    /// An RDMA READ of [`BIG`] bytes by the active end from the passive
-    /// end's memory.
-    fn rdma_read(&self) {
-        let data = pattern(BIG, 4);
-        let remote = self
-            .passive
-            .region(data.clone(), NDK_MR_FLAG_ALLOW_REMOTE_READ);
-        let sink = self
-            .active
-            .region(vec![0u8; BIG], NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-        let sges = [sink.sge(0, BIG)];
-        assert_eq!(
-            read(self.active.qp, 0x40, &sges, remote.va(), remote.remote, 0),
-            STATUS_SUCCESS,
-            "NdkRead"
-        );
-        expect_one(self.active.cq, NdkOperationTypeRead, 0x40, None);
-        assert!(sink.bytes() == data.as_slice(), "RDMA READ data differs");
-        sink.release();
-        remote.release();
-    }
-
-    /// Disconnects from the active end (the passive end hears of it) and
-    /// closes everything.
-    fn close(self) {
-        let done = Recorder::new();
-        let status = disconnect(self.active.connector, done);
-        assert_eq!(
-            finish(status, done, "disconnect"),
-            STATUS_SUCCESS,
-            "NdkDisconnect"
-        );
-        wait_until("the disconnect event", || self.passive.disc.count() >= 1);
-        self.active.close();
-        self.passive.close();
-        close_wait(self.listener);
-    }
-}
-
 /// Connects a new QP of `from` to a new QP of `to` and moves data: a SEND
 /// each way, then a 1 MiB RDMA WRITE and a 1 MiB RDMA READ by `from` into
 /// and from `to`'s memory, each checked byte for byte.
 fn exchange(from: &Nic, to: &Nic) {
-    let c = Connection::establish(from, to);
-    c.sends();
-    c.rdma_write();
-    c.rdma_read();
+    let at = SocketAddr::new(to.ip.into(), conn::fresh_port());
+    let c = Connection::establish(&from.ndk, Some(from.ip.into()), &to.ndk, at);
+    c.sends(SEND_LEN);
+    c.rdma_write(BIG);
+    c.rdma_read(BIG);
     c.close();
 }
 
