@@ -37,6 +37,7 @@ use super::checks::{
     NDIS_BUGCHECK_LEAKED_NBL, NDIS_BUGCHECK_OPEN_OUTSIDE_BIND, bad_header, check_header, guarded,
     invalid_handle, ndis_bugcheck, require_dispatch_or_below, require_passive,
 };
+use super::config::text_of;
 use super::nbl::{self, Holder};
 use super::state::{self, Binding, BindingState, Handle};
 use crate::verifier;
@@ -44,25 +45,6 @@ use crate::verifier;
 /// How long the bottle's "other thread" waits before completing a pended
 /// open or close (long enough that the protocol is already waiting).
 const COMPLETION_DELAY: Duration = Duration::from_millis(2);
-
-/// The text of a counted UTF-16 string.
-///
-/// # Safety
-/// `s` is null or points to a `UNICODE_STRING` whose buffer holds
-/// `Length` bytes.
-pub(crate) unsafe fn text_of(s: *const ndis::UNICODE_STRING) -> Option<String> {
-    if s.is_null() {
-        return None;
-    }
-    // SAFETY: non-null (checked), a UNICODE_STRING (caller).
-    let s = unsafe { s.read_unaligned() };
-    if s.Buffer.is_null() || s.Length % 2 != 0 {
-        return None;
-    }
-    // SAFETY: `Length` bytes of UTF-16 at `Buffer` (caller).
-    let units = unsafe { std::slice::from_raw_parts(s.Buffer, usize::from(s.Length) / 2) };
-    Some(String::from_utf16_lossy(units))
-}
 
 /// Runs `f` on a new PASSIVE_LEVEL thread (the processor `name`) after
 /// [`COMPLETION_DELAY`]: how NDIS completes what it pended.

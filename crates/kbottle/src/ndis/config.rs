@@ -134,7 +134,7 @@ pub fn lookup(
 /// # Safety
 /// `s` is null or points to a `UNICODE_STRING` whose buffer holds
 /// `Length` bytes.
-unsafe fn text_of(s: *const UNICODE_STRING) -> Option<String> {
+pub(crate) unsafe fn text_of(s: *const UNICODE_STRING) -> Option<String> {
     if s.is_null() {
         return None;
     }

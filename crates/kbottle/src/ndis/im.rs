@@ -27,10 +27,10 @@ use ndis::{
 };
 use ndkpi::{NDIS_STATUS, ULONG};
 
-use super::binding::text_of;
 use super::checks::{
     NDIS_BUGCHECK_IFSTACK_LOOP, guarded, invalid_handle, ndis_bugcheck, require_passive,
 };
+use super::config::text_of;
 use super::state::{self, AdapterState, ImDevice, ImState};
 
 /// `NdisIMInitializeDeviceInstanceEx`.
