@@ -19,7 +19,7 @@
 //!
 //! Run: `cargo bench --bench post_send`
 
-#[path = "../tests/provider_util/mod.rs"]
+#[path = "../crates/provider/tests/util/mod.rs"]
 #[allow(dead_code, clippy::all, clippy::pedantic)]
 mod provider_util;
 

@@ -10,12 +10,10 @@
 //! `cargo test --test bottle` builds the image first (see
 //! `kbottle::image`); `RSNDK_SYS=path` runs a given image instead.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
-// Each suite file included by `suite` is also the root of its own host test
-// binary, so it declares `mod provider_util;` itself: here that helper
-// module is compiled once per included file. The kernel state they share
-// lives in `kbottle::shared`, which exists once.
-#![allow(clippy::duplicate_mod)]
 
+// The provider suite's harness, which the suite modules included by `suite`
+// reach as `crate::provider_util`.
+#[path = "../crates/provider/tests/util/mod.rs"]
 mod provider_util;
 // Every `backend_tests!` body included here runs on the bottle backend.
 use provider_util::bottle_variants as backend_variants;

@@ -23,6 +23,7 @@
 //! Case counts: 256 per scripted property, 32 on the RNIC; the
 //! `PROPTEST_CASES` environment variable sets every property's count.
 
+#[path = "../crates/provider/tests/util/mod.rs"]
 mod provider_util;
 mod rnic_util;
 

@@ -26,6 +26,7 @@
 //! bytes), the engine counters, and a legitimate connection on the same
 //! adapters that keeps working during and after the attack.
 
+#[path = "../crates/provider/tests/util/mod.rs"]
 mod provider_util;
 mod rnic_util;
 

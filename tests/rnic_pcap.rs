@@ -7,6 +7,7 @@
 //! The tests of this file run one at a time (a lock), so each also checks
 //! that closing everything gives back every pool byte.
 
+#[path = "../crates/provider/tests/util/mod.rs"]
 mod provider_util;
 mod rnic_util;
 

@@ -4,6 +4,7 @@
 //! leaves), and the path MTU two adapters with different `pmtu=` agree on.
 //! Addresses 127.0.16.x, fabrics `xport*`.
 
+#[path = "../crates/provider/tests/util/mod.rs"]
 mod provider_util;
 mod rnic_util;
 

@@ -14,6 +14,7 @@
 //! `RSNDK_SOAK_FAULTS=0` runs it without faults, where the payload moves
 //! in trains.
 
+#[path = "../crates/provider/tests/util/mod.rs"]
 mod provider_util;
 mod rnic_util;
 

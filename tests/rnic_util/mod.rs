@@ -2,8 +2,8 @@
 //! software RNIC adapters opened through the C entry points
 //! (`RsNdkOpenAdapter`) and driven only through the NDK dispatch tables, as
 //! a kernel consumer drives them. The scenarios are parameterised by a
-//! [`Config`] function so the in-memory fabric (`rnic_mem`) and UDP on
-//! loopback (`rnic_udp`) run the same code.
+//! [`Config`] function so the in-memory fabric and UDP on loopback run the
+//! same code (`two_nodes::{mem, udp}` of the `rnic` binary).
 //!
 //! Completions are asynchronous (device threads): every wait is a bounded
 //! poll loop whose limit is a hang guard, never a performance assertion.

@@ -17,19 +17,11 @@
 //! handshake-timeout step is scripted-only (it injects the timeout event;
 //! the RNIC's CM reaches it only after seconds of retries).
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
 use std::ptr;
 
+use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
-use provider_util::*;
 use testkit::scripted::{ADDR_V6, OwnedCmEvent};
 
 fn connection_data(

@@ -11,18 +11,10 @@
 //! create every object on the 2.x adapter; [`finish_at`] closes it and
 //! restores the original.
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
+use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
 use provider::connector::DisconnectReason;
-use provider_util::*;
 
 /// Opens `major.minor` on `env`'s device and makes it the adapter the
 /// harness uses; returns the original adapter for [`finish_at`].

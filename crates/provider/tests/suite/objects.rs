@@ -7,18 +7,10 @@
 //! - `allocation_failure_at_every_step_is_clean`: injects pool failures,
 //!   which on the RNIC's process-wide platform would hit parallel tests.
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
 use std::ptr;
 
+use crate::provider_util::*;
 use ndkpi::*;
-use provider_util::*;
 
 crate::host_only! {
     #[test]

@@ -8,21 +8,13 @@
 //! software RNIC over the in-memory fabric and UDP; the `_ipv6` tests run
 //! the same bodies on an IPv6 adapter (`Env::on_v6`).
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
 use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
-use provider_util::*;
 
 /// The objects of an adapter other than `env.adapter` (the harness's
 /// helpers create on `env.adapter`).

@@ -14,21 +14,13 @@
 //!   by the other tests (CANCELLED, BUFFER_OVERFLOW, REMOTE_RESOURCES,
 //!   ACCESS_VIOLATION).
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::provider_util::*;
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::{Cqe, CqeOpcode, CqeStatus};
 use ndkpi::*;
-use provider_util::*;
 
 crate::host_only! {
     #[test]

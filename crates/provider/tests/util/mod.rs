@@ -1,6 +1,7 @@
-//! Shared harness of the `provider_*` integration tests: an adapter opened
-//! over a `ScriptedDevice` or the software RNIC (`backend`), callback recorders, MDL and address builders,
-//! and one thin wrapper per NDK dispatch entry. Every wrapper goes through
+//! Shared harness of the provider's consumer-level suite: an adapter opened
+//! over a `ScriptedDevice` or the software RNIC (`backend`), callback
+//! recorders, MDL and address builders, and one thin wrapper per NDK
+//! dispatch entry. Every wrapper goes through
 //! the object's dispatch table, exactly as a kernel consumer calls it.
 
 #![allow(dead_code)]
@@ -9,8 +10,8 @@ use std::ptr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use host::platform::HostPlatform;
 use ndkpi::*;
-use rsndk::platform::HostPlatform;
 use testkit::scripted::ADDR_V4;
 
 mod backend;

@@ -6,20 +6,12 @@
 //! Scripted-only: `loopback_flag_follows_the_device` (needs a device
 //! without loopback support; the RNIC always has it).
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
 use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::provider_util::*;
 use ndkpi::*;
-use provider_util::*;
 use testkit::scripted::{DEFAULT_CAPS, ScriptedDevice};
 
 backend_tests! {
@@ -39,7 +31,7 @@ fn version_1_0_and_1_1_are_served_at_1_2(b: Backend) {
 
 fn other_versions_are_refused(b: Backend) {
     let env = Env::on(b);
-    // 2.0 and 2.1 are served since NDKPI 2.1 support (tests/provider_v21.rs).
+    // 2.0 and 2.1 are served since NDKPI 2.1 support (`v21`).
     for (major, minor) in [(2, 2), (1, 3), (0, 9), (3, 0), (3, 1)] {
         assert_eq!(
             env.open_another(major, minor).err(),

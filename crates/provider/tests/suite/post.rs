@@ -16,19 +16,11 @@
 //! ordering is not observed there. `wqe_fields_of_data_requests_ipv6` runs
 //! that body on an IPv6 adapter (`Env::on_v6`).
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
+use crate::provider_util::*;
+use host::platform::HostPlatform;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use ndkpi::*;
-use provider_util::*;
-use rsndk::platform::HostPlatform;
 
 /// A post with its flags as the only variable.
 type Post<'a> = Box<dyn Fn(u32) -> NTSTATUS + 'a>;

@@ -30,21 +30,13 @@
 //! - bad handles and lists are refused by every post;
 //! - the adapter close returns only after a running callback returned.
 
-mod provider_util;
-// The bodies below run on the host backends in this binary; the bottle's
-// binary (tests/bottle.rs) includes this file and runs them on its own.
-#[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
-#[allow(unused_imports)]
-use provider_util::keep_items as host_only;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, mpsc};
 
+use crate::provider_util::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use ndkpi::*;
-use provider_util::*;
 
 /// A pattern byte for `i` (distinct neighbours, so a shifted copy shows).
 fn pattern(len: usize, seed: u8) -> Vec<u8> {

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use host::platform::HostPlatform;
 use hwq::TryArc;
 use hwq::device::DeviceCaps;
 use ndkpi::*;
 use provider::DeviceContext;
-use rsndk::platform::HostPlatform;
 use testkit::scripted::{ADDR_V4, DEFAULT_CAPS, ScriptedDevice};
 
 use super::*;
@@ -253,7 +253,7 @@ impl Env {
             let c = CString::new(config.clone()).unwrap();
             let mut adapter = ptr::null_mut();
             // SAFETY: a valid C string and out-pointer.
-            let status = unsafe { rsndk::RsNdkOpenAdapter(c.as_ptr(), &raw mut adapter) };
+            let status = unsafe { host::RsNdkOpenAdapter(c.as_ptr(), &raw mut adapter) };
             // Another process (a concurrent test run) may hold that UDP
             // address: take the next one.
             if status == STATUS_SHARING_VIOLATION && backend == Backend::Udp {
@@ -321,7 +321,7 @@ impl Env {
         let adapter = loop {
             let mut adapter = ptr::null_mut();
             // SAFETY: a valid C string and out-pointer.
-            let status = unsafe { rsndk::RsNdkOpenAdapter(c.as_ptr(), &raw mut adapter) };
+            let status = unsafe { host::RsNdkOpenAdapter(c.as_ptr(), &raw mut adapter) };
             // Another process (a concurrent test run) holds [::1]:4791.
             if status == STATUS_SHARING_VIOLATION && backend == Backend::Udp {
                 assert!(Instant::now() < deadline, "{config} stayed taken");
@@ -457,7 +457,7 @@ impl Env {
                 let _ = &s.dev;
                 DEFAULT_CAPS
             }
-            None => rsndk::adapters::device_of(self.adapter)
+            None => host::adapters::device_of(self.adapter)
                 .expect("an open RNIC adapter")
                 .caps(),
         }
@@ -502,7 +502,7 @@ impl Env {
         let mut adapter = ptr::null_mut();
         // SAFETY: a valid C string and out-pointer.
         let status =
-            unsafe { rsndk::RsNdkOpenAdapterEx(c.as_ptr(), major, minor, &raw mut adapter) };
+            unsafe { host::RsNdkOpenAdapterEx(c.as_ptr(), major, minor, &raw mut adapter) };
         if status == STATUS_SUCCESS {
             Ok(adapter)
         } else {
@@ -522,7 +522,7 @@ impl Env {
             unsafe { provider::close_adapter(adapter) }
         } else {
             // SAFETY: an adapter of ours, closed once.
-            unsafe { rsndk::RsNdkCloseAdapter(adapter) }
+            unsafe { host::RsNdkCloseAdapter(adapter) }
         }
     }
 
