@@ -14,7 +14,7 @@
  * The block at the end is generated from the Rust mirror (crates/ndkpi): a
  * definition per status code and a _Static_assert per size, field offset
  * and constant, so these declarations cannot drift from what the provider
- * implements (tests/c_abi.rs checks the block is current and compiles a
+ * implements (tests/abi/c_abi.rs checks the block is current and compiles a
  * consumer against this header).
  *
  * Versions: a consumer opens an adapter at 1.x (served as 1.2) or 2.x

@@ -41,7 +41,7 @@ macro_rules! on_each_transport {
             use super::*;
 
             /// Node 127.0.5.(10 * test + node), port 4791: unique per test
-            /// (and per test binary: only this module uses 127.0.5.x).
+            /// (only this module uses 127.0.5.x).
             fn cfg(test: u8, node: u8) -> String {
                 format!("udp:127.0.5.{}", 10 * test + node)
             }

@@ -3,7 +3,7 @@
 //! fact ([`crate::facts`]), so the header's hand-written declarations are
 //! checked against this crate by every C compiler that includes it, and
 //! cannot drift from it. `cargo run -q -p ndkpi --example layout -- --c`
-//! prints the block; `tests/c_abi.rs` fails when the header's copy differs.
+//! prints the block; `tests/abi/c_abi.rs` fails when the header's copy differs.
 
 use core::fmt;
 

@@ -9,22 +9,18 @@
 //! own context; every byte arrives exactly; nothing completes that was not
 //! posted; every adapter closes; no pool allocation is left.
 //!
-//! Run: `cargo test --release --test soak -- --ignored soak --nocapture`.
+//! Run: `cargo test --release --test rnic -- --ignored soak --nocapture`.
 //! Duration: `RSNDK_SOAK_SECS` (default 60). Seed: `RSNDK_SOAK_SEED`.
 //! `RSNDK_SOAK_FAULTS=0` runs it without faults, where the payload moves
 //! in trains.
-
-#[path = "../crates/provider/tests/util/mod.rs"]
-mod provider_util;
-mod rnic_util;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::provider_util::*;
+use crate::rnic_util::*;
 use ndkpi::*;
-use provider_util::*;
-use rnic_util::*;
 
 const NODES: usize = 4;
 const LIVE: usize = 16;
@@ -301,7 +297,7 @@ fn batch(c: &mut Conn2, rng: &mut Rng, next_ctx: &mut usize, t: &mut Totals) {
 
 #[test]
 #[allow(clippy::cast_precision_loss)] // MiB figure for the log
-#[ignore = "soak: run with `cargo test --release --test soak -- --ignored soak`"]
+#[ignore = "soak: run with `cargo test --release --test rnic -- --ignored soak`"]
 fn soak() {
     let secs = env_u64("RSNDK_SOAK_SECS", 60);
     let seed = env_u64("RSNDK_SOAK_SEED", 0x5EED_50A4);

@@ -7,15 +7,11 @@
 //! The tests of this file run one at a time (a lock), so each also checks
 //! that closing everything gives back every pool byte.
 
-#[path = "../crates/provider/tests/util/mod.rs"]
-mod provider_util;
-mod rnic_util;
-
 use std::sync::{Mutex, PoisonError};
 
+use crate::provider_util::*;
+use crate::rnic_util::*;
 use ndkpi::*;
-use provider_util::*;
-use rnic_util::*;
 
 /// Serialises the tests: each checks the process-wide pool afterwards.
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -26,19 +26,15 @@
 //! bytes), the engine counters, and a legitimate connection on the same
 //! adapters that keeps working during and after the attack.
 
-#[path = "../crates/provider/tests/util/mod.rs"]
-mod provider_util;
-mod rnic_util;
-
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::provider_util::*;
+use crate::rnic_util::wait_until;
+use crate::rnic_util::*;
 use ndkpi::*;
-use provider_util::*;
-use rnic_util::wait_until;
-use rnic_util::*;
 use rsndk::adapters::{device_of, fabric_of};
 use softrnic::env::{Capture, Direction, Link};
 use softrnic::wire::{

@@ -23,17 +23,13 @@
 //! Case counts: 256 per scripted property, 32 on the RNIC; the
 //! `PROPTEST_CASES` environment variable sets every property's count.
 
-#[path = "../crates/provider/tests/util/mod.rs"]
-mod provider_util;
-mod rnic_util;
-
 use std::collections::VecDeque;
 use std::ptr;
 
+use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
 use proptest::prelude::*;
-use provider_util::*;
 
 fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
@@ -764,13 +760,13 @@ fn rnic_op() -> impl Strategy<Value = RnicOp> {
 /// A guarded page registered on one side of the connection.
 struct Side2 {
     mem: Guarded,
-    region: rnic_util::Region,
+    region: crate::rnic_util::Region,
 }
 
 impl Side2 {
     fn new(pd: *mut NDK_PD, flags: u32) -> Self {
         let mem = Guarded::new();
-        let region = rnic_util::Region::register(pd, mem.region() as *mut u8, PAGE, flags);
+        let region = crate::rnic_util::Region::register(pd, mem.region() as *mut u8, PAGE, flags);
         Self { mem, region }
     }
 
@@ -831,7 +827,7 @@ fn used(specs: &[RnicSge], total: usize) -> Vec<RnicSge> {
     out
 }
 
-/// Fabric `fzrnic`, nodes 127.0.7.41/42 (this binary's only RNIC test).
+/// Fabric `fzrnic`, nodes 127.0.7.41/42 (this module's only RNIC test).
 fn rnic_cfg(_test: u8, node: u8) -> String {
     format!("mem:fzrnic/127.0.7.{}", 40 + node)
 }
@@ -841,9 +837,9 @@ fn rnic_cfg(_test: u8, node: u8) -> String {
 /// memory of both sides must match a model that applies only the valid
 /// operations, with the guard pages untouched.
 fn run_rnic(ops: &[RnicOp]) -> Result<(), TestCaseError> {
-    let c = rnic_util::Conn::open(rnic_cfg, 1, 8, 4);
+    let c = crate::rnic_util::Conn::open(rnic_cfg, 1, 8, 4);
     let mut a = Side2::new(c.a.pd, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-    let mut b = Side2::new(c.b.pd, rnic_util::REMOTE_ALL);
+    let mut b = Side2::new(c.b.pd, crate::rnic_util::REMOTE_ALL);
     // Whatever the verdict, close everything so the next case (and the
     // shrinker) starts clean.
     let verdict = rnic_ops(&c, &mut a, &mut b, ops);
@@ -855,7 +851,7 @@ fn run_rnic(ops: &[RnicOp]) -> Result<(), TestCaseError> {
 
 /// Up to `n` results of `cq` within the hang guard (no panic).
 fn poll_results(cq: *mut NDK_CQ, n: usize) -> Vec<NDK_RESULT_EX> {
-    let deadline = std::time::Instant::now() + rnic_util::WAIT;
+    let deadline = std::time::Instant::now() + crate::rnic_util::WAIT;
     let mut got = Vec::new();
     while got.len() < n && std::time::Instant::now() < deadline {
         got.extend(results_ex(cq, n - got.len()));
@@ -868,7 +864,7 @@ fn poll_results(cq: *mut NDK_CQ, n: usize) -> Vec<NDK_RESULT_EX> {
 // order (post, completion, model update).
 #[allow(clippy::many_single_char_names, clippy::too_many_lines)]
 fn rnic_ops(
-    c: &rnic_util::Conn,
+    c: &crate::rnic_util::Conn,
     a: &mut Side2,
     b: &mut Side2,
     ops: &[RnicOp],
@@ -989,7 +985,7 @@ fn rnic_ops(
             }
         }
     }
-    rnic_util::settle();
+    crate::rnic_util::settle();
     prop_assert!(a.guards_intact(), "A's guard pages written");
     prop_assert!(b.guards_intact(), "B's guard pages written");
     prop_assert!(a.page() == model_a, "A's region differs from the model");

@@ -4,15 +4,11 @@
 //! leaves), and the path MTU two adapters with different `pmtu=` agree on.
 //! Addresses 127.0.16.x, fabrics `xport*`.
 
-#[path = "../crates/provider/tests/util/mod.rs"]
-mod provider_util;
-mod rnic_util;
-
 use std::collections::BTreeSet;
 
+use crate::provider_util::*;
+use crate::rnic_util::*;
 use ndkpi::*;
-use provider_util::*;
-use rnic_util::*;
 
 const ROCEV2_PORT: u16 = 4791;
 
