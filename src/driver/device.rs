@@ -12,7 +12,8 @@ use ndis::NDIS_HANDLE;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, Link, Wake};
+use softrnic::env::{Clock, Wake};
+use softrnic::link::Link;
 
 use super::alloc::try_box;
 use super::clock::KernelClock;

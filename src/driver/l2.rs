@@ -47,8 +47,9 @@ use hwq::TryArc;
 use ndis::{DISPATCH_LEVEL, NET_BUFFER_LIST};
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, Link};
+use softrnic::env::Clock;
 use softrnic::l2::{EthernetPort, FrameSink, Verdict};
+use softrnic::link::Link;
 
 use self::pool::{GivenBack, SendPool};
 use self::receive::Bounce;

@@ -36,7 +36,8 @@ use crate::rnic_util::wait_until;
 use crate::rnic_util::*;
 use ndkpi::*;
 use rsndk::adapters::{device_of, fabric_of};
-use softrnic::env::{Capture, Direction, Link};
+use softrnic::env::{Capture, Direction};
+use softrnic::link::Link;
 use softrnic::wire::{
     Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, ROCEV2_PORT, Reth, build, psn_add,
 };

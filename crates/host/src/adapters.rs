@@ -101,7 +101,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     // The fabric carries whole datagrams, so per-QP source ports are real
     // there; a UDP socket sends from 4791 (see softrnic's engine docs).
     dev_config.per_qp_source_port = matches!(config.transport, Transport::Memory { .. });
-    let new_rnic = |link: Box<dyn softrnic::env::Link>| {
+    let new_rnic = |link: Box<dyn softrnic::link::Link>| {
         SoftRnic::new(
             dev_config,
             Box::new(HostDma),

@@ -36,8 +36,9 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Arrival, Clock, Link, Received, Wake};
+use softrnic::env::{Clock, Wake};
 use softrnic::fabric::{Fabric, Faults, Load};
+use softrnic::link::{Arrival, Link, Received};
 use softrnic::qp::RcConfig;
 use softrnic::train::Train;
 

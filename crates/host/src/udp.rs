@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use softrnic::env::{Arrival, Link, Received};
+use softrnic::link::{Arrival, Link, Received};
 
 use crate::config::ROCEV2_UDP_PORT;
 

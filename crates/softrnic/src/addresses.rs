@@ -119,6 +119,18 @@ impl AddressSet {
     }
 }
 
+/// The bits of an address folded into 64 (a seed's and a made-up GUID's
+/// ingredient: distinct devices of one fabric get distinct values).
+pub(crate) fn addr_bits(addr: IpAddr) -> u64 {
+    match addr {
+        IpAddr::V4(v4) => u64::from(v4.to_bits()),
+        IpAddr::V6(v6) => {
+            let bits = v6.to_bits();
+            (bits >> 64) as u64 ^ bits as u64
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@
 use core::sync::atomic::Ordering;
 
 use crate::device::SoftRnic;
-use crate::env::Arrival;
+use crate::link::Arrival;
 
 /// Receive batches a pass takes at most before running the poll work, so
 /// a flood cannot hold a pass (and the CQ poll that lent it) for long.

@@ -14,15 +14,20 @@ use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Re
 use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe, TryArc};
 use spin::RwLock;
 
-use crate::addresses::AddressSet;
+use crate::addresses::{AddressSet, addr_bits};
 use crate::bitset::AtomicBitset;
 use crate::cm::CmState;
-use crate::cq::{CompletionQueue, Pushed};
-use crate::env::{Clock, Link, Wake};
+use crate::cq::CompletionQueue;
+use crate::engine_state::Engine;
+use crate::env::{Clock, Wake};
+use crate::link::{Link, Transmitter};
 use crate::memory::{DeviceMemory, KeyError, KeyKind, KeyTable};
 use crate::qp::{self, QueuePair, Receives};
+use crate::signals::{self, PendingEvents};
 use crate::srq::SharedReceiveQueue;
 use crate::table::Table;
+
+mod commands;
 
 /// Sizes of a device's tables and its network identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,18 +95,6 @@ impl DeviceConfig {
     }
 }
 
-/// The bits of an address folded into 64 (a seed's and a made-up GUID's
-/// ingredient: distinct devices of one fabric get distinct values).
-pub(crate) fn addr_bits(addr: IpAddr) -> u64 {
-    match addr {
-        IpAddr::V4(v4) => u64::from(v4.to_bits()),
-        IpAddr::V6(v6) => {
-            let bits = v6.to_bits();
-            (bits >> 64) as u64 ^ bits as u64
-        }
-    }
-}
-
 /// The first QP number handed out: 0 and 1 are the special QPs (1 carries
 /// connection management).
 pub const FIRST_QPN: u32 = 2;
@@ -120,15 +113,6 @@ fn key_error(e: KeyError) -> DeviceError {
             DeviceError::InvalidParameter
         }
     }
-}
-
-/// Events waiting for delivery.
-#[derive(Debug)]
-struct PendingEvents {
-    cq: AtomicBitset,
-    cq_overflow: AtomicBitset,
-    srq_limit: AtomicBitset,
-    qp_error: AtomicBitset,
 }
 
 /// The software RNIC.
@@ -154,7 +138,7 @@ pub struct SoftRnic {
     /// Connection management (`cm/`).
     pub(crate) cm: CmState,
     /// The RC engine's timers, tap, defaults and counters (`engine.rs`).
-    pub(crate) engine: crate::engine::Engine,
+    pub(crate) engine: Engine,
 }
 
 impl core::fmt::Debug for SoftRnic {
@@ -205,14 +189,9 @@ impl SoftRnic {
             qps: Table::new(FIRST_QPN, config.max_qps)?,
             sq_ready: AtomicBitset::new(qp_bound)?,
             rq_ready: AtomicBitset::new(qp_bound + 1 + config.max_srqs)?,
-            events: PendingEvents {
-                cq: AtomicBitset::new(config.max_cqs + 1)?,
-                cq_overflow: AtomicBitset::new(config.max_cqs + 1)?,
-                srq_limit: AtomicBitset::new(config.max_srqs + 1)?,
-                qp_error: AtomicBitset::new(qp_bound)?,
-            },
-            cm: CmState::new(&config, cm_seed)?,
-            engine: crate::engine::Engine::new(qp_bound)?,
+            events: PendingEvents::new(config.max_cqs, config.max_srqs, qp_bound)?,
+            cm: CmState::new(config.max_qps, cm_seed)?,
+            engine: Engine::new(qp_bound)?,
         })
     }
 
@@ -272,15 +251,10 @@ impl SoftRnic {
         let mut any = false;
         let Some(sink) = sink.as_ref() else {
             // Nobody listens: drop them, as a masked interrupt would be.
-            for set in [
-                &self.events.cq,
-                &self.events.cq_overflow,
-                &self.events.srq_limit,
-                &self.events.qp_error,
-            ] {
+            for set in self.events.all() {
                 set.drain(|_| any = true);
             }
-            return crate::cm::deliver(self, None) || any;
+            return self.cm.deliver(None) || any;
         };
         self.events.cq_overflow.drain(|cqn| {
             any = true;
@@ -298,7 +272,7 @@ impl SoftRnic {
             any = true;
             sink.qp_error(qpn);
         });
-        crate::cm::deliver(self, Some(sink)) || any
+        self.cm.deliver(Some(sink)) || any
     }
 
     /// How the device asks for its engine to run.
@@ -306,50 +280,40 @@ impl SoftRnic {
         &*self.waker
     }
 
-    /// Asks the device's own context for a poll (connection management:
-    /// its events and commands are not left to a busy poller).
-    pub(crate) fn wake(&self) {
-        self.waker.wake_engine();
-    }
-
     /// Records an event for delivery, which only the device's own context
     /// does.
     fn raise(&self, set: &AtomicBitset, n: u32) {
-        if set.insert(n) {
-            self.waker.wake_engine();
-        }
+        signals::raise(set, n, &*self.waker);
     }
 
     /// Records a doorbell; a busy poller may serve it.
     fn ring(&self, set: &AtomicBitset, n: u32) {
-        if set.insert(n) {
-            self.waker.wake();
+        signals::ring(set, n, &*self.waker);
+    }
+
+    /// The transport's view of the device at time `now`
+    /// ([`qp::Context`]), for handing to the QPs' state machines.
+    pub(crate) fn transport(&self, now: u64) -> qp::Context<'_> {
+        qp::Context {
+            mem: &self.mem,
+            stats: &self.engine.stats,
+            cqs: &self.cqs,
+            srqs: &self.srqs,
+            events: &self.events,
+            sq_ready: &self.sq_ready,
+            waker: &*self.waker,
+            tx: self.transmitter(),
+            now,
         }
     }
 
-    /// Writes a CQE to CQ `cqn` (`solicited`: a solicited receive or an
-    /// error, which satisfies a solicited arm). Returns false if the CQ is
-    /// dead or gone, in which case the caller's QP must enter error.
-    pub(crate) fn complete(&self, cqn: u32, cqe: Cqe, solicited: bool) -> bool {
-        let now = self.clock.now_us();
-        match self.cqs.with(cqn, |cq| cq.push(cqe, solicited, now)) {
-            Some(Pushed::Written { event }) => {
-                if event {
-                    self.raise(&self.events.cq, cqn);
-                }
-                true
-            }
-            Some(Pushed::Overflowed) => {
-                self.raise(&self.events.cq_overflow, cqn);
-                false
-            }
-            Some(Pushed::Dead) | None => false,
+    /// How the device sends: its link, tap and counters.
+    pub(crate) fn transmitter(&self) -> Transmitter<'_> {
+        Transmitter {
+            link: &*self.link,
+            tap: &self.engine.tap,
+            stats: &self.engine.stats,
         }
-    }
-
-    /// Records that QP `qpn` entered error, for delivery.
-    pub(crate) fn raise_qp_error(&self, qpn: u32) {
-        self.raise(&self.events.qp_error, qpn);
     }
 
     // ---- protection domains and keys ----
@@ -470,7 +434,7 @@ impl SoftRnic {
     /// Sets a CQ's interrupt moderation.
     pub fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
         if usec > 0 {
-            self.note_cq_moderation();
+            self.engine.note_cq_moderation();
         }
         self.cqs
             .with(cqn, |cq| cq.moderate(count, usec))
@@ -525,15 +489,6 @@ impl SoftRnic {
         Ok(())
     }
 
-    /// Takes a receive from an SRQ for the responder, raising its limit event.
-    pub(crate) fn take_srq_receive(&self, srqn: u32) -> Option<RecvWqe> {
-        let (wqe, fire) = self.srqs.with(srqn, SharedReceiveQueue::take)??;
-        if fire {
-            self.raise(&self.events.srq_limit, srqn);
-        }
-        Some(wqe)
-    }
-
     /// Destroys an SRQ.
     pub fn destroy_srq(&self, srqn: u32) {
         self.srqs.remove(srqn);
@@ -571,23 +526,18 @@ impl SoftRnic {
 
     /// Moves a QP to error, completing all its work as flushed.
     pub fn flush_qp(&self, qpn: u32) {
+        let cx = self.transport(self.clock.now_us());
         self.qps.with(qpn, |qp| {
-            let (send_cqn, recv_cqn) = (qp.send_cqn, qp.recv_cqn);
             // An ACK held back for a reply goes now, or the peer would
             // retransmit to a QP that no longer answers.
             if qp.state == qp::QpState::Connected {
-                qp::flush_held_ack(self, qp);
-                self.link.flush();
+                qp::flush_held_ack(&cx, qp);
+                cx.tx.flush();
                 // An ACK the link had no room for stays unsent: the QP
                 // sends nothing once flushed, so it is not parked.
                 qp.take_tx_stall();
             }
-            qp::flush(
-                qp,
-                qpn,
-                |c| _ = self.complete(send_cqn, c, true),
-                |c| _ = self.complete(recv_cqn, c, true),
-            );
+            cx.flush(qpn, qp);
         });
     }
 

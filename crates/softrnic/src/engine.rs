@@ -14,7 +14,7 @@
 //!   moderation ticks, then event delivery with no lock held.
 //!   [`SoftRnic::next_timer_us`] tells a host thread how long it may sleep.
 //! * Transmit backpressure — a QP whose next packet the link has no room
-//!   for ([`crate::env::Link::can_transmit`]) stops before building it and
+//!   for ([`crate::link::Link::can_transmit`]) stops before building it and
 //!   is parked (off the ready set, so passes do not spin on it) until
 //!   [`SoftRnic::link_ready`], which puts every parked QP back on the ready
 //!   set; each goes on exactly where it stopped. A QP parked just as room
@@ -44,17 +44,16 @@
 //! hop limit and the checksums are masked out of the ICRC anyway.
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use core::net::{IpAddr, SocketAddr};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 
 use hwq::device::DeviceError;
-use spin::{Mutex, RwLock};
 
-use crate::bitset::AtomicBitset;
 use crate::device::{FIRST_QPN, SoftRnic};
+use crate::engine_state::Engine;
 use crate::env::{Capture, Direction};
 use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
+pub use crate::stats::EngineStats;
 use crate::train::Train;
 use crate::wire::{self, GSI_QPN, IpUdpFields, Operation, Packet, ParseError, Pmtu, QPN_MASK};
 
@@ -64,130 +63,6 @@ pub const POLL_BUDGET: u32 = 64;
 /// Interval of CQ moderation ticks while a moderation timer runs (µs).
 const CQ_TICK_US: u64 = 10;
 
-/// A statistics counter.
-#[derive(Debug, Default)]
-pub(crate) struct Counter(AtomicU64);
-
-impl Counter {
-    pub(crate) fn inc(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn add(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
-    }
-
-    pub(crate) fn inc_if(&self, yes: bool) {
-        if yes {
-            self.inc();
-        }
-    }
-
-    pub(crate) fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-macro_rules! counters {
-    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
-        /// The engine's live counters.
-        #[derive(Debug, Default)]
-        pub(crate) struct Counters {
-            $(pub(crate) $name: Counter,)*
-        }
-
-        /// A snapshot of the engine's counters ([`SoftRnic::stats`]).
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct EngineStats {
-            $($(#[doc = $doc])* pub $name: u64,)*
-        }
-
-        impl Counters {
-            fn snapshot(&self) -> EngineStats {
-                EngineStats { $($name: self.$name.get(),)* }
-            }
-        }
-    };
-}
-
-counters! {
-    /// Datagrams handed to `receive` or `receive_udp_payload`.
-    rx_packets,
-    /// Dropped by the parser (any reason but the ICRC).
-    rx_malformed,
-    /// Dropped for a bad ICRC.
-    rx_bad_icrc,
-    /// Valid packets nobody takes: another address, no such QP, QP not
-    /// connected, wrong source, foreign P_Key, UD to a non-GSI QP.
-    rx_dropped,
-    /// Packets handed to connection management (QP1).
-    cm_packets,
-    /// Datagrams transmitted.
-    tx_packets,
-    /// Request packets sent again (PSN below the highest sent).
-    retransmitted,
-    /// Retransmit timer expiries that resent (or gave up).
-    timeouts,
-    /// Responder: PSN sequence error NAKs sent.
-    seq_naks_sent,
-    /// Requester: PSN sequence error NAKs received.
-    seq_naks_received,
-    /// Requester: go-back-N restarts caused by a sequence NAK.
-    seq_nak_retries,
-    /// Responder: RNR NAKs sent.
-    rnr_naks_sent,
-    /// Requester: RNR NAKs received.
-    rnr_naks_received,
-    /// Responder: invalid request / remote access / remote operational NAKs sent.
-    fatal_naks_sent,
-    /// Requester: such NAKs received.
-    fatal_naks_received,
-    /// Responder: requests with a PSN already executed.
-    duplicates,
-    /// Responder: requests ahead of the expected PSN (dropped).
-    out_of_sequence,
-    /// Responder: READs answered again from a saved resource.
-    read_replays,
-    /// Responder: READ response packets sent (a train counts its segments).
-    read_responses_sent,
-    /// Train segments not placed because the sender's key died while they
-    /// were in flight (lost: the transport sends them again).
-    train_segments_lost,
-    /// Requester: retries because a READ response was missing.
-    read_gap_retries,
-    /// Requester: responses older than the oldest unacknowledged PSN.
-    stale_responses,
-    /// Requester: ACKs for PSNs never sent.
-    ghost_acks,
-    /// Requester: READ responses of the wrong length or position.
-    bad_responses,
-    /// Responder: requests refused by a key, range, PD or access check.
-    remote_access_refused,
-    /// Responder: replays of an executed READ refused because its key was
-    /// invalidated after execution (a non-fatal NAK).
-    stale_read_refusals,
-    /// Responder: duplicate READ requests the running response stream
-    /// still covers (not restarted).
-    read_replays_skipped,
-    /// Responder: ACKs of a lone SEND held for the answer.
-    acks_held,
-    /// Responder: ACKs (held or coalesced) sent behind the QP's own
-    /// requests instead of alone.
-    acks_joined,
-    /// Busy polls that ran a pass ([`SoftRnic::busy_poll`]).
-    busy_passes,
-    /// Busy polls that found the device's turn taken.
-    busy_turn_taken,
-    /// Busy passes that found a bulk transfer and left the device to its
-    /// own context for a while.
-    busy_bulk_backoffs,
-    /// QPs parked because the link had no room for their next packet
-    /// (each resumed where it stopped: nothing was lost or resent).
-    tx_stalls,
-    /// [`SoftRnic::link_ready`] calls that found parked QPs.
-    tx_resumes,
-}
-
 /// Whether a QP took a received packet.
 #[derive(PartialEq)]
 enum Taken {
@@ -195,69 +70,6 @@ enum Taken {
     No,
     /// Created, not connected yet: maybe the RTU was lost.
     Unconnected,
-}
-
-/// The engine's part of the device: timers, the capture tap, defaults and
-/// counters.
-pub(crate) struct Engine {
-    pub(crate) stats: Counters,
-    /// QPs that may have a timer running.
-    timer_qps: AtomicBitset,
-    /// QPs stopped for want of link room, waiting for
-    /// [`SoftRnic::link_ready`].
-    tx_parked: AtomicBitset,
-    /// No timer of any QP is due before this (µs; `u64::MAX`: none).
-    earliest: AtomicU64,
-    capture: RwLock<Option<Box<dyn Capture>>>,
-    /// Rebuilds received UDP payloads into datagrams for the capture.
-    scratch: Mutex<Vec<u8>>,
-    defaults: RwLock<RcConfig>,
-    /// Some CQ was given a moderation interval (sticky).
-    cq_moderation: AtomicBool,
-    /// The last CQ tick found a moderation timer running.
-    cq_timers: AtomicBool,
-    last_cq_tick: AtomicU64,
-    /// Busy polling is allowed ([`SoftRnic::set_busy_poll`]).
-    pub(crate) busy_poll: AtomicBool,
-    /// Somebody runs the device's receive-and-poll pass (`busy.rs`).
-    pub(crate) turn: AtomicBool,
-    /// Busy polling is off until then (device clock, µs): a bulk transfer
-    /// was found (`busy.rs`).
-    pub(crate) bulk_until: AtomicU64,
-    /// Packets busy passes took since `bulk_span_start` (`busy.rs`).
-    pub(crate) bulk_span_packets: AtomicU32,
-    pub(crate) bulk_span_start: AtomicU64,
-}
-
-impl core::fmt::Debug for Engine {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Engine")
-            .field("stats", &self.stats.snapshot())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Engine {
-    /// Engine state for QP numbers below `qp_bound`.
-    pub(crate) fn new(qp_bound: u32) -> Option<Self> {
-        Some(Self {
-            stats: Counters::default(),
-            timer_qps: AtomicBitset::new(qp_bound)?,
-            tx_parked: AtomicBitset::new(qp_bound)?,
-            earliest: AtomicU64::new(u64::MAX),
-            capture: RwLock::new(None),
-            scratch: Mutex::new(Vec::new()),
-            defaults: RwLock::new(RcConfig::default()),
-            cq_moderation: AtomicBool::new(false),
-            cq_timers: AtomicBool::new(false),
-            last_cq_tick: AtomicU64::new(0),
-            busy_poll: AtomicBool::new(false),
-            turn: AtomicBool::new(false),
-            bulk_until: AtomicU64::new(0),
-            bulk_span_packets: AtomicU32::new(0),
-            bulk_span_start: AtomicU64::new(0),
-        })
-    }
 }
 
 impl SoftRnic {
@@ -272,14 +84,7 @@ impl SoftRnic {
 
     /// Installs (or removes) the packet tap. May allocate.
     pub fn set_capture(&self, capture: Option<Box<dyn Capture>>) {
-        if capture.is_some() {
-            let mut s = self.engine.scratch.lock();
-            let want = usize::from(u16::MAX);
-            if s.capacity() < want {
-                let _ = s.try_reserve_exact(want);
-            }
-        }
-        *self.engine.capture.write() = capture;
+        self.engine.tap.set(capture);
     }
 
     /// Sets the reliability parameters QPs get when they connect.
@@ -391,7 +196,7 @@ impl SoftRnic {
     /// Hands one received IPv4 or IPv6 datagram (IP header through ICRC)
     /// to the engine. Never panics, whatever the bytes.
     pub fn receive(&self, datagram: &[u8]) {
-        self.tap(Direction::Receive, datagram);
+        self.engine.tap.datagram(Direction::Receive, datagram);
         self.dispatch(wire::parse(datagram));
     }
 
@@ -409,16 +214,9 @@ impl SoftRnic {
             self.engine.stats.rx_packets.inc();
             return self.engine.stats.rx_malformed.inc();
         };
-        if let Some(cap) = self.engine.capture.read().as_ref()
-            && let Some((head, n)) = fields.header_bytes(payload.len())
-            && let Some(head) = head.get(..n)
-        {
-            let mut buf = self.engine.scratch.lock();
-            buf.clear();
-            buf.extend_from_slice(head);
-            buf.extend_from_slice(payload);
-            cap.capture(Direction::Receive, &buf);
-        }
+        self.engine
+            .tap
+            .udp_payload(Direction::Receive, &fields, payload);
         self.dispatch(wire::parse_udp_payload(&fields, payload));
     }
 
@@ -429,44 +227,23 @@ impl SoftRnic {
         let stats = &self.engine.stats;
         let n = u64::from(train.segments());
         stats.rx_packets.add(n);
-        self.tap_train(Direction::Receive, train);
+        self.engine.tap.train(Direction::Receive, train);
         if !self.has_address(train.dst()) {
             return stats.rx_dropped.add(n);
         }
         let qpn = train.dest_qp();
         let now = self.clock.now_us();
+        let cx = self.transport(now);
         let request = !train.is_read_response();
         let taken = self.to_qp(qpn, train.src(), train.dst(), request, |qp| {
             if request {
-                qp::on_request_train(self, qpn, qp, train, now);
+                qp::on_request_train(&cx, qpn, qp, train, now);
             } else {
-                qp::on_read_train(self, qpn, qp, train, now);
+                qp::on_read_train(&cx, qpn, qp, train, now);
             }
         });
         if !taken {
             stats.rx_dropped.add(n);
-        }
-    }
-
-    /// Shows each segment of `train` to the tap (if one is set) as the
-    /// datagram it stands for. A segment whose source key died is not
-    /// shown: it is lost, and nothing of it is placed either.
-    pub(crate) fn tap_train(&self, direction: Direction, train: &Train) {
-        if let Some(cap) = self.engine.capture.read().as_ref() {
-            let mut buf = self.engine.scratch.lock();
-            for i in 0..train.segments() {
-                if let Some(n) = train.build(i, &mut buf)
-                    && let Some(datagram) = buf.get(..n)
-                {
-                    cap.capture(direction, datagram);
-                }
-            }
-        }
-    }
-
-    fn tap(&self, direction: Direction, datagram: &[u8]) {
-        if let Some(cap) = self.engine.capture.read().as_ref() {
-            cap.capture(direction, datagram);
         }
     }
 
@@ -482,21 +259,22 @@ impl SoftRnic {
             return stats.rx_dropped.inc();
         }
         let qpn = p.bth.dest_qp;
+        let now = self.clock.now_us();
         if qpn == GSI_QPN {
             stats.cm_packets.inc();
-            crate::cm::receive(self, &p);
+            crate::cm::receive(self, &p, now);
             return;
         }
         let op = p.info.operation;
         if p.bth.pkey & 0x7FFF != 0x7FFF || op == Operation::UdSend {
             return stats.rx_dropped.inc();
         }
-        let now = self.clock.now_us();
+        let cx = self.transport(now);
         let taken = self.to_qp(qpn, p.ip.src(), p.ip.dst(), op.is_request(), |qp| {
             if op.is_request() {
-                qp::on_request(self, qpn, qp, &p, now);
+                qp::on_request(&cx, qpn, qp, &p, now);
             } else {
-                qp::on_response(self, qpn, qp, &p, now);
+                qp::on_response(&cx, qpn, qp, &p, now);
             }
         });
         if !taken {
@@ -546,79 +324,6 @@ impl SoftRnic {
         taken == Some(Taken::Yes)
     }
 
-    /// Puts one built datagram on the link (and the tap).
-    pub(crate) fn transmit_packet(&self, datagram: &[u8], resend: bool) {
-        let stats = &self.engine.stats;
-        stats.tx_packets.inc();
-        stats.retransmitted.inc_if(resend);
-        self.tap(Direction::Transmit, datagram);
-        self.link.transmit(datagram);
-    }
-
-    /// Puts the datagram built in `buf[..len]` on the link (and the tap);
-    /// the link may swap `buf` for another buffer of the same length.
-    pub(crate) fn transmit_buf(&self, buf: &mut Vec<u8>, len: usize, resend: bool) {
-        let stats = &self.engine.stats;
-        stats.tx_packets.inc();
-        stats.retransmitted.inc_if(resend);
-        if let Some(datagram) = buf.get(..len) {
-            self.tap(Direction::Transmit, datagram);
-        }
-        self.link.transmit_owned(buf, len);
-    }
-
-    /// Builds a packet's UDP payload (`len` bytes at most) straight into
-    /// the link's send buffer, if the link lends one and no tap wants the
-    /// whole datagram; `false`: nothing was called, build a datagram and
-    /// use [`SoftRnic::transmit_buf`]. `build` returns the length written,
-    /// or `None` for nothing to send.
-    pub(crate) fn transmit_udp_payload_with(
-        &self,
-        dest: SocketAddr,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        if self.engine.capture.read().is_some() {
-            return false;
-        }
-        let stats = &self.engine.stats;
-        let mut counted = |slot: &mut [u8]| {
-            let n = build(slot);
-            stats.tx_packets.inc_if(n.is_some());
-            n
-        };
-        match dest {
-            SocketAddr::V4(v4) => self.link.transmit_udp_payload_with(v4, len, &mut counted),
-            SocketAddr::V6(v6) => self
-                .link
-                .transmit_udp_payload_v6_with(v6, len, &mut counted),
-        }
-    }
-
-    /// Puts a train on the link (the link said it carries trains).
-    pub(crate) fn transmit_train(&self, train: Train, resend: bool) {
-        let stats = &self.engine.stats;
-        stats.tx_packets.add(u64::from(train.segments()));
-        if resend {
-            stats.retransmitted.add(u64::from(train.segments()));
-        }
-        self.tap_train(Direction::Transmit, &train);
-        self.link.transmit_train(train);
-    }
-
-    /// Moves a QP to error: flushes its work (after any error CQE already
-    /// written) and queues the QP error event.
-    pub(crate) fn enter_error(&self, qpn: u32, qp: &mut QueuePair) {
-        let (s, r) = (qp.send_cqn, qp.recv_cqn);
-        qp::flush(
-            qp,
-            qpn,
-            |c| _ = self.complete(s, c, true),
-            |c| _ = self.complete(r, c, true),
-        );
-        self.raise_qp_error(qpn);
-    }
-
     /// Parks QP `qpn` if it stopped for want of link room (holding the QP,
     /// after its work); whether it did. Asks the link again once it is
     /// parked: room that came back in between (the link's
@@ -635,7 +340,7 @@ impl SoftRnic {
         true
     }
 
-    /// The link has room again after its [`crate::env::Link::can_transmit`]
+    /// The link has room again after its [`crate::link::Link::can_transmit`]
     /// said no: every QP that stopped for it goes back on the ready set
     /// and the engine is woken, so the next pass resumes each where it
     /// stopped. Never blocks; callable from any context that may ring a
@@ -661,25 +366,6 @@ impl SoftRnic {
         }
     }
 
-    fn fire_timers(&self, qpn: u32, qp: &mut QueuePair, now: u64) {
-        let due = |d: Option<u64>| d.is_some_and(|d| d <= now);
-        let Some(conn) = qp.conn.as_ref() else { return };
-        let (ack, rnr, retrans) = (
-            due(conn.resp.ack_deadline),
-            due(conn.req.rnr_deadline),
-            due(conn.req.retrans_deadline),
-        );
-        if ack && qp.state == QpState::Connected {
-            qp::on_ack_timer(self, qp);
-        }
-        if rnr && qp.state == QpState::Connected {
-            qp::on_rnr_timer(self, qpn, qp, now);
-        }
-        if retrans && qp.state == QpState::Connected {
-            qp::on_retransmit_timer(self, qpn, qp, now);
-        }
-    }
-
     /// Runs the engine once: due timers, doorbells (budgeted per QP), CQ
     /// moderation, then event delivery with no lock held. Returns whether
     /// anything was done (call again at once if so).
@@ -691,13 +377,14 @@ impl SoftRnic {
     /// [`SoftRnic::poll`] without the event delivery.
     pub(crate) fn poll_work(&self) -> bool {
         let now = self.clock.now_us();
+        let cx = self.transport(now);
         let mut worked = false;
         let engine = &self.engine;
         if now >= engine.earliest.load(Ordering::Acquire) {
             engine.earliest.store(u64::MAX, Ordering::Release);
             engine.timer_qps.drain(|qpn| {
                 self.qps.with(qpn, |qp| {
-                    self.fire_timers(qpn, qp, now);
+                    qp::on_timers(&cx, qpn, qp);
                     self.arm_timer(qpn, qp);
                     self.park_if_stalled(qpn, qp);
                 });
@@ -710,13 +397,7 @@ impl SoftRnic {
             if n < qp_bound {
                 self.qps.with(n, |qp| {
                     if qp.state == QpState::Error {
-                        let (s, r) = (qp.send_cqn, qp.recv_cqn);
-                        qp::flush(
-                            qp,
-                            n,
-                            |c| _ = self.complete(s, c, true),
-                            |c| _ = self.complete(r, c, true),
-                        );
+                        cx.flush(n, qp);
                     }
                 });
             }
@@ -725,7 +406,7 @@ impl SoftRnic {
         self.sq_ready.drain(|qpn| {
             worked = true;
             let more = self.qps.with(qpn, |qp| {
-                let more = qp::run_send_side(self, qpn, qp, now, POLL_BUDGET);
+                let more = qp::run_send_side(&cx, qpn, qp, now, POLL_BUDGET);
                 self.arm_timer(qpn, qp);
                 !self.park_if_stalled(qpn, qp) && more
             });
@@ -755,17 +436,38 @@ impl SoftRnic {
             .cq_timers
             .load(Ordering::Relaxed)
             .then(|| engine.last_cq_tick.load(Ordering::Relaxed) + CQ_TICK_US);
-        [qp, cq, crate::cm::next_timer_us(self)]
+        [qp, cq, self.cm.next_timer_us()]
             .into_iter()
             .flatten()
             .min()
     }
+}
 
-    /// Notes that CQ moderation intervals are in use, so `poll` ticks CQs
-    /// (every 10 µs at most; a timer seen running is reported by
-    /// `next_timer_us`).
-    pub(crate) fn note_cq_moderation(&self) {
-        self.engine.cq_moderation.store(true, Ordering::Relaxed);
-        self.engine.cq_timers.store(true, Ordering::Relaxed);
+/// Connection management's view of the device: it sends its MADs through
+/// the device's transmitter and connects QPs with the engine's
+/// modify-to-RTS.
+impl crate::cm::Host for SoftRnic {
+    fn cm(&self) -> &crate::cm::CmState {
+        &self.cm
+    }
+
+    fn transmit(&self, datagram: &[u8]) {
+        self.transmitter().packet(datagram, false);
+    }
+
+    fn flush(&self) {
+        self.link.flush();
+    }
+
+    fn wake(&self) {
+        self.waker().wake_engine();
+    }
+
+    fn pmtu(&self) -> u32 {
+        self.config().pmtu
+    }
+
+    fn connect_qp(&self, qpn: u32, local: IpAddr, path: Path) -> Result<(), DeviceError> {
+        self.connect_qp_at(qpn, local, path)
     }
 }

@@ -21,7 +21,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use spin::Mutex;
 
-use crate::env::{Clock, Link};
+use crate::env::Clock;
+use crate::link::Link;
 use crate::train::Train;
 
 /// Fault probabilities and delays.

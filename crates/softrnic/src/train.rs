@@ -31,14 +31,14 @@ use alloc::vec::Vec;
 use core::net::IpAddr;
 use hwq::TryArc;
 
-use hwq::Sge;
 use hwq::wqe::MAX_SGE;
+use hwq::{DmaAccess, MemoryKey, Sge};
 
-use crate::memory::{DeviceMemory, Need};
-use crate::qp::sg;
-use crate::qp::{Carrying, read_response_framing, request_opcode};
+use crate::memory::sg::{self, SgError, walk};
+use crate::memory::{Chunks, DeviceMemory, KeyTable, Need};
 use crate::wire::{
-    Bth, ExtHeaders, Headers, IpUdpFields, Opcode, PacketBuilder, Reth, datagram_len, psn_add,
+    Bth, Carrying, ExtHeaders, Headers, IpUdpFields, Opcode, PacketBuilder, Reth, datagram_len,
+    psn_add, read_response_framing, request_opcode,
 };
 
 /// Most packets one train stands for: 1 MiB at a 4096-byte PMTU. The
@@ -399,4 +399,93 @@ pub(crate) fn build_read_response(
         .ok()?;
     }
     b.finish().ok()
+}
+
+/// Places train segment `seg` (payload still at the sender) at message
+/// byte `offset` of `sges`, each piece of which must grant `need`, copying
+/// straight from the source. Every destination piece is checked before
+/// the source is read; then the source key is checked (holding the
+/// sender's key table, while this device's is held too: both are
+/// reader-preferring spin locks and no thread holds one device's for
+/// writing while taking another's, so two engines placing each other's
+/// trains cannot deadlock). `Ok(false)`: the source no longer grants the
+/// read, nothing was placed.
+#[allow(clippy::too_many_arguments)] // `scatter`'s facts plus the train's
+pub(crate) fn scatter_train(
+    keys: &KeyTable,
+    dma: &dyn DmaAccess,
+    pd: u32,
+    sges: &[Sge],
+    offset: u64,
+    need: Need,
+    train: &Train,
+    seg: &Segment,
+) -> Result<bool, SgError> {
+    walk(sges, offset, seg.len, |sge, addr, take, _| {
+        keys.check(MemoryKey(sge.key), pd, addr, take, need)
+            .map(|_| ())
+            .map_err(|_| SgError::Protection)
+    })?;
+    let mut at = 0usize;
+    let mut fault = None;
+    let read = train.read_source(seg, |src, n| {
+        let placed = walk(sges, offset + at as u64, n, |sge, addr, take, pos| {
+            let range = keys
+                .check(MemoryKey(sge.key), pd, addr, take, need)
+                .map_err(|_| SgError::Protection)?;
+            let mut from = src + pos as u64;
+            for (to, len) in Chunks::new(range) {
+                dma.copy(from, to, len).map_err(|_| SgError::Protection)?;
+                from += len as u64;
+            }
+            Ok(())
+        });
+        at += n;
+        fault = placed.err();
+        fault.is_none()
+    });
+    match fault {
+        Some(e) => Err(e),
+        None => Ok(read),
+    }
+}
+
+/// Places a SEND or WRITE train segment `seg` (payload still at the
+/// requester) at `va` of remote key `rkey` (a peer's WRITE): a one-piece
+/// [`scatter_train`] needing remote write.
+pub(crate) fn write_remote_train(
+    keys: &KeyTable,
+    dma: &dyn DmaAccess,
+    pd: u32,
+    rkey: u32,
+    va: u64,
+    train: &Train,
+    seg: &Segment,
+) -> Result<bool, SgError> {
+    let target = Sge {
+        addr: va,
+        length: u32::try_from(seg.len).map_err(|_| SgError::Length)?,
+        key: rkey,
+    };
+    scatter_train(keys, dma, pd, &[target], 0, Need::RemoteWrite, train, seg)
+}
+
+/// Scatters a packet's payload (in the packet, or a train segment still
+/// at the sender) into local memory at message byte `offset` of `sges`.
+/// `Ok(false)`: a train's source no longer grants the read, nothing was
+/// placed.
+pub(crate) fn scatter_payload(
+    keys: &KeyTable,
+    dma: &dyn DmaAccess,
+    pd: u32,
+    sges: &[Sge],
+    offset: u64,
+    payload: Payload<'_>,
+) -> Result<bool, SgError> {
+    match payload {
+        Payload::Bytes(data) => sg::scatter(keys, dma, pd, sges, offset, data).map(|()| true),
+        Payload::Train(train, ref seg) => {
+            scatter_train(keys, dma, pd, sges, offset, Need::LocalWrite, train, seg)
+        }
+    }
 }

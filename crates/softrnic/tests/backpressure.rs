@@ -1,7 +1,7 @@
 //! Transmit backpressure: each device sends through a bounded transmit
 //! ring (a NIC's) that a simulated wire drains one datagram every
 //! [`FRAME_US`]. A ring that is full says so
-//! ([`softrnic::env::Link::can_transmit`]); the runtime calls
+//! ([`softrnic::link::Link::can_transmit`]); the runtime calls
 //! [`softrnic::device::SoftRnic::link_ready`] once it drained some. Bursts
 //! far larger than the ring (a READ's responses, a large WRITE or SEND)
 //! complete with the right data, every packet sent once, no timeout and
@@ -18,7 +18,8 @@ use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
 use softrnic::engine::EngineStats;
-use softrnic::env::{Capture, Direction, Link};
+use softrnic::env::{Capture, Direction};
+use softrnic::link::Link;
 use softrnic::qp::QpState;
 
 /// Time the wire takes per datagram (µs): the ring drains at this pace.

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
-use softrnic::env::{Arrival, Link, Received, Wake};
+use softrnic::env::Wake;
+use softrnic::link::{Arrival, Link, Received};
 use softrnic::qp::RcConfig;
 
 /// A wire with one inbound queue per address, read only by polling.

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
-use softrnic::env::Link;
 use softrnic::l2::{
     EthernetPort, FrameSink, HOLD_US, MacAddr, PortConfig, REACHABLE_US, SOLICIT_INTERVAL_US,
     STALE_US, Verdict, path_mtu_for,
 };
+use softrnic::link::Link;
 use softrnic::wire::arp::{ARP_REPLY, ArpPacket};
 use softrnic::wire::ethernet::{
     ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, EthernetHeader, parse_ethernet, write_frame,

@@ -20,8 +20,8 @@ use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
 use softrnic::device::SoftRnic;
-use softrnic::env::Link;
 use softrnic::l2::{EthernetPort, FrameSink, MacAddr, Verdict};
+use softrnic::link::Link;
 use softrnic::wire::arp::{ARP_REPLY, ARP_REQUEST, parse_arp};
 use softrnic::wire::ethernet::{
     ETHERTYPE_ARP, ETHERTYPE_IPV6, EthernetHeader, parse_ethernet, write_frame,

@@ -12,7 +12,7 @@ use crate::wire::{Mad, Pmtu};
 
 /// Where a connection is in its life (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum State {
+pub(crate) enum State {
     /// Unused slot.
     Free,
     /// Active: REQ sent, waiting for REP or REJ.
@@ -35,7 +35,7 @@ pub(super) enum State {
 
 /// One connection.
 #[derive(Debug)]
-pub(super) struct Conn {
+pub(crate) struct Conn {
     /// Bumped each time the slot is freed.
     pub generation: u16,
     pub state: State,
@@ -156,7 +156,7 @@ impl Conn {
 
 /// The table.
 #[derive(Debug)]
-pub(super) struct ConnTable {
+pub(crate) struct ConnTable {
     slots: Vec<Conn>,
     free: Vec<u16>,
 }

@@ -9,12 +9,12 @@ use core::sync::atomic::Ordering;
 use hwq::device::{CmEvent, ConnectionInfo, EventSink};
 
 use super::conn::Conn;
-use super::{Io, SoftRnic};
+use super::{CmState, Io};
 use crate::wire::cm::REP_PRIVATE_LEN;
 
 /// What happened to a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     ConnectRequest,
     Replied,
     Rejected { by_consumer: bool },
@@ -32,7 +32,7 @@ struct Record {
 
 /// Fixed-capacity FIFO of records.
 #[derive(Debug)]
-pub(super) struct EventRing {
+pub(crate) struct EventRing {
     buf: Vec<Record>,
     head: usize,
     len: usize,
@@ -86,7 +86,7 @@ impl EventRing {
 impl Io {
     /// Queues `kind` for connection `conn_id`. The peer's end of a
     /// connection (Disconnected or Failed) is reported once.
-    pub(super) fn report(&mut self, conn: &mut Conn, conn_id: u32, kind: Kind) {
+    pub(crate) fn report(&mut self, conn: &mut Conn, conn_id: u32, kind: Kind) {
         if matches!(kind, Kind::Disconnected | Kind::Failed { .. }) {
             if conn.peer_end_reported {
                 return;
@@ -141,12 +141,12 @@ impl Ready {
 }
 
 /// Takes the next event whose connection is still the consumer's.
-fn next(device: &SoftRnic) -> Option<Ready> {
-    let mut inner = device.cm.inner.lock();
+fn next(cm: &CmState) -> Option<Ready> {
+    let mut inner = cm.inner.lock();
     let inner = &mut *inner;
     loop {
         let Some(r) = inner.io.events.pop() else {
-            device.cm.events_pending.store(false, Ordering::Release);
+            cm.events_pending.store(false, Ordering::Release);
             return None;
         };
         // Released connections get no more events.
@@ -190,18 +190,20 @@ fn next(device: &SoftRnic) -> Option<Ready> {
     }
 }
 
-/// Delivers queued CM events to `sink` (or drops them without one), one at
-/// a time with the CM lock released; returns whether there were any.
-pub(crate) fn deliver(device: &SoftRnic, sink: Option<&EventSink>) -> bool {
-    if !device.cm.events_pending.load(Ordering::Acquire) {
-        return false;
-    }
-    let mut any = false;
-    while let Some(ready) = next(device) {
-        any = true;
-        if let Some(sink) = sink {
-            sink.cm_event(ready.event());
+impl CmState {
+    /// Delivers queued CM events to `sink` (or drops them without one), one
+    /// at a time with the CM lock released; returns whether there were any.
+    pub(crate) fn deliver(&self, sink: Option<&EventSink>) -> bool {
+        if !self.events_pending.load(Ordering::Acquire) {
+            return false;
         }
+        let mut any = false;
+        while let Some(ready) = next(self) {
+            any = true;
+            if let Some(sink) = sink {
+                sink.cm_event(ready.event());
+            }
+        }
+        any
     }
-    any
 }

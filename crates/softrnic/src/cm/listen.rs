@@ -24,7 +24,7 @@ struct Listener {
 
 /// Listener table and port references.
 #[derive(Debug)]
-pub(super) struct Listeners {
+pub(crate) struct Listeners {
     slots: Vec<Listener>,
     /// References per ephemeral port (index: port − 49152).
     port_refs: Vec<u16>,

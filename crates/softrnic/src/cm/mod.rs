@@ -15,7 +15,7 @@
 //!
 //! A device holds a set of IPv4 and IPv6 addresses
 //! ([`crate::addresses`]; [`crate::device::DeviceConfig::addr`] is the
-//! first, [`SoftRnic::set_addresses`] replaces them live). Anything these
+//! first, [`crate::device::SoftRnic::set_addresses`] replaces them live). Anything these
 //! rules refuse is `DeviceError::InvalidAddress`.
 //!
 //! * Listen: on one of the addresses, or a wildcard: `0.0.0.0` (any IPv4
@@ -107,13 +107,12 @@
 //! Nothing here allocates after [`CmState::new`] (connecting a QP does:
 //! the engine's `connect_qp` allocates its transport state).
 
-mod commands;
-mod conn;
-mod events;
-mod listen;
-mod msg;
+pub(crate) mod conn;
+pub(crate) mod events;
+pub(crate) mod listen;
+pub(crate) mod msg;
 mod recv;
-mod timer;
+pub(crate) mod timer;
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -121,15 +120,58 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use spin::Mutex;
 
-use crate::device::{DeviceConfig, SoftRnic};
+use core::net::{IpAddr, SocketAddr};
+
+use hwq::device::DeviceError;
+
+use crate::qp::Path;
+use crate::wire::{Pmtu, ROCEV2_PORT};
 
 use conn::ConnTable;
 use events::EventRing;
 use listen::Listeners;
 
-pub(crate) use events::deliver;
 pub(crate) use recv::{establish_on_request, receive};
-pub(crate) use timer::{next_timer_us, poll};
+pub(crate) use timer::poll;
+
+/// What connection management needs from its device, which implements
+/// it: connection management never names the device, so it sits below it
+/// (and below the engine that hands it QP1's packets).
+pub(crate) trait Host {
+    /// The device's connection manager.
+    fn cm(&self) -> &CmState;
+    /// Sends one built MAD datagram (counted and shown to the tap).
+    fn transmit(&self, datagram: &[u8]);
+    /// Pushes datagrams a batching link holds out.
+    fn flush(&self);
+    /// Asks the device's own context for a poll (its events and the answer
+    /// to a MAD are not left to a busy poller).
+    fn wake(&self);
+    /// The device's path MTU (bytes).
+    fn pmtu(&self) -> u32;
+    /// Connects QP `qpn` from `local` (whether or not it is one of the
+    /// device's addresses now) along `path`: the modify-to-RTS command.
+    fn connect_qp(&self, qpn: u32, local: IpAddr, path: Path) -> Result<(), DeviceError>;
+}
+
+/// The QP addressing a connection fixes.
+fn path(conn: &conn::Conn) -> Path {
+    Path {
+        remote: SocketAddr::new(conn.remote.ip(), ROCEV2_PORT),
+        remote_qpn: conn.remote_qpn,
+        pmtu: conn.pmtu.bytes(),
+        send_psn: conn.send_psn,
+        recv_psn: conn.recv_psn,
+        outbound_reads: u32::from(conn.ord),
+        inbound_reads: u32::from(conn.ird),
+    }
+}
+
+/// Connects the connection's QP to its peer, from the connection's own
+/// address.
+pub(crate) fn connect_qp(host: &dyn Host, conn: &conn::Conn) -> Result<(), DeviceError> {
+    host.connect_qp(conn.qpn, conn.local.ip(), path(conn))
+}
 
 /// CM response timeout we announce (exponent: 4.096 µs × 2^16 ≈ 268 ms).
 pub const CM_RESPONSE_TIMEOUT: u8 = 16;
@@ -152,8 +194,8 @@ pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 49152..=65535;
 
 /// The device's path MTU (validated by the configuration's users; 1024 if
 /// it is not a valid one).
-fn device_pmtu(device: &SoftRnic) -> crate::wire::Pmtu {
-    crate::wire::Pmtu::from_bytes(device.config().pmtu).unwrap_or(crate::wire::Pmtu::Mtu1024)
+pub(crate) fn device_pmtu(device: &dyn Host) -> Pmtu {
+    Pmtu::from_bytes(device.pmtu()).unwrap_or(Pmtu::Mtu1024)
 }
 
 /// The id of table slot `index` in its `generation`: never 0, and stale
@@ -208,42 +250,42 @@ pub struct CmStats {
 
 /// Mutable CM state besides the tables: what sending and reporting need.
 #[derive(Debug)]
-struct Io {
-    events: EventRing,
-    rng: Xoshiro256PlusPlus,
+pub(crate) struct Io {
+    pub(crate) events: EventRing,
+    pub(crate) rng: Xoshiro256PlusPlus,
     /// XORed into connection ids to make local communication IDs.
-    comm_id_mask: u32,
+    pub(crate) comm_id_mask: u32,
     /// PSN of the next MAD packet.
-    mad_psn: u32,
-    stats: CmStats,
+    pub(crate) mad_psn: u32,
+    pub(crate) stats: CmStats,
     /// Earliest armed deadline (`u64::MAX`: none).
-    earliest: u64,
+    pub(crate) earliest: u64,
     /// Something was queued or armed that the poller must look at.
-    wake: bool,
+    pub(crate) wake: bool,
     /// A MAD went to the link, which may hold it in a batch until flushed.
-    sent: bool,
+    pub(crate) sent: bool,
 }
 
 impl Io {
-    fn random_psn(&mut self) -> u32 {
+    pub(crate) fn random_psn(&mut self) -> u32 {
         self.rng.next_u32() & crate::wire::PSN_MASK
     }
 
-    fn new_tid(&mut self) -> u64 {
+    pub(crate) fn new_tid(&mut self) -> u64 {
         self.rng.next_u64()
     }
 
     /// Local communication ID of connection `id`.
-    fn comm_id(&self, id: u32) -> u32 {
+    pub(crate) fn comm_id(&self, id: u32) -> u32 {
         id ^ self.comm_id_mask
     }
 
     /// Connection id of local communication ID `comm_id`.
-    fn conn_id(&self, comm_id: u32) -> u32 {
+    pub(crate) fn conn_id(&self, comm_id: u32) -> u32 {
         comm_id ^ self.comm_id_mask
     }
 
-    fn arm(&mut self, deadline: u64) {
+    pub(crate) fn arm(&mut self, deadline: u64) {
         if deadline < self.earliest {
             self.earliest = deadline;
             self.wake = true;
@@ -252,16 +294,16 @@ impl Io {
 }
 
 #[derive(Debug)]
-struct Inner {
-    conns: ConnTable,
-    listeners: Listeners,
-    io: Io,
+pub(crate) struct Inner {
+    pub(crate) conns: ConnTable,
+    pub(crate) listeners: Listeners,
+    pub(crate) io: Io,
 }
 
 /// A device's connection manager.
 #[derive(Debug)]
 pub struct CmState {
-    inner: Mutex<Inner>,
+    pub(crate) inner: Mutex<Inner>,
     /// Earliest timer, readable without the lock (`u64::MAX`: none).
     next_deadline: AtomicU64,
     /// Events are queued.
@@ -272,13 +314,10 @@ impl CmState {
     /// Allocates the tables for a device with `config`; `seed` drives comm
     /// IDs, PSNs, transaction IDs and ephemeral ports. `None` if memory ran
     /// out.
-    pub fn new(config: &DeviceConfig, seed: u64) -> Option<Self> {
+    pub fn new(max_qps: u32, seed: u64) -> Option<Self> {
         // Inbound requests need a connection before a QP is bound, and
         // released connections linger in time-wait: twice the QPs.
-        let capacity = config
-            .max_qps
-            .saturating_mul(2)
-            .clamp(16, u32::from(u16::MAX) - 1);
+        let capacity = max_qps.saturating_mul(2).clamp(16, u32::from(u16::MAX) - 1);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         // The low half of a comm ID stays the slot number + 1, never 0.
         let comm_id_mask = rng.next_u32() & 0xFFFF_0000;
@@ -323,7 +362,7 @@ impl CmState {
     /// park: one), which delayed a disconnect's DREQ and its DREP by that
     /// much over UDP while the in-memory fabric, which wakes its receiver
     /// on every transmit, took microseconds.
-    fn with<R>(&self, device: &SoftRnic, f: impl FnOnce(&mut Inner) -> R) -> R {
+    pub(crate) fn with<R>(&self, device: &dyn Host, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.inner.lock();
         let r = f(&mut inner);
         let sent = core::mem::take(&mut inner.io.sent);
@@ -335,7 +374,7 @@ impl CmState {
         }
         drop(inner);
         if sent {
-            device.link.flush();
+            device.flush();
         }
         if wake || sent {
             device.wake();

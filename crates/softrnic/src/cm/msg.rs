@@ -5,7 +5,7 @@ use core::net::IpAddr;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::conn::Conn;
-use super::{CM_RESPONSE_TIMEOUT, Io, LOCAL_ACK_TIMEOUT, MAX_CM_RETRIES, SoftRnic};
+use super::{CM_RESPONSE_TIMEOUT, Host, Io, LOCAL_ACK_TIMEOUT, MAX_CM_RETRIES};
 use crate::wire::cm::{PERMISSIVE_LID, TRANSPORT_RC};
 use crate::wire::cma::PORT_SPACE_TCP;
 use crate::wire::{
@@ -26,8 +26,8 @@ const RNR_RETRY_COUNT: u8 = 7;
 /// The CA GUID of the device at `addr` (made up: RoCE has no real one):
 /// "RS" and 48 bits of the address (an IPv4 address whole, an IPv6 one
 /// folded).
-pub(super) fn ca_guid(addr: IpAddr) -> u64 {
-    (0x5253_u64 << 48) | (crate::device::addr_bits(addr) & 0xFFFF_FFFF_FFFF)
+pub(crate) fn ca_guid(addr: IpAddr) -> u64 {
+    (0x5253_u64 << 48) | (crate::addresses::addr_bits(addr) & 0xFFFF_FFFF_FFFF)
 }
 
 impl Io {
@@ -36,7 +36,7 @@ impl Io {
     /// (source port 4791; IPv4 identification 0, DF) so the ICRC verifies
     /// over a UDP-socket link too. Addresses of different families are
     /// not sent between (connection management never pairs them).
-    pub(super) fn send(&mut self, device: &SoftRnic, src: IpAddr, dst: IpAddr, mad: &Mad) {
+    pub(crate) fn send(&mut self, device: &dyn Host, src: IpAddr, dst: IpAddr, mad: &Mad) {
         let Some(ip) = IpUdpFields::for_socket(src, dst, ROCEV2_PORT) else {
             return;
         };
@@ -45,7 +45,7 @@ impl Io {
         let mut buf = [0u8; MAD_DATAGRAM_LEN];
         if let Ok(n) = build(&headers, &[mad.as_bytes()], &mut buf) {
             if let Some(datagram) = buf.get(..n) {
-                device.transmit_packet(datagram, false);
+                device.transmit(datagram);
                 self.stats.sent += 1;
                 self.sent = true;
             }
@@ -54,13 +54,13 @@ impl Io {
 
     /// Sends `mad` for `conn`, keeping it as the message to retransmit or
     /// to answer duplicates with.
-    pub(super) fn send_conn(&mut self, device: &SoftRnic, conn: &mut Conn, mad: &Mad) {
+    pub(crate) fn send_conn(&mut self, device: &dyn Host, conn: &mut Conn, mad: &Mad) {
         conn.out = *mad;
         self.send(device, conn.local.ip(), conn.remote.ip(), mad);
     }
 
     /// Re-sends the connection's last message.
-    pub(super) fn resend(&mut self, device: &SoftRnic, conn: &Conn) {
+    pub(crate) fn resend(&mut self, device: &dyn Host, conn: &Conn) {
         if conn.out.header.attribute_id.get() != 0 {
             let out = conn.out;
             self.send(device, conn.local.ip(), conn.remote.ip(), &out);
@@ -69,7 +69,7 @@ impl Io {
 }
 
 /// What a REQ needs besides the connection.
-pub(super) struct ReqExtras<'a> {
+pub(crate) struct ReqExtras<'a> {
     pub local_comm_id: u32,
     pub srq: bool,
     pub private_data: &'a [u8],
@@ -77,7 +77,7 @@ pub(super) struct ReqExtras<'a> {
 
 /// The REQ for active connection `conn`; `None` if the private data is too
 /// long.
-pub(super) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
+pub(crate) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
     let header = CmaHeader::ip(conn.local.ip(), conn.local.port(), conn.remote.ip())?;
     let mut r = ReqMsg::new_zeroed();
     r.set_local_comm_id(x.local_comm_id);
@@ -109,7 +109,7 @@ pub(super) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
 
 /// The REP of passive connection `conn`; `None` if the private data is too
 /// long.
-pub(super) fn rep(conn: &Conn, local_comm_id: u32, srq: bool, private_data: &[u8]) -> Option<Mad> {
+pub(crate) fn rep(conn: &Conn, local_comm_id: u32, srq: bool, private_data: &[u8]) -> Option<Mad> {
     let mut r = RepMsg::new_zeroed();
     r.set_local_comm_id(local_comm_id);
     r.set_remote_comm_id(conn.remote_comm_id);
@@ -128,7 +128,7 @@ pub(super) fn rep(conn: &Conn, local_comm_id: u32, srq: bool, private_data: &[u8
 }
 
 /// A REJ; `None` if the private data is too long.
-pub(super) fn rej(
+pub(crate) fn rej(
     tid: u64,
     local_comm_id: u32,
     remote_comm_id: u32,
@@ -150,7 +150,7 @@ pub(super) fn rej(
 /// A REJ "invalid MTU" refusing a REQ whose path MTU exceeds ours, with
 /// our path MTU code as its one byte of additional rejection information,
 /// so the initiator can ask again with it.
-pub(super) fn rej_mtu(tid: u64, remote_comm_id: u32, ours: Pmtu) -> Mad {
+pub(crate) fn rej_mtu(tid: u64, remote_comm_id: u32, ours: Pmtu) -> Mad {
     let mut r = RejMsg::new_zeroed();
     r.set_remote_comm_id(remote_comm_id);
     r.set_message_rejected(MessageRef::REQ);
@@ -163,7 +163,7 @@ pub(super) fn rej_mtu(tid: u64, remote_comm_id: u32, ours: Pmtu) -> Mad {
 }
 
 /// The path MTU a REJ "invalid MTU" offers, if it carries a valid one.
-pub(super) fn rej_offered_mtu(m: &RejMsg) -> Option<Pmtu> {
+pub(crate) fn rej_offered_mtu(m: &RejMsg) -> Option<Pmtu> {
     if m.reason() != RejReason::INVALID_MTU || m.rejected_info_length() < 1 {
         return None;
     }
@@ -172,14 +172,14 @@ pub(super) fn rej_offered_mtu(m: &RejMsg) -> Option<Pmtu> {
 
 /// Lowers the path MTU of a REQ already built (the connection's last
 /// message) to `pmtu`.
-pub(super) fn lower_req_mtu(out: &mut Mad, pmtu: Pmtu) {
+pub(crate) fn lower_req_mtu(out: &mut Mad, pmtu: Pmtu) {
     if let Ok(r) = ReqMsg::mut_from_bytes(&mut out.data) {
         r.set_path_mtu(pmtu.code());
     }
 }
 
 /// An RTU.
-pub(super) fn rtu(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
+pub(crate) fn rtu(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
     let mut r = RtuMsg::new_zeroed();
     r.set_local_comm_id(local_comm_id);
     r.set_remote_comm_id(remote_comm_id);
@@ -187,7 +187,7 @@ pub(super) fn rtu(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
 }
 
 /// A DREQ to the peer's QP `remote_qpn`.
-pub(super) fn dreq(tid: u64, local_comm_id: u32, remote_comm_id: u32, remote_qpn: u32) -> Mad {
+pub(crate) fn dreq(tid: u64, local_comm_id: u32, remote_comm_id: u32, remote_qpn: u32) -> Mad {
     let mut r = DreqMsg::new_zeroed();
     r.set_local_comm_id(local_comm_id);
     r.set_remote_comm_id(remote_comm_id);
@@ -196,7 +196,7 @@ pub(super) fn dreq(tid: u64, local_comm_id: u32, remote_comm_id: u32, remote_qpn
 }
 
 /// A DREP.
-pub(super) fn drep(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
+pub(crate) fn drep(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
     let mut r = DrepMsg::new_zeroed();
     r.set_local_comm_id(local_comm_id);
     r.set_remote_comm_id(remote_comm_id);
@@ -204,7 +204,7 @@ pub(super) fn drep(tid: u64, local_comm_id: u32, remote_comm_id: u32) -> Mad {
 }
 
 /// An MRA for message `mraed`, asking for `service_timeout`.
-pub(super) fn mra(
+pub(crate) fn mra(
     tid: u64,
     local_comm_id: u32,
     remote_comm_id: u32,

@@ -4,7 +4,7 @@ use core::net::{IpAddr, SocketAddr};
 
 use super::conn::{Conn, State};
 use super::events::Kind;
-use super::{Inner, Io, MRA_SERVICE_TIMEOUT, SoftRnic, answer_wait_us, msg};
+use super::{Host, Inner, Io, MRA_SERVICE_TIMEOUT, answer_wait_us, msg};
 use crate::wire::cm::{ATTR_REJ, ATTR_REP, REJ_PRIVATE_LEN, TRANSPORT_RC};
 use crate::wire::cma::PORT_SPACE_TCP;
 use crate::wire::{
@@ -13,7 +13,7 @@ use crate::wire::{
 };
 
 /// Handles a packet addressed to QP1.
-pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
+pub(crate) fn receive(device: &dyn Host, packet: &Packet<'_>, now: u64) {
     let gsi = packet.bth.opcode == Opcode::UD_SEND_ONLY
         && packet.ext.deth.is_some_and(|d| d.qkey == GSI_QKEY);
     let parsed = if gsi {
@@ -21,8 +21,7 @@ pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
     } else {
         None
     };
-    let now = device.clock.now_us();
-    device.cm.with(device, |inner| {
+    device.cm().with(device, |inner| {
         let Some((header, message)) = parsed else {
             inner.io.stats.malformed += 1;
             return;
@@ -50,7 +49,7 @@ pub(crate) fn receive(device: &SoftRnic, packet: &Packet<'_>) {
 
 /// One received message being handled under the CM lock.
 struct Rx<'a> {
-    device: &'a SoftRnic,
+    device: &'a dyn Host,
     inner: &'a mut Inner,
     /// The sender's address.
     src: IpAddr,
@@ -373,9 +372,9 @@ impl Rx<'_> {
 /// The passive side's RTU (or the first request packet standing in for a
 /// lost one): connects the QP and reports the connection established, or
 /// fails the attempt if the QP cannot be connected.
-fn establish_passive(device: &SoftRnic, id: u32, conn: &mut Conn, io: &mut Io) {
+fn establish_passive(device: &dyn Host, id: u32, conn: &mut Conn, io: &mut Io) {
     conn.disarm();
-    if super::commands::connect_qp(device, conn).is_ok() {
+    if super::connect_qp(device, conn).is_ok() {
         conn.state = State::Established;
         io.report(conn, id, Kind::Established);
     } else {
@@ -401,8 +400,8 @@ fn establish_passive(device: &SoftRnic, id: u32, conn: &mut Conn, io: &mut Io) {
 /// lost or overtaken and the initiator is already sending. Establish now
 /// (IB's "communication established" event), so the packet is not
 /// dropped. Returns whether the QP was connected.
-pub(crate) fn establish_on_request(device: &SoftRnic, qpn: u32, src: IpAddr) -> bool {
-    device.cm.with(device, |inner| {
+pub(crate) fn establish_on_request(device: &dyn Host, qpn: u32, src: IpAddr) -> bool {
+    device.cm().with(device, |inner| {
         let Some(id) = inner.conns.awaiting_rtu(qpn, src) else {
             return false;
         };

@@ -4,15 +4,15 @@ use core::sync::atomic::Ordering;
 
 use super::conn::State;
 use super::events::Kind;
-use super::{Inner, SoftRnic, TIME_WAIT_US, msg};
+use super::{CmState, Host, Inner, TIME_WAIT_US, msg};
 use crate::wire::{MessageRef, RejReason};
 
 /// Runs the CM timers due at `now_us`; returns whether any was.
-pub(crate) fn poll(device: &SoftRnic, now_us: u64) -> bool {
-    if now_us < device.cm.next_deadline.load(Ordering::Acquire) {
+pub(crate) fn poll(device: &dyn Host, now_us: u64) -> bool {
+    if now_us < device.cm().next_deadline.load(Ordering::Acquire) {
         return false;
     }
-    device.cm.with(device, |inner| {
+    device.cm().with(device, |inner| {
         let mut earliest = u64::MAX;
         let mut index = 0;
         while let Some(conn) = inner.conns.at(index) {
@@ -31,14 +31,16 @@ pub(crate) fn poll(device: &SoftRnic, now_us: u64) -> bool {
     true
 }
 
-/// When the next CM timer is due, if any is armed.
-pub(crate) fn next_timer_us(device: &SoftRnic) -> Option<u64> {
-    let d = device.cm.next_deadline.load(Ordering::Acquire);
-    (d != u64::MAX).then_some(d)
+impl CmState {
+    /// When the next CM timer is due, if any is armed.
+    pub(crate) fn next_timer_us(&self) -> Option<u64> {
+        let d = self.next_deadline.load(Ordering::Acquire);
+        (d != u64::MAX).then_some(d)
+    }
 }
 
 /// Starts time-wait for connection slot `index`.
-pub(super) fn time_wait(inner: &mut Inner, index: usize, now_us: u64) {
+pub(crate) fn time_wait(inner: &mut Inner, index: usize, now_us: u64) {
     if let Some(conn) = inner.conns.at(index) {
         conn.state = State::TimeWait;
         conn.deadline_us = now_us + TIME_WAIT_US;
@@ -46,7 +48,7 @@ pub(super) fn time_wait(inner: &mut Inner, index: usize, now_us: u64) {
     }
 }
 
-fn expire(device: &SoftRnic, inner: &mut Inner, index: usize, now_us: u64) {
+fn expire(device: &dyn Host, inner: &mut Inner, index: usize, now_us: u64) {
     let id = inner.conns.id_of(index);
     let Some(conn) = inner.conns.at(index) else {
         return;

@@ -1,15 +1,15 @@
 //! The RNIC on an Ethernet segment: an [`EthernetPort`] is the device's
-//! [`crate::env::Link`] when its datagrams travel as Ethernet frames
+//! [`crate::link::Link`] when its datagrams travel as Ethernet frames
 //! (Ethernet II + IPv4/IPv6 + UDP 4791 + BTH .. ICRC) through a NIC the
 //! host shares with its IP stack.
 //!
-//! * Send ([`crate::env::Link::transmit`]): a datagram to one of the port's
+//! * Send ([`crate::link::Link::transmit`]): a datagram to one of the port's
 //!   own addresses goes to the loopback queue (a NIC does not hairpin
 //!   frames); any other is framed for its neighbour's MAC address and
 //!   handed to the [`FrameSink`]. A neighbour not known yet is asked for
 //!   (ARP request, or IPv6 Neighbor Solicitation) and the datagram is held
 //!   or dropped (below). The sink's room is the link's
-//!   ([`FrameSink::has_room`] is [`crate::env::Link::can_transmit`]): a
+//!   ([`FrameSink::has_room`] is [`crate::link::Link::can_transmit`]): a
 //!   NIC whose transmit ring is full stops the RNIC's senders rather than
 //!   drop their frames.
 //! * Receive ([`EthernetPort::on_frame`]): a frame carrying an
@@ -84,7 +84,7 @@ pub trait FrameSink: Send + Sync {
     fn send_frame(&self, frame: &[u8]) -> bool;
 
     /// Whether [`FrameSink::send_frame`] takes another frame now (the
-    /// port's [`crate::env::Link::can_transmit`]). A sink with a bounded
+    /// port's [`crate::link::Link::can_transmit`]). A sink with a bounded
     /// transmit queue says `false` while it is full and calls the RNIC's
     /// [`crate::device::SoftRnic::link_ready`] (or has its runtime call
     /// it) once it has room again. Cheap, never blocks. The default

@@ -19,7 +19,7 @@ use super::neighbours::{Learnt, NeighbourCache, Resolved};
 use super::own::OwnAddresses;
 use super::stats::{Counters, PortStats, inc};
 use super::{FrameSink, MAX_DATAGRAM_LEN, MAX_FRAME_LEN, Verdict, path_mtu_for};
-use crate::env::Link;
+use crate::link::Link;
 use crate::wire::arp::ArpPacket;
 use crate::wire::ethernet::{
     ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, EthernetHeader, MacAddr,

@@ -12,6 +12,7 @@ use hwq::DmaAccess;
 use spin::RwLock;
 
 mod keys;
+pub(crate) mod sg;
 mod translate;
 
 pub use keys::{KeyError, KeyKind, KeyTable, Need, PAGE_SIZE, Resolved};

@@ -11,10 +11,9 @@
 use hwq::wqe::{SendOpcode, WqeFlags};
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
 
+use super::Context;
 use super::read_window::READ_WINDOW;
-use super::sg;
 use super::{Connection, Fatal, MetaKind, QueuePair, Requester, WqeMeta};
-use crate::device::SoftRnic;
 use crate::memory::Need;
 use crate::train::{Payload, Segment, Train};
 use crate::wire::{Aeth, NakCode, Operation, Packet, Syndrome, psn_add, psn_before, psn_diff};
@@ -109,19 +108,31 @@ impl Requester {
 }
 
 /// Handles an ACK, NAK or READ response for QP `qpn`.
-pub(crate) fn on_response(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
+pub(crate) fn on_response(
+    cx: &Context<'_>,
+    qpn: u32,
+    qp: &mut QueuePair,
+    p: &Packet<'_>,
+    now: u64,
+) {
     let before = progress(qp);
-    handle(dev, qp, p, now);
-    finish(dev, qpn, qp, before);
+    handle(cx, qp, p, now);
+    finish(cx, qpn, qp, before);
 }
 
 /// Handles the READ responses of a train ([`crate::train`]) for QP `qpn`,
 /// one segment at a time, as if its packets had arrived in order.
-pub(crate) fn on_read_train(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, train: &Train, now: u64) {
+pub(crate) fn on_read_train(
+    cx: &Context<'_>,
+    qpn: u32,
+    qp: &mut QueuePair,
+    train: &Train,
+    now: u64,
+) {
     let before = progress(qp);
     let QueuePair { sq, conn, pd, .. } = qp;
     if let Some(conn) = conn.as_mut()
-        && !place_whole_train(dev, *pd, sq, conn, train, now)
+        && !place_whole_train(cx, *pd, sq, conn, train, now)
     {
         for i in 0..train.segments() {
             let seg = train.segment(i);
@@ -131,13 +142,13 @@ pub(crate) fn on_read_train(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, train:
                 ends_message: seg.ends_message(),
                 payload: Payload::Train(train, seg),
             };
-            read_response(dev, *pd, sq, conn, &response, now);
+            read_response(cx, *pd, sq, conn, &response, now);
             if conn.req.halted {
                 break;
             }
         }
     }
-    finish(dev, qpn, qp, before);
+    finish(cx, qpn, qp, before);
 }
 
 /// The common case of a train, handled at once: it continues the oldest
@@ -149,7 +160,7 @@ pub(crate) fn on_read_train(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, train:
 /// done) otherwise, or if a key refuses: the segments then go one by one,
 /// meeting the same refusal with its usual outcome.
 fn place_whole_train(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     pd: u32,
     sq: &hwq::Consumer<hwq::SendWqe>,
     conn: &mut Connection,
@@ -191,9 +202,9 @@ fn place_whole_train(
         len: usize::try_from(train.payload_len()).unwrap_or(usize::MAX),
         ..first
     };
-    let placed = sg::scatter_train(
-        &dev.mem.keys.read(),
-        &*dev.mem.dma,
+    let placed = crate::train::scatter_train(
+        &cx.mem.keys.read(),
+        &*cx.mem.dma,
         pd,
         wqe.sge_list(),
         offset,
@@ -204,7 +215,7 @@ fn place_whole_train(
     if placed != Ok(true) {
         return false;
     }
-    placed_at_una(dev, conn, meta, psn_add(last_psn, 1), now);
+    placed_at_una(cx, conn, meta, psn_add(last_psn, 1), now);
     true
 }
 
@@ -218,26 +229,26 @@ fn progress(qp: &QueuePair) -> Option<(u32, u32, u32)> {
 
 /// Completes what the responses finished and rings the send queue's
 /// doorbell if the window moved.
-fn finish(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, before: Option<(u32, u32, u32)>) {
-    let result = complete_ready(dev, qpn, qp);
+fn finish(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, before: Option<(u32, u32, u32)>) {
+    let result = complete_ready(cx, qpn, qp);
     if result.is_err() {
-        dev.enter_error(qpn, qp);
+        cx.enter_error(qpn, qp);
         return;
     }
     if before != progress(qp) {
         // Window opened, ORD token returned, or a resend was requested.
-        dev.sq_doorbell(qpn);
+        cx.sq_doorbell(qpn);
     }
 }
 
 // One match over the response kinds reads better whole than split.
 #[allow(clippy::too_many_lines)]
-fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
+fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
     let QueuePair { sq, conn, pd, .. } = qp;
     let Some(conn) = conn.as_mut() else {
         return;
     };
-    let stats = &dev.engine().stats;
+    let stats = &cx.stats;
     let rc = conn.rc;
     let psn = p.bth.psn;
     let req = &mut conn.req;
@@ -317,7 +328,7 @@ fn handle(dev: &SoftRnic, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                 ends_message: p.info.position.ends_message(),
                 payload: Payload::Bytes(p.payload),
             };
-            read_response(dev, *pd, sq, conn, &response, now);
+            read_response(cx, *pd, sq, conn, &response, now);
         }
         _ => {}
     }
@@ -335,14 +346,14 @@ struct Response<'a> {
 /// Handles a READ response: stale and out-of-window ones are counted and
 /// dropped, the rest placed into the oldest incomplete READ.
 fn read_response(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     pd: u32,
     sq: &hwq::Consumer<hwq::SendWqe>,
     conn: &mut Connection,
     r: &Response<'_>,
     now: u64,
 ) {
-    let stats = &dev.engine().stats;
+    let stats = &cx.stats;
     let rc = conn.rc;
     let psn = r.psn;
     let req = &mut conn.req;
@@ -377,7 +388,7 @@ fn read_response(
         stats.stale_responses.inc();
         return;
     }
-    place_read(dev, pd, sq, conn, meta, r, now);
+    place_read(cx, pd, sq, conn, meta, r, now);
     let req = &mut conn.req;
     if ahead > 0 {
         // Placed past a hole: ask for the hole once it is clearly
@@ -410,7 +421,7 @@ const GAP_RESPONSES: u32 = 3;
 /// one, or one within the window after it) into the READ's SGEs, and moves
 /// `una` past everything placed.
 fn place_read(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     pd: u32,
     sq: &hwq::Consumer<hwq::SendWqe>,
     conn: &mut Connection,
@@ -431,15 +442,15 @@ fn place_read(
     // READ, so only the READ's own last PSN must end a message.
     if r.payload.len() as u64 != expect || (last && !r.ends_message) {
         // A malformed response: ignore it; the retransmit timer recovers.
-        dev.engine().stats.bad_responses.inc();
+        cx.stats.bad_responses.inc();
         return;
     }
     let Some(wqe) = sq.read(req.una_index) else {
         return;
     };
     let placed = {
-        let keys = dev.mem.keys.read();
-        sg::scatter_payload(&keys, &*dev.mem.dma, pd, wqe.sge_list(), offset, r.payload)
+        let keys = cx.mem.keys.read();
+        crate::train::scatter_payload(&keys, &*cx.mem.dma, pd, wqe.sge_list(), offset, r.payload)
     };
     match placed {
         Ok(true) => {}
@@ -447,7 +458,7 @@ fn place_read(
             // The responder's key died while the train was in flight:
             // this response never arrived (the READ is asked for again,
             // and a replay meets the dead key).
-            dev.engine().stats.train_segments_lost.inc();
+            cx.stats.train_segments_lost.inc();
             return;
         }
         Err(_) => {
@@ -459,13 +470,13 @@ fn place_read(
         req.read_window.set(psn);
         return;
     }
-    placed_at_una(dev, conn, meta, psn_add(psn, 1), now);
+    placed_at_una(cx, conn, meta, psn_add(psn, 1), now);
 }
 
 /// Responses of the READ `meta` were placed from `una` up to (not
 /// including) `next`: moves `una` past them and past what was placed
 /// beyond, completing the READ if that was all.
-fn placed_at_una(dev: &SoftRnic, conn: &mut Connection, meta: WqeMeta, next: u32, now: u64) {
+fn placed_at_una(cx: &Context<'_>, conn: &mut Connection, meta: WqeMeta, next: u32, now: u64) {
     let rc = conn.rc;
     let req = &mut conn.req;
     let end = psn_add(meta.first_psn, meta.npsn);
@@ -485,13 +496,13 @@ fn placed_at_una(dev: &SoftRnic, conn: &mut Connection, meta: WqeMeta, next: u32
     // responses came from a stream that passed the hole before our last
     // request reached the responder, so nothing in flight fills it.
     if req.read_window.hole_end(req.una, end) != end && req.fast_retry() {
-        dev.engine().stats.read_gap_retries.inc();
+        cx.stats.read_gap_retries.inc();
     }
 }
 
 /// Writes CQEs for every SQ WQE that is done, oldest first, and releases
 /// their slots. Fails (the QP must enter error) after writing an error CQE.
-pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Result<(), Fatal> {
+pub(crate) fn complete_ready(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) -> Result<(), Fatal> {
     let QueuePair {
         sq,
         conn,
@@ -524,13 +535,7 @@ pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Re
             req.reads_outstanding = req.reads_outstanding.saturating_sub(1);
             if flags.contains(WqeFlags::READ_LOCAL_INVALIDATE) {
                 let key = wqe.sge_list().first().map_or(0, |s| s.key);
-                if dev
-                    .mem
-                    .keys
-                    .write()
-                    .invalidate(MemoryKey(key), *pd)
-                    .is_err()
-                {
+                if cx.mem.keys.write().invalidate(MemoryKey(key), *pd).is_err() {
                     status = CqeStatus::MemoryManagement;
                 }
             }
@@ -548,7 +553,7 @@ pub(crate) fn complete_ready(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair) -> Re
         // Free the slot before the completion is visible: a consumer that
         // polls it may re-post at once and must find the room it implies.
         sq.release(1);
-        let alive = cqe.is_none_or(|cqe| dev.complete(*send_cqn, cqe, !ok));
+        let alive = cqe.is_none_or(|cqe| cx.complete(*send_cqn, cqe, !ok));
         if !ok || !alive {
             return Err(Fatal);
         }
@@ -569,7 +574,7 @@ pub(crate) fn send_cqe_opcode(op: Option<SendOpcode>) -> CqeOpcode {
 
 /// The retransmit timer expired: go back to the oldest unacknowledged PSN,
 /// or fail the oldest WQE when the retries are used up.
-pub(crate) fn on_retransmit_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, now: u64) {
+pub(crate) fn on_retransmit_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, now: u64) {
     let Some(conn) = qp.conn.as_mut() else { return };
     let rc = conn.rc;
     let req = &mut conn.req;
@@ -577,11 +582,11 @@ pub(crate) fn on_retransmit_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, 
     if !req.outstanding() || req.rnr_deadline.is_some() {
         return;
     }
-    dev.engine().stats.timeouts.inc();
+    cx.stats.timeouts.inc();
     if req.retry_left == 0 {
         req.fail_oldest(CqeStatus::RetryExceeded);
-        if complete_ready(dev, qpn, qp).is_err() {
-            dev.enter_error(qpn, qp);
+        if complete_ready(cx, qpn, qp).is_err() {
+            cx.enter_error(qpn, qp);
         }
         return;
     }
@@ -591,18 +596,18 @@ pub(crate) fn on_retransmit_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, 
     req.backoff();
     let expiries = rc.retry_count.saturating_sub(req.retry_left);
     req.retrans_deadline = Some(now.saturating_add(rc.retransmit_timeout_us(expiries)));
-    dev.sq_doorbell(qpn);
+    cx.sq_doorbell(qpn);
 }
 
 /// The RNR wait is over: resend from the refused PSN.
-pub(crate) fn on_rnr_timer(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, now: u64) {
+pub(crate) fn on_rnr_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, now: u64) {
     let Some(conn) = qp.conn.as_mut() else { return };
     let req = &mut conn.req;
     req.rnr_deadline = None;
     req.retry_at = None;
     req.rewind();
     req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
-    dev.sq_doorbell(qpn);
+    cx.sq_doorbell(qpn);
 }
 
 #[cfg(test)]

@@ -13,15 +13,21 @@
 //!   from saved resources), ACK coalescing.
 //! * `flush` — moving a QP to error.
 //!
+//! * `context` — `Context`, all the state machines see of their device:
+//!   memory and keys, counters, CQs and SRQs (and the events they raise),
+//!   the send doorbells, the transmitter, and the time. Nothing here names
+//!   the device.
+//!
 //! All of it runs under the QP's table lock, called by the engine
-//! ([`crate::engine`]); nothing here allocates after `Connection::new`.
+//! ([`crate::engine`]), which builds the `Context`; nothing here
+//! allocates after `Connection::new`.
 
 mod completer;
+mod context;
 mod flush;
 mod read_window;
 mod requester;
 mod responder;
-pub(crate) mod sg;
 
 use alloc::vec::Vec;
 use core::net::SocketAddr;
@@ -31,11 +37,9 @@ use hwq::{Consumer, CqeStatus, RecvWqe, SendWqe};
 use crate::wire::{IpUdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 
 pub(crate) use completer::{on_read_train, on_response, on_retransmit_timer, on_rnr_timer};
+pub(crate) use context::Context;
 pub use flush::flush;
-pub(crate) use requester::{Carrying, request_opcode};
-pub(crate) use responder::{
-    flush_held_ack, on_ack_timer, on_request, on_request_train, read_response_framing,
-};
+pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request, on_request_train};
 
 /// The QP must enter the error state (any error CQE is already written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +48,7 @@ pub(crate) struct Fatal;
 /// Runs the send side of QP `qpn` (queued READ responses, then the
 /// requester) for at most `budget` packets; returns whether more is ready.
 pub(crate) fn run_send_side(
-    dev: &crate::device::SoftRnic,
+    cx: &Context<'_>,
     qpn: u32,
     qp: &mut QueuePair,
     now: u64,
@@ -58,35 +62,58 @@ pub(crate) fn run_send_side(
             flush(
                 qp,
                 qpn,
-                |c| _ = dev.complete(s, c, true),
-                |c| _ = dev.complete(r, c, true),
+                |c| _ = cx.complete(s, c, true),
+                |c| _ = cx.complete(r, c, true),
             );
             return false;
         }
         QpState::Connected => {}
     }
     // Only this engine thread transmits for the device while it polls.
-    let sent_before = dev.engine().stats.tx_packets.get();
+    let sent_before = cx.stats.tx_packets.get();
     let result =
-        responder::emit_reads(dev, qpn, qp, (budget / 2).max(1)).and_then(|more_responses| {
+        responder::emit_reads(cx, qpn, qp, (budget / 2).max(1)).and_then(|more_responses| {
             let used = if more_responses {
                 (budget / 2).max(1)
             } else {
                 0
             };
             let more_requests =
-                requester::run_requester(dev, qp, now, budget.saturating_sub(used).max(1))?;
-            completer::complete_ready(dev, qpn, qp)?;
-            if dev.engine().stats.tx_packets.get() != sent_before {
-                responder::flush_held_ack(dev, qp);
+                requester::run_requester(cx, qp, now, budget.saturating_sub(used).max(1))?;
+            completer::complete_ready(cx, qpn, qp)?;
+            if cx.stats.tx_packets.get() != sent_before {
+                responder::flush_held_ack(cx, qp);
             }
             Ok(more_responses || more_requests)
         });
     if let Ok(more) = result {
         more
     } else {
-        dev.enter_error(qpn, qp);
+        cx.enter_error(qpn, qp);
         false
+    }
+}
+
+/// Runs QP `qpn`'s timers that are due at `cx.now`: the ACK coalescing
+/// timer, the RNR timer, the retransmit timer, in that order (each only
+/// while the QP stays connected).
+pub(crate) fn on_timers(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) {
+    let now = cx.now;
+    let due = |d: Option<u64>| d.is_some_and(|d| d <= now);
+    let Some(conn) = qp.conn.as_ref() else { return };
+    let (ack, rnr, retrans) = (
+        due(conn.resp.ack_deadline),
+        due(conn.req.rnr_deadline),
+        due(conn.req.retrans_deadline),
+    );
+    if ack && qp.state == QpState::Connected {
+        on_ack_timer(cx, qp);
+    }
+    if rnr && qp.state == QpState::Connected {
+        on_rnr_timer(cx, qpn, qp, now);
+    }
+    if retrans && qp.state == QpState::Connected {
+        on_retransmit_timer(cx, qpn, qp, now);
     }
 }
 
@@ -375,7 +402,7 @@ pub(crate) struct Connection {
     pub req: Requester,
     pub resp: Responder,
     /// The link had no room for this QP's next packet
-    /// ([`crate::env::Link::can_transmit`]): it stopped there, and the
+    /// ([`crate::link::Link::can_transmit`]): it stopped there, and the
     /// engine parks it until the link has room ([`QueuePair::take_tx_stall`]).
     pub tx_stalled: bool,
 }
@@ -483,8 +510,8 @@ impl Connection {
     /// that it stopped for want of room (the engine parks it until
     /// [`crate::device::SoftRnic::link_ready`]). Asked before a packet is
     /// built, so a stop leaves every sequence number and timer as it was.
-    pub(crate) fn link_has_room(&mut self, dev: &crate::device::SoftRnic) -> bool {
-        let room = dev.link.can_transmit();
+    pub(crate) fn link_has_room(&mut self, cx: &Context<'_>) -> bool {
+        let room = cx.tx.can_transmit();
         self.tx_stalled |= !room;
         room
     }

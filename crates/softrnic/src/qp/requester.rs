@@ -6,10 +6,10 @@
 use hwq::wqe::{Access, MAX_SGE, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
 
-use super::sg::{self, SgError};
+use super::Context;
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
-use crate::device::SoftRnic;
 use crate::memory::Need;
+use crate::memory::sg::{self, SgError};
 use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Train, TrainSource};
 use crate::wire::{
     Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff,
@@ -68,7 +68,7 @@ enum Start {
 /// stops, before building the packet, when the link has no room
 /// ([`Connection::link_has_room`]).
 pub(crate) fn run_requester(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     qp: &mut QueuePair,
     now: u64,
     mut budget: u32,
@@ -101,13 +101,13 @@ pub(crate) fn run_requester(
                     if psn_diff(req.next_psn, req.una) >= window {
                         return Ok(false);
                     }
-                    if !conn.link_has_room(dev) {
+                    if !conn.link_has_room(cx) {
                         return Ok(false);
                     }
                     let Some(wqe) = sq.read(index) else {
                         return Err(Fatal);
                     };
-                    if send_packet(dev, pd, conn, &wqe, meta, now).is_err() {
+                    if send_packet(cx, pd, conn, &wqe, meta, now).is_err() {
                         // The source vanished under a started message (the
                         // driver deregistered it): the WQE fails in order.
                         let req = &mut conn.req;
@@ -134,7 +134,7 @@ pub(crate) fn run_requester(
         let Some(wqe) = sq.read(index) else {
             return Ok(false);
         };
-        match start(dev, pd, sq, conn, &wqe, index, window) {
+        match start(cx, pd, sq, conn, &wqe, index, window) {
             Start::Started => {}
             Start::Blocked => return Ok(false),
         }
@@ -182,7 +182,7 @@ fn finish_local(conn: &mut Connection, index: u32, status: CqeStatus) {
 }
 
 fn start(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     pd: u32,
     sq: &hwq::Consumer<SendWqe>,
     conn: &mut Connection,
@@ -200,7 +200,7 @@ fn start(
             if key_in_use(sq, conn, wqe.key) {
                 return Start::Blocked;
             }
-            let status = execute_local(dev, pd, conn, wqe, op);
+            let status = execute_local(cx, pd, conn, wqe, op);
             finish_local(conn, index, status);
             Start::Started
         }
@@ -235,7 +235,7 @@ fn start(
                 } else {
                     Need::LocalRead
                 };
-                let ok = sg::check_all(&dev.mem.keys.read(), pd, wqe.sge_list(), need);
+                let ok = sg::check_all(&cx.mem.keys.read(), pd, wqe.sge_list(), need);
                 (!ok).then_some(CqeStatus::LocalProtection)
             } else {
                 None
@@ -272,7 +272,7 @@ fn start(
 
 /// Executes a fast-register, bind or local invalidate.
 fn execute_local(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     pd: u32,
     conn: &mut Connection,
     wqe: &SendWqe,
@@ -289,7 +289,7 @@ fn execute_local(
             let Some(scratch) = conn.tx_buf.get_mut(..bytes) else {
                 return CqeStatus::MemoryManagement;
             };
-            if dev.mem.dma.read(wqe.aux64, scratch).is_err() {
+            if cx.mem.dma.read(wqe.aux64, scratch).is_err() {
                 return CqeStatus::LocalProtection;
             }
             conn.pages.clear();
@@ -298,7 +298,7 @@ fn execute_local(
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
             );
-            dev.mem.keys.write().fast_register(
+            cx.mem.keys.write().fast_register(
                 MemoryKey(wqe.key),
                 pd,
                 access,
@@ -308,7 +308,7 @@ fn execute_local(
                 &conn.pages,
             )
         }
-        SendOpcode::Bind => dev.mem.keys.write().bind(
+        SendOpcode::Bind => cx.mem.keys.write().bind(
             MemoryKey(wqe.key),
             MemoryKey(wqe.aux32),
             pd,
@@ -316,36 +316,12 @@ fn execute_local(
             wqe.remote_addr,
             wqe.length,
         ),
-        SendOpcode::LocalInvalidate => dev.mem.keys.write().invalidate(MemoryKey(wqe.key), pd),
+        SendOpcode::LocalInvalidate => cx.mem.keys.write().invalidate(MemoryKey(wqe.key), pd),
         _ => return CqeStatus::LocalQpOperation,
     };
     match result {
         Ok(()) => CqeStatus::Success,
         Err(_) => CqeStatus::MemoryManagement,
-    }
-}
-
-/// A message that carries data from the requester.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Carrying {
-    Write,
-    Send,
-    SendInvalidate,
-}
-
-/// The opcode of a SEND or WRITE packet at a position in its message.
-pub(crate) fn request_opcode(what: Carrying, first: bool, last: bool) -> Opcode {
-    match (what, first, last) {
-        (Carrying::SendInvalidate, true, true) => Opcode::SEND_ONLY_WITH_INVALIDATE,
-        (Carrying::Send, true, true) => Opcode::SEND_ONLY,
-        (Carrying::Send | Carrying::SendInvalidate, true, false) => Opcode::SEND_FIRST,
-        (Carrying::Send | Carrying::SendInvalidate, false, false) => Opcode::SEND_MIDDLE,
-        (Carrying::SendInvalidate, false, true) => Opcode::SEND_LAST_WITH_INVALIDATE,
-        (Carrying::Send, false, true) => Opcode::SEND_LAST,
-        (Carrying::Write, true, true) => Opcode::RDMA_WRITE_ONLY,
-        (Carrying::Write, true, false) => Opcode::RDMA_WRITE_FIRST,
-        (Carrying::Write, false, false) => Opcode::RDMA_WRITE_MIDDLE,
-        (Carrying::Write, false, true) => Opcode::RDMA_WRITE_LAST,
     }
 }
 
@@ -356,7 +332,7 @@ fn position(k: u32, n: u32) -> (bool, bool) {
 
 /// Sends the packet at `next_psn` of the WQE at `send_index`.
 fn send_packet(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     pd: u32,
     conn: &mut Connection,
     wqe: &SendWqe,
@@ -399,20 +375,19 @@ fn send_packet(
         req.send_index = req.send_index.wrapping_add(1);
         req.since_ack_req = 0;
         n
-    } else if !wqe.wqe_flags().contains(WqeFlags::INLINE) && dev.link.carries_trains(conn.ip.dst())
-    {
-        return send_train(dev, pd, conn, wqe, meta, now);
+    } else if !wqe.wqe_flags().contains(WqeFlags::INLINE) && cx.tx.carries_trains(conn.ip.dst()) {
+        return send_train(cx, pd, conn, wqe, meta, now);
     } else {
         let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
         let (first, last) = position(k, meta.npsn);
         let send = matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate));
         let invalidate = op == Some(SendOpcode::SendInvalidate);
         let what = match (send, invalidate) {
-            (_, true) => Carrying::SendInvalidate,
-            (true, false) => Carrying::Send,
-            (false, false) => Carrying::Write,
+            (_, true) => crate::wire::Carrying::SendInvalidate,
+            (true, false) => crate::wire::Carrying::Send,
+            (false, false) => crate::wire::Carrying::Write,
         };
-        headers.bth.opcode = request_opcode(what, first, last);
+        headers.bth.opcode = crate::wire::request_opcode(what, first, last);
         if !send && first {
             headers.ext.reth = Some(Reth {
                 va: wqe.remote_addr,
@@ -437,10 +412,10 @@ fn send_packet(
                 .ok_or(SgError::Length)?;
             b.push_payload(chunk).map_err(|_| SgError::Length)?;
         } else {
-            let keys = dev.mem.keys.read();
+            let keys = cx.mem.keys.read();
             let (slot, mut hasher) = b.payload_slot();
             let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
-            sg::gather(&keys, &*dev.mem.dma, pd, wqe.sge_list(), offset, out, |c| {
+            sg::gather(&keys, &*cx.mem.dma, pd, wqe.sge_list(), offset, out, |c| {
                 hasher.update(c);
             })?;
         }
@@ -460,7 +435,7 @@ fn send_packet(
     if req.retrans_deadline.is_none() {
         req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
     }
-    dev.transmit_buf(&mut conn.tx_buf, built, resend);
+    cx.tx.buf(&mut conn.tx_buf, built, resend);
     Ok(())
 }
 
@@ -470,7 +445,7 @@ fn send_packet(
 /// The payload stays in the gather list; the receiver reads it when it
 /// places it.
 fn send_train(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     pd: u32,
     conn: &mut Connection,
     wqe: &SendWqe,
@@ -496,7 +471,7 @@ fn send_train(
     let sges = wqe.sge_list();
     // The source must be readable now, as a gather would find it.
     let granted = sg::with_gather_chunks(
-        &dev.mem.keys.read(),
+        &cx.mem.keys.read(),
         pd,
         sges,
         offset,
@@ -556,6 +531,6 @@ fn send_train(
     if req.retrans_deadline.is_none() {
         req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
     }
-    dev.transmit_train(Train::new(dev.mem.clone(), &train), resend);
+    cx.tx.train(Train::new(cx.mem.clone(), &train), resend);
     Ok(())
 }

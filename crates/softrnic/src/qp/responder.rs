@@ -28,17 +28,17 @@
 //! time (inline, then from `poll`), so a large READ does not monopolise the
 //! engine; ACKs and NAKs owed meanwhile wait behind them, so the requester
 //! never sees an acknowledgement ahead of READ data. Both also wait while
-//! the link has no room ([`crate::env::Link::can_transmit`]): the stream
+//! the link has no room ([`crate::link::Link::can_transmit`]): the stream
 //! stops at the response it could not send and goes on from there.
 
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::wqe::MAX_SGE;
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, Sge};
 
-use super::sg;
+use super::Context;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
-use crate::device::SoftRnic;
 use crate::memory::Need;
+use crate::memory::sg;
 use crate::train::{
     Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Train, TrainSource, build_read_response,
 };
@@ -53,16 +53,16 @@ const INLINE_READ_BUDGET: u32 = 16;
 const MAX_DMA_LEN: u32 = 1 << 31;
 
 /// Handles a request packet for QP `qpn`.
-pub(crate) fn on_request(dev: &SoftRnic, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
-    if handle(dev, qpn, qp, p, Payload::Bytes(p.payload), now).is_err() {
-        dev.enter_error(qpn, qp);
+pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
+    if handle(cx, qpn, qp, p, Payload::Bytes(p.payload), now).is_err() {
+        cx.enter_error(qpn, qp);
     }
 }
 
 /// Handles the packets of a SEND or WRITE train ([`crate::train`]) for QP
 /// `qpn`, one segment at a time, as if they had arrived in order.
 pub(crate) fn on_request_train(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     qpn: u32,
     qp: &mut QueuePair,
     train: &Train,
@@ -82,15 +82,15 @@ pub(crate) fn on_request_train(
             payload: &[],
             icrc: 0,
         };
-        if handle(dev, qpn, qp, &p, Payload::Train(train, seg), now).is_err() {
-            dev.enter_error(qpn, qp);
+        if handle(cx, qpn, qp, &p, Payload::Train(train, seg), now).is_err() {
+            cx.enter_error(qpn, qp);
             return;
         }
     }
 }
 
 /// Sends an ACK-opcode packet (ACK, RNR NAK or NAK) at `psn`.
-fn send_aeth(dev: &SoftRnic, conn: &mut Connection, syndrome: Syndrome, psn: u32) {
+fn send_aeth(cx: &Context<'_>, conn: &mut Connection, syndrome: Syndrome, psn: u32) {
     let headers = Headers {
         ip: conn.ip,
         bth: Bth::new(Opcode::ACKNOWLEDGE, conn.path.remote_qpn, psn & PSN_MASK),
@@ -103,22 +103,23 @@ fn send_aeth(dev: &SoftRnic, conn: &mut Connection, syndrome: Syndrome, psn: u32
         },
     };
     if let Ok(n) = crate::wire::build(&headers, &[], &mut conn.tx_buf) {
-        dev.transmit_packet(conn.tx_buf.get(..n).unwrap_or_default(), false);
+        cx.tx
+            .packet(conn.tx_buf.get(..n).unwrap_or_default(), false);
     }
 }
 
 /// Sends a fatal NAK and reports that the QP must enter error.
-fn fatal_nak(dev: &SoftRnic, conn: &mut Connection, code: NakCode, psn: u32) -> Fatal {
-    let stats = &dev.engine().stats;
+fn fatal_nak(cx: &Context<'_>, conn: &mut Connection, code: NakCode, psn: u32) -> Fatal {
+    let stats = &cx.stats;
     stats.fatal_naks_sent.inc();
-    send_aeth(dev, conn, Syndrome::Nak(code), psn);
+    send_aeth(cx, conn, Syndrome::Nak(code), psn);
     Fatal
 }
 
 /// Sends the owed ACK/NAK unless READ responses are still queued or the
 /// link has no room (it stays owed, and leaves when the QP resumes).
-fn flush_owed(dev: &SoftRnic, conn: &mut Connection) {
-    if conn.resp.active_reads > 0 || conn.resp.owed == Owed::None || !conn.link_has_room(dev) {
+fn flush_owed(cx: &Context<'_>, conn: &mut Connection) {
+    if conn.resp.active_reads > 0 || conn.resp.owed == Owed::None || !conn.link_has_room(cx) {
         return;
     }
     let epsn = conn.resp.epsn;
@@ -131,12 +132,12 @@ fn flush_owed(dev: &SoftRnic, conn: &mut Connection) {
     conn.resp.owed = Owed::None;
     conn.resp.unacked = 0;
     conn.resp.ack_deadline = None;
-    send_aeth(dev, conn, syndrome, psn);
+    send_aeth(cx, conn, syndrome, psn);
 }
 
-fn owe(dev: &SoftRnic, conn: &mut Connection, what: Owed) {
+fn owe(cx: &Context<'_>, conn: &mut Connection, what: Owed) {
     conn.resp.owed = what;
-    flush_owed(dev, conn);
+    flush_owed(cx, conn);
 }
 
 /// Acknowledges a request now or later. `answerable`: the request ended a
@@ -147,7 +148,7 @@ fn owe(dev: &SoftRnic, conn: &mut Connection, what: Owed) {
 ///
 /// [`RcConfig::ack_defer_us`]: super::RcConfig::ack_defer_us
 fn ack_or_coalesce(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     conn: &mut Connection,
     ack_req: bool,
     answerable: bool,
@@ -163,10 +164,10 @@ fn ack_or_coalesce(
         && resp.owed == Owed::None
         && resp.active_reads == 0;
     if hold {
-        dev.engine().stats.acks_held.inc();
+        cx.stats.acks_held.inc();
         resp.ack_deadline = Some(now.saturating_add(conn.rc.ack_defer_us));
     } else if ack_req || resp.unacked >= conn.rc.ack_coalesce.max(1) {
-        owe(dev, conn, Owed::Ack);
+        owe(cx, conn, Owed::Ack);
     } else if resp.ack_deadline.is_none() {
         resp.ack_deadline = Some(now.saturating_add(conn.rc.ack_delay_us));
     }
@@ -175,25 +176,25 @@ fn ack_or_coalesce(
 /// The requester of this QP is sending to the peer: an ACK waiting for
 /// its timer (held for an answer, or coalesced) leaves now, behind the
 /// requests in the same transmit batch.
-pub(crate) fn flush_held_ack(dev: &SoftRnic, qp: &mut QueuePair) {
+pub(crate) fn flush_held_ack(cx: &Context<'_>, qp: &mut QueuePair) {
     let Some(conn) = qp.conn.as_mut() else { return };
     let resp = &mut conn.resp;
     resp.answers = true;
     if resp.unacked > 0 && resp.owed == Owed::None && resp.ack_deadline.is_some() {
-        dev.engine().stats.acks_joined.inc();
-        owe(dev, conn, Owed::Ack);
+        cx.stats.acks_joined.inc();
+        owe(cx, conn, Owed::Ack);
     }
 }
 
 /// The ACK coalescing timer expired.
-pub(crate) fn on_ack_timer(dev: &SoftRnic, qp: &mut QueuePair) {
+pub(crate) fn on_ack_timer(cx: &Context<'_>, qp: &mut QueuePair) {
     let Some(conn) = qp.conn.as_mut() else { return };
     conn.resp.ack_deadline = None;
     if conn.resp.unacked > 0 && conn.resp.owed == Owed::None {
         // No answer came in time: a one-way stream (whose sender waits for
         // these ACKs) gets them at once from now on.
         conn.resp.answers = false;
-        owe(dev, conn, Owed::Ack);
+        owe(cx, conn, Owed::Ack);
     }
 }
 
@@ -206,7 +207,13 @@ struct RecvTarget<'a> {
 
 impl RecvTarget<'_> {
     /// Completes the held receive with `status` and releases it.
-    fn finish(&mut self, dev: &SoftRnic, conn: &mut Connection, cqe: Cqe, solicited: bool) -> bool {
+    fn finish(
+        &mut self,
+        cx: &Context<'_>,
+        conn: &mut Connection,
+        cqe: Cqe,
+        solicited: bool,
+    ) -> bool {
         // Free the slot before the completion is visible: a consumer that
         // polls it may re-post at once and must find the room it implies.
         if !conn.resp.recv_from_srq
@@ -214,7 +221,7 @@ impl RecvTarget<'_> {
         {
             c.release(1);
         }
-        let alive = dev.complete(
+        let alive = cx.complete(
             self.cqn,
             Cqe {
                 qp_context: self.context,
@@ -229,7 +236,7 @@ impl RecvTarget<'_> {
         alive
     }
 
-    fn fail(&mut self, dev: &SoftRnic, conn: &mut Connection, status: CqeStatus, byte_len: u64) {
+    fn fail(&mut self, cx: &Context<'_>, conn: &mut Connection, status: CqeStatus, byte_len: u64) {
         if let Some(recv) = conn.resp.recv {
             let cqe = Cqe {
                 wr_id: recv.wr_id,
@@ -238,13 +245,13 @@ impl RecvTarget<'_> {
                 status: status as u8,
                 ..Cqe::default()
             };
-            self.finish(dev, conn, cqe, true);
+            self.finish(cx, conn, cqe, true);
         }
     }
 }
 
 fn handle(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     qpn: u32,
     qp: &mut QueuePair,
     p: &Packet<'_>,
@@ -263,7 +270,7 @@ fn handle(
     let Some(conn) = conn.as_mut() else {
         return Ok(());
     };
-    let stats = &dev.engine().stats;
+    let stats = &cx.stats;
     let psn = p.bth.psn;
     let d = psn_diff(psn, conn.resp.epsn);
     if d > 0 {
@@ -271,13 +278,13 @@ fn handle(
         if !conn.resp.nak_sent {
             conn.resp.nak_sent = true;
             stats.seq_naks_sent.inc();
-            owe(dev, conn, Owed::SeqNak);
+            owe(cx, conn, Owed::SeqNak);
         }
         return Ok(());
     }
     if d < 0 {
         stats.duplicates.inc();
-        return duplicate(dev, qpn, conn, pd, p);
+        return duplicate(cx, qpn, conn, pd, p);
     }
     if conn.resp.owed == Owed::SeqNak {
         conn.resp.owed = Owed::None;
@@ -298,8 +305,8 @@ fn handle(
             context: *context,
             qpn,
         };
-        target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, 0);
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        target.fail(cx, conn, CqeStatus::RemoteInvalidRequest, 0);
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     if matches!(op, Operation::Send | Operation::Write)
         && !length_ok(pos, payload.len(), conn.pmtu.bytes() as usize)
@@ -310,8 +317,8 @@ fn handle(
             context: *context,
             qpn,
         };
-        target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, 0);
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        target.fail(cx, conn, CqeStatus::RemoteInvalidRequest, 0);
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     match op {
         Operation::Send => {
@@ -321,11 +328,11 @@ fn handle(
                 context: *context,
                 qpn,
             };
-            on_send(dev, &mut target, conn, pd, p, payload, now)
+            on_send(cx, &mut target, conn, pd, p, payload, now)
         }
-        Operation::Write => on_write(dev, conn, pd, p, payload, now),
-        Operation::ReadRequest => on_read(dev, qpn, conn, pd, p),
-        _ => Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn)),
+        Operation::Write => on_write(cx, conn, pd, p, payload, now),
+        Operation::ReadRequest => on_read(cx, qpn, conn, pd, p),
+        _ => Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn)),
     }
 }
 
@@ -343,7 +350,7 @@ fn executed(conn: &mut Connection, psn: u32) {
 }
 
 fn on_send(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     target: &mut RecvTarget<'_>,
     conn: &mut Connection,
     pd: u32,
@@ -360,12 +367,12 @@ fn on_send(
                     c.refresh();
                     c.read(c.released()).map(|w| (w, false))
                 }
-                Receives::Shared(srqn) => dev.take_srq_receive(*srqn).map(|w| (w, true)),
+                Receives::Shared(srqn) => cx.take_srq_receive(*srqn).map(|w| (w, true)),
             };
             let Some((recv, from_srq)) = taken else {
-                dev.engine().stats.rnr_naks_sent.inc();
+                cx.stats.rnr_naks_sent.inc();
                 conn.resp.nak_sent = true;
-                owe(dev, conn, Owed::Rnr);
+                owe(cx, conn, Owed::Rnr);
                 return Ok(());
             };
             conn.resp.recv = Some(recv);
@@ -374,26 +381,26 @@ fn on_send(
         conn.resp.msg = InMessage::Send { offset: 0 };
     }
     let (Some(recv), InMessage::Send { offset }) = (conn.resp.recv, conn.resp.msg) else {
-        return Err(fatal_nak(dev, conn, NakCode::RemoteOperationalError, psn));
+        return Err(fatal_nak(cx, conn, NakCode::RemoteOperationalError, psn));
     };
     let n = payload.len() as u64;
     if offset + n > sg::total(recv.sge_list()) {
-        target.fail(dev, conn, CqeStatus::LocalLength, offset + n);
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        target.fail(cx, conn, CqeStatus::LocalLength, offset + n);
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     let placed = {
-        let keys = dev.mem.keys.read();
-        sg::scatter_payload(&keys, &*dev.mem.dma, pd, recv.sge_list(), offset, payload)
+        let keys = cx.mem.keys.read();
+        crate::train::scatter_payload(&keys, &*cx.mem.dma, pd, recv.sge_list(), offset, payload)
     };
     match placed {
         Ok(true) => {}
         Ok(false) => {
-            source_gone(dev);
+            source_gone(cx);
             return Ok(());
         }
         Err(_) => {
-            target.fail(dev, conn, CqeStatus::LocalProtection, offset);
-            return Err(fatal_nak(dev, conn, NakCode::RemoteOperationalError, psn));
+            target.fail(cx, conn, CqeStatus::LocalProtection, offset);
+            return Err(fatal_nak(cx, conn, NakCode::RemoteOperationalError, psn));
         }
     }
     let offset = offset + n;
@@ -412,11 +419,11 @@ fn on_send(
                 .iter()
                 .any(|r| r.active && MemoryKey(r.rkey).index() == MemoryKey(key).index());
             if reading {
-                emit(dev, conn, pd, u32::MAX, Room::Ignore)?;
+                emit(cx, conn, pd, u32::MAX, Room::Ignore)?;
             }
-            if dev.mem.keys.write().invalidate(MemoryKey(key), pd).is_err() {
-                target.fail(dev, conn, CqeStatus::RemoteInvalidRequest, offset);
-                return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+            if cx.mem.keys.write().invalidate(MemoryKey(key), pd).is_err() {
+                target.fail(cx, conn, CqeStatus::RemoteInvalidRequest, offset);
+                return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
             }
             opcode = CqeOpcode::ReceiveInvalidate;
             invalidated = key;
@@ -432,16 +439,16 @@ fn on_send(
             flags: if se { CQE_FLAG_SOLICITED } else { 0 },
             ..Cqe::default()
         };
-        if !target.finish(dev, conn, cqe, se) {
+        if !target.finish(cx, conn, cqe, se) {
             return Err(Fatal);
         }
     }
-    ack_or_coalesce(dev, conn, p.bth.ack_req, pos.ends_message(), now);
+    ack_or_coalesce(cx, conn, p.bth.ack_req, pos.ends_message(), now);
     Ok(())
 }
 
 fn on_write(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     conn: &mut Connection,
     pd: u32,
     p: &Packet<'_>,
@@ -453,17 +460,17 @@ fn on_write(
     if p.ext.imm.is_some() {
         // WRITE with immediate needs a receive completion this contract
         // cannot express: refused as unsupported.
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     if pos.starts_message() {
         let Some(reth) = p.ext.reth else {
-            return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+            return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
         };
         if reth.dma_len > MAX_DMA_LEN {
-            return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+            return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
         }
         let ok = sg::check_remote(
-            &dev.mem.keys.read(),
+            &cx.mem.keys.read(),
             pd,
             reth.rkey,
             reth.va,
@@ -471,8 +478,8 @@ fn on_write(
             Need::RemoteWrite,
         );
         if !ok {
-            dev.engine().stats.remote_access_refused.inc();
-            return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+            cx.stats.remote_access_refused.inc();
+            return Err(fatal_nak(cx, conn, NakCode::RemoteAccessError, psn));
         }
         conn.resp.msg = InMessage::Write {
             va: reth.va,
@@ -488,7 +495,7 @@ fn on_write(
         offset,
     } = conn.resp.msg
     else {
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     };
     let n = payload.len();
     let remaining = len.saturating_sub(offset) as usize;
@@ -498,28 +505,28 @@ fn on_write(
         Position::Last | Position::Only => n == remaining,
     };
     if !fits {
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     let placed = {
-        let keys = dev.mem.keys.read();
-        let dma = &*dev.mem.dma;
+        let keys = cx.mem.keys.read();
+        let dma = &*cx.mem.dma;
         let at = va.wrapping_add(u64::from(offset));
         match payload {
             Payload::Bytes(data) => sg::write_remote(&keys, dma, pd, rkey, at, data).map(|()| true),
             Payload::Train(train, ref seg) => {
-                sg::write_remote_train(&keys, dma, pd, rkey, at, train, seg)
+                crate::train::write_remote_train(&keys, dma, pd, rkey, at, train, seg)
             }
         }
     };
     match placed {
         Ok(true) => {}
         Ok(false) => {
-            source_gone(dev);
+            source_gone(cx);
             return Ok(());
         }
         Err(_) => {
-            dev.engine().stats.remote_access_refused.inc();
-            return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+            cx.stats.remote_access_refused.inc();
+            return Err(fatal_nak(cx, conn, NakCode::RemoteAccessError, psn));
         }
     }
     executed(conn, psn);
@@ -534,12 +541,12 @@ fn on_write(
             offset: offset + n as u32,
         };
     }
-    ack_or_coalesce(dev, conn, p.bth.ack_req, false, now);
+    ack_or_coalesce(cx, conn, p.bth.ack_req, false, now);
     Ok(())
 }
 
 fn on_read(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     qpn: u32,
     conn: &mut Connection,
     pd: u32,
@@ -548,13 +555,13 @@ fn on_read(
     let psn = p.bth.psn;
     let ird = conn.resp.reads.len();
     let Some(reth) = p.ext.reth else {
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     };
     if ird == 0 || reth.dma_len > MAX_DMA_LEN {
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     let ok = sg::check_remote(
-        &dev.mem.keys.read(),
+        &cx.mem.keys.read(),
         pd,
         reth.rkey,
         reth.va,
@@ -562,15 +569,15 @@ fn on_read(
         Need::RemoteRead,
     );
     if !ok {
-        dev.engine().stats.remote_access_refused.inc();
-        return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, psn));
+        cx.stats.remote_access_refused.inc();
+        return Err(fatal_nak(cx, conn, NakCode::RemoteAccessError, psn));
     }
     let npsn = segment_count(reth.dma_len, conn.pmtu);
     let resp = &mut conn.resp;
     let slot = (resp.read_newest + 1) % ird;
     if resp.reads.get(slot).is_none_or(|r| r.active) {
         // More READs outstanding than this QP's IRD: the peer broke ORD.
-        return Err(fatal_nak(dev, conn, NakCode::InvalidRequest, psn));
+        return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     if let Some(r) = resp.reads.get_mut(slot) {
         *r = ReadResource {
@@ -601,14 +608,14 @@ fn on_read(
     resp.unacked = 0;
     resp.ack_deadline = None;
     resp.owed = Owed::None;
-    if emit(dev, conn, pd, INLINE_READ_BUDGET, Room::Wait)? {
-        dev.sq_doorbell(qpn);
+    if emit(cx, conn, pd, INLINE_READ_BUDGET, Room::Wait)? {
+        cx.sq_doorbell(qpn);
     }
     Ok(())
 }
 
 fn duplicate(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     qpn: u32,
     conn: &mut Connection,
     pd: u32,
@@ -619,7 +626,7 @@ fn duplicate(
         Operation::Send | Operation::Write => {
             // Already executed: acknowledge again, place nothing (C9-105).
             if p.bth.ack_req {
-                owe(dev, conn, Owed::Ack);
+                owe(cx, conn, Owed::Ack);
             }
             Ok(())
         }
@@ -655,11 +662,11 @@ fn duplicate(
                 // The running stream has not reached `psn` yet and will
                 // answer it all (a duplicated or overtaken request packet):
                 // restarting would only send the same responses twice.
-                dev.engine().stats.read_replays_skipped.inc();
+                cx.stats.read_replays_skipped.inc();
                 return Ok(());
             }
             let ok = sg::check_remote(
-                &dev.mem.keys.read(),
+                &cx.mem.keys.read(),
                 pd,
                 reth.rkey,
                 reth.va,
@@ -674,12 +681,12 @@ fn duplicate(
                 // answer it ignores. Refuse it without tearing the
                 // connection down; a requester that does still wait gets
                 // the remote access error from the NAK.
-                dev.engine().stats.remote_access_refused.inc();
-                dev.engine().stats.stale_read_refusals.inc();
-                send_aeth(dev, conn, Syndrome::Nak(NakCode::RemoteAccessError), psn);
+                cx.stats.remote_access_refused.inc();
+                cx.stats.stale_read_refusals.inc();
+                send_aeth(cx, conn, Syndrome::Nak(NakCode::RemoteAccessError), psn);
                 return Ok(());
             }
-            dev.engine().stats.read_replays.inc();
+            cx.stats.read_replays.inc();
             let resp = &mut conn.resp;
             // Later responses are resent only when their requests are
             // resent (go-back-N resends them in order).
@@ -719,8 +726,8 @@ fn duplicate(
             }
             resp.active_reads = 1;
             resp.emit_head = index;
-            if emit(dev, conn, pd, INLINE_READ_BUDGET, Room::Wait)? {
-                dev.sq_doorbell(qpn);
+            if emit(cx, conn, pd, INLINE_READ_BUDGET, Room::Wait)? {
+                cx.sq_doorbell(qpn);
             }
             Ok(())
         }
@@ -731,14 +738,14 @@ fn duplicate(
 /// Emits queued READ responses of a QP from `poll`; returns whether more
 /// remain to be emitted now (not when the link has no room: see `emit`).
 pub(crate) fn emit_reads(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     _qpn: u32,
     qp: &mut QueuePair,
     budget: u32,
 ) -> Result<bool, Fatal> {
     let pd = qp.pd;
     match qp.conn.as_mut() {
-        Some(conn) => emit(dev, conn, pd, budget, Room::Wait),
+        Some(conn) => emit(cx, conn, pd, budget, Room::Wait),
         None => Ok(false),
     }
 }
@@ -759,7 +766,7 @@ enum Room {
 /// want of link room: the QP waits for the link, not for a pass). Sends
 /// the owed ACK/NAK once none remain.
 fn emit(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     conn: &mut Connection,
     pd: u32,
     mut budget: u32,
@@ -787,7 +794,7 @@ fn emit(
             continue;
         }
         idle = 0;
-        if room == Room::Wait && !conn.link_has_room(dev) {
+        if room == Room::Wait && !conn.link_has_room(cx) {
             return Ok(false);
         }
         let q = r.next_psn;
@@ -795,13 +802,13 @@ fn emit(
         let offset = u64::from(k) * u64::from(pmtu);
         let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
         let first = q == r.start_psn;
-        if dev.link.carries_trains(conn.ip.dst()) {
-            emit_train(dev, conn, pd, head, &r)?;
+        if cx.tx.carries_trains(conn.ip.dst()) {
+            emit_train(cx, conn, pd, head, &r)?;
             budget -= 1;
             continue;
         }
         let last = psn_add(q, 1) == r.end_psn || k + 1 >= r.npsn;
-        let (opcode, aeth) = read_response_framing(first, last, conn.resp.msn);
+        let (opcode, aeth) = crate::wire::read_response_framing(first, last, conn.resp.msn);
         let headers = Headers {
             ip: conn.ip,
             bth: Bth::new(opcode, conn.path.remote_qpn, q),
@@ -812,14 +819,14 @@ fn emit(
         };
         let va = r.va.wrapping_add(offset);
         let build = |framing, out: &mut [u8]| {
-            build_read_response(&dev.mem, pd, r.rkey, va, &headers, plen, framing, out)
+            build_read_response(cx.mem, pd, r.rkey, va, &headers, plen, framing, out)
         };
         // Built where the link sends it from, if it lends its buffer;
         // else in the QP's own and handed over.
         let mut built = None;
         let dest = conn.ip.destination();
         let lent = udp_payload_len(&headers, plen).is_ok_and(|len| {
-            dev.transmit_udp_payload_with(dest, len, &mut |slot| {
+            cx.tx.udp_payload_with(dest, len, &mut |slot| {
                 built = build(Framing::UdpPayload, slot);
                 built
             })
@@ -827,14 +834,14 @@ fn emit(
         if !lent {
             built = build(Framing::Datagram, &mut conn.tx_buf);
             if let Some(n) = built {
-                dev.transmit_buf(&mut conn.tx_buf, n, false);
+                cx.tx.buf(&mut conn.tx_buf, n, false);
             }
         }
         if built.is_none() {
-            stale_key(dev, conn, head, &r, q)?;
+            stale_key(cx, conn, head, &r, q)?;
             continue;
         }
-        dev.engine().stats.read_responses_sent.inc();
+        cx.stats.read_responses_sent.inc();
         budget -= 1;
         if let Some(r) = conn.resp.reads.get_mut(head) {
             r.next_psn = psn_add(q, 1);
@@ -843,24 +850,8 @@ fn emit(
             stream_done(&mut conn.resp, head, false);
         }
     }
-    flush_owed(dev, conn);
+    flush_owed(cx, conn);
     Ok(false)
-}
-
-/// The opcode of a READ response at a position in its stream, and the
-/// AETH (with `msn`) that the first and last carry.
-pub(crate) fn read_response_framing(first: bool, last: bool, msn: u32) -> (Opcode, Option<Aeth>) {
-    let opcode = match (first, last) {
-        (true, true) => Opcode::RDMA_READ_RESPONSE_ONLY,
-        (true, false) => Opcode::RDMA_READ_RESPONSE_FIRST,
-        (false, false) => Opcode::RDMA_READ_RESPONSE_MIDDLE,
-        (false, true) => Opcode::RDMA_READ_RESPONSE_LAST,
-    };
-    let aeth = (first || last).then_some(Aeth {
-        syndrome: Syndrome::ACK,
-        msn: msn & PSN_MASK,
-    });
-    (opcode, aeth)
 }
 
 /// Emits the rest of the stream of the resource at ring position `head`
@@ -868,7 +859,7 @@ pub(crate) fn read_response_framing(first: bool, last: bool, msn: u32) -> (Opcod
 /// budget counts what the engine builds, and a train is one descriptor
 /// whatever its length, so it costs one.
 fn emit_train(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     conn: &mut Connection,
     pd: u32,
     head: usize,
@@ -882,8 +873,8 @@ fn emit_train(
         .saturating_sub(offset)
         .min(u64::from(count) * u64::from(pmtu));
     let va = r.va.wrapping_add(offset);
-    if !sg::check_remote(&dev.mem.keys.read(), pd, r.rkey, va, len, Need::RemoteRead) {
-        return stale_key(dev, conn, head, r, q);
+    if !sg::check_remote(&cx.mem.keys.read(), pd, r.rkey, va, len, Need::RemoteRead) {
+        return stale_key(cx, conn, head, r, q);
     }
     let closes = psn_add(q, count) == r.end_psn;
     let train = TrainSource {
@@ -902,8 +893,8 @@ fn emit_train(
         closes,
         ack_req: false,
     };
-    dev.transmit_train(Train::new(dev.mem.clone(), &train), false);
-    dev.engine().stats.read_responses_sent.add(u64::from(count));
+    cx.tx.train(Train::new(cx.mem.clone(), &train), false);
+    cx.stats.read_responses_sent.add(u64::from(count));
     if let Some(r) = conn.resp.reads.get_mut(head) {
         r.next_psn = psn_add(q, count);
     }
@@ -915,8 +906,8 @@ fn emit_train(
 
 /// A train segment's source key died in flight: the packet never arrived
 /// (nothing was placed or advanced; the requester sends it again).
-fn source_gone(dev: &SoftRnic) {
-    dev.engine().stats.train_segments_lost.inc();
+fn source_gone(cx: &Context<'_>) {
+    cx.stats.train_segments_lost.inc();
 }
 
 /// The key of the READ at ring position `head` no longer grants it (it
@@ -925,19 +916,19 @@ fn source_gone(dev: &SoftRnic) {
 /// the key died stops and is refused without killing the QP (see
 /// `duplicate`), and emission goes on with the next stream.
 fn stale_key(
-    dev: &SoftRnic,
+    cx: &Context<'_>,
     conn: &mut Connection,
     head: usize,
     r: &ReadResource,
     q: u32,
 ) -> Result<(), Fatal> {
-    dev.engine().stats.remote_access_refused.inc();
+    cx.stats.remote_access_refused.inc();
     if !r.replay {
-        return Err(fatal_nak(dev, conn, NakCode::RemoteAccessError, q));
+        return Err(fatal_nak(cx, conn, NakCode::RemoteAccessError, q));
     }
-    dev.engine().stats.stale_read_refusals.inc();
+    cx.stats.stale_read_refusals.inc();
     stream_done(&mut conn.resp, head, true);
-    send_aeth(dev, conn, Syndrome::Nak(NakCode::RemoteAccessError), q);
+    send_aeth(cx, conn, Syndrome::Nak(NakCode::RemoteAccessError), q);
     Ok(())
 }
 

@@ -14,10 +14,9 @@ use zerocopy::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::error::ParseError;
+pub use super::opcode::BTH_LEN;
 use super::opcode::Opcode;
 
-/// Length of the BTH.
-pub const BTH_LEN: usize = 12;
 /// The default full-member partition key.
 pub const DEFAULT_PKEY: u16 = 0xFFFF;
 /// Mask of a 24-bit QP number.

@@ -7,6 +7,11 @@
 
 use core::fmt;
 
+/// Length of the BTH, which precedes every opcode's extension headers
+/// (defined here, beside the header sets it prefixes; [`super::bth`]
+/// re-exports it).
+pub const BTH_LEN: usize = 12;
+
 /// A BTH opcode: transport in bits 7..5 (RC 000, UD 011), operation in 4..0.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Opcode(pub u8);
@@ -278,7 +283,7 @@ pub struct OpcodeInfo {
 impl OpcodeInfo {
     /// Bytes from the start of the BTH to the start of the payload.
     pub const fn header_len(self) -> usize {
-        super::bth::BTH_LEN + self.headers.len()
+        BTH_LEN + self.headers.len()
     }
 }
 

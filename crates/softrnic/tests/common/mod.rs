@@ -18,8 +18,9 @@ use hwq::ring::ring;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{Consumer, Cqe, DmaAccess, DmaFault, MemoryKey, Producer, RecvWqe, SendWqe, Sge};
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, Link, Wake};
+use softrnic::env::{Clock, Wake};
 use softrnic::fabric::{Fabric, FabricPort, Faults};
+use softrnic::link::Link;
 use softrnic::qp::{Path, QpState, RcConfig};
 
 pub const PAGE: u64 = 4096;

@@ -1,46 +1,29 @@
-//! The connection-management commands of the `hwq` contract.
+//! The connection-management commands of the `hwq` contract: the
+//! device's side of [`crate::cm`], which keeps the connections.
 
 use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use hwq::device::{ConnectParams, DeviceError};
 
-use super::conn::{Conn, State};
-use super::events::Kind;
-use super::msg::{self, ReqExtras};
-use super::timer::time_wait;
-use super::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, SoftRnic, answer_wait_us};
-use crate::qp::{Path, QpState, Receives};
+use super::SoftRnic;
+use crate::cm::conn::State;
+use crate::cm::events::Kind;
+use crate::cm::msg::{self, ReqExtras};
+use crate::cm::timer::time_wait;
+use crate::cm::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, answer_wait_us};
+use crate::qp::{QpState, Receives};
 use crate::wire::cm::REJ_PRIVATE_LEN;
 use crate::wire::cma::REQ_CONSUMER_PRIVATE_LEN;
-use crate::wire::{MessageRef, ROCEV2_PORT, RejReason};
+use crate::wire::{MessageRef, RejReason};
 
 /// Read limits as the CM carries them: capped by the device, in a byte.
 fn read_limit(requested: u32, cap: u32) -> u8 {
     requested.min(cap).min(u32::from(u8::MAX)) as u8
 }
 
-/// The QP addressing a connection fixes.
-fn path(conn: &Conn) -> Path {
-    Path {
-        remote: SocketAddr::new(conn.remote.ip(), ROCEV2_PORT),
-        remote_qpn: conn.remote_qpn,
-        pmtu: conn.pmtu.bytes(),
-        send_psn: conn.send_psn,
-        recv_psn: conn.recv_psn,
-        outbound_reads: u32::from(conn.ord),
-        inbound_reads: u32::from(conn.ird),
-    }
-}
-
-/// Connects the connection's QP to its peer, from the connection's own
-/// address.
-pub(super) fn connect_qp(device: &SoftRnic, conn: &Conn) -> Result<(), DeviceError> {
-    device.connect_qp_at(conn.qpn, conn.local.ip(), path(conn))
-}
-
 impl SoftRnic {
     /// Connection-management counters.
-    pub fn cm_stats(&self) -> super::CmStats {
+    pub fn cm_stats(&self) -> crate::cm::CmStats {
         self.cm.stats()
     }
 
@@ -156,7 +139,7 @@ impl SoftRnic {
         }
         let srq = self.cm_qp(qpn)?;
         let caps = self.caps();
-        let pmtu = super::device_pmtu(self);
+        let pmtu = crate::cm::device_pmtu(self);
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             if inner.conns.iter().any(|c| c.binds(qpn)) {
@@ -305,7 +288,7 @@ impl SoftRnic {
             if conn.state != State::RepRcvd {
                 return Err(DeviceError::InvalidState);
             }
-            connect_qp(self, conn)?;
+            crate::cm::connect_qp(self, conn)?;
             let io = &mut inner.io;
             let mad = msg::rtu(conn.tid, io.comm_id(conn_id), conn.remote_comm_id);
             conn.state = State::Established;

@@ -1,0 +1,86 @@
+//! The engine's state, which the device holds and [`crate::engine`] and
+//! `busy.rs` drive: counters, the QP timer set, the QPs parked for link
+//! room, the packet tap, the default reliability parameters, CQ moderation
+//! ticks and the busy-poll bookkeeping. Declared here, below the device,
+//! so the device holds it without importing the engine that works on it.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use spin::RwLock;
+
+use crate::bitset::AtomicBitset;
+use crate::link::Tap;
+use crate::qp::RcConfig;
+use crate::stats::Counters;
+
+/// The engine's part of the device: timers, the capture tap, defaults and
+/// counters.
+pub(crate) struct Engine {
+    pub(crate) stats: Counters,
+    /// QPs that may have a timer running.
+    pub(crate) timer_qps: AtomicBitset,
+    /// QPs stopped for want of link room, waiting for
+    /// [`crate::device::SoftRnic::link_ready`].
+    pub(crate) tx_parked: AtomicBitset,
+    /// No timer of any QP is due before this (µs; `u64::MAX`: none).
+    pub(crate) earliest: AtomicU64,
+    /// The packet tap.
+    pub(crate) tap: Tap,
+    /// The reliability parameters QPs get when they connect.
+    pub(crate) defaults: RwLock<RcConfig>,
+    /// Some CQ was given a moderation interval (sticky).
+    pub(crate) cq_moderation: AtomicBool,
+    /// The last CQ tick found a moderation timer running.
+    pub(crate) cq_timers: AtomicBool,
+    /// When CQs were last ticked (µs).
+    pub(crate) last_cq_tick: AtomicU64,
+    /// Busy polling is allowed ([`crate::device::SoftRnic::set_busy_poll`]).
+    pub(crate) busy_poll: AtomicBool,
+    /// Somebody runs the device's receive-and-poll pass (`busy.rs`).
+    pub(crate) turn: AtomicBool,
+    /// Busy polling is off until then (device clock, µs): a bulk transfer
+    /// was found (`busy.rs`).
+    pub(crate) bulk_until: AtomicU64,
+    /// Packets busy passes took since `bulk_span_start` (`busy.rs`).
+    pub(crate) bulk_span_packets: AtomicU32,
+    /// When the span `bulk_span_packets` counts began (µs).
+    pub(crate) bulk_span_start: AtomicU64,
+}
+
+impl core::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Engine")
+            .field("stats", &self.stats.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Engine state for QP numbers below `qp_bound`.
+    pub(crate) fn new(qp_bound: u32) -> Option<Self> {
+        Some(Self {
+            stats: Counters::default(),
+            timer_qps: AtomicBitset::new(qp_bound)?,
+            tx_parked: AtomicBitset::new(qp_bound)?,
+            earliest: AtomicU64::new(u64::MAX),
+            tap: Tap::default(),
+            defaults: RwLock::new(RcConfig::default()),
+            cq_moderation: AtomicBool::new(false),
+            cq_timers: AtomicBool::new(false),
+            last_cq_tick: AtomicU64::new(0),
+            busy_poll: AtomicBool::new(false),
+            turn: AtomicBool::new(false),
+            bulk_until: AtomicU64::new(0),
+            bulk_span_packets: AtomicU32::new(0),
+            bulk_span_start: AtomicU64::new(0),
+        })
+    }
+
+    /// Notes that CQ moderation intervals are in use, so the engine's poll
+    /// ticks CQs (every few µs at most; a timer seen running is reported
+    /// as the engine's next timer).
+    pub(crate) fn note_cq_moderation(&self) {
+        self.cq_moderation.store(true, Ordering::Relaxed);
+        self.cq_timers.store(true, Ordering::Relaxed);
+    }
+}

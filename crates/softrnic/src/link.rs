@@ -1,0 +1,302 @@
+//! The device's network attachment ([`Link`]) and how the transport puts
+//! packets on it: every datagram or train the device sends goes through
+//! one `Transmitter`, which counts it and shows it to the packet tap (a
+//! [`crate::env::Capture`], if one is installed) before the link takes it.
+//!
+//! The host (or the kernel shell) implements [`Link`]; tests implement it
+//! deterministically (an in-memory fabric).
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::net::SocketAddr;
+
+use spin::{Mutex, RwLock};
+
+use crate::env::{Capture, Direction};
+use crate::stats::Counters;
+use crate::train::Train;
+use crate::wire::IpUdpFields;
+
+/// The device's network attachment.
+pub trait Link: Send + Sync {
+    /// Queues one IPv4/UDP or IPv6/UDP datagram (a whole RoCEv2 packet,
+    /// from the IP header to the ICRC; the version nibble tells which) for
+    /// transmission. Must not block; a link that
+    /// cannot take the packet drops it (the RC transport retransmits).
+    fn transmit(&self, datagram: &[u8]);
+
+    /// Like [`Link::transmit`] for the datagram in `buf[..len]`, but the
+    /// link may take the buffer instead of copying it, leaving in its place
+    /// another of at least the same length and unspecified contents (an
+    /// in-memory fabric moves full-size packets this way without a copy).
+    fn transmit_owned(&self, buf: &mut alloc::vec::Vec<u8>, len: usize) {
+        if let Some(datagram) = buf.get(..len) {
+            self.transmit(datagram);
+        }
+    }
+
+    /// Pushes queued datagrams out (a batching link sends them here).
+    fn flush(&self) {}
+
+    /// Whether the link takes another packet now. A link with a bounded
+    /// transmit queue (a NIC's transmit ring) says `false` while it is
+    /// full, rather than drop what it is given: the device then builds
+    /// nothing more for a QP that would send, which stops where it is
+    /// (nothing consumed, no PSN advanced, no timer started) until the
+    /// link calls [`crate::device::SoftRnic::link_ready`], when it resumes
+    /// from there. A link that says `false` must make that call once it
+    /// says `true` again. Asked before every packet: must be cheap, must
+    /// not block. The default always has room.
+    ///
+    /// A few packets go whatever this says (the link may drop them):
+    /// connection management's and the NAKs that end a connection or
+    /// refuse a stale READ (their senders retry), and READ responses that
+    /// must leave before a SEND with invalidate kills their key.
+    fn can_transmit(&self) -> bool {
+        true
+    }
+
+    /// For a link that carries UDP payloads (BTH through ICRC, as a UDP
+    /// socket does): lends `len` bytes of its own send buffer for the next
+    /// payload to the IPv4 endpoint `dest`, which `build` writes (returning
+    /// its length, or `None` for nothing to send), so the packet is built
+    /// where it leaves from. `false`: the link has no such buffer (nothing
+    /// was called; the caller builds a datagram and transmits it).
+    fn transmit_udp_payload_with(
+        &self,
+        dest: core::net::SocketAddrV4,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        let _ = (dest, len, build);
+        false
+    }
+
+    /// [`Link::transmit_udp_payload_with`] for a payload to the IPv6
+    /// endpoint `dest`. The default lends nothing (the caller builds an
+    /// IPv6 datagram and transmits it).
+    fn transmit_udp_payload_v6_with(
+        &self,
+        dest: core::net::SocketAddrV6,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        let _ = (dest, len, build);
+        false
+    }
+
+    /// Whether the link carries trains to `dst`
+    /// ([`crate::train`]): only a link between devices that share one DMA
+    /// address space, while it injects no per-packet faults. The default
+    /// carries none.
+    fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
+        let _ = dst;
+        false
+    }
+
+    /// Queues a train; called only after
+    /// [`Link::carries_trains`] said yes. Must not block. A link that cannot
+    /// take it drops it (the RC transport asks again).
+    fn transmit_train(&self, train: Train) {
+        drop(train);
+    }
+
+    /// Hands datagrams that have arrived (a bounded batch, never waiting)
+    /// to `deliver`. For links that are polled; a link that pushes its
+    /// arrivals into [`crate::device::SoftRnic::receive`] itself (an
+    /// interrupt or receive callback) keeps this default, which takes
+    /// nothing. Called by one thread at a time per device.
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        let _ = deliver;
+        Received::default()
+    }
+}
+
+/// One datagram a polled [`Link`] took.
+#[derive(Clone, Copy, Debug)]
+pub enum Arrival<'a> {
+    /// A whole IPv4 or IPv6 datagram (IP header through ICRC).
+    Datagram(&'a [u8]),
+    /// A UDP payload (BTH through ICRC) as a socket delivers it.
+    UdpPayload {
+        /// Where it came from.
+        src: core::net::SocketAddr,
+        /// Where it was sent (of `src`'s family; a mixed pair is dropped).
+        dst: core::net::SocketAddr,
+        /// The payload.
+        payload: &'a [u8],
+    },
+    /// Packets whose payload is still at the sender
+    /// ([`Link::transmit_train`]).
+    Train(&'a Train),
+}
+
+/// What one [`Link::receive`] took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Datagrams handed over.
+    pub count: usize,
+    /// The batch was full: more may be waiting.
+    pub more: bool,
+    /// When the next datagram held back by the link (a simulated delay)
+    /// becomes due, on the device's clock.
+    pub next_due_us: Option<u64>,
+}
+
+/// The packet tap as the device holds it: the installed [`Capture`], if
+/// any, and the scratch buffer that rebuilds datagrams for it.
+#[derive(Default)]
+pub(crate) struct Tap {
+    capture: RwLock<Option<Box<dyn Capture>>>,
+    /// Rebuilds received UDP payloads and train segments into datagrams.
+    scratch: Mutex<Vec<u8>>,
+}
+
+impl core::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tap")
+            .field("set", &self.is_set())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tap {
+    /// Installs (or removes) the capture. May allocate.
+    pub(crate) fn set(&self, capture: Option<Box<dyn Capture>>) {
+        if capture.is_some() {
+            let mut s = self.scratch.lock();
+            let want = usize::from(u16::MAX);
+            if s.capacity() < want {
+                let _ = s.try_reserve_exact(want);
+            }
+        }
+        *self.capture.write() = capture;
+    }
+
+    /// Whether a capture is installed.
+    pub(crate) fn is_set(&self) -> bool {
+        self.capture.read().is_some()
+    }
+
+    /// Shows one datagram to the capture.
+    pub(crate) fn datagram(&self, direction: Direction, datagram: &[u8]) {
+        if let Some(cap) = self.capture.read().as_ref() {
+            cap.capture(direction, datagram);
+        }
+    }
+
+    /// Shows a received UDP payload to the capture, as the datagram
+    /// `fields` make of it.
+    pub(crate) fn udp_payload(&self, direction: Direction, fields: &IpUdpFields, payload: &[u8]) {
+        if let Some(cap) = self.capture.read().as_ref()
+            && let Some((head, n)) = fields.header_bytes(payload.len())
+            && let Some(head) = head.get(..n)
+        {
+            let mut buf = self.scratch.lock();
+            buf.clear();
+            buf.extend_from_slice(head);
+            buf.extend_from_slice(payload);
+            cap.capture(direction, &buf);
+        }
+    }
+
+    /// Shows each segment of `train` to the capture as the datagram it
+    /// stands for. A segment whose source key died is not shown: it is
+    /// lost, and nothing of it is placed either.
+    pub(crate) fn train(&self, direction: Direction, train: &Train) {
+        if let Some(cap) = self.capture.read().as_ref() {
+            let mut buf = self.scratch.lock();
+            for i in 0..train.segments() {
+                if let Some(n) = train.build(i, &mut buf)
+                    && let Some(datagram) = buf.get(..n)
+                {
+                    cap.capture(direction, datagram);
+                }
+            }
+        }
+    }
+}
+
+/// How the transport sends: the link, the tap every sent packet is shown
+/// to, and the counters of what was sent.
+#[derive(Clone, Copy)]
+pub(crate) struct Transmitter<'a> {
+    pub(crate) link: &'a dyn Link,
+    pub(crate) tap: &'a Tap,
+    pub(crate) stats: &'a Counters,
+}
+
+impl Transmitter<'_> {
+    /// Whether the link takes another packet now ([`Link::can_transmit`]).
+    pub(crate) fn can_transmit(&self) -> bool {
+        self.link.can_transmit()
+    }
+
+    /// Whether the link carries trains to `dst` ([`Link::carries_trains`]).
+    pub(crate) fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
+        self.link.carries_trains(dst)
+    }
+
+    /// Pushes queued datagrams out ([`Link::flush`]).
+    pub(crate) fn flush(&self) {
+        self.link.flush();
+    }
+
+    /// Puts one built datagram on the link (and the tap).
+    pub(crate) fn packet(&self, datagram: &[u8], resend: bool) {
+        self.stats.tx_packets.inc();
+        self.stats.retransmitted.inc_if(resend);
+        self.tap.datagram(Direction::Transmit, datagram);
+        self.link.transmit(datagram);
+    }
+
+    /// Puts the datagram built in `buf[..len]` on the link (and the tap);
+    /// the link may swap `buf` for another buffer of the same length.
+    pub(crate) fn buf(&self, buf: &mut Vec<u8>, len: usize, resend: bool) {
+        self.stats.tx_packets.inc();
+        self.stats.retransmitted.inc_if(resend);
+        if let Some(datagram) = buf.get(..len) {
+            self.tap.datagram(Direction::Transmit, datagram);
+        }
+        self.link.transmit_owned(buf, len);
+    }
+
+    /// Builds a packet's UDP payload (`len` bytes at most) straight into
+    /// the link's send buffer, if the link lends one and no tap wants the
+    /// whole datagram; `false`: nothing was called, build a datagram and
+    /// use [`Transmitter::buf`]. `build` returns the length written, or
+    /// `None` for nothing to send.
+    pub(crate) fn udp_payload_with(
+        &self,
+        dest: SocketAddr,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        if self.tap.is_set() {
+            return false;
+        }
+        let stats = self.stats;
+        let mut counted = |slot: &mut [u8]| {
+            let n = build(slot);
+            stats.tx_packets.inc_if(n.is_some());
+            n
+        };
+        match dest {
+            SocketAddr::V4(v4) => self.link.transmit_udp_payload_with(v4, len, &mut counted),
+            SocketAddr::V6(v6) => self
+                .link
+                .transmit_udp_payload_v6_with(v6, len, &mut counted),
+        }
+    }
+
+    /// Puts a train on the link (the link said it carries trains).
+    pub(crate) fn train(&self, train: Train, resend: bool) {
+        let n = u64::from(train.segments());
+        self.stats.tx_packets.add(n);
+        if resend {
+            self.stats.retransmitted.add(n);
+        }
+        self.tap.train(Direction::Transmit, &train);
+        self.link.transmit_train(train);
+    }
+}

@@ -1,0 +1,129 @@
+//! The transport's counters: what the engine, the requester, the
+//! responder and the completer count, read as a snapshot
+//! ([`EngineStats`], [`SoftRnic::stats`](crate::device::SoftRnic::stats)).
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// A statistics counter.
+#[derive(Debug, Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    pub(crate) fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn inc_if(&self, yes: bool) {
+        if yes {
+            self.inc();
+        }
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+macro_rules! counters {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// The engine's live counters.
+        #[derive(Debug, Default)]
+        pub(crate) struct Counters {
+            $(pub(crate) $name: Counter,)*
+        }
+
+        /// A snapshot of the engine's counters ([`SoftRnic::stats`](crate::device::SoftRnic::stats)).
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct EngineStats {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        impl Counters {
+            pub(crate) fn snapshot(&self) -> EngineStats {
+                EngineStats { $($name: self.$name.get(),)* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// Datagrams handed to `receive` or `receive_udp_payload`.
+    rx_packets,
+    /// Dropped by the parser (any reason but the ICRC).
+    rx_malformed,
+    /// Dropped for a bad ICRC.
+    rx_bad_icrc,
+    /// Valid packets nobody takes: another address, no such QP, QP not
+    /// connected, wrong source, foreign P_Key, UD to a non-GSI QP.
+    rx_dropped,
+    /// Packets handed to connection management (QP1).
+    cm_packets,
+    /// Datagrams transmitted.
+    tx_packets,
+    /// Request packets sent again (PSN below the highest sent).
+    retransmitted,
+    /// Retransmit timer expiries that resent (or gave up).
+    timeouts,
+    /// Responder: PSN sequence error NAKs sent.
+    seq_naks_sent,
+    /// Requester: PSN sequence error NAKs received.
+    seq_naks_received,
+    /// Requester: go-back-N restarts caused by a sequence NAK.
+    seq_nak_retries,
+    /// Responder: RNR NAKs sent.
+    rnr_naks_sent,
+    /// Requester: RNR NAKs received.
+    rnr_naks_received,
+    /// Responder: invalid request / remote access / remote operational NAKs sent.
+    fatal_naks_sent,
+    /// Requester: such NAKs received.
+    fatal_naks_received,
+    /// Responder: requests with a PSN already executed.
+    duplicates,
+    /// Responder: requests ahead of the expected PSN (dropped).
+    out_of_sequence,
+    /// Responder: READs answered again from a saved resource.
+    read_replays,
+    /// Responder: READ response packets sent (a train counts its segments).
+    read_responses_sent,
+    /// Train segments not placed because the sender's key died while they
+    /// were in flight (lost: the transport sends them again).
+    train_segments_lost,
+    /// Requester: retries because a READ response was missing.
+    read_gap_retries,
+    /// Requester: responses older than the oldest unacknowledged PSN.
+    stale_responses,
+    /// Requester: ACKs for PSNs never sent.
+    ghost_acks,
+    /// Requester: READ responses of the wrong length or position.
+    bad_responses,
+    /// Responder: requests refused by a key, range, PD or access check.
+    remote_access_refused,
+    /// Responder: replays of an executed READ refused because its key was
+    /// invalidated after execution (a non-fatal NAK).
+    stale_read_refusals,
+    /// Responder: duplicate READ requests the running response stream
+    /// still covers (not restarted).
+    read_replays_skipped,
+    /// Responder: ACKs of a lone SEND held for the answer.
+    acks_held,
+    /// Responder: ACKs (held or coalesced) sent behind the QP's own
+    /// requests instead of alone.
+    acks_joined,
+    /// Busy polls that ran a pass ([`SoftRnic::busy_poll`](crate::device::SoftRnic::busy_poll)).
+    busy_passes,
+    /// Busy polls that found the device's turn taken.
+    busy_turn_taken,
+    /// Busy passes that found a bulk transfer and left the device to its
+    /// own context for a while.
+    busy_bulk_backoffs,
+    /// QPs parked because the link had no room for their next packet
+    /// (each resumed where it stopped: nothing was lost or resent).
+    tx_stalls,
+    /// [`SoftRnic::link_ready`](crate::device::SoftRnic::link_ready) calls that found parked QPs.
+    tx_resumes,
+}
