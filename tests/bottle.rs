@@ -16,9 +16,9 @@
 #[path = "../crates/provider/tests/util/mod.rs"]
 mod provider_util;
 // Every `backend_tests!` body included here runs on the bottle backend.
-use provider_util::bottle_variants as backend_variants;
+use testkit::bottle_variants as backend_variants;
 // Their scripted-device-only tests do not.
-use provider_util::drop_items as host_only;
+use testkit::drop_items as host_only;
 
 #[path = "bottle/common.rs"]
 mod common;

@@ -851,7 +851,7 @@ fn run_rnic(ops: &[RnicOp]) -> Result<(), TestCaseError> {
 
 /// Up to `n` results of `cq` within the hang guard (no panic).
 fn poll_results(cq: *mut NDK_CQ, n: usize) -> Vec<NDK_RESULT_EX> {
-    let deadline = std::time::Instant::now() + crate::rnic_util::WAIT;
+    let deadline = std::time::Instant::now() + WAIT;
     let mut got = Vec::new();
     while got.len() < n && std::time::Instant::now() < deadline {
         got.extend(results_ex(cq, n - got.len()));

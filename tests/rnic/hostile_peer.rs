@@ -32,7 +32,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::provider_util::*;
-use crate::rnic_util::wait_until;
 use crate::rnic_util::*;
 use ndkpi::*;
 use rsndk::adapters::{device_of, fabric_of};

@@ -12,7 +12,7 @@
 
 use std::ffi::{CString, c_void};
 use std::ptr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ndkpi::*;
 use rsndk::{RsNdkAllocateMdl, RsNdkCloseAdapter, RsNdkFreeMdl, RsNdkOpenAdapter};
@@ -23,18 +23,6 @@ use crate::provider_util::*;
 /// Each test number must give addresses (and fabric names) no other test
 /// of the same process uses.
 pub type Config = fn(test: u8, node: u8) -> String;
-
-/// Hang guard of every wait.
-pub const WAIT: Duration = Duration::from_secs(10);
-
-/// Polls `done` every 100 µs until it holds; panics after [`WAIT`].
-pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_micros(100));
-    }
-}
 
 /// Waits for `rec` to have recorded at least `n` calls.
 pub fn wait_calls(rec: &Recorder, n: usize, what: &str) {

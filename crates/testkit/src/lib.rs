@@ -4,5 +4,13 @@
 //! - [`scripted`]: `ScriptedDevice`, an `hwq::Device` that does exactly
 //!   what a test tells it (the provider's suite runs on it besides the
 //!   software RNIC backends).
+//! - [`backend`]: the backends a consumer-level test body runs on and
+//!   [`backend_tests!`], which writes one test per backend from one body.
+//! - [`recorder`]: recorders of the provider's callbacks.
+//! - [`dma`]: MDLs, page-aligned buffers and logical addresses, host
+//!   memory as the device under test sees it.
 
+pub mod backend;
+pub mod dma;
+pub mod recorder;
 pub mod scripted;

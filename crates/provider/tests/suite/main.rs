@@ -11,9 +11,9 @@ mod provider_util;
 // The host backends' variants of each body, and the scripted-device-only
 // items kept (the bottle's binary names its own macros so).
 #[allow(unused_imports)]
-use provider_util::host_variants as backend_variants;
+use testkit::host_variants as backend_variants;
 #[allow(unused_imports)]
-use provider_util::keep_items as host_only;
+use testkit::keep_items as host_only;
 
 mod adapter;
 mod audit;

@@ -1,16 +1,14 @@
 //! Shared harness of the provider's consumer-level suite: an adapter opened
-//! over a `ScriptedDevice` or the software RNIC (`backend`), callback
-//! recorders, MDL and address builders, and one thin wrapper per NDK
-//! dispatch entry. Every wrapper goes through
-//! the object's dispatch table, exactly as a kernel consumer calls it.
+//! over a `ScriptedDevice` or the software RNIC (`backend`), address
+//! builders, and one thin wrapper per NDK dispatch entry, with the test
+//! kit's backend macros, callback recorders and MDL builders. Every
+//! wrapper goes through the object's dispatch table, exactly as a kernel
+//! consumer calls it.
 
 #![allow(dead_code)]
 
 use std::ptr;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use host::platform::HostPlatform;
 use ndkpi::*;
 use testkit::scripted::ADDR_V4;
 
@@ -19,147 +17,14 @@ mod backend;
 pub mod bottle;
 #[allow(unused_imports)] // binaries that use none of it
 pub use backend::*;
-
-// ---------------------------------------------------------------- recorder
-
-static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-
-/// One recorded callback: a global sequence number (to check order across
-/// objects), its status (0 for callbacks without one) and an object pointer
-/// (connect events).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Call {
-    pub seq: u64,
-    pub status: NTSTATUS,
-    pub object: usize,
-}
-
-/// Code run inside a callback.
-type Hook = Box<dyn FnMut(NTSTATUS) + Send>;
-
-/// Every recorder made, for the life of the test binary.
-static ALL_RECORDERS: Mutex<Vec<&'static Recorder>> = Mutex::new(Vec::new());
-
-/// Records the calls of one callback context.
-#[derive(Default)]
-pub struct Recorder {
-    calls: Mutex<Vec<Call>>,
-    /// Run inside the callback (re-entrancy tests).
-    hook: Mutex<Option<Hook>>,
-}
-
-impl Recorder {
-    /// Lives as long as the test binary: its address is the callback
-    /// context, so it must neither move nor die while the device may still
-    /// call back. A test that fails midway leaves its objects open (their
-    /// callbacks keep coming from the device's threads); a freed recorder
-    /// would then turn that failure into a crash of the whole test binary,
-    /// losing its message. Kept in [`ALL_RECORDERS`], so leak checkers see
-    /// it reachable.
-    pub fn new() -> &'static Self {
-        let recorder: &'static Self = Box::leak(Box::default());
-        ALL_RECORDERS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(recorder);
-        recorder
-    }
-
-    pub fn ctx(&self) -> PVOID {
-        ptr::from_ref(self).cast_mut().cast()
-    }
-
-    pub fn calls(&self) -> Vec<Call> {
-        self.calls.lock().unwrap().clone()
-    }
-
-    pub fn count(&self) -> usize {
-        self.calls.lock().unwrap().len()
-    }
-
-    pub fn statuses(&self) -> Vec<NTSTATUS> {
-        self.calls().iter().map(|c| c.status).collect()
-    }
-
-    pub fn last_seq(&self) -> Option<u64> {
-        self.calls().last().map(|c| c.seq)
-    }
-
-    pub fn set_hook(&self, hook: impl FnMut(NTSTATUS) + Send + 'static) {
-        *self.hook.lock().unwrap() = Some(Box::new(hook));
-    }
-
-    fn record(&self, status: NTSTATUS, object: usize) {
-        assert_eq!(
-            HostPlatform::locks_held(),
-            0,
-            "callback under a provider lock"
-        );
-        let seq = SEQUENCE.fetch_add(1, Ordering::SeqCst);
-        self.calls.lock().unwrap().push(Call {
-            seq,
-            status,
-            object,
-        });
-        let hook = self.hook.lock().unwrap().take();
-        if let Some(mut hook) = hook {
-            hook(status);
-            *self.hook.lock().unwrap() = Some(hook);
-        }
-    }
-}
-
-impl std::fmt::Debug for Recorder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recorder")
-            .field("calls", &self.calls())
-            .finish_non_exhaustive()
-    }
-}
-
-fn recorder<'a>(ctx: PVOID) -> &'a Recorder {
-    // SAFETY: every context the tests hand to the provider is a live
-    // `Recorder` (boxed, kept alive for the whole test).
-    unsafe { &*ctx.cast::<Recorder>() }
-}
-
-pub unsafe extern "win64" fn close_cb(ctx: PVOID) {
-    recorder(ctx).record(0, 0);
-}
-
-pub unsafe extern "win64" fn request_cb(ctx: PVOID, status: NTSTATUS) {
-    recorder(ctx).record(status, 0);
-}
-
-pub unsafe extern "win64" fn create_cb(
-    ctx: PVOID,
-    status: NTSTATUS,
-    object: *mut NDK_OBJECT_HEADER,
-) {
-    recorder(ctx).record(status, object as usize);
-}
-
-pub unsafe extern "win64" fn cq_cb(ctx: PVOID, status: NTSTATUS) {
-    recorder(ctx).record(status, 0);
-}
-
-pub unsafe extern "win64" fn srq_cb(ctx: PVOID, status: NTSTATUS) {
-    recorder(ctx).record(status, 0);
-}
-
-pub unsafe extern "win64" fn connect_cb(ctx: PVOID, connector: *mut NDK_CONNECTOR) {
-    recorder(ctx).record(0, connector as usize);
-}
-
-pub unsafe extern "win64" fn disconnect_cb(ctx: PVOID) {
-    recorder(ctx).record(0, 0);
-}
-
-/// NDKPI 2.1's extended disconnect callback: records the provider's
-/// disconnect reason as the call's status.
-pub unsafe extern "win64" fn disconnect_ex_cb(ctx: PVOID, reason: ULONG) {
-    recorder(ctx).record(reason as NTSTATUS, 0);
-}
+#[allow(unused_imports)]
+pub use testkit::backend::Backend;
+#[allow(unused_imports)]
+pub use testkit::backend_tests;
+#[allow(unused_imports)]
+pub use testkit::dma::*;
+#[allow(unused_imports)]
+pub use testkit::recorder::*;
 
 // ---------------------------------------------------------------- tables
 
@@ -624,125 +489,6 @@ pub fn moderate(cq: *mut NDK_CQ, interval: u32, count: u32) -> NTSTATUS {
     let f = cq_table(cq).NdkControlCqInterruptModeration.unwrap();
     // SAFETY: our CQ.
     unsafe { f(cq, interval, count) }
-}
-
-// ---------------------------------------------------------------- MDLs
-
-thread_local! {
-    /// Added to every page frame number an [`Mdl`] built on this thread
-    /// holds: 0 on the host (page frame number = virtual address >> 12),
-    /// the bottle's physical offset in pages for a bottled adapter (set by
-    /// `Env::on`).
-    static PFN_OFFSET: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Sets this thread's [`PFN_OFFSET`].
-pub fn set_pfn_offset(pages: u64) {
-    PFN_OFFSET.with(|o| o.set(pages));
-}
-
-fn pfn_offset() -> u64 {
-    PFN_OFFSET.with(std::cell::Cell::get)
-}
-
-/// The logical (device-visible) address of host memory at `va` for the
-/// adapter this thread set up last: `va` on the host, its physical
-/// address in the bottle.
-pub fn logical_of(va: u64) -> u64 {
-    va + (pfn_offset() << 12)
-}
-
-/// An MDL chain describing host memory the way Windows would (page frame
-/// number = virtual address >> 12 on the host, plus the bottle's physical
-/// offset for a bottled adapter: see [`PFN_OFFSET`]).
-#[derive(Debug)]
-pub struct Mdl {
-    /// Each MDL: a 48-byte header followed by its PFNs, as u64 words.
-    parts: Vec<Vec<u64>>,
-}
-
-impl Mdl {
-    /// One MDL for `len` bytes at `va`.
-    pub fn new(va: u64, len: u32) -> Self {
-        Self::chain(&[(va, len)])
-    }
-
-    /// A chain of MDLs, linked in order.
-    pub fn chain(parts: &[(u64, u32)]) -> Self {
-        let mut built: Vec<Vec<u64>> = parts
-            .iter()
-            .map(|&(va, len)| {
-                let start = va & !0xfff;
-                let offset = va & 0xfff;
-                let pages = if len == 0 {
-                    0
-                } else {
-                    ((offset + u64::from(len) - 1) >> 12) + 1
-                };
-                let header_words = size_of::<MDL>() / 8;
-                let mut words = vec![0u64; header_words + pages as usize];
-                let mdl = MDL {
-                    Next: ptr::null_mut(),
-                    Size: (size_of::<MDL>() + 8 * pages as usize) as i16,
-                    MdlFlags: MDL_PAGES_LOCKED,
-                    Process: ptr::null_mut(),
-                    MappedSystemVa: ptr::null_mut(),
-                    StartVa: start as PVOID,
-                    ByteCount: len,
-                    ByteOffset: offset as u32,
-                };
-                // SAFETY: `words` starts with room for an MDL, 8-aligned.
-                unsafe { words.as_mut_ptr().cast::<MDL>().write(mdl) };
-                for i in 0..pages {
-                    words[header_words + i as usize] = (start >> 12) + i + pfn_offset();
-                }
-                words
-            })
-            .collect();
-        for i in (0..built.len().saturating_sub(1)).rev() {
-            let next = built[i + 1].as_mut_ptr().cast::<MDL>();
-            // SAFETY: `built[i]` starts with an MDL we wrote above.
-            unsafe { (*built[i].as_mut_ptr().cast::<MDL>()).Next = next };
-        }
-        Self { parts: built }
-    }
-
-    pub fn ptr(&mut self) -> *mut MDL {
-        self.parts[0].as_mut_ptr().cast()
-    }
-
-    /// Overwrites one PFN (to build a non-contiguous physical layout);
-    /// `pfn` is the host's (virtual address >> 12).
-    pub fn set_pfn(&mut self, part: usize, index: usize, pfn: u64) {
-        self.parts[part][size_of::<MDL>() / 8 + index] = pfn + pfn_offset();
-    }
-}
-
-/// A page-aligned host buffer.
-pub struct Pages {
-    raw: Vec<u8>,
-    offset: usize,
-    len: usize,
-}
-
-impl Pages {
-    pub fn new(pages: usize) -> Self {
-        let raw = vec![0u8; (pages + 1) * 4096];
-        let offset = (4096 - (raw.as_ptr() as usize % 4096)) % 4096;
-        Self {
-            raw,
-            offset,
-            len: pages * 4096,
-        }
-    }
-
-    pub fn addr(&self) -> u64 {
-        self.raw.as_ptr() as u64 + self.offset as u64
-    }
-
-    pub fn bytes(&mut self) -> &mut [u8] {
-        &mut self.raw[self.offset..self.offset + self.len]
-    }
 }
 
 // ---------------------------------------------------------------- addresses
