@@ -18,6 +18,7 @@ use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::fabric::Faults;
 
+use crate::busy::BusyPoll;
 use crate::config::{AdapterConfig, FaultConfig, Transport};
 use crate::pcap::{PcapCapture, SharedCapture};
 use crate::platform::{DeviceLease, HostDma};
@@ -34,6 +35,7 @@ struct HostDevice {
     threads: Option<DeviceThreads>,
     ctx: TryArc<DeviceContext>,
     rnic: Arc<SoftRnic>,
+    busy: Arc<BusyPoll>,
     hub: Option<Arc<FabricHub>>,
     _capture: Option<Arc<PcapCapture>>,
     /// Last: once everything else is gone, the platform checks that none
@@ -91,6 +93,7 @@ fn hub_for(reg: &mut Registry, name: &str, f: &FaultConfig) -> Result<Arc<Fabric
 fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDevice>, NTSTATUS> {
     let addr = config.addr();
     let waker = Arc::new(ThreadWaker::default());
+    let busy = Arc::new(BusyPoll::new(config.busy_poll));
     let capture = match &config.pcap {
         Some(path) => Some(Arc::new(
             PcapCapture::create(path).map_err(|_| STATUS_INVALID_PARAMETER)?,
@@ -107,7 +110,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             Box::new(HostDma),
             link,
             Box::new(HostClock),
-            Box::new(SharedWaker(waker.clone())),
+            Box::new(SharedWaker::new(waker.clone(), busy.clone())),
         )
         .map(Arc::new)
         .ok_or(STATUS_INSUFFICIENT_RESOURCES)
@@ -137,7 +140,6 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             (rnic, Some(hub), threads)
         }
     };
-    rnic.set_busy_poll(config.busy_poll);
     if let Some(c) = &capture {
         rnic.set_capture(Some(Box::new(SharedCapture(c.clone()))));
     }
@@ -148,6 +150,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         threads: Some(threads),
         ctx,
         rnic,
+        busy,
         hub,
         _capture: capture,
         _lease: lease,
@@ -203,6 +206,15 @@ pub fn device_of(adapter: *mut NDK_ADAPTER) -> Option<Arc<SoftRnic>> {
         .adapters
         .get(&(adapter as usize))
         .map(|d| d.rnic.clone())
+}
+
+/// The busy-polling policy (and its counters) of the device behind an
+/// open adapter.
+pub fn busy_poll_of(adapter: *mut NDK_ADAPTER) -> Option<Arc<BusyPoll>> {
+    registry()
+        .adapters
+        .get(&(adapter as usize))
+        .map(|d| d.busy.clone())
 }
 
 /// The in-memory fabric behind an open adapter, if it is on one.

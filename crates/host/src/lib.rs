@@ -5,6 +5,7 @@
 //! kernel consumer does on Windows.
 
 pub mod adapters;
+pub mod busy;
 pub mod checker;
 pub mod config;
 pub mod entry;

@@ -18,7 +18,7 @@
 //! engine sleeps until its next timer, or `IDLE_PARK` at most.
 //!
 //! Busy polling: a consumer spinning on an empty CQ runs the device's pass
-//! itself (`softrnic::busy`). While it does (a poll within the last
+//! itself when [`crate::busy`] says so. While it does (a poll within the last
 //! `BUSY_WINDOW`), the engine thread stands aside, as Linux defers a
 //! NIC's interrupts while a socket busy polls (`SO_PREFER_BUSY_POLL`): it
 //! parks on its wake-up only, not on its socket, and doorbells and
@@ -36,12 +36,13 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, Wake};
+use softrnic::env::{Clock, PassPlan, RunPass, Wake};
 use softrnic::fabric::{Fabric, Faults, Load};
 use softrnic::link::{Arrival, Link, Received};
 use softrnic::qp::RcConfig;
 use softrnic::train::Train;
 
+use crate::busy::BusyPoll;
 #[cfg(test)]
 use crate::udp::RxBuffers;
 use crate::udp::UdpPort;
@@ -64,6 +65,14 @@ const SPIN: Duration = Duration::from_micros(50);
 /// looking on for 200 us keeps it awake (15.1-18.9 GB/s, same runs
 /// interleaved).
 const HUB_SPIN: Duration = Duration::from_micros(200);
+
+/// The engine's pass: it delivers events; receive batches before the work
+/// bound how long a flood holds back timers (up to 512 datagrams over UDP).
+const ENGINE_PASS: PassPlan = PassPlan {
+    deliver_events: true,
+    rx_batches: 8,
+    send_first: false,
+};
 
 /// Inbound datagrams a fabric device takes in one batch.
 const RX_BURST: usize = 64;
@@ -154,7 +163,9 @@ impl ThreadWaker {
         // Dekker-style with `wake` (both sides SeqCst): either `wake` sees
         // `parked_long` and wakes us, or we see `absorbed`.
         self.parked_long.store(true, Ordering::SeqCst);
-        if self.absorbed.swap(false, Ordering::SeqCst) || self.busy_remaining().is_some() {
+        if self.absorbed.swap(false, Ordering::SeqCst)
+            || self.busy_remaining_at(HostClock.now_us()).is_some()
+        {
             self.parked_long.store(false, Ordering::SeqCst);
             return false;
         }
@@ -171,11 +182,28 @@ impl ThreadWaker {
         last != 0 && HostClock.now_us().saturating_sub(last) < BUSY_RECENT.as_micros() as u64
     }
 
-    /// How much longer a busy-polling consumer owns the device, if one does.
-    fn busy_remaining(&self) -> Option<Duration> {
+    /// How much longer after `now` ([`HostClock`] µs) a busy-polling
+    /// consumer owns the device, if one does.
+    pub(crate) fn busy_remaining_at(&self, now: u64) -> Option<Duration> {
         let until = self.busy_until.load(Ordering::SeqCst);
-        let now = HostClock.now_us();
         (until > now).then(|| Duration::from_micros(until - now))
+    }
+
+    /// Notes that a consumer busy polls the device at `now` ([`HostClock`]
+    /// µs): the engine stands aside for [`BUSY_WINDOW`].
+    pub(crate) fn note_busy_poll(&self, now: u64) {
+        self.last_busy_poll.store(now, Ordering::Relaxed);
+        let until = now + BUSY_WINDOW.as_micros() as u64;
+        self.busy_until.fetch_max(until, Ordering::SeqCst);
+    }
+
+    /// Ends busy polling at once (a CQ was armed, or a bulk transfer was
+    /// found): the engine is in charge again, spinning after work as usual.
+    pub(crate) fn end_busy_poll(&self) {
+        self.last_busy_poll.store(0, Ordering::Relaxed);
+        if self.busy_until.swap(0, Ordering::SeqCst) != 0 {
+            self.wake_engine();
+        }
     }
 
     /// Parks the bound thread for at most `timeout`, unless a wake-up is
@@ -224,7 +252,7 @@ impl ThreadWaker {
 
 impl Wake for ThreadWaker {
     fn wake(&self) {
-        if self.busy_remaining().is_some() {
+        if self.busy_remaining_at(HostClock.now_us()).is_some() {
             // The busy poller takes this work on its next pass; if it never
             // comes, the engine does when the window closes (it parks no
             // longer than the window while one polls) or before it parks
@@ -237,19 +265,8 @@ impl Wake for ThreadWaker {
         self.wake_engine();
     }
 
-    fn note_busy_poll(&self) {
-        let now = HostClock.now_us();
-        self.last_busy_poll.store(now, Ordering::Relaxed);
-        let until = now + BUSY_WINDOW.as_micros() as u64;
-        self.busy_until.fetch_max(until, Ordering::SeqCst);
-    }
-
-    fn end_busy_poll(&self) {
-        // The engine is in charge again, spinning after work as usual.
-        self.last_busy_poll.store(0, Ordering::Relaxed);
-        if self.busy_until.swap(0, Ordering::SeqCst) != 0 {
-            self.wake_engine();
-        }
+    fn cq_armed(&self) {
+        self.end_busy_poll();
     }
 
     fn wake_engine(&self) {
@@ -268,25 +285,38 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// The waker handed to a device: shares the engine's [`ThreadWaker`].
+/// What a device asks of this runtime: wake-ups go to the engine's
+/// [`ThreadWaker`], consumers' polls to the device's [`BusyPoll`] policy.
 #[derive(Debug, Clone)]
-pub struct SharedWaker(pub Arc<ThreadWaker>);
+pub struct SharedWaker {
+    engine: Arc<ThreadWaker>,
+    busy: Arc<BusyPoll>,
+}
+
+impl SharedWaker {
+    /// The hooks of a device whose engine parks on `engine` and whose
+    /// consumers poll as `busy` allows.
+    pub fn new(engine: Arc<ThreadWaker>, busy: Arc<BusyPoll>) -> Self {
+        Self { engine, busy }
+    }
+}
 
 impl Wake for SharedWaker {
     fn wake(&self) {
-        self.0.wake();
+        self.engine.wake();
     }
 
     fn wake_engine(&self) {
-        self.0.wake_engine();
+        self.engine.wake_engine();
     }
 
-    fn note_busy_poll(&self) {
-        self.0.note_busy_poll();
+    fn consumer_poll(&self, device: &dyn RunPass) -> bool {
+        self.busy
+            .consumer_poll(HostClock.now_us(), device, &self.engine)
     }
 
-    fn end_busy_poll(&self) {
-        self.0.end_busy_poll();
+    fn cq_armed(&self) {
+        self.engine.end_busy_poll();
     }
 }
 
@@ -363,7 +393,7 @@ where
         let mut last_work = Instant::now();
         while !stop.load(Ordering::Acquire) {
             let Some(rnic) = rnic.upgrade() else { break };
-            if waker.busy_remaining().is_some() && !waker.take() {
+            if waker.busy_remaining_at(HostClock.now_us()).is_some() && !waker.take() {
                 // A consumer drives the device (its passes also fire the
                 // timers): stay out of its way, unless events need
                 // delivering or it arms a CQ. Not waking at the end of
@@ -374,7 +404,7 @@ where
                 last_work = Instant::now();
                 continue;
             }
-            let Some(pass) = rnic.engine_pass() else {
+            let Some(pass) = rnic.try_pass(ENGINE_PASS) else {
                 // A busy poller holds the turn: come back for whatever
                 // woke us once it is done.
                 waker.repend();
@@ -696,7 +726,7 @@ mod tests {
     #[test]
     fn a_wake_left_to_a_busy_poller_keeps_the_engine_from_parking_long() {
         let waker = ThreadWaker::default();
-        waker.note_busy_poll();
+        waker.note_busy_poll(HostClock.now_us());
         waker.wake();
         assert!(!waker.take(), "the doorbell was left to the busy poller");
         // Whether or not the window is still open, the engine must not
@@ -724,7 +754,7 @@ mod tests {
         }
         // A consumer starts polling, and a doorbell rings: the engine,
         // asleep for long, must still be woken.
-        waker.note_busy_poll();
+        waker.note_busy_poll(HostClock.now_us());
         waker.wake();
         rx.recv_timeout(Duration::from_secs(60))
             .expect("the absorbed wake-up still ended the long park");
@@ -734,10 +764,10 @@ mod tests {
     #[test]
     fn arming_ends_busy_polling_and_wakes_the_engine() {
         let waker = ThreadWaker::default();
-        waker.note_busy_poll();
-        assert!(waker.busy_remaining().is_some());
-        waker.end_busy_poll();
-        assert!(waker.busy_remaining().is_none());
+        waker.note_busy_poll(HostClock.now_us());
+        assert!(waker.busy_remaining_at(HostClock.now_us()).is_some());
+        waker.cq_armed();
+        assert!(waker.busy_remaining_at(HostClock.now_us()).is_none());
         assert!(waker.take(), "the engine was asked to take over");
     }
 

@@ -27,8 +27,11 @@ use crate::config::ROCEV2_UDP_PORT;
 const MAX_SEGMENT: usize = 4096 + 128;
 /// Segments gathered into one send at most.
 const MAX_BATCH: usize = 64;
-/// Receive buffers filled by one `recvmmsg`.
+/// Receive buffers filled by one `recvmmsg` in a stream.
 const RX_BUFFERS: usize = 8;
+/// Datagrams one receive may take and still be a ping-pong's (a SEND and
+/// the ACK that rides behind it); more mean a stream, received wide.
+const NARROW_DATAGRAMS: usize = 2;
 /// Size of one receive buffer (a GRO super-datagram).
 const RX_BUFFER_LEN: usize = 64 * 1024;
 /// Socket buffer size asked of the kernel.
@@ -261,12 +264,21 @@ impl UdpPort {
         // No allocation: a busy-polling consumer calls this for every
         // empty CQ poll.
         let mut slices = buffers.bufs.each_mut().map(|b| IoSliceMut::new(b));
-        let n = match self
-            .state
-            .recv((&self.socket).into(), &mut slices, &mut metas)
-        {
+        // One buffer (one GRO super-datagram) unless a stream is coming:
+        // with more, the kernel tries the next one after the first, which
+        // a ping-pong pays on every receive.
+        let width = if buffers.wide { RX_BUFFERS } else { 1 };
+        buffers.more = false;
+        let n = match self.state.recv(
+            (&self.socket).into(),
+            &mut slices[..width],
+            &mut metas[..width],
+        ) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                buffers.wide = false;
+                return Ok(0);
+            }
             Err(e) => return Err(e),
         };
         let mut count = 0;
@@ -300,6 +312,8 @@ impl UdpPort {
         self.stats
             .received
             .fetch_add(count as u64, Ordering::Relaxed);
+        buffers.wide = n > 1 || count > NARROW_DATAGRAMS;
+        buffers.more = n == width && count > NARROW_DATAGRAMS;
         Ok(count)
     }
 }
@@ -314,12 +328,20 @@ impl std::os::fd::AsFd for UdpPort {
 #[derive(Debug)]
 pub struct RxBuffers {
     bufs: [Box<[u8]>; RX_BUFFERS],
+    /// The last receive took a stream's worth: the next one fills all
+    /// buffers.
+    wide: bool,
+    /// The last receive filled every buffer it offered with a stream's
+    /// worth: more may be waiting.
+    more: bool,
 }
 
 impl Default for RxBuffers {
     fn default() -> Self {
         Self {
             bufs: std::array::from_fn(|_| vec![0u8; RX_BUFFER_LEN].into_boxed_slice()),
+            wide: false,
+            more: false,
         }
     }
 }
@@ -372,9 +394,10 @@ impl Link for UdpLink {
             .unwrap_or(0);
         Received {
             count,
-            // A full `recvmmsg` may have left more behind; fewer means
-            // the queue was drained and a ping-pong pays no extra call.
-            more: count >= RX_BUFFERS,
+            // A full receive may have left more behind; anything less
+            // means the queue was drained and a ping-pong pays no extra
+            // call.
+            more: buffers.more,
             next_due_us: None,
         }
     }
@@ -458,7 +481,10 @@ mod tests {
             Box::new(HostDma),
             Box::new(UdpLink(port.clone())),
             Box::new(HostClock),
-            Box::new(SharedWaker(waker.clone())),
+            Box::new(SharedWaker::new(
+                waker.clone(),
+                Arc::new(crate::busy::BusyPoll::new(true)),
+            )),
         )
         .unwrap();
         let (pd, _) = rnic.create_pd().unwrap();

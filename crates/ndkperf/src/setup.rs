@@ -117,6 +117,7 @@ pub fn check_pcap_path(path: &std::path::Path) -> Result<()> {
 
 /// Engine counters of an adapter's software RNIC worth reporting.
 pub fn device_counters(adapter: &Adapter) -> serde_json::Map<String, serde_json::Value> {
+    use std::sync::atomic::Ordering::Relaxed;
     let mut m = serde_json::Map::new();
     if let Some(rnic) = host::adapters::device_of(adapter.raw()) {
         let s = rnic.stats();
@@ -128,8 +129,14 @@ pub fn device_counters(adapter: &Adapter) -> serde_json::Map<String, serde_json:
         m.insert("seq_naks_received".into(), s.seq_naks_received.into());
         m.insert("acks_held".into(), s.acks_held.into());
         m.insert("acks_joined".into(), s.acks_joined.into());
-        m.insert("busy_passes".into(), s.busy_passes.into());
-        m.insert("busy_bulk_backoffs".into(), s.busy_bulk_backoffs.into());
+    }
+    if let Some(busy) = host::adapters::busy_poll_of(adapter.raw()) {
+        let s = &busy.stats;
+        m.insert("busy_passes".into(), s.passes.load(Relaxed).into());
+        m.insert(
+            "busy_bulk_backoffs".into(),
+            s.bulk_backoffs.load(Relaxed).into(),
+        );
     }
     m
 }

@@ -428,7 +428,7 @@ impl SoftRnic {
             self.raise(&self.events.cq, cqn);
         }
         // The consumer will wait for the event instead of polling.
-        self.waker.end_busy_poll();
+        self.waker.cq_armed();
     }
 
     /// Sets a CQ's interrupt moderation.

@@ -115,7 +115,7 @@ impl Device for SoftRnic {
     }
 
     fn busy_poll(&self) -> bool {
-        SoftRnic::busy_poll(self)
+        self.waker().consumer_poll(self)
     }
 
     fn rq_doorbell(&self, qpn: u32) {

@@ -24,7 +24,8 @@
 //!
 //! Doorbells never process inline and events are never delivered while a
 //! device lock is held. A consumer polling an empty CQ may run a pass
-//! without event delivery on its own processor (`busy.rs`). Lock order:
+//! without event delivery on its own processor (`pass.rs`), when its
+//! runtime says so. Lock order:
 //! QP slot → SRQ → CQ → keys; the capture tap and the link are leaves.
 //!
 //! ## UDP source port and the ICRC of socket transports

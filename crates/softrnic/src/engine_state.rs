@@ -1,10 +1,10 @@
 //! The engine's state, which the device holds and [`crate::engine`] and
-//! `busy.rs` drive: counters, the QP timer set, the QPs parked for link
-//! room, the packet tap, the default reliability parameters, CQ moderation
-//! ticks and the busy-poll bookkeeping. Declared here, below the device,
+//! [`crate::pass`] drive: counters, the QP timer set, the QPs parked for
+//! link room, the packet tap, the default reliability parameters, CQ
+//! moderation ticks and the pass's turn. Declared here, below the device,
 //! so the device holds it without importing the engine that works on it.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use spin::RwLock;
 
@@ -34,17 +34,9 @@ pub(crate) struct Engine {
     pub(crate) cq_timers: AtomicBool,
     /// When CQs were last ticked (µs).
     pub(crate) last_cq_tick: AtomicU64,
-    /// Busy polling is allowed ([`crate::device::SoftRnic::set_busy_poll`]).
-    pub(crate) busy_poll: AtomicBool,
-    /// Somebody runs the device's receive-and-poll pass (`busy.rs`).
+    /// Somebody runs the device's receive-and-poll pass
+    /// ([`crate::pass`]).
     pub(crate) turn: AtomicBool,
-    /// Busy polling is off until then (device clock, µs): a bulk transfer
-    /// was found (`busy.rs`).
-    pub(crate) bulk_until: AtomicU64,
-    /// Packets busy passes took since `bulk_span_start` (`busy.rs`).
-    pub(crate) bulk_span_packets: AtomicU32,
-    /// When the span `bulk_span_packets` counts began (µs).
-    pub(crate) bulk_span_start: AtomicU64,
 }
 
 impl core::fmt::Debug for Engine {
@@ -68,11 +60,7 @@ impl Engine {
             cq_moderation: AtomicBool::new(false),
             cq_timers: AtomicBool::new(false),
             last_cq_tick: AtomicU64::new(0),
-            busy_poll: AtomicBool::new(false),
             turn: AtomicBool::new(false),
-            bulk_until: AtomicU64::new(0),
-            bulk_span_packets: AtomicU32::new(0),
-            bulk_span_start: AtomicU64::new(0),
         })
     }
 

@@ -11,30 +11,74 @@ pub trait Clock: Send + Sync {
     fn now_us(&self) -> u64;
 }
 
-/// Asks for [`crate::device::SoftRnic::poll`] to run soon (a doorbell was rung or a
-/// timer is due). Must not block; called at `DISPATCH_LEVEL`.
-///
-/// While a consumer busy polls the device ([`crate::device::SoftRnic::busy_poll`])
-/// the poller takes doorbells and arrivals itself, so [`Wake::wake`] may
-/// be absorbed; what only the device's own context may do (deliver events)
-/// asks through [`Wake::wake_engine`], which always gets through.
+/// What the device asks of the runtime that runs it (the host's engine
+/// thread, the kernel's DPC). When and on which thread passes run, busy
+/// polling included, is the runtime's policy; the device only says what
+/// happened. Must not block; called at `DISPATCH_LEVEL`.
 pub trait Wake: Send + Sync {
-    /// Requests a poll (a busy poller, if one is active, serves it).
+    /// Work is waiting that any pass may serve (a doorbell was rung or a
+    /// timer is due), a consumer's as well as the device's own context's.
     fn wake(&self);
 
-    /// Requests a poll by the device's own context even while a consumer
-    /// busy polls: events are waiting for delivery.
+    /// Work is waiting that only the device's own context may do (events
+    /// to deliver): a consumer's pass never delivers them.
     fn wake_engine(&self) {
         self.wake();
     }
 
-    /// Notes that a consumer busy polls the device now (its own context
-    /// may stand aside for a while).
-    fn note_busy_poll(&self) {}
+    /// A consumer found a CQ empty and lends its thread
+    /// (`hwq::device::Device::busy_poll`, with no lock held, possibly from
+    /// several threads at once). The runtime decides whether to run a pass
+    /// on it ([`RunPass::try_pass`], with
+    /// [`PassPlan::deliver_events`] false: an event callback from inside
+    /// the consumer's CQ poll could deadlock it) and returns whether
+    /// anything was done. The default runs none: the device's own context
+    /// does all the work.
+    fn consumer_poll(&self, device: &dyn RunPass) -> bool {
+        let _ = device;
+        false
+    }
 
-    /// A consumer armed a CQ, so it is about to sleep rather than poll:
-    /// the device's own context must take over at once.
-    fn end_busy_poll(&self) {}
+    /// A CQ was armed: its consumer is about to wait for the event instead
+    /// of polling.
+    fn cq_armed(&self) {}
+}
+
+/// Runs one pass of the device's work: what the link has received, then
+/// the rung doorbells, the due timers and (if asked) event delivery. Only
+/// one pass runs at a time per device; the runtime decides who runs them.
+pub trait RunPass {
+    /// Runs one pass as `plan` says, unless another one is running
+    /// (`None`: the caller does not wait for it, which on a small machine
+    /// costs more than the work).
+    fn try_pass(&self, plan: PassPlan) -> Option<Pass>;
+}
+
+/// What one pass does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PassPlan {
+    /// Deliver events to the event sink (only the device's own context).
+    pub deliver_events: bool,
+    /// Receive batches ([`crate::link::Link::receive`] calls) taken at most before the
+    /// work, so that a flood cannot hold the pass for long.
+    pub rx_batches: usize,
+    /// When send doorbells were rung, run the work and end the pass there,
+    /// leaving arrivals to the next pass (for a consumer that has just
+    /// posted: the answer to what it sends cannot be there yet, and the
+    /// receive would cost a system call).
+    pub send_first: bool,
+}
+
+/// What a pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Datagrams taken from the link (a train counts the packets it
+    /// stands for).
+    pub received: usize,
+    /// The work did something (call again at once).
+    pub worked: bool,
+    /// When the link's next held-back datagram is due (µs, device clock).
+    pub next_due_us: Option<u64>,
 }
 
 /// Which way a captured datagram went.

@@ -14,7 +14,6 @@ extern crate alloc;
 
 pub mod addresses;
 pub mod bitset;
-pub mod busy;
 pub mod cm;
 pub mod cq;
 pub mod device;
@@ -26,6 +25,7 @@ pub mod fabric;
 pub mod l2;
 pub mod link;
 pub mod memory;
+pub mod pass;
 pub mod qp;
 mod signals;
 pub mod srq;

@@ -114,13 +114,6 @@ counters! {
     /// Responder: ACKs (held or coalesced) sent behind the QP's own
     /// requests instead of alone.
     acks_joined,
-    /// Busy polls that ran a pass ([`SoftRnic::busy_poll`](crate::device::SoftRnic::busy_poll)).
-    busy_passes,
-    /// Busy polls that found the device's turn taken.
-    busy_turn_taken,
-    /// Busy passes that found a bulk transfer and left the device to its
-    /// own context for a while.
-    busy_bulk_backoffs,
     /// QPs parked because the link had no room for their next packet
     /// (each resumed where it stopped: nothing was lost or resent).
     tx_stalls,

@@ -1,7 +1,9 @@
-//! Busy polling (`softrnic::busy`): a consumer's pass sends rung work and
-//! takes arrivals from a polled link, never delivers events (it asks the
-//! device's own context instead), is off until allowed, and never runs
-//! beside another pass.
+//! Passes and busy polling (`softrnic::pass`): a consumer's poll runs a
+//! pass only when the runtime's hook says so; a consumer's pass sends rung
+//! work and takes arrivals from a polled link, never delivers events (it
+//! asks the device's own context instead), and no pass runs beside
+//! another. When consumers poll (allowed, bulk backoff) is the runtime's
+//! policy, tested with it (`host::busy`).
 
 mod common;
 
@@ -11,9 +13,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::*;
+use hwq::device::Device;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
-use softrnic::env::Wake;
+use softrnic::env::{Pass, PassPlan, RunPass, Wake};
 use softrnic::link::{Arrival, Link, Received};
 use softrnic::qp::RcConfig;
 
@@ -71,13 +74,31 @@ impl Link for PolledLink {
     }
 }
 
-/// Counts what the device asks of its surroundings.
+/// A consumer's pass, as a runtime that busy polls runs it.
+const CONSUMER_PASS: PassPlan = PassPlan {
+    deliver_events: false,
+    rx_batches: 8,
+    send_first: true,
+};
+
+/// The device's own context's pass.
+const ENGINE_PASS: PassPlan = PassPlan {
+    deliver_events: true,
+    rx_batches: 8,
+    send_first: false,
+};
+
+/// Counts what the device asks of its surroundings; runs a consumer's
+/// pass on every consumer poll once `busy_poll` is set.
 #[derive(Default)]
 struct Asks {
     wake: AtomicU32,
     wake_engine: AtomicU32,
-    busy_notes: AtomicU32,
-    busy_ends: AtomicU32,
+    consumer_polls: AtomicU32,
+    cq_armed: AtomicU32,
+    busy_poll: std::sync::atomic::AtomicBool,
+    /// What the last consumer pass reported (`None`: the turn was taken).
+    last_pass: Mutex<Option<Pass>>,
 }
 
 struct CountingWake(Arc<Asks>);
@@ -89,11 +110,26 @@ impl Wake for CountingWake {
     fn wake_engine(&self) {
         self.0.wake_engine.fetch_add(1, Ordering::SeqCst);
     }
-    fn note_busy_poll(&self) {
-        self.0.busy_notes.fetch_add(1, Ordering::SeqCst);
+    fn consumer_poll(&self, device: &dyn RunPass) -> bool {
+        self.0.consumer_polls.fetch_add(1, Ordering::SeqCst);
+        if !self.0.busy_poll.load(Ordering::SeqCst) {
+            return false;
+        }
+        let pass = device.try_pass(CONSUMER_PASS);
+        *self.0.last_pass.lock().unwrap() = pass;
+        pass.is_some_and(|p| p.received > 0 || p.worked)
     }
-    fn end_busy_poll(&self) {
-        self.0.busy_ends.fetch_add(1, Ordering::SeqCst);
+    fn cq_armed(&self) {
+        self.0.cq_armed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Side {
+    fn allow_busy_poll(&self) {
+        self.asks.busy_poll.store(true, Ordering::SeqCst);
+    }
+    fn last_pass(&self) -> Option<Pass> {
+        *self.asks.last_pass.lock().unwrap()
     }
 }
 
@@ -173,6 +209,10 @@ fn bench() -> Bench {
         .unwrap();
     let ba = a.node.register(4096, Access::LOCAL_WRITE);
     let bb = b.node.register(4096, Access::LOCAL_WRITE);
+    // Connecting rang each send doorbell once: take that first, so that a
+    // consumer's pass after it has only what the test posts to send.
+    let _ = a.node.dev.poll();
+    let _ = b.node.dev.poll();
     Bench {
         wire,
         a,
@@ -185,32 +225,42 @@ fn bench() -> Bench {
 }
 
 #[test]
-fn busy_polling_is_off_until_allowed() {
+fn a_consumer_poll_runs_a_pass_only_when_the_runtime_says_so() {
     let mut t = bench();
     t.a.node.mem.fill(t.ba.logical, &[7; 64]);
     t.a.node
         .post_send(&mut t.qa, wqe(SendOpcode::Send, 1, &[t.ba.sge(0, 64)]));
     assert!(!t.a.node.dev.busy_poll(), "nothing runs while not allowed");
+    assert_eq!(t.a.asks.consumer_polls.load(Ordering::SeqCst), 1);
     assert_eq!(t.wire.queued_for(ADDR_B), 0, "the SEND did not leave");
-    assert_eq!(t.a.asks.busy_notes.load(Ordering::SeqCst), 0);
-    t.a.node.dev.set_busy_poll(true);
+    t.a.allow_busy_poll();
     assert!(t.a.node.dev.busy_poll());
     assert_eq!(t.wire.queued_for(ADDR_B), 1, "the busy pass sent it");
-    assert_eq!(t.a.asks.busy_notes.load(Ordering::SeqCst), 1);
-    assert_eq!(t.a.node.dev.stats().busy_passes, 1);
+    assert_eq!(t.a.asks.consumer_polls.load(Ordering::SeqCst), 2);
 }
 
 #[test]
 fn a_send_round_trip_runs_entirely_in_busy_passes() {
     let mut t = bench();
-    t.a.node.dev.set_busy_poll(true);
-    t.b.node.dev.set_busy_poll(true);
+    t.a.allow_busy_poll();
+    t.b.allow_busy_poll();
     t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
     t.a.node.mem.fill(t.ba.logical, &pattern(1, 64));
     t.a.node
         .post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
     assert!(t.a.node.dev.busy_poll());
+    let sent = t.a.last_pass().expect("A's pass ran");
+    assert_eq!(
+        (sent.received, sent.worked),
+        (0, true),
+        "a consumer's pass after a post sends and receives nothing"
+    );
     assert!(t.b.node.dev.busy_poll(), "B took the SEND");
+    assert_eq!(
+        t.b.last_pass().map(|p| p.received),
+        Some(1),
+        "a pass reports what it took"
+    );
     assert_eq!(t.qb.rcq.drain(), 1);
     let r = t.qb.rcq.seen[0];
     assert_eq!(
@@ -230,12 +280,12 @@ fn a_send_round_trip_runs_entirely_in_busy_passes() {
 #[test]
 fn a_busy_pass_leaves_events_to_the_device_context() {
     let mut t = bench();
-    t.b.node.dev.set_busy_poll(true);
+    t.b.allow_busy_poll();
     t.b.node.dev.arm_cq(t.qb.rcq.cqn, false);
     assert_eq!(
-        t.b.asks.busy_ends.load(Ordering::SeqCst),
+        t.b.asks.cq_armed.load(Ordering::SeqCst),
         1,
-        "arming ends busy polling"
+        "arming tells the runtime"
     );
     t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
     t.a.node
@@ -283,8 +333,8 @@ fn a_second_pass_does_not_run_beside_the_first() {
     let clock = Arc::new(SimClock::default());
     let wire = Arc::new(Wire::default());
     let (b, b_link) = side(ADDR_B, &wire, &clock);
+    b.allow_busy_poll();
     let dev = Arc::new(b.node.dev);
-    dev.set_busy_poll(true);
     let seen = Arc::new(Mutex::new(None));
     let out = seen.clone();
     let weak = Arc::downgrade(&dev);
@@ -293,65 +343,25 @@ fn a_second_pass_does_not_run_beside_the_first() {
     let link = b_link;
     *link.during_receive.lock().unwrap() = Some(Box::new(move || {
         let dev = weak.upgrade().unwrap();
-        let other = std::thread::spawn(move || (dev.busy_poll(), dev.engine_pass().is_none()));
+        let other = std::thread::spawn(move || {
+            (
+                dev.busy_poll(),
+                dev.try_pass(CONSUMER_PASS).is_none(),
+                dev.try_pass(ENGINE_PASS).is_none(),
+            )
+        });
         *out.lock().unwrap() = Some(other.join().unwrap());
     }));
     let _ = dev.busy_poll();
     assert_eq!(
         *seen.lock().unwrap(),
-        Some((false, true)),
-        "a busy poll and an engine pass both found the turn taken"
+        Some((false, true, true)),
+        "a busy poll and both kinds of pass found the turn taken"
     );
-    assert_eq!(dev.stats().busy_turn_taken, 1);
+    assert!(
+        b.asks.last_pass.lock().unwrap().is_some(),
+        "the first pass ran"
+    );
     // The turn is free again.
-    assert!(dev.engine_pass().is_some());
-}
-
-#[test]
-fn a_bulk_transfer_is_left_to_the_device_context() {
-    let clock = Arc::new(SimClock::default());
-    clock.set(1_000);
-    let wire = Arc::new(Wire::default());
-    let (b, _) = side(ADDR_B, &wire, &clock);
-    let dev = &b.node.dev;
-    dev.set_busy_poll(true);
-    let arrive = |n: usize| {
-        let mut q = wire.queues.lock().unwrap();
-        let mut d = vec![0u8; 64];
-        d[0] = 0x45;
-        d[16..20].copy_from_slice(&ADDR_B.octets());
-        match q.iter_mut().find(|(a, _)| *a == ADDR_B) {
-            Some((_, q)) => q.extend((0..n).map(|_| d.clone())),
-            None => q.push((ADDR_B, (0..n).map(|_| d.clone()).collect())),
-        }
-    };
-    // A trickle (a ping-pong's pace) keeps the consumer polling.
-    for _ in 0..4 {
-        arrive(1);
-        assert!(dev.busy_poll());
-        clock.set(clock.now() + 10);
-    }
-    assert_eq!(dev.stats().busy_bulk_backoffs, 0);
-    assert_eq!(b.asks.busy_ends.load(Ordering::SeqCst), 0);
-    // A burst within the span is a bulk transfer: the engine takes over.
-    arrive(40);
-    assert!(dev.busy_poll());
-    assert_eq!(dev.stats().busy_bulk_backoffs, 1);
-    assert_eq!(
-        b.asks.busy_ends.load(Ordering::SeqCst),
-        1,
-        "the engine was called back"
-    );
-    arrive(1);
-    let notes = b.asks.busy_notes.load(Ordering::SeqCst);
-    assert!(!dev.busy_poll(), "busy polling stands down for a while");
-    assert_eq!(b.asks.busy_notes.load(Ordering::SeqCst), notes);
-    assert_eq!(
-        wire.queued_for(ADDR_B),
-        1,
-        "the arrival is left to the engine"
-    );
-    clock.set(clock.now() + 20_000);
-    assert!(dev.busy_poll(), "and resumes afterwards");
-    assert_eq!(wire.queued_for(ADDR_B), 0);
+    assert!(dev.try_pass(ENGINE_PASS).is_some());
 }
