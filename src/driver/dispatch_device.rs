@@ -32,9 +32,13 @@ use core::net::SocketAddr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::device::{
-    CmEvent, ConnectParams, DeviceCaps, DeviceEvents, EventSink, QpSetup, Registration,
+    AcceptParams, CmEvent, ConnectParams, DeviceCaps, DeviceEvents, EventSink, QpSetup,
+    Registration,
 };
-use hwq::{Consumer, Cqe, Device, DeviceError, MemoryKey, Producer, RecvWqe, TryArc};
+use hwq::{
+    ConnId, Consumer, Cqe, Cqn, Device, DeviceError, ListenId, MemoryKey, Pdn, Producer, Qpn,
+    RecvWqe, Srqn, TryArc,
+};
 use softrnic::device::SoftRnic;
 
 use super::counters::NdkCounters;
@@ -94,20 +98,20 @@ impl Relay {
 }
 
 impl DeviceEvents for Relay {
-    fn cq_event(&self, cqn: u32, overflow: bool) {
+    fn cq_event(&self, cqn: Cqn, overflow: bool) {
         self.counters.cq_event(overflow);
         if let Some(sink) = self.sink() {
             sink.cq_event(cqn, overflow);
         }
     }
 
-    fn srq_limit(&self, srqn: u32) {
+    fn srq_limit(&self, srqn: Srqn) {
         if let Some(sink) = self.sink() {
             sink.srq_limit(srqn);
         }
     }
 
-    fn qp_error(&self, qpn: u32) {
+    fn qp_error(&self, qpn: Qpn) {
         self.counters.qp_error();
         if let Some(sink) = self.sink() {
             sink.qp_error(qpn);
@@ -170,13 +174,13 @@ impl Device for AtDispatch {
         at_dispatch(|| Device::detach(self.rnic()));
         self.relay.attached.store(false, Ordering::Release);
     }
-    fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+    fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
         at_dispatch(|| Device::create_pd(self.rnic()))
     }
-    fn destroy_pd(&self, pd: u32) {
+    fn destroy_pd(&self, pd: Pdn) {
         at_dispatch(|| Device::destroy_pd(self.rnic(), pd));
     }
-    fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
+    fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError> {
         at_dispatch(|| Device::alloc_key(self.rnic(), pd, window))
     }
     fn free_key(&self, key: MemoryKey) {
@@ -200,104 +204,93 @@ impl Device for AtDispatch {
     ) -> Result<(), DeviceError> {
         at_dispatch(|| Device::init_fast_register(self.rnic(), key, max_pages, remote_access))
     }
-    fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+    fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError> {
         at_dispatch(|| Device::create_cq(self.rnic(), ring))
     }
-    fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+    fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError> {
         at_dispatch(|| Device::resize_cq(self.rnic(), cqn, ring))
     }
-    fn destroy_cq(&self, cqn: u32) {
+    fn destroy_cq(&self, cqn: Cqn) {
         at_dispatch(|| Device::destroy_cq(self.rnic(), cqn));
     }
-    fn arm_cq(&self, cqn: u32, solicited_only: bool) {
+    fn arm_cq(&self, cqn: Cqn, solicited_only: bool) {
         at_dispatch(|| Device::arm_cq(self.rnic(), cqn, solicited_only));
     }
-    fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+    fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError> {
         at_dispatch(|| Device::moderate_cq(self.rnic(), cqn, count, usec))
     }
-    fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+    fn create_srq(
+        &self,
+        pd: Pdn,
+        ring: Consumer<RecvWqe>,
+        limit: u32,
+    ) -> Result<Srqn, DeviceError> {
         at_dispatch(|| Device::create_srq(self.rnic(), pd, ring, limit))
     }
-    fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+    fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError> {
         at_dispatch(|| Device::set_srq_limit(self.rnic(), srqn, limit))
     }
-    fn destroy_srq(&self, srqn: u32) {
+    fn destroy_srq(&self, srqn: Srqn) {
         at_dispatch(|| Device::destroy_srq(self.rnic(), srqn));
     }
-    fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
+    fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError> {
         at_dispatch(|| Device::create_qp(self.rnic(), setup))
     }
-    fn flush_qp(&self, qpn: u32) {
+    fn flush_qp(&self, qpn: Qpn) {
         at_dispatch(|| Device::flush_qp(self.rnic(), qpn));
     }
-    fn destroy_qp(&self, qpn: u32) {
+    fn destroy_qp(&self, qpn: Qpn) {
         at_dispatch(|| Device::destroy_qp(self.rnic(), qpn));
     }
-    fn sq_doorbell(&self, qpn: u32) {
+    fn sq_doorbell(&self, qpn: Qpn) {
         at_dispatch(|| Device::sq_doorbell(self.rnic(), qpn));
     }
     fn busy_poll(&self) -> bool {
         at_dispatch(|| Device::busy_poll(self.rnic()))
     }
-    fn rq_doorbell(&self, qpn: u32) {
+    fn rq_doorbell(&self, qpn: Qpn) {
         at_dispatch(|| Device::rq_doorbell(self.rnic(), qpn));
     }
-    fn srq_doorbell(&self, srqn: u32) {
+    fn srq_doorbell(&self, srqn: Srqn) {
         at_dispatch(|| Device::srq_doorbell(self.rnic(), srqn));
     }
-    fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
         at_dispatch(|| Device::cm_listen(self.rnic(), addr))
     }
-    fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+    fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
         at_dispatch(|| Device::cm_pause_listener(self.rnic(), listen_id, paused));
     }
-    fn cm_stop_listener(&self, listen_id: u32) {
+    fn cm_stop_listener(&self, listen_id: ListenId) {
         at_dispatch(|| Device::cm_stop_listener(self.rnic(), listen_id));
     }
     fn cm_connect(
         &self,
-        qpn: u32,
+        qpn: Qpn,
         params: &ConnectParams<'_>,
-    ) -> Result<(u32, SocketAddr), DeviceError> {
+    ) -> Result<(ConnId, SocketAddr), DeviceError> {
         let result = at_dispatch(|| Device::cm_connect(self.rnic(), qpn, params));
         if result.is_err() {
             self.relay.counters.connect_refused();
         }
         result
     }
-    fn cm_accept(
-        &self,
-        conn_id: u32,
-        qpn: u32,
-        inbound_reads: u32,
-        outbound_reads: u32,
-        private_data: &[u8],
-    ) -> Result<(), DeviceError> {
-        at_dispatch(|| {
-            Device::cm_accept(
-                self.rnic(),
-                conn_id,
-                qpn,
-                inbound_reads,
-                outbound_reads,
-                private_data,
-            )
-        })
+    fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
+        at_dispatch(|| Device::cm_accept(self.rnic(), conn_id, params))
     }
-    fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+    fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
         at_dispatch(|| Device::cm_reject(self.rnic(), conn_id, private_data))
     }
-    fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+    fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
         let result = at_dispatch(|| Device::cm_establish(self.rnic(), conn_id));
         if result.is_ok() {
             self.relay.counters.connected();
         }
         result
     }
-    fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+    fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
         at_dispatch(|| Device::cm_disconnect(self.rnic(), conn_id))
     }
-    fn cm_release(&self, conn_id: u32) {
+    fn cm_release(&self, conn_id: ConnId) {
         at_dispatch(|| Device::cm_release(self.rnic(), conn_id));
     }
 }

@@ -12,6 +12,7 @@ use core::net::SocketAddr;
 use core::ptr::NonNull;
 
 use crate::cqe::Cqe;
+use crate::id::{ConnId, Cqn, ListenId, Pdn, Qpn, Srqn};
 use crate::key::MemoryKey;
 use crate::ring::{Consumer, Producer};
 use crate::wqe::{Access, RecvWqe, SendWqe};
@@ -75,19 +76,19 @@ pub struct DeviceCaps {
 pub enum ReceiveSource {
     /// Its own receive queue.
     Queue(Consumer<RecvWqe>),
-    /// A shared receive queue (by number).
-    Shared(u32),
+    /// A shared receive queue.
+    Shared(Srqn),
 }
 
 /// Everything the device needs to create a queue pair.
 #[derive(Debug)]
 pub struct QpSetup {
-    /// Protection domain number.
-    pub pd: u32,
+    /// Protection domain.
+    pub pd: Pdn,
     /// Completion queue for send-queue work.
-    pub send_cqn: u32,
+    pub send_cqn: Cqn,
     /// Completion queue for receives.
-    pub recv_cqn: u32,
+    pub recv_cqn: Cqn,
     /// The send queue's consuming end.
     pub sq: Consumer<SendWqe>,
     /// Receive buffers.
@@ -99,8 +100,8 @@ pub struct QpSetup {
 /// A registration of host memory for a memory key.
 #[derive(Clone, Copy, Debug)]
 pub struct Registration<'a> {
-    /// Protection domain number.
-    pub pd: u32,
+    /// Protection domain.
+    pub pd: Pdn,
     /// Access rights (local read is implied).
     pub access: Access,
     /// The first virtual address of the region (the MDL's address, used as
@@ -129,6 +130,19 @@ pub struct ConnectParams<'a> {
     pub private_data: &'a [u8],
 }
 
+/// Parameters of accepting an inbound connection.
+#[derive(Clone, Copy, Debug)]
+pub struct AcceptParams<'a> {
+    /// The QP the connection is bound to.
+    pub qpn: Qpn,
+    /// RDMA READs this side serves for the peer at once (IRD).
+    pub inbound_reads: u32,
+    /// RDMA READs this side may have outstanding (ORD).
+    pub outbound_reads: u32,
+    /// The consumer's private data.
+    pub private_data: &'a [u8],
+}
+
 /// Facts about a connection once the peer has answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionInfo {
@@ -149,9 +163,9 @@ pub enum CmEvent<'a> {
     /// created connection `conn_id` for it.
     ConnectRequest {
         /// The listener.
-        listen_id: u32,
+        listen_id: ListenId,
         /// The new inbound connection.
-        conn_id: u32,
+        conn_id: ConnId,
         /// Addresses and the initiator's read limits.
         info: ConnectionInfo,
         /// The initiator's private data.
@@ -160,7 +174,7 @@ pub enum CmEvent<'a> {
     /// The peer accepted our connect request (its reply arrived).
     Replied {
         /// The connection.
-        conn_id: u32,
+        conn_id: ConnId,
         /// Addresses and effective read limits.
         info: ConnectionInfo,
         /// The acceptor's private data.
@@ -169,7 +183,7 @@ pub enum CmEvent<'a> {
     /// The peer rejected our request, or nobody listens there.
     Rejected {
         /// The connection.
-        conn_id: u32,
+        conn_id: ConnId,
         /// True when a consumer rejected (as opposed to no listener).
         by_consumer: bool,
         /// The rejecter's private data.
@@ -178,22 +192,22 @@ pub enum CmEvent<'a> {
     /// The initiator completed the handshake of an accepted connection.
     Established {
         /// The connection.
-        conn_id: u32,
+        conn_id: ConnId,
     },
     /// The peer disconnected, or the connection failed.
     Disconnected {
         /// The connection.
-        conn_id: u32,
+        conn_id: ConnId,
     },
     /// Our disconnect finished (the peer answered or gave up).
     DisconnectDone {
         /// The connection.
-        conn_id: u32,
+        conn_id: ConnId,
     },
     /// The peer abandoned a connection attempt, or a handshake timed out.
     Failed {
         /// The connection.
-        conn_id: u32,
+        conn_id: ConnId,
         /// True when the handshake timed out (as opposed to aborted).
         timed_out: bool,
     },
@@ -206,13 +220,13 @@ pub trait DeviceEvents: Send + Sync {
     /// An armed completion queue `cqn` met its arm condition (see
     /// [`Device::arm_cq`]), or it overflowed (`overflow`), after which it
     /// accepts nothing more.
-    fn cq_event(&self, cqn: u32, overflow: bool);
+    fn cq_event(&self, cqn: Cqn, overflow: bool);
 
     /// A shared receive queue's posted receives fell below its limit.
-    fn srq_limit(&self, srqn: u32);
+    fn srq_limit(&self, srqn: Srqn);
 
     /// QP `qpn` entered the error state (its work is being flushed).
-    fn qp_error(&self, qpn: u32);
+    fn qp_error(&self, qpn: Qpn);
 
     /// A connection-management event.
     fn cm_event(&self, event: CmEvent<'_>);
@@ -228,9 +242,9 @@ pub struct EventSink {
 /// One dispatched event (the sink's internal calling convention).
 #[derive(Clone, Copy)]
 enum SinkCall<'a> {
-    Cq(u32, bool),
-    SrqLimit(u32),
-    QpError(u32),
+    Cq(Cqn, bool),
+    SrqLimit(Srqn),
+    QpError(Qpn),
     Cm(CmEvent<'a>),
 }
 
@@ -266,17 +280,17 @@ impl EventSink {
     }
 
     /// Delivers [`DeviceEvents::cq_event`].
-    pub fn cq_event(&self, cqn: u32, overflow: bool) {
+    pub fn cq_event(&self, cqn: Cqn, overflow: bool) {
         (self.call)(self.target, SinkCall::Cq(cqn, overflow));
     }
 
     /// Delivers [`DeviceEvents::srq_limit`].
-    pub fn srq_limit(&self, srqn: u32) {
+    pub fn srq_limit(&self, srqn: Srqn) {
         (self.call)(self.target, SinkCall::SrqLimit(srqn));
     }
 
     /// Delivers [`DeviceEvents::qp_error`].
-    pub fn qp_error(&self, qpn: u32) {
+    pub fn qp_error(&self, qpn: Qpn) {
         (self.call)(self.target, SinkCall::QpError(qpn));
     }
 
@@ -311,13 +325,13 @@ pub trait Device: Send + Sync {
 
     /// Creates a protection domain; returns its number and its privileged
     /// key (local access to logical addresses, never remote access).
-    fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError>;
+    fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError>;
 
     /// Destroys a protection domain.
-    fn destroy_pd(&self, pd: u32);
+    fn destroy_pd(&self, pd: Pdn);
 
     /// Reserves a key-table entry for a memory region or window of `pd`.
-    fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError>;
+    fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError>;
 
     /// Releases a key-table entry (any registration is dropped).
     fn free_key(&self, key: MemoryKey);
@@ -345,14 +359,14 @@ pub trait Device: Send + Sync {
     // ---- queues ----
 
     /// Creates a completion queue writing into `ring`.
-    fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError>;
+    fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError>;
 
     /// Replaces a completion queue's ring (resize). Entries not yet consumed
     /// from the old ring stay there for the driver to drain first.
-    fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError>;
+    fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError>;
 
     /// Destroys a completion queue; no CQE or event for it follows.
-    fn destroy_cq(&self, cqn: u32);
+    fn destroy_cq(&self, cqn: Cqn);
 
     /// Arms a completion queue for one event, as a hardware CQ doorbell
     /// does: the event fires when the next CQE is written
@@ -360,39 +374,40 @@ pub trait Device: Send + Sync {
     /// such a CQE was written since the last event and is still unconsumed.
     /// Arming again before the event strengthens the arm to "any CQE" if
     /// either arm was. Overflow always fires an event, armed or not.
-    fn arm_cq(&self, cqn: u32, solicited_only: bool);
+    fn arm_cq(&self, cqn: Cqn, solicited_only: bool);
 
     /// Interrupt moderation: hold a CQ's event until `count` CQEs
     /// accumulated or `usec` microseconds passed since the first one
     /// (0 for either disables that trigger).
-    fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError>;
+    fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError>;
 
     /// Creates a shared receive queue of `pd` that raises
     /// [`DeviceEvents::srq_limit`] when fewer than `limit` receives remain
     /// posted (0: never).
-    fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError>;
+    fn create_srq(&self, pd: Pdn, ring: Consumer<RecvWqe>, limit: u32)
+    -> Result<Srqn, DeviceError>;
 
     /// Changes a shared receive queue's limit (0: disarm).
-    fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError>;
+    fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError>;
 
     /// Destroys a shared receive queue.
-    fn destroy_srq(&self, srqn: u32);
+    fn destroy_srq(&self, srqn: Srqn);
 
     /// Creates a queue pair in the initial state (receives may be posted).
-    fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError>;
+    fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError>;
 
     /// Moves a QP to the error state: outstanding and future work completes
     /// as flushed.
-    fn flush_qp(&self, qpn: u32);
+    fn flush_qp(&self, qpn: Qpn);
 
     /// Destroys a QP. When it returns the device no longer reads its rings
     /// or writes CQEs for it.
-    fn destroy_qp(&self, qpn: u32);
+    fn destroy_qp(&self, qpn: Qpn);
 
     /// Doorbell: new send WQEs were published on QP `qpn`. The driver
     /// rings one queue's doorbell from one processor at a time (in publish
     /// order, under the queue's lock), as a register write would be.
-    fn sq_doorbell(&self, qpn: u32);
+    fn sq_doorbell(&self, qpn: Qpn);
 
     /// Busy polling: the driver found a CQ empty and offers the caller's
     /// processor for one short, bounded pass of device work (taking
@@ -409,55 +424,49 @@ pub trait Device: Send + Sync {
     }
 
     /// Doorbell: new receive WQEs were published on QP `qpn`.
-    fn rq_doorbell(&self, qpn: u32);
+    fn rq_doorbell(&self, qpn: Qpn);
 
     /// Doorbell: new receive WQEs were published on SRQ `srqn`.
-    fn srq_doorbell(&self, srqn: u32);
+    fn srq_doorbell(&self, srqn: Srqn);
 
     // ---- connection management ----
 
     /// Starts listening on `addr` (port 0: the device picks one); returns the
     /// listener id and the address actually bound.
-    fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError>;
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError>;
 
     /// Pauses (refuse as if absent) or resumes a listener.
-    fn cm_pause_listener(&self, listen_id: u32, paused: bool);
+    fn cm_pause_listener(&self, listen_id: ListenId, paused: bool);
 
     /// Stops a listener; no further connect requests arrive for it.
-    fn cm_stop_listener(&self, listen_id: u32);
+    fn cm_stop_listener(&self, listen_id: ListenId);
 
     /// Sends a connect request for QP `qpn`; returns the connection id and
     /// the local address used. The answer arrives as an event.
     fn cm_connect(
         &self,
-        qpn: u32,
+        qpn: Qpn,
         params: &ConnectParams<'_>,
-    ) -> Result<(u32, SocketAddr), DeviceError>;
+    ) -> Result<(ConnId, SocketAddr), DeviceError>;
 
-    /// Accepts inbound connection `conn_id` onto QP `qpn` (sends the reply).
-    fn cm_accept(
-        &self,
-        conn_id: u32,
-        qpn: u32,
-        inbound_reads: u32,
-        outbound_reads: u32,
-        private_data: &[u8],
-    ) -> Result<(), DeviceError>;
+    /// Accepts inbound connection `conn_id` onto the QP of `params`
+    /// (sends the reply).
+    fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError>;
 
     /// Rejects a connection: inbound before accept, or outbound after the
     /// reply arrived.
-    fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError>;
+    fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError>;
 
     /// Completes an outbound connection after the reply (sends the
     /// ready-to-use message); the QP starts sending.
-    fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError>;
+    fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError>;
 
     /// Starts a graceful disconnect; [`CmEvent::DisconnectDone`] follows.
-    fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError>;
+    fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError>;
 
     /// Forgets a connection id (after it is no longer needed). An inbound
     /// connection that was never accepted is rejected.
-    fn cm_release(&self, conn_id: u32);
+    fn cm_release(&self, conn_id: ConnId);
 }
 
 /// Implements [`Device`] for a shared pointer type by forwarding every
@@ -475,13 +484,13 @@ macro_rules! forward_device {
             fn detach(&self) {
                 (**self).detach();
             }
-            fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+            fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
                 (**self).create_pd()
             }
-            fn destroy_pd(&self, pd: u32) {
+            fn destroy_pd(&self, pd: Pdn) {
                 (**self).destroy_pd(pd);
             }
-            fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
+            fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError> {
                 (**self).alloc_key(pd, window)
             }
             fn free_key(&self, key: MemoryKey) {
@@ -505,87 +514,80 @@ macro_rules! forward_device {
             ) -> Result<(), DeviceError> {
                 (**self).init_fast_register(key, max_pages, remote_access)
             }
-            fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+            fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError> {
                 (**self).create_cq(ring)
             }
-            fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+            fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError> {
                 (**self).resize_cq(cqn, ring)
             }
-            fn destroy_cq(&self, cqn: u32) {
+            fn destroy_cq(&self, cqn: Cqn) {
                 (**self).destroy_cq(cqn);
             }
-            fn arm_cq(&self, cqn: u32, solicited_only: bool) {
+            fn arm_cq(&self, cqn: Cqn, solicited_only: bool) {
                 (**self).arm_cq(cqn, solicited_only);
             }
-            fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+            fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError> {
                 (**self).moderate_cq(cqn, count, usec)
             }
-            fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+            fn create_srq(&self, pd: Pdn, ring: Consumer<RecvWqe>, limit: u32) -> Result<Srqn, DeviceError> {
                 (**self).create_srq(pd, ring, limit)
             }
-            fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+            fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError> {
                 (**self).set_srq_limit(srqn, limit)
             }
-            fn destroy_srq(&self, srqn: u32) {
+            fn destroy_srq(&self, srqn: Srqn) {
                 (**self).destroy_srq(srqn);
             }
-            fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
+            fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError> {
                 (**self).create_qp(setup)
             }
-            fn flush_qp(&self, qpn: u32) {
+            fn flush_qp(&self, qpn: Qpn) {
                 (**self).flush_qp(qpn);
             }
-            fn destroy_qp(&self, qpn: u32) {
+            fn destroy_qp(&self, qpn: Qpn) {
                 (**self).destroy_qp(qpn);
             }
-            fn sq_doorbell(&self, qpn: u32) {
+            fn sq_doorbell(&self, qpn: Qpn) {
                 (**self).sq_doorbell(qpn);
             }
             fn busy_poll(&self) -> bool {
                 (**self).busy_poll()
             }
-            fn rq_doorbell(&self, qpn: u32) {
+            fn rq_doorbell(&self, qpn: Qpn) {
                 (**self).rq_doorbell(qpn);
             }
-            fn srq_doorbell(&self, srqn: u32) {
+            fn srq_doorbell(&self, srqn: Srqn) {
                 (**self).srq_doorbell(srqn);
             }
-            fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+            fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
                 (**self).cm_listen(addr)
             }
-            fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+            fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
                 (**self).cm_pause_listener(listen_id, paused);
             }
-            fn cm_stop_listener(&self, listen_id: u32) {
+            fn cm_stop_listener(&self, listen_id: ListenId) {
                 (**self).cm_stop_listener(listen_id);
             }
             fn cm_connect(
                 &self,
-                qpn: u32,
+                qpn: Qpn,
                 params: &ConnectParams<'_>,
-            ) -> Result<(u32, SocketAddr), DeviceError> {
+            ) -> Result<(ConnId, SocketAddr), DeviceError> {
                 (**self).cm_connect(qpn, params)
             }
-            fn cm_accept(
-                &self,
-                conn_id: u32,
-                qpn: u32,
-                inbound_reads: u32,
-                outbound_reads: u32,
-                private_data: &[u8],
-            ) -> Result<(), DeviceError> {
-                (**self).cm_accept(conn_id, qpn, inbound_reads, outbound_reads, private_data)
+            fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
+                (**self).cm_accept(conn_id, params)
             }
-            fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+            fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
                 (**self).cm_reject(conn_id, private_data)
             }
-            fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+            fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
                 (**self).cm_establish(conn_id)
             }
-            fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+            fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
                 (**self).cm_disconnect(conn_id)
             }
-            fn cm_release(&self, conn_id: u32) {
+            fn cm_release(&self, conn_id: ConnId) {
                 (**self).cm_release(conn_id);
             }
         }

@@ -40,8 +40,8 @@
 use core::ffi::c_void;
 use core::net::SocketAddr;
 
-use hwq::TryArc;
-use hwq::device::{CmEvent, ConnectParams, ConnectionInfo, DeviceError};
+use hwq::device::{AcceptParams, CmEvent, ConnectParams, ConnectionInfo, DeviceError};
+use hwq::{ConnId, TryArc};
 use ndkpi::{
     NDK_ADAPTER, NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_FN_CLOSE_COMPLETION,
     NDK_FN_CREATE_COMPLETION, NDK_FN_DISCONNECT_EVENT_CALLBACK,
@@ -129,7 +129,7 @@ impl core::fmt::Debug for Pending {
 #[derive(Debug)]
 struct State {
     phase: Phase,
-    conn_id: Option<u32>,
+    conn_id: Option<ConnId>,
     qp: Option<Dep<Qp>>,
     endpoint: Option<Dep<SharedEndpoint>>,
     local: Option<SocketAddr>,
@@ -297,7 +297,7 @@ impl Connector {
     /// registered for the connection's events.
     pub(crate) fn inbound(
         listener: &TryArc<Listener>,
-        conn_id: u32,
+        conn_id: ConnId,
         info: &ConnectionInfo,
         private_data: &[u8],
     ) -> Result<TryArc<Self>, NTSTATUS> {
@@ -503,10 +503,13 @@ impl Connector {
             s.pending = Some(self.pending(completion, context));
             (s.inbound_reads, s.outbound_reads)
         };
-        match ctx
-            .device()
-            .cm_accept(conn_id, qp.qpn(), ird, ord, private_data)
-        {
+        let params = AcceptParams {
+            qpn: qp.qpn(),
+            inbound_reads: ird,
+            outbound_reads: ord,
+            private_data,
+        };
+        match ctx.device().cm_accept(conn_id, &params) {
             Ok(()) => STATUS_PENDING,
             Err(e) => {
                 let (pending, qp_dep) = {

@@ -13,7 +13,7 @@
 
 use core::ffi::c_void;
 
-use hwq::{Consumer, Cqe, CqeOpcode, TryArc};
+use hwq::{Consumer, Cqe, CqeOpcode, Cqn, TryArc};
 use ndkpi::{
     GROUP_AFFINITY, NDK_ADAPTER, NDK_CQ, NDK_CQ_DISPATCH, NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ERRORS,
     NDK_CQ_NOTIFY_SOLICITED, NDK_FN_CLOSE_COMPLETION, NDK_FN_CQ_NOTIFICATION_CALLBACK,
@@ -81,7 +81,7 @@ pub struct Cq {
     ndk: NdkCell<NDK_CQ>,
     life: Life,
     adapter: Dep<Adapter>,
-    cqn: u32,
+    cqn: Cqn,
     rings: SpinLock<Rings>,
     notify: SpinLock<Notify>,
     callback: NDK_FN_CQ_NOTIFICATION_CALLBACK,
@@ -130,7 +130,7 @@ impl core::fmt::Debug for Cq {
 
 impl Cq {
     /// The device's number for this CQ.
-    pub fn cqn(&self) -> u32 {
+    pub fn cqn(&self) -> Cqn {
         self.cqn
     }
 

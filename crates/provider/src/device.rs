@@ -12,7 +12,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::device::{CmEvent, DeviceCaps, DeviceEvents, EventSink};
-use hwq::{Device, TryArc};
+use hwq::{ConnId, Cqn, Device, ListenId, Qpn, Srqn, TryArc};
 use ndkpi::NTSTATUS;
 
 use crate::connector::{self, Connector};
@@ -31,11 +31,11 @@ pub struct DeviceContext {
     platform: &'static dyn Platform,
     device: Box<dyn Device>,
     caps: DeviceCaps,
-    pub(crate) cqs: IdTable<Cq>,
-    pub(crate) srqs: IdTable<Srq>,
-    pub(crate) qps: IdTable<Qp>,
-    pub(crate) conns: IdTable<Connector>,
-    pub(crate) listeners: IdTable<Listener>,
+    pub(crate) cqs: IdTable<Cq, Cqn>,
+    pub(crate) srqs: IdTable<Srq, Srqn>,
+    pub(crate) qps: IdTable<Qp, Qpn>,
+    pub(crate) conns: IdTable<Connector, ConnId>,
+    pub(crate) listeners: IdTable<Listener, ListenId>,
     pub(crate) ports: PortRegistry,
     attached: AtomicBool,
     _charge: Charge,
@@ -123,7 +123,7 @@ impl fmt::Debug for DeviceContext {
 /// the duration) and let its module handle the event. Each lookup's clone
 /// is dropped at the end of the arm, outside any table lock.
 impl DeviceEvents for DeviceContext {
-    fn cq_event(&self, cqn: u32, overflow: bool) {
+    fn cq_event(&self, cqn: Cqn, overflow: bool) {
         self.as_dpc(|| {
             if let Some(cq) = self.cqs.get(cqn) {
                 cq::on_device_event(&cq, overflow);
@@ -131,7 +131,7 @@ impl DeviceEvents for DeviceContext {
         });
     }
 
-    fn srq_limit(&self, srqn: u32) {
+    fn srq_limit(&self, srqn: Srqn) {
         self.as_dpc(|| {
             if let Some(srq) = self.srqs.get(srqn) {
                 srq::on_limit(&srq);
@@ -139,7 +139,7 @@ impl DeviceEvents for DeviceContext {
         });
     }
 
-    fn qp_error(&self, qpn: u32) {
+    fn qp_error(&self, qpn: Qpn) {
         self.as_dpc(|| {
             if let Some(qp) = self.qps.get(qpn) {
                 qp::on_error(&qp);

@@ -9,8 +9,8 @@
 use core::ffi::c_void;
 use core::net::SocketAddr;
 
-use hwq::TryArc;
 use hwq::device::ConnectionInfo;
+use hwq::{ConnId, ListenId, TryArc};
 use ndkpi::{
     NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CONNECT_EVENT_CALLBACK, NDK_FN_CREATE_COMPLETION,
     NDK_FN_REQUEST_COMPLETION, NDK_LISTENER, NDK_LISTENER_DISPATCH, NDK_OBJECT_HEADER,
@@ -35,7 +35,7 @@ static STATE_LOCK: LockClass = LockClass::new("listener.state");
 #[derive(Debug, Default)]
 struct ListenState {
     /// Device listener id and bound address, once listening.
-    bound: Option<(u32, SocketAddr)>,
+    bound: Option<(ListenId, SocketAddr)>,
     paused: bool,
     stopped: bool,
 }
@@ -190,7 +190,7 @@ impl Listener {
 /// memory.
 pub(crate) fn on_connect_request(
     listener: &TryArc<Listener>,
-    conn_id: u32,
+    conn_id: ConnId,
     info: &ConnectionInfo,
     private_data: &[u8],
 ) {

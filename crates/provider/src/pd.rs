@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use hwq::{MemoryKey, TryArc};
+use hwq::{MemoryKey, Pdn, TryArc};
 use ndkpi::{
     NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_OBJECT_HEADER, NDK_PD,
     NDK_PD_DISPATCH, NTSTATUS, NdkObjectTypePd, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER,
@@ -23,7 +23,7 @@ pub struct Pd {
     ndk: NdkCell<NDK_PD>,
     life: Life,
     adapter: Dep<Adapter>,
-    pdn: u32,
+    pdn: Pdn,
     privileged: MemoryKey,
     _charge: Charge,
 }
@@ -88,7 +88,7 @@ impl Pd {
     }
 
     /// The device's PD number.
-    pub fn pdn(&self) -> u32 {
+    pub fn pdn(&self) -> Pdn {
         self.pdn
     }
 

@@ -11,7 +11,7 @@
 use core::ffi::c_void;
 
 use hwq::ring::Producer;
-use hwq::{RecvWqe, Sge, TryArc};
+use hwq::{RecvWqe, Sge, Srqn, TryArc};
 use ndkpi::{
     GROUP_AFFINITY, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION,
     NDK_FN_SRQ_NOTIFICATION_CALLBACK, NDK_OBJECT_HEADER, NDK_PD, NDK_SGE, NDK_SRQ,
@@ -56,7 +56,7 @@ pub struct Srq {
     ndk: NdkCell<NDK_SRQ>,
     life: Life,
     pd: Dep<Pd>,
-    srqn: u32,
+    srqn: Srqn,
     max_sge: u32,
     queue: SpinLock<Queue>,
     notify: SpinLock<Notify>,
@@ -176,7 +176,7 @@ impl Srq {
     }
 
     /// The device's SRQ number.
-    pub fn srqn(&self) -> u32 {
+    pub fn srqn(&self) -> Srqn {
         self.srqn
     }
 

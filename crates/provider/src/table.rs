@@ -21,16 +21,16 @@ static TABLE_LOCK: LockClass = LockClass::new("device.table");
 const INITIAL_CAPACITY: usize = 8;
 
 /// The sorted entries.
-type Entries<T> = PoolVec<(u32, TryArc<T>)>;
+type Entries<K, T> = PoolVec<(K, TryArc<T>)>;
 
-/// A table of objects by number.
+/// A table of objects by number (`K`: the device's id type).
 #[derive(Debug)]
-pub struct IdTable<T> {
+pub struct IdTable<T, K = u32> {
     platform: &'static dyn Platform,
-    entries: SpinLock<Option<Entries<T>>>,
+    entries: SpinLock<Option<Entries<K, T>>>,
 }
 
-impl<T> IdTable<T> {
+impl<T, K: Copy + Ord> IdTable<T, K> {
     /// An empty table (allocates nothing until the first insert).
     pub fn new(platform: &'static dyn Platform) -> Self {
         Self {
@@ -41,7 +41,7 @@ impl<T> IdTable<T> {
 
     /// Adds `id → object`. Fails if memory for a larger table cannot be had
     /// (or if `id` is already present, which a device never does).
-    pub fn insert(&self, id: u32, object: TryArc<T>) -> Result<(), AllocError> {
+    pub fn insert(&self, id: K, object: TryArc<T>) -> Result<(), AllocError> {
         let mut object = Some(object);
         loop {
             self.ensure_room()?;
@@ -70,9 +70,9 @@ impl<T> IdTable<T> {
     /// commands qualify) and runs once.
     pub fn insert_with<E>(
         &self,
-        make: impl FnOnce() -> Result<(u32, TryArc<T>), E>,
+        make: impl FnOnce() -> Result<(K, TryArc<T>), E>,
         no_memory: impl FnOnce() -> E,
-    ) -> Result<u32, E> {
+    ) -> Result<K, E> {
         let mut make = Some(make);
         loop {
             if self.ensure_room().is_err() {
@@ -126,7 +126,7 @@ impl<T> IdTable<T> {
     }
 
     /// The object numbered `id`, if any.
-    pub fn get(&self, id: u32) -> Option<TryArc<T>> {
+    pub fn get(&self, id: K) -> Option<TryArc<T>> {
         let guard = self.entries.lock();
         let v = guard.as_ref()?;
         let i = v.binary_search_by_key(&id, |e| e.0).ok()?;
@@ -134,7 +134,7 @@ impl<T> IdTable<T> {
     }
 
     /// Removes `id`; returns the entry (drop it outside any lock).
-    pub fn remove(&self, id: u32) -> Option<TryArc<T>> {
+    pub fn remove(&self, id: K) -> Option<TryArc<T>> {
         let mut guard = self.entries.lock();
         let v = guard.as_mut()?;
         let i = v.binary_search_by_key(&id, |e| e.0).ok()?;
@@ -144,7 +144,7 @@ impl<T> IdTable<T> {
     /// Calls `visit` with each entry, in number order, under the table
     /// lock (so at `DISPATCH_LEVEL`): `visit` gets borrows only, must not
     /// block, and may take an object's own lock but no table lock.
-    pub(crate) fn for_each(&self, mut visit: impl FnMut(u32, &T)) {
+    pub(crate) fn for_each(&self, mut visit: impl FnMut(K, &T)) {
         let guard = self.entries.lock();
         if let Some(v) = guard.as_ref() {
             for (id, object) in v.iter() {

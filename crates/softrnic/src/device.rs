@@ -11,7 +11,7 @@ use alloc::boxed::Box;
 use core::net::IpAddr;
 
 use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Registration};
-use hwq::{Consumer, Cqe, DmaAccess, MemoryKey, Producer, RecvWqe, TryArc};
+use hwq::{Consumer, Cqe, Cqn, DmaAccess, MemoryKey, Pdn, Producer, Qpn, RecvWqe, Srqn, TryArc};
 use spin::RwLock;
 
 use crate::addresses::{AddressSet, addr_bits};
@@ -258,19 +258,19 @@ impl SoftRnic {
         };
         self.events.cq_overflow.drain(|cqn| {
             any = true;
-            sink.cq_event(cqn, true);
+            sink.cq_event(Cqn::from_raw(cqn), true);
         });
         self.events.cq.drain(|cqn| {
             any = true;
-            sink.cq_event(cqn, false);
+            sink.cq_event(Cqn::from_raw(cqn), false);
         });
         self.events.srq_limit.drain(|srqn| {
             any = true;
-            sink.srq_limit(srqn);
+            sink.srq_limit(Srqn::from_raw(srqn));
         });
         self.events.qp_error.drain(|qpn| {
             any = true;
-            sink.qp_error(qpn);
+            sink.qp_error(Qpn::from_raw(qpn));
         });
         self.cm.deliver(Some(sink)) || any
     }
@@ -319,7 +319,7 @@ impl SoftRnic {
     // ---- protection domains and keys ----
 
     /// Creates a PD and its privileged key.
-    pub fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+    pub fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
         let pd = self
             .pds
             .insert(ProtectionDomain {
@@ -329,7 +329,7 @@ impl SoftRnic {
         match self.mem.keys.write().alloc_privileged(pd) {
             Ok(key) => {
                 self.pds.with(pd, |p| p.privileged = key);
-                Ok((pd, key))
+                Ok((Pdn::from_raw(pd), key))
             }
             Err(e) => {
                 self.pds.remove(pd);
@@ -339,8 +339,8 @@ impl SoftRnic {
     }
 
     /// Destroys a PD (and its privileged key).
-    pub fn destroy_pd(&self, pd: u32) {
-        if let Some(p) = self.pds.remove(pd) {
+    pub fn destroy_pd(&self, pd: Pdn) {
+        if let Some(p) = self.pds.remove(pd.raw()) {
             // The privileged key was allocated with the PD; freeing cannot
             // meet bound windows.
             let _ = self.mem.keys.write().free(p.privileged);
@@ -348,8 +348,8 @@ impl SoftRnic {
     }
 
     /// Reserves a key entry.
-    pub fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
-        if !self.pds.contains(pd) {
+    pub fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError> {
+        if !self.pds.contains(pd.raw()) {
             return Err(DeviceError::NoSuchObject);
         }
         let kind = if window {
@@ -357,7 +357,11 @@ impl SoftRnic {
         } else {
             KeyKind::Region
         };
-        self.mem.keys.write().alloc(kind, pd).map_err(key_error)
+        self.mem
+            .keys
+            .write()
+            .alloc(kind, pd.raw())
+            .map_err(key_error)
     }
 
     /// Releases a key entry.
@@ -404,40 +408,41 @@ impl SoftRnic {
     // ---- completion queues ----
 
     /// Creates a CQ.
-    pub fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+    pub fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError> {
         self.cqs
             .insert(CompletionQueue::new(ring))
+            .map(Cqn::from_raw)
             .ok_or(DeviceError::NoResources)
     }
 
     /// Replaces a CQ's ring.
-    pub fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+    pub fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError> {
         self.cqs
-            .with(cqn, |cq| cq.replace_ring(ring))
+            .with(cqn.raw(), |cq| cq.replace_ring(ring))
             .ok_or(DeviceError::NoSuchObject)
     }
 
     /// Destroys a CQ.
-    pub fn destroy_cq(&self, cqn: u32) {
-        self.cqs.remove(cqn);
+    pub fn destroy_cq(&self, cqn: Cqn) {
+        self.cqs.remove(cqn.raw());
     }
 
     /// Arms a CQ.
-    pub fn arm_cq(&self, cqn: u32, solicited_only: bool) {
-        if self.cqs.with(cqn, |cq| cq.arm(solicited_only)) == Some(true) {
-            self.raise(&self.events.cq, cqn);
+    pub fn arm_cq(&self, cqn: Cqn, solicited_only: bool) {
+        if self.cqs.with(cqn.raw(), |cq| cq.arm(solicited_only)) == Some(true) {
+            self.raise(&self.events.cq, cqn.raw());
         }
         // The consumer will wait for the event instead of polling.
         self.waker.cq_armed();
     }
 
     /// Sets a CQ's interrupt moderation.
-    pub fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+    pub fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError> {
         if usec > 0 {
             self.engine.note_cq_moderation();
         }
         self.cqs
-            .with(cqn, |cq| cq.moderate(count, usec))
+            .with(cqn.raw(), |cq| cq.moderate(count, usec))
             .ok_or(DeviceError::NoSuchObject)
     }
 
@@ -464,68 +469,77 @@ impl SoftRnic {
     /// Creates an SRQ.
     pub fn create_srq(
         &self,
-        pd: u32,
+        pd: Pdn,
         ring: Consumer<RecvWqe>,
         limit: u32,
-    ) -> Result<u32, DeviceError> {
-        if !self.pds.contains(pd) {
+    ) -> Result<Srqn, DeviceError> {
+        if !self.pds.contains(pd.raw()) {
             return Err(DeviceError::NoSuchObject);
         }
-        let srq = SharedReceiveQueue { pd, ring, limit: 0 };
-        let srqn = self.srqs.insert(srq).ok_or(DeviceError::NoResources)?;
+        let srq = SharedReceiveQueue {
+            pd: pd.raw(),
+            ring,
+            limit: 0,
+        };
+        let srqn = Srqn::from_raw(self.srqs.insert(srq).ok_or(DeviceError::NoResources)?);
         self.set_srq_limit(srqn, limit)?;
         Ok(srqn)
     }
 
     /// Arms or disarms an SRQ's limit.
-    pub fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+    pub fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError> {
         let fire = self
             .srqs
-            .with(srqn, |s| s.set_limit(limit))
+            .with(srqn.raw(), |s| s.set_limit(limit))
             .ok_or(DeviceError::NoSuchObject)?;
         if fire {
-            self.raise(&self.events.srq_limit, srqn);
+            self.raise(&self.events.srq_limit, srqn.raw());
         }
         Ok(())
     }
 
     /// Destroys an SRQ.
-    pub fn destroy_srq(&self, srqn: u32) {
-        self.srqs.remove(srqn);
+    pub fn destroy_srq(&self, srqn: Srqn) {
+        self.srqs.remove(srqn.raw());
     }
 
     // ---- queue pairs ----
 
     /// Creates a QP.
-    pub fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
-        if !self.pds.contains(setup.pd)
-            || !self.cqs.contains(setup.send_cqn)
-            || !self.cqs.contains(setup.recv_cqn)
+    pub fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError> {
+        let pd = setup.pd.raw();
+        if !self.pds.contains(pd)
+            || !self.cqs.contains(setup.send_cqn.raw())
+            || !self.cqs.contains(setup.recv_cqn.raw())
         {
             return Err(DeviceError::NoSuchObject);
         }
         let rq = match setup.rq {
             ReceiveSource::Queue(c) => Receives::Own(c),
             ReceiveSource::Shared(srqn) => {
-                if self.srqs.with(srqn, |s| s.pd) != Some(setup.pd) {
+                if self.srqs.with(srqn.raw(), |s| s.pd) != Some(pd) {
                     return Err(DeviceError::InvalidParameter);
                 }
-                Receives::Shared(srqn)
+                Receives::Shared(srqn.raw())
             }
         };
         let qp = QueuePair::new(
-            setup.pd,
-            setup.send_cqn,
-            setup.recv_cqn,
+            pd,
+            setup.send_cqn.raw(),
+            setup.recv_cqn.raw(),
             setup.sq,
             rq,
             setup.context,
         );
-        self.qps.insert(qp).ok_or(DeviceError::NoResources)
+        self.qps
+            .insert(qp)
+            .map(Qpn::from_raw)
+            .ok_or(DeviceError::NoResources)
     }
 
     /// Moves a QP to error, completing all its work as flushed.
-    pub fn flush_qp(&self, qpn: u32) {
+    pub fn flush_qp(&self, qpn: Qpn) {
+        let qpn = qpn.raw();
         let cx = self.transport(self.clock.now_us());
         self.qps.with(qpn, |qp| {
             // An ACK held back for a reply goes now, or the peer would
@@ -542,22 +556,28 @@ impl SoftRnic {
     }
 
     /// Destroys a QP.
-    pub fn destroy_qp(&self, qpn: u32) {
-        self.qps.remove(qpn);
+    pub fn destroy_qp(&self, qpn: Qpn) {
+        self.qps.remove(qpn.raw());
     }
 
     /// Send doorbell.
-    pub fn sq_doorbell(&self, qpn: u32) {
+    pub fn sq_doorbell(&self, qpn: Qpn) {
+        self.ring_sq(qpn.raw());
+    }
+
+    /// Rings QP `qpn`'s send doorbell from inside the device (a QP that
+    /// has more to send once an ACK, a credit or link room arrives).
+    pub(crate) fn ring_sq(&self, qpn: u32) {
         self.ring(&self.sq_ready, qpn);
     }
 
     /// Receive doorbell.
-    pub fn rq_doorbell(&self, qpn: u32) {
-        self.ring(&self.rq_ready, qpn);
+    pub fn rq_doorbell(&self, qpn: Qpn) {
+        self.ring(&self.rq_ready, qpn.raw());
     }
 
     /// SRQ doorbell.
-    pub fn srq_doorbell(&self, srqn: u32) {
-        self.ring(&self.rq_ready, FIRST_QPN + self.config.max_qps + srqn);
+    pub fn srq_doorbell(&self, srqn: Srqn) {
+        self.ring(&self.rq_ready, FIRST_QPN + self.config.max_qps + srqn.raw());
     }
 }

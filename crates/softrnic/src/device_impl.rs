@@ -5,9 +5,9 @@
 use core::net::SocketAddr;
 
 use hwq::device::{
-    ConnectParams, Device, DeviceCaps, DeviceError, EventSink, QpSetup, Registration,
+    AcceptParams, ConnectParams, Device, DeviceCaps, DeviceError, EventSink, QpSetup, Registration,
 };
-use hwq::{Consumer, Cqe, MemoryKey, Producer, RecvWqe};
+use hwq::{ConnId, Consumer, Cqe, Cqn, ListenId, MemoryKey, Pdn, Producer, Qpn, RecvWqe, Srqn};
 
 use crate::device::SoftRnic;
 
@@ -24,15 +24,15 @@ impl Device for SoftRnic {
         SoftRnic::detach(self);
     }
 
-    fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+    fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
         SoftRnic::create_pd(self)
     }
 
-    fn destroy_pd(&self, pd: u32) {
+    fn destroy_pd(&self, pd: Pdn) {
         SoftRnic::destroy_pd(self, pd);
     }
 
-    fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
+    fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError> {
         SoftRnic::alloc_key(self, pd, window)
     }
 
@@ -61,56 +61,61 @@ impl Device for SoftRnic {
         SoftRnic::init_fast_register(self, key, max_pages, remote_access)
     }
 
-    fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+    fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError> {
         SoftRnic::create_cq(self, ring)
     }
 
-    fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+    fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError> {
         SoftRnic::resize_cq(self, cqn, ring)
     }
 
-    fn destroy_cq(&self, cqn: u32) {
+    fn destroy_cq(&self, cqn: Cqn) {
         SoftRnic::destroy_cq(self, cqn);
     }
 
-    fn arm_cq(&self, cqn: u32, solicited_only: bool) {
+    fn arm_cq(&self, cqn: Cqn, solicited_only: bool) {
         SoftRnic::arm_cq(self, cqn, solicited_only);
     }
 
-    fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+    fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError> {
         SoftRnic::moderate_cq(self, cqn, count, usec)
     }
 
-    fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+    fn create_srq(
+        &self,
+        pd: Pdn,
+        ring: Consumer<RecvWqe>,
+        limit: u32,
+    ) -> Result<Srqn, DeviceError> {
         // The limit counts receives consumed below it: a new, still empty
         // SRQ has consumed none, so arming it must not fire at once (the
         // one-shot event would be spent before the consumer posts).
         let srqn = SoftRnic::create_srq(self, pd, ring, 0)?;
-        self.srqs.with(srqn, |s| s.limit = limit);
+        self.srqs.with(srqn.raw(), |s| s.limit = limit);
         Ok(srqn)
     }
 
-    fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+    fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError> {
         SoftRnic::set_srq_limit(self, srqn, limit)
     }
 
-    fn destroy_srq(&self, srqn: u32) {
+    fn destroy_srq(&self, srqn: Srqn) {
         SoftRnic::destroy_srq(self, srqn);
     }
 
-    fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
+    fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError> {
         SoftRnic::create_qp(self, setup)
     }
 
-    fn flush_qp(&self, qpn: u32) {
+    fn flush_qp(&self, qpn: Qpn) {
         SoftRnic::flush_qp(self, qpn);
     }
 
-    fn destroy_qp(&self, qpn: u32) {
+    fn destroy_qp(&self, qpn: Qpn) {
         SoftRnic::destroy_qp(self, qpn);
     }
 
-    fn sq_doorbell(&self, qpn: u32) {
+    fn sq_doorbell(&self, qpn: Qpn) {
         SoftRnic::sq_doorbell(self, qpn);
     }
 
@@ -118,65 +123,51 @@ impl Device for SoftRnic {
         self.waker().consumer_poll(self)
     }
 
-    fn rq_doorbell(&self, qpn: u32) {
+    fn rq_doorbell(&self, qpn: Qpn) {
         SoftRnic::rq_doorbell(self, qpn);
     }
 
-    fn srq_doorbell(&self, srqn: u32) {
+    fn srq_doorbell(&self, srqn: Srqn) {
         SoftRnic::srq_doorbell(self, srqn);
     }
 
-    fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
         SoftRnic::cm_listen(self, addr)
     }
 
-    fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+    fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
         SoftRnic::cm_pause_listener(self, listen_id, paused);
     }
 
-    fn cm_stop_listener(&self, listen_id: u32) {
+    fn cm_stop_listener(&self, listen_id: ListenId) {
         SoftRnic::cm_stop_listener(self, listen_id);
     }
 
     fn cm_connect(
         &self,
-        qpn: u32,
+        qpn: Qpn,
         params: &ConnectParams<'_>,
-    ) -> Result<(u32, SocketAddr), DeviceError> {
+    ) -> Result<(ConnId, SocketAddr), DeviceError> {
         SoftRnic::cm_connect(self, qpn, params)
     }
 
-    fn cm_accept(
-        &self,
-        conn_id: u32,
-        qpn: u32,
-        inbound_reads: u32,
-        outbound_reads: u32,
-        private_data: &[u8],
-    ) -> Result<(), DeviceError> {
-        SoftRnic::cm_accept(
-            self,
-            conn_id,
-            qpn,
-            inbound_reads,
-            outbound_reads,
-            private_data,
-        )
+    fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
+        SoftRnic::cm_accept(self, conn_id, params)
     }
 
-    fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+    fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
         SoftRnic::cm_reject(self, conn_id, private_data)
     }
 
-    fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+    fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
         SoftRnic::cm_establish(self, conn_id)
     }
 
-    fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+    fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
         SoftRnic::cm_disconnect(self, conn_id)
     }
 
-    fn cm_release(&self, conn_id: u32) {
+    fn cm_release(&self, conn_id: ConnId) {
         SoftRnic::cm_release(self, conn_id);
     }
 }

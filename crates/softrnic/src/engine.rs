@@ -190,7 +190,7 @@ impl SoftRnic {
                 Ok(())
             })
             .ok_or(DeviceError::NoSuchObject)??;
-        self.sq_doorbell(qpn);
+        self.ring_sq(qpn);
         Ok(())
     }
 

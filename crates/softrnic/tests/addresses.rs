@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use cm_harness::{Ev, Recorder};
 use common::*;
+use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, DeviceError, EventSink};
 use hwq::wqe::{Access, SendOpcode};
-use hwq::{CqeOpcode, CqeStatus};
+use hwq::{ConnId, CqeOpcode, CqeStatus};
 use softrnic::device::SoftRnic;
 use softrnic::fabric::Faults;
 use softrnic::qp::{Path, QpState};
@@ -65,7 +66,7 @@ fn connect(
     (qa, qb): (&Qp, &Qp),
     local: SocketAddr,
     remote: SocketAddr,
-) -> (u32, u32, SocketAddr, (SocketAddr, SocketAddr)) {
+) -> (ConnId, ConnId, SocketAddr, (SocketAddr, SocketAddr)) {
     let params = ConnectParams {
         local,
         remote,
@@ -82,7 +83,17 @@ fn connect(
     else {
         panic!("no request: {:?}", events(rb))
     };
-    w.b.dev.cm_accept(cb, qb.qpn, 2, 2, b"").unwrap();
+    w.b.dev
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 2,
+                outbound_reads: 2,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     w.run_until(STEPS, |_| {
         events(ra)
             .iter()
@@ -269,17 +280,19 @@ fn the_engines_connect_picks_and_checks_its_source_too() {
     let other: IpAddr = "fd00::9".parse().unwrap();
     assert_eq!(
         w.a.dev
-            .connect_qp_from(q.qpn, other, path("[fd00::2]:4791")),
+            .connect_qp_from(q.qpn.raw(), other, path("[fd00::2]:4791")),
         Err(DeviceError::InvalidAddress),
         "not the device's"
     );
     assert_eq!(
         w.a.dev
-            .connect_qp_from(q.qpn, ADDR_A.into(), path("[fd00::2]:4791")),
+            .connect_qp_from(q.qpn.raw(), ADDR_A.into(), path("[fd00::2]:4791")),
         Err(DeviceError::InvalidAddress),
         "another family"
     );
-    w.a.dev.connect_qp(q.qpn, path("[fd00::2]:4791")).unwrap();
+    w.a.dev
+        .connect_qp(q.qpn.raw(), path("[fd00::2]:4791"))
+        .unwrap();
     assert_eq!(w.a.state(&q), QpState::Connected);
     // Its packets leave from fd00::1.
     let buf = w.a.register(64, Access::LOCAL_WRITE);
@@ -292,7 +305,7 @@ fn the_engines_connect_picks_and_checks_its_source_too() {
     w.b.set_addresses(&[ADDR_B.into()]);
     let qb = w.b.qp(8);
     assert_eq!(
-        w.b.dev.connect_qp(qb.qpn, path("[fd00::1]:4791")),
+        w.b.dev.connect_qp(qb.qpn.raw(), path("[fd00::1]:4791")),
         Err(DeviceError::InvalidAddress)
     );
 }

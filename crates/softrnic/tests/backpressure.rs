@@ -171,10 +171,10 @@ impl Rings {
         };
         let (a, b) = (&self.a, &self.b);
         a.dev
-            .connect_qp(qa.qpn, path(b.addr, qb.qpn, psn_a, psn_b))
+            .connect_qp(qa.qpn.raw(), path(b.addr, qb.qpn.raw(), psn_a, psn_b))
             .unwrap();
         b.dev
-            .connect_qp(qb.qpn, path(a.addr, qa.qpn, psn_b, psn_a))
+            .connect_qp(qb.qpn.raw(), path(a.addr, qa.qpn.raw(), psn_b, psn_a))
             .unwrap();
     }
 

@@ -201,11 +201,11 @@ fn bench() -> Bench {
     };
     a.node
         .dev
-        .connect_qp(qa.qpn, path(ADDR_B, qb.qpn, 10, 20))
+        .connect_qp(qa.qpn.raw(), path(ADDR_B, qb.qpn.raw(), 10, 20))
         .unwrap();
     b.node
         .dev
-        .connect_qp(qb.qpn, path(ADDR_A, qa.qpn, 20, 10))
+        .connect_qp(qb.qpn.raw(), path(ADDR_A, qa.qpn.raw(), 20, 10))
         .unwrap();
     let ba = a.node.register(4096, Access::LOCAL_WRITE);
     let bb = b.node.register(4096, Access::LOCAL_WRITE);

@@ -3,6 +3,8 @@
 
 mod cm_harness;
 
+use hwq::ConnId;
+use hwq::device::AcceptParams;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use cm_harness::{Ev, Net, Node};
@@ -18,7 +20,7 @@ fn clean() -> Faults {
     }
 }
 
-fn replied(n: &Node, c: u32) -> bool {
+fn replied(n: &Node, c: ConnId) -> bool {
     n.events_of(c)
         .iter()
         .any(|e| matches!(e, Ev::Replied { .. }))
@@ -54,7 +56,17 @@ fn lost_req_is_retransmitted_and_still_connects() {
         panic!()
     };
     assert_eq!(&data[..5], b"again");
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     a.rnic.cm_establish(ca).unwrap();
     net.run_until(STEPS, |_| {
@@ -82,7 +94,17 @@ fn lost_rep_and_rtu_are_recovered() {
         loss: 1.0,
         ..clean()
     });
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"rep").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"rep",
+            },
+        )
+        .unwrap();
     net.fabric.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
     // The RTU is lost: the acceptor's REP retransmission makes the
@@ -174,7 +196,17 @@ fn duplicate_req_does_not_create_two_connections() {
     let Some(Ev::ConnectRequest { conn_id: cb, .. }) = b.requests().pop() else {
         panic!()
     };
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     a.rnic.cm_establish(ca).unwrap();
     net.run_until(STEPS, |_| {
@@ -225,7 +257,17 @@ fn a_repeated_req_resends_the_rep() {
         loss: 1.0,
         ..clean()
     });
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     net.fabric.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
     assert_eq!(b.requests().len(), 1);
@@ -251,7 +293,17 @@ fn slow_acceptor_is_covered_by_mra() {
     let until = net.now() + plain_give_up + 1_000_000;
     net.run_until(STEPS, |n| n.now() >= until);
     assert!(a.events_of(ca).is_empty(), "{:?}", a.events_of(ca));
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     assert_eq!(b.requests().len(), 1);
 }
@@ -270,7 +322,17 @@ fn initiator_that_never_completes_times_out_the_acceptor() {
     let Some(Ev::ConnectRequest { conn_id: cb, .. }) = b.requests().pop() else {
         panic!()
     };
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     // The initiator's consumer never calls establish.
     net.run_until(STEPS, |_| b.events_of(cb).len() == 2);
@@ -306,7 +368,17 @@ fn disconnect_to_a_vanished_peer_completes_after_retries() {
     let Some(Ev::ConnectRequest { conn_id: cb, .. }) = b.requests().pop() else {
         panic!()
     };
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     a.rnic.cm_establish(ca).unwrap();
     net.run_until(STEPS, |_| b.events_of(cb).len() == 2);
@@ -355,7 +427,17 @@ fn lossy_reordering_fabric_connects_and_disconnects_every_time() {
             );
             continue;
         };
-        b.rnic.cm_accept(cb, qb.qpn, 5, 3, b"y").unwrap();
+        b.rnic
+            .cm_accept(
+                cb,
+                &AcceptParams {
+                    qpn: qb.qpn,
+                    inbound_reads: 5,
+                    outbound_reads: 3,
+                    private_data: b"y",
+                },
+            )
+            .unwrap();
         net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
         assert!(replied(a, ca), "seed {seed}: {:?}", a.events_of(ca));
         a.rnic.cm_establish(ca).unwrap();

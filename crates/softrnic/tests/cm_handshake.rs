@@ -6,7 +6,9 @@ mod cm_harness;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use cm_harness::{Ev, Net, Node};
+use hwq::device::AcceptParams;
 use hwq::device::{ConnectionInfo, DeviceError};
+use hwq::{ConnId, ListenId, Qpn};
 use softrnic::fabric::Faults;
 
 const STEPS: usize = 10_000;
@@ -19,7 +21,7 @@ fn clean() -> Faults {
 }
 
 /// The single ConnectRequest `node` received (panics otherwise).
-fn the_request(node: &Node) -> (u32, u32, ConnectionInfo, Vec<u8>) {
+fn the_request(node: &Node) -> (ListenId, ConnId, ConnectionInfo, Vec<u8>) {
     let reqs = node.requests();
     assert_eq!(reqs.len(), 1, "{reqs:?}");
     match reqs.into_iter().next() {
@@ -35,7 +37,7 @@ fn the_request(node: &Node) -> (u32, u32, ConnectionInfo, Vec<u8>) {
 
 /// Connects node 0 to a listener on node 1 and completes the handshake;
 /// returns (active conn, passive conn).
-fn connect(net: &Net, port: u16) -> (u32, u32) {
+fn connect(net: &Net, port: u16) -> (ConnId, ConnId) {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     let (qa, qb) = (a.qp(), b.qp());
     let before = b.requests().len();
@@ -47,7 +49,17 @@ fn connect(net: &Net, port: u16) -> (u32, u32) {
     let Some(Ev::ConnectRequest { conn_id: cb, .. }) = b.requests().pop() else {
         unreachable!()
     };
-    b.rnic.cm_accept(cb, qb.qpn, 4, 4, b"ok").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 4,
+                outbound_reads: 4,
+                private_data: b"ok",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| {
         a.events_of(ca)
             .iter()
@@ -101,7 +113,17 @@ fn connect_accept_establish_with_private_data_and_read_limits() {
     // and issues min(2, initiator IRD 8).
     // The most an acceptor may send: the adapter's accept/reject limit.
     let reply_data = [0xA5u8; 148];
-    b.rnic.cm_accept(cb, qb.qpn, 16, 2, &reply_data).unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 16,
+                outbound_reads: 2,
+                private_data: &reply_data,
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
     let Ev::Replied { info, data, .. } = &a.events_of(ca)[0] else {
         panic!("{:?}", a.events_of(ca))
@@ -170,7 +192,15 @@ fn private_data_limits() {
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     assert_eq!(
-        b.rnic.cm_accept(cb, qb.qpn, 1, 1, &[0; 149]),
+        b.rnic.cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: &[0; 149]
+            }
+        ),
         Err(DeviceError::InvalidParameter)
     );
     assert_eq!(
@@ -227,7 +257,17 @@ fn initiator_rejects_after_the_reply() {
         .unwrap();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
-    b.rnic.cm_accept(cb, qb.qpn, 1, 1, b"").unwrap();
+    b.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
     a.rnic.cm_reject(ca, b"changed my mind").unwrap();
     net.run_until(STEPS, |_| b.events_of(cb).len() == 2);
@@ -417,7 +457,7 @@ fn disconnect_from_the_initiator() {
         b.events_of(cb).last(),
         Some(&Ev::Disconnected { conn_id: cb })
     );
-    let count = |n: &Node, c: u32| {
+    let count = |n: &Node, c: ConnId| {
         n.events_of(c)
             .iter()
             .filter(|e| matches!(e, Ev::Disconnected { .. } | Ev::DisconnectDone { .. }))
@@ -509,7 +549,15 @@ fn release_of_an_unaccepted_request_rejects_it() {
     let (_, cb, _, _) = the_request(b);
     b.rnic.cm_release(cb);
     assert_eq!(
-        b.rnic.cm_accept(cb, b.qp().qpn, 1, 1, b""),
+        b.rnic.cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: b.qp().qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b""
+            }
+        ),
         Err(DeviceError::NoSuchObject)
     );
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
@@ -563,7 +611,15 @@ fn initiator_gives_up_before_the_reply() {
         }
     );
     assert_eq!(
-        b.rnic.cm_accept(cb, b.qp().qpn, 1, 1, b""),
+        b.rnic.cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: b.qp().qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b""
+            }
+        ),
         Err(DeviceError::InvalidState)
     );
 }
@@ -583,7 +639,17 @@ fn loopback_connection_to_own_address() {
     assert_ne!(ca, cb);
     assert_eq!((info.local, info.remote), (bound, local));
     assert_eq!(&data[..4], b"self");
-    n.rnic.cm_accept(cb, q2.qpn, 2, 2, b"me too").unwrap();
+    n.rnic
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: q2.qpn,
+                inbound_reads: 2,
+                outbound_reads: 2,
+                private_data: b"me too",
+            },
+        )
+        .unwrap();
     net.run_until(STEPS, |_| {
         n.events_of(ca)
             .iter()
@@ -614,7 +680,7 @@ fn command_checks() {
     // Unknown QP, IPv6 peer, another device's local address.
     assert_eq!(
         a.rnic
-            .cm_connect(999, &a.params(b.at(445), 1, 1, b""))
+            .cm_connect(Qpn::from_raw(999), &a.params(b.at(445), 1, 1, b""))
             .map(|_| ()),
         Err(DeviceError::NoSuchObject)
     );
@@ -651,18 +717,37 @@ fn command_checks() {
     // Commands out of order.
     assert_eq!(a.rnic.cm_establish(ca), Err(DeviceError::InvalidState));
     assert_eq!(
-        a.rnic.cm_accept(ca, qa2.qpn, 1, 1, b""),
+        a.rnic.cm_accept(
+            ca,
+            &AcceptParams {
+                qpn: qa2.qpn,
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b""
+            }
+        ),
         Err(DeviceError::InvalidState)
     );
     assert_eq!(a.rnic.cm_reject(ca, b""), Err(DeviceError::InvalidState));
-    assert_eq!(a.rnic.cm_establish(12345), Err(DeviceError::NoSuchObject));
-    a.rnic.cm_release(12345); // unknown: ignored
+    assert_eq!(
+        a.rnic.cm_establish(ConnId::from_raw(12345)),
+        Err(DeviceError::NoSuchObject)
+    );
+    a.rnic.cm_release(ConnId::from_raw(12345)); // unknown: ignored
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, info, _) = the_request(b);
     assert_eq!(info.remote, a.at(5000));
     // The acceptor's QP must be unbound.
     assert_eq!(
-        b.rnic.cm_accept(cb, 999, 1, 1, b""),
+        b.rnic.cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: Qpn::from_raw(999),
+                inbound_reads: 1,
+                outbound_reads: 1,
+                private_data: b""
+            }
+        ),
         Err(DeviceError::NoSuchObject)
     );
 }

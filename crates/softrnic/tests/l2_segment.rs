@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use cm_harness::{Ev, Recorder};
 use common::*;
+use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
@@ -309,7 +310,15 @@ fn connect(seg: &mut Segment, to_self: bool, remote: SocketAddr) -> (Qp, Qp, Soc
     pick(seg, to_self)
         .node
         .dev
-        .cm_accept(cb, qb.qpn, 2, 2, b"ok")
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 2,
+                outbound_reads: 2,
+                private_data: b"ok",
+            },
+        )
         .unwrap();
     seg.run_until(|s| {
         s.a.events()

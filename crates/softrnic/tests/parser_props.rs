@@ -606,7 +606,7 @@ proptest! {
                 ip: Ipv4UdpFields::for_socket(ADDR_A, ADDR_B, ROCEV2_PORT).into(),
                 bth: Bth::new(
                     op,
-                    if a.qpn_ok { qb.qpn } else { qb.qpn + 1 },
+                    if a.qpn_ok { qb.qpn.raw() } else { qb.qpn.raw() + 1 },
                     psn_add(psn, a.psn_delta as u32 & PSN_MASK),
                 ),
                 ext,
@@ -658,7 +658,7 @@ fn well_formed_requests_built_like_the_attacks_are_executed() {
     let mut out = vec![0u8; 2048];
     let write = Headers {
         ip,
-        bth: Bth::new(Opcode::RDMA_WRITE_ONLY, qb.qpn, 100),
+        bth: Bth::new(Opcode::RDMA_WRITE_ONLY, qb.qpn.raw(), 100),
         ext: ExtHeaders {
             reth: Some(Reth {
                 va: target.va + 100,
@@ -672,7 +672,7 @@ fn well_formed_requests_built_like_the_attacks_are_executed() {
     w.b.dev.receive(&out[..n]);
     let send = Headers {
         ip,
-        bth: Bth::new(Opcode::SEND_ONLY, qb.qpn, 101),
+        bth: Bth::new(Opcode::SEND_ONLY, qb.qpn.raw(), 101),
         ext: ExtHeaders::NONE,
     };
     let n = build(&send, &[b"world!"], &mut out).unwrap();
@@ -762,7 +762,7 @@ proptest! {
             }
             let h = Headers {
                 ip,
-                bth: Bth::new(op, if r.right_qpn { qa.qpn } else { qa.qpn ^ 1 }, psn_add(100, r.psn_delta)),
+                bth: Bth::new(op, if r.right_qpn { qa.qpn.raw() } else { qa.qpn.raw() ^ 1 }, psn_add(100, r.psn_delta)),
                 ext,
             };
             let body: &[u8] = if info.payload { &payload[..r.payload_len] } else { &[] };
@@ -838,7 +838,7 @@ fn well_formed_read_responses_complete_the_read() {
         };
         let h = Headers {
             ip,
-            bth: Bth::new(op, qa.qpn, psn),
+            bth: Bth::new(op, qa.qpn.raw(), psn),
             ext,
         };
         let n = build(&h, &[&vec![0x5Au8; len]], &mut out).unwrap();

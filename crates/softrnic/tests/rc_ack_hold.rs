@@ -29,8 +29,8 @@ fn setup() -> (World, Qp, Qp, Buf, Buf) {
         ack_defer_us: HOLD_US,
         ..fast_rc()
     };
-    w.a.dev.set_qp_rc_config(qa.qpn, rc).unwrap();
-    w.b.dev.set_qp_rc_config(qb.qpn, rc).unwrap();
+    w.a.dev.set_qp_rc_config(qa.qpn.raw(), rc).unwrap();
+    w.b.dev.set_qp_rc_config(qb.qpn.raw(), rc).unwrap();
     w.connect(&qa, &qb, 4096, 100, 200, 1);
     let ba = w.a.register(4096, Access::LOCAL_WRITE);
     let bb = w.b.register(4096, Access::LOCAL_WRITE);

@@ -116,9 +116,9 @@ fn send_receive_sizes_and_psn_wrap_on(v6: bool) {
             );
             assert_eq!(
                 (r.qpn, r.qp_context, r.flags),
-                (qb.qpn, 0xC0DE_0000 + u64::from(w.b.pd), 0)
+                (qb.qpn.raw(), 0xC0DE_0000 + u64::from(w.b.pd.raw()), 0)
             );
-            assert_eq!(qa.scq.seen[i].qpn, qa.qpn);
+            assert_eq!(qa.scq.seen[i].qpn, qa.qpn.raw());
             assert!(w.b.mem.get(dst.logical, n) == data, "pmtu {pmtu} size {n}");
         }
         assert_eq!(w.a.state(&qa), QpState::Connected);

@@ -160,7 +160,7 @@ fn rnr_retry_exhaustion() {
     let (mut w, mut qa, qb) = setup();
     w.a.dev
         .set_qp_rc_config(
-            qa.qpn,
+            qa.qpn.raw(),
             RcConfig {
                 rnr_retry: 3,
                 ..fast_rc()
@@ -197,7 +197,7 @@ fn retry_exhaustion_on_total_loss() {
     });
     w.a.dev
         .set_qp_rc_config(
-            qa.qpn,
+            qa.qpn.raw(),
             RcConfig {
                 retry_count: 2,
                 ..fast_rc()

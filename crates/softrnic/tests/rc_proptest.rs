@@ -189,7 +189,7 @@ fn make(b: &Bench, s: &Spec, base_psn: u32) -> Option<Vec<u8>> {
     };
     let mut bth = Bth::new(
         op,
-        qpn,
+        qpn.raw(),
         base_psn.wrapping_add_signed(s.psn_delta) & PSN_MASK,
     );
     bth.ack_req = s.ack_req;

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cm_harness::{Ev, Recorder};
 use common::*;
+use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
-use hwq::{CqeOpcode, CqeStatus};
+use hwq::{ConnId, CqeOpcode, CqeStatus};
 use softrnic::device::SoftRnic;
 use softrnic::env::{Capture, Direction};
 use softrnic::fabric::{Fabric, Faults};
@@ -69,7 +70,7 @@ struct Connected {
     qb: Qp,
     ra: Arc<Recorder>,
     rb: Arc<Recorder>,
-    cb: u32,
+    cb: ConnId,
 }
 
 /// A connects to B's listener; B accepts; A establishes, with the RTU
@@ -95,7 +96,17 @@ fn connect(mut w: World, lose_rtu: bool) -> Connected {
     let Some(Ev::ConnectRequest { conn_id: cb, .. }) = events(&rb).pop() else {
         panic!("no connect request")
     };
-    w.b.dev.cm_accept(cb, qb.qpn, 4, 4, b"").unwrap();
+    w.b.dev
+        .cm_accept(
+            cb,
+            &AcceptParams {
+                qpn: qb.qpn,
+                inbound_reads: 4,
+                outbound_reads: 4,
+                private_data: b"",
+            },
+        )
+        .unwrap();
     w.run_until(STEPS, |_| {
         events(&ra).iter().any(|e| matches!(e, Ev::Replied { .. }))
     });
@@ -188,14 +199,14 @@ fn a_stranger_does_not_establish_the_acceptor() {
     let mut qs = stranger.qp(4);
     let path = softrnic::qp::Path {
         remote: SocketAddrV4::new(ADDR_B, 4791).into(),
-        remote_qpn: c.qb.qpn,
+        remote_qpn: c.qb.qpn.raw(),
         pmtu: 1024,
         send_psn: 0,
         recv_psn: 0,
         outbound_reads: 0,
         inbound_reads: 0,
     };
-    stranger.dev.connect_qp(qs.qpn, path).unwrap();
+    stranger.dev.connect_qp(qs.qpn.raw(), path).unwrap();
     let buf = stranger.register(64, Access::LOCAL_WRITE);
     stranger.post_send(&mut qs, wqe(SendOpcode::Send, 1, &[buf.sge(0, 64)]));
     for _ in 0..20 {

@@ -24,11 +24,14 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::device::{
-    CmEvent, ConnectParams, ConnectionInfo, DeviceCaps, DeviceError, EventSink, QpSetup,
-    ReceiveSource, Registration,
+    AcceptParams, CmEvent, ConnectParams, ConnectionInfo, DeviceCaps, DeviceError, EventSink,
+    QpSetup, ReceiveSource, Registration,
 };
 use hwq::wqe::{SendOpcode, WqeFlags};
-use hwq::{Consumer, Cqe, CqeOpcode, CqeStatus, Device, MemoryKey, Producer, RecvWqe, SendWqe};
+use hwq::{
+    ConnId, Consumer, Cqe, CqeOpcode, CqeStatus, Cqn, Device, ListenId, MemoryKey, Pdn, Producer,
+    Qpn, RecvWqe, SendWqe, Srqn,
+};
 
 /// A command the provider issued, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,8 +251,8 @@ impl OwnedCmEvent {
                 info,
                 private_data,
             } => CmEvent::ConnectRequest {
-                listen_id: *listen_id,
-                conn_id: *conn_id,
+                listen_id: ListenId::from_raw(*listen_id),
+                conn_id: ConnId::from_raw(*conn_id),
                 info: *info,
                 private_data,
             },
@@ -258,7 +261,7 @@ impl OwnedCmEvent {
                 info,
                 private_data,
             } => CmEvent::Replied {
-                conn_id: *conn_id,
+                conn_id: ConnId::from_raw(*conn_id),
                 info: *info,
                 private_data,
             },
@@ -267,15 +270,21 @@ impl OwnedCmEvent {
                 by_consumer,
                 private_data,
             } => CmEvent::Rejected {
-                conn_id: *conn_id,
+                conn_id: ConnId::from_raw(*conn_id),
                 by_consumer: *by_consumer,
                 private_data,
             },
-            Self::Established { conn_id } => CmEvent::Established { conn_id: *conn_id },
-            Self::Disconnected { conn_id } => CmEvent::Disconnected { conn_id: *conn_id },
-            Self::DisconnectDone { conn_id } => CmEvent::DisconnectDone { conn_id: *conn_id },
+            Self::Established { conn_id } => CmEvent::Established {
+                conn_id: ConnId::from_raw(*conn_id),
+            },
+            Self::Disconnected { conn_id } => CmEvent::Disconnected {
+                conn_id: ConnId::from_raw(*conn_id),
+            },
+            Self::DisconnectDone { conn_id } => CmEvent::DisconnectDone {
+                conn_id: ConnId::from_raw(*conn_id),
+            },
             Self::Failed { conn_id, timed_out } => CmEvent::Failed {
-                conn_id: *conn_id,
+                conn_id: ConnId::from_raw(*conn_id),
                 timed_out: *timed_out,
             },
         }
@@ -608,9 +617,9 @@ impl ScriptedDevice {
             let sink = self.sink.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(sink) = sink.as_ref() {
                 match &event {
-                    Event::Cq { cqn, overflow } => sink.cq_event(*cqn, *overflow),
-                    Event::SrqLimit(srqn) => sink.srq_limit(*srqn),
-                    Event::QpError(qpn) => sink.qp_error(*qpn),
+                    Event::Cq { cqn, overflow } => sink.cq_event(Cqn::from_raw(*cqn), *overflow),
+                    Event::SrqLimit(srqn) => sink.srq_limit(Srqn::from_raw(*srqn)),
+                    Event::QpError(qpn) => sink.qp_error(Qpn::from_raw(*qpn)),
                     Event::Cm(cm) => sink.cm_event(cm.borrow()),
                 }
             }
@@ -844,11 +853,12 @@ impl ScriptedDevice {
                     (w, None)
                 }
                 ReceiveSource::Shared(srqn) => {
-                    let srq = s.srqs.get_mut(srqn)?;
+                    let srqn = srqn.raw();
+                    let srq = s.srqs.get_mut(&srqn)?;
                     srq.ring.refresh();
                     let w = srq.ring.read(srq.ring.released())?;
                     srq.ring.release(1);
-                    (w, Some(*srqn))
+                    (w, Some(srqn))
                 }
             };
             let failed = status != CqeStatus::Success;
@@ -965,7 +975,7 @@ impl Device for ScriptedDevice {
         *self.sink.write().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
-    fn create_pd(&self) -> Result<(u32, MemoryKey), DeviceError> {
+    fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
         let mut s = self.st();
         s.fail()?;
         let pd = s.id();
@@ -973,16 +983,18 @@ impl Device for ScriptedDevice {
         let key = MemoryKey::new(index, 0x80);
         s.pds.insert(pd, key);
         s.commands.push(Command::CreatePd(pd));
-        Ok((pd, key))
+        Ok((Pdn::from_raw(pd), key))
     }
 
-    fn destroy_pd(&self, pd: u32) {
+    fn destroy_pd(&self, pd: Pdn) {
+        let pd = pd.raw();
         let mut s = self.st();
         s.pds.remove(&pd);
         s.commands.push(Command::DestroyPd(pd));
     }
 
-    fn alloc_key(&self, pd: u32, window: bool) -> Result<MemoryKey, DeviceError> {
+    fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError> {
+        let pd = pd.raw();
         let mut s = self.st();
         s.fail()?;
         if !s.pds.contains_key(&pd) {
@@ -1019,7 +1031,7 @@ impl Device for ScriptedDevice {
             .keys
             .get_mut(&key.index())
             .ok_or(DeviceError::NoSuchObject)?;
-        if entry.pd != registration.pd {
+        if entry.pd != registration.pd.raw() {
             return Err(DeviceError::InvalidParameter);
         }
         entry.current = entry.current.next_variant();
@@ -1073,7 +1085,7 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn create_cq(&self, ring: Producer<Cqe>) -> Result<u32, DeviceError> {
+    fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError> {
         let mut s = self.st();
         s.fail()?;
         let cqn = s.id();
@@ -1090,10 +1102,11 @@ impl Device for ScriptedDevice {
             },
         );
         s.commands.push(Command::CreateCq { cqn, depth });
-        Ok(cqn)
+        Ok(Cqn::from_raw(cqn))
     }
 
-    fn resize_cq(&self, cqn: u32, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+    fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+        let cqn = cqn.raw();
         let mut s = self.st();
         s.fail()?;
         let depth = ring.depth();
@@ -1103,7 +1116,8 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn destroy_cq(&self, cqn: u32) {
+    fn destroy_cq(&self, cqn: Cqn) {
+        let cqn = cqn.raw();
         let mut s = self.st();
         s.cqs.remove(&cqn);
         s.events
@@ -1111,7 +1125,8 @@ impl Device for ScriptedDevice {
         s.commands.push(Command::DestroyCq(cqn));
     }
 
-    fn arm_cq(&self, cqn: u32, solicited_only: bool) {
+    fn arm_cq(&self, cqn: Cqn, solicited_only: bool) {
+        let cqn = cqn.raw();
         let mut s = self.st();
         s.commands.push(Command::ArmCq {
             cqn,
@@ -1132,7 +1147,8 @@ impl Device for ScriptedDevice {
         s.check_arm(cqn);
     }
 
-    fn moderate_cq(&self, cqn: u32, count: u32, usec: u32) -> Result<(), DeviceError> {
+    fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError> {
+        let cqn = cqn.raw();
         let mut s = self.st();
         s.fail()?;
         let cq = s.cqs.get_mut(&cqn).ok_or(DeviceError::NoSuchObject)?;
@@ -1141,7 +1157,13 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn create_srq(&self, pd: u32, ring: Consumer<RecvWqe>, limit: u32) -> Result<u32, DeviceError> {
+    fn create_srq(
+        &self,
+        pd: Pdn,
+        ring: Consumer<RecvWqe>,
+        limit: u32,
+    ) -> Result<Srqn, DeviceError> {
+        let pd = pd.raw();
         let mut s = self.st();
         s.fail()?;
         if !s.pds.contains_key(&pd) {
@@ -1158,10 +1180,11 @@ impl Device for ScriptedDevice {
             },
         );
         s.commands.push(Command::CreateSrq { srqn, depth, limit });
-        Ok(srqn)
+        Ok(Srqn::from_raw(srqn))
     }
 
-    fn set_srq_limit(&self, srqn: u32, limit: u32) -> Result<(), DeviceError> {
+    fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError> {
+        let srqn = srqn.raw();
         let mut s = self.st();
         s.fail()?;
         let srq = s.srqs.get_mut(&srqn).ok_or(DeviceError::NoSuchObject)?;
@@ -1171,28 +1194,30 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn destroy_srq(&self, srqn: u32) {
+    fn destroy_srq(&self, srqn: Srqn) {
+        let srqn = srqn.raw();
         let mut s = self.st();
         s.srqs.remove(&srqn);
         s.events.retain(|e| *e != Event::SrqLimit(srqn));
         s.commands.push(Command::DestroySrq(srqn));
     }
 
-    fn create_qp(&self, setup: QpSetup) -> Result<u32, DeviceError> {
+    fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError> {
+        let (pd, send_cqn, recv_cqn) = (setup.pd.raw(), setup.send_cqn.raw(), setup.recv_cqn.raw());
         let mut s = self.st();
         s.fail()?;
-        if !s.pds.contains_key(&setup.pd)
-            || !s.cqs.contains_key(&setup.send_cqn)
-            || !s.cqs.contains_key(&setup.recv_cqn)
+        if !s.pds.contains_key(&pd)
+            || !s.cqs.contains_key(&send_cqn)
+            || !s.cqs.contains_key(&recv_cqn)
         {
             return Err(DeviceError::NoSuchObject);
         }
         let srqn = match &setup.rq {
             ReceiveSource::Shared(srqn) => {
-                if !s.srqs.contains_key(srqn) {
+                if !s.srqs.contains_key(&srqn.raw()) {
                     return Err(DeviceError::NoSuchObject);
                 }
-                Some(*srqn)
+                Some(srqn.raw())
             }
             ReceiveSource::Queue(_) => None,
         };
@@ -1200,15 +1225,15 @@ impl Device for ScriptedDevice {
         s.next_id = qpn;
         s.commands.push(Command::CreateQp {
             qpn,
-            send_cqn: setup.send_cqn,
-            recv_cqn: setup.recv_cqn,
+            send_cqn,
+            recv_cqn,
             srqn,
         });
         s.qps.insert(
             qpn,
             ScriptedQp {
-                send_cqn: setup.send_cqn,
-                recv_cqn: setup.recv_cqn,
+                send_cqn,
+                recv_cqn,
                 sq: setup.sq,
                 rq: setup.rq,
                 context: setup.context,
@@ -1217,23 +1242,26 @@ impl Device for ScriptedDevice {
                 rq_doorbells: 0,
             },
         );
-        Ok(qpn)
+        Ok(Qpn::from_raw(qpn))
     }
 
-    fn flush_qp(&self, qpn: u32) {
+    fn flush_qp(&self, qpn: Qpn) {
+        let qpn = qpn.raw();
         let mut s = self.st();
         s.commands.push(Command::FlushQp(qpn));
         s.flush(qpn);
     }
 
-    fn destroy_qp(&self, qpn: u32) {
+    fn destroy_qp(&self, qpn: Qpn) {
+        let qpn = qpn.raw();
         let mut s = self.st();
         s.qps.remove(&qpn);
         s.events.retain(|e| *e != Event::QpError(qpn));
         s.commands.push(Command::DestroyQp(qpn));
     }
 
-    fn sq_doorbell(&self, qpn: u32) {
+    fn sq_doorbell(&self, qpn: Qpn) {
+        let qpn = qpn.raw();
         // QP numbers are never reused on a device, so a count kept by number
         // belongs to one QP.
         if let Some(count) = self.sq_doorbell_counts.get(qpn as usize) {
@@ -1248,19 +1276,21 @@ impl Device for ScriptedDevice {
         }
     }
 
-    fn rq_doorbell(&self, qpn: u32) {
+    fn rq_doorbell(&self, qpn: Qpn) {
+        let qpn = qpn.raw();
         if let Some(qp) = self.st().qps.get_mut(&qpn) {
             qp.rq_doorbells += 1;
         }
     }
 
-    fn srq_doorbell(&self, srqn: u32) {
+    fn srq_doorbell(&self, srqn: Srqn) {
+        let srqn = srqn.raw();
         if let Some(srq) = self.st().srqs.get_mut(&srqn) {
             srq.doorbells += 1;
         }
     }
 
-    fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
         let mut s = self.st();
         s.fail()?;
         if !addr.ip().is_unspecified() && !self.addrs.contains(&addr.ip()) {
@@ -1286,10 +1316,11 @@ impl Device for ScriptedDevice {
             listen_id,
             addr: bound,
         });
-        Ok((listen_id, bound))
+        Ok((ListenId::from_raw(listen_id), bound))
     }
 
-    fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+    fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
+        let listen_id = listen_id.raw();
         let mut s = self.st();
         if let Some(l) = s.listeners.get_mut(&listen_id) {
             l.paused = paused;
@@ -1298,7 +1329,8 @@ impl Device for ScriptedDevice {
             .push(Command::PauseListener { listen_id, paused });
     }
 
-    fn cm_stop_listener(&self, listen_id: u32) {
+    fn cm_stop_listener(&self, listen_id: ListenId) {
+        let listen_id = listen_id.raw();
         let mut s = self.st();
         s.listeners.remove(&listen_id);
         s.commands.push(Command::StopListener(listen_id));
@@ -1306,9 +1338,10 @@ impl Device for ScriptedDevice {
 
     fn cm_connect(
         &self,
-        qpn: u32,
+        qpn: Qpn,
         params: &ConnectParams<'_>,
-    ) -> Result<(u32, SocketAddr), DeviceError> {
+    ) -> Result<(ConnId, SocketAddr), DeviceError> {
+        let qpn = qpn.raw();
         let mut s = self.st();
         s.fail()?;
         if !s.qps.contains_key(&qpn) {
@@ -1396,17 +1429,14 @@ impl Device for ScriptedDevice {
             });
         }
         s.conns.insert(conn_id, active);
-        Ok((conn_id, local))
+        Ok((ConnId::from_raw(conn_id), local))
     }
 
-    fn cm_accept(
-        &self,
-        conn_id: u32,
-        qpn: u32,
-        inbound_reads: u32,
-        outbound_reads: u32,
-        private_data: &[u8],
-    ) -> Result<(), DeviceError> {
+    fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
+        let qpn = params.qpn.raw();
+        let (inbound_reads, outbound_reads) = (params.inbound_reads, params.outbound_reads);
+        let private_data = params.private_data;
         let mut s = self.st();
         s.fail()?;
         if !s.qps.contains_key(&qpn) {
@@ -1443,7 +1473,8 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+    fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
         let mut s = self.st();
         s.fail()?;
         let conn = s.conns.get_mut(&conn_id).ok_or(DeviceError::NoSuchObject)?;
@@ -1476,7 +1507,8 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+    fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
         let mut s = self.st();
         s.fail()?;
         let conn = s.conns.get_mut(&conn_id).ok_or(DeviceError::NoSuchObject)?;
@@ -1502,7 +1534,8 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+    fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
         let mut s = self.st();
         s.fail()?;
         let conn = s.conns.get_mut(&conn_id).ok_or(DeviceError::NoSuchObject)?;
@@ -1526,7 +1559,8 @@ impl Device for ScriptedDevice {
         Ok(())
     }
 
-    fn cm_release(&self, conn_id: u32) {
+    fn cm_release(&self, conn_id: ConnId) {
+        let conn_id = conn_id.raw();
         let mut s = self.st();
         s.commands.push(Command::Release(conn_id));
         let Some(conn) = s.conns.remove(&conn_id) else {
@@ -1586,16 +1620,16 @@ mod tests {
     }
 
     impl hwq::DeviceEvents for Sink {
-        fn cq_event(&self, cqn: u32, overflow: bool) {
+        fn cq_event(&self, cqn: Cqn, overflow: bool) {
             self.seen
                 .lock()
                 .unwrap()
                 .push(format!("cq {cqn} {overflow}"));
         }
-        fn srq_limit(&self, srqn: u32) {
+        fn srq_limit(&self, srqn: Srqn) {
             self.seen.lock().unwrap().push(format!("srq {srqn}"));
         }
-        fn qp_error(&self, qpn: u32) {
+        fn qp_error(&self, qpn: Qpn) {
             self.seen.lock().unwrap().push(format!("qp {qpn}"));
         }
         fn cm_event(&self, event: CmEvent<'_>) {
@@ -1633,7 +1667,7 @@ mod tests {
         let (dev, sink) = attached();
         let (producer, mut consumer) = ring::<Cqe>(4).unwrap();
         let cqn = dev.create_cq(producer).unwrap();
-        dev.push_cqe(cqn, Cqe::default(), false);
+        dev.push_cqe(cqn.raw(), Cqe::default(), false);
         assert!(sink.take().is_empty(), "unarmed");
         dev.arm_cq(cqn, false);
         assert!(
@@ -1646,20 +1680,20 @@ mod tests {
             "at once: an unconsumed CQE arrived"
         );
         assert_eq!(sink.take(), vec![format!("cq {cqn} false")]);
-        dev.push_cqe(cqn, Cqe::default(), false);
+        dev.push_cqe(cqn.raw(), Cqe::default(), false);
         assert!(sink.take().is_empty(), "one event per arm");
         consumer.refresh();
         consumer.release(consumer.len());
         dev.arm_cq(cqn, true);
-        dev.push_cqe(cqn, Cqe::default(), false);
+        dev.push_cqe(cqn.raw(), Cqe::default(), false);
         assert!(sink.take().is_empty(), "solicited arm ignores plain CQEs");
-        dev.push_cqe(cqn, Cqe::default(), true);
+        dev.push_cqe(cqn.raw(), Cqe::default(), true);
         assert_eq!(sink.take().len(), 1);
         // Two CQEs are outstanding in a ring of four: the fifth overflows.
         for _ in 0..2 {
-            assert!(dev.push_cqe(cqn, Cqe::default(), false));
+            assert!(dev.push_cqe(cqn.raw(), Cqe::default(), false));
         }
-        assert!(!dev.push_cqe(cqn, Cqe::default(), false));
+        assert!(!dev.push_cqe(cqn.raw(), Cqe::default(), false));
         assert_eq!(
             sink.take(),
             vec![format!("cq {cqn} true")],
@@ -1700,9 +1734,9 @@ mod tests {
         .unwrap();
         rq_p.publish();
         dev.sq_doorbell(qpn);
-        assert_eq!(dev.sq_doorbells(qpn), 1);
+        assert_eq!(dev.sq_doorbells(qpn.raw()), 1);
         dev.flush_qp(qpn);
-        assert_eq!(dev.qp_state(qpn), Some(QpState::Error));
+        assert_eq!(dev.qp_state(qpn.raw()), Some(QpState::Error));
         cq_c.refresh();
         let ids: Vec<(u64, u8)> = (0..cq_c.len())
             .filter_map(|i| cq_c.read(cq_c.released().wrapping_add(i)))
@@ -1712,7 +1746,7 @@ mod tests {
             ids,
             vec![(1, CqeStatus::Flushed as u8), (2, CqeStatus::Flushed as u8)]
         );
-        assert!(dev.commands().contains(&Command::FlushQp(qpn)));
+        assert!(dev.commands().contains(&Command::FlushQp(qpn.raw())));
         dev.destroy_qp(qpn);
         dev.destroy_cq(cqn);
         dev.destroy_pd(pd);
@@ -1755,16 +1789,22 @@ mod tests {
         let (active, local) = dev.cm_connect(qpns[0], &params).unwrap();
         assert!(local.port() >= 49152);
         dev.deliver_events();
-        let passive = dev.conn_peer(active).unwrap();
+        let passive = dev.conn_peer(active.raw()).unwrap();
         assert_eq!(sink.take(), vec![format!("request {passive}")]);
-        dev.cm_accept(passive, qpns[1], 3, 3, b"y").unwrap();
+        let accept = AcceptParams {
+            qpn: qpns[1],
+            inbound_reads: 3,
+            outbound_reads: 3,
+            private_data: b"y",
+        };
+        dev.cm_accept(ConnId::from_raw(passive), &accept).unwrap();
         dev.deliver_events();
         assert_eq!(sink.take(), vec![format!("replied {active}")]);
         dev.cm_establish(active).unwrap();
         dev.deliver_events();
         assert_eq!(sink.take(), vec![format!("established {passive}")]);
-        assert_eq!(dev.qp_state(qpns[0]), Some(QpState::Connected));
-        assert_eq!(dev.qp_state(qpns[1]), Some(QpState::Connected));
+        assert_eq!(dev.qp_state(qpns[0].raw()), Some(QpState::Connected));
+        assert_eq!(dev.qp_state(qpns[1].raw()), Some(QpState::Connected));
         dev.cm_disconnect(active).unwrap();
         dev.deliver_events();
         assert_eq!(
@@ -1775,7 +1815,7 @@ mod tests {
         let (refused, _) = dev.cm_connect(qpns[0], &params).unwrap();
         dev.deliver_events();
         assert_eq!(sink.take(), vec![format!("rejected {refused}")]);
-        for id in [active, passive, refused] {
+        for id in [active, ConnId::from_raw(passive), refused] {
             dev.cm_release(id);
         }
         dev.cm_stop_listener(listen_id);

@@ -36,7 +36,7 @@ use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use hwq::ring::Producer;
-use hwq::{RecvWqe, SendWqe, TryArc};
+use hwq::{Qpn, RecvWqe, SendWqe, TryArc};
 use ndkpi::{
     NDK_FN_CLOSE_COMPLETION, NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NDK_QP, NDK_QP_DISPATCH, NTSTATUS,
     NdkObjectTypeQp, STATUS_CONNECTION_INVALID, STATUS_INSUFFICIENT_RESOURCES,
@@ -108,7 +108,7 @@ pub struct Qp {
     receive_cq: Dep<Cq>,
     initiator_cq: Dep<Cq>,
     srq: Option<Dep<Srq>>,
-    qpn: u32,
+    qpn: Qpn,
     limits: QpLimits,
     sq: SpinLock<SendQueue>,
     rq: Option<SpinLock<RecvQueue>>,
@@ -173,7 +173,7 @@ impl core::fmt::Debug for Qp {
 
 impl Qp {
     /// The device's QP number.
-    pub fn qpn(&self) -> u32 {
+    pub fn qpn(&self) -> Qpn {
         self.qpn
     }
 

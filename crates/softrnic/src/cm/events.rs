@@ -113,11 +113,11 @@ struct Ready {
 
 impl Ready {
     fn event(&self) -> CmEvent<'_> {
-        let conn_id = self.conn_id;
+        let conn_id = hwq::ConnId::from_raw(self.conn_id);
         let private_data = self.data.get(..self.len).unwrap_or_default();
         match self.kind {
             Kind::ConnectRequest => CmEvent::ConnectRequest {
-                listen_id: self.listen_id,
+                listen_id: hwq::ListenId::from_raw(self.listen_id),
                 conn_id,
                 info: self.info,
                 private_data,

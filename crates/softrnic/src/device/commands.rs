@@ -3,7 +3,8 @@
 
 use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use hwq::device::{ConnectParams, DeviceError};
+use hwq::device::{AcceptParams, ConnectParams, DeviceError};
+use hwq::{ConnId, ListenId, Qpn};
 
 use super::SoftRnic;
 use crate::cm::conn::State;
@@ -91,7 +92,7 @@ impl SoftRnic {
     }
 
     /// Starts listening on `addr` (port 0: an ephemeral port).
-    pub fn cm_listen(&self, addr: SocketAddr) -> Result<(u32, SocketAddr), DeviceError> {
+    pub fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
         let ip = self.cm_listen_ip(addr.ip())?;
         self.cm.with(self, |inner| {
             let listeners = &mut inner.listeners;
@@ -110,28 +111,29 @@ impl SoftRnic {
                 listeners.release_port(port);
                 return Err(DeviceError::NoResources);
             };
-            Ok((id, bound))
+            Ok((ListenId::from_raw(id), bound))
         })
     }
 
     /// Pauses (refuses requests as if absent) or resumes a listener.
-    pub fn cm_pause_listener(&self, listen_id: u32, paused: bool) {
+    pub fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
         self.cm
-            .with(self, |inner| inner.listeners.pause(listen_id, paused));
+            .with(self, |inner| inner.listeners.pause(listen_id.raw(), paused));
     }
 
     /// Stops a listener: later requests for its port are refused.
-    pub fn cm_stop_listener(&self, listen_id: u32) {
+    pub fn cm_stop_listener(&self, listen_id: ListenId) {
         self.cm
-            .with(self, |inner| inner.listeners.remove(listen_id));
+            .with(self, |inner| inner.listeners.remove(listen_id.raw()));
     }
 
     /// Sends a connect request for QP `qpn`.
     pub fn cm_connect(
         &self,
-        qpn: u32,
+        qpn: Qpn,
         params: &ConnectParams<'_>,
-    ) -> Result<(u32, SocketAddr), DeviceError> {
+    ) -> Result<(ConnId, SocketAddr), DeviceError> {
+        let qpn = qpn.raw();
         let remote = self.cm_remote(params.remote)?;
         let addr = self.cm_source(params.local.ip(), remote.ip())?;
         if params.private_data.len() > REQ_CONSUMER_PRIVATE_LEN {
@@ -191,19 +193,16 @@ impl SoftRnic {
             }
             conn.deadline_us = now + conn.period_us;
             io.arm(conn.deadline_us);
-            Ok((id, conn.local))
+            Ok((ConnId::from_raw(id), conn.local))
         })
     }
 
-    /// Accepts inbound connection `conn_id` onto QP `qpn` (sends the REP).
-    pub fn cm_accept(
-        &self,
-        conn_id: u32,
-        qpn: u32,
-        inbound_reads: u32,
-        outbound_reads: u32,
-        private_data: &[u8],
-    ) -> Result<(), DeviceError> {
+    /// Accepts inbound connection `conn_id` onto the QP of `params`
+    /// (sends the REP).
+    pub fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
+        let qpn = params.qpn.raw();
+        let private_data = params.private_data;
         // The REP field holds 196 bytes, but the adapter advertises one
         // accept/reject limit (the REJ's 148), and the initiator reports
         // exactly that much of the field as the acceptor's data.
@@ -228,8 +227,9 @@ impl SoftRnic {
             conn.qpn = qpn;
             // We serve at most as many reads as the initiator issues, and
             // issue at most as many as it serves.
-            conn.ird = read_limit(inbound_reads, caps.max_inbound_reads).min(conn.peer_ord);
-            conn.ord = read_limit(outbound_reads, caps.max_outbound_reads).min(conn.peer_ird);
+            conn.ird = read_limit(params.inbound_reads, caps.max_inbound_reads).min(conn.peer_ord);
+            conn.ord =
+                read_limit(params.outbound_reads, caps.max_outbound_reads).min(conn.peer_ird);
             conn.send_psn = io.random_psn();
             let mad = msg::rep(conn, io.comm_id(conn_id), srq, private_data)
                 .ok_or(DeviceError::InvalidParameter)?;
@@ -245,7 +245,8 @@ impl SoftRnic {
 
     /// Rejects a connection: inbound before accept, or outbound after the
     /// reply arrived.
-    pub fn cm_reject(&self, conn_id: u32, private_data: &[u8]) -> Result<(), DeviceError> {
+    pub fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
         if private_data.len() > REJ_PRIVATE_LEN {
             return Err(DeviceError::InvalidParameter);
         }
@@ -279,7 +280,8 @@ impl SoftRnic {
 
     /// Completes an outbound connection after the reply: connects the QP,
     /// then sends the RTU.
-    pub fn cm_establish(&self, conn_id: u32) -> Result<(), DeviceError> {
+    pub fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
         self.cm.with(self, |inner| {
             let (_, conn) = inner
                 .conns
@@ -300,7 +302,8 @@ impl SoftRnic {
     /// Starts a graceful disconnect; `DisconnectDone` follows. During a
     /// handshake it aborts the attempt (REJ to the peer); after the
     /// connection ended it completes at once.
-    pub fn cm_disconnect(&self, conn_id: u32) -> Result<(), DeviceError> {
+    pub fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+        let conn_id = conn_id.raw();
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             let (_, conn) = inner
@@ -359,7 +362,8 @@ impl SoftRnic {
     /// CM ends it when a connection is destroyed: an unanswered or
     /// unfinished handshake is rejected, an established connection gets one
     /// DREQ. The slot then answers duplicates for a while (time-wait).
-    pub fn cm_release(&self, conn_id: u32) {
+    pub fn cm_release(&self, conn_id: ConnId) {
+        let conn_id = conn_id.raw();
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             let Some((index, conn)) = inner.conns.owned(conn_id) else {

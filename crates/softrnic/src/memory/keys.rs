@@ -252,7 +252,7 @@ impl KeyTable {
         reg: &Registration<'_>,
     ) -> Result<MemoryKey, KeyError> {
         let e = self.entry_mut(key)?;
-        if e.kind != KeyKind::Region || e.pd != reg.pd {
+        if e.kind != KeyKind::Region || e.pd != reg.pd.raw() {
             return Err(KeyError::WrongKind);
         }
         if e.valid || e.bound_windows != 0 {
@@ -528,7 +528,7 @@ mod tests {
         let key = t.alloc(KeyKind::Region, PD).unwrap();
         let pages = [0x10_000, 0x30_000, 0x20_000];
         let reg = Registration {
-            pd: PD,
+            pd: hwq::Pdn::from_raw(PD),
             access,
             va: 0x7000_0100,
             length: 3 * PAGE_SIZE - 0x100,
@@ -556,7 +556,7 @@ mod tests {
         // Pages 0 and 1 adjoin, 2 is elsewhere, 3 adjoins 2.
         let pages = [0x10_000, 0x11_000, 0x40_000, 0x41_000];
         let reg = Registration {
-            pd: PD,
+            pd: hwq::Pdn::from_raw(PD),
             access: Access::REMOTE_READ,
             va: 0x7000_0000,
             length: 4 * PAGE_SIZE,

@@ -14,7 +14,9 @@ use hwq::device::{
     CmEvent, ConnectParams, ConnectionInfo, DeviceEvents, EventSink, QpSetup, ReceiveSource,
 };
 use hwq::ring::ring;
-use hwq::{Cqe, DmaAccess, DmaFault, Producer, RecvWqe, SendWqe};
+use hwq::{
+    ConnId, Cqe, Cqn, DmaAccess, DmaFault, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn,
+};
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::{Clock, Wake};
 use softrnic::fabric::{Fabric, FabricPort, Faults};
@@ -92,38 +94,38 @@ impl Wake for NoWake {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ev {
     ConnectRequest {
-        listen_id: u32,
-        conn_id: u32,
+        listen_id: ListenId,
+        conn_id: ConnId,
         info: ConnectionInfo,
         data: Vec<u8>,
     },
     Replied {
-        conn_id: u32,
+        conn_id: ConnId,
         info: ConnectionInfo,
         data: Vec<u8>,
     },
     Rejected {
-        conn_id: u32,
+        conn_id: ConnId,
         by_consumer: bool,
         data: Vec<u8>,
     },
     Established {
-        conn_id: u32,
+        conn_id: ConnId,
     },
     Disconnected {
-        conn_id: u32,
+        conn_id: ConnId,
     },
     DisconnectDone {
-        conn_id: u32,
+        conn_id: ConnId,
     },
     Failed {
-        conn_id: u32,
+        conn_id: ConnId,
         timed_out: bool,
     },
 }
 
 impl Ev {
-    pub fn conn_id(&self) -> u32 {
+    pub fn conn_id(&self) -> ConnId {
         match self {
             Self::ConnectRequest { conn_id, .. }
             | Self::Replied { conn_id, .. }
@@ -140,17 +142,17 @@ impl Ev {
 #[derive(Debug, Default)]
 pub struct Recorder {
     pub cm: Mutex<Vec<Ev>>,
-    pub cq: Mutex<Vec<u32>>,
+    pub cq: Mutex<Vec<Cqn>>,
 }
 
 impl DeviceEvents for Recorder {
-    fn cq_event(&self, cqn: u32, _overflow: bool) {
+    fn cq_event(&self, cqn: Cqn, _overflow: bool) {
         self.cq.lock().unwrap().push(cqn);
     }
 
-    fn srq_limit(&self, _srqn: u32) {}
+    fn srq_limit(&self, _srqn: Srqn) {}
 
-    fn qp_error(&self, _qpn: u32) {}
+    fn qp_error(&self, _qpn: Qpn) {}
 
     fn cm_event(&self, event: CmEvent<'_>) {
         let ev = match event {
@@ -194,9 +196,9 @@ impl DeviceEvents for Recorder {
 
 /// The driver-side ends of a QP's queues.
 pub struct Qp {
-    pub qpn: u32,
-    pub pd: u32,
-    pub cqn: u32,
+    pub qpn: Qpn,
+    pub pd: Pdn,
+    pub cqn: Cqn,
     pub sq: Producer<SendWqe>,
     pub rq: Producer<RecvWqe>,
     pub cq: hwq::Consumer<Cqe>,
@@ -217,7 +219,7 @@ impl Node {
     }
 
     /// CM events of connection `conn_id`.
-    pub fn events_of(&self, conn_id: u32) -> Vec<Ev> {
+    pub fn events_of(&self, conn_id: ConnId) -> Vec<Ev> {
         self.cm_events()
             .into_iter()
             .filter(|e| e.conn_id() == conn_id)

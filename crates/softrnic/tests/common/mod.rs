@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use hwq::device::{QpSetup, ReceiveSource, Registration};
 use hwq::ring::ring;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
-use hwq::{Consumer, Cqe, DmaAccess, DmaFault, MemoryKey, Producer, RecvWqe, SendWqe, Sge};
+use hwq::{
+    Consumer, Cqe, Cqn, DmaAccess, DmaFault, MemoryKey, Pdn, Producer, Qpn, RecvWqe, SendWqe, Sge,
+};
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::{Clock, Wake};
 use softrnic::fabric::{Fabric, FabricPort, Faults};
@@ -138,7 +140,7 @@ impl Wake for NoWake {
 /// A completion queue as the test consumes it.
 #[derive(Debug)]
 pub struct Cq {
-    pub cqn: u32,
+    pub cqn: Cqn,
     ring: Consumer<Cqe>,
     pub seen: Vec<Cqe>,
 }
@@ -162,7 +164,7 @@ pub struct Node {
     pub dev: SoftRnic,
     pub mem: Arc<HostMem>,
     pub addr: IpAddr,
-    pub pd: u32,
+    pub pd: Pdn,
     pub pd_key: MemoryKey,
     /// Further addresses the world delivers to this node (every address
     /// it was ever given: a removed one still reaches the device, which
@@ -173,7 +175,7 @@ pub struct Node {
 /// A QP as the test drives it.
 #[derive(Debug)]
 pub struct Qp {
-    pub qpn: u32,
+    pub qpn: Qpn,
     pub sq: Producer<SendWqe>,
     pub rq: Producer<RecvWqe>,
     pub scq: Cq,
@@ -271,7 +273,7 @@ impl Node {
     }
 
     /// Allocates and registers `len` bytes with `access` in `pd`.
-    pub fn register_in(&self, pd: u32, len: u64, access: Access) -> Buf {
+    pub fn register_in(&self, pd: Pdn, len: u64, access: Access) -> Buf {
         let logical = self.mem.alloc(len);
         let pages: Vec<u64> = (0..len.max(1).div_ceil(PAGE))
             .map(|i| logical + i * PAGE)
@@ -313,7 +315,7 @@ impl Node {
         self.qp_in(self.pd, depth)
     }
 
-    pub fn qp_in(&self, pd: u32, depth: u32) -> Qp {
+    pub fn qp_in(&self, pd: Pdn, depth: u32) -> Qp {
         let scq = self.cq(depth * 4);
         let rcq = self.cq(depth * 4);
         let (sp, sc) = ring::<SendWqe>(depth).unwrap();
@@ -326,7 +328,7 @@ impl Node {
                 recv_cqn: rcq.cqn,
                 sq: sc,
                 rq: ReceiveSource::Queue(rc),
-                context: 0xC0DE_0000 + u64::from(pd),
+                context: 0xC0DE_0000 + u64::from(pd.raw()),
             })
             .unwrap();
         Qp {
@@ -357,7 +359,7 @@ impl Node {
     }
 
     pub fn state(&self, qp: &Qp) -> QpState {
-        self.dev.qp_state(qp.qpn).unwrap()
+        self.dev.qp_state(qp.qpn.raw()).unwrap()
     }
 }
 
@@ -469,7 +471,7 @@ impl World {
     pub fn connect(&self, qa: &Qp, qb: &Qp, pmtu: u32, psn_a: u32, psn_b: u32, reads: u32) {
         let pa = Path {
             remote: SocketAddr::new(self.b.addr, 4791),
-            remote_qpn: qb.qpn,
+            remote_qpn: qb.qpn.raw(),
             pmtu,
             send_psn: psn_a,
             recv_psn: psn_b,
@@ -478,13 +480,13 @@ impl World {
         };
         let pb = Path {
             remote: SocketAddr::new(self.a.addr, 4791),
-            remote_qpn: qa.qpn,
+            remote_qpn: qa.qpn.raw(),
             send_psn: psn_b,
             recv_psn: psn_a,
             ..pa
         };
-        self.a.dev.connect_qp(qa.qpn, pa).unwrap();
-        self.b.dev.connect_qp(qb.qpn, pb).unwrap();
+        self.a.dev.connect_qp(qa.qpn.raw(), pa).unwrap();
+        self.b.dev.connect_qp(qb.qpn.raw(), pb).unwrap();
     }
 
     /// One step: deliver every due packet, poll both devices; if nothing
