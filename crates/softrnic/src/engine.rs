@@ -238,9 +238,9 @@ impl SoftRnic {
         let request = !train.is_read_response();
         let taken = self.to_qp(qpn, train.src(), train.dst(), request, |qp| {
             if request {
-                qp::on_request_train(&cx, qpn, qp, train, now);
+                qp::on_request_train(&cx, qpn, qp, train);
             } else {
-                qp::on_read_train(&cx, qpn, qp, train, now);
+                qp::on_read_train(&cx, qpn, qp, train);
             }
         });
         if !taken {
@@ -273,9 +273,9 @@ impl SoftRnic {
         let cx = self.transport(now);
         let taken = self.to_qp(qpn, p.ip.src(), p.ip.dst(), op.is_request(), |qp| {
             if op.is_request() {
-                qp::on_request(&cx, qpn, qp, &p, now);
+                qp::on_request(&cx, qpn, qp, &p);
             } else {
-                qp::on_response(&cx, qpn, qp, &p, now);
+                qp::on_response(&cx, qpn, qp, &p);
             }
         });
         if !taken {
@@ -407,7 +407,7 @@ impl SoftRnic {
         self.sq_ready.drain(|qpn| {
             worked = true;
             let more = self.qps.with(qpn, |qp| {
-                let more = qp::run_send_side(&cx, qpn, qp, now, POLL_BUDGET);
+                let more = qp::run_send_side(&cx, qpn, qp, POLL_BUDGET);
                 self.arm_timer(qpn, qp);
                 !self.park_if_stalled(qpn, qp) && more
             });

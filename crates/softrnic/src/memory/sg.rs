@@ -203,15 +203,3 @@ pub(crate) fn write_remote(
         .map_err(|_| SgError::Protection)?;
     copy_to_host(dma, range, data).map_err(|_| SgError::Protection)
 }
-
-/// Whether `rkey` grants `need` over `[va, va + len)` (true for len 0).
-pub(crate) fn check_remote(
-    keys: &KeyTable,
-    pd: u32,
-    rkey: u32,
-    va: u64,
-    len: u64,
-    need: Need,
-) -> bool {
-    len == 0 || keys.check(MemoryKey(rkey), pd, va, len, need).is_ok()
-}

@@ -13,6 +13,7 @@ use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
 
 use super::Context;
 use super::read_window::READ_WINDOW;
+use super::timers::{Timer, Timers};
 use super::{Connection, Fatal, MetaKind, QueuePair, Requester, WqeMeta};
 use crate::memory::Need;
 use crate::train::{Payload, Segment, Train};
@@ -65,13 +66,14 @@ impl Requester {
         (progressed, read_gap)
     }
 
-    fn on_progress(&mut self, conn_rc: &super::RcConfig, now: u64) {
+    fn on_progress(&mut self, timers: &mut Timers, conn_rc: &super::RcConfig, now: u64) {
         self.retry_left = conn_rc.retry_count;
         self.rnr_left = conn_rc.rnr_retry;
         self.cwnd = (self.cwnd + 1).min(conn_rc.max_unacked_psns.max(super::MIN_CWND));
-        self.retrans_deadline = self
+        let deadline = self
             .outstanding()
             .then(|| now.saturating_add(conn_rc.ack_timeout_us));
+        timers.set(Timer::Retransmit, deadline);
     }
 
     /// Starts one fast retry (lost READ response, PSN sequence NAK) per
@@ -88,7 +90,7 @@ impl Requester {
 
     /// Fails the oldest incomplete wire WQE with `status` (it completes,
     /// in order, when it is the oldest) and stops the requester.
-    fn fail_oldest(&mut self, status: CqeStatus) {
+    fn fail_oldest(&mut self, timers: &mut Timers, status: CqeStatus) {
         let index = self.una_index;
         if index == self.start_index {
             return;
@@ -102,37 +104,25 @@ impl Requester {
             },
         );
         self.halted = true;
-        self.retrans_deadline = None;
-        self.rnr_deadline = None;
+        timers.disarm(Timer::Retransmit);
+        timers.disarm(Timer::Rnr);
     }
 }
 
 /// Handles an ACK, NAK or READ response for QP `qpn`.
-pub(crate) fn on_response(
-    cx: &Context<'_>,
-    qpn: u32,
-    qp: &mut QueuePair,
-    p: &Packet<'_>,
-    now: u64,
-) {
+pub(crate) fn on_response(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>) {
     let before = progress(qp);
-    handle(cx, qp, p, now);
+    handle(cx, qp, p);
     finish(cx, qpn, qp, before);
 }
 
 /// Handles the READ responses of a train ([`crate::train`]) for QP `qpn`,
 /// one segment at a time, as if its packets had arrived in order.
-pub(crate) fn on_read_train(
-    cx: &Context<'_>,
-    qpn: u32,
-    qp: &mut QueuePair,
-    train: &Train,
-    now: u64,
-) {
+pub(crate) fn on_read_train(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, train: &Train) {
     let before = progress(qp);
     let QueuePair { sq, conn, pd, .. } = qp;
     if let Some(conn) = conn.as_mut()
-        && !place_whole_train(cx, *pd, sq, conn, train, now)
+        && !place_whole_train(cx, *pd, sq, conn, train)
     {
         for i in 0..train.segments() {
             let seg = train.segment(i);
@@ -142,7 +132,7 @@ pub(crate) fn on_read_train(
                 ends_message: seg.ends_message(),
                 payload: Payload::Train(train, seg),
             };
-            read_response(cx, *pd, sq, conn, &response, now);
+            read_response(cx, *pd, sq, conn, &response);
             if conn.req.halted {
                 break;
             }
@@ -165,7 +155,6 @@ fn place_whole_train(
     sq: &hwq::Consumer<hwq::SendWqe>,
     conn: &mut Connection,
     train: &Train,
-    now: u64,
 ) -> bool {
     let pmtu = u64::from(conn.pmtu.bytes());
     let req = &conn.req;
@@ -215,7 +204,7 @@ fn place_whole_train(
     if placed != Ok(true) {
         return false;
     }
-    placed_at_una(cx, conn, meta, psn_add(last_psn, 1), now);
+    placed_at_una(cx, conn, meta, psn_add(last_psn, 1));
     true
 }
 
@@ -243,7 +232,8 @@ fn finish(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, before: Option<(u32, u
 
 // One match over the response kinds reads better whole than split.
 #[allow(clippy::too_many_lines)]
-fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
+fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>) {
+    let now = cx.now;
     let QueuePair { sq, conn, pd, .. } = qp;
     let Some(conn) = conn.as_mut() else {
         return;
@@ -265,7 +255,7 @@ fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                     }
                     let (progressed, gap) = req.advance_to(target);
                     if progressed {
-                        req.on_progress(&rc, now);
+                        req.on_progress(&mut conn.timers, &rc, now);
                     }
                     if gap && req.fast_retry() {
                         stats.read_gap_retries.inc();
@@ -278,20 +268,21 @@ fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                     stats.rnr_naks_received.inc();
                     let (progressed, _) = req.advance_to(psn);
                     if progressed {
-                        req.on_progress(&rc, now);
+                        req.on_progress(&mut conn.timers, &rc, now);
                     }
                     if req.una != psn {
                         return;
                     }
                     if rc.rnr_retry < 7 {
                         if req.rnr_left == 0 {
-                            req.fail_oldest(CqeStatus::RnrRetryExceeded);
+                            req.fail_oldest(&mut conn.timers, CqeStatus::RnrRetryExceeded);
                             return;
                         }
                         req.rnr_left -= 1;
                     }
-                    req.rnr_deadline = Some(now.saturating_add(u64::from(timer.micros())));
-                    req.retrans_deadline = None;
+                    let wait = now.saturating_add(u64::from(timer.micros()));
+                    conn.timers.set(Timer::Rnr, Some(wait));
+                    conn.timers.disarm(Timer::Retransmit);
                     req.rewind();
                 }
                 Syndrome::Nak(code) => {
@@ -300,12 +291,12 @@ fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                     }
                     let (progressed, _) = req.advance_to(psn);
                     if progressed {
-                        req.on_progress(&rc, now);
+                        req.on_progress(&mut conn.timers, &rc, now);
                     }
                     let status = match code {
                         NakCode::PsnSequenceError => {
                             stats.seq_naks_received.inc();
-                            if req.rnr_deadline.is_none() && req.fast_retry() {
+                            if !conn.timers.is_armed(Timer::Rnr) && req.fast_retry() {
                                 stats.seq_nak_retries.inc();
                             }
                             return;
@@ -317,7 +308,7 @@ fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                         NakCode::RemoteOperationalError => CqeStatus::RemoteOperational,
                     };
                     stats.fatal_naks_received.inc();
-                    req.fail_oldest(status);
+                    req.fail_oldest(&mut conn.timers, status);
                 }
             }
         }
@@ -328,7 +319,7 @@ fn handle(cx: &Context<'_>, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
                 ends_message: p.info.position.ends_message(),
                 payload: Payload::Bytes(p.payload),
             };
-            read_response(cx, *pd, sq, conn, &response, now);
+            read_response(cx, *pd, sq, conn, &response);
         }
         _ => {}
     }
@@ -351,8 +342,8 @@ fn read_response(
     sq: &hwq::Consumer<hwq::SendWqe>,
     conn: &mut Connection,
     r: &Response<'_>,
-    now: u64,
 ) {
+    let now = cx.now;
     let stats = &cx.stats;
     let rc = conn.rc;
     let psn = r.psn;
@@ -368,7 +359,7 @@ fn read_response(
     }
     let (progressed, _) = req.advance_to(psn);
     if progressed {
-        req.on_progress(&rc, now);
+        req.on_progress(&mut conn.timers, &rc, now);
     }
     let meta = req.meta(req.una_index);
     let reading = req.una_index != req.start_index && meta.kind == MetaKind::Read;
@@ -388,7 +379,7 @@ fn read_response(
         stats.stale_responses.inc();
         return;
     }
-    place_read(cx, pd, sq, conn, meta, r, now);
+    place_read(cx, pd, sq, conn, meta, r);
     let req = &mut conn.req;
     if ahead > 0 {
         // Placed past a hole: ask for the hole once it is clearly
@@ -427,7 +418,6 @@ fn place_read(
     conn: &mut Connection,
     meta: WqeMeta,
     r: &Response<'_>,
-    now: u64,
 ) {
     let pmtu = conn.pmtu.bytes();
     let req = &mut conn.req;
@@ -462,7 +452,7 @@ fn place_read(
             return;
         }
         Err(_) => {
-            req.fail_oldest(CqeStatus::LocalProtection);
+            req.fail_oldest(&mut conn.timers, CqeStatus::LocalProtection);
             return;
         }
     }
@@ -470,13 +460,14 @@ fn place_read(
         req.read_window.set(psn);
         return;
     }
-    placed_at_una(cx, conn, meta, psn_add(psn, 1), now);
+    placed_at_una(cx, conn, meta, psn_add(psn, 1));
 }
 
 /// Responses of the READ `meta` were placed from `una` up to (not
 /// including) `next`: moves `una` past them and past what was placed
 /// beyond, completing the READ if that was all.
-fn placed_at_una(cx: &Context<'_>, conn: &mut Connection, meta: WqeMeta, next: u32, now: u64) {
+fn placed_at_una(cx: &Context<'_>, conn: &mut Connection, meta: WqeMeta, next: u32) {
+    let now = cx.now;
     let rc = conn.rc;
     let req = &mut conn.req;
     let end = psn_add(meta.first_psn, meta.npsn);
@@ -488,10 +479,10 @@ fn placed_at_una(cx: &Context<'_>, conn: &mut Connection, meta: WqeMeta, next: u
         // WQEs after it.
         let hi = req.acked_hi;
         req.advance_to(hi);
-        req.on_progress(&rc, now);
+        req.on_progress(&mut conn.timers, &rc, now);
         return;
     }
-    req.on_progress(&rc, now);
+    req.on_progress(&mut conn.timers, &rc, now);
     // Stopped at another hole with data already placed after it: those
     // responses came from a stream that passed the hole before our last
     // request reached the responder, so nothing in flight fills it.
@@ -574,17 +565,18 @@ pub(crate) fn send_cqe_opcode(op: Option<SendOpcode>) -> CqeOpcode {
 
 /// The retransmit timer expired: go back to the oldest unacknowledged PSN,
 /// or fail the oldest WQE when the retries are used up.
-pub(crate) fn on_retransmit_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, now: u64) {
+pub(crate) fn on_retransmit_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) {
+    let now = cx.now;
     let Some(conn) = qp.conn.as_mut() else { return };
     let rc = conn.rc;
     let req = &mut conn.req;
-    req.retrans_deadline = None;
-    if !req.outstanding() || req.rnr_deadline.is_some() {
+    conn.timers.disarm(Timer::Retransmit);
+    if !req.outstanding() || conn.timers.is_armed(Timer::Rnr) {
         return;
     }
     cx.stats.timeouts.inc();
     if req.retry_left == 0 {
-        req.fail_oldest(CqeStatus::RetryExceeded);
+        req.fail_oldest(&mut conn.timers, CqeStatus::RetryExceeded);
         if complete_ready(cx, qpn, qp).is_err() {
             cx.enter_error(qpn, qp);
         }
@@ -595,18 +587,21 @@ pub(crate) fn on_retransmit_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair
     req.rewind();
     req.backoff();
     let expiries = rc.retry_count.saturating_sub(req.retry_left);
-    req.retrans_deadline = Some(now.saturating_add(rc.retransmit_timeout_us(expiries)));
+    let deadline = now.saturating_add(rc.retransmit_timeout_us(expiries));
+    conn.timers.set(Timer::Retransmit, Some(deadline));
     cx.sq_doorbell(qpn);
 }
 
 /// The RNR wait is over: resend from the refused PSN.
-pub(crate) fn on_rnr_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, now: u64) {
+pub(crate) fn on_rnr_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) {
+    let now = cx.now;
     let Some(conn) = qp.conn.as_mut() else { return };
     let req = &mut conn.req;
-    req.rnr_deadline = None;
+    conn.timers.disarm(Timer::Rnr);
     req.retry_at = None;
     req.rewind();
-    req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
+    let deadline = now.saturating_add(conn.rc.ack_timeout_us);
+    conn.timers.set(Timer::Retransmit, Some(deadline));
     cx.sq_doorbell(qpn);
 }
 

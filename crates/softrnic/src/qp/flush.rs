@@ -29,13 +29,11 @@ pub fn flush(
         // The transport stops: no timers, no queued responses, nothing more
         // started; a receive taken from an SRQ for a half-received SEND is
         // flushed with the rest.
+        conn.timers.disarm_all();
         let req = &mut conn.req;
         req.halted = true;
-        req.retrans_deadline = None;
-        req.rnr_deadline = None;
         req.reads_outstanding = 0;
         let resp = &mut conn.resp;
-        resp.ack_deadline = None;
         resp.owed = Owed::None;
         resp.active_reads = 0;
         resp.reads.iter_mut().for_each(|r| r.active = false);

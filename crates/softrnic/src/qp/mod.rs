@@ -11,6 +11,11 @@
 //! * `responder` — the peer's requests: PSN and opcode-sequence checks,
 //!   receive consumption, key checks, placement, READ responses (with replay
 //!   from saved resources), ACK coalescing.
+//! * `checks` — the responder's checks of a request, one function each
+//!   (PSN, opcode sequence, length, DMA length, remote key), each bumping
+//!   its own counter.
+//! * `timers` — the connection's ACK, RNR and retransmit timers in one
+//!   table; `on_timers` runs the due ones.
 //! * `flush` — moving a QP to error.
 //!
 //! * `context` — `Context`, all the state machines see of their device:
@@ -22,12 +27,14 @@
 //! ([`crate::engine`]), which builds the `Context`; nothing here
 //! allocates after `Connection::new`.
 
+mod checks;
 mod completer;
 mod context;
 mod flush;
 mod read_window;
 mod requester;
 mod responder;
+mod timers;
 
 use alloc::vec::Vec;
 use core::net::SocketAddr;
@@ -40,6 +47,7 @@ pub(crate) use completer::{on_read_train, on_response, on_retransmit_timer, on_r
 pub(crate) use context::Context;
 pub use flush::flush;
 pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request, on_request_train};
+use timers::{Timer, Timers};
 
 /// The QP must enter the error state (any error CQE is already written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,13 +55,7 @@ pub(crate) struct Fatal;
 
 /// Runs the send side of QP `qpn` (queued READ responses, then the
 /// requester) for at most `budget` packets; returns whether more is ready.
-pub(crate) fn run_send_side(
-    cx: &Context<'_>,
-    qpn: u32,
-    qp: &mut QueuePair,
-    now: u64,
-    budget: u32,
-) -> bool {
+pub(crate) fn run_send_side(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, budget: u32) -> bool {
     match qp.state {
         QpState::Init => return false,
         QpState::Error => {
@@ -79,7 +81,7 @@ pub(crate) fn run_send_side(
                 0
             };
             let more_requests =
-                requester::run_requester(cx, qp, now, budget.saturating_sub(used).max(1))?;
+                requester::run_requester(cx, qp, budget.saturating_sub(used).max(1))?;
             completer::complete_ready(cx, qpn, qp)?;
             if cx.stats.tx_packets.get() != sent_before {
                 responder::flush_held_ack(cx, qp);
@@ -98,22 +100,17 @@ pub(crate) fn run_send_side(
 /// timer, the RNR timer, the retransmit timer, in that order (each only
 /// while the QP stays connected).
 pub(crate) fn on_timers(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) {
-    let now = cx.now;
-    let due = |d: Option<u64>| d.is_some_and(|d| d <= now);
     let Some(conn) = qp.conn.as_ref() else { return };
-    let (ack, rnr, retrans) = (
-        due(conn.resp.ack_deadline),
-        due(conn.req.rnr_deadline),
-        due(conn.req.retrans_deadline),
-    );
-    if ack && qp.state == QpState::Connected {
-        on_ack_timer(cx, qp);
-    }
-    if rnr && qp.state == QpState::Connected {
-        on_rnr_timer(cx, qpn, qp, now);
-    }
-    if retrans && qp.state == QpState::Connected {
-        on_retransmit_timer(cx, qpn, qp, now);
+    let due = Timer::ALL.map(|t| conn.timers.is_due(t, cx.now));
+    for (timer, due) in Timer::ALL.into_iter().zip(due) {
+        if !due || qp.state != QpState::Connected {
+            continue;
+        }
+        match timer {
+            Timer::Ack => on_ack_timer(cx, qp),
+            Timer::Rnr => on_rnr_timer(cx, qpn, qp),
+            Timer::Retransmit => on_retransmit_timer(cx, qpn, qp),
+        }
     }
 }
 
@@ -273,8 +270,6 @@ pub(crate) struct Requester {
     pub halted: bool,
     pub retry_left: u8,
     pub rnr_left: u8,
-    pub retrans_deadline: Option<u64>,
-    pub rnr_deadline: Option<u64>,
     /// `una` at which a fast retry (lost READ response, PSN sequence NAK)
     /// already started, so a burst of them (or the rest of a READ stream
     /// still arriving after the hole) starts only one.
@@ -374,7 +369,6 @@ pub(crate) struct Responder {
     pub recv_from_srq: bool,
     /// Solicited bit seen on the message.
     pub unacked: u32,
-    pub ack_deadline: Option<u64>,
     /// The requester of this QP sends, and no held ACK timed out since:
     /// the ACK of a lone SEND is worth holding for an answer.
     pub answers: bool,
@@ -401,6 +395,8 @@ pub(crate) struct Connection {
     pub pages: Vec<u64>,
     pub req: Requester,
     pub resp: Responder,
+    /// The ACK, RNR and retransmit timers.
+    pub timers: Timers,
     /// The link had no room for this QP's next packet
     /// ([`crate::link::Link::can_transmit`]): it stopped there, and the
     /// engine parks it until the link has room ([`QueuePair::take_tx_stall`]).
@@ -477,8 +473,6 @@ impl Connection {
                 halted: false,
                 retry_left: rc.retry_count,
                 rnr_left: rc.rnr_retry,
-                retrans_deadline: None,
-                rnr_deadline: None,
                 retry_at: None,
                 read_window: read_window::ReadWindow::default(),
                 ooo_responses: 0,
@@ -494,7 +488,6 @@ impl Connection {
                 recv: None,
                 recv_from_srq: false,
                 unacked: 0,
-                ack_deadline: None,
                 answers: false,
                 owed: Owed::None,
                 reads,
@@ -502,6 +495,7 @@ impl Connection {
                 emit_head: 0,
                 active_reads: 0,
             },
+            timers: Timers::default(),
             tx_stalled: false,
         })
     }
@@ -518,14 +512,7 @@ impl Connection {
 
     /// The earliest timer of this connection.
     pub(crate) fn next_deadline(&self) -> Option<u64> {
-        [
-            self.req.retrans_deadline,
-            self.req.rnr_deadline,
-            self.resp.ack_deadline,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        self.timers.next()
     }
 }
 

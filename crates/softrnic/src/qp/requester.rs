@@ -7,6 +7,7 @@ use hwq::wqe::{Access, MAX_SGE, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
 
 use super::Context;
+use super::timers::Timer;
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
 use crate::memory::Need;
 use crate::memory::sg::{self, SgError};
@@ -70,7 +71,6 @@ enum Start {
 pub(crate) fn run_requester(
     cx: &Context<'_>,
     qp: &mut QueuePair,
-    now: u64,
     mut budget: u32,
 ) -> Result<bool, Fatal> {
     let QueuePair { sq, conn, pd, .. } = qp;
@@ -78,7 +78,7 @@ pub(crate) fn run_requester(
     let Some(conn) = conn.as_mut() else {
         return Ok(false);
     };
-    if conn.req.rnr_deadline.is_some() {
+    if conn.timers.is_armed(Timer::Rnr) {
         return Ok(false);
     }
     sq.refresh();
@@ -107,7 +107,7 @@ pub(crate) fn run_requester(
                     let Some(wqe) = sq.read(index) else {
                         return Err(Fatal);
                     };
-                    if send_packet(cx, pd, conn, &wqe, meta, now).is_err() {
+                    if send_packet(cx, pd, conn, &wqe, meta).is_err() {
                         // The source vanished under a started message (the
                         // driver deregistered it): the WQE fails in order.
                         let req = &mut conn.req;
@@ -337,8 +337,8 @@ fn send_packet(
     conn: &mut Connection,
     wqe: &SendWqe,
     meta: WqeMeta,
-    now: u64,
 ) -> Result<(), SgError> {
+    let now = cx.now;
     let pmtu = conn.pmtu.bytes();
     let req = &mut conn.req;
     let psn = req.next_psn;
@@ -376,7 +376,7 @@ fn send_packet(
         req.since_ack_req = 0;
         n
     } else if !wqe.wqe_flags().contains(WqeFlags::INLINE) && cx.tx.carries_trains(conn.ip.dst()) {
-        return send_train(cx, pd, conn, wqe, meta, now);
+        return send_train(cx, pd, conn, wqe, meta);
     } else {
         let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
         let (first, last) = position(k, meta.npsn);
@@ -432,9 +432,10 @@ fn send_packet(
     if psn_before(req.sent_hi, req.next_psn) {
         req.sent_hi = req.next_psn;
     }
-    if req.retrans_deadline.is_none() {
-        req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
-    }
+    conn.timers.arm_if_idle(
+        Timer::Retransmit,
+        now.saturating_add(conn.rc.ack_timeout_us),
+    );
     cx.tx.buf(&mut conn.tx_buf, built, resend);
     Ok(())
 }
@@ -450,8 +451,8 @@ fn send_train(
     conn: &mut Connection,
     wqe: &SendWqe,
     meta: WqeMeta,
-    now: u64,
 ) -> Result<(), SgError> {
+    let now = cx.now;
     let pmtu = conn.pmtu.bytes();
     let window = conn.req.window(&conn.rc);
     let req = &mut conn.req;
@@ -528,9 +529,10 @@ fn send_train(
     if psn_before(req.sent_hi, req.next_psn) {
         req.sent_hi = req.next_psn;
     }
-    if req.retrans_deadline.is_none() {
-        req.retrans_deadline = Some(now.saturating_add(conn.rc.ack_timeout_us));
-    }
+    conn.timers.arm_if_idle(
+        Timer::Retransmit,
+        now.saturating_add(conn.rc.ack_timeout_us),
+    );
     cx.tx.train(Train::new(cx.mem.clone(), &train), resend);
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The responder: executes the peer's requests in PSN order.
 //!
-//! Per packet: PSN check (expected → execute; ahead → one PSN sequence
+//! Per packet (each check a function of `checks.rs`): PSN check
+//! (expected → execute; ahead → one PSN sequence
 //! error NAK, then silence until the expected PSN arrives; behind →
 //! duplicate: SEND/WRITE are re-acknowledged without placing anything,
 //! READs are replayed from the saved IRD resource after the key is checked
@@ -36,6 +37,8 @@ use hwq::wqe::MAX_SGE;
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, Sge};
 
 use super::Context;
+use super::checks::{PsnCheck, check_dma_len, check_length, check_op_seq, check_psn, check_rkey};
+use super::timers::Timer;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
 use crate::memory::Need;
 use crate::memory::sg;
@@ -49,25 +52,17 @@ use crate::wire::{
 
 /// READ response packets emitted inline when the request arrives.
 const INLINE_READ_BUDGET: u32 = 16;
-/// Largest RETH DMA length accepted.
-const MAX_DMA_LEN: u32 = 1 << 31;
 
 /// Handles a request packet for QP `qpn`.
-pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>, now: u64) {
-    if handle(cx, qpn, qp, p, Payload::Bytes(p.payload), now).is_err() {
+pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>) {
+    if handle(cx, qpn, qp, p, Payload::Bytes(p.payload)).is_err() {
         cx.enter_error(qpn, qp);
     }
 }
 
 /// Handles the packets of a SEND or WRITE train ([`crate::train`]) for QP
 /// `qpn`, one segment at a time, as if they had arrived in order.
-pub(crate) fn on_request_train(
-    cx: &Context<'_>,
-    qpn: u32,
-    qp: &mut QueuePair,
-    train: &Train,
-    now: u64,
-) {
+pub(crate) fn on_request_train(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, train: &Train) {
     for i in 0..train.segments() {
         let seg = train.segment(i);
         let headers = train.headers(&seg);
@@ -82,7 +77,7 @@ pub(crate) fn on_request_train(
             payload: &[],
             icrc: 0,
         };
-        if handle(cx, qpn, qp, &p, Payload::Train(train, seg), now).is_err() {
+        if handle(cx, qpn, qp, &p, Payload::Train(train, seg)).is_err() {
             cx.enter_error(qpn, qp);
             return;
         }
@@ -131,7 +126,7 @@ fn flush_owed(cx: &Context<'_>, conn: &mut Connection) {
     };
     conn.resp.owed = Owed::None;
     conn.resp.unacked = 0;
-    conn.resp.ack_deadline = None;
+    conn.timers.disarm(Timer::Ack);
     send_aeth(cx, conn, syndrome, psn);
 }
 
@@ -147,13 +142,8 @@ fn owe(cx: &Context<'_>, conn: &mut Connection, what: Owed) {
 /// a datagram. Any second request before then is acknowledged at once.
 ///
 /// [`RcConfig::ack_defer_us`]: super::RcConfig::ack_defer_us
-fn ack_or_coalesce(
-    cx: &Context<'_>,
-    conn: &mut Connection,
-    ack_req: bool,
-    answerable: bool,
-    now: u64,
-) {
+fn ack_or_coalesce(cx: &Context<'_>, conn: &mut Connection, ack_req: bool, answerable: bool) {
+    let now = cx.now;
     let resp = &mut conn.resp;
     resp.unacked += 1;
     let hold = ack_req
@@ -165,11 +155,13 @@ fn ack_or_coalesce(
         && resp.active_reads == 0;
     if hold {
         cx.stats.acks_held.inc();
-        resp.ack_deadline = Some(now.saturating_add(conn.rc.ack_defer_us));
+        conn.timers
+            .set(Timer::Ack, Some(now.saturating_add(conn.rc.ack_defer_us)));
     } else if ack_req || resp.unacked >= conn.rc.ack_coalesce.max(1) {
         owe(cx, conn, Owed::Ack);
-    } else if resp.ack_deadline.is_none() {
-        resp.ack_deadline = Some(now.saturating_add(conn.rc.ack_delay_us));
+    } else {
+        conn.timers
+            .arm_if_idle(Timer::Ack, now.saturating_add(conn.rc.ack_delay_us));
     }
 }
 
@@ -180,7 +172,7 @@ pub(crate) fn flush_held_ack(cx: &Context<'_>, qp: &mut QueuePair) {
     let Some(conn) = qp.conn.as_mut() else { return };
     let resp = &mut conn.resp;
     resp.answers = true;
-    if resp.unacked > 0 && resp.owed == Owed::None && resp.ack_deadline.is_some() {
+    if resp.unacked > 0 && resp.owed == Owed::None && conn.timers.is_armed(Timer::Ack) {
         cx.stats.acks_joined.inc();
         owe(cx, conn, Owed::Ack);
     }
@@ -189,7 +181,7 @@ pub(crate) fn flush_held_ack(cx: &Context<'_>, qp: &mut QueuePair) {
 /// The ACK coalescing timer expired.
 pub(crate) fn on_ack_timer(cx: &Context<'_>, qp: &mut QueuePair) {
     let Some(conn) = qp.conn.as_mut() else { return };
-    conn.resp.ack_deadline = None;
+    conn.timers.disarm(Timer::Ack);
     if conn.resp.unacked > 0 && conn.resp.owed == Owed::None {
         // No answer came in time: a one-way stream (whose sender waits for
         // these ACKs) gets them at once from now on.
@@ -256,7 +248,6 @@ fn handle(
     qp: &mut QueuePair,
     p: &Packet<'_>,
     payload: Payload<'_>,
-    now: u64,
 ) -> Result<(), Fatal> {
     let QueuePair {
         rq,
@@ -270,35 +261,25 @@ fn handle(
     let Some(conn) = conn.as_mut() else {
         return Ok(());
     };
-    let stats = &cx.stats;
     let psn = p.bth.psn;
-    let d = psn_diff(psn, conn.resp.epsn);
-    if d > 0 {
-        stats.out_of_sequence.inc();
-        if !conn.resp.nak_sent {
-            conn.resp.nak_sent = true;
-            stats.seq_naks_sent.inc();
-            owe(cx, conn, Owed::SeqNak);
+    match check_psn(cx, &conn.resp, psn) {
+        PsnCheck::Ahead => {
+            if !conn.resp.nak_sent {
+                conn.resp.nak_sent = true;
+                cx.stats.seq_naks_sent.inc();
+                owe(cx, conn, Owed::SeqNak);
+            }
+            return Ok(());
         }
-        return Ok(());
-    }
-    if d < 0 {
-        stats.duplicates.inc();
-        return duplicate(cx, qpn, conn, pd, p);
+        PsnCheck::Duplicate => return duplicate(cx, qpn, conn, pd, p),
+        PsnCheck::Expected => {}
     }
     if conn.resp.owed == Owed::SeqNak {
         conn.resp.owed = Owed::None;
     }
     let op = p.info.operation;
     let pos = p.info.position;
-    let in_sequence = match (conn.resp.msg, op) {
-        (InMessage::None, _) => pos.starts_message(),
-        (InMessage::Send { .. }, Operation::Send) | (InMessage::Write { .. }, Operation::Write) => {
-            !pos.starts_message()
-        }
-        _ => false,
-    };
-    if !in_sequence {
+    if !check_op_seq(conn.resp.msg, op, pos) {
         let mut target = RecvTarget {
             rq,
             cqn: *recv_cqn,
@@ -309,7 +290,7 @@ fn handle(
         return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
     if matches!(op, Operation::Send | Operation::Write)
-        && !length_ok(pos, payload.len(), conn.pmtu.bytes() as usize)
+        && !check_length(pos, payload.len(), conn.pmtu.bytes() as usize)
     {
         let mut target = RecvTarget {
             rq,
@@ -328,19 +309,11 @@ fn handle(
                 context: *context,
                 qpn,
             };
-            on_send(cx, &mut target, conn, pd, p, payload, now)
+            on_send(cx, &mut target, conn, pd, p, payload)
         }
-        Operation::Write => on_write(cx, conn, pd, p, payload, now),
+        Operation::Write => on_write(cx, conn, pd, p, payload),
         Operation::ReadRequest => on_read(cx, qpn, conn, pd, p),
         _ => Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn)),
-    }
-}
-
-fn length_ok(pos: Position, n: usize, pmtu: usize) -> bool {
-    match pos {
-        Position::First | Position::Middle => n == pmtu,
-        Position::Last => (1..=pmtu).contains(&n),
-        Position::Only => n <= pmtu,
     }
 }
 
@@ -356,7 +329,6 @@ fn on_send(
     pd: u32,
     p: &Packet<'_>,
     payload: Payload<'_>,
-    now: u64,
 ) -> Result<(), Fatal> {
     let psn = p.bth.psn;
     let pos = p.info.position;
@@ -443,7 +415,7 @@ fn on_send(
             return Err(Fatal);
         }
     }
-    ack_or_coalesce(cx, conn, p.bth.ack_req, pos.ends_message(), now);
+    ack_or_coalesce(cx, conn, p.bth.ack_req, pos.ends_message());
     Ok(())
 }
 
@@ -453,7 +425,6 @@ fn on_write(
     pd: u32,
     p: &Packet<'_>,
     payload: Payload<'_>,
-    now: u64,
 ) -> Result<(), Fatal> {
     let psn = p.bth.psn;
     let pos = p.info.position;
@@ -466,19 +437,11 @@ fn on_write(
         let Some(reth) = p.ext.reth else {
             return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
         };
-        if reth.dma_len > MAX_DMA_LEN {
+        if !check_dma_len(&reth) {
             return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
         }
-        let ok = sg::check_remote(
-            &cx.mem.keys.read(),
-            pd,
-            reth.rkey,
-            reth.va,
-            u64::from(reth.dma_len),
-            Need::RemoteWrite,
-        );
-        if !ok {
-            cx.stats.remote_access_refused.inc();
+        let len = u64::from(reth.dma_len);
+        if !check_rkey(cx, pd, reth.rkey, reth.va, len, Need::RemoteWrite) {
             return Err(fatal_nak(cx, conn, NakCode::RemoteAccessError, psn));
         }
         conn.resp.msg = InMessage::Write {
@@ -541,7 +504,7 @@ fn on_write(
             offset: offset + n as u32,
         };
     }
-    ack_or_coalesce(cx, conn, p.bth.ack_req, false, now);
+    ack_or_coalesce(cx, conn, p.bth.ack_req, false);
     Ok(())
 }
 
@@ -557,19 +520,11 @@ fn on_read(
     let Some(reth) = p.ext.reth else {
         return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     };
-    if ird == 0 || reth.dma_len > MAX_DMA_LEN {
+    if ird == 0 || !check_dma_len(&reth) {
         return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
-    let ok = sg::check_remote(
-        &cx.mem.keys.read(),
-        pd,
-        reth.rkey,
-        reth.va,
-        u64::from(reth.dma_len),
-        Need::RemoteRead,
-    );
-    if !ok {
-        cx.stats.remote_access_refused.inc();
+    let len = u64::from(reth.dma_len);
+    if !check_rkey(cx, pd, reth.rkey, reth.va, len, Need::RemoteRead) {
         return Err(fatal_nak(cx, conn, NakCode::RemoteAccessError, psn));
     }
     let npsn = segment_count(reth.dma_len, conn.pmtu);
@@ -606,7 +561,7 @@ fn on_read(
     resp.msn = psn_add(resp.msn, 1);
     // The responses acknowledge everything before the READ.
     resp.unacked = 0;
-    resp.ack_deadline = None;
+    conn.timers.disarm(Timer::Ack);
     resp.owed = Owed::None;
     if emit(cx, conn, pd, INLINE_READ_BUDGET, Room::Wait)? {
         cx.sq_doorbell(qpn);
@@ -665,15 +620,8 @@ fn duplicate(
                 cx.stats.read_replays_skipped.inc();
                 return Ok(());
             }
-            let ok = sg::check_remote(
-                &cx.mem.keys.read(),
-                pd,
-                reth.rkey,
-                reth.va,
-                u64::from(reth.dma_len),
-                Need::RemoteRead,
-            );
-            if !ok {
+            let len = u64::from(reth.dma_len);
+            if !check_rkey(cx, pd, reth.rkey, reth.va, len, Need::RemoteRead) {
                 // This READ was executed once with a valid key, so the key
                 // died after that (the requester's SEND with invalidate,
                 // or our consumer). A correct requester invalidates only
@@ -681,7 +629,6 @@ fn duplicate(
                 // answer it ignores. Refuse it without tearing the
                 // connection down; a requester that does still wait gets
                 // the remote access error from the NAK.
-                cx.stats.remote_access_refused.inc();
                 cx.stats.stale_read_refusals.inc();
                 send_aeth(cx, conn, Syndrome::Nak(NakCode::RemoteAccessError), psn);
                 return Ok(());
@@ -838,6 +785,7 @@ fn emit(
             }
         }
         if built.is_none() {
+            cx.stats.remote_access_refused.inc();
             stale_key(cx, conn, head, &r, q)?;
             continue;
         }
@@ -873,7 +821,7 @@ fn emit_train(
         .saturating_sub(offset)
         .min(u64::from(count) * u64::from(pmtu));
     let va = r.va.wrapping_add(offset);
-    if !sg::check_remote(&cx.mem.keys.read(), pd, r.rkey, va, len, Need::RemoteRead) {
+    if !check_rkey(cx, pd, r.rkey, va, len, Need::RemoteRead) {
         return stale_key(cx, conn, head, r, q);
     }
     let closes = psn_add(q, count) == r.end_psn;
@@ -911,7 +859,8 @@ fn source_gone(cx: &Context<'_>) {
 }
 
 /// The key of the READ at ring position `head` no longer grants it (it
-/// changed since the request was accepted), found emitting PSN `q`. An
+/// changed since the request was accepted; the refusal is counted by the
+/// caller), found emitting PSN `q`. An
 /// original READ fails the connection; a replay of a READ executed before
 /// the key died stops and is refused without killing the QP (see
 /// `duplicate`), and emission goes on with the next stream.
@@ -922,7 +871,6 @@ fn stale_key(
     r: &ReadResource,
     q: u32,
 ) -> Result<(), Fatal> {
-    cx.stats.remote_access_refused.inc();
     if !r.replay {
         return Err(fatal_nak(cx, conn, NakCode::RemoteAccessError, q));
     }
