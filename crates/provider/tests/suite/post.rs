@@ -7,9 +7,11 @@
 //! queues and doorbells (what was queued, when the doorbell rang) is
 //! checked by what completes and when. The DEFER rule there: deferred
 //! work completes once a plain post, a failing post, the sixteenth deferred
-//! post, NdkFlush or the QP's close hands it over; that it waits until then
-//! (the doorbell count) is checked on the scripted device only, as the RNIC
-//! may pick up published WQEs whenever it serves the QP. Likewise
+//! post, NdkFlush or the QP's close hands it over, and until then it waits:
+//! the RNIC may pick up published WQEs whenever it serves the QP, but it
+//! serves a QP with nothing in flight only when its doorbell rings, so
+//! after a grace period nothing deferred has completed and the peer has
+//! received none of it (`nothing_handed_over`). Likewise
 //! `wqe_fields_of_data_requests` checks the WQE encoding on the scripted
 //! device and its effects on the RNIC (data, contexts, silent success, the
 //! solicited event, remote and read-local invalidation); the READ_FENCE
@@ -61,6 +63,27 @@ fn bytemuck(words: &mut [u64]) -> &mut [u8] {
     let len = std::mem::size_of_val(words);
     // SAFETY: u64s viewed as their bytes; same allocation and length.
     unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), len) }
+}
+
+/// On the RNIC, that the device was handed nothing of `pair`'s active
+/// side since its last completion: after a grace period in which a rung
+/// doorbell is served, the active side has no completion and the peer no
+/// receive. Valid only while the active QP has nothing in flight (nor an
+/// acknowledgement whose arrival has the device serve it again: settle
+/// after the last completion of a request the peer acknowledges). The
+/// scripted device counts the doorbells instead.
+fn nothing_handed_over(env: &Env, pair: &Pair, what: &str) {
+    if env.is_scripted() {
+        return;
+    }
+    env.settle();
+    let done = results(pair.active_qp.cq, 64);
+    assert!(done.is_empty(), "{what}: completed before handed over: {done:?}");
+    let received = results(pair.passive_qp.cq, 64);
+    assert!(
+        received.is_empty(),
+        "{what}: the peer received it before it was handed over: {received:?}"
+    );
 }
 
 backend_tests! {
@@ -178,6 +201,7 @@ fn defer_holds_the_doorbell_until_a_plain_post(b: Backend) {
         assert_eq!(env.dev().sq_doorbells(qpn), 0, "deferred");
         assert_eq!(env.dev().sq_pending(qpn).len(), 3, "but published at once");
     }
+    nothing_handed_over(&env, &pair, "three deferred SENDs");
     assert_eq!(
         write(qp, 4, &sg, target.va, target.token, 0),
         STATUS_SUCCESS
@@ -208,9 +232,8 @@ fn a_failing_post_rings_for_earlier_deferred_ones(b: Backend) {
     let (qp, qpn, cq) = (pair.active_qp.qp, pair.active_qp.qpn, pair.active_qp.cq);
     let sg = [pair.active_qp.sg(0, 4)];
     pair.passive_qp.post_receives(100, 2, 64);
-    // On the RNIC, what was handed to the device completes. (Whether a
-    // deferred request waits is not observable there: the RNIC may pick up
-    // published WQEs whenever it serves the QP, which DEFER allows.)
+    // On the RNIC, what was handed to the device completes, and a
+    // deferred request waits (`nothing_handed_over`).
     let handed = |ctx: usize| {
         if !env.is_scripted() {
             let r = env.results(cq, 1);
@@ -232,6 +255,7 @@ fn a_failing_post_rings_for_earlier_deferred_ones(b: Backend) {
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(qpn), 0);
     }
+    nothing_handed_over(&env, &pair, "deferred FR#1");
     let st = fast_register(
         qp,
         2,
@@ -250,12 +274,20 @@ fn a_failing_post_rings_for_earlier_deferred_ones(b: Backend) {
     handed(1);
     // Each kind of inline failure rings: bad SGE count, queue full, bad MR.
     assert_eq!(send(qp, 3, &sg, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+    nothing_handed_over(&env, &pair, "deferred SEND 3");
     assert_eq!(send(qp, 1, &[sg[0], sg[0]], 0), STATUS_INVALID_PARAMETER);
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(qpn), 2);
     }
     handed(3);
+    if !env.is_scripted() {
+        // The peer's receive of SEND 3; its acknowledgement has the RNIC
+        // serve the QP again: let that pass before deferring the next.
+        assert_eq!(env.results(pair.passive_qp.cq, 1).len(), 1, "SEND 3 received");
+        env.settle();
+    }
     assert_eq!(send(qp, 4, &sg, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+    nothing_handed_over(&env, &pair, "deferred SEND 4");
     assert_eq!(
         invalidate(qp, 1, pair.active_qp.pd, 0),
         STATUS_INVALID_PARAMETER,
@@ -282,6 +314,7 @@ fn sixteen_deferred_posts_ring_anyway(b: Backend) {
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(qpn), 0);
     }
+    nothing_handed_over(&env, &pair, "fifteen deferred SENDs");
     assert_eq!(send(qp, 16, &sg, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(qpn), 1);
@@ -289,10 +322,20 @@ fn sixteen_deferred_posts_ring_anyway(b: Backend) {
         // The sixteenth rang at the latest: all of them complete with no
         // plain post.
         assert_eq!(env.results(cq, 16).len(), 16);
+        // The peer received them; the last acknowledgement has the RNIC
+        // serve the QP again: let that pass before deferring more.
+        assert_eq!(env.results(pair.passive_qp.cq, 16).len(), 16);
+        env.settle();
     }
-    for i in 1..=16 {
+    // The count starts again after a ring.
+    for i in 1..=15 {
         assert_eq!(send(qp, i, &sg, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
     }
+    if env.is_scripted() {
+        assert_eq!(env.dev().sq_doorbells(qpn), 1);
+    }
+    nothing_handed_over(&env, &pair, "fifteen more deferred SENDs");
+    assert_eq!(send(qp, 16, &sg, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(qpn), 2);
     } else {
