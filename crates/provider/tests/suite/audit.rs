@@ -260,12 +260,21 @@ fn a_full_queue_refusal_hands_deferred_posts_to_the_device(b: Backend) {
     let pair = env.connected_pair(4, 1, 0);
     let s = pair.active_qp;
     let sg = [s.sg(0, 8)];
-    // No peer receives: on the RNIC the SENDs keep their slots.
+    // No peer receives: on the RNIC the SENDs keep their slots, and a
+    // SEND handed over is refused by the peer with an RNR NAK, which the
+    // host's RNIC counts (the adapter's device is this test's alone).
+    let rnr_naks = || {
+        host::adapters::device_of(env.adapter).map(|rnic| rnic.stats().rnr_naks_received)
+    };
     for i in 1..=4 {
         assert_eq!(send(s.qp, i, &sg, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
     }
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(s.qpn), 0, "all four deferred");
+    }
+    if rnr_naks().is_some() {
+        env.settle();
+        assert_eq!(rnr_naks(), Some(0), "all four deferred: none sent");
     }
     // The refusal is an inline failure: NDK's rule rings for the four.
     assert_eq!(
@@ -275,6 +284,11 @@ fn a_full_queue_refusal_hands_deferred_posts_to_the_device(b: Backend) {
     if env.is_scripted() {
         assert_eq!(env.dev().sq_doorbells(s.qpn), 1, "the refusal rang");
         assert_eq!(env.dev().sq_pending(s.qpn).len(), 4);
+    }
+    if rnr_naks().is_some() {
+        wait_until("the refusal handing the four over", || {
+            rnr_naks().is_some_and(|n| n > 0)
+        });
     }
     flush(s.qp);
     let r = env.results_ex(s.cq, 4);

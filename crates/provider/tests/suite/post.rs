@@ -78,7 +78,10 @@ fn nothing_handed_over(env: &Env, pair: &Pair, what: &str) {
     }
     env.settle();
     let done = results(pair.active_qp.cq, 64);
-    assert!(done.is_empty(), "{what}: completed before handed over: {done:?}");
+    assert!(
+        done.is_empty(),
+        "{what}: completed before handed over: {done:?}"
+    );
     let received = results(pair.passive_qp.cq, 64);
     assert!(
         received.is_empty(),
@@ -148,7 +151,7 @@ fn initiator_posts_need_a_connection_but_receives_do_not(b: Backend) {
 fn a_full_queue_refuses_and_queues_nothing(b: Backend) {
     let env = Env::on(b);
     let pair = env.connected_pair(4, 1, 0);
-    let (qp, qpn) = (pair.active_qp.qp, pair.active_qp.qpn);
+    let (qp, qpn, cq) = (pair.active_qp.qp, pair.active_qp.qpn, pair.active_qp.cq);
     let sg = [pair.active_qp.sg(0, 4)];
     for i in 0..4 {
         assert_eq!(send(qp, i, &sg, NDK_OP_FLAG_SILENT_SUCCESS), STATUS_SUCCESS);
@@ -174,6 +177,24 @@ fn a_full_queue_refuses_and_queues_nothing(b: Backend) {
             assert!(st == STATUS_SUCCESS || st == STATUS_INSUFFICIENT_RESOURCES);
             st == STATUS_SUCCESS
         });
+        // The refused SEND was queued nowhere: with receives for the rest,
+        // the first completion (0-3 are silent) is 4's, the peer receives
+        // five SENDs, and nothing more comes.
+        pair.passive_qp.post_receives(101, 4, 64);
+        let done = env.results(cq, 1);
+        assert_eq!(
+            (done[0].RequestContext as usize, done[0].Status),
+            (4, STATUS_SUCCESS),
+            "the first completion"
+        );
+        let received = env.results(pair.passive_qp.cq, 5);
+        assert!(received.iter().all(|r| r.Status == STATUS_SUCCESS), "{received:?}");
+        env.settle();
+        assert!(results(cq, 8).is_empty(), "a completion for the refused SEND");
+        assert!(
+            results(pair.passive_qp.cq, 8).is_empty(),
+            "the peer received the refused SEND"
+        );
     }
     // The receive queue has its own depth.
     for i in 0..4 {
