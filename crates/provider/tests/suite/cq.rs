@@ -594,8 +594,8 @@ fn resize_keeps_order_and_checks_depth(b: Backend) {
 
 fn interrupt_moderation_rules(b: Backend) {
     let l = Lone::new(b, 64);
-    // What the device was told is visible on the scripted device only;
-    // the RNIC checks the statuses.
+    // What the device was told is visible on the scripted device; on the
+    // RNIC, in when it notifies (below).
     let m = |interval, count, want: (u32, u32), what: &str| {
         assert_eq!(moderate(l.cq, interval, count), STATUS_SUCCESS, "{what}");
         if l.env.is_scripted() {
@@ -619,6 +619,25 @@ fn interrupt_moderation_rules(b: Backend) {
     m(0, 8, (0, 0), "interval 0: off");
     m(100, 1, (0, 0), "count 1: off");
     m(100, 0, (0, 0), "count 0: off");
+    if !l.env.is_scripted() {
+        // A count of 8 and no interval: an armed CQ's first seven
+        // completions notify nothing, the eighth does.
+        m(u32::MAX, 8, (8, 0), "count only, on the RNIC");
+        arm(l.cq, NDK_CQ_NOTIFY_ANY);
+        for i in 1..=7 {
+            l.push(i, CqeStatus::Success, false);
+        }
+        assert_eq!(l.notify.count(), 0, "seven completions held by a count of 8");
+        l.push(8, CqeStatus::Success, false);
+        assert_eq!(l.notifications(1), vec![STATUS_SUCCESS], "the eighth notifies");
+        assert_eq!(l.env.results(l.cq, 8).len(), 8);
+        // Off: the next completion notifies at once.
+        m(0, 8, (0, 0), "interval 0: off, on the RNIC");
+        arm(l.cq, NDK_CQ_NOTIFY_ANY);
+        l.push(9, CqeStatus::Success, false);
+        assert_eq!(l.notifications(2).len(), 2, "unmoderated: at once");
+        assert_eq!(l.env.results(l.cq, 1).len(), 1);
+    }
     l.finish();
 }
 
