@@ -13,7 +13,7 @@
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
@@ -70,6 +70,10 @@ pub struct UdpPort {
     state: UdpSocketState,
     local: SocketAddr,
     batch: Mutex<Batch>,
+    /// The batch holds something (set and cleared under its lock): a flush
+    /// with nothing queued, as most passes of a busy-polling consumer end
+    /// with, takes no lock.
+    queued: AtomicBool,
     /// Receive buffers of whichever thread receives (the engine, or a
     /// consumer busy polling the device).
     rx: Mutex<RxBuffers>,
@@ -109,6 +113,7 @@ impl UdpPort {
             state,
             local,
             batch: Mutex::new(batch),
+            queued: AtomicBool::new(false),
             rx: Mutex::new(RxBuffers::default()),
             max_segments,
             stats: UdpStats::default(),
@@ -166,6 +171,7 @@ impl UdpPort {
         batch.count = 0;
         batch.dest = None;
         batch.closed = false;
+        self.queued.store(false, Ordering::Release);
     }
 
     /// Queues one UDP payload for `dest`, sending earlier ones first when
@@ -219,6 +225,7 @@ impl UdpPort {
             batch.segment = n;
         }
         batch.count += 1;
+        self.queued.store(true, Ordering::Release);
         if n < batch.segment {
             batch.closed = true;
         }
@@ -226,6 +233,11 @@ impl UdpPort {
 
     /// Sends everything queued.
     pub fn flush(&self) {
+        // Whoever queues flushes after (the device's passes and commands
+        // do), so a batch filled while this looks is not left behind.
+        if !self.queued.load(Ordering::Acquire) {
+            return;
+        }
         let mut batch = self
             .batch
             .lock()
