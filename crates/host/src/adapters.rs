@@ -105,9 +105,15 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     // there; a UDP socket sends from 4791 (see softrnic's engine docs).
     dev_config.per_qp_source_port = matches!(config.transport, Transport::Memory { .. });
     let new_rnic = |link: Box<dyn softrnic::link::Link>| {
+        // SAFETY: this RNIC serves only NDK consumers through the provider;
+        // it reaches memory only inside regions the provider registered
+        // from their MDLs (key, bounds and rights checked per access) or
+        // provider buffers it was given, and NDK requires registered memory
+        // to stay live until deregistration.
+        let dma = unsafe { HostDma::new() };
         SoftRnic::new(
             dev_config,
-            Box::new(HostDma),
+            Box::new(dma),
             link,
             Box::new(HostClock),
             Box::new(SharedWaker::new(waker.clone(), busy.clone())),

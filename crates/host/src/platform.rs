@@ -105,7 +105,11 @@ impl HostPlatform {
             close_wait_limit_ms: AtomicU64::new(waits::CLOSE_WAIT_LIMIT.as_millis() as u64),
             last_refused: Mutex::new(None),
             violations: Violations::new(mode),
-            dma: HostDma,
+            // SAFETY: `Platform::dma` serves the provider and the devices
+            // it drives, which pass only addresses of memory consumers
+            // registered (live until deregistered, the NDK contract) or of
+            // provider buffers they own.
+            dma: unsafe { HostDma::new() },
         }
     }
 
