@@ -198,7 +198,7 @@ pub unsafe fn close(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
     // SAFETY: the pointer was registered by `open` and removed from the
     // registry just now, so it names an open adapter closed exactly once;
     // the caller guarantees no concurrent call on it.
-    let status = unsafe { provider::adapter::close_adapter(adapter) };
+    let status = unsafe { provider::close_adapter(adapter) };
     // Dropping the last adapter's reference stops the device, outside the
     // registry lock (it joins threads).
     drop(device);

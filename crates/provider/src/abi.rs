@@ -1,10 +1,13 @@
-//! The ABI edge: where consumer pointers become checked Rust references.
+//! The ABI edge's typed access: where consumer pointers become checked
+//! Rust references and values, and where consumer functions are called.
 //!
-//! Every dispatch function starts here. A pointer to one of our objects is
-//! accepted only if it is non-null, its header names the expected object
-//! type and its dispatch pointer is our table for that type (a stranger's or
-//! a different kind of object fails the check instead of being reinterpreted).
-//! From then on the dispatch code works with `&T` and safe Rust.
+//! The entry points of [`crate::dispatch`] use it on every argument. A
+//! pointer to one of our objects is accepted only if it is non-null, its
+//! header names the expected object type and its dispatch pointer is our
+//! table for that type (a stranger's or a different kind of object fails the
+//! check instead of being reinterpreted). Arrays, out-parameters, socket
+//! addresses and MDL chains become slices, checked writers and read-only
+//! views here; everything behind the edge is safe Rust.
 //!
 //! Objects are `#[repr(C)]` structs whose first field is the NDK object
 //! itself (`NDK_QP` = header + dispatch pointer) inside an [`NdkCell`], so the
@@ -13,11 +16,17 @@
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::fmt;
+use core::marker::PhantomData;
+use core::net::SocketAddr;
 
-use hwq::TryArc;
-use ndkpi::{NDK_OBJECT_HEADER, NDK_OBJECT_HEADER_RESERVED_BLOCK, NDK_VERSION};
+use hwq::{Sge, TryArc};
+use ndkpi::{
+    MDL, NDK_CONNECTOR, NDK_OBJECT_HEADER, NDK_OBJECT_HEADER_RESERVED_BLOCK, NDK_SGE, NDK_VERSION,
+    NTSTATUS, SOCKADDR, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+};
 
 use crate::object::Object;
+use crate::sockaddr;
 
 /// Holds the consumer-visible NDK object (header and dispatch pointer).
 ///
@@ -29,12 +38,14 @@ use crate::object::Object;
 #[repr(transparent)]
 pub struct NdkCell<T>(UnsafeCell<T>);
 
-// SAFETY: the provider never writes the cell after construction (see above);
-// concurrent reads of plain data are sound, and consumer writes only touch
-// `NdkReserved`, which the provider never reads.
+// SAFETY: the provider writes the cell only in `NdkCell::new`, before the
+// object is shared (no method hands out `&mut T`); concurrent reads of plain
+// data are sound, and consumer writes only touch `NdkReserved`, which the
+// provider never reads.
 unsafe impl<T> Sync for NdkCell<T> {}
-// SAFETY: the cell holds plain data (a header and a pointer to a `static`
-// dispatch table); moving it between threads is sound.
+// SAFETY: every `T` stored here is an NDK object struct: plain data (a
+// header and a pointer to a `static` dispatch table), which is sound to move
+// between threads.
 unsafe impl<T> Send for NdkCell<T> {}
 
 impl<T> NdkCell<T> {
@@ -73,12 +84,14 @@ pub fn header(version: NDK_VERSION, object_type: ndkpi::NDK_OBJECT_TYPE) -> NDK_
     }
 }
 
-/// An NDK object of ours.
+/// An NDK object of ours. Implemented next to each kind's dispatch table
+/// (in [`crate::dispatch`]).
 ///
 /// # Safety
-/// Implementors must be `#[repr(C)]` with an [`NdkCell`] of their NDK
-/// object as first field, and every value must live inside a `TryArc`
-/// (constructors return only `TryArc<Self>`), which [`arc`] relies on.
+/// Implementors must be `#[repr(C)]` with an [`NdkCell`] holding
+/// [`NdkObject::ndk`]'s value as first field, and every value must live
+/// inside a `TryArc` (constructors return only `TryArc<Self>`), which
+/// [`arc`] relies on.
 pub unsafe trait NdkObject: Object {
     /// The NDK struct (`NDK_QP`...).
     type Ndk;
@@ -86,6 +99,10 @@ pub unsafe trait NdkObject: Object {
     const TYPE: i32;
     /// The address of this kind's `static` dispatch table.
     fn dispatch_table() -> *const c_void;
+
+    /// The consumer-visible object of a new instance on an adapter that
+    /// negotiated `version`: header and dispatch table.
+    fn ndk(version: NDK_VERSION) -> Self::Ndk;
 
     /// Whether `dispatch` is one of this kind's dispatch tables (a kind
     /// with one table per NDK major version overrides this).
@@ -116,9 +133,11 @@ pub unsafe fn object<'a, T: NdkObject>(ptr: *const T::Ndk) -> Option<&'a T> {
     let dispatch_ptr = raw
         .wrapping_byte_add(core::mem::offset_of!(RawObject, dispatch))
         .cast::<*const c_void>();
-    // SAFETY: readable per this function's contract; no reference is made.
+    // SAFETY: `ptr` is non-null (checked) and readable for a header and a
+    // dispatch pointer (this function's contract); no reference is made.
     let object_type = unsafe { type_ptr.read_unaligned() };
-    // SAFETY: as above, for the dispatch pointer field.
+    // SAFETY: the dispatch pointer field lies inside that readable range
+    // (this function's contract); no reference is made.
     let dispatch = unsafe { dispatch_ptr.read_unaligned() };
     if object_type != T::TYPE || !T::is_dispatch_table(dispatch) {
         return None;
@@ -156,25 +175,27 @@ pub unsafe fn from_handle<T: NdkObject>(object: &T) -> TryArc<T> {
 /// Writes `value` to an out-parameter if it is non-null.
 ///
 /// # Safety
-/// A non-null `out` must be valid for a write of `T`.
+/// A non-null `out` must be valid for a (suitably aligned) write of `T`.
 pub unsafe fn write_out<T>(out: *mut T, value: T) -> bool {
     if out.is_null() {
         return false;
     }
-    // SAFETY: non-null and valid for writes per the contract.
+    // SAFETY: `out` is non-null (checked) and valid for a write of `T`
+    // (this function's contract).
     unsafe { out.write(value) };
     true
 }
 
-/// Reads an in/out `ULONG*` size argument.
+/// Reads an in/out argument such as a `ULONG*` size.
 ///
 /// # Safety
-/// A non-null `ptr` must be valid for a read of `u32`.
+/// A non-null `ptr` must be valid for a (suitably aligned) read of `T`.
 pub unsafe fn read_in<T: Copy>(ptr: *const T) -> Option<T> {
     if ptr.is_null() {
         return None;
     }
-    // SAFETY: non-null and valid for reads per the contract.
+    // SAFETY: `ptr` is non-null (checked) and valid for a read of `T`
+    // (this function's contract).
     Some(unsafe { ptr.read() })
 }
 
@@ -190,9 +211,212 @@ pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> Option<&'a [T]> {
     if ptr.is_null() {
         return None;
     }
-    // SAFETY: non-null, valid for `len` reads per the contract, and the
-    // consumer does not modify the array during the call.
+    // SAFETY: `ptr` is non-null (checked), aligned and valid for `len`
+    // reads for `'a`, unchanged meanwhile (this function's contract).
     Some(unsafe { core::slice::from_raw_parts(ptr, len) })
+}
+
+/// Borrows `len` writable bytes at `ptr` (null with zero length is the
+/// empty slice).
+///
+/// # Safety
+/// A non-null `ptr` must be valid for writes of `len` bytes for `'a`, and
+/// nothing else may access them meanwhile.
+pub unsafe fn bytes_mut<'a>(ptr: *mut u8, len: usize) -> Option<&'a mut [u8]> {
+    if len == 0 {
+        return Some(&mut []);
+    }
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `ptr` is non-null (checked) and valid for `len` byte writes
+    // for `'a` with no other access (this function's contract); bytes need
+    // no alignment.
+    Some(unsafe { core::slice::from_raw_parts_mut(ptr, len) })
+}
+
+/// The consumer's output array of `len` `T`s, written element by element
+/// (unaligned: NDK does not promise the array's alignment).
+#[derive(Debug)]
+pub struct OutArray<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _array: PhantomData<&'a mut [T]>,
+}
+
+impl<T> OutArray<'_, T> {
+    /// Wraps the array; `None` for a null pointer.
+    ///
+    /// # Safety
+    /// A non-null `ptr` must be valid for writes of `len` `T`s (at any
+    /// alignment) for `'a`.
+    pub unsafe fn new(ptr: *mut T, len: usize) -> Option<Self> {
+        (!ptr.is_null()).then_some(Self {
+            ptr,
+            len,
+            _array: PhantomData,
+        })
+    }
+
+    /// Writes element `i`; false (writing nothing) if `i` is out of bounds.
+    pub fn write(&mut self, i: usize, value: T) -> bool {
+        if i >= self.len {
+            return false;
+        }
+        // SAFETY: `i < len` (checked) and `OutArray::new`'s caller
+        // promised `len` writable elements for `'a`.
+        unsafe { self.ptr.wrapping_add(i).write_unaligned(value) };
+        true
+    }
+}
+
+const _: () = assert!(size_of::<NDK_SGE>() == size_of::<Sge>());
+const _: () = assert!(align_of::<NDK_SGE>() == align_of::<Sge>());
+
+/// Borrows the consumer's SGE array as `hwq::Sge`s (`NDK_SGE` and
+/// `hwq::Sge` have the same layout: address union, length, token).
+///
+/// # Safety
+/// A non-null `sgl` must point to `count` readable `NDK_SGE`s that stay
+/// unchanged for `'a`.
+#[inline]
+pub unsafe fn sge_list<'a>(sgl: *const NDK_SGE, count: u32) -> Result<&'a [Sge], NTSTATUS> {
+    // SAFETY: a non-null `sgl` holds `count` readable `NDK_SGE`s for `'a`
+    // (this function's contract); `NDK_SGE` and `Sge` share size and
+    // alignment (asserted above) and field layout, and every bit pattern
+    // is a valid `Sge`.
+    unsafe { slice(sgl.cast::<Sge>(), count as usize) }.ok_or(STATUS_INVALID_PARAMETER)
+}
+
+/// Reads a consumer's socket address of `len` bytes.
+///
+/// # Safety
+/// A non-null `addr` must be readable for `len` bytes.
+pub unsafe fn read_sockaddr(addr: *const SOCKADDR, len: u32) -> Result<SocketAddr, NTSTATUS> {
+    // SAFETY: a non-null `addr` is readable for `len` bytes (this
+    // function's contract), and the caller's call is its lifetime.
+    let bytes = unsafe { slice(addr.cast::<u8>(), len as usize) };
+    match bytes {
+        Some(bytes) if !addr.is_null() => sockaddr::parse(bytes),
+        _ => Err(STATUS_INVALID_PARAMETER),
+    }
+}
+
+/// Writes `addr` for a `GetLocalAddress`-style call: `*len` in = buffer
+/// size, out = bytes written or required (`STATUS_BUFFER_TOO_SMALL`).
+///
+/// # Safety
+/// A non-null `len` must be valid for read and write; a non-null `out`
+/// must be writable for `*len` bytes.
+pub unsafe fn write_sockaddr(addr: SocketAddr, out: *mut SOCKADDR, len: *mut u32) -> NTSTATUS {
+    // SAFETY: a non-null `len` is readable (this function's contract).
+    let Some(have) = (unsafe { read_in(len) }) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    let need = sockaddr::size_of_addr(&addr);
+    // SAFETY: `len` is non-null (read above) and writable (this function's
+    // contract).
+    unsafe { write_out(len, need) };
+    if out.is_null() || have < need {
+        return STATUS_BUFFER_TOO_SMALL;
+    }
+    // SAFETY: `out` is non-null (checked) and writable for `have >= need`
+    // bytes (this function's contract).
+    let buf = unsafe { bytes_mut(out.cast::<u8>(), need as usize) };
+    match buf.map(|buf| sockaddr::encode(addr, buf)) {
+        Some(Ok(_)) => STATUS_SUCCESS,
+        _ => STATUS_BUFFER_TOO_SMALL,
+    }
+}
+
+/// A consumer's MDL chain, read (never written) during one call.
+#[derive(Clone, Copy, Debug)]
+pub struct MdlChain<'a> {
+    first: *const MDL,
+    _chain: PhantomData<&'a MDL>,
+}
+
+impl<'a> MdlChain<'a> {
+    /// Wraps the chain starting at `mdl` (null: the empty chain).
+    ///
+    /// # Safety
+    /// `mdl` must be null or the first MDL of a valid chain for `'a`: each
+    /// MDL readable, followed by the PFN array its `Size` accounts for, and
+    /// its `Next` null or the next such MDL, none modified meanwhile.
+    pub unsafe fn new(mdl: *const MDL) -> Self {
+        Self {
+            first: mdl,
+            _chain: PhantomData,
+        }
+    }
+
+    /// The first MDL, if the chain is not empty.
+    pub fn first(&self) -> Option<MdlEntry<'a>> {
+        // SAFETY: `first` is null or a valid MDL of the chain for `'a`
+        // (`MdlChain::new`'s contract).
+        unsafe { MdlEntry::read(self.first) }
+    }
+}
+
+/// One MDL of an [`MdlChain`]: its header, read once, and its PFN array.
+#[derive(Clone, Copy, Debug)]
+pub struct MdlEntry<'a> {
+    header: MDL,
+    pfns: *const u64,
+    room: usize,
+    _chain: PhantomData<&'a MDL>,
+}
+
+impl<'a> MdlEntry<'a> {
+    /// # Safety
+    /// `mdl` must be null or a valid MDL of an [`MdlChain`] for `'a`.
+    unsafe fn read(mdl: *const MDL) -> Option<Self> {
+        if mdl.is_null() {
+            return None;
+        }
+        // SAFETY: `mdl` is non-null (checked) and a valid, readable MDL
+        // (this function's contract); a plain copy of its header.
+        let header = unsafe { mdl.read_unaligned() };
+        // `Size` covers the header and the PFN array.
+        let room = usize::try_from(header.Size)
+            .unwrap_or(0)
+            .saturating_sub(size_of::<MDL>())
+            / size_of::<u64>();
+        Some(Self {
+            header,
+            // The PFN array follows the header.
+            pfns: mdl.wrapping_add(1).cast::<u64>(),
+            room,
+            _chain: PhantomData,
+        })
+    }
+
+    /// The MDL's header.
+    pub fn header(&self) -> &MDL {
+        &self.header
+    }
+
+    /// How many PFNs the MDL's `Size` has room for.
+    pub fn room(&self) -> usize {
+        self.room
+    }
+
+    /// PFN `i`, if the MDL has room for it.
+    pub fn pfn(&self, i: usize) -> Option<u64> {
+        if i >= self.room {
+            return None;
+        }
+        // SAFETY: `i < room`, and the MDL is followed by the `room` PFNs
+        // its `Size` accounts for (`MdlChain::new`'s contract).
+        Some(unsafe { self.pfns.wrapping_add(i).read_unaligned() })
+    }
+
+    /// The next MDL of the chain.
+    pub fn next(&self) -> Option<MdlEntry<'a>> {
+        // SAFETY: `Next` of a valid chain member is null or the next valid
+        // member for `'a` (`MdlChain::new`'s contract).
+        unsafe { MdlEntry::read(self.header.Next.cast_const()) }
+    }
 }
 
 /// The common close: object-specific start of the close
@@ -209,12 +433,14 @@ pub unsafe fn close<T: NdkObject>(
     completion: ndkpi::NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
 ) -> ndkpi::NTSTATUS {
-    // SAFETY: forwarded from this function's contract.
+    // SAFETY: a non-null `header` heads an object of ours the consumer has
+    // not closed yet (this function's contract), so it is readable.
     let Some(object) = (unsafe { object::<T>(header.cast()) }) else {
         return ndkpi::STATUS_INVALID_HANDLE;
     };
     object.on_close();
-    // SAFETY: first close of this object (contract).
+    // SAFETY: the consumer closes this object for the first time (this
+    // function's contract), so its handle's reference is still given out.
     let arc = unsafe { from_handle(object) };
     if arc
         .life()
@@ -225,4 +451,62 @@ pub unsafe fn close<T: NdkObject>(
     } else {
         ndkpi::STATUS_PENDING
     }
+}
+
+/// Calls a consumer callback of the `(context, status)` shape: a request
+/// completion or a CQ or SRQ notification.
+///
+/// Only [`crate::callout`] calls it, with a function and context the
+/// consumer passed to an entry point for this callback, while the object
+/// they belong to is held open.
+pub(crate) fn call_with_status(
+    func: unsafe extern "win64" fn(*mut c_void, NTSTATUS),
+    context: *mut c_void,
+    status: NTSTATUS,
+) {
+    // SAFETY: `func`/`context` are what the consumer passed for this
+    // callback (recorded by the entry point that received them), and NDK
+    // keeps them valid until the owning object's close completes, which
+    // waits for this call (the caller holds the object open).
+    unsafe { func(context, status) };
+}
+
+/// Calls a consumer callback that takes only its context: a close
+/// completion or a disconnect event. Only [`crate::callout`] calls it, as
+/// [`call_with_status`].
+pub(crate) fn call_with_context(func: unsafe extern "win64" fn(*mut c_void), context: *mut c_void) {
+    // SAFETY: `func`/`context` are what the consumer passed for this
+    // callback (the close entry or NdkAccept/NdkCompleteConnect), valid
+    // until the object's close completes; a close completion is called
+    // once, as that completion.
+    unsafe { func(context) };
+}
+
+/// Calls an extended disconnect event callback with its reason. Only
+/// [`crate::callout`] calls it, as [`call_with_status`].
+pub(crate) fn call_with_reason(
+    func: unsafe extern "win64" fn(*mut c_void, u32),
+    context: *mut c_void,
+    reason: u32,
+) {
+    // SAFETY: `func`/`context` are what the consumer passed to
+    // NdkAcceptEx or NdkCompleteConnectEx, valid until the connector's close
+    // completes, which waits for this call (the caller holds it open).
+    unsafe { func(context, reason) };
+}
+
+/// Calls a listener's connect event callback, handing the consumer the
+/// new connector's reference. Only [`crate::callout`] calls it, as
+/// [`call_with_status`].
+pub(crate) fn call_with_connector<T: NdkObject<Ndk = NDK_CONNECTOR>>(
+    func: unsafe extern "win64" fn(*mut c_void, *mut NDK_CONNECTOR),
+    context: *mut c_void,
+    connector: TryArc<T>,
+) {
+    let handle = into_handle(connector);
+    // SAFETY: `func`/`context` are what the consumer passed to
+    // NdkCreateListener, valid until the listener's close completes, which
+    // waits for this call (the caller holds it open); `handle` carries the
+    // reference `into_handle` just gave up, now the consumer's.
+    unsafe { func(context, handle) };
 }

@@ -15,14 +15,10 @@
 //! after that user, and its own adapter's close waits for both. Pool
 //! charges follow the device's platform, which all instances share.
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::TryArc;
-use ndkpi::{
-    GUID, NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_EXTENSION_INTERFACE, NDK_OBJECT_HEADER,
-    NDK_VERSION, NTSTATUS, NdkObjectTypeAdapter, STATUS_NOT_SUPPORTED,
-};
+use ndkpi::{NDK_ADAPTER, NDK_VERSION, NTSTATUS};
 
 use crate::abi::{self, NdkCell, NdkObject};
 use crate::device::DeviceContext;
@@ -75,16 +71,6 @@ pub struct Adapter {
     /// Set once the last child finished after the adapter close began.
     done: AtomicBool,
     _charge: Charge,
-}
-
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `open`,
-// which returns it inside a `TryArc`.
-unsafe impl NdkObject for Adapter {
-    type Ndk = NDK_ADAPTER;
-    const TYPE: i32 = NdkObjectTypeAdapter;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
 }
 
 impl Object for Adapter {
@@ -145,6 +131,17 @@ impl Adapter {
             self.finish();
         }
     }
+
+    /// The consumer's close, with its reference: waits (at
+    /// `PASSIVE_LEVEL`) until every child has finished.
+    pub(crate) fn close(adapter: &TryArc<Adapter>) {
+        if adapter.life.begin_close(None) {
+            adapter.finish();
+        }
+        while !adapter.done.load(Ordering::Acquire) {
+            adapter.platform().wait_briefly();
+        }
+    }
 }
 
 impl core::fmt::Debug for Adapter {
@@ -165,10 +162,7 @@ pub fn open_adapter(
     let version = negotiate(requested)?;
     let platform = ctx.platform();
     let adapter = pool::try_arc(platform, tags::ADAPTER, |charge| Adapter {
-        ndk: NdkCell::new(NDK_ADAPTER {
-            Header: abi::header(version, NdkObjectTypeAdapter),
-            Dispatch: &raw const DISPATCH,
-        }),
+        ndk: NdkCell::new(Adapter::ndk(version)),
         life: Life::new(platform),
         ctx: ctx.clone(),
         version,
@@ -178,65 +172,6 @@ pub fn open_adapter(
     .map_err(status::alloc_error)?;
     Ok(abi::into_handle(adapter))
 }
-
-/// Closes an adapter; returns once no callback into the consumer is running
-/// or can still run on it or any of its descendants. `PASSIVE_LEVEL`; it
-/// waits for children the consumer is still closing. Returns
-/// `STATUS_INVALID_HANDLE` (doing nothing) for a pointer that is not an open
-/// adapter of ours.
-///
-/// # Safety
-/// `adapter` must be null or an adapter returned by [`open_adapter`] that
-/// has not been closed, and no other call on it may be running.
-pub unsafe fn close_adapter(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
-    // SAFETY: forwarded from this function's contract.
-    let Some(a) = (unsafe { abi::object::<Adapter>(adapter) }) else {
-        return ndkpi::STATUS_INVALID_HANDLE;
-    };
-    a.platform().require_passive("NdkCloseAdapter");
-    // SAFETY: the consumer closes each adapter once (contract above).
-    let a = unsafe { abi::from_handle(a) };
-    if a.life.begin_close(None) {
-        a.finish();
-    }
-    while !a.done.load(Ordering::Acquire) {
-        a.platform().wait_briefly();
-    }
-    ndkpi::STATUS_SUCCESS
-}
-
-/// `NdkQueryExtension` for every object: no extension interface is defined
-/// for NDK, so none is offered.
-pub(crate) unsafe extern "win64" fn query_extension(
-    _object: *mut NDK_OBJECT_HEADER,
-    _id: *mut GUID,
-    _version: NDK_VERSION,
-    _out: *mut NDK_EXTENSION_INTERFACE,
-) -> NTSTATUS {
-    STATUS_NOT_SUPPORTED
-}
-
-/// Resolves the adapter argument of an adapter dispatch function.
-///
-/// # Safety
-/// As [`abi::object`].
-pub(crate) unsafe fn adapter_arg<'a>(adapter: *mut NDK_ADAPTER) -> Option<&'a Adapter> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Adapter>(adapter) }
-}
-
-/// The adapter dispatch table.
-pub static DISPATCH: NDK_ADAPTER_DISPATCH = NDK_ADAPTER_DISPATCH {
-    NdkQueryExtension: Some(query_extension),
-    NdkQueryAdapterInfo: Some(crate::info::query_adapter_info),
-    NdkCreateCq: Some(crate::cq::create_cq),
-    NdkCreatePd: Some(crate::pd::create_pd),
-    NdkCreateSharedEndpoint: Some(crate::endpoint::create_shared_endpoint),
-    NdkCreateConnector: Some(crate::connector::create_connector),
-    NdkCreateListener: Some(crate::listener::create_listener),
-    NdkBuildLAM: Some(crate::lam::build_lam),
-    NdkReleaseLAM: Some(crate::lam::release_lam),
-};
 
 #[cfg(test)]
 mod tests {

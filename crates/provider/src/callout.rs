@@ -2,37 +2,55 @@
 //!
 //! Every consumer callback goes through this module so that each one is
 //! bracketed by `callout_begin`/`callout_end` (a checker asserts that no
-//! provider lock is held) and so the `unsafe` of calling a consumer function
-//! pointer lives in one place. Callers guarantee that the function pointers
-//! and contexts came from the consumer for exactly this purpose (which is
-//! what the NDK contract makes them valid for).
+//! provider lock is held); the call itself is made at the ABI edge
+//! ([`crate::abi`]). Callers pass function pointers and contexts that came
+//! from the consumer for exactly this purpose (which is what the NDK
+//! contract makes them valid for).
 
 use core::ffi::c_void;
 use core::fmt;
 
+use hwq::TryArc;
 use ndkpi::{
-    NDK_CONNECTOR, NDK_FN_CONNECT_EVENT_CALLBACK, NDK_FN_CQ_NOTIFICATION_CALLBACK,
-    NDK_FN_DISCONNECT_EVENT_CALLBACK, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
-    NDK_FN_REQUEST_COMPLETION, NDK_FN_SRQ_NOTIFICATION_CALLBACK, NTSTATUS,
+    NDK_CONNECTOR, NDK_FN_CLOSE_COMPLETION, NDK_FN_CONNECT_EVENT_CALLBACK,
+    NDK_FN_CQ_NOTIFICATION_CALLBACK, NDK_FN_DISCONNECT_EVENT_CALLBACK,
+    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX, NDK_FN_REQUEST_COMPLETION,
+    NDK_FN_SRQ_NOTIFICATION_CALLBACK, NTSTATUS,
 };
 
-use crate::object::CloseCompletion;
+use crate::abi::{self, NdkObject};
 use crate::platform::Platform;
 
-/// A consumer context pointer, passed back verbatim.
+/// A consumer context pointer, passed back verbatim. Kept as its address:
+/// the provider never dereferences it, and NDK lets the provider pass it
+/// back from any thread.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Context(pub *mut c_void);
+pub struct Context(usize);
 
-// SAFETY: an opaque value we never dereference; NDK lets the provider pass
-// it back from any thread.
-unsafe impl Send for Context {}
-// SAFETY: as above.
-unsafe impl Sync for Context {}
+impl Context {
+    /// Records the consumer's pointer.
+    pub fn new(context: *mut c_void) -> Self {
+        Self(context.expose_provenance())
+    }
+
+    /// The pointer, as the consumer gave it.
+    pub fn get(self) -> *mut c_void {
+        core::ptr::with_exposed_provenance_mut(self.0)
+    }
+}
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Context({:p})", self.0)
+        write!(f, "Context({:p})", self.get())
     }
+}
+
+/// A consumer's close completion (`NDK_FN_CLOSE_COMPLETION` and its
+/// context).
+#[derive(Clone, Copy, Debug)]
+pub struct CloseCompletion {
+    func: NDK_FN_CLOSE_COMPLETION,
+    context: Context,
 }
 
 /// A request completion (`NDK_FN_REQUEST_COMPLETION` + context), for
@@ -48,7 +66,7 @@ impl RequestCompletion {
     pub fn new(func: NDK_FN_REQUEST_COMPLETION, context: *mut c_void) -> Self {
         Self {
             func,
-            context: Context(context),
+            context: Context::new(context),
         }
     }
 
@@ -56,8 +74,7 @@ impl RequestCompletion {
     pub fn complete(self, platform: &dyn Platform, status: NTSTATUS) {
         let Some(func) = self.func else { return };
         platform.callout_begin();
-        // SAFETY: the consumer's completion for this request, called once.
-        unsafe { func(self.context.0, status) };
+        abi::call_with_status(func, self.context.get(), status);
         platform.callout_end();
     }
 }
@@ -68,14 +85,17 @@ pub fn close_from(
     func: ndkpi::NDK_FN_CLOSE_COMPLETION,
     context: *mut c_void,
 ) -> Option<CloseCompletion> {
-    func.map(|func| CloseCompletion { func, context })
+    func.map(|func| CloseCompletion {
+        func: Some(func),
+        context: Context::new(context),
+    })
 }
 
 /// Calls a close completion.
 pub fn close_completion(platform: &dyn Platform, completion: CloseCompletion) {
+    let Some(func) = completion.func else { return };
     platform.callout_begin();
-    // SAFETY: the consumer's close completion for this object, called once.
-    unsafe { (completion.func)(completion.context) };
+    abi::call_with_context(func, completion.context.get());
     platform.callout_end();
 }
 
@@ -88,9 +108,7 @@ pub fn cq_notification(
 ) {
     let Some(func) = func else { return };
     platform.callout_begin();
-    // SAFETY: the notification callback given at NdkCreateCq, valid until
-    // the CQ's close completes (which waits for this call to return).
-    unsafe { func(context.0, status) };
+    abi::call_with_status(func, context.get(), status);
     platform.callout_end();
 }
 
@@ -103,28 +121,22 @@ pub fn srq_notification(
 ) {
     let Some(func) = func else { return };
     platform.callout_begin();
-    // SAFETY: the notification callback given at NdkCreateSrq, valid until
-    // the SRQ's close completes (which waits for this call to return).
-    unsafe { func(context.0, status) };
+    abi::call_with_status(func, context.get(), status);
     platform.callout_end();
 }
 
-/// Calls a listener's connect event callback with a new connector.
-///
-/// # Safety
-/// `connector` must be a connector handle whose consumer reference is
-/// handed over with this call.
-pub unsafe fn connect_event(
+/// Calls a listener's connect event callback with a new connector, whose
+/// consumer reference is handed over with the call (dropped if the
+/// consumer gave no callback).
+pub fn connect_event<T: NdkObject<Ndk = NDK_CONNECTOR>>(
     platform: &dyn Platform,
     func: NDK_FN_CONNECT_EVENT_CALLBACK,
     context: Context,
-    connector: *mut NDK_CONNECTOR,
+    connector: TryArc<T>,
 ) {
     let Some(func) = func else { return };
     platform.callout_begin();
-    // SAFETY: the connect event callback given at NdkCreateListener, valid
-    // until the listener's close completes (which waits for this call).
-    unsafe { func(context.0, connector) };
+    abi::call_with_connector(func, context.get(), connector);
     platform.callout_end();
 }
 
@@ -155,17 +167,12 @@ pub fn disconnect_event(
     match func {
         DisconnectEvent::Plain(Some(func)) => {
             platform.callout_begin();
-            // SAFETY: the disconnect event callback given at NdkAccept or
-            // NdkCompleteConnect, valid until the connector's close completes.
-            unsafe { func(context.0) };
+            abi::call_with_context(func, context.get());
             platform.callout_end();
         }
         DisconnectEvent::Ex(Some(func)) => {
             platform.callout_begin();
-            // SAFETY: the extended disconnect event callback given at
-            // NdkAcceptEx or NdkCompleteConnectEx, valid until the
-            // connector's close completes.
-            unsafe { func(context.0, reason) };
+            abi::call_with_reason(func, context.get(), reason);
             platform.callout_end();
         }
         DisconnectEvent::Plain(None) | DisconnectEvent::Ex(None) => {}

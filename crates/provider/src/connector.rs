@@ -43,27 +43,22 @@ use core::net::SocketAddr;
 use hwq::device::{AcceptParams, CmEvent, ConnectParams, ConnectionInfo, DeviceError};
 use hwq::{ConnId, TryArc};
 use ndkpi::{
-    NDK_ADAPTER, NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_FN_CLOSE_COMPLETION,
-    NDK_FN_CREATE_COMPLETION, NDK_FN_DISCONNECT_EVENT_CALLBACK,
-    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX, NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER,
-    NDK_OBJECT_TYPE, NDK_QP, NDK_SHARED_ENDPOINT, NTSTATUS, NdkObjectTypeConnector, PSOCKADDR,
-    SOCKADDR, STATUS_BUFFER_TOO_SMALL, STATUS_CANCELLED, STATUS_CONNECTION_ABORTED,
-    STATUS_CONNECTION_INVALID, STATUS_CONNECTION_REFUSED, STATUS_INSUFFICIENT_RESOURCES,
-    STATUS_INVALID_ADDRESS, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
+    NDK_CONNECTOR, NDK_FN_REQUEST_COMPLETION, NTSTATUS, STATUS_CANCELLED,
+    STATUS_CONNECTION_ABORTED, STATUS_CONNECTION_INVALID, STATUS_CONNECTION_REFUSED,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_ADDRESS, STATUS_INVALID_DEVICE_STATE,
     STATUS_INVALID_PARAMETER, STATUS_IO_TIMEOUT, STATUS_PENDING, STATUS_SUCCESS,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter::{self, Adapter, adapter_arg};
+use crate::adapter::Adapter;
 use crate::callout::{self, Context, DisconnectEvent, RequestCompletion};
-use crate::endpoint::{SharedEndpoint, endpoint_arg};
+use crate::endpoint::SharedEndpoint;
 use crate::listener::Listener;
 use crate::lock::SpinLock;
 use crate::object::{Busy, Dep, Life, Object};
 use crate::platform::{LockClass, Platform};
 use crate::pool::{self, Charge, PoolVec, tags};
-use crate::qp::{ConnState, Qp, qp_arg};
-use crate::sockaddr;
+use crate::qp::{ConnState, Qp};
 use crate::status;
 
 static STATE_LOCK: LockClass = LockClass::new("connector.state");
@@ -145,6 +140,18 @@ struct State {
     disconnect_notified: bool,
 }
 
+/// What `NdkGetConnectionData` reports: the connection's read limits and
+/// the peer's private data.
+#[derive(Debug)]
+pub(crate) struct ConnectionData<'a> {
+    /// The connection's inbound RDMA READ limit (IRD).
+    pub inbound_reads: u32,
+    /// The connection's outbound RDMA READ limit (ORD).
+    pub outbound_reads: u32,
+    /// The peer's private data.
+    pub private_data: &'a [u8],
+}
+
 /// A connector.
 #[repr(C)]
 pub struct Connector {
@@ -155,21 +162,6 @@ pub struct Connector {
     listener: Option<Dep<Listener>>,
     state: SpinLock<State>,
     _charge: Charge,
-}
-
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`
-// and `inbound`, inside a `TryArc`.
-unsafe impl NdkObject for Connector {
-    type Ndk = NDK_CONNECTOR;
-    const TYPE: NDK_OBJECT_TYPE = NdkObjectTypeConnector;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
-
-    /// A 1.x adapter's connectors carry the 1.x table.
-    fn is_dispatch_table(dispatch: *const c_void) -> bool {
-        dispatch == Self::dispatch_table() || dispatch == (&raw const DISPATCH_1).cast()
-    }
 }
 
 impl Object for Connector {
@@ -251,6 +243,11 @@ fn connect_error(e: DeviceError) -> NTSTATUS {
 }
 
 impl Connector {
+    /// `NdkCreateConnector`: a connector for one outbound connection.
+    pub(crate) fn create(adapter: &Adapter) -> Result<TryArc<Self>, NTSTATUS> {
+        Self::new(adapter, None, Self::blank(Phase::Idle))
+    }
+
     fn new(
         adapter: &Adapter,
         listener: Option<Dep<Listener>>,
@@ -258,14 +255,7 @@ impl Connector {
     ) -> Result<TryArc<Self>, NTSTATUS> {
         let platform = adapter.platform();
         pool::try_arc(platform, tags::CONNECTOR, |charge| Self {
-            ndk: NdkCell::new(NDK_CONNECTOR {
-                Header: abi::header(adapter.version(), NdkObjectTypeConnector),
-                Dispatch: if adapter.is_v2() {
-                    &raw const DISPATCH
-                } else {
-                    &raw const DISPATCH_1
-                },
-            }),
+            ndk: NdkCell::new(Connector::ndk(adapter.version())),
             life: Life::new(platform),
             adapter: Dep::new(&abi::arc(adapter)),
             listener,
@@ -288,7 +278,7 @@ impl Connector {
             peer_data: None,
             pending: None,
             disconnect_event: DisconnectEvent::NONE,
-            disconnect_context: Context(core::ptr::null_mut()),
+            disconnect_context: Context::new(core::ptr::null_mut()),
             disconnect_notified: false,
         }
     }
@@ -345,7 +335,7 @@ impl Connector {
     }
 
     /// `NdkConnect` / `NdkConnectWithSharedEndpoint`.
-    fn connect(
+    pub(crate) fn connect(
         &self,
         qp: &Qp,
         endpoint: Option<&SharedEndpoint>,
@@ -425,7 +415,7 @@ impl Connector {
     }
 
     /// `NdkCompleteConnect(Ex)`: completes synchronously.
-    fn complete_connect(
+    pub(crate) fn complete_connect(
         &self,
         disconnect_event: DisconnectEvent,
         disconnect_context: *mut c_void,
@@ -443,7 +433,7 @@ impl Connector {
         {
             let mut s = self.state.lock();
             s.disconnect_event = disconnect_event;
-            s.disconnect_context = Context(disconnect_context);
+            s.disconnect_context = Context::new(disconnect_context);
             s.phase = Phase::Connected;
         }
         if let Some(qp) = self.qp() {
@@ -464,7 +454,7 @@ impl Connector {
     }
 
     /// `NdkAccept(Ex)`.
-    fn accept(
+    pub(crate) fn accept(
         &self,
         qp: &Qp,
         inbound_reads: u32,
@@ -499,7 +489,7 @@ impl Connector {
             s.phase = Phase::Accepting;
             s.qp = Some(qp_dep);
             s.disconnect_event = disconnect_event;
-            s.disconnect_context = Context(disconnect_context);
+            s.disconnect_context = Context::new(disconnect_context);
             s.pending = Some(self.pending(completion, context));
             (s.inbound_reads, s.outbound_reads)
         };
@@ -528,7 +518,7 @@ impl Connector {
     }
 
     /// `NdkReject`.
-    fn reject(&self, private_data: &[u8]) -> NTSTATUS {
+    pub(crate) fn reject(&self, private_data: &[u8]) -> NTSTATUS {
         let caps = self.adapter.get().ctx().caps();
         if private_data.len() > caps.max_accept_data as usize {
             return STATUS_INVALID_PARAMETER;
@@ -558,7 +548,11 @@ impl Connector {
     }
 
     /// `NdkDisconnect`.
-    fn disconnect(&self, completion: NDK_FN_REQUEST_COMPLETION, context: *mut c_void) -> NTSTATUS {
+    pub(crate) fn disconnect(
+        &self,
+        completion: NDK_FN_REQUEST_COMPLETION,
+        context: *mut c_void,
+    ) -> NTSTATUS {
         let conn_id = {
             let mut s = self.state.lock();
             match (s.phase, s.conn_id) {
@@ -612,54 +606,33 @@ impl Connector {
     /// never came to be (the connect failed, the peer abandoned the
     /// handshake): `STATUS_INVALID_DEVICE_STATE`.
     ///
-    /// # Safety
-    /// Non-null pointers must be valid for their writes (`data` for
-    /// `*data_len` bytes).
-    unsafe fn connection_data(
+    pub(crate) fn connection_data<R>(
         &self,
-        ird: *mut u32,
-        ord: *mut u32,
-        data: *mut c_void,
-        data_len: *mut u32,
-    ) -> NTSTATUS {
-        // SAFETY: the consumer's in/out length (null checked).
-        let Some(have) = (unsafe { abi::read_in(data_len) }) else {
-            return STATUS_INVALID_PARAMETER;
-        };
-        if data.is_null() && have != 0 {
-            return STATUS_INVALID_PARAMETER;
-        }
+        read: impl FnOnce(&ConnectionData<'_>) -> R,
+    ) -> Result<R, NTSTATUS> {
         let s = self.state.lock();
         if matches!(
             s.phase,
             Phase::Idle | Phase::Connecting | Phase::Failed | Phase::Aborted
-        ) || s.peer_data.is_none()
-        {
-            return STATUS_INVALID_DEVICE_STATE;
+        ) {
+            return Err(STATUS_INVALID_DEVICE_STATE);
         }
-        let peer = s.peer_data.as_deref().unwrap_or(&[]);
-        let need = peer.len() as u32;
-        // SAFETY: optional out-parameters of the consumer.
-        unsafe { abi::write_out(ird, s.inbound_reads) };
-        // SAFETY: as above.
-        unsafe { abi::write_out(ord, s.outbound_reads) };
-        let n = peer.len().min(have as usize);
-        if n != 0 {
-            // SAFETY: `data` is non-null (have > 0) and holds `have >= n`
-            // bytes; the source is our own buffer.
-            unsafe { core::ptr::copy_nonoverlapping(peer.as_ptr(), data.cast::<u8>(), n) };
-        }
-        drop(s);
-        // SAFETY: non-null (read above).
-        unsafe { abi::write_out(data_len, need) };
-        if data.is_null() || have >= need {
-            STATUS_SUCCESS
-        } else {
-            STATUS_BUFFER_TOO_SMALL
-        }
+        let Some(private_data) = s.peer_data.as_deref() else {
+            return Err(STATUS_INVALID_DEVICE_STATE);
+        };
+        Ok(read(&ConnectionData {
+            inbound_reads: s.inbound_reads,
+            outbound_reads: s.outbound_reads,
+            private_data,
+        }))
     }
 
-    fn addresses(&self) -> (Option<SocketAddr>, Option<SocketAddr>) {
+    /// The adapter it was created on (or its listener's).
+    pub fn adapter(&self) -> &TryArc<Adapter> {
+        self.adapter.get()
+    }
+
+    pub(crate) fn addresses(&self) -> (Option<SocketAddr>, Option<SocketAddr>) {
         let s = self.state.lock();
         (s.local, s.remote)
     }
@@ -810,388 +783,12 @@ fn on_peer_disconnect(connector: &TryArc<Connector>) {
     );
 }
 
-// ---- dispatch ----
-
-/// # Safety
-/// As [`abi::object`].
-unsafe fn connector_arg<'a>(c: *mut NDK_CONNECTOR) -> Option<&'a Connector> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Connector>(c) }
-}
-
-/// # Safety
-/// A non-null `data` must be readable for `len` bytes.
-unsafe fn private_data<'a>(data: *mut c_void, len: u32) -> Result<&'a [u8], NTSTATUS> {
-    // SAFETY: forwarded.
-    unsafe { abi::slice(data.cast_const().cast::<u8>(), len as usize) }
-        .ok_or(STATUS_INVALID_PARAMETER)
-}
-
-/// `NdkCreateConnector`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_connector(
-    adapter: *mut NDK_ADAPTER,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_CONNECTOR,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened.
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Connector::new(adapter, None, Connector::blank(Phase::Idle)) {
-        Ok(c) => {
-            // SAFETY: non-null out-pointer of the consumer.
-            unsafe { abi::write_out(out, abi::into_handle(c)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn close_connector(
-    c: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<Connector>(c, completion, context) }
-}
-
-unsafe extern "win64" fn connect(
-    c: *mut NDK_CONNECTOR,
-    qp: *mut NDK_QP,
-    src: PSOCKADDR,
-    src_len: u32,
-    dst: PSOCKADDR,
-    dst_len: u32,
-    inbound_reads: u32,
-    outbound_reads: u32,
-    data: *mut c_void,
-    data_len: u32,
-    completion: NDK_FN_REQUEST_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open QP.
-    let Some(qp) = (unsafe { qp_arg(qp) }) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    // SAFETY: the consumer's addresses and private data.
-    let local = unsafe { sockaddr::read(src, src_len) };
-    // SAFETY: as above.
-    let remote = unsafe { sockaddr::read(dst, dst_len) };
-    // SAFETY: as above.
-    let data = unsafe { private_data(data, data_len) };
-    match (local, remote, data) {
-        (Ok(local), Ok(remote), Ok(data)) => c.connect(
-            qp,
-            None,
-            local,
-            remote,
-            inbound_reads,
-            outbound_reads,
-            data,
-            completion,
-            context,
-        ),
-        (Err(s), _, _) | (_, Err(s), _) | (_, _, Err(s)) => s,
-    }
-}
-
 /// Whether a connection from `local` to `remote` has one address family:
 /// both IPv4 or both IPv6, or an unspecified local address (which the
 /// device binds to its own address).
 fn same_family(local: SocketAddr, remote: SocketAddr) -> bool {
     local.is_ipv4() == remote.is_ipv4() || local.ip().is_unspecified()
 }
-
-unsafe extern "win64" fn connect_with_shared_endpoint(
-    c: *mut NDK_CONNECTOR,
-    qp: *mut NDK_QP,
-    endpoint: *mut NDK_SHARED_ENDPOINT,
-    dst: PSOCKADDR,
-    dst_len: u32,
-    inbound_reads: u32,
-    outbound_reads: u32,
-    data: *mut c_void,
-    data_len: u32,
-    completion: NDK_FN_REQUEST_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open QP.
-    let qp = unsafe { qp_arg(qp) };
-    // SAFETY: the consumer passes its open shared endpoint.
-    let endpoint = unsafe { endpoint_arg(endpoint) };
-    let (Some(qp), Some(endpoint)) = (qp, endpoint) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    if !endpoint.adapter().same_device(c.adapter.get()) {
-        return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: the consumer's address and private data.
-    let remote = unsafe { sockaddr::read(dst, dst_len) };
-    // SAFETY: as above.
-    let data = unsafe { private_data(data, data_len) };
-    match (remote, data) {
-        (Ok(remote), Ok(data)) => c.connect(
-            qp,
-            Some(endpoint),
-            endpoint.addr(),
-            remote,
-            inbound_reads,
-            outbound_reads,
-            data,
-            completion,
-            context,
-        ),
-        (Err(s), _) | (_, Err(s)) => s,
-    }
-}
-
-unsafe extern "win64" fn complete_connect(
-    c: *mut NDK_CONNECTOR,
-    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
-    disconnect_context: *mut c_void,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    c.complete_connect(DisconnectEvent::Plain(disconnect_event), disconnect_context)
-}
-
-/// `NdkCompleteConnectEx` (NDKPI 2.1): as `NdkCompleteConnect`, with the
-/// extended disconnect callback.
-unsafe extern "win64" fn complete_connect_ex(
-    c: *mut NDK_CONNECTOR,
-    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
-    disconnect_context: *mut c_void,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    c.complete_connect(DisconnectEvent::Ex(disconnect_event), disconnect_context)
-}
-
-unsafe extern "win64" fn accept(
-    c: *mut NDK_CONNECTOR,
-    qp: *mut NDK_QP,
-    inbound_reads: u32,
-    outbound_reads: u32,
-    data: *mut c_void,
-    data_len: u32,
-    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK,
-    disconnect_context: *mut c_void,
-    completion: NDK_FN_REQUEST_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer's arguments, forwarded.
-    unsafe {
-        accept_with(
-            c,
-            qp,
-            inbound_reads,
-            outbound_reads,
-            data,
-            data_len,
-            DisconnectEvent::Plain(disconnect_event),
-            disconnect_context,
-            completion,
-            context,
-        )
-    }
-}
-
-/// `NdkAcceptEx` (NDKPI 2.1): as `NdkAccept`, with the extended disconnect
-/// callback.
-unsafe extern "win64" fn accept_ex(
-    c: *mut NDK_CONNECTOR,
-    qp: *mut NDK_QP,
-    inbound_reads: u32,
-    outbound_reads: u32,
-    data: *mut c_void,
-    data_len: u32,
-    disconnect_event: NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
-    disconnect_context: *mut c_void,
-    completion: NDK_FN_REQUEST_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer's arguments, forwarded.
-    unsafe {
-        accept_with(
-            c,
-            qp,
-            inbound_reads,
-            outbound_reads,
-            data,
-            data_len,
-            DisconnectEvent::Ex(disconnect_event),
-            disconnect_context,
-            completion,
-            context,
-        )
-    }
-}
-
-/// `NdkAccept` and `NdkAcceptEx`.
-///
-/// # Safety
-/// The consumer's arguments of either entry: its open connector and QP,
-/// private data readable for `data_len` bytes.
-unsafe fn accept_with(
-    c: *mut NDK_CONNECTOR,
-    qp: *mut NDK_QP,
-    inbound_reads: u32,
-    outbound_reads: u32,
-    data: *mut c_void,
-    data_len: u32,
-    disconnect_event: DisconnectEvent,
-    disconnect_context: *mut c_void,
-    completion: NDK_FN_REQUEST_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open QP.
-    let Some(qp) = (unsafe { qp_arg(qp) }) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    // SAFETY: the consumer's private data.
-    let data = match unsafe { private_data(data, data_len) } {
-        Ok(d) => d,
-        Err(status) => return status,
-    };
-    c.accept(
-        qp,
-        inbound_reads,
-        outbound_reads,
-        data,
-        disconnect_event,
-        disconnect_context,
-        completion,
-        context,
-    )
-}
-
-unsafe extern "win64" fn reject(
-    c: *mut NDK_CONNECTOR,
-    data: *mut c_void,
-    data_len: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer's private data.
-    match unsafe { private_data(data, data_len) } {
-        Ok(d) => c.reject(d),
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn get_connection_data(
-    c: *mut NDK_CONNECTOR,
-    ird: *mut u32,
-    ord: *mut u32,
-    data: *mut c_void,
-    data_len: *mut u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer's out-parameters.
-    unsafe { c.connection_data(ird, ord, data, data_len) }
-}
-
-unsafe extern "win64" fn get_local_address(
-    c: *mut NDK_CONNECTOR,
-    addr: *mut SOCKADDR,
-    len: *mut u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    let Some(local) = c.addresses().0 else {
-        return STATUS_INVALID_DEVICE_STATE;
-    };
-    // SAFETY: the consumer's buffer and in/out length.
-    unsafe { sockaddr::write(local, addr, len) }
-}
-
-unsafe extern "win64" fn get_peer_address(
-    c: *mut NDK_CONNECTOR,
-    addr: *mut SOCKADDR,
-    len: *mut u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    let Some(remote) = c.addresses().1 else {
-        return STATUS_INVALID_DEVICE_STATE;
-    };
-    // SAFETY: the consumer's buffer and in/out length.
-    unsafe { sockaddr::write(remote, addr, len) }
-}
-
-unsafe extern "win64" fn disconnect(
-    c: *mut NDK_CONNECTOR,
-    completion: NDK_FN_REQUEST_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector.
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    c.disconnect(completion, context)
-}
-
-/// The connector dispatch table of NDKPI 2.x adapters (the 2.1 table).
-pub static DISPATCH: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
-    NdkCloseConnector: Some(close_connector),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkConnect: Some(connect),
-    NdkConnectWithSharedEndpoint: Some(connect_with_shared_endpoint),
-    NdkCompleteConnect: Some(complete_connect),
-    NdkAccept: Some(accept),
-    NdkReject: Some(reject),
-    NdkGetConnectionData: Some(get_connection_data),
-    NdkGetLocalAddress: Some(get_local_address),
-    NdkGetPeerAddress: Some(get_peer_address),
-    NdkDisconnect: Some(disconnect),
-    NdkCompleteConnectEx: Some(complete_connect_ex),
-    NdkAcceptEx: Some(accept_ex),
-};
-
-/// The connector dispatch table of NDKPI 1.x adapters: the 1.2 table (the
-/// first [`ndkpi::NDK_CONNECTOR_DISPATCH_1_SIZE`] bytes, all a 1.x consumer
-/// reads), followed by null where 2.1 put its two entries. Kept in the
-/// 2.1 type so that every reference to a connector table, from either kind
-/// of adapter, covers memory that exists.
-pub static DISPATCH_1: NDK_CONNECTOR_DISPATCH = NDK_CONNECTOR_DISPATCH {
-    NdkCompleteConnectEx: None,
-    NdkAcceptEx: None,
-    ..DISPATCH
-};
 
 #[cfg(test)]
 mod tests {

@@ -15,15 +15,14 @@ use core::ffi::c_void;
 
 use hwq::{Consumer, Cqe, CqeOpcode, Cqn, TryArc};
 use ndkpi::{
-    GROUP_AFFINITY, NDK_ADAPTER, NDK_CQ, NDK_CQ_DISPATCH, NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ERRORS,
-    NDK_CQ_NOTIFY_SOLICITED, NDK_FN_CLOSE_COMPLETION, NDK_FN_CQ_NOTIFICATION_CALLBACK,
-    NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER, NDK_RESULT,
-    NDK_RESULT_EX, NTSTATUS, NdkObjectTypeCq, STATUS_BUFFER_OVERFLOW, STATUS_INVALID_DEVICE_STATE,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_INVALID_PARAMETER_MIX, STATUS_SUCCESS,
+    NDK_CQ, NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ERRORS, NDK_CQ_NOTIFY_SOLICITED,
+    NDK_FN_CQ_NOTIFICATION_CALLBACK, NDK_RESULT, NDK_RESULT_EX, NTSTATUS, STATUS_BUFFER_OVERFLOW,
+    STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_PARAMETER, STATUS_INVALID_PARAMETER_MIX,
+    STATUS_SUCCESS,
 };
 
-use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter::{self, Adapter, adapter_arg};
+use crate::abi::{self, NdkCell, NdkObject, OutArray};
+use crate::adapter::Adapter;
 use crate::callout::{self, Context};
 use crate::lock::SpinLock;
 use crate::object::{Busy, Dep, Life, Object};
@@ -89,16 +88,6 @@ pub struct Cq {
     _charge: Charge,
 }
 
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
-// inside a `TryArc`.
-unsafe impl NdkObject for Cq {
-    type Ndk = NDK_CQ;
-    const TYPE: i32 = NdkObjectTypeCq;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
-}
-
 impl Object for Cq {
     fn life(&self) -> &Life {
         &self.life
@@ -139,7 +128,7 @@ impl Cq {
         self.adapter.get()
     }
 
-    fn create(
+    pub(crate) fn create(
         adapter: &Adapter,
         depth: u32,
         callback: NDK_FN_CQ_NOTIFICATION_CALLBACK,
@@ -158,10 +147,7 @@ impl Cq {
             .create_cq(producer)
             .map_err(status::device_error)?;
         let made = pool::try_arc(platform, tags::CQ, |charge| Self {
-            ndk: NdkCell::new(NDK_CQ {
-                Header: abi::header(adapter.version(), NdkObjectTypeCq),
-                Dispatch: &raw const DISPATCH,
-            }),
+            ndk: NdkCell::new(Cq::ndk(adapter.version())),
             life: Life::new(platform),
             adapter: Dep::new(&abi::arc(adapter)),
             cqn,
@@ -177,7 +163,7 @@ impl Cq {
             ),
             notify: SpinLock::new(platform, &NOTIFY_LOCK, Notify::default()),
             callback,
-            context: Context(context),
+            context: Context::new(context),
             _charge: charge,
         });
         let cq = match made {
@@ -232,7 +218,7 @@ impl Cq {
     }
 
     /// `NdkArmCq`.
-    fn arm(this: &TryArc<Self>, arm: Arm) {
+    pub(crate) fn arm(this: &TryArc<Self>, arm: Arm) {
         let overflow = {
             let mut n = this.notify.lock();
             if n.overflowed {
@@ -265,7 +251,7 @@ impl Cq {
     }
 
     /// `NdkResizeCq`.
-    fn resize(&self, depth: u32) -> Result<(), NTSTATUS> {
+    pub(crate) fn resize(&self, depth: u32) -> Result<(), NTSTATUS> {
         let ctx = self.adapter.get().ctx();
         let max = ctx.caps().max_cq_depth.min(hwq::ring::MAX_RING_DEPTH);
         if depth == 0 || depth > max {
@@ -296,7 +282,7 @@ impl Cq {
     }
 
     /// `NdkControlCqInterruptModeration`.
-    fn moderate(&self, interval: u32, count: u32) -> Result<(), NTSTATUS> {
+    pub(crate) fn moderate(&self, interval: u32, count: u32) -> Result<(), NTSTATUS> {
         let depth = self.rings.lock().depth;
         let count_only = interval == u32::MAX;
         let interval_only = count == u32::MAX || count > depth;
@@ -337,6 +323,24 @@ fn drain(
         n += 1;
     }
     n
+}
+
+impl Cq {
+    /// `NdkGetCqResults`: up to `max` completions into `out`; how many.
+    pub(crate) fn get_results(&self, out: &mut OutArray<'_, NDK_RESULT>, max: u32) -> u32 {
+        self.poll(max as usize, |i, cqe| {
+            out.write(i, result_of(cqe));
+        }) as u32
+    }
+
+    /// `NdkGetCqResultsEx`: as [`Cq::get_results`], in `NDK_RESULT_EX`
+    /// records (provider error codes for NDKPI 2.x adapters).
+    pub(crate) fn get_results_ex(&self, out: &mut OutArray<'_, NDK_RESULT_EX>, max: u32) -> u32 {
+        let error_codes = self.adapter.get().is_v2();
+        self.poll(max as usize, |i, cqe| {
+            out.write(i, result_ex_of(cqe, error_codes));
+        }) as u32
+    }
 }
 
 /// A device event for this CQ (its arm fired, or it overflowed).
@@ -433,140 +437,3 @@ fn result_ex_of(cqe: &Cqe, error_codes: bool) -> NDK_RESULT_EX {
         },
     }
 }
-
-// ---- dispatch ----
-
-/// # Safety
-/// As [`abi::object`].
-unsafe fn cq_arg<'a>(cq: *mut NDK_CQ) -> Option<&'a Cq> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Cq>(cq) }
-}
-
-/// `NdkCreateCq`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_cq(
-    adapter: *mut NDK_ADAPTER,
-    depth: u32,
-    notification: NDK_FN_CQ_NOTIFICATION_CALLBACK,
-    notification_context: *mut c_void,
-    _affinity: *mut GROUP_AFFINITY,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_CQ,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened.
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Cq::create(adapter, depth, notification, notification_context) {
-        Ok(cq) => {
-            // SAFETY: non-null out-pointer of the consumer.
-            unsafe { abi::write_out(out, abi::into_handle(cq)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn close_cq(
-    cq: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<Cq>(cq, completion, context) }
-}
-
-unsafe extern "win64" fn resize_cq(
-    cq: *mut NDK_CQ,
-    depth: u32,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open CQ.
-    let Some(cq) = (unsafe { cq_arg(cq) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    match cq.resize(depth) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn arm_cq(cq: *mut NDK_CQ, kind: u32) {
-    // SAFETY: the consumer passes its open CQ.
-    let Some(cq) = (unsafe { cq_arg(cq) }) else {
-        return;
-    };
-    // An unknown type arms nothing (the function cannot report errors).
-    if let Some(arm) = Arm::from_ndk(kind) {
-        Cq::arm(&abi::arc(cq), arm);
-    }
-}
-
-unsafe extern "win64" fn get_cq_results(
-    cq: *mut NDK_CQ,
-    results: *mut NDK_RESULT,
-    max: u32,
-) -> u32 {
-    // SAFETY: the consumer passes its open CQ.
-    let Some(cq) = (unsafe { cq_arg(cq) }) else {
-        return 0;
-    };
-    if results.is_null() {
-        return 0;
-    }
-    cq.poll(max as usize, |i, cqe| {
-        // SAFETY: `i < max`, and the consumer's array holds `max` results.
-        unsafe { results.wrapping_add(i).write_unaligned(result_of(cqe)) };
-    }) as u32
-}
-
-unsafe extern "win64" fn get_cq_results_ex(
-    cq: *mut NDK_CQ,
-    results: *mut NDK_RESULT_EX,
-    max: u32,
-) -> u32 {
-    // SAFETY: the consumer passes its open CQ.
-    let Some(cq) = (unsafe { cq_arg(cq) }) else {
-        return 0;
-    };
-    if results.is_null() {
-        return 0;
-    }
-    let error_codes = cq.adapter.get().is_v2();
-    cq.poll(max as usize, |i, cqe| {
-        let result = result_ex_of(cqe, error_codes);
-        // SAFETY: `i < max`, and the consumer's array holds `max` results.
-        unsafe { results.wrapping_add(i).write_unaligned(result) };
-    }) as u32
-}
-
-unsafe extern "win64" fn control_cq_interrupt_moderation(
-    cq: *mut NDK_CQ,
-    interval: u32,
-    count: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open CQ.
-    let Some(cq) = (unsafe { cq_arg(cq) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    match cq.moderate(interval, count) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-/// The CQ dispatch table.
-pub static DISPATCH: NDK_CQ_DISPATCH = NDK_CQ_DISPATCH {
-    NdkCloseCq: Some(close_cq),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkResizeCq: Some(resize_cq),
-    NdkArmCq: Some(arm_cq),
-    NdkGetCqResults: Some(get_cq_results),
-    NdkControlCqInterruptModeration: Some(control_cq_interrupt_moderation),
-    NdkGetCqResultsEx: Some(get_cq_results_ex),
-};

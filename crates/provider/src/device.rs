@@ -42,8 +42,9 @@ pub struct DeviceContext {
 }
 
 impl DeviceContext {
-    /// Wraps `device` and attaches to its events.
-    pub fn new(
+    /// Wraps `device`, not attached to its events yet: `DeviceContext::new`
+    /// (at the edge, in `dispatch::adapter`) attaches it.
+    pub(crate) fn unattached(
         device: Box<dyn Device>,
         platform: &'static dyn Platform,
     ) -> Result<TryArc<Self>, NTSTATUS> {
@@ -62,13 +63,14 @@ impl DeviceContext {
             _charge: charge,
         })
         .map_err(status::alloc_error)?;
-        // SAFETY: the context sits at a fixed address inside its TryArc
-        // until the last reference drops, and both `detach` and `Drop`
-        // detach the device (which waits out running events) before that.
-        let sink = unsafe { EventSink::new(&*ctx) };
-        ctx.device.attach(sink).map_err(status::device_error)?;
-        ctx.attached.store(true, Ordering::Release);
         Ok(ctx)
+    }
+
+    /// Hands the device its event sink (targeting this context).
+    pub(crate) fn attach(&self, sink: EventSink) -> Result<(), NTSTATUS> {
+        self.device.attach(sink).map_err(status::device_error)?;
+        self.attached.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Stops device events; when it returns no event runs or will run.

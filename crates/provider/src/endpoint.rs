@@ -9,25 +9,20 @@
 //! is the device's to say, at connect time (`STATUS_INVALID_ADDRESS`). A
 //! connector connected through the endpoint keeps it open (its close pends).
 
-use core::ffi::c_void;
 use core::net::SocketAddr;
 
 use hwq::{AllocError, TryArc};
 use ndkpi::{
-    NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_OBJECT_HEADER,
-    NDK_OBJECT_TYPE, NDK_SHARED_ENDPOINT, NDK_SHARED_ENDPOINT_DISPATCH, NTSTATUS,
-    NdkObjectTypeSharedEndpoint, PSOCKADDR, SOCKADDR, STATUS_INSUFFICIENT_RESOURCES,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION, STATUS_SUCCESS,
+    NDK_SHARED_ENDPOINT, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_SHARING_VIOLATION,
     STATUS_TOO_MANY_ADDRESSES,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter::{self, Adapter, adapter_arg};
+use crate::adapter::Adapter;
 use crate::lock::SpinLock;
 use crate::object::{Dep, Life, Object};
 use crate::platform::{LockClass, Platform};
 use crate::pool::{self, Charge, PoolVec, tags};
-use crate::sockaddr;
 use crate::status;
 
 static PORTS_LOCK: LockClass = LockClass::new("device.ports");
@@ -141,16 +136,6 @@ pub struct SharedEndpoint {
     _charge: Charge,
 }
 
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
-// inside a `TryArc`.
-unsafe impl NdkObject for SharedEndpoint {
-    type Ndk = NDK_SHARED_ENDPOINT;
-    const TYPE: NDK_OBJECT_TYPE = NdkObjectTypeSharedEndpoint;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
-}
-
 impl Object for SharedEndpoint {
     fn life(&self) -> &Life {
         &self.life
@@ -179,15 +164,12 @@ impl core::fmt::Debug for SharedEndpoint {
 }
 
 impl SharedEndpoint {
-    fn create(adapter: &Adapter, addr: SocketAddr) -> Result<TryArc<Self>, NTSTATUS> {
+    pub(crate) fn create(adapter: &Adapter, addr: SocketAddr) -> Result<TryArc<Self>, NTSTATUS> {
         let ports = &adapter.ctx().ports;
         let addr = ports.reserve(addr)?;
         let platform = adapter.platform();
         pool::try_arc(platform, tags::SHARED_ENDPOINT, |charge| Self {
-            ndk: NdkCell::new(NDK_SHARED_ENDPOINT {
-                Header: abi::header(adapter.version(), NdkObjectTypeSharedEndpoint),
-                Dispatch: &raw const DISPATCH,
-            }),
+            ndk: NdkCell::new(SharedEndpoint::ndk(adapter.version())),
             life: Life::new(platform),
             adapter: Dep::new(&abi::arc(adapter)),
             addr,
@@ -209,72 +191,3 @@ impl SharedEndpoint {
         self.adapter.get()
     }
 }
-
-/// Resolves a shared endpoint argument.
-///
-/// # Safety
-/// As [`abi::object`].
-pub(crate) unsafe fn endpoint_arg<'a>(e: *mut NDK_SHARED_ENDPOINT) -> Option<&'a SharedEndpoint> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<SharedEndpoint>(e) }
-}
-
-/// `NdkCreateSharedEndpoint`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_shared_endpoint(
-    adapter: *mut NDK_ADAPTER,
-    addr: PSOCKADDR,
-    addr_len: u32,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_SHARED_ENDPOINT,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened.
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: the consumer's address of `addr_len` bytes.
-    let addr = match unsafe { sockaddr::read(addr, addr_len) } {
-        Ok(a) => a,
-        Err(status) => return status,
-    };
-    match SharedEndpoint::create(adapter, addr) {
-        Ok(e) => {
-            // SAFETY: non-null out-pointer of the consumer.
-            unsafe { abi::write_out(out, abi::into_handle(e)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn close_shared_endpoint(
-    e: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<SharedEndpoint>(e, completion, context) }
-}
-
-unsafe extern "win64" fn get_local_address(
-    e: *mut NDK_SHARED_ENDPOINT,
-    addr: *mut SOCKADDR,
-    len: *mut u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open endpoint.
-    let Some(e) = (unsafe { endpoint_arg(e) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer's buffer and in/out length.
-    unsafe { sockaddr::write(e.addr, addr, len) }
-}
-
-/// The shared endpoint dispatch table.
-pub static DISPATCH: NDK_SHARED_ENDPOINT_DISPATCH = NDK_SHARED_ENDPOINT_DISPATCH {
-    NdkCloseSharedEndpoint: Some(close_shared_endpoint),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkGetLocalAddress: Some(get_local_address),
-};

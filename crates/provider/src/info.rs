@@ -5,16 +5,11 @@
 use hwq::device::DeviceCaps;
 use hwq::wqe::{MAX_INLINE, MAX_SGE};
 use ndkpi::{
-    NDK_ADAPTER, NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED,
-    NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED, NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED,
-    NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED, NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED,
-    NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED, NDK_ADAPTER_INFO, NDK_VERSION, NTSTATUS,
-    NdkRoCEv2, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER,
-    STATUS_SUCCESS,
+    NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED, NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED,
+    NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED, NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED,
+    NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED,
+    NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED, NDK_ADAPTER_INFO, NDK_VERSION, NdkRoCEv2,
 };
-
-use crate::abi;
-use crate::adapter::adapter_arg;
 
 /// Scatter/gather entries per work request (every kind).
 pub const MAX_REQUEST_SGE: u32 = MAX_SGE as u32;
@@ -72,31 +67,4 @@ pub fn adapter_info(version: NDK_VERSION, caps: &DeviceCaps) -> NDK_ADAPTER_INFO
         AdapterFlags: adapter_flags(caps),
         RdmaTechnology: NdkRoCEv2,
     }
-}
-
-/// `NdkQueryAdapterInfo` (PASSIVE_LEVEL).
-pub(crate) unsafe extern "win64" fn query_adapter_info(
-    adapter: *mut NDK_ADAPTER,
-    info: *mut NDK_ADAPTER_INFO,
-    size: *mut u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened.
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: `size` is the consumer's in/out ULONG (checked for null).
-    let Some(have) = (unsafe { abi::read_in(size) }) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    let need = size_of::<NDK_ADAPTER_INFO>() as u32;
-    // SAFETY: non-null (read above) and writable per the contract.
-    unsafe { abi::write_out(size, need) };
-    if info.is_null() || have < need {
-        return STATUS_BUFFER_TOO_SMALL;
-    }
-    let value = adapter_info(adapter.version(), adapter.ctx().caps());
-    // SAFETY: the consumer's buffer holds at least `need` bytes (checked).
-    // It may be unaligned, so write unaligned.
-    unsafe { info.write_unaligned(value) };
-    STATUS_SUCCESS
 }

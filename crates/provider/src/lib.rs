@@ -9,11 +9,14 @@
 //!
 //! `no_std` + `alloc`: the same code runs in the Windows kernel driver and in
 //! Linux tests. Every allocation is fallible and accounted ([`pool`]); the
-//! posting and polling paths neither allocate nor block. Consumer pointers
-//! become checked references in one place ([`abi`]); everything behind it is
-//! safe Rust.
+//! posting and polling paths neither allocate nor block.
 //!
-//! Module map, following NDK's object model: [`adapter`] (open/close,
+//! One edge for raw pointers: the entry points of every dispatch table live
+//! in [`dispatch`] (one module per object kind), where consumer pointers
+//! become checked references through [`abi`]; [`lock`]'s spin lock is the
+//! only other module allowed `unsafe_code`. The crate denies it elsewhere.
+//!
+//! Module map, following NDK's object model: [`adapter`] (open,
 //! version), [`info`] (adapter info), [`pd`], [`cq`], [`mr`], [`mw`],
 //! [`srq`], [`qp`] (create, post_send, post_recv, fast_register, bind,
 //! flags), [`connector`], [`listener`], [`endpoint`] (shared endpoints),
@@ -24,19 +27,24 @@
 //! [`sockaddr`], [`sge`].
 
 #![no_std]
+#![deny(unsafe_code)]
 
 extern crate alloc;
 
+#[allow(unsafe_code)]
 pub mod abi;
 pub mod adapter;
 pub mod callout;
 pub mod connector;
 pub mod cq;
 pub mod device;
+#[allow(unsafe_code)]
+pub mod dispatch;
 pub mod endpoint;
 pub mod info;
 pub mod lam;
 pub mod listener;
+#[allow(unsafe_code)]
 pub mod lock;
 pub mod mdl;
 pub mod mr;
@@ -55,6 +63,7 @@ pub mod table;
 #[cfg(test)]
 mod testing;
 
-pub use adapter::{PROVIDER_VERSION, close_adapter, highest_minor, negotiate, open_adapter};
+pub use adapter::{PROVIDER_VERSION, highest_minor, negotiate, open_adapter};
 pub use device::DeviceContext;
+pub use dispatch::adapter::close_adapter;
 pub use platform::{Irql, LockClass, Platform, PoolTag, PoolType};

@@ -12,22 +12,18 @@ use core::net::SocketAddr;
 use hwq::device::ConnectionInfo;
 use hwq::{ConnId, ListenId, TryArc};
 use ndkpi::{
-    NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CONNECT_EVENT_CALLBACK, NDK_FN_CREATE_COMPLETION,
-    NDK_FN_REQUEST_COMPLETION, NDK_LISTENER, NDK_LISTENER_DISPATCH, NDK_OBJECT_HEADER,
-    NDK_OBJECT_TYPE, NTSTATUS, NdkObjectTypeListener, PSOCKADDR, SOCKADDR,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_FN_CONNECT_EVENT_CALLBACK, NDK_LISTENER, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_PARAMETER,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter::{self, Adapter, adapter_arg};
+use crate::adapter::Adapter;
 use crate::callout::{self, Context};
 use crate::connector::Connector;
 use crate::lock::SpinLock;
 use crate::object::{Busy, Dep, Life, Object};
 use crate::platform::{LockClass, Platform};
 use crate::pool::{self, Charge, tags};
-use crate::sockaddr;
 use crate::status;
 
 static STATE_LOCK: LockClass = LockClass::new("listener.state");
@@ -50,16 +46,6 @@ pub struct Listener {
     context: Context,
     state: SpinLock<ListenState>,
     _charge: Charge,
-}
-
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
-// inside a `TryArc`.
-unsafe impl NdkObject for Listener {
-    type Ndk = NDK_LISTENER;
-    const TYPE: NDK_OBJECT_TYPE = NdkObjectTypeListener;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
 }
 
 impl Object for Listener {
@@ -101,7 +87,7 @@ impl core::fmt::Debug for Listener {
 }
 
 impl Listener {
-    fn create(
+    pub(crate) fn create(
         adapter: &Adapter,
         callback: NDK_FN_CONNECT_EVENT_CALLBACK,
         context: *mut c_void,
@@ -111,14 +97,11 @@ impl Listener {
         }
         let platform = adapter.platform();
         pool::try_arc(platform, tags::LISTENER, |charge| Self {
-            ndk: NdkCell::new(NDK_LISTENER {
-                Header: abi::header(adapter.version(), NdkObjectTypeListener),
-                Dispatch: &raw const DISPATCH,
-            }),
+            ndk: NdkCell::new(Listener::ndk(adapter.version())),
             life: Life::new(platform),
             adapter: Dep::new(&abi::arc(adapter)),
             callback,
-            context: Context(context),
+            context: Context::new(context),
             state: SpinLock::new(platform, &STATE_LOCK, ListenState::default()),
             _charge: charge,
         })
@@ -131,13 +114,18 @@ impl Listener {
     }
 
     /// The address it listens on: once listening, until closed.
+    pub(crate) fn bound_address(&self) -> Option<SocketAddr> {
+        self.state.lock().bound.map(|(_, at)| at)
+    }
+
+    /// The address it listens on, until it stops (closing).
     pub(crate) fn listening_address(&self) -> Option<SocketAddr> {
         let s = self.state.lock();
         s.bound.filter(|_| !s.stopped).map(|(_, at)| at)
     }
 
     /// `NdkListen`.
-    fn listen(&self, addr: SocketAddr) -> Result<(), NTSTATUS> {
+    pub(crate) fn listen(&self, addr: SocketAddr) -> Result<(), NTSTATUS> {
         let ctx = self.adapter.get().ctx();
         let paused = {
             let s = self.state.lock();
@@ -169,7 +157,7 @@ impl Listener {
     }
 
     /// `NdkControlConnectEvents`.
-    fn control(&self, pause: bool) {
+    pub(crate) fn control(&self, pause: bool) {
         let bound = {
             let mut s = self.state.lock();
             s.paused = pause;
@@ -208,112 +196,11 @@ pub(crate) fn on_connect_request(
         return;
     };
     // The consumer owns the new connector's reference from here on.
-    let handle = abi::into_handle(connector);
-    // SAFETY: `handle` is the new connector, whose reference the consumer
-    // receives with this call.
-    unsafe {
-        callout::connect_event(
-            listener.adapter.get().platform(),
-            listener.callback,
-            listener.context,
-            handle,
-        );
-    }
+    callout::connect_event(
+        listener.adapter.get().platform(),
+        listener.callback,
+        listener.context,
+        connector,
+    );
     drop(busy);
 }
-
-/// # Safety
-/// As [`abi::object`].
-unsafe fn listener_arg<'a>(l: *mut NDK_LISTENER) -> Option<&'a Listener> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Listener>(l) }
-}
-
-/// `NdkCreateListener`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_listener(
-    adapter: *mut NDK_ADAPTER,
-    connect_event: NDK_FN_CONNECT_EVENT_CALLBACK,
-    connect_event_context: *mut c_void,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_LISTENER,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened.
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Listener::create(adapter, connect_event, connect_event_context) {
-        Ok(l) => {
-            // SAFETY: non-null out-pointer of the consumer.
-            unsafe { abi::write_out(out, abi::into_handle(l)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn close_listener(
-    l: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<Listener>(l, completion, context) }
-}
-
-unsafe extern "win64" fn listen(
-    l: *mut NDK_LISTENER,
-    addr: PSOCKADDR,
-    addr_len: u32,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open listener.
-    let Some(l) = (unsafe { listener_arg(l) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer's address of `addr_len` bytes.
-    let addr = match unsafe { sockaddr::read(addr, addr_len) } {
-        Ok(a) => a,
-        Err(status) => return status,
-    };
-    match l.listen(addr) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn get_local_address(
-    l: *mut NDK_LISTENER,
-    addr: *mut SOCKADDR,
-    len: *mut u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open listener.
-    let Some(l) = (unsafe { listener_arg(l) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    let Some((_, at)) = l.state.lock().bound else {
-        return STATUS_INVALID_DEVICE_STATE;
-    };
-    // SAFETY: the consumer's buffer and in/out length.
-    unsafe { sockaddr::write(at, addr, len) }
-}
-
-unsafe extern "win64" fn control_connect_events(l: *mut NDK_LISTENER, pause: u8) {
-    // SAFETY: the consumer passes its open listener.
-    if let Some(l) = unsafe { listener_arg(l) } {
-        l.control(pause != 0);
-    }
-}
-
-/// The listener dispatch table.
-pub static DISPATCH: NDK_LISTENER_DISPATCH = NDK_LISTENER_DISPATCH {
-    NdkCloseListener: Some(close_listener),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkListen: Some(listen),
-    NdkGetLocalAddress: Some(get_local_address),
-    NdkControlConnectEvents: Some(control_connect_events),
-};

@@ -31,28 +31,24 @@
 //! READ has completed and which discards the answer. The token works only
 //! for QPs of the MR's PD, as before.
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use hwq::device::Registration;
 use hwq::wqe::Access;
 use hwq::{MemoryKey, TryArc};
 use ndkpi::{
-    MDL, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_MR,
-    NDK_MR_DISPATCH, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ,
-    NDK_MR_FLAG_ALLOW_REMOTE_WRITE, NDK_MR_FLAG_RDMA_READ_SINK, NDK_OBJECT_HEADER, NDK_PD,
-    NTSTATUS, NdkObjectTypeMr, PAGE_SIZE, STATUS_ACCESS_VIOLATION, STATUS_IMPLEMENTATION_LIMIT,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_DEVICE_REQUEST, STATUS_INVALID_DEVICE_STATE,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_MR, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ,
+    NDK_MR_FLAG_ALLOW_REMOTE_WRITE, NDK_MR_FLAG_RDMA_READ_SINK, NTSTATUS, PAGE_SIZE,
+    STATUS_ACCESS_VIOLATION, STATUS_IMPLEMENTATION_LIMIT, STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_INVALID_DEVICE_REQUEST, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_PARAMETER,
 };
 
-use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter;
+use crate::abi::{self, MdlChain, NdkCell, NdkObject};
 use crate::info;
 use crate::lock::SpinLock;
 use crate::mdl;
 use crate::object::{Dep, Life, Object};
-use crate::pd::{Pd, pd_arg};
+use crate::pd::Pd;
 use crate::platform::{LockClass, Platform};
 use crate::pool::{self, Charge, PoolVec, tags};
 use crate::status;
@@ -135,16 +131,6 @@ pub struct Mr {
     _charge: Charge,
 }
 
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
-// inside a `TryArc`.
-unsafe impl NdkObject for Mr {
-    type Ndk = NDK_MR;
-    const TYPE: i32 = NdkObjectTypeMr;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
-}
-
 impl Object for Mr {
     fn life(&self) -> &Life {
         &self.life
@@ -205,7 +191,7 @@ pub fn mr_access(flags: u32) -> Option<Access> {
 }
 
 impl Mr {
-    fn create(pd: &Pd, fast: bool) -> Result<TryArc<Self>, NTSTATUS> {
+    pub(crate) fn create(pd: &Pd, fast: bool) -> Result<TryArc<Self>, NTSTATUS> {
         let adapter = pd.adapter();
         let device = adapter.ctx().device();
         let key = device
@@ -213,10 +199,7 @@ impl Mr {
             .map_err(status::device_error)?;
         let platform = adapter.platform();
         pool::try_arc(platform, tags::MR, |charge| Self {
-            ndk: NdkCell::new(NDK_MR {
-                Header: abi::header(adapter.version(), NdkObjectTypeMr),
-                Dispatch: &raw const DISPATCH,
-            }),
+            ndk: NdkCell::new(Mr::ndk(adapter.version())),
             life: Life::new(platform),
             pd: Dep::new(&abi::arc(pd)),
             fast,
@@ -257,11 +240,13 @@ impl Mr {
         self.state.lock().region
     }
 
-    /// `NdkRegisterMr`.
-    ///
-    /// # Safety
-    /// `mdl` must be null or a valid, locked MDL chain.
-    unsafe fn register(&self, mdl: *const MDL, length: usize, flags: u32) -> Result<(), NTSTATUS> {
+    /// `NdkRegisterMr` of the `length` bytes `chain` describes.
+    pub(crate) fn register(
+        &self,
+        chain: MdlChain<'_>,
+        length: usize,
+        flags: u32,
+    ) -> Result<(), NTSTATUS> {
         if self.fast {
             return Err(STATUS_INVALID_DEVICE_REQUEST);
         }
@@ -272,17 +257,14 @@ impl Mr {
             return Err(STATUS_INVALID_PARAMETER);
         }
         let platform = adapter.platform();
-        // SAFETY: forwarded from this function's contract.
-        let span = unsafe { mdl::walk(platform, mdl, length, |_| {})? };
+        let span = mdl::walk(platform, chain, length, |_| {})?;
         let mut pages =
             PoolVec::with_capacity(platform, tags::MR, span.pages).map_err(status::alloc_error)?;
-        // SAFETY: the same chain, unchanged (the consumer does not touch it
+        // The same chain again, unchanged (the consumer does not touch it
         // while the registration runs).
-        unsafe {
-            mdl::walk(platform, mdl, length, |p| {
-                let _ = pages.push(p);
-            })?
-        };
+        mdl::walk(platform, chain, length, |p| {
+            let _ = pages.push(p);
+        })?;
         let mut state = self.state.lock();
         if state.region.is_some() {
             return Err(STATUS_INVALID_DEVICE_STATE);
@@ -311,7 +293,7 @@ impl Mr {
     }
 
     /// `NdkDeregisterMr`.
-    fn deregister(&self) -> Result<(), NTSTATUS> {
+    pub(crate) fn deregister(&self) -> Result<(), NTSTATUS> {
         if self.fast {
             return Err(STATUS_INVALID_DEVICE_REQUEST);
         }
@@ -327,7 +309,7 @@ impl Mr {
     }
 
     /// `NdkInitializeFastRegisterMr`.
-    fn initialize_fast_register(
+    pub(crate) fn initialize_fast_register(
         &self,
         max_pages: u32,
         remote_access: bool,
@@ -409,114 +391,3 @@ impl Mr {
         Ok(FastRegisterGrant { key, page_list })
     }
 }
-
-/// Resolves an MR argument.
-///
-/// # Safety
-/// As [`abi::object`].
-pub(crate) unsafe fn mr_arg<'a>(mr: *mut NDK_MR) -> Option<&'a Mr> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Mr>(mr) }
-}
-
-/// `NdkCreateMr`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_mr(
-    pd: *mut NDK_PD,
-    fast_register: u8,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_MR,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD.
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Mr::create(pd, fast_register != 0) {
-        Ok(mr) => {
-            // SAFETY: non-null out-pointer of the consumer.
-            unsafe { abi::write_out(out, abi::into_handle(mr)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn close_mr(
-    mr: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<Mr>(mr, completion, context) }
-}
-
-unsafe extern "win64" fn register_mr(
-    mr: *mut NDK_MR,
-    mdl: *mut MDL,
-    length: usize,
-    flags: u32,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open MR.
-    let Some(mr) = (unsafe { mr_arg(mr) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes a locked MDL chain it does not touch
-    // during the call.
-    match unsafe { mr.register(mdl, length, flags) } {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn deregister_mr(
-    mr: *mut NDK_MR,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open MR.
-    let Some(mr) = (unsafe { mr_arg(mr) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    match mr.deregister() {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn initialize_fast_register_mr(
-    mr: *mut NDK_MR,
-    page_count: u32,
-    remote_access: u8,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open MR.
-    let Some(mr) = (unsafe { mr_arg(mr) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    match mr.initialize_fast_register(page_count, remote_access != 0) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn get_token_from_mr(mr: *mut NDK_MR) -> u32 {
-    // SAFETY: the consumer passes its open MR.
-    unsafe { mr_arg(mr) }.map_or(0, |mr| mr.key().0)
-}
-
-/// The MR dispatch table. Local and remote tokens are the same key.
-pub static DISPATCH: NDK_MR_DISPATCH = NDK_MR_DISPATCH {
-    NdkCloseMr: Some(close_mr),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkRegisterMr: Some(register_mr),
-    NdkDeregisterMr: Some(deregister_mr),
-    NdkInitializeFastRegisterMr: Some(initialize_fast_register_mr),
-    NdkGetRemoteTokenFromMr: Some(get_token_from_mr),
-    NdkGetLocalTokenFromMr: Some(get_token_from_mr),
-};

@@ -6,24 +6,18 @@
 //! A bound window keeps its MR open (MR → MW antecedence): the binding holds
 //! a [`Dep`] on the MR until the window is rebound, invalidated or closed.
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use hwq::wqe::Access;
 use hwq::{MemoryKey, TryArc};
-use ndkpi::{
-    NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_MW, NDK_MW_DISPATCH, NDK_OBJECT_HEADER,
-    NDK_PD, NTSTATUS, NdkObjectTypeMw, STATUS_ACCESS_VIOLATION, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
-};
+use ndkpi::{NDK_MW, NTSTATUS, STATUS_ACCESS_VIOLATION, STATUS_INVALID_PARAMETER};
 
 use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter;
 use crate::info;
 use crate::lock::SpinLock;
 use crate::mr::Mr;
 use crate::object::{Dep, Life, Object};
-use crate::pd::{Pd, pd_arg};
+use crate::pd::Pd;
 use crate::platform::{LockClass, Platform};
 use crate::pool::{self, Charge, tags};
 use crate::status;
@@ -48,16 +42,6 @@ pub struct Mw {
     token: AtomicU32,
     binding: SpinLock<Option<Dep<Mr>>>,
     _charge: Charge,
-}
-
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
-// inside a `TryArc`.
-unsafe impl NdkObject for Mw {
-    type Ndk = NDK_MW;
-    const TYPE: i32 = NdkObjectTypeMw;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
 }
 
 impl Object for Mw {
@@ -89,7 +73,7 @@ impl core::fmt::Debug for Mw {
 }
 
 impl Mw {
-    fn create(pd: &Pd) -> Result<TryArc<Self>, NTSTATUS> {
+    pub(crate) fn create(pd: &Pd) -> Result<TryArc<Self>, NTSTATUS> {
         let adapter = pd.adapter();
         let device = adapter.ctx().device();
         let key = device
@@ -97,10 +81,7 @@ impl Mw {
             .map_err(status::device_error)?;
         let platform = adapter.platform();
         pool::try_arc(platform, tags::MW, |charge| Self {
-            ndk: NdkCell::new(NDK_MW {
-                Header: abi::header(adapter.version(), NdkObjectTypeMw),
-                Dispatch: &raw const DISPATCH,
-            }),
+            ndk: NdkCell::new(Mw::ndk(adapter.version())),
             life: Life::new(platform),
             pd: Dep::new(&abi::arc(pd)),
             token: AtomicU32::new(key.0),
@@ -161,57 +142,3 @@ impl Mw {
         drop(old);
     }
 }
-
-/// Resolves an MW argument.
-///
-/// # Safety
-/// As [`abi::object`].
-pub(crate) unsafe fn mw_arg<'a>(mw: *mut NDK_MW) -> Option<&'a Mw> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Mw>(mw) }
-}
-
-/// `NdkCreateMw`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_mw(
-    pd: *mut NDK_PD,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_MW,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD.
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Mw::create(pd) {
-        Ok(mw) => {
-            // SAFETY: non-null out-pointer of the consumer.
-            unsafe { abi::write_out(out, abi::into_handle(mw)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn close_mw(
-    mw: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<Mw>(mw, completion, context) }
-}
-
-unsafe extern "win64" fn get_remote_token_from_mw(mw: *mut NDK_MW) -> u32 {
-    // SAFETY: the consumer passes its open MW.
-    unsafe { mw_arg(mw) }.map_or(0, |mw| mw.key().0)
-}
-
-/// The MW dispatch table.
-pub static DISPATCH: NDK_MW_DISPATCH = NDK_MW_DISPATCH {
-    NdkCloseMw: Some(close_mw),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkGetRemoteTokenFromMw: Some(get_remote_token_from_mw),
-};

@@ -21,39 +21,16 @@
 //! and in-flight events hold clones, so a late device event for a finished
 //! object still reads valid memory (and finds it closed).
 
-use core::ffi::c_void;
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use hwq::TryArc;
 
-use crate::callout;
+use crate::callout::{self, CloseCompletion};
 use crate::lock::SpinLock;
 use crate::platform::{LockClass, Platform};
 
 static LIFE_LOCK: LockClass = LockClass::new("object.life");
-
-/// A consumer's close completion (`NDK_FN_CLOSE_COMPLETION` and its context).
-#[derive(Clone, Copy)]
-pub struct CloseCompletion {
-    /// The callback.
-    pub func: unsafe extern "win64" fn(*mut c_void),
-    /// Its argument.
-    pub context: *mut c_void,
-}
-
-// SAFETY: the context is an opaque value the consumer gave us to pass back,
-// from whatever thread completes the close (NDK allows any thread at
-// <= DISPATCH_LEVEL).
-unsafe impl Send for CloseCompletion {}
-
-impl fmt::Debug for CloseCompletion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CloseCompletion")
-            .field("context", &self.context)
-            .finish_non_exhaustive()
-    }
-}
 
 /// The logical life of an object (see the module documentation).
 pub struct Life {
@@ -326,7 +303,7 @@ mod tests {
     }
 
     static CLOSED: AtomicU32 = AtomicU32::new(0);
-    unsafe extern "win64" fn on_close(ctx: *mut c_void) {
+    extern "win64" fn on_close(ctx: *mut core::ffi::c_void) {
         CLOSED.fetch_add(ctx as u32, Ordering::SeqCst);
     }
 
@@ -334,10 +311,8 @@ mod tests {
     fn close_without_successors_finishes_synchronously() {
         let p = TestPlatform::leaked();
         let n = node(p, None);
-        let done = CloseCompletion {
-            func: on_close,
-            context: 1000 as *mut c_void,
-        };
+        let done = callout::close_from(Some(on_close), 1000 as *mut core::ffi::c_void)
+            .expect("a callback was given");
         let before = CLOSED.load(Ordering::SeqCst);
         assert!(
             n.life.begin_close(Some(done)),

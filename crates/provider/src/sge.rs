@@ -1,29 +1,13 @@
 //! Scatter/gather lists as the consumer passes them.
 //!
-//! `NDK_SGE` and `hwq::Sge` have the same layout (address union, length,
-//! token), so a consumer's list is read as `hwq::Sge`s and copied into WQEs
-//! verbatim: a privileged-token SGE carries a logical address, any other a
-//! virtual address inside a registered region; the device checks tokens,
-//! bounds and rights and reports violations in the CQE.
+//! A consumer's list is read as `hwq::Sge`s ([`crate::abi::sge_list`]) and
+//! copied into WQEs verbatim: a privileged-token SGE carries a logical
+//! address, any other a virtual address inside a registered region; the
+//! device checks tokens, bounds and rights and reports violations in the
+//! CQE.
 
 use hwq::Sge;
-use ndkpi::{NDK_SGE, NTSTATUS, STATUS_INVALID_PARAMETER};
-
-use crate::abi;
-
-const _: () = assert!(size_of::<NDK_SGE>() == size_of::<Sge>());
-const _: () = assert!(align_of::<NDK_SGE>() == align_of::<Sge>());
-
-/// Borrows the consumer's SGE array.
-///
-/// # Safety
-/// A non-null `sgl` must point to `count` readable `NDK_SGE`s that stay
-/// unchanged during the call.
-pub unsafe fn list<'a>(sgl: *const NDK_SGE, count: u32) -> Result<&'a [Sge], NTSTATUS> {
-    // SAFETY: forwarded; `NDK_SGE` and `Sge` share size, alignment and
-    // field layout (asserted above), and every bit pattern is a valid `Sge`.
-    unsafe { abi::slice(sgl.cast::<Sge>(), count as usize) }.ok_or(STATUS_INVALID_PARAMETER)
-}
+use ndkpi::{NTSTATUS, STATUS_INVALID_PARAMETER};
 
 /// Sum of the SGE lengths, if it fits `max_transfer`.
 pub fn total(sges: &[Sge], max_transfer: u32) -> Result<u32, NTSTATUS> {

@@ -5,45 +5,68 @@
 use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use ndkpi::{
-    AF_INET, AF_INET6, IN_ADDR, IN6_ADDR, NTSTATUS, SOCKADDR, SOCKADDR_IN, SOCKADDR_IN6,
-    STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_ADDRESS, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    AF_INET, AF_INET6, IN_ADDR, IN6_ADDR, NTSTATUS, SOCKADDR_IN, SOCKADDR_IN6,
+    STATUS_INVALID_ADDRESS, STATUS_INVALID_PARAMETER,
 };
 
-use crate::abi;
+/// `N` bytes of `bytes` at `at` (the caller checked the length).
+fn array<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0; N];
+    out.copy_from_slice(&bytes[at..at + N]);
+    out
+}
 
-/// Reads a consumer's socket address of `len` bytes.
-///
-/// # Safety
-/// A non-null `addr` must be readable for `len` bytes.
-pub unsafe fn read(addr: *const SOCKADDR, len: u32) -> Result<SocketAddr, NTSTATUS> {
-    if addr.is_null() || (len as usize) < size_of::<u16>() {
+/// Parses a consumer's socket address (the `len` bytes it passed).
+pub fn parse(bytes: &[u8]) -> Result<SocketAddr, NTSTATUS> {
+    if bytes.len() < size_of::<u16>() {
         return Err(STATUS_INVALID_PARAMETER);
     }
-    // SAFETY: at least the two family bytes are readable (checked).
-    let family = unsafe { addr.cast::<u16>().read_unaligned() };
-    match family {
-        AF_INET if len as usize >= size_of::<SOCKADDR_IN>() => {
-            // SAFETY: `len` covers a SOCKADDR_IN (checked).
-            let sin = unsafe { addr.cast::<SOCKADDR_IN>().read_unaligned() };
+    // Fields are read at their `SOCKADDR_IN`/`SOCKADDR_IN6` offsets: the
+    // family in host order, the port in network order, IPv6's flow info
+    // and scope id in host order.
+    match u16::from_ne_bytes(array(bytes, 0)) {
+        AF_INET if bytes.len() >= size_of::<SOCKADDR_IN>() => {
             Ok(SocketAddr::V4(SocketAddrV4::new(
-                Ipv4Addr::from(sin.sin_addr.S_un),
-                u16::from_be(sin.sin_port),
+                Ipv4Addr::from(array::<4>(bytes, 4)),
+                u16::from_be_bytes(array(bytes, 2)),
             )))
         }
-        AF_INET6 if len as usize >= size_of::<SOCKADDR_IN6>() => {
-            // SAFETY: `len` covers a SOCKADDR_IN6 (checked).
-            let sin6 = unsafe { addr.cast::<SOCKADDR_IN6>().read_unaligned() };
+        AF_INET6 if bytes.len() >= size_of::<SOCKADDR_IN6>() => {
             Ok(SocketAddr::V6(SocketAddrV6::new(
-                Ipv6Addr::from(sin6.sin6_addr.u),
-                u16::from_be(sin6.sin6_port),
-                sin6.sin6_flowinfo,
-                sin6.sin6_scope_id,
+                Ipv6Addr::from(array::<16>(bytes, 8)),
+                u16::from_be_bytes(array(bytes, 2)),
+                u32::from_ne_bytes(array(bytes, 4)),
+                u32::from_ne_bytes(array(bytes, 24)),
             )))
         }
         AF_INET | AF_INET6 => Err(STATUS_INVALID_PARAMETER),
         // A family NDK does not carry.
         _ => Err(STATUS_INVALID_ADDRESS),
     }
+}
+
+/// Writes the Windows form of `addr` to the front of `out`: the bytes
+/// written, or `Err` with the bytes needed if `out` is shorter.
+pub fn encode(addr: SocketAddr, out: &mut [u8]) -> Result<u32, u32> {
+    let need = size_of_addr(&addr);
+    let Some(out) = out.get_mut(..need as usize) else {
+        return Err(need);
+    };
+    out[2..4].copy_from_slice(&addr.port().to_be_bytes());
+    match addr {
+        SocketAddr::V4(a) => {
+            out[0..2].copy_from_slice(&AF_INET.to_ne_bytes());
+            out[4..8].copy_from_slice(&a.ip().octets());
+            out[8..16].fill(0);
+        }
+        SocketAddr::V6(a) => {
+            out[0..2].copy_from_slice(&AF_INET6.to_ne_bytes());
+            out[4..8].copy_from_slice(&a.flowinfo().to_ne_bytes());
+            out[8..24].copy_from_slice(&a.ip().octets());
+            out[24..28].copy_from_slice(&a.scope_id().to_ne_bytes());
+        }
+    }
+    Ok(need)
 }
 
 /// The Windows form of an address.
@@ -77,37 +100,6 @@ pub fn size_of_addr(addr: &SocketAddr) -> u32 {
     }
 }
 
-/// Writes `addr` for a `GetLocalAddress`-style call: `*len` in = buffer
-/// size, out = bytes written or required (`STATUS_BUFFER_TOO_SMALL`).
-///
-/// # Safety
-/// A non-null `len` must be valid for read and write; a non-null `out`
-/// must be writable for `*len` bytes.
-pub unsafe fn write(addr: SocketAddr, out: *mut SOCKADDR, len: *mut u32) -> NTSTATUS {
-    // SAFETY: forwarded (null checked inside).
-    let Some(have) = (unsafe { abi::read_in(len) }) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    let need = size_of_addr(&addr);
-    // SAFETY: `len` is non-null (read above).
-    unsafe { abi::write_out(len, need) };
-    if out.is_null() || have < need {
-        return STATUS_BUFFER_TOO_SMALL;
-    }
-    match addr {
-        // SAFETY: the buffer holds `have >= need` bytes (checked).
-        SocketAddr::V4(a) => unsafe {
-            out.cast::<SOCKADDR_IN>().write_unaligned(to_sockaddr_in(a));
-        },
-        // SAFETY: as above.
-        SocketAddr::V6(a) => unsafe {
-            out.cast::<SOCKADDR_IN6>()
-                .write_unaligned(to_sockaddr_in6(a));
-        },
-    }
-    STATUS_SUCCESS
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,33 +108,39 @@ mod tests {
     fn round_trips_both_families() {
         let v4: SocketAddr = "192.0.2.7:4791".parse().unwrap();
         let mut buf = [0u8; 28];
-        let mut len = 28;
-        // SAFETY: a 28-byte buffer and its length.
-        let st = unsafe { write(v4, buf.as_mut_ptr().cast(), &raw mut len) };
-        assert_eq!((st, len), (STATUS_SUCCESS, 16));
+        assert_eq!(encode(v4, &mut buf), Ok(16));
         assert_eq!(
             &buf[..4],
             &[2, 0, 0x12, 0xb7],
             "AF_INET, port in network order"
         );
-        // SAFETY: the bytes just written.
-        assert_eq!(unsafe { read(buf.as_ptr().cast(), 16) }, Ok(v4));
+        assert_eq!(parse(&buf[..16]), Ok(v4));
         let v6: SocketAddr = "[2001:db8::5]:9".parse().unwrap();
-        let mut len = 28;
-        // SAFETY: as above.
-        let st = unsafe { write(v6, buf.as_mut_ptr().cast(), &raw mut len) };
-        assert_eq!(
-            (st, len, u16::from_le_bytes([buf[0], buf[1]])),
-            (STATUS_SUCCESS, 28, 23)
-        );
-        // SAFETY: the bytes just written.
-        assert_eq!(unsafe { read(buf.as_ptr().cast(), 28) }, Ok(v6));
-        // SAFETY: a truncated length is refused before reading past it.
-        let truncated = unsafe { read(buf.as_ptr().cast(), 27) };
-        assert_eq!(truncated, Err(STATUS_INVALID_PARAMETER));
-        let mut len = 27;
-        // SAFETY: a buffer of 28 described as 27 bytes.
-        let st = unsafe { write(v6, buf.as_mut_ptr().cast(), &raw mut len) };
-        assert_eq!((st, len), (STATUS_BUFFER_TOO_SMALL, 28));
+        assert_eq!(encode(v6, &mut buf), Ok(28));
+        assert_eq!(u16::from_le_bytes([buf[0], buf[1]]), 23);
+        assert_eq!(parse(&buf[..28]), Ok(v6));
+        // A truncated length is refused before reading past it.
+        assert_eq!(parse(&buf[..27]), Err(STATUS_INVALID_PARAMETER));
+        assert_eq!(encode(v6, &mut buf[..27]), Err(28));
+    }
+
+    #[test]
+    fn encoding_matches_the_windows_structs() {
+        let v4: SocketAddrV4 = "192.0.2.7:4791".parse().unwrap();
+        let v6: SocketAddrV6 = "[2001:db8::5%3]:9".parse().unwrap();
+        let mut buf = [0xffu8; 28];
+        encode(SocketAddr::V4(v4), &mut buf).unwrap();
+        let sin = to_sockaddr_in(v4);
+        assert_eq!(u16::from_ne_bytes([buf[0], buf[1]]), sin.sin_family);
+        assert_eq!(u16::from_ne_bytes([buf[2], buf[3]]), sin.sin_port);
+        assert_eq!(buf[4..8], sin.sin_addr.S_un);
+        assert_eq!(buf[8..16], [0; 8]);
+        let mut v6buf = [0u8; 28];
+        encode(SocketAddr::V6(v6), &mut v6buf).unwrap();
+        let sin6 = to_sockaddr_in6(v6);
+        assert_eq!(u16::from_ne_bytes([v6buf[2], v6buf[3]]), sin6.sin6_port);
+        assert_eq!(v6buf[8..24], sin6.sin6_addr.u);
+        assert_eq!(u32::from_ne_bytes(v6buf[24..28].try_into().unwrap()), 3);
+        assert_eq!(parse(&v6buf), Ok(SocketAddr::V6(v6)));
     }
 }

@@ -13,19 +13,16 @@ use core::ffi::c_void;
 use hwq::ring::Producer;
 use hwq::{RecvWqe, Sge, Srqn, TryArc};
 use ndkpi::{
-    GROUP_AFFINITY, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION,
-    NDK_FN_SRQ_NOTIFICATION_CALLBACK, NDK_OBJECT_HEADER, NDK_PD, NDK_SGE, NDK_SRQ,
-    NDK_SRQ_DISPATCH, NTSTATUS, NdkObjectTypeSrq, STATUS_INSUFFICIENT_RESOURCES,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS,
+    NDK_FN_SRQ_NOTIFICATION_CALLBACK, NDK_SRQ, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS,
 };
 
 use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter;
 use crate::callout::{self, Context};
 use crate::info;
 use crate::lock::SpinLock;
 use crate::object::{Busy, Dep, Life, Object};
-use crate::pd::{Pd, pd_arg};
+use crate::pd::Pd;
 use crate::platform::{LockClass, Platform};
 use crate::pool::{self, Charge, tags};
 use crate::qp::post_recv;
@@ -65,16 +62,6 @@ pub struct Srq {
     _charge: Charge,
 }
 
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by `create`,
-// inside a `TryArc`.
-unsafe impl NdkObject for Srq {
-    type Ndk = NDK_SRQ;
-    const TYPE: i32 = NdkObjectTypeSrq;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
-}
-
 impl Object for Srq {
     fn life(&self) -> &Life {
         &self.life
@@ -105,7 +92,7 @@ impl core::fmt::Debug for Srq {
 }
 
 impl Srq {
-    fn create(
+    pub(crate) fn create(
         pd: &Pd,
         depth: u32,
         max_sge: u32,
@@ -132,10 +119,7 @@ impl Srq {
             .create_srq(pd.pdn(), consumer, limit)
             .map_err(status::device_error)?;
         let made = pool::try_arc(platform, tags::SRQ, |charge| Self {
-            ndk: NdkCell::new(NDK_SRQ {
-                Header: abi::header(adapter.version(), NdkObjectTypeSrq),
-                Dispatch: &raw const DISPATCH,
-            }),
+            ndk: NdkCell::new(Srq::ndk(adapter.version())),
             life: Life::new(platform),
             pd: Dep::new(&abi::arc(pd)),
             srqn,
@@ -158,7 +142,7 @@ impl Srq {
                 },
             ),
             callback,
-            context: Context(context),
+            context: Context::new(context),
             _charge: charge,
         });
         let srq = match made {
@@ -186,7 +170,7 @@ impl Srq {
     }
 
     /// `NdkSrqReceive`.
-    fn receive(&self, wr_id: u64, sges: &[Sge]) -> Result<(), NTSTATUS> {
+    pub(crate) fn receive(&self, wr_id: u64, sges: &[Sge]) -> Result<(), NTSTATUS> {
         let caps = self.pd.get().adapter().ctx().caps();
         if sges.len() > self.max_sge as usize {
             return Err(STATUS_INVALID_PARAMETER);
@@ -207,7 +191,7 @@ impl Srq {
     }
 
     /// `NdkModifySrq`.
-    fn modify(&self, depth: u32, threshold: u32) -> Result<(), NTSTATUS> {
+    pub(crate) fn modify(&self, depth: u32, threshold: u32) -> Result<(), NTSTATUS> {
         let device = self.pd.get().adapter().ctx().device();
         if depth != 0 {
             let max_depth = self.pd.get().adapter().ctx().caps().max_srq_depth;
@@ -269,104 +253,3 @@ pub(crate) fn on_limit(srq: &TryArc<Srq>) {
         break;
     }
 }
-
-/// Resolves an SRQ argument.
-///
-/// # Safety
-/// As [`abi::object`].
-pub(crate) unsafe fn srq_arg<'a>(srq: *mut NDK_SRQ) -> Option<&'a Srq> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Srq>(srq) }
-}
-
-/// `NdkCreateSrq`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_srq(
-    pd: *mut NDK_PD,
-    depth: u32,
-    max_sge: u32,
-    threshold: u32,
-    notification: NDK_FN_SRQ_NOTIFICATION_CALLBACK,
-    notification_context: *mut c_void,
-    _affinity: *mut GROUP_AFFINITY,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_SRQ,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD.
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Srq::create(
-        pd,
-        depth,
-        max_sge,
-        threshold,
-        notification,
-        notification_context,
-    ) {
-        Ok(srq) => {
-            // SAFETY: non-null out-pointer of the consumer.
-            unsafe { abi::write_out(out, abi::into_handle(srq)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn close_srq(
-    srq: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<Srq>(srq, completion, context) }
-}
-
-unsafe extern "win64" fn modify_srq(
-    srq: *mut NDK_SRQ,
-    depth: u32,
-    threshold: u32,
-    _completion: NDK_FN_REQUEST_COMPLETION,
-    _context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open SRQ.
-    let Some(srq) = (unsafe { srq_arg(srq) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    match srq.modify(depth, threshold) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-unsafe extern "win64" fn srq_receive(
-    srq: *mut NDK_SRQ,
-    context: *mut c_void,
-    sgl: *const NDK_SGE,
-    count: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open SRQ.
-    let Some(srq) = (unsafe { srq_arg(srq) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer's SGE array of `count` entries.
-    let sges = match unsafe { sge::list(sgl, count) } {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    match srq.receive(context as usize as u64, sges) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-/// The SRQ dispatch table.
-pub static DISPATCH: NDK_SRQ_DISPATCH = NDK_SRQ_DISPATCH {
-    NdkCloseSrq: Some(close_srq),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkModifySrq: Some(modify_srq),
-    NdkSrqReceive: Some(srq_receive),
-};

@@ -8,37 +8,24 @@
 //! at post time and readable when `NdkBind` returns. Invalidate targets only
 //! fast-register MRs and windows, never an `NdkRegisterMr` region.
 
-use core::ffi::c_void;
-
 use hwq::wqe::{Access, SendOpcode};
-use ndkpi::{
-    NDK_MR, NDK_MW, NDK_OBJECT_HEADER, NDK_QP, NTSTATUS, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
-};
+use ndkpi::{NTSTATUS, STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
 
-use super::{flags, qp_arg};
-use crate::abi;
-use crate::mr::{Mr, mr_arg};
-use crate::mw::{Mw, mw_arg};
+use super::{Qp, flags};
+use crate::mr::Mr;
+use crate::mw::Mw;
 
-/// `NdkBind`.
-pub(crate) unsafe extern "win64" fn bind(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    mr: *mut NDK_MR,
-    mw: *mut NDK_MW,
-    va: *mut c_void,
-    length: usize,
+/// `NdkBind` of `mw` to `[va, va + length)` of `mr` (`None`: the argument
+/// was not an open object of that kind).
+pub(crate) fn bind(
+    qp: &Qp,
+    wr_id: u64,
+    mr: Option<&Mr>,
+    mw: Option<&Mw>,
+    va: u64,
+    length: u64,
     op_flags: u32,
 ) -> NTSTATUS {
-    // SAFETY: the consumer passes its open QP.
-    let Some(qp) = (unsafe { qp_arg(qp) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open MR.
-    let mr = unsafe { mr_arg(mr) };
-    // SAFETY: the consumer passes its open MW.
-    let mw = unsafe { mw_arg(mw) };
     let (Some(mr), Some(mw)) = (mr, mw) else {
         return qp.fail_post(STATUS_INVALID_PARAMETER);
     };
@@ -56,12 +43,11 @@ pub(crate) unsafe extern "win64" fn bind(
     if !hwq::TryArc::ptr_eq(mr.pd(), qp.pd()) {
         return qp.fail_post(STATUS_INVALID_PARAMETER);
     }
-    let (va, length) = (va as u64, length as u64);
     let result = qp.post_send(flags::defer(op_flags), |wqe| {
         let grant = mw.bind(mr, va, length, access)?;
         wqe.opcode = SendOpcode::Bind as u8;
         wqe.flags = flags::wqe_flags(op_flags).bits();
-        wqe.wr_id = context as usize as u64;
+        wqe.wr_id = wr_id;
         wqe.access = access.bits();
         wqe.key = grant.key.0;
         wqe.aux32 = grant.mr_key.0;
@@ -79,32 +65,23 @@ pub(crate) unsafe extern "win64" fn bind(
 }
 
 /// What an invalidate targets.
-enum Target<'a> {
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target<'a> {
+    /// A fast-register MR (a regular one is refused).
     Mr(&'a Mr),
+    /// A memory window.
     Mw(&'a Mw),
 }
 
-/// `NdkInvalidate`.
-pub(crate) unsafe extern "win64" fn invalidate(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    object: *mut NDK_OBJECT_HEADER,
+/// `NdkInvalidate` of `target` (`None`: neither an open MR nor MW).
+pub(crate) fn invalidate(
+    qp: &Qp,
+    wr_id: u64,
+    target: Option<Target<'_>>,
     op_flags: u32,
 ) -> NTSTATUS {
-    // SAFETY: the consumer passes its open QP.
-    let Some(qp) = (unsafe { qp_arg(qp) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // The header says which kind it is; each lookup checks type and
-    // dispatch table.
-    // SAFETY: the consumer passes an open MR or MW.
-    let as_mr = unsafe { abi::object::<Mr>(object.cast()) };
-    // SAFETY: as above.
-    let as_mw = unsafe { abi::object::<Mw>(object.cast()) };
-    let target = match (as_mr, as_mw) {
-        (Some(mr), _) => Target::Mr(mr),
-        (None, Some(mw)) => Target::Mw(mw),
-        (None, None) => return qp.fail_post(STATUS_INVALID_PARAMETER),
+    let Some(target) = target else {
+        return qp.fail_post(STATUS_INVALID_PARAMETER);
     };
     let key = match target {
         Target::Mr(mr) if mr.is_fast() => mr.key(),
@@ -118,7 +95,7 @@ pub(crate) unsafe extern "win64" fn invalidate(
     let result = qp.post_send(flags::defer(op_flags), |wqe| {
         wqe.opcode = SendOpcode::LocalInvalidate as u8;
         wqe.flags = flags::wqe_flags(op_flags).bits();
-        wqe.wr_id = context as usize as u64;
+        wqe.wr_id = wr_id;
         wqe.key = key.0;
         Ok(())
     });

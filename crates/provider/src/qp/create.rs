@@ -6,39 +6,43 @@
 //! adapter (and the SRQ to the same PD). Rings are allocated here, once: the
 //! post paths never allocate.
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU8};
 
 use hwq::TryArc;
 use hwq::device::{QpSetup, ReceiveSource};
-use ndkpi::{
-    NDK_CQ, NDK_FN_CREATE_COMPLETION, NDK_PD, NDK_QP, NDK_SRQ, NTSTATUS, NdkObjectTypeQp,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
-};
+use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER};
 
-use super::{ConnState, DISPATCH, Qp, QpLimits, RQ_LOCK, RecvQueue, SQ_LOCK, SendQueue};
-use crate::abi::{self, NdkCell};
+use super::{ConnState, Qp, QpLimits, RQ_LOCK, RecvQueue, SQ_LOCK, SendQueue};
+use crate::abi::{self, NdkCell, NdkObject};
 use crate::cq::Cq;
 use crate::info;
 use crate::lock::SpinLock;
 use crate::object::{Dep, Life};
-use crate::pd::{Pd, pd_arg};
+use crate::pd::Pd;
 use crate::pool::{self, tags};
-use crate::srq::{Srq, srq_arg};
+use crate::srq::Srq;
 use crate::status;
 
 /// What the consumer asked for.
 #[derive(Clone, Copy, Debug)]
-struct QpRequest {
-    context: u64,
-    receive_depth: u32,
-    initiator_depth: u32,
-    max_receive_sge: u32,
-    max_initiator_sge: u32,
-    inline_size: u32,
+pub(crate) struct QpRequest {
+    /// The QP's context (every CQE of it carries it).
+    pub context: u64,
+    /// Receive queue depth (0 with an SRQ).
+    pub receive_depth: u32,
+    /// Send queue depth.
+    pub initiator_depth: u32,
+    /// SGEs per receive (0 with an SRQ).
+    pub max_receive_sge: u32,
+    /// SGEs per initiator request.
+    pub max_initiator_sge: u32,
+    /// Inline bytes per send or write.
+    pub inline_size: u32,
 }
 
-fn create(
+/// Creates a QP of `pd` on the two CQs (and the SRQ, for
+/// `NdkCreateQpWithSrq`).
+pub(crate) fn create(
     pd: &Pd,
     receive_cq: &Cq,
     initiator_cq: &Cq,
@@ -104,10 +108,7 @@ fn create(
         max_transfer: caps.max_transfer,
     };
     let made = pool::try_arc(platform, tags::QP, |charge| Qp {
-        ndk: NdkCell::new(NDK_QP {
-            Header: abi::header(adapter.version(), NdkObjectTypeQp),
-            Dispatch: &raw const DISPATCH,
-        }),
+        ndk: NdkCell::new(Qp::ndk(adapter.version())),
         life: Life::new(platform),
         pd: Dep::new(&abi::arc(pd)),
         receive_cq: Dep::new(&abi::arc(receive_cq)),
@@ -142,104 +143,4 @@ fn create(
         return Err(status::alloc_error(e));
     }
     Ok(qp)
-}
-
-/// # Safety
-/// As [`abi::object`].
-unsafe fn cq_arg<'a>(cq: *mut NDK_CQ) -> Option<&'a Cq> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Cq>(cq) }
-}
-
-fn deliver(result: Result<TryArc<Qp>, NTSTATUS>, out: *mut *mut NDK_QP) -> NTSTATUS {
-    match result {
-        Ok(qp) => {
-            // SAFETY: the caller checked `out` for null; it is the
-            // consumer's out-pointer.
-            unsafe { abi::write_out(out, abi::into_handle(qp)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-/// `NdkCreateQp`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_qp(
-    pd: *mut NDK_PD,
-    receive_cq: *mut NDK_CQ,
-    initiator_cq: *mut NDK_CQ,
-    context: *mut c_void,
-    receive_depth: u32,
-    initiator_depth: u32,
-    max_receive_sge: u32,
-    max_initiator_sge: u32,
-    inline_size: u32,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _request_context: *mut c_void,
-    out: *mut *mut NDK_QP,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD.
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open CQs.
-    let rcq = unsafe { cq_arg(receive_cq) };
-    // SAFETY: as above.
-    let icq = unsafe { cq_arg(initiator_cq) };
-    let (Some(rcq), Some(icq)) = (rcq, icq) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    let req = QpRequest {
-        context: context as usize as u64,
-        receive_depth,
-        initiator_depth,
-        max_receive_sge,
-        max_initiator_sge,
-        inline_size,
-    };
-    deliver(create(pd, rcq, icq, None, req), out)
-}
-
-/// `NdkCreateQpWithSrq`: completes synchronously.
-pub(crate) unsafe extern "win64" fn create_qp_with_srq(
-    pd: *mut NDK_PD,
-    receive_cq: *mut NDK_CQ,
-    initiator_cq: *mut NDK_CQ,
-    srq: *mut NDK_SRQ,
-    context: *mut c_void,
-    initiator_depth: u32,
-    max_initiator_sge: u32,
-    inline_size: u32,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _request_context: *mut c_void,
-    out: *mut *mut NDK_QP,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD.
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open CQs and SRQ.
-    let rcq = unsafe { cq_arg(receive_cq) };
-    // SAFETY: as above.
-    let icq = unsafe { cq_arg(initiator_cq) };
-    // SAFETY: as above.
-    let srq = unsafe { srq_arg(srq) };
-    let (Some(rcq), Some(icq), Some(srq)) = (rcq, icq, srq) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    let req = QpRequest {
-        context: context as usize as u64,
-        receive_depth: 0,
-        initiator_depth,
-        max_receive_sge: 0,
-        max_initiator_sge,
-        inline_size,
-    };
-    deliver(create(pd, rcq, icq, Some(srq), req), out)
 }

@@ -32,18 +32,13 @@ pub mod flags;
 pub mod post_recv;
 pub mod post_send;
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use hwq::ring::Producer;
 use hwq::{Qpn, RecvWqe, SendWqe, TryArc};
-use ndkpi::{
-    NDK_FN_CLOSE_COMPLETION, NDK_OBJECT_HEADER, NDK_OBJECT_TYPE, NDK_QP, NDK_QP_DISPATCH, NTSTATUS,
-    NdkObjectTypeQp, STATUS_CONNECTION_INVALID, STATUS_INSUFFICIENT_RESOURCES,
-};
+use ndkpi::{NDK_QP, NTSTATUS, STATUS_CONNECTION_INVALID, STATUS_INSUFFICIENT_RESOURCES};
 
-use crate::abi::{self, NdkCell, NdkObject};
-use crate::adapter;
+use crate::abi::NdkCell;
 use crate::cq::Cq;
 use crate::lock::SpinLock;
 use crate::object::{Dep, Life, Object};
@@ -118,16 +113,6 @@ pub struct Qp {
     /// The device reported the QP in error.
     errored: AtomicBool,
     _charge: Charge,
-}
-
-// SAFETY: `#[repr(C)]` with the NDK object first; built only by
-// `create::new_qp`, inside a `TryArc`.
-unsafe impl NdkObject for Qp {
-    type Ndk = NDK_QP;
-    const TYPE: NDK_OBJECT_TYPE = NdkObjectTypeQp;
-    fn dispatch_table() -> *const c_void {
-        (&raw const DISPATCH).cast()
-    }
 }
 
 impl Object for Qp {
@@ -303,43 +288,3 @@ impl Qp {
 pub(crate) fn on_error(qp: &TryArc<Qp>) {
     qp.errored.store(true, Ordering::Release);
 }
-
-/// Resolves a QP argument.
-///
-/// # Safety
-/// As [`abi::object`].
-pub(crate) unsafe fn qp_arg<'a>(qp: *mut NDK_QP) -> Option<&'a Qp> {
-    // SAFETY: forwarded.
-    unsafe { abi::object::<Qp>(qp) }
-}
-
-unsafe extern "win64" fn close_qp(
-    qp: *mut NDK_OBJECT_HEADER,
-    completion: NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> NTSTATUS {
-    // SAFETY: the consumer closes an object it owns, once.
-    unsafe { abi::close::<Qp>(qp, completion, context) }
-}
-
-unsafe extern "win64" fn flush(qp: *mut NDK_QP) {
-    // SAFETY: the consumer passes its open QP.
-    if let Some(qp) = unsafe { qp_arg(qp) } {
-        qp.flush();
-    }
-}
-
-/// The QP dispatch table.
-pub static DISPATCH: NDK_QP_DISPATCH = NDK_QP_DISPATCH {
-    NdkCloseQp: Some(close_qp),
-    NdkQueryExtension: Some(adapter::query_extension),
-    NdkFlush: Some(flush),
-    NdkSend: Some(post_send::send),
-    NdkReceive: Some(post_recv::receive),
-    NdkBind: Some(bind::bind),
-    NdkFastRegister: Some(fast_register::fast_register),
-    NdkInvalidate: Some(bind::invalidate),
-    NdkRead: Some(post_send::read),
-    NdkWrite: Some(post_send::write),
-    NdkSendAndInvalidate: Some(post_send::send_and_invalidate),
-};

@@ -3,16 +3,11 @@
 //! Receives may be posted before the QP is connected (consumers pre-post
 //! them). A QP created with an SRQ has no receive queue of its own.
 
-use core::ffi::c_void;
-
 use hwq::ring::Producer;
 use hwq::{RecvWqe, Sge};
-use ndkpi::{
-    NDK_QP, NDK_SGE, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
-};
+use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER};
 
-use super::{Qp, qp_arg};
+use super::Qp;
 use crate::sge;
 
 /// Writes and publishes one receive WQE, if fewer than `depth` receives
@@ -58,27 +53,5 @@ impl Qp {
         }
         self.device().rq_doorbell(self.qpn);
         Ok(())
-    }
-}
-
-/// `NdkReceive`.
-pub(crate) unsafe extern "win64" fn receive(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    sgl: *const NDK_SGE,
-    count: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open QP.
-    let Some(qp) = (unsafe { qp_arg(qp) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer's SGE array of `count` entries.
-    let sges = match unsafe { sge::list(sgl, count) } {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    match qp.post_receive(context as usize as u64, sges) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
     }
 }

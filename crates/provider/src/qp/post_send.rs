@@ -9,16 +9,11 @@
 //! ignored, the SGE count is not limited by `MaxInitiatorRequestSge`, and
 //! the total must fit the QP's `InlineDataSize`.
 
-use core::ffi::c_void;
-
 use hwq::wqe::{SendOpcode, WqeFlags};
 use hwq::{SendWqe, Sge};
-use ndkpi::{
-    NDK_QP, NDK_SGE, NTSTATUS, STATUS_ACCESS_VIOLATION, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
-};
+use ndkpi::{NTSTATUS, STATUS_ACCESS_VIOLATION, STATUS_INVALID_PARAMETER};
 
-use super::{Qp, flags, qp_arg};
+use super::{Qp, flags};
 use crate::info;
 use crate::platform::Platform;
 use crate::sge;
@@ -125,132 +120,5 @@ impl Qp {
             }
             Ok(())
         })
-    }
-}
-
-/// Resolves the QP and SGEs and posts. Inlined into each entry point: the
-/// extra call frame was a measurable part of a post.
-///
-/// # Safety
-/// `qp` must be the consumer's open QP (or null) and `sgl` its array of
-/// `count` SGEs.
-#[allow(clippy::inline_always)] // measured: `post_send` bench
-#[inline(always)]
-unsafe fn post(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    sgl: *const NDK_SGE,
-    count: u32,
-    flags: u32,
-    opcode: SendOpcode,
-    key: u32,
-    remote_addr: u64,
-) -> NTSTATUS {
-    // SAFETY: forwarded.
-    let Some(qp) = (unsafe { qp_arg(qp) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: forwarded.
-    let sges = match unsafe { sge::list(sgl, count) } {
-        Ok(s) => s,
-        Err(status) => return qp.fail_post(status),
-    };
-    let req = DataRequest {
-        opcode,
-        wr_id: context as usize as u64,
-        sges,
-        flags,
-        key,
-        remote_addr,
-    };
-    match qp.post_data(&req) {
-        Ok(()) => STATUS_SUCCESS,
-        Err(status) => status,
-    }
-}
-
-/// `NdkSend`.
-pub(crate) unsafe extern "win64" fn send(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    sgl: *const NDK_SGE,
-    count: u32,
-    flags: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer's QP and SGE array.
-    unsafe { post(qp, context, sgl, count, flags, SendOpcode::Send, 0, 0) }
-}
-
-/// `NdkSendAndInvalidate` (flags before the token, as in the header).
-pub(crate) unsafe extern "win64" fn send_and_invalidate(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    sgl: *const NDK_SGE,
-    count: u32,
-    flags: u32,
-    remote_token: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer's QP and SGE array.
-    unsafe {
-        post(
-            qp,
-            context,
-            sgl,
-            count,
-            flags,
-            SendOpcode::SendInvalidate,
-            remote_token,
-            0,
-        )
-    }
-}
-
-/// `NdkWrite`.
-pub(crate) unsafe extern "win64" fn write(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    sgl: *const NDK_SGE,
-    count: u32,
-    remote_address: u64,
-    remote_token: u32,
-    flags: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer's QP and SGE array.
-    unsafe {
-        post(
-            qp,
-            context,
-            sgl,
-            count,
-            flags,
-            SendOpcode::Write,
-            remote_token,
-            remote_address,
-        )
-    }
-}
-
-/// `NdkRead`.
-pub(crate) unsafe extern "win64" fn read(
-    qp: *mut NDK_QP,
-    context: *mut c_void,
-    sgl: *const NDK_SGE,
-    count: u32,
-    remote_address: u64,
-    remote_token: u32,
-    flags: u32,
-) -> NTSTATUS {
-    // SAFETY: the consumer's QP and SGE array.
-    unsafe {
-        post(
-            qp,
-            context,
-            sgl,
-            count,
-            flags,
-            SendOpcode::Read,
-            remote_token,
-            remote_address,
-        )
     }
 }
