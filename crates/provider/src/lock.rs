@@ -23,8 +23,8 @@ pub struct SpinLock<T> {
 }
 
 // SAFETY: the lock hands out access to `value` to one thread at a time (the
-// test-and-set below), so sharing the lock is sound when `T` may be sent
-// between threads, exactly like `std::sync::Mutex`.
+// test-and-set in `SpinLock::lock`), so sharing the lock is sound when `T`
+// may be sent between threads, exactly like `std::sync::Mutex`.
 unsafe impl<T: Send> Sync for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
@@ -95,15 +95,17 @@ impl<T> Deref for SpinGuard<'_, T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        // SAFETY: the guard exists only while this thread holds the lock, so
-        // no other reference to the value can be live.
+        // SAFETY: a guard exists only while its thread holds the lock (taken
+        // in `SpinLock::lock`, released in the guard's drop), so no other
+        // reference to the value can be live.
         unsafe { &*self.lock.value.get() }
     }
 }
 
 impl<T> DerefMut for SpinGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as in `deref`; `&mut self` makes this the only access
+        // SAFETY: this thread holds the lock while the guard exists (taken in
+        // `SpinLock::lock`), and `&mut self` makes this the only access
         // through the guard.
         unsafe { &mut *self.lock.value.get() }
     }
