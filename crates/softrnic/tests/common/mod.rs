@@ -1,6 +1,9 @@
-//! Deterministic two-device test bench: a simulated clock, an in-memory
-//! fabric, Vec-backed host memory reached through `DmaAccess`, and a loop
-//! that moves due packets and polls both devices, bounded by steps.
+//! The softrnic test kit every test binary includes: the one simulated
+//! clock ([`SimClock`]), the one host-memory DMA fake ([`HostMem`] through
+//! [`Dma`]), the one bounded stepping loop ([`run_until`]), and on them a
+//! deterministic two-device bench ([`World`]: an in-memory fabric, both
+//! devices polled) and connection management's network of devices
+//! ([`net`]).
 
 #![allow(
     dead_code,
@@ -24,6 +27,8 @@ use softrnic::env::{Clock, Wake};
 use softrnic::fabric::{Fabric, FabricPort, Faults};
 use softrnic::link::Link;
 use softrnic::qp::{Path, QpState, RcConfig};
+
+pub mod net;
 
 pub const PAGE: u64 = 4096;
 /// Virtual addresses are logical addresses plus this, so translation is
@@ -85,7 +90,8 @@ impl HostMem {
     }
 }
 
-struct Dma(Arc<HostMem>);
+/// DMA into a [`HostMem`] (the devices' `DmaAccess`).
+pub struct Dma(pub Arc<HostMem>);
 
 impl DmaAccess for Dma {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
@@ -107,6 +113,7 @@ impl DmaAccess for Dma {
     }
 }
 
+/// A clock the test moves (µs).
 #[derive(Debug, Default)]
 pub struct SimClock(pub AtomicU64);
 
@@ -125,11 +132,33 @@ impl Clock for SimClock {
     }
 }
 
-struct ClockRef(Arc<SimClock>);
+/// A device's handle on a shared [`SimClock`].
+#[derive(Debug)]
+pub struct ClockRef(pub Arc<SimClock>);
 impl Clock for ClockRef {
     fn now_us(&self) -> u64 {
         self.0.now()
     }
+}
+
+/// Steps `sim` with `step` until `done` holds (asked before each step) or
+/// a step finds nothing more can happen (then `done` has the last word);
+/// panics after `max_steps` steps. The one loop every bench runs.
+pub fn run_until<S>(
+    sim: &mut S,
+    max_steps: u64,
+    mut step: impl FnMut(&mut S) -> bool,
+    mut done: impl FnMut(&mut S) -> bool,
+) -> bool {
+    for _ in 0..max_steps {
+        if done(sim) {
+            return true;
+        }
+        if !step(sim) {
+            return done(sim);
+        }
+    }
+    panic!("condition not met within {max_steps} steps");
 }
 
 pub struct NoWake;
@@ -511,16 +540,8 @@ impl World {
 
     /// Steps until `done` holds (checked after each step) or nothing more
     /// can happen; panics after `max_steps`.
-    pub fn run_until(&mut self, max_steps: u64, mut done: impl FnMut(&mut Self) -> bool) -> bool {
-        for _ in 0..max_steps {
-            if done(self) {
-                return true;
-            }
-            if !self.step() {
-                return done(self);
-            }
-        }
-        panic!("no completion within {max_steps} steps");
+    pub fn run_until(&mut self, max_steps: u64, done: impl FnMut(&mut Self) -> bool) -> bool {
+        run_until(self, max_steps, Self::step, done)
     }
 
     /// Steps until nothing more happens (bounded).

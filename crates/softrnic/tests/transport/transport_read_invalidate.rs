@@ -10,7 +10,7 @@
 //! The tests drive the fabric by hand so the duplicate lands exactly where
 //! the race needs it.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};

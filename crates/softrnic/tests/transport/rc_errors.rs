@@ -2,7 +2,7 @@
 //! exhaustion, length errors, local protection, flushing, fast
 //! registration, windows, invalidation, ORD and fences.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};

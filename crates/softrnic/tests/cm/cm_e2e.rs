@@ -3,8 +3,8 @@
 //! negotiated read limits in use), then disconnect; between IPv4 nodes and
 //! between IPv6 nodes.
 
-mod cm_harness;
-mod common;
+use crate::common;
+use crate::common::net as cm_harness;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

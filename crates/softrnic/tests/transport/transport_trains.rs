@@ -4,7 +4,7 @@
 //! drive the fabric by hand: trains delivered as trains, or cut into
 //! datagrams by the fabric.
 
-mod common;
+use crate::common;
 
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};

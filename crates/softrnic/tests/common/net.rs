@@ -3,92 +3,21 @@
 //! per device, and a loop that moves due packets, polls, and advances the
 //! clock to the next thing due, bounded by steps.
 
-#![allow(dead_code)] // each test file uses a different part
-
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hwq::device::{
     CmEvent, ConnectParams, ConnectionInfo, DeviceEvents, EventSink, QpSetup, ReceiveSource,
 };
 use hwq::ring::ring;
-use hwq::{
-    ConnId, Cqe, Cqn, DmaAccess, DmaFault, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn,
-};
+use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn};
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, Wake};
 use softrnic::fabric::{Fabric, FabricPort, Faults};
 
-/// A clock the test moves.
-#[derive(Debug, Default)]
-pub struct SimClock(AtomicU64);
+use super::{ClockRef, Dma, HostMem, NoWake, SimClock};
 
-impl SimClock {
-    pub fn set(&self, us: u64) {
-        self.0.store(us, Ordering::SeqCst);
-    }
-}
-
-impl Clock for SimClock {
-    fn now_us(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// A device's handle on the shared clock.
-#[derive(Debug)]
-struct SharedClock(Arc<SimClock>);
-
-impl Clock for SharedClock {
-    fn now_us(&self) -> u64 {
-        self.0.now_us()
-    }
-}
-
-/// Host memory as a map of byte addresses (sparse, for tests).
-#[derive(Debug, Default)]
-pub struct Memory(Mutex<HashMap<u64, u8>>);
-
-impl Memory {
-    pub fn write_bytes(&self, addr: u64, data: &[u8]) {
-        let mut m = self.0.lock().unwrap();
-        for (i, b) in data.iter().enumerate() {
-            m.insert(addr + i as u64, *b);
-        }
-    }
-
-    pub fn read_bytes(&self, addr: u64, len: usize) -> Vec<u8> {
-        let m = self.0.lock().unwrap();
-        (0..len)
-            .map(|i| m.get(&(addr + i as u64)).copied().unwrap_or(0))
-            .collect()
-    }
-}
-
-/// DMA into a shared [`Memory`].
-#[derive(Debug)]
-pub struct MemDma(pub Arc<Memory>);
-
-impl DmaAccess for MemDma {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
-        buf.copy_from_slice(&self.0.read_bytes(addr, buf.len()));
-        Ok(())
-    }
-
-    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
-        self.0.write_bytes(addr, data);
-        Ok(())
-    }
-}
-
-#[derive(Debug)]
-struct NoWake;
-
-impl Wake for NoWake {
-    fn wake(&self) {}
-}
+/// Host memory per device: the CM tests move no data.
+const NODE_MEMORY: usize = 64 * 1024;
 
 /// A CM event with its private data copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,7 +138,7 @@ pub struct Node {
     pub addr: IpAddr,
     pub rnic: Arc<SoftRnic>,
     pub events: Arc<Recorder>,
-    pub memory: Arc<Memory>,
+    pub memory: Arc<HostMem>,
 }
 
 impl Node {
@@ -329,15 +258,15 @@ impl Net {
             .iter()
             .zip(addrs)
             .map(|(&pmtu, &addr)| {
-                let memory = Arc::new(Memory::default());
+                let memory = HostMem::new(NODE_MEMORY);
                 let mut config = DeviceConfig::new(addr, pmtu);
                 config.max_qps = 64;
                 let rnic = Arc::new(
                     SoftRnic::new(
                         config,
-                        Box::new(MemDma(memory.clone())),
+                        Box::new(Dma(memory.clone())),
                         Box::new(FabricPort::new(fabric.clone(), clock.clone())),
-                        Box::new(SharedClock(clock.clone())),
+                        Box::new(ClockRef(clock.clone())),
                         Box::new(NoWake),
                     )
                     .unwrap(),
@@ -366,7 +295,7 @@ impl Net {
     }
 
     pub fn now(&self) -> u64 {
-        self.clock.now_us()
+        self.clock.now()
     }
 
     /// Moves the clock forward by `us`.
@@ -391,19 +320,18 @@ impl Net {
     }
 
     /// Runs until `done` holds, moving the clock to the next due packet or
-    /// timer when idle; panics after `steps` rounds.
+    /// timer when idle; panics after `steps` rounds, or if the network is
+    /// idle (nothing in flight, no timer: only the test could act) and the
+    /// condition not met.
     pub fn run_until(&self, steps: usize, mut done: impl FnMut(&Self) -> bool) {
-        for _ in 0..steps {
-            if done(self) {
-                return;
-            }
-            if !self.round() && !self.skip_ahead() {
-                // Nothing in flight, no timer: only the test can act.
-                assert!(done(self), "network idle and condition not met");
-                return;
-            }
-        }
-        panic!("condition not met after {steps} steps");
+        let mut net = self;
+        let met = super::run_until(
+            &mut net,
+            steps as u64,
+            |n| n.round() || n.skip_ahead(),
+            |n| done(n),
+        );
+        assert!(met, "network idle and condition not met");
     }
 
     /// Runs until nothing is in flight and no timer is armed before

@@ -20,7 +20,7 @@
 //! Case counts: 512 per parser property, 128 per engine property;
 //! `PROPTEST_CASES` sets them all.
 
-mod common;
+use crate::common;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 

@@ -3,7 +3,7 @@
 //! opcodes, PSNs, keys, addresses and lengths never panics and never makes
 //! the device touch host memory outside registered ranges.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -4,7 +4,7 @@
 //! exactly once, in order, with byte-exact data, within a fixed number of
 //! steps, deterministically for a fixed seed.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode};

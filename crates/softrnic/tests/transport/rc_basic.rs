@@ -2,7 +2,7 @@
 //! operation, byte-exact data and exact CQEs, between IPv4 nodes and (the
 //! `_ipv6` tests) between IPv6 nodes.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};

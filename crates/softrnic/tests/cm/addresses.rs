@@ -4,8 +4,8 @@
 //! family, a removed address stops receiving (counted dropped) and its
 //! connections carry on once it is back.
 
-mod cm_harness;
-mod common;
+use crate::common;
+use crate::common::net as cm_harness;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Connection management on a faulty fabric: lost and duplicated messages,
 //! peers that vanish, consumers that take their time.
 
-mod cm_harness;
+use crate::common::net as cm_harness;
 
 use hwq::ConnId;
 use hwq::device::AcceptParams;

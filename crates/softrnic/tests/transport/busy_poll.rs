@@ -5,7 +5,7 @@
 //! another. When consumers poll (allowed, bulk backoff) is the runtime's
 //! policy, tested with it (`host::busy`).
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;

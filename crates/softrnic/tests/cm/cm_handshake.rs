@@ -1,7 +1,7 @@
 //! Connection management on a clean fabric: the handshake, rejects,
 //! listeners and ports, disconnects, loopback.
 
-mod cm_harness;
+use crate::common::net as cm_harness;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 

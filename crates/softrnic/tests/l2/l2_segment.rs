@@ -6,8 +6,8 @@
 //! in IPv4 and in IPv6; one RNIC also connects to itself (the port's
 //! loopback). The segment's capture decodes in tshark.
 
-mod cm_harness;
-mod common;
+use crate::common;
+use crate::common::net as cm_harness;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -268,14 +268,9 @@ impl Segment {
         next.inspect(|&t| self.clock.set(t.max(now + 1))).is_some()
     }
 
-    fn run_until(&mut self, mut done: impl FnMut(&mut Self) -> bool) {
-        for _ in 0..STEPS {
-            if done(self) {
-                return;
-            }
-            assert!(self.step() || done(self), "idle, condition not met");
-        }
-        panic!("condition not met in {STEPS} steps");
+    fn run_until(&mut self, done: impl FnMut(&mut Self) -> bool) {
+        let met = common::run_until(self, STEPS, Self::step, done);
+        assert!(met, "idle, condition not met");
     }
 }
 

@@ -8,7 +8,7 @@
 //! nothing dropped at the ring; the same bursts through a ring that
 //! drops instead of saying no lose packets and retransmit.
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -216,12 +216,9 @@ impl Rings {
 
     /// Steps until `done` holds; panics if it never does.
     fn run_until(&self, mut done: impl FnMut() -> bool) {
-        for _ in 0..STEPS {
-            if done() || !self.step() {
-                break;
-            }
-        }
-        assert!(done(), "not done after the run");
+        let mut bench = self;
+        let met = common::run_until(&mut bench, STEPS, |b| b.step(), |_| done());
+        assert!(met, "not done after the run");
     }
 
     /// Steps for `us` microseconds of device time (or until nothing is

@@ -3,7 +3,7 @@
 //! answering, after one hold timed out) acknowledges at once. Times are
 //! simulated.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode};

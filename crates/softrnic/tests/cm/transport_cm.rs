@@ -3,8 +3,8 @@
 //! on the first request packet), and two sides with different path MTUs
 //! agree on the smaller one.
 
-mod cm_harness;
-mod common;
+use crate::common;
+use crate::common::net as cm_harness;
 
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;

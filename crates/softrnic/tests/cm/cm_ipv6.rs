@@ -4,7 +4,7 @@
 //! addresses reported to the consumer, and which addresses an IPv6 (and
 //! an IPv4) device takes.
 
-mod cm_harness;
+use crate::common::net as cm_harness;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 

@@ -6,7 +6,7 @@
 //! half of every READ per loss (2x the responses needed at 1% loss, 5x
 //! with 2% reordering on top).
 
-mod common;
+use crate::common;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
