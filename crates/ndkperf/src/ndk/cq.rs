@@ -121,16 +121,21 @@ impl Cq {
             // thread between polls (on a small machine the engines that
             // produce our completions may need it): a sleep and wake-up
             // through the scheduler costs more than most round trips.
-            let spin_end = Instant::now() + SPIN_YIELDING;
-            let mut polls: u32 = 0;
-            // The clock is read every few polls only: in a ping-pong each
-            // read is a good part of an empty poll's cost.
-            while polls % CLOCK_EVERY != 0 || Instant::now() < spin_end {
-                polls = polls.wrapping_add(1);
+            // The clock is read every few polls only (a wait that ends
+            // sooner reads none): in a ping-pong each read is a good part
+            // of an empty poll's cost.
+            let mut spin_end = None;
+            for polls in 1u32.. {
                 std::thread::yield_now();
                 let n = self.poll(out);
                 if n > 0 {
                     return Ok(n);
+                }
+                if polls % CLOCK_EVERY == 0 {
+                    let now = Instant::now();
+                    if now >= *spin_end.get_or_insert(now + SPIN_YIELDING) {
+                        break;
+                    }
                 }
             }
             if let Some(status) = self.error() {
