@@ -22,6 +22,12 @@
 //!   at once: parking asks the link again afterwards.
 //! * [`SoftRnic::connect_qp`] — the modify-to-RTS command.
 //!
+//! The engine builds the QPs' view of the device, a `qp::Context`
+//! (memory, counters, CQs and SRQs, events, doorbells, transmitter, and the
+//! time, read once per arrival or pass), and hands it with the locked QP to
+//! the state machines of [`crate::qp`]; QP1's packets go to [`crate::cm`],
+//! which reaches the device through the `cm::Host` trait implemented here.
+//!
 //! Doorbells never process inline and events are never delivered while a
 //! device lock is held. A consumer polling an empty CQ may run a pass
 //! without event delivery on its own processor (`pass.rs`), when its

@@ -6,6 +6,65 @@
 //! addresses ([`addresses`], starting from [`device::DeviceConfig::addr`]);
 //! each connection speaks the family of its own pair. [`l2`] carries its
 //! datagrams as Ethernet frames on a NIC shared with the host's IP stack.
+//!
+//! ## Layers
+//!
+//! Each layer uses only those below it (no module imports one that
+//! imports it):
+//!
+//! 1. [`wire`]: packets and MADs, no state.
+//! 2. The device's objects: [`memory`] (keys, translation, scatter/gather),
+//!    [`cq`], [`srq`], [`addresses`], [`table`], [`bitset`]; the
+//!    surroundings' traits in [`env`](mod@env) (clock, wake, tap).
+//! 3. The transport: [`train`] (packets whose payload stays at the
+//!    sender), [`link`] (the [`link::Link`] trait and the transmitter every
+//!    sent packet goes through), [`qp`] (the RC state machines: requester,
+//!    responder with its named checks, completer, timers, flush), which see
+//!    their device only as a `qp::Context` and the time it carries.
+//! 4. [`cm`]: connection management on QP1, which reaches its device only
+//!    through the `cm::Host` trait.
+//! 5. [`device`]: [`device::SoftRnic`], the tables and bitsets and the
+//!    commands and doorbells of the hwq contract; [`engine`] (arrivals,
+//!    polls, timers, backpressure) and [`pass`] (one pass and its turn)
+//!    drive it; [`fabric`] is an in-memory link between devices.
+//!
+//! ## One SEND, end to end
+//!
+//! 1. The consumer writes a SEND WQE into the QP's send ring and rings
+//!    [`device::SoftRnic::sq_doorbell`]: a bit in the device's `sq_ready`
+//!    set, and a [`env::Wake::wake`]. Nothing runs inline.
+//! 2. The runtime's thread (or a busy-polling consumer, [`pass`]) runs
+//!    [`device::SoftRnic::poll`]: [`engine`] drains `sq_ready` and, holding
+//!    the QP's table slot, hands the QP and a `qp::Context` (carrying the
+//!    time of the pass, read once) to the QP's send side.
+//! 3. The requester (`qp/requester.rs`) starts the WQE: checks its gather
+//!    list's keys, allocates its PSNs, then segments it into PMTU packets
+//!    within the window, building each into the QP's packet buffer (its
+//!    payload gathered from host memory through [`memory`]), or, on a link
+//!    between devices of one address space, describing the rest of the
+//!    message as one [`train::Train`].
+//! 4. The context's transmitter ([`link`]) counts the packet, shows it to
+//!    the tap, and hands it to the [`link::Link`]: a UDP socket
+//!    (`crates/host`), the Ethernet port of [`l2`], or the in-memory
+//!    [`fabric`]. The retransmit timer is armed in the connection's timer
+//!    table.
+//! 5. At the peer the link's runtime hands the datagram to
+//!    [`device::SoftRnic::receive`] (a train to
+//!    [`device::SoftRnic::receive_train`]): [`engine`] parses it (the ICRC
+//!    checked), finds the destination QP, and passes the request to the
+//!    responder (`qp/responder.rs`) with that device's own context.
+//! 6. The responder's checks (`qp/checks.rs`: PSN, opcode sequence,
+//!    length) pass; it takes a receive from the QP's receive ring (or its
+//!    SRQ), scatters the payload into it ([`memory`]'s scatter/gather,
+//!    keys checked), and at the message's last packet writes the receive
+//!    CQE into the receive CQ ([`cq`]), raising a CQ event if it was
+//!    armed; the device's poll delivers the event with no lock held. The
+//!    packet asked for an acknowledgement, so the responder sends an ACK
+//!    (or holds it a moment for the consumer's answer).
+//! 7. Back at the sender the ACK reaches the completer
+//!    (`qp/completer.rs`), which moves the oldest unacknowledged PSN past
+//!    the SEND, disarms the retransmit timer, and writes the SEND's CQE
+//!    into the send CQ in SQ order.
 
 #![no_std]
 #![forbid(unsafe_code)]

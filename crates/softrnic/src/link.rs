@@ -4,7 +4,10 @@
 //! [`crate::env::Capture`], if one is installed) before the link takes it.
 //!
 //! The host (or the kernel shell) implements [`Link`]; tests implement it
-//! deterministically (an in-memory fabric).
+//! deterministically (an in-memory fabric). What a link carries arrives at
+//! the peer through its runtime: pushed into
+//! [`crate::device::SoftRnic::receive`] (or `receive_udp_payload`,
+//! `receive_train`), or taken by a pass from [`Link::receive`].
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

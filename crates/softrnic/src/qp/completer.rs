@@ -1,6 +1,7 @@
 //! The completer: matches ACKs (explicit and implied), NAKs and READ
 //! responses to SQ work, places READ data, writes send-queue CQEs in SQ
-//! order, releases SQ slots, and runs the retransmit and RNR timers.
+//! order (the last step of a SEND's life at its sender), releases SQ
+//! slots, and runs the retransmit and RNR timers.
 //!
 //! READ responses of the oldest incomplete READ are placed even past a
 //! lost one ([`super::read_window`]); the hole is asked for again once

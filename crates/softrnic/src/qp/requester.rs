@@ -2,6 +2,13 @@
 //! segments SEND/WRITE messages into PMTU packets, issues READ requests,
 //! and resends from the oldest unacknowledged PSN when the completer asks
 //! (go-back-N), re-reading WQEs from the ring.
+//!
+//! Each packet is built in the QP's packet buffer and handed to the
+//! context's transmitter ([`crate::link`]), which counts it, shows it to
+//! the tap and puts it on the link; on a link that carries trains
+//! ([`crate::train`]) the rest of a SEND or WRITE goes as one train
+//! instead. The first packet sent arms the retransmit timer in the
+//! connection's timer table.
 
 use hwq::wqe::{Access, MAX_SGE, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
