@@ -15,7 +15,8 @@
 //! `wqe_fields_of_data_requests` checks the WQE encoding on the scripted
 //! device and its effects on the RNIC (data, contexts, silent success, the
 //! solicited event, remote and read-local invalidation); the READ_FENCE
-//! ordering is not observed there. `wqe_fields_of_data_requests_ipv6` runs
+//! ordering is observed on the RNIC by `audit`'s
+//! `read_fence_holds_a_write_until_the_read_before_it_landed`. `wqe_fields_of_data_requests_ipv6` runs
 //! that body on an IPv6 adapter (`Env::on_v6`).
 
 use crate::provider_util::*;
