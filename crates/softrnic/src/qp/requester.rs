@@ -337,6 +337,28 @@ fn position(k: u32, n: u32) -> (bool, bool) {
     (k == 0, k + 1 >= n)
 }
 
+/// The requester's bookkeeping of the PSNs from `psn` up to `next` handed
+/// to the link (one packet, a READ request covering its response PSNs, or
+/// a train), written once for every way of sending: the next PSN, the WQE
+/// done with if they `close` its message, the AckReq spacing (only a lone
+/// packet goes without AckReq), the highest PSN sent, and the retransmit
+/// timer. Returns whether they were sent before (a resend).
+fn sent(conn: &mut Connection, now: u64, psn: u32, next: u32, close: bool, ack_req: bool) -> bool {
+    let req = &mut conn.req;
+    req.next_psn = next;
+    if close {
+        req.send_index = req.send_index.wrapping_add(1);
+    }
+    req.since_ack_req = if ack_req { 0 } else { req.since_ack_req + 1 };
+    let resend = psn_before(psn, req.sent_hi);
+    if psn_before(req.sent_hi, req.next_psn) {
+        req.sent_hi = req.next_psn;
+    }
+    let deadline = now.saturating_add(conn.rc.ack_timeout_us);
+    conn.timers.arm_if_idle(Timer::Retransmit, deadline);
+    resend
+}
+
 /// Sends the packet at `next_psn` of the WQE at `send_index`.
 fn send_packet(
     cx: &Context<'_>,
@@ -359,7 +381,7 @@ fn send_packet(
         bth: Bth::new(Opcode::RDMA_READ_REQUEST, dest_qp, psn),
         ext: ExtHeaders::NONE,
     };
-    let built = if meta.kind == MetaKind::Read {
+    if meta.kind == MetaKind::Read {
         // A READ is one request packet covering all its response PSNs;
         // asked again after a lost response, it covers the hole from
         // there to the first response already placed (or to the end).
@@ -378,72 +400,57 @@ fn send_packet(
         });
         headers.bth.ack_req = true;
         let n = crate::wire::build(&headers, &[], &mut conn.tx_buf).map_err(|_| SgError::Length)?;
-        req.next_psn = psn_add(meta.first_psn, meta.npsn);
-        req.send_index = req.send_index.wrapping_add(1);
-        req.since_ack_req = 0;
-        n
-    } else if !wqe.wqe_flags().contains(WqeFlags::INLINE) && cx.tx.carries_trains(conn.ip.dst()) {
-        return send_train(cx, pd, conn, wqe, meta);
-    } else {
-        let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
-        let (first, last) = position(k, meta.npsn);
-        let send = matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate));
-        let invalidate = op == Some(SendOpcode::SendInvalidate);
-        let what = match (send, invalidate) {
-            (_, true) => crate::wire::Carrying::SendInvalidate,
-            (true, false) => crate::wire::Carrying::Send,
-            (false, false) => crate::wire::Carrying::Write,
-        };
-        headers.bth.opcode = crate::wire::request_opcode(what, first, last);
-        if !send && first {
-            headers.ext.reth = Some(Reth {
-                va: wqe.remote_addr,
-                rkey: wqe.key,
-                dma_len: meta.len,
-            });
-        }
-        if invalidate && last {
-            headers.ext.ieth = Some(wqe.key);
-        }
-        headers.bth.solicited = send && last && wqe.wqe_flags().contains(WqeFlags::SOLICITED);
-        let ack_req = last
-            || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
-            || psn_diff(psn_add(psn, 1), req.una) >= window;
-        headers.bth.ack_req = ack_req;
-        let mut b = PacketBuilder::datagram(&headers, plen, &mut conn.tx_buf)
-            .map_err(|_| SgError::Length)?;
-        if wqe.wqe_flags().contains(WqeFlags::INLINE) {
-            let data = wqe.inline_data();
-            let chunk = data
-                .get(offset as usize..offset as usize + plen)
-                .ok_or(SgError::Length)?;
-            b.push_payload(chunk).map_err(|_| SgError::Length)?;
-        } else {
-            let keys = cx.mem.keys.read();
-            let (slot, mut hasher) = b.payload_slot();
-            let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
-            sg::gather(&keys, &*cx.mem.dma, pd, wqe.sge_list(), offset, out, |c| {
-                hasher.update(c);
-            })?;
-        }
-        let n = b.finish().map_err(|_| SgError::Length)?;
-        req.next_psn = psn_add(psn, 1);
-        if last {
-            req.send_index = req.send_index.wrapping_add(1);
-        }
-        req.since_ack_req = if ack_req { 0 } else { req.since_ack_req + 1 };
-        n
-    };
-    let req = &mut conn.req;
-    let resend = psn_before(psn, req.sent_hi);
-    if psn_before(req.sent_hi, req.next_psn) {
-        req.sent_hi = req.next_psn;
+        let resend = sent(conn, now, psn, end, true, true);
+        cx.tx.buf(&mut conn.tx_buf, n, resend);
+        return Ok(());
     }
-    conn.timers.arm_if_idle(
-        Timer::Retransmit,
-        now.saturating_add(conn.rc.ack_timeout_us),
-    );
-    cx.tx.buf(&mut conn.tx_buf, built, resend);
+    if !wqe.wqe_flags().contains(WqeFlags::INLINE) && cx.tx.carries_trains(conn.ip.dst()) {
+        return send_train(cx, pd, conn, wqe, meta);
+    }
+    let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
+    let (first, last) = position(k, meta.npsn);
+    let send = matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate));
+    let invalidate = op == Some(SendOpcode::SendInvalidate);
+    let what = match (send, invalidate) {
+        (_, true) => crate::wire::Carrying::SendInvalidate,
+        (true, false) => crate::wire::Carrying::Send,
+        (false, false) => crate::wire::Carrying::Write,
+    };
+    headers.bth.opcode = crate::wire::request_opcode(what, first, last);
+    if !send && first {
+        headers.ext.reth = Some(Reth {
+            va: wqe.remote_addr,
+            rkey: wqe.key,
+            dma_len: meta.len,
+        });
+    }
+    if invalidate && last {
+        headers.ext.ieth = Some(wqe.key);
+    }
+    headers.bth.solicited = send && last && wqe.wqe_flags().contains(WqeFlags::SOLICITED);
+    let ack_req = last
+        || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
+        || psn_diff(psn_add(psn, 1), req.una) >= window;
+    headers.bth.ack_req = ack_req;
+    let mut b =
+        PacketBuilder::datagram(&headers, plen, &mut conn.tx_buf).map_err(|_| SgError::Length)?;
+    if wqe.wqe_flags().contains(WqeFlags::INLINE) {
+        let data = wqe.inline_data();
+        let chunk = data
+            .get(offset as usize..offset as usize + plen)
+            .ok_or(SgError::Length)?;
+        b.push_payload(chunk).map_err(|_| SgError::Length)?;
+    } else {
+        let keys = cx.mem.keys.read();
+        let (slot, mut hasher) = b.payload_slot();
+        let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
+        sg::gather(&keys, &*cx.mem.dma, pd, wqe.sge_list(), offset, out, |c| {
+            hasher.update(c);
+        })?;
+    }
+    let n = b.finish().map_err(|_| SgError::Length)?;
+    let resend = sent(conn, now, psn, psn_add(psn, 1), last, ack_req);
+    cx.tx.buf(&mut conn.tx_buf, n, resend);
     Ok(())
 }
 
@@ -527,19 +534,7 @@ fn send_train(
         closes,
         ack_req: true,
     };
-    req.next_psn = psn_add(psn, count);
-    if closes {
-        req.send_index = req.send_index.wrapping_add(1);
-    }
-    req.since_ack_req = 0;
-    let resend = psn_before(psn, req.sent_hi);
-    if psn_before(req.sent_hi, req.next_psn) {
-        req.sent_hi = req.next_psn;
-    }
-    conn.timers.arm_if_idle(
-        Timer::Retransmit,
-        now.saturating_add(conn.rc.ack_timeout_us),
-    );
+    let resend = sent(conn, now, psn, psn_add(psn, count), closes, true);
     cx.tx.train(Train::new(cx.mem.clone(), &train), resend);
     Ok(())
 }
