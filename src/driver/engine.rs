@@ -47,7 +47,7 @@ use ndis::{
 };
 use ndkpi::{NTSTATUS, PVOID, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, Wake};
+use softrnic::env::{Clock, RunPass, Wake};
 
 use super::alloc::try_box;
 use super::clock::KernelClock;
@@ -418,5 +418,15 @@ impl Wake for EngineWaker {
     fn wake(&self) {
         // SAFETY: the engine outlives the device (see `new`).
         unsafe { self.0.as_ref() }.kick();
+    }
+
+    /// No busy polling in the kernel: a consumer's `NdkGetCqResults` runs
+    /// no pass, the DPC does all the device's work. A kernel consumer
+    /// polls from its own DPCs and completion callbacks, where a pass
+    /// would lengthen its time at `DISPATCH_LEVEL`; the host's reason for
+    /// busy polling (a scheduler hand-off per packet, several us on a
+    /// small VM) is a DPC queued on the caller's processor here.
+    fn consumer_poll(&self, _device: &dyn RunPass) -> bool {
+        false
     }
 }

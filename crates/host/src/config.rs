@@ -77,7 +77,7 @@ pub struct AdapterConfig {
     /// Where to write a packet capture, if anywhere.
     pub pcap: Option<PathBuf>,
     /// Whether a consumer polling an empty CQ runs the device's work on
-    /// its own thread (busy polling; see `softrnic::busy`).
+    /// its own thread (busy polling; see [`crate::busy`]).
     pub busy_poll: bool,
 }
 

@@ -265,6 +265,12 @@ impl Wake for ThreadWaker {
         self.wake_engine();
     }
 
+    /// The engine's own waker runs no consumer passes; a device gets
+    /// [`SharedWaker`], which asks its [`BusyPoll`] policy.
+    fn consumer_poll(&self, _device: &dyn RunPass) -> bool {
+        false
+    }
+
     fn cq_armed(&self) {
         self.end_busy_poll();
     }

@@ -32,12 +32,9 @@ pub trait Wake: Send + Sync {
     /// on it ([`RunPass::try_pass`], with
     /// [`PassPlan::deliver_events`] false: an event callback from inside
     /// the consumer's CQ poll could deadlock it) and returns whether
-    /// anything was done. The default runs none: the device's own context
-    /// does all the work.
-    fn consumer_poll(&self, device: &dyn RunPass) -> bool {
-        let _ = device;
-        false
-    }
+    /// anything was done. A runtime that runs none (the device's own
+    /// context does all the work) returns false.
+    fn consumer_poll(&self, device: &dyn RunPass) -> bool;
 
     /// A CQ was armed: its consumer is about to wait for the event instead
     /// of polling.

@@ -164,6 +164,9 @@ pub fn run_until<S>(
 pub struct NoWake;
 impl Wake for NoWake {
     fn wake(&self) {}
+    fn consumer_poll(&self, _: &dyn softrnic::env::RunPass) -> bool {
+        false
+    }
 }
 
 /// A completion queue as the test consumes it.
