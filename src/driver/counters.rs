@@ -2,7 +2,7 @@
 //! Performance Monitor) that only the device's commands and events show:
 //! connections established each way, attempts that failed, established
 //! connections that failed, completion-queue errors. The device wrapper
-//! ([`super::dispatch_device`]) counts them as commands return and as
+//! ([`super::counted_device`]) counts them as commands return and as
 //! events pass to the provider; byte and frame counts come from the
 //! transport and the active-connection count from the provider's tables
 //! ([`super::ndk::counters`]).

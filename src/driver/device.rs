@@ -17,8 +17,8 @@ use softrnic::link::Link;
 
 use super::alloc::try_box;
 use super::clock::KernelClock;
+use super::counted_device::CountedRnic;
 use super::counters::NdkCounters;
-use super::dispatch_device::AtDispatch;
 use super::dma::KernelDma;
 use super::engine::{Engine, EngineWaker};
 use super::l2::L2Port;
@@ -67,9 +67,9 @@ impl RnicDevice {
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let counters = TryArc::try_new_or_drop(NdkCounters::default())
             .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
-        // The provider calls the device at its caller's IRQL; every call
-        // runs at DISPATCH_LEVEL (see `AtDispatch`), which also counts.
-        let device: Box<dyn hwq::Device> = boxed(AtDispatch::new(rnic.clone(), counters.clone()))?;
+        // The provider raises to DISPATCH_LEVEL around commands (the hwq
+        // contract's IRQL rule); the wrapper counts connection outcomes.
+        let device: Box<dyn hwq::Device> = boxed(CountedRnic::new(rnic.clone(), counters.clone()))?;
         port.attach(&rnic, &mut engine);
         engine.start(&rnic);
         let ctx = match DeviceContext::new(device, super::platform()) {

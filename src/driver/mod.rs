@@ -21,8 +21,8 @@
 //! V <-> P), [`oid`], [`ndk`] (NDK registration, open/close,
 //! counters), [`ndk_tables`] (the connection and endpoint OIDs),
 //! [`counters`] (connection counters), [`config`] (registry keywords),
-//! [`device`] (the RNIC, its engine and L2 port), [`dispatch_device`]
-//! (the device as the provider calls it: at DISPATCH_LEVEL, counting),
+//! [`device`] (the RNIC, its engine and L2 port), [`counted_device`]
+//! (the device as the provider calls it, counting connection outcomes),
 //! [`engine`] (DPC, timer and PASSIVE_LEVEL continuation), [`l2`] (the
 //! RNIC's Ethernet port on the binding), [`addresses`] (V's IP addresses
 //! from the IP stack), [`platform`] (the provider's `Platform`), [`dma`]
@@ -36,9 +36,9 @@ pub mod alloc;
 pub mod binding;
 pub mod clock;
 pub mod config;
+pub mod counted_device;
 pub mod counters;
 pub mod device;
-pub mod dispatch_device;
 pub mod dma;
 pub mod engine;
 mod glue;

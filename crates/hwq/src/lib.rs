@@ -14,9 +14,25 @@
 //!   flight.
 //! * **Completion queues** are rings of [`cqe::Cqe`] the device produces and
 //!   the driver consumes.
-//! * **Doorbells and commands** ([`device::Device`]): the driver tells the
-//!   device that new slots were published (a cheap, non-blocking call), and
-//!   issues slower control commands (create a QP, write a memory key).
+//! * **Doorbells** ([`device::Doorbells`]): the driver tells the device that
+//!   new slots were published, as a register write does: lock-free, callable
+//!   unraised at any IRQL up to `DISPATCH_LEVEL`, rung on every post.
+//! * **Commands**, split by concern: [`device::Verbs`] (protection domains,
+//!   memory keys, completion and shared receive queues, queue pairs) and
+//!   [`device::Connections`] (listeners and the connection handshake).
+//!   [`device::Device`] is the device as a whole: its limits, its event
+//!   sink, busy polling, and all three traits; the driver holds a
+//!   `dyn Device`. Objects are named by typed ids ([`id`]: [`Qpn`],
+//!   [`Cqn`], [`Srqn`], [`Pdn`], [`ConnId`], [`ListenId`]), plain `u32`s
+//!   only on the wire, in ring slots and in handles.
+//! * **The IRQL rule** ([`device`#irql]): commands run at `DISPATCH_LEVEL`,
+//!   raised by the caller, because a device's spin locks are shared with its
+//!   own DPC (a `PASSIVE_LEVEL` holder preempted by that DPC deadlocks its
+//!   processor); doorbells and `caps` run at any level up to
+//!   `DISPATCH_LEVEL`; events arrive at `DISPATCH_LEVEL`. The provider
+//!   raises in one place (its device context, through its `Platform`), and
+//!   the test kit's scripted device fails any command reached below
+//!   `DISPATCH_LEVEL` on the checked host platform.
 //! * **Events** ([`device::DeviceEvents`]): the device tells the driver that a
 //!   completion queue received entries, the equivalent of an interrupt.
 //! * **DMA** ([`dma::DmaAccess`]): the device reaches host memory only through
@@ -42,7 +58,7 @@ mod sync;
 pub mod wqe;
 
 pub use cqe::{Cqe, CqeOpcode, CqeStatus};
-pub use device::{Device, DeviceError, DeviceEvents};
+pub use device::{Connections, Device, DeviceError, DeviceEvents, Doorbells, Verbs};
 pub use dma::{DmaAccess, DmaFault};
 pub use id::{ConnId, Cqn, ListenId, Pdn, Qpn, Srqn};
 pub use key::MemoryKey;

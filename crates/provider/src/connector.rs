@@ -439,8 +439,9 @@ impl Connector {
         if let Some(qp) = self.qp() {
             qp.set_conn_state(ConnState::Connected);
         }
-        let device = self.adapter.get().ctx().device();
-        if let Err(e) = device.cm_establish(conn_id) {
+        let ctx = self.adapter.get().ctx();
+        let established = ctx.device().cm_establish(conn_id);
+        if let Err(e) = established {
             self.state.lock().phase = Phase::Aborted;
             if let Some(qp) = self.qp() {
                 qp.set_conn_state(ConnState::Disconnected);
@@ -499,7 +500,8 @@ impl Connector {
             outbound_reads: ord,
             private_data,
         };
-        match ctx.device().cm_accept(conn_id, &params) {
+        let accepted = ctx.device().cm_accept(conn_id, &params);
+        match accepted {
             Ok(()) => STATUS_PENDING,
             Err(e) => {
                 let (pending, qp_dep) = {

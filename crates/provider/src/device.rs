@@ -9,17 +9,18 @@
 
 use alloc::boxed::Box;
 use core::fmt;
+use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::device::{CmEvent, DeviceCaps, DeviceEvents, EventSink};
-use hwq::{ConnId, Cqn, Device, ListenId, Qpn, Srqn, TryArc};
+use hwq::{ConnId, Cqn, Device, Doorbells, ListenId, Qpn, Srqn, TryArc};
 use ndkpi::NTSTATUS;
 
 use crate::connector::{self, Connector};
 use crate::cq::{self, Cq};
 use crate::endpoint::PortRegistry;
 use crate::listener::{self, Listener};
-use crate::platform::Platform;
+use crate::platform::{Irql, Platform};
 use crate::pool::{self, Charge, tags};
 use crate::qp::{self, Qp};
 use crate::srq::{self, Srq};
@@ -68,7 +69,7 @@ impl DeviceContext {
 
     /// Hands the device its event sink (targeting this context).
     pub(crate) fn attach(&self, sink: EventSink) -> Result<(), NTSTATUS> {
-        self.device.attach(sink).map_err(status::device_error)?;
+        self.device().attach(sink).map_err(status::device_error)?;
         self.attached.store(true, Ordering::Release);
         Ok(())
     }
@@ -80,12 +81,29 @@ impl DeviceContext {
             // Detaching waits out running events. (Checked only when it
             // detaches: a drop after the owner detached may run anywhere.)
             self.platform.require_passive("DeviceContext::detach");
-            self.device.detach();
+            self.device().detach();
         }
     }
 
-    /// The device.
-    pub fn device(&self) -> &dyn Device {
+    /// The device for a command, with the calling thread raised to
+    /// `DISPATCH_LEVEL` until the returned handle drops: the hwq contract
+    /// calls every command at `DISPATCH_LEVEL`, because the device's spin
+    /// locks are shared with its own DPC (see `hwq::device`'s IRQL rule).
+    /// This is the one place the provider raises for the device. Keep the
+    /// handle for the call only (`ctx.device().create_qp(..)`); nothing
+    /// that needs `PASSIVE_LEVEL` may run while it lives.
+    pub fn device(&self) -> Raised<'_> {
+        Raised {
+            device: &*self.device,
+            platform: self.platform,
+            old: self.platform.raise_to_dispatch(),
+        }
+    }
+
+    /// The device's doorbells, unraised: the contract allows them at any
+    /// IRQL up to `DISPATCH_LEVEL` (they take no lock), and the post path
+    /// rings one per post.
+    pub fn doorbells(&self) -> &dyn Doorbells {
         &*self.device
     }
 
@@ -103,6 +121,36 @@ impl DeviceContext {
     /// queue, connector and listener is closed).
     pub fn routed_objects(&self) -> usize {
         self.cqs.len() + self.srqs.len() + self.qps.len() + self.conns.len() + self.listeners.len()
+    }
+}
+
+/// The device, borrowed with the thread at `DISPATCH_LEVEL`
+/// ([`DeviceContext::device`]); dropping it restores the caller's IRQL.
+pub struct Raised<'a> {
+    device: &'a dyn Device,
+    platform: &'static dyn Platform,
+    old: Irql,
+}
+
+impl<'a> Deref for Raised<'a> {
+    type Target = dyn Device + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        self.device
+    }
+}
+
+impl Drop for Raised<'_> {
+    fn drop(&mut self) {
+        self.platform.lower_irql(self.old);
+    }
+}
+
+impl fmt::Debug for Raised<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Raised")
+            .field("old", &self.old)
+            .finish_non_exhaustive()
     }
 }
 
@@ -174,7 +222,7 @@ impl DeviceContext {
             } => match self.listeners.get(listen_id) {
                 Some(l) => listener::on_connect_request(&l, conn_id, &info, private_data),
                 // Nobody listens any more: refuse.
-                None => self.device.cm_release(conn_id),
+                None => self.device().cm_release(conn_id),
             },
             CmEvent::Replied { conn_id, .. }
             | CmEvent::Rejected { conn_id, .. }

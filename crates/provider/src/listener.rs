@@ -182,17 +182,17 @@ pub(crate) fn on_connect_request(
     info: &ConnectionInfo,
     private_data: &[u8],
 ) {
-    let device = listener.adapter.get().ctx().device();
+    let ctx = listener.adapter.get().ctx();
     let Some(busy) = Busy::enter(listener) else {
-        device.cm_release(conn_id);
+        ctx.device().cm_release(conn_id);
         return;
     };
     if listener.state.lock().paused {
-        device.cm_release(conn_id);
+        ctx.device().cm_release(conn_id);
         return;
     }
     let Ok(connector) = Connector::inbound(listener, conn_id, info, private_data) else {
-        device.cm_release(conn_id);
+        ctx.device().cm_release(conn_id);
         return;
     };
     // The consumer owns the new connector's reference from here on.

@@ -44,6 +44,7 @@ use ndkpi::{
 };
 
 use crate::abi::{self, MdlChain, NdkCell, NdkObject};
+use crate::device::Raised;
 use crate::info;
 use crate::lock::SpinLock;
 use crate::mdl;
@@ -193,8 +194,9 @@ pub fn mr_access(flags: u32) -> Option<Access> {
 impl Mr {
     pub(crate) fn create(pd: &Pd, fast: bool) -> Result<TryArc<Self>, NTSTATUS> {
         let adapter = pd.adapter();
-        let device = adapter.ctx().device();
-        let key = device
+        let ctx = adapter.ctx();
+        let key = ctx
+            .device()
             .alloc_key(pd.pdn(), false)
             .map_err(status::device_error)?;
         let platform = adapter.platform();
@@ -208,12 +210,13 @@ impl Mr {
             _charge: charge,
         })
         .map_err(|e| {
-            device.free_key(key);
+            ctx.device().free_key(key);
             status::alloc_error(e)
         })
     }
 
-    fn device(&self) -> &dyn hwq::Device {
+    /// The device, raised for a command ([`crate::device::DeviceContext::device`]).
+    fn device(&self) -> Raised<'_> {
         self.pd.get().adapter().ctx().device()
     }
 

@@ -75,8 +75,9 @@ impl core::fmt::Debug for Mw {
 impl Mw {
     pub(crate) fn create(pd: &Pd) -> Result<TryArc<Self>, NTSTATUS> {
         let adapter = pd.adapter();
-        let device = adapter.ctx().device();
-        let key = device
+        let ctx = adapter.ctx();
+        let key = ctx
+            .device()
             .alloc_key(pd.pdn(), true)
             .map_err(status::device_error)?;
         let platform = adapter.platform();
@@ -89,7 +90,7 @@ impl Mw {
             _charge: charge,
         })
         .map_err(|e| {
-            device.free_key(key);
+            ctx.device().free_key(key);
             status::alloc_error(e)
         })
     }

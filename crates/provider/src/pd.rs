@@ -51,8 +51,8 @@ impl core::fmt::Debug for Pd {
 
 impl Pd {
     pub(crate) fn create(adapter: &Adapter) -> Result<TryArc<Self>, NTSTATUS> {
-        let device = adapter.ctx().device();
-        let (pdn, privileged) = device.create_pd().map_err(status::device_error)?;
+        let ctx = adapter.ctx();
+        let (pdn, privileged) = ctx.device().create_pd().map_err(status::device_error)?;
         let platform = adapter.platform();
         pool::try_arc(platform, tags::PD, |charge| Self {
             ndk: NdkCell::new(Pd::ndk(adapter.version())),
@@ -63,7 +63,7 @@ impl Pd {
             _charge: charge,
         })
         .map_err(|e| {
-            device.destroy_pd(pdn);
+            ctx.device().destroy_pd(pdn);
             status::alloc_error(e)
         })
     }

@@ -185,14 +185,14 @@ impl Srq {
             .get()
             .adapter()
             .ctx()
-            .device()
+            .doorbells()
             .srq_doorbell(self.srqn);
         Ok(())
     }
 
     /// `NdkModifySrq`.
     pub(crate) fn modify(&self, depth: u32, threshold: u32) -> Result<(), NTSTATUS> {
-        let device = self.pd.get().adapter().ctx().device();
+        let ctx = self.pd.get().adapter().ctx();
         if depth != 0 {
             let max_depth = self.pd.get().adapter().ctx().caps().max_srq_depth;
             if depth > max_depth {
@@ -208,7 +208,7 @@ impl Srq {
             // Arm the provider before the device so an immediate event
             // finds the arm.
             self.notify.lock().armed = true;
-            device
+            ctx.device()
                 .set_srq_limit(self.srqn, threshold)
                 .map_err(status::device_error)?;
         }

@@ -1,11 +1,16 @@
-//! The `hwq` contract on the software RNIC: every command is one of
-//! [`SoftRnic`]'s inherent methods (the connection-management ones live in
-//! [`crate::cm`]).
+//! The `hwq` contract on the software RNIC, one trait per concern: every
+//! command is one of [`SoftRnic`]'s inherent methods (the
+//! connection-management ones live in `device/commands.rs`).
+//!
+//! The contract's IRQL rule holds here: the doorbells only set a bit and
+//! wake the engine (no lock), so they are legal unraised; every command
+//! takes the tables' spin locks and is called at `DISPATCH_LEVEL`.
 
 use core::net::SocketAddr;
 
 use hwq::device::{
-    AcceptParams, ConnectParams, Device, DeviceCaps, DeviceError, EventSink, QpSetup, Registration,
+    AcceptParams, ConnectParams, Connections, Device, DeviceCaps, DeviceError, Doorbells,
+    EventSink, QpSetup, Registration, Verbs,
 };
 use hwq::{ConnId, Consumer, Cqe, Cqn, ListenId, MemoryKey, Pdn, Producer, Qpn, RecvWqe, Srqn};
 
@@ -24,6 +29,26 @@ impl Device for SoftRnic {
         SoftRnic::detach(self);
     }
 
+    fn busy_poll(&self) -> bool {
+        self.waker().consumer_poll(self)
+    }
+}
+
+impl Doorbells for SoftRnic {
+    fn sq_doorbell(&self, qpn: Qpn) {
+        SoftRnic::sq_doorbell(self, qpn);
+    }
+
+    fn rq_doorbell(&self, qpn: Qpn) {
+        SoftRnic::rq_doorbell(self, qpn);
+    }
+
+    fn srq_doorbell(&self, srqn: Srqn) {
+        SoftRnic::srq_doorbell(self, srqn);
+    }
+}
+
+impl Verbs for SoftRnic {
     fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
         SoftRnic::create_pd(self)
     }
@@ -114,23 +139,9 @@ impl Device for SoftRnic {
     fn destroy_qp(&self, qpn: Qpn) {
         SoftRnic::destroy_qp(self, qpn);
     }
+}
 
-    fn sq_doorbell(&self, qpn: Qpn) {
-        SoftRnic::sq_doorbell(self, qpn);
-    }
-
-    fn busy_poll(&self) -> bool {
-        self.waker().consumer_poll(self)
-    }
-
-    fn rq_doorbell(&self, qpn: Qpn) {
-        SoftRnic::rq_doorbell(self, qpn);
-    }
-
-    fn srq_doorbell(&self, srqn: Srqn) {
-        SoftRnic::srq_doorbell(self, srqn);
-    }
-
+impl Connections for SoftRnic {
     fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
         SoftRnic::cm_listen(self, addr)
     }

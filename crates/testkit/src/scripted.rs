@@ -22,6 +22,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
+use host::platform::HostPlatform;
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::device::{
     AcceptParams, CmEvent, ConnectParams, ConnectionInfo, DeviceCaps, DeviceError, EventSink,
@@ -29,9 +30,10 @@ use hwq::device::{
 };
 use hwq::wqe::{SendOpcode, WqeFlags};
 use hwq::{
-    ConnId, Consumer, Cqe, CqeOpcode, CqeStatus, Cqn, Device, ListenId, MemoryKey, Pdn, Producer,
-    Qpn, RecvWqe, SendWqe, Srqn,
+    ConnId, Connections, Consumer, Cqe, CqeOpcode, CqeStatus, Cqn, Device, Doorbells, ListenId,
+    MemoryKey, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn, Verbs,
 };
+use provider::platform::Irql;
 
 /// A command the provider issued, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -956,12 +958,28 @@ impl ScriptedDevice {
     }
 }
 
+/// The contract's IRQL rule (`hwq::device`), checked as Driver Verifier
+/// would check a spin lock: every command (each `Verbs` and `Connections`
+/// entry, `attach`, `detach`, `busy_poll`) runs at `DISPATCH_LEVEL`, raised
+/// by its caller, on the checked host platform's per-thread IRQL. A caller
+/// that reaches the device at `PASSIVE_LEVEL` fails the test here, as it
+/// would deadlock against the device's DPC on Windows (bug check 0x133).
+/// Doorbells and `caps` are exempt: the contract allows them unraised.
+fn require_dispatch(entry: &'static str) {
+    assert!(
+        HostPlatform::irql() == Irql::Dispatch,
+        "IRQL rule broken: hwq command `{entry}` called at PASSIVE_LEVEL; the \
+         contract runs commands at DISPATCH_LEVEL, raised by the caller"
+    );
+}
+
 impl Device for ScriptedDevice {
     fn caps(&self) -> DeviceCaps {
         self.caps
     }
 
     fn attach(&self, sink: EventSink) -> Result<(), DeviceError> {
+        require_dispatch("attach");
         let mut slot = self.sink.write().unwrap_or_else(PoisonError::into_inner);
         if slot.is_some() {
             return Err(DeviceError::InvalidState);
@@ -971,11 +989,47 @@ impl Device for ScriptedDevice {
     }
 
     fn detach(&self) {
+        require_dispatch("detach");
         // The write lock waits for any delivery in progress.
         *self.sink.write().unwrap_or_else(PoisonError::into_inner) = None;
     }
+}
 
+impl Doorbells for ScriptedDevice {
+    fn sq_doorbell(&self, qpn: Qpn) {
+        let qpn = qpn.raw();
+        // QP numbers are never reused on a device, so a count kept by number
+        // belongs to one QP.
+        if let Some(count) = self.sq_doorbell_counts.get(qpn as usize) {
+            // A plain store, like the producer-index register write it
+            // models: one queue's doorbell is never rung from two
+            // processors at once (the provider rings under the SQ lock).
+            count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            return;
+        }
+        if let Some(qp) = self.st().qps.get_mut(&qpn) {
+            qp.sq_doorbells += 1;
+        }
+    }
+
+    fn rq_doorbell(&self, qpn: Qpn) {
+        let qpn = qpn.raw();
+        if let Some(qp) = self.st().qps.get_mut(&qpn) {
+            qp.rq_doorbells += 1;
+        }
+    }
+
+    fn srq_doorbell(&self, srqn: Srqn) {
+        let srqn = srqn.raw();
+        if let Some(srq) = self.st().srqs.get_mut(&srqn) {
+            srq.doorbells += 1;
+        }
+    }
+}
+
+impl Verbs for ScriptedDevice {
     fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
+        require_dispatch("create_pd");
         let mut s = self.st();
         s.fail()?;
         let pd = s.id();
@@ -987,6 +1041,7 @@ impl Device for ScriptedDevice {
     }
 
     fn destroy_pd(&self, pd: Pdn) {
+        require_dispatch("destroy_pd");
         let pd = pd.raw();
         let mut s = self.st();
         s.pds.remove(&pd);
@@ -994,6 +1049,7 @@ impl Device for ScriptedDevice {
     }
 
     fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError> {
+        require_dispatch("alloc_key");
         let pd = pd.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1015,6 +1071,7 @@ impl Device for ScriptedDevice {
     }
 
     fn free_key(&self, key: MemoryKey) {
+        require_dispatch("free_key");
         let mut s = self.st();
         s.keys.remove(&key.index());
         s.commands.push(Command::FreeKey(key));
@@ -1025,6 +1082,7 @@ impl Device for ScriptedDevice {
         key: MemoryKey,
         registration: &Registration<'_>,
     ) -> Result<MemoryKey, DeviceError> {
+        require_dispatch("register");
         let mut s = self.st();
         s.fail()?;
         let entry = s
@@ -1049,6 +1107,7 @@ impl Device for ScriptedDevice {
     }
 
     fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
+        require_dispatch("deregister");
         let mut s = self.st();
         s.fail()?;
         let entry = s
@@ -1069,6 +1128,7 @@ impl Device for ScriptedDevice {
         max_pages: u32,
         remote_access: bool,
     ) -> Result<(), DeviceError> {
+        require_dispatch("init_fast_register");
         let mut s = self.st();
         s.fail()?;
         if !s.keys.contains_key(&key.index()) {
@@ -1086,6 +1146,7 @@ impl Device for ScriptedDevice {
     }
 
     fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError> {
+        require_dispatch("create_cq");
         let mut s = self.st();
         s.fail()?;
         let cqn = s.id();
@@ -1106,6 +1167,7 @@ impl Device for ScriptedDevice {
     }
 
     fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError> {
+        require_dispatch("resize_cq");
         let cqn = cqn.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1117,6 +1179,7 @@ impl Device for ScriptedDevice {
     }
 
     fn destroy_cq(&self, cqn: Cqn) {
+        require_dispatch("destroy_cq");
         let cqn = cqn.raw();
         let mut s = self.st();
         s.cqs.remove(&cqn);
@@ -1126,6 +1189,7 @@ impl Device for ScriptedDevice {
     }
 
     fn arm_cq(&self, cqn: Cqn, solicited_only: bool) {
+        require_dispatch("arm_cq");
         let cqn = cqn.raw();
         let mut s = self.st();
         s.commands.push(Command::ArmCq {
@@ -1148,6 +1212,7 @@ impl Device for ScriptedDevice {
     }
 
     fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError> {
+        require_dispatch("moderate_cq");
         let cqn = cqn.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1163,6 +1228,7 @@ impl Device for ScriptedDevice {
         ring: Consumer<RecvWqe>,
         limit: u32,
     ) -> Result<Srqn, DeviceError> {
+        require_dispatch("create_srq");
         let pd = pd.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1184,6 +1250,7 @@ impl Device for ScriptedDevice {
     }
 
     fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError> {
+        require_dispatch("set_srq_limit");
         let srqn = srqn.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1195,6 +1262,7 @@ impl Device for ScriptedDevice {
     }
 
     fn destroy_srq(&self, srqn: Srqn) {
+        require_dispatch("destroy_srq");
         let srqn = srqn.raw();
         let mut s = self.st();
         s.srqs.remove(&srqn);
@@ -1203,6 +1271,7 @@ impl Device for ScriptedDevice {
     }
 
     fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError> {
+        require_dispatch("create_qp");
         let (pd, send_cqn, recv_cqn) = (setup.pd.raw(), setup.send_cqn.raw(), setup.recv_cqn.raw());
         let mut s = self.st();
         s.fail()?;
@@ -1246,6 +1315,7 @@ impl Device for ScriptedDevice {
     }
 
     fn flush_qp(&self, qpn: Qpn) {
+        require_dispatch("flush_qp");
         let qpn = qpn.raw();
         let mut s = self.st();
         s.commands.push(Command::FlushQp(qpn));
@@ -1253,44 +1323,18 @@ impl Device for ScriptedDevice {
     }
 
     fn destroy_qp(&self, qpn: Qpn) {
+        require_dispatch("destroy_qp");
         let qpn = qpn.raw();
         let mut s = self.st();
         s.qps.remove(&qpn);
         s.events.retain(|e| *e != Event::QpError(qpn));
         s.commands.push(Command::DestroyQp(qpn));
     }
+}
 
-    fn sq_doorbell(&self, qpn: Qpn) {
-        let qpn = qpn.raw();
-        // QP numbers are never reused on a device, so a count kept by number
-        // belongs to one QP.
-        if let Some(count) = self.sq_doorbell_counts.get(qpn as usize) {
-            // A plain store, like the producer-index register write it
-            // models: one queue's doorbell is never rung from two
-            // processors at once (the provider rings under the SQ lock).
-            count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            return;
-        }
-        if let Some(qp) = self.st().qps.get_mut(&qpn) {
-            qp.sq_doorbells += 1;
-        }
-    }
-
-    fn rq_doorbell(&self, qpn: Qpn) {
-        let qpn = qpn.raw();
-        if let Some(qp) = self.st().qps.get_mut(&qpn) {
-            qp.rq_doorbells += 1;
-        }
-    }
-
-    fn srq_doorbell(&self, srqn: Srqn) {
-        let srqn = srqn.raw();
-        if let Some(srq) = self.st().srqs.get_mut(&srqn) {
-            srq.doorbells += 1;
-        }
-    }
-
+impl Connections for ScriptedDevice {
     fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
+        require_dispatch("cm_listen");
         let mut s = self.st();
         s.fail()?;
         if !addr.ip().is_unspecified() && !self.addrs.contains(&addr.ip()) {
@@ -1320,6 +1364,7 @@ impl Device for ScriptedDevice {
     }
 
     fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
+        require_dispatch("cm_pause_listener");
         let listen_id = listen_id.raw();
         let mut s = self.st();
         if let Some(l) = s.listeners.get_mut(&listen_id) {
@@ -1330,6 +1375,7 @@ impl Device for ScriptedDevice {
     }
 
     fn cm_stop_listener(&self, listen_id: ListenId) {
+        require_dispatch("cm_stop_listener");
         let listen_id = listen_id.raw();
         let mut s = self.st();
         s.listeners.remove(&listen_id);
@@ -1341,6 +1387,7 @@ impl Device for ScriptedDevice {
         qpn: Qpn,
         params: &ConnectParams<'_>,
     ) -> Result<(ConnId, SocketAddr), DeviceError> {
+        require_dispatch("cm_connect");
         let qpn = qpn.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1433,6 +1480,7 @@ impl Device for ScriptedDevice {
     }
 
     fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
+        require_dispatch("cm_accept");
         let conn_id = conn_id.raw();
         let qpn = params.qpn.raw();
         let (inbound_reads, outbound_reads) = (params.inbound_reads, params.outbound_reads);
@@ -1474,6 +1522,7 @@ impl Device for ScriptedDevice {
     }
 
     fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
+        require_dispatch("cm_reject");
         let conn_id = conn_id.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1508,6 +1557,7 @@ impl Device for ScriptedDevice {
     }
 
     fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+        require_dispatch("cm_establish");
         let conn_id = conn_id.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1535,6 +1585,7 @@ impl Device for ScriptedDevice {
     }
 
     fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+        require_dispatch("cm_disconnect");
         let conn_id = conn_id.raw();
         let mut s = self.st();
         s.fail()?;
@@ -1560,6 +1611,7 @@ impl Device for ScriptedDevice {
     }
 
     fn cm_release(&self, conn_id: ConnId) {
+        require_dispatch("cm_release");
         let conn_id = conn_id.raw();
         let mut s = self.st();
         s.commands.push(Command::Release(conn_id));
@@ -1613,6 +1665,12 @@ mod tests {
     use hwq::ring::ring;
     use std::sync::Arc;
 
+    /// Runs a test's commands at `DISPATCH_LEVEL`, as the contract says
+    /// (`require_dispatch`).
+    fn at_dispatch(f: impl FnOnce()) {
+        HostPlatform::global().at_dispatch(f);
+    }
+
     /// Records what the device delivers.
     #[derive(Default)]
     struct Sink {
@@ -1663,162 +1721,186 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "IRQL rule broken: hwq command `create_pd` called at PASSIVE_LEVEL")]
+    fn a_command_below_dispatch_level_fails() {
+        let dev = ScriptedDevice::with_default_caps();
+        assert_eq!(HostPlatform::irql(), Irql::Passive);
+        let _ = dev.create_pd();
+    }
+
+    #[test]
+    fn doorbells_and_caps_are_allowed_unraised() {
+        let dev = ScriptedDevice::with_default_caps();
+        assert_eq!(HostPlatform::irql(), Irql::Passive);
+        assert_eq!(dev.caps(), DEFAULT_CAPS);
+        dev.sq_doorbell(Qpn::from_raw(7));
+        dev.rq_doorbell(Qpn::from_raw(7));
+        dev.srq_doorbell(Srqn::from_raw(7));
+    }
+
+    #[test]
     fn one_event_per_arm_and_none_from_commands() {
-        let (dev, sink) = attached();
-        let (producer, mut consumer) = ring::<Cqe>(4).unwrap();
-        let cqn = dev.create_cq(producer).unwrap();
-        dev.push_cqe(cqn.raw(), Cqe::default(), false);
-        assert!(sink.take().is_empty(), "unarmed");
-        dev.arm_cq(cqn, false);
-        assert!(
-            sink.take().is_empty(),
-            "a command never calls back by itself"
-        );
-        assert_eq!(
-            dev.deliver_events(),
-            1,
-            "at once: an unconsumed CQE arrived"
-        );
-        assert_eq!(sink.take(), vec![format!("cq {cqn} false")]);
-        dev.push_cqe(cqn.raw(), Cqe::default(), false);
-        assert!(sink.take().is_empty(), "one event per arm");
-        consumer.refresh();
-        consumer.release(consumer.len());
-        dev.arm_cq(cqn, true);
-        dev.push_cqe(cqn.raw(), Cqe::default(), false);
-        assert!(sink.take().is_empty(), "solicited arm ignores plain CQEs");
-        dev.push_cqe(cqn.raw(), Cqe::default(), true);
-        assert_eq!(sink.take().len(), 1);
-        // Two CQEs are outstanding in a ring of four: the fifth overflows.
-        for _ in 0..2 {
-            assert!(dev.push_cqe(cqn.raw(), Cqe::default(), false));
-        }
-        assert!(!dev.push_cqe(cqn.raw(), Cqe::default(), false));
-        assert_eq!(
-            sink.take(),
-            vec![format!("cq {cqn} true")],
-            "overflow always fires"
-        );
-        dev.detach();
-        assert!(!dev.attached());
+        at_dispatch(|| {
+            let (dev, sink) = attached();
+            let (producer, mut consumer) = ring::<Cqe>(4).unwrap();
+            let cqn = dev.create_cq(producer).unwrap();
+            dev.push_cqe(cqn.raw(), Cqe::default(), false);
+            assert!(sink.take().is_empty(), "unarmed");
+            dev.arm_cq(cqn, false);
+            assert!(
+                sink.take().is_empty(),
+                "a command never calls back by itself"
+            );
+            assert_eq!(
+                dev.deliver_events(),
+                1,
+                "at once: an unconsumed CQE arrived"
+            );
+            assert_eq!(sink.take(), vec![format!("cq {cqn} false")]);
+            dev.push_cqe(cqn.raw(), Cqe::default(), false);
+            assert!(sink.take().is_empty(), "one event per arm");
+            consumer.refresh();
+            consumer.release(consumer.len());
+            dev.arm_cq(cqn, true);
+            dev.push_cqe(cqn.raw(), Cqe::default(), false);
+            assert!(sink.take().is_empty(), "solicited arm ignores plain CQEs");
+            dev.push_cqe(cqn.raw(), Cqe::default(), true);
+            assert_eq!(sink.take().len(), 1);
+            // Two CQEs are outstanding in a ring of four: the fifth overflows.
+            for _ in 0..2 {
+                assert!(dev.push_cqe(cqn.raw(), Cqe::default(), false));
+            }
+            assert!(!dev.push_cqe(cqn.raw(), Cqe::default(), false));
+            assert_eq!(
+                sink.take(),
+                vec![format!("cq {cqn} true")],
+                "overflow always fires"
+            );
+            dev.detach();
+            assert!(!dev.attached());
+        });
     }
 
     #[test]
     fn flush_completes_everything_and_records_commands() {
-        let (dev, sink) = attached();
-        let (cq_p, mut cq_c) = ring::<Cqe>(16).unwrap();
-        let cqn = dev.create_cq(cq_p).unwrap();
-        let (pd, _) = dev.create_pd().unwrap();
-        let (mut sq_p, sq_c) = ring::<SendWqe>(4).unwrap();
-        let (mut rq_p, rq_c) = ring::<RecvWqe>(4).unwrap();
-        let qpn = dev
-            .create_qp(QpSetup {
-                pd,
-                send_cqn: cqn,
-                recv_cqn: cqn,
-                sq: sq_c,
-                rq: ReceiveSource::Queue(rq_c),
-                context: 5,
+        at_dispatch(|| {
+            let (dev, sink) = attached();
+            let (cq_p, mut cq_c) = ring::<Cqe>(16).unwrap();
+            let cqn = dev.create_cq(cq_p).unwrap();
+            let (pd, _) = dev.create_pd().unwrap();
+            let (mut sq_p, sq_c) = ring::<SendWqe>(4).unwrap();
+            let (mut rq_p, rq_c) = ring::<RecvWqe>(4).unwrap();
+            let qpn = dev
+                .create_qp(QpSetup {
+                    pd,
+                    send_cqn: cqn,
+                    recv_cqn: cqn,
+                    sq: sq_c,
+                    rq: ReceiveSource::Queue(rq_c),
+                    context: 5,
+                })
+                .unwrap();
+            sq_p.push(SendWqe {
+                wr_id: 1,
+                ..SendWqe::default()
             })
             .unwrap();
-        sq_p.push(SendWqe {
-            wr_id: 1,
-            ..SendWqe::default()
-        })
-        .unwrap();
-        sq_p.publish();
-        rq_p.push(RecvWqe {
-            wr_id: 2,
-            ..RecvWqe::default()
-        })
-        .unwrap();
-        rq_p.publish();
-        dev.sq_doorbell(qpn);
-        assert_eq!(dev.sq_doorbells(qpn.raw()), 1);
-        dev.flush_qp(qpn);
-        assert_eq!(dev.qp_state(qpn.raw()), Some(QpState::Error));
-        cq_c.refresh();
-        let ids: Vec<(u64, u8)> = (0..cq_c.len())
-            .filter_map(|i| cq_c.read(cq_c.released().wrapping_add(i)))
-            .map(|c| (c.wr_id, c.status))
-            .collect();
-        assert_eq!(
-            ids,
-            vec![(1, CqeStatus::Flushed as u8), (2, CqeStatus::Flushed as u8)]
-        );
-        assert!(dev.commands().contains(&Command::FlushQp(qpn.raw())));
-        dev.destroy_qp(qpn);
-        dev.destroy_cq(cqn);
-        dev.destroy_pd(pd);
-        assert_eq!(dev.live_objects(), 0);
-        assert!(sink.take().is_empty());
-        dev.detach();
+            sq_p.publish();
+            rq_p.push(RecvWqe {
+                wr_id: 2,
+                ..RecvWqe::default()
+            })
+            .unwrap();
+            rq_p.publish();
+            dev.sq_doorbell(qpn);
+            assert_eq!(dev.sq_doorbells(qpn.raw()), 1);
+            dev.flush_qp(qpn);
+            assert_eq!(dev.qp_state(qpn.raw()), Some(QpState::Error));
+            cq_c.refresh();
+            let ids: Vec<(u64, u8)> = (0..cq_c.len())
+                .filter_map(|i| cq_c.read(cq_c.released().wrapping_add(i)))
+                .map(|c| (c.wr_id, c.status))
+                .collect();
+            assert_eq!(
+                ids,
+                vec![(1, CqeStatus::Flushed as u8), (2, CqeStatus::Flushed as u8)]
+            );
+            assert!(dev.commands().contains(&Command::FlushQp(qpn.raw())));
+            dev.destroy_qp(qpn);
+            dev.destroy_cq(cqn);
+            dev.destroy_pd(pd);
+            assert_eq!(dev.live_objects(), 0);
+            assert!(sink.take().is_empty());
+            dev.detach();
+        });
     }
 
     #[test]
     fn in_device_cm_connects_two_qps() {
-        let (dev, sink) = attached();
-        let (pd, _) = dev.create_pd().unwrap();
-        let (cq_p, _cq_c) = ring::<Cqe>(4).unwrap();
-        let cqn = dev.create_cq(cq_p).unwrap();
-        let mut qpns = Vec::new();
-        for _ in 0..2 {
-            let (_, sq) = ring::<SendWqe>(2).unwrap();
-            let (_, rq) = ring::<RecvWqe>(2).unwrap();
-            let setup = QpSetup {
-                pd,
-                send_cqn: cqn,
-                recv_cqn: cqn,
-                sq,
-                rq: ReceiveSource::Queue(rq),
-                context: 0,
+        at_dispatch(|| {
+            let (dev, sink) = attached();
+            let (pd, _) = dev.create_pd().unwrap();
+            let (cq_p, _cq_c) = ring::<Cqe>(4).unwrap();
+            let cqn = dev.create_cq(cq_p).unwrap();
+            let mut qpns = Vec::new();
+            for _ in 0..2 {
+                let (_, sq) = ring::<SendWqe>(2).unwrap();
+                let (_, rq) = ring::<RecvWqe>(2).unwrap();
+                let setup = QpSetup {
+                    pd,
+                    send_cqn: cqn,
+                    recv_cqn: cqn,
+                    sq,
+                    rq: ReceiveSource::Queue(rq),
+                    context: 0,
+                };
+                qpns.push(dev.create_qp(setup).unwrap());
+            }
+            let at = SocketAddr::new(IpAddr::V4(ADDR_V4), 5000);
+            let (listen_id, bound) = dev.cm_listen(at).unwrap();
+            assert_eq!(bound, at);
+            assert_eq!(dev.cm_listen(at), Err(DeviceError::AddressInUse));
+            let params = ConnectParams {
+                local: SocketAddr::new(IpAddr::V4(ADDR_V4), 0),
+                remote: at,
+                inbound_reads: 4,
+                outbound_reads: 2,
+                private_data: b"x",
             };
-            qpns.push(dev.create_qp(setup).unwrap());
-        }
-        let at = SocketAddr::new(IpAddr::V4(ADDR_V4), 5000);
-        let (listen_id, bound) = dev.cm_listen(at).unwrap();
-        assert_eq!(bound, at);
-        assert_eq!(dev.cm_listen(at), Err(DeviceError::AddressInUse));
-        let params = ConnectParams {
-            local: SocketAddr::new(IpAddr::V4(ADDR_V4), 0),
-            remote: at,
-            inbound_reads: 4,
-            outbound_reads: 2,
-            private_data: b"x",
-        };
-        let (active, local) = dev.cm_connect(qpns[0], &params).unwrap();
-        assert!(local.port() >= 49152);
-        dev.deliver_events();
-        let passive = dev.conn_peer(active.raw()).unwrap();
-        assert_eq!(sink.take(), vec![format!("request {passive}")]);
-        let accept = AcceptParams {
-            qpn: qpns[1],
-            inbound_reads: 3,
-            outbound_reads: 3,
-            private_data: b"y",
-        };
-        dev.cm_accept(ConnId::from_raw(passive), &accept).unwrap();
-        dev.deliver_events();
-        assert_eq!(sink.take(), vec![format!("replied {active}")]);
-        dev.cm_establish(active).unwrap();
-        dev.deliver_events();
-        assert_eq!(sink.take(), vec![format!("established {passive}")]);
-        assert_eq!(dev.qp_state(qpns[0].raw()), Some(QpState::Connected));
-        assert_eq!(dev.qp_state(qpns[1].raw()), Some(QpState::Connected));
-        dev.cm_disconnect(active).unwrap();
-        dev.deliver_events();
-        assert_eq!(
-            sink.take(),
-            vec![format!("disconnected {passive}"), format!("done {active}")]
-        );
-        dev.cm_pause_listener(listen_id, true);
-        let (refused, _) = dev.cm_connect(qpns[0], &params).unwrap();
-        dev.deliver_events();
-        assert_eq!(sink.take(), vec![format!("rejected {refused}")]);
-        for id in [active, ConnId::from_raw(passive), refused] {
-            dev.cm_release(id);
-        }
-        dev.cm_stop_listener(listen_id);
-        dev.detach();
+            let (active, local) = dev.cm_connect(qpns[0], &params).unwrap();
+            assert!(local.port() >= 49152);
+            dev.deliver_events();
+            let passive = dev.conn_peer(active.raw()).unwrap();
+            assert_eq!(sink.take(), vec![format!("request {passive}")]);
+            let accept = AcceptParams {
+                qpn: qpns[1],
+                inbound_reads: 3,
+                outbound_reads: 3,
+                private_data: b"y",
+            };
+            dev.cm_accept(ConnId::from_raw(passive), &accept).unwrap();
+            dev.deliver_events();
+            assert_eq!(sink.take(), vec![format!("replied {active}")]);
+            dev.cm_establish(active).unwrap();
+            dev.deliver_events();
+            assert_eq!(sink.take(), vec![format!("established {passive}")]);
+            assert_eq!(dev.qp_state(qpns[0].raw()), Some(QpState::Connected));
+            assert_eq!(dev.qp_state(qpns[1].raw()), Some(QpState::Connected));
+            dev.cm_disconnect(active).unwrap();
+            dev.deliver_events();
+            assert_eq!(
+                sink.take(),
+                vec![format!("disconnected {passive}"), format!("done {active}")]
+            );
+            dev.cm_pause_listener(listen_id, true);
+            let (refused, _) = dev.cm_connect(qpns[0], &params).unwrap();
+            dev.deliver_events();
+            assert_eq!(sink.take(), vec![format!("rejected {refused}")]);
+            for id in [active, ConnId::from_raw(passive), refused] {
+                dev.cm_release(id);
+            }
+            dev.cm_stop_listener(listen_id);
+            dev.detach();
+        });
     }
 }

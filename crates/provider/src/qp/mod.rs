@@ -40,6 +40,7 @@ use ndkpi::{NDK_QP, NTSTATUS, STATUS_CONNECTION_INVALID, STATUS_INSUFFICIENT_RES
 
 use crate::abi::NdkCell;
 use crate::cq::Cq;
+use crate::device::Raised;
 use crate::lock::SpinLock;
 use crate::object::{Dep, Life, Object};
 use crate::pd::Pd;
@@ -172,8 +173,14 @@ impl Qp {
         &self.limits
     }
 
-    fn device(&self) -> &dyn hwq::Device {
+    /// The device, raised for a command ([`crate::device::DeviceContext::device`]).
+    fn device(&self) -> Raised<'_> {
         self.pd.get().adapter().ctx().device()
+    }
+
+    /// The device's doorbells, unraised ([`crate::device::DeviceContext::doorbells`]).
+    fn doorbells(&self) -> &dyn hwq::Doorbells {
+        self.pd.get().adapter().ctx().doorbells()
     }
 
     /// The connection state.
@@ -218,7 +225,7 @@ impl Qp {
     pub(crate) fn ring_deferred(&self, sq: &mut SendQueue) {
         if sq.deferred != 0 {
             sq.deferred = 0;
-            self.device().sq_doorbell(self.qpn);
+            self.doorbells().sq_doorbell(self.qpn);
         }
     }
 
@@ -233,7 +240,7 @@ impl Qp {
         // Looked up before locking: the lock's atomic test-and-set holds
         // back every later load until it completes, so this chain of loads
         // would otherwise sit on the post's critical path.
-        let device = self.device();
+        let doorbells = self.doorbells();
         let mut sq = self.sq.lock();
         let result = self.post_locked(&mut sq, fill);
         let ring = match result {
@@ -248,7 +255,7 @@ impl Qp {
             // Under the lock, so doorbells of one SQ are never concurrent
             // and reach the device in publish order.
             sq.deferred = 0;
-            device.sq_doorbell(self.qpn);
+            doorbells.sq_doorbell(self.qpn);
         }
         result
     }

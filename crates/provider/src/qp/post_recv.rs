@@ -51,7 +51,7 @@ impl Qp {
             let depth = q.producer.depth();
             push(&mut q.producer, depth, wr_id, sges)?;
         }
-        self.device().rq_doorbell(self.qpn);
+        self.doorbells().rq_doorbell(self.qpn);
         Ok(())
     }
 }
