@@ -61,7 +61,7 @@ use crate::engine_state::Engine;
 use crate::env::{Capture, Direction};
 use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
 pub use crate::stats::EngineStats;
-use crate::train::Train;
+use crate::train::{Arrived, Train};
 use crate::wire::{self, GSI_QPN, IpUdpFields, Operation, Packet, ParseError, Pmtu, QPN_MASK};
 
 /// Packets one QP may send in one [`SoftRnic::poll`] pass.
@@ -238,18 +238,17 @@ impl SoftRnic {
         if !self.has_address(train.dst()) {
             return stats.rx_dropped.add(n);
         }
-        let qpn = train.dest_qp();
-        let now = self.clock.now_us();
-        let cx = self.transport(now);
         let request = !train.is_read_response();
-        let taken = self.to_qp(qpn, train.src(), train.dst(), request, |qp| {
-            if request {
-                qp::on_request_train(&cx, qpn, qp, train);
-            } else {
-                qp::on_read_train(&cx, qpn, qp, train);
-            }
-        });
-        if !taken {
+        let now = self.clock.now_us();
+        let (src, dst) = (train.src(), train.dst());
+        if !self.arrive(
+            now,
+            train.dest_qp(),
+            src,
+            dst,
+            request,
+            Arrived::Train(train),
+        ) {
             stats.rx_dropped.add(n);
         }
     }
@@ -276,17 +275,30 @@ impl SoftRnic {
         if p.bth.pkey & 0x7FFF != 0x7FFF || op == Operation::UdSend {
             return stats.rx_dropped.inc();
         }
-        let cx = self.transport(now);
-        let taken = self.to_qp(qpn, p.ip.src(), p.ip.dst(), op.is_request(), |qp| {
-            if op.is_request() {
-                qp::on_request(&cx, qpn, qp, &p);
-            } else {
-                qp::on_response(&cx, qpn, qp, &p);
-            }
-        });
-        if !taken {
+        let (src, dst) = (p.ip.src(), p.ip.dst());
+        if !self.arrive(now, qpn, src, dst, op.is_request(), Arrived::Packet(&p)) {
             stats.rx_dropped.inc();
         }
+    }
+
+    /// Hands what arrived for QP `qpn` from `src` at `dst` (requests to the
+    /// responder, responses to the completer) to the QP at time `now`;
+    /// whether the QP took it.
+    fn arrive(
+        &self,
+        now: u64,
+        qpn: u32,
+        src: IpAddr,
+        dst: IpAddr,
+        request: bool,
+        arrived: Arrived<'_>,
+    ) -> bool {
+        let cx = self.transport(now);
+        self.to_qp(qpn, src, dst, request, |qp| match arrived {
+            _ if request => qp::on_request(&cx, qpn, qp, arrived),
+            Arrived::Packet(p) => qp::on_response(&cx, qpn, qp, p),
+            Arrived::Train(train) => qp::on_read_train(&cx, qpn, qp, train),
+        })
     }
 
     /// Hands what arrived from `src` at `dst` for QP `qpn` (a `request`,

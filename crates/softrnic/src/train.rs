@@ -37,8 +37,8 @@ use hwq::{DmaAccess, MemoryKey, Sge};
 use crate::memory::sg::{self, SgError, walk};
 use crate::memory::{Chunks, DeviceMemory, KeyTable, Need};
 use crate::wire::{
-    Bth, Carrying, ExtHeaders, Headers, IpUdpFields, Opcode, PacketBuilder, Reth, datagram_len,
-    psn_add, read_response_framing, request_opcode,
+    Bth, Carrying, ExtHeaders, Headers, IpUdpFields, Opcode, Packet, PacketBuilder, Reth,
+    datagram_len, psn_add, read_response_framing, request_opcode,
 };
 
 /// Most packets one train stands for: 1 MiB at a 4096-byte PMTU. The
@@ -156,6 +156,49 @@ impl Payload<'_> {
         match self {
             Self::Bytes(b) => b.len(),
             Self::Train(_, seg) => seg.len,
+        }
+    }
+}
+
+/// What one arrival for a QP carries: a packet, or a train standing for
+/// several; [`Arrived::each`] walks it one packet at a time, so a
+/// receiver handles both alike.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Arrived<'a> {
+    /// One packet, its payload in it.
+    Packet(&'a Packet<'a>),
+    /// A train's segments, their payload still at the sender.
+    Train(&'a Train),
+}
+
+impl Arrived<'_> {
+    /// Calls `f` with each packet in PSN order (its headers, and where its
+    /// payload is) while `f` returns `true`.
+    pub(crate) fn each(&self, mut f: impl FnMut(&Packet<'_>, Payload<'_>) -> bool) {
+        match *self {
+            Arrived::Packet(p) => {
+                f(p, Payload::Bytes(p.payload));
+            }
+            Arrived::Train(train) => {
+                for i in 0..train.segments() {
+                    let seg = train.segment(i);
+                    let headers = train.headers(&seg);
+                    let Some(info) = headers.bth.opcode.info() else {
+                        return;
+                    };
+                    let p = Packet {
+                        ip: headers.ip,
+                        bth: headers.bth,
+                        info,
+                        ext: headers.ext,
+                        payload: &[],
+                        icrc: 0,
+                    };
+                    if !f(&p, Payload::Train(train, seg)) {
+                        return;
+                    }
+                }
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ use crate::wire::{IpUdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 pub(crate) use completer::{on_read_train, on_response, on_retransmit_timer, on_rnr_timer};
 pub(crate) use context::Context;
 pub use flush::flush;
-pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request, on_request_train};
+pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request};
 use timers::{Timer, Timers};
 
 /// The QP must enter the error state (any error CQE is already written).

@@ -43,7 +43,8 @@ use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receive
 use crate::memory::Need;
 use crate::memory::sg;
 use crate::train::{
-    Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Train, TrainSource, build_read_response,
+    Arrived, Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Train, TrainSource,
+    build_read_response,
 };
 use crate::wire::{
     Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, Position,
@@ -53,35 +54,17 @@ use crate::wire::{
 /// READ response packets emitted inline when the request arrives.
 const INLINE_READ_BUDGET: u32 = 16;
 
-/// Handles a request packet for QP `qpn`.
-pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, p: &Packet<'_>) {
-    if handle(cx, qpn, qp, p, Payload::Bytes(p.payload)).is_err() {
-        cx.enter_error(qpn, qp);
-    }
-}
-
-/// Handles the packets of a SEND or WRITE train ([`crate::train`]) for QP
-/// `qpn`, one segment at a time, as if they had arrived in order.
-pub(crate) fn on_request_train(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, train: &Train) {
-    for i in 0..train.segments() {
-        let seg = train.segment(i);
-        let headers = train.headers(&seg);
-        let Some(info) = headers.bth.opcode.info() else {
-            return;
-        };
-        let p = Packet {
-            ip: headers.ip,
-            bth: headers.bth,
-            info,
-            ext: headers.ext,
-            payload: &[],
-            icrc: 0,
-        };
-        if handle(cx, qpn, qp, &p, Payload::Train(train, seg)).is_err() {
+/// Handles the request packets that arrived for QP `qpn` (one packet, or
+/// the segments of a SEND or WRITE train, [`crate::train`]), one at a
+/// time in order; a refusal moves the QP to error and ends it.
+pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, arrived: Arrived<'_>) {
+    arrived.each(|p, payload| {
+        let taken = handle(cx, qpn, qp, p, payload).is_ok();
+        if !taken {
             cx.enter_error(qpn, qp);
-            return;
         }
-    }
+        taken
+    });
 }
 
 /// Sends an ACK-opcode packet (ACK, RNR NAK or NAK) at `psn`.
