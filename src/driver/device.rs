@@ -69,7 +69,8 @@ impl RnicDevice {
             .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         // The provider raises to DISPATCH_LEVEL around commands (the hwq
         // contract's IRQL rule); the wrapper counts connection outcomes.
-        let device: Box<dyn hwq::Device> = boxed(CountedRnic::new(rnic.clone(), counters.clone()))?;
+        let device =
+            hwq::SharedDevice::from_box(boxed(CountedRnic::new(rnic.clone(), counters.clone()))?);
         port.attach(&rnic, &mut engine);
         engine.start(&rnic);
         let ctx = match DeviceContext::new(device, super::platform()) {

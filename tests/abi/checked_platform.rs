@@ -108,7 +108,8 @@ fn scripted_adapter(
     *mut NDK_ADAPTER,
 ) {
     let dev = Arc::new(ScriptedDevice::with_default_caps());
-    let ctx = DeviceContext::new(Box::new(dev.clone()), p).expect("device context");
+    let ctx =
+        DeviceContext::new(hwq::SharedDevice::from_arc(dev.clone()), p).expect("device context");
     let adapter =
         provider::open_adapter(&ctx, NDK_VERSION { Major: 1, Minor: 2 }).expect("open adapter");
     (dev, ctx, adapter)

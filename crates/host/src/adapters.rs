@@ -150,7 +150,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         rnic.set_capture(Some(Box::new(SharedCapture(c.clone()))));
     }
     let lease = DeviceLease::new(addr);
-    let ctx = DeviceContext::new(Box::new(rnic.clone()), lease.platform())?;
+    let ctx = DeviceContext::new(hwq::SharedDevice::from_arc(rnic.clone()), lease.platform())?;
     Ok(Arc::new(HostDevice {
         config: config.clone(),
         threads: Some(threads),

@@ -477,6 +477,7 @@ mod tests {
     fn a_connection_managers_message_leaves_with_its_command() {
         use hwq::device::{ConnectParams, QpSetup, ReceiveSource};
         use hwq::ring::ring;
+        use hwq::{Connections, Verbs};
         use hwq::{Cqe, RecvWqe, SendWqe};
         use softrnic::device::{DeviceConfig, SoftRnic};
         use std::sync::Arc;

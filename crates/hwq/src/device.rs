@@ -11,6 +11,8 @@
 //!   polling) and all three of the above; the driver holds a `dyn Device`.
 //! * [`DeviceEvents`] and [`EventSink`] ([`events`]): what the device tells
 //!   the driver.
+//! * [`SharedDevice`] ([`shared`]): the device as the driver holds it,
+//!   whether its owner is an `Arc`, a `TryArc` or a `Box`.
 //!
 //! # IRQL
 //!
@@ -40,12 +42,13 @@
 pub mod connections;
 pub mod doorbells;
 pub mod events;
-mod forward;
+pub mod shared;
 pub mod verbs;
 
 pub use connections::{AcceptParams, CmEvent, ConnectParams, ConnectionInfo, Connections};
 pub use doorbells::Doorbells;
 pub use events::{DeviceEvents, EventSink};
+pub use shared::SharedDevice;
 pub use verbs::{QpSetup, ReceiveSource, Registration, Verbs};
 
 /// Why a device command failed.

@@ -39,8 +39,10 @@
 //!   logical addresses and this safe interface, never through raw pointers.
 //!
 //! `unsafe` in this crate is confined to [`mem`] (a fallible, reference-counted
-//! allocation, because a kernel must survive allocation failure) and [`ring`]
-//! (the shared slot memory).
+//! allocation, because a kernel must survive allocation failure), [`ring`]
+//! (the shared slot memory), [`device::events`] (the event sink, a pointer to
+//! the driver's handler) and [`device::shared`] (the device handle, its
+//! owner's type erased).
 
 #![no_std]
 #![deny(missing_docs)]
@@ -58,7 +60,7 @@ mod sync;
 pub mod wqe;
 
 pub use cqe::{Cqe, CqeOpcode, CqeStatus};
-pub use device::{Connections, Device, DeviceError, DeviceEvents, Doorbells, Verbs};
+pub use device::{Connections, Device, DeviceError, DeviceEvents, Doorbells, SharedDevice, Verbs};
 pub use dma::{DmaAccess, DmaFault};
 pub use id::{ConnId, Cqn, ListenId, Pdn, Qpn, Srqn};
 pub use key::MemoryKey;

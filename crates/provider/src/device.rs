@@ -7,13 +7,12 @@
 //! adapter (dropping the last reference detaches too, but only the owner
 //! can guarantee that this does not happen inside a device event).
 
-use alloc::boxed::Box;
 use core::fmt;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::device::{CmEvent, DeviceCaps, DeviceEvents, EventSink};
-use hwq::{ConnId, Cqn, Device, Doorbells, ListenId, Qpn, Srqn, TryArc};
+use hwq::{ConnId, Cqn, Device, Doorbells, ListenId, Qpn, SharedDevice, Srqn, TryArc};
 use ndkpi::NTSTATUS;
 
 use crate::connector::{self, Connector};
@@ -30,7 +29,7 @@ use crate::table::IdTable;
 /// A device and everything the provider keeps per device.
 pub struct DeviceContext {
     platform: &'static dyn Platform,
-    device: Box<dyn Device>,
+    device: SharedDevice,
     caps: DeviceCaps,
     pub(crate) cqs: IdTable<Cq, Cqn>,
     pub(crate) srqs: IdTable<Srq, Srqn>,
@@ -46,7 +45,7 @@ impl DeviceContext {
     /// Wraps `device`, not attached to its events yet: `DeviceContext::new`
     /// (at the edge, in `dispatch::adapter`) attaches it.
     pub(crate) fn unattached(
-        device: Box<dyn Device>,
+        device: SharedDevice,
         platform: &'static dyn Platform,
     ) -> Result<TryArc<Self>, NTSTATUS> {
         let caps = device.caps();

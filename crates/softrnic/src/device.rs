@@ -1,5 +1,6 @@
-//! The software RNIC as one object: its tables, its surroundings, and the
-//! commands and doorbells of the `hwq` contract.
+//! The software RNIC as one object: its tables and its surroundings. It
+//! implements the `hwq` contract directly, each entry once: `contract.rs`
+//! (device, doorbells, verbs) and `commands.rs` (connection management).
 //!
 //! Commands and doorbells never deliver events themselves (the driver may
 //! call them holding its own locks); they record what is due in lock-free
@@ -10,8 +11,8 @@ use alloc::boxed::Box;
 
 use core::net::IpAddr;
 
-use hwq::device::{DeviceCaps, DeviceError, EventSink, QpSetup, ReceiveSource, Registration};
-use hwq::{Consumer, Cqe, Cqn, DmaAccess, MemoryKey, Pdn, Producer, Qpn, RecvWqe, Srqn, TryArc};
+use hwq::device::{DeviceCaps, DeviceError, EventSink};
+use hwq::{Cqn, DmaAccess, MemoryKey, Qpn, Srqn, TryArc};
 use spin::RwLock;
 
 use crate::addresses::{AddressSet, addr_bits};
@@ -21,13 +22,14 @@ use crate::cq::CompletionQueue;
 use crate::engine_state::Engine;
 use crate::env::{Clock, Wake};
 use crate::link::{Link, Transmitter};
-use crate::memory::{DeviceMemory, KeyError, KeyKind, KeyTable};
-use crate::qp::{self, QueuePair, Receives};
+use crate::memory::{DeviceMemory, KeyError, KeyTable};
+use crate::qp::{self, QueuePair};
 use crate::signals::{self, PendingEvents};
 use crate::srq::SharedReceiveQueue;
 use crate::table::Table;
 
 mod commands;
+mod contract;
 
 /// Sizes of a device's tables and its network identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,11 +202,6 @@ impl SoftRnic {
         &self.config
     }
 
-    /// The device's limits as the `hwq` contract reports them.
-    pub fn caps(&self) -> DeviceCaps {
-        self.config.caps()
-    }
-
     // ---- addresses ----
 
     /// Replaces the device's addresses (IPv4 and IPv6 together; up to
@@ -229,21 +226,6 @@ impl SoftRnic {
     }
 
     // ---- events ----
-
-    /// Installs the driver's event sink.
-    pub fn attach(&self, sink: EventSink) -> Result<(), DeviceError> {
-        let mut slot = self.sink.write();
-        if slot.is_some() {
-            return Err(DeviceError::InvalidState);
-        }
-        *slot = Some(sink);
-        Ok(())
-    }
-
-    /// Removes the sink; waits for an event delivery in progress to end.
-    pub fn detach(&self) {
-        *self.sink.write() = None;
-    }
 
     /// Delivers every pending event; returns whether there were any.
     pub fn deliver_events(&self) -> bool {
@@ -316,135 +298,7 @@ impl SoftRnic {
         }
     }
 
-    // ---- protection domains and keys ----
-
-    /// Creates a PD and its privileged key.
-    pub fn create_pd(&self) -> Result<(Pdn, MemoryKey), DeviceError> {
-        let pd = self
-            .pds
-            .insert(ProtectionDomain {
-                privileged: MemoryKey(0),
-            })
-            .ok_or(DeviceError::NoResources)?;
-        match self.mem.keys.write().alloc_privileged(pd) {
-            Ok(key) => {
-                self.pds.with(pd, |p| p.privileged = key);
-                Ok((Pdn::from_raw(pd), key))
-            }
-            Err(e) => {
-                self.pds.remove(pd);
-                Err(key_error(e))
-            }
-        }
-    }
-
-    /// Destroys a PD (and its privileged key).
-    pub fn destroy_pd(&self, pd: Pdn) {
-        if let Some(p) = self.pds.remove(pd.raw()) {
-            // The privileged key was allocated with the PD; freeing cannot
-            // meet bound windows.
-            let _ = self.mem.keys.write().free(p.privileged);
-        }
-    }
-
-    /// Reserves a key entry.
-    pub fn alloc_key(&self, pd: Pdn, window: bool) -> Result<MemoryKey, DeviceError> {
-        if !self.pds.contains(pd.raw()) {
-            return Err(DeviceError::NoSuchObject);
-        }
-        let kind = if window {
-            KeyKind::Window
-        } else {
-            KeyKind::Region
-        };
-        self.mem
-            .keys
-            .write()
-            .alloc(kind, pd.raw())
-            .map_err(key_error)
-    }
-
-    /// Releases a key entry.
-    pub fn free_key(&self, key: MemoryKey) {
-        let mut keys = self.mem.keys.write();
-        if keys.free(key).is_err() {
-            // Bound windows keep a region alive; the driver frees windows
-            // first (NDK closes MWs before their MR can close), so this only
-            // happens for an already-freed key.
-        }
-    }
-
-    /// Registers memory.
-    pub fn register(
-        &self,
-        key: MemoryKey,
-        reg: &Registration<'_>,
-    ) -> Result<MemoryKey, DeviceError> {
-        self.mem.keys.write().register(key, reg).map_err(key_error)
-    }
-
-    /// Drops a registration.
-    pub fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
-        self.mem.keys.write().deregister(key).map_err(key_error)
-    }
-
-    /// Prepares fast registration.
-    pub fn init_fast_register(
-        &self,
-        key: MemoryKey,
-        max_pages: u32,
-        remote: bool,
-    ) -> Result<(), DeviceError> {
-        if max_pages > self.caps().max_fast_register_pages {
-            return Err(DeviceError::InvalidParameter);
-        }
-        self.mem
-            .keys
-            .write()
-            .init_fast_register(key, max_pages, remote)
-            .map_err(key_error)
-    }
-
     // ---- completion queues ----
-
-    /// Creates a CQ.
-    pub fn create_cq(&self, ring: Producer<Cqe>) -> Result<Cqn, DeviceError> {
-        self.cqs
-            .insert(CompletionQueue::new(ring))
-            .map(Cqn::from_raw)
-            .ok_or(DeviceError::NoResources)
-    }
-
-    /// Replaces a CQ's ring.
-    pub fn resize_cq(&self, cqn: Cqn, ring: Producer<Cqe>) -> Result<(), DeviceError> {
-        self.cqs
-            .with(cqn.raw(), |cq| cq.replace_ring(ring))
-            .ok_or(DeviceError::NoSuchObject)
-    }
-
-    /// Destroys a CQ.
-    pub fn destroy_cq(&self, cqn: Cqn) {
-        self.cqs.remove(cqn.raw());
-    }
-
-    /// Arms a CQ.
-    pub fn arm_cq(&self, cqn: Cqn, solicited_only: bool) {
-        if self.cqs.with(cqn.raw(), |cq| cq.arm(solicited_only)) == Some(true) {
-            self.raise(&self.events.cq, cqn.raw());
-        }
-        // The consumer will wait for the event instead of polling.
-        self.waker.cq_armed();
-    }
-
-    /// Sets a CQ's interrupt moderation.
-    pub fn moderate_cq(&self, cqn: Cqn, count: u32, usec: u32) -> Result<(), DeviceError> {
-        if usec > 0 {
-            self.engine.note_cq_moderation();
-        }
-        self.cqs
-            .with(cqn.raw(), |cq| cq.moderate(count, usec))
-            .ok_or(DeviceError::NoSuchObject)
-    }
 
     /// Fires moderated CQ events whose interval elapsed; returns whether a
     /// moderation timer still runs.
@@ -464,120 +318,11 @@ impl SoftRnic {
         pending
     }
 
-    // ---- shared receive queues ----
-
-    /// Creates an SRQ.
-    pub fn create_srq(
-        &self,
-        pd: Pdn,
-        ring: Consumer<RecvWqe>,
-        limit: u32,
-    ) -> Result<Srqn, DeviceError> {
-        if !self.pds.contains(pd.raw()) {
-            return Err(DeviceError::NoSuchObject);
-        }
-        let srq = SharedReceiveQueue {
-            pd: pd.raw(),
-            ring,
-            limit: 0,
-        };
-        let srqn = Srqn::from_raw(self.srqs.insert(srq).ok_or(DeviceError::NoResources)?);
-        self.set_srq_limit(srqn, limit)?;
-        Ok(srqn)
-    }
-
-    /// Arms or disarms an SRQ's limit.
-    pub fn set_srq_limit(&self, srqn: Srqn, limit: u32) -> Result<(), DeviceError> {
-        let fire = self
-            .srqs
-            .with(srqn.raw(), |s| s.set_limit(limit))
-            .ok_or(DeviceError::NoSuchObject)?;
-        if fire {
-            self.raise(&self.events.srq_limit, srqn.raw());
-        }
-        Ok(())
-    }
-
-    /// Destroys an SRQ.
-    pub fn destroy_srq(&self, srqn: Srqn) {
-        self.srqs.remove(srqn.raw());
-    }
-
     // ---- queue pairs ----
-
-    /// Creates a QP.
-    pub fn create_qp(&self, setup: QpSetup) -> Result<Qpn, DeviceError> {
-        let pd = setup.pd.raw();
-        if !self.pds.contains(pd)
-            || !self.cqs.contains(setup.send_cqn.raw())
-            || !self.cqs.contains(setup.recv_cqn.raw())
-        {
-            return Err(DeviceError::NoSuchObject);
-        }
-        let rq = match setup.rq {
-            ReceiveSource::Queue(c) => Receives::Own(c),
-            ReceiveSource::Shared(srqn) => {
-                if self.srqs.with(srqn.raw(), |s| s.pd) != Some(pd) {
-                    return Err(DeviceError::InvalidParameter);
-                }
-                Receives::Shared(srqn.raw())
-            }
-        };
-        let qp = QueuePair::new(
-            pd,
-            setup.send_cqn.raw(),
-            setup.recv_cqn.raw(),
-            setup.sq,
-            rq,
-            setup.context,
-        );
-        self.qps
-            .insert(qp)
-            .map(Qpn::from_raw)
-            .ok_or(DeviceError::NoResources)
-    }
-
-    /// Moves a QP to error, completing all its work as flushed.
-    pub fn flush_qp(&self, qpn: Qpn) {
-        let qpn = qpn.raw();
-        let cx = self.transport(self.clock.now_us());
-        self.qps.with(qpn, |qp| {
-            // An ACK held back for a reply goes now, or the peer would
-            // retransmit to a QP that no longer answers.
-            if qp.state == qp::QpState::Connected {
-                qp::flush_held_ack(&cx, qp);
-                cx.tx.flush();
-                // An ACK the link had no room for stays unsent: the QP
-                // sends nothing once flushed, so it is not parked.
-                qp.take_tx_stall();
-            }
-            cx.flush(qpn, qp);
-        });
-    }
-
-    /// Destroys a QP.
-    pub fn destroy_qp(&self, qpn: Qpn) {
-        self.qps.remove(qpn.raw());
-    }
-
-    /// Send doorbell.
-    pub fn sq_doorbell(&self, qpn: Qpn) {
-        self.ring_sq(qpn.raw());
-    }
 
     /// Rings QP `qpn`'s send doorbell from inside the device (a QP that
     /// has more to send once an ACK, a credit or link room arrives).
     pub(crate) fn ring_sq(&self, qpn: u32) {
         self.ring(&self.sq_ready, qpn);
-    }
-
-    /// Receive doorbell.
-    pub fn rq_doorbell(&self, qpn: Qpn) {
-        self.ring(&self.rq_ready, qpn.raw());
-    }
-
-    /// SRQ doorbell.
-    pub fn srq_doorbell(&self, srqn: Srqn) {
-        self.ring(&self.rq_ready, FIRST_QPN + self.config.max_qps + srqn.raw());
     }
 }

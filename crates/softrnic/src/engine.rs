@@ -157,7 +157,7 @@ impl SoftRnic {
         let pmtu = Pmtu::from_bytes(path.pmtu)
             .filter(|p| p.bytes() <= self.config().pmtu)
             .ok_or(DeviceError::InvalidParameter)?;
-        let caps = self.caps();
+        let caps = self.config().caps();
         if path.remote_qpn > QPN_MASK
             || path.remote_qpn < FIRST_QPN
             || path.outbound_reads > caps.max_outbound_reads

@@ -31,7 +31,7 @@
 //! ## One SEND, end to end
 //!
 //! 1. The consumer writes a SEND WQE into the QP's send ring and rings
-//!    [`device::SoftRnic::sq_doorbell`]: a bit in the device's `sq_ready`
+//!    [`hwq::Doorbells::sq_doorbell`] (on [`device::SoftRnic`]): a bit in the device's `sq_ready`
 //!    set, and a [`env::Wake::wake`]. Nothing runs inline.
 //! 2. The runtime's thread (or a busy-polling consumer, [`pass`]) runs
 //!    [`device::SoftRnic::poll`]: [`engine`] drains `sq_ready` and, holding
@@ -76,7 +76,6 @@ pub mod bitset;
 pub mod cm;
 pub mod cq;
 pub mod device;
-mod device_impl;
 pub mod engine;
 mod engine_state;
 pub mod env;

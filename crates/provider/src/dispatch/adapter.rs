@@ -6,7 +6,7 @@ use core::ffi::c_void;
 use core::mem::offset_of;
 
 use hwq::device::EventSink;
-use hwq::{Device, TryArc};
+use hwq::{SharedDevice, TryArc};
 use ndkpi::{
     GUID, MDL, NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_ADAPTER_INFO, NDK_EXTENSION_INTERFACE,
     NDK_FN_REQUEST_COMPLETION, NDK_LOGICAL_ADDRESS, NDK_LOGICAL_ADDRESS_MAPPING, NDK_OBJECT_HEADER,
@@ -39,7 +39,7 @@ unsafe impl NdkObject for Adapter {
 impl DeviceContext {
     /// Wraps `device` and attaches to its events.
     pub fn new(
-        device: alloc::boxed::Box<dyn Device>,
+        device: SharedDevice,
         platform: &'static dyn Platform,
     ) -> Result<TryArc<Self>, NTSTATUS> {
         let ctx = Self::unattached(device, platform)?;

@@ -244,7 +244,8 @@ impl Env {
         ASYNC_DEVICE.with(|a| a.set(false));
         let platform = HostPlatform::leaked();
         let dev = Arc::new(device);
-        let ctx = DeviceContext::new(Box::new(dev.clone()), platform).expect("device context");
+        let ctx = DeviceContext::new(hwq::SharedDevice::from_arc(dev.clone()), platform)
+            .expect("device context");
         let adapter =
             provider::open_adapter(&ctx, NDK_VERSION { Major: 1, Minor: 2 }).expect("open adapter");
         Self {
@@ -349,6 +350,7 @@ impl Env {
             }
             None => host::adapters::device_of(self.adapter)
                 .expect("an open RNIC adapter")
+                .config()
                 .caps(),
         }
     }

@@ -3,7 +3,7 @@
 
 use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use hwq::device::{AcceptParams, ConnectParams, DeviceError};
+use hwq::device::{AcceptParams, ConnectParams, Connections, DeviceError};
 use hwq::{ConnId, ListenId, Qpn};
 
 use super::SoftRnic;
@@ -90,9 +90,10 @@ impl SoftRnic {
             Err(DeviceError::InvalidAddress)
         }
     }
+}
 
-    /// Starts listening on `addr` (port 0: an ephemeral port).
-    pub fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
+impl Connections for SoftRnic {
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
         let ip = self.cm_listen_ip(addr.ip())?;
         self.cm.with(self, |inner| {
             let listeners = &mut inner.listeners;
@@ -115,20 +116,17 @@ impl SoftRnic {
         })
     }
 
-    /// Pauses (refuses requests as if absent) or resumes a listener.
-    pub fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
+    fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
         self.cm
             .with(self, |inner| inner.listeners.pause(listen_id.raw(), paused));
     }
 
-    /// Stops a listener: later requests for its port are refused.
-    pub fn cm_stop_listener(&self, listen_id: ListenId) {
+    fn cm_stop_listener(&self, listen_id: ListenId) {
         self.cm
             .with(self, |inner| inner.listeners.remove(listen_id.raw()));
     }
 
-    /// Sends a connect request for QP `qpn`.
-    pub fn cm_connect(
+    fn cm_connect(
         &self,
         qpn: Qpn,
         params: &ConnectParams<'_>,
@@ -140,7 +138,7 @@ impl SoftRnic {
             return Err(DeviceError::InvalidParameter);
         }
         let srq = self.cm_qp(qpn)?;
-        let caps = self.caps();
+        let caps = self.config().caps();
         let pmtu = crate::cm::device_pmtu(self);
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
@@ -197,9 +195,9 @@ impl SoftRnic {
         })
     }
 
-    /// Accepts inbound connection `conn_id` onto the QP of `params`
-    /// (sends the REP).
-    pub fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
+    // Accepts inbound connection `conn_id` onto the QP of `params`
+    // (sends the REP).
+    fn cm_accept(&self, conn_id: ConnId, params: &AcceptParams<'_>) -> Result<(), DeviceError> {
         let conn_id = conn_id.raw();
         let qpn = params.qpn.raw();
         let private_data = params.private_data;
@@ -210,7 +208,7 @@ impl SoftRnic {
             return Err(DeviceError::InvalidParameter);
         }
         let srq = self.cm_qp(qpn)?;
-        let caps = self.caps();
+        let caps = self.config().caps();
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             if inner.conns.iter().any(|c| c.binds(qpn)) {
@@ -243,9 +241,9 @@ impl SoftRnic {
         })
     }
 
-    /// Rejects a connection: inbound before accept, or outbound after the
-    /// reply arrived.
-    pub fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
+    // Rejects a connection: inbound before accept, or outbound after the
+    // reply arrived.
+    fn cm_reject(&self, conn_id: ConnId, private_data: &[u8]) -> Result<(), DeviceError> {
         let conn_id = conn_id.raw();
         if private_data.len() > REJ_PRIVATE_LEN {
             return Err(DeviceError::InvalidParameter);
@@ -278,9 +276,9 @@ impl SoftRnic {
         })
     }
 
-    /// Completes an outbound connection after the reply: connects the QP,
-    /// then sends the RTU.
-    pub fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+    // Completes an outbound connection after the reply: connects the QP,
+    // then sends the RTU.
+    fn cm_establish(&self, conn_id: ConnId) -> Result<(), DeviceError> {
         let conn_id = conn_id.raw();
         self.cm.with(self, |inner| {
             let (_, conn) = inner
@@ -299,10 +297,10 @@ impl SoftRnic {
         })
     }
 
-    /// Starts a graceful disconnect; `DisconnectDone` follows. During a
-    /// handshake it aborts the attempt (REJ to the peer); after the
-    /// connection ended it completes at once.
-    pub fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
+    // Starts a graceful disconnect; `DisconnectDone` follows. During a
+    // handshake it aborts the attempt (REJ to the peer); after the
+    // connection ended it completes at once.
+    fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
         let conn_id = conn_id.raw();
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {
@@ -358,11 +356,11 @@ impl SoftRnic {
         })
     }
 
-    /// Forgets a connection. Unfinished business with the peer ends as IB
-    /// CM ends it when a connection is destroyed: an unanswered or
-    /// unfinished handshake is rejected, an established connection gets one
-    /// DREQ. The slot then answers duplicates for a while (time-wait).
-    pub fn cm_release(&self, conn_id: ConnId) {
+    // Forgets a connection. Unfinished business with the peer ends as IB
+    // CM ends it when a connection is destroyed: an unanswered or
+    // unfinished handshake is rejected, an established connection gets one
+    // DREQ. The slot then answers duplicates for a while (time-wait).
+    fn cm_release(&self, conn_id: ConnId) {
         let conn_id = conn_id.raw();
         let now = self.clock.now_us();
         self.cm.with(self, |inner| {

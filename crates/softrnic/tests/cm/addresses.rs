@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::common::net as cm_harness;
+use hwq::{Connections, Device};
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::net as cm_harness;
+use hwq::{Connections, Device, Verbs};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! peers that vanish, consumers that take their time.
 
 use crate::common::net as cm_harness;
+use hwq::Connections;
 
 use hwq::ConnId;
 use hwq::device::AcceptParams;

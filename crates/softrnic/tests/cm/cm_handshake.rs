@@ -2,6 +2,7 @@
 //! listeners and ports, disconnects, loopback.
 
 use crate::common::net as cm_harness;
+use hwq::{Connections, Device};
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 

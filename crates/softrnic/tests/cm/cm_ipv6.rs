@@ -5,6 +5,7 @@
 //! an IPv4) device takes.
 
 use crate::common::net as cm_harness;
+use hwq::Connections;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 

@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::net as cm_harness;
+use hwq::{Connections, Device};
 
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;

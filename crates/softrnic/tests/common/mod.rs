@@ -12,6 +12,7 @@
     clippy::large_types_passed_by_value
 )]
 
+use hwq::{Doorbells, Verbs};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

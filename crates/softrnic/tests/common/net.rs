@@ -3,6 +3,7 @@
 //! per device, and a loop that moves due packets, polls, and advances the
 //! clock to the next thing due, bounded by steps.
 
+use hwq::{Device, Verbs};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 

@@ -8,6 +8,7 @@
 
 use crate::common;
 use crate::common::net as cm_harness;
+use hwq::{Connections, Device};
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

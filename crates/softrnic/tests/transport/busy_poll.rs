@@ -6,6 +6,7 @@
 //! policy, tested with it (`host::busy`).
 
 use crate::common;
+use hwq::Verbs;
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;

@@ -3,6 +3,7 @@
 //! `_ipv6` tests) between IPv6 nodes.
 
 use crate::common;
+use hwq::{Doorbells, Verbs};
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};

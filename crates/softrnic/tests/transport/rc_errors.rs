@@ -3,6 +3,7 @@
 //! registration, windows, invalidation, ORD and fences.
 
 use crate::common;
+use hwq::Verbs;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};

@@ -11,6 +11,7 @@
 //! the race needs it.
 
 use crate::common;
+use hwq::Verbs;
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};

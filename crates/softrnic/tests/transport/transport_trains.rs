@@ -5,6 +5,7 @@
 //! datagrams by the fabric.
 
 use crate::common;
+use hwq::Verbs;
 
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
