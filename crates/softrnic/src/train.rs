@@ -26,6 +26,14 @@
 //! A link carries trains only between devices that reach memory through
 //! one DMA address space (one process, one machine) and only while it
 //! injects no faults, whose model is per packet.
+//!
+//! Senders describe what they send once, as `Segments` (what the
+//! packets are, the first PSN, how many, the PMTU, where the payload is),
+//! whichever way it then leaves: the requester's SEND and WRITE packets
+//! and the responder's READ responses take their headers from the same
+//! description whether they are built into datagrams or carried as a
+//! train. Receivers walk what arrived, a packet or a train, one packet at
+//! a time (`Arrived::each`).
 
 use alloc::vec::Vec;
 use core::net::IpAddr;
@@ -63,13 +71,16 @@ pub(crate) enum Kind {
 
 /// Where the payload is, in the sender's memory.
 #[derive(Clone, Copy, Debug)]
+// Boxing the gather list would allocate per train; a READ response's
+// description only writes the small variant.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Origin {
     /// Under a remote key (a READ's source, checked for remote read).
     Remote { rkey: u32 },
-    /// The first `count` entries of the train's gather list (each checked
-    /// for local read); segment addresses are byte offsets into its
-    /// message.
-    Gather { count: u8 },
+    /// The first `count` entries of the requester's gather list `sges`
+    /// (each checked for local read); segment addresses are byte offsets
+    /// into its message.
+    Gather { count: u8, sges: [Sge; MAX_SGE] },
 }
 
 /// A run of packets whose payload stays at the sender.
@@ -77,44 +88,19 @@ pub(crate) enum Origin {
 pub struct Train {
     /// The sender's memory the payload is read from.
     source: TryArc<DeviceMemory>,
-    /// Protection domain of the sender's QP.
-    pd: u32,
-    origin: Origin,
-    /// The requester's gather list ([`Origin::Gather`]).
-    gather: [Sge; MAX_SGE],
-    /// Address (remote key) or message offset (gather list) of the first
-    /// segment's payload.
-    at: u64,
-    /// Payload bytes of all segments together.
-    len: u64,
-    /// Payload bytes per segment (the last may carry fewer).
-    pmtu: u32,
-    /// IP/UDP facts of the sender's connection.
-    ip: IpUdpFields,
-    /// The receiver's QP.
-    dest_qp: u32,
-    /// PSN of the first segment.
-    first_psn: u32,
-    /// Segments.
-    count: u32,
-    kind: Kind,
-    /// The first segment opens its message or stream (First or Only).
-    opens: bool,
-    /// The last segment closes it (Last or Only).
-    closes: bool,
-    /// The last segment asks for an acknowledgement (requests).
-    ack_req: bool,
+    /// The packets it stands for.
+    segs: Segments,
 }
 
 impl core::fmt::Debug for Train {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Train")
-            .field("kind", &self.kind)
-            .field("dst", &self.ip.dst())
-            .field("dest_qp", &self.dest_qp)
-            .field("first_psn", &self.first_psn)
-            .field("count", &self.count)
-            .field("len", &self.len)
+            .field("kind", &self.segs.kind)
+            .field("dst", &self.segs.ip.dst())
+            .field("dest_qp", &self.segs.dest_qp)
+            .field("first_psn", &self.segs.first_psn)
+            .field("count", &self.segs.count)
+            .field("len", &self.segs.len)
             .finish_non_exhaustive()
     }
 }
@@ -203,78 +189,45 @@ impl Arrived<'_> {
     }
 }
 
-/// What a train is made of, gathered by its sender.
+/// A run of consecutive packets of one message or READ response stream,
+/// described once: what they are, the first PSN, how many, the PMTU, and
+/// where their payload is at the sender. A sender describes what it sends
+/// this way whether the link then carries it as a train or it is built
+/// into datagrams here; a receiver meets each packet of it as
+/// [`Segments::segment`] and [`Segments::headers`] say.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct TrainSource {
-    pub pd: u32,
-    pub origin: Origin,
-    pub gather: [Sge; MAX_SGE],
-    pub at: u64,
-    pub len: u64,
-    pub pmtu: u32,
-    pub ip: IpUdpFields,
-    pub dest_qp: u32,
-    pub first_psn: u32,
-    pub count: u32,
-    pub kind: Kind,
-    pub opens: bool,
-    pub closes: bool,
-    pub ack_req: bool,
+pub(crate) struct Segments {
+    /// Protection domain of the sender's QP.
+    pub(crate) pd: u32,
+    /// Where the payload is.
+    pub(crate) origin: Origin,
+    /// Address (remote key) or message offset (gather list) of the first
+    /// segment's payload.
+    pub(crate) at: u64,
+    /// Payload bytes of all segments together.
+    pub(crate) len: u64,
+    /// Payload bytes per segment (the last may carry fewer).
+    pub(crate) pmtu: u32,
+    /// IP/UDP facts of the sender's connection.
+    pub(crate) ip: IpUdpFields,
+    /// The receiver's QP.
+    pub(crate) dest_qp: u32,
+    /// PSN of the first segment.
+    pub(crate) first_psn: u32,
+    /// Segments.
+    pub(crate) count: u32,
+    /// What the packets are.
+    pub(crate) kind: Kind,
+    /// The first segment opens its message or stream (First or Only).
+    pub(crate) opens: bool,
+    /// The last segment closes it (Last or Only).
+    pub(crate) closes: bool,
+    /// The last segment asks for an acknowledgement (requests).
+    pub(crate) ack_req: bool,
 }
 
-impl Train {
-    /// A train of the packets described by `s`, reading from `source`.
-    pub(crate) fn new(source: TryArc<DeviceMemory>, s: &TrainSource) -> Self {
-        Self {
-            source,
-            pd: s.pd,
-            origin: s.origin,
-            gather: s.gather,
-            at: s.at,
-            len: s.len,
-            pmtu: s.pmtu,
-            ip: s.ip,
-            dest_qp: s.dest_qp,
-            first_psn: s.first_psn,
-            count: s.count,
-            kind: s.kind,
-            opens: s.opens,
-            closes: s.closes,
-            ack_req: s.ack_req,
-        }
-    }
-
-    /// IP destination (the receiving device).
-    pub fn dst(&self) -> IpAddr {
-        self.ip.dst()
-    }
-
-    /// IP source (the sending device).
-    pub fn src(&self) -> IpAddr {
-        self.ip.src()
-    }
-
-    /// The receiver's QP number.
-    pub fn dest_qp(&self) -> u32 {
-        self.dest_qp
-    }
-
-    /// Number of packets it stands for.
-    pub fn segments(&self) -> u32 {
-        self.count
-    }
-
-    /// Payload bytes of all segments.
-    pub fn payload_len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether it carries READ responses (else requests).
-    pub fn is_read_response(&self) -> bool {
-        matches!(self.kind, Kind::ReadResponse { .. })
-    }
-
-    /// Segment `i` (`i < segments()`).
+impl Segments {
+    /// Segment `i` (`i < count`).
     pub(crate) fn segment(&self, i: u32) -> Segment {
         let first = self.opens && i == 0;
         let last = self.closes && i + 1 == self.count;
@@ -326,6 +279,56 @@ impl Train {
             ext,
         }
     }
+}
+
+impl Train {
+    /// A train of the packets described by `segs`, reading from `source`.
+    pub(crate) fn new(source: TryArc<DeviceMemory>, segs: &Segments) -> Self {
+        Self {
+            source,
+            segs: *segs,
+        }
+    }
+
+    /// IP destination (the receiving device).
+    pub fn dst(&self) -> IpAddr {
+        self.segs.ip.dst()
+    }
+
+    /// IP source (the sending device).
+    pub fn src(&self) -> IpAddr {
+        self.segs.ip.src()
+    }
+
+    /// The receiver's QP number.
+    pub fn dest_qp(&self) -> u32 {
+        self.segs.dest_qp
+    }
+
+    /// Number of packets it stands for.
+    pub fn segments(&self) -> u32 {
+        self.segs.count
+    }
+
+    /// Payload bytes of all segments.
+    pub fn payload_len(&self) -> u64 {
+        self.segs.len
+    }
+
+    /// Whether it carries READ responses (else requests).
+    pub fn is_read_response(&self) -> bool {
+        matches!(self.segs.kind, Kind::ReadResponse { .. })
+    }
+
+    /// Segment `i` (`i < segments()`).
+    pub(crate) fn segment(&self, i: u32) -> Segment {
+        self.segs.segment(i)
+    }
+
+    /// The headers of segment `seg`'s packet.
+    pub(crate) fn headers(&self, seg: &Segment) -> Headers {
+        self.segs.headers(seg)
+    }
 
     /// Calls `copy` with (source logical address, bytes) for each piece of
     /// segment `seg`'s payload, in order, holding the source's key table,
@@ -334,19 +337,19 @@ impl Train {
     /// or `copy` stopped.
     pub(crate) fn read_source(&self, seg: &Segment, copy: impl FnMut(u64, usize) -> bool) -> bool {
         let keys = self.source.keys.read();
-        match &self.origin {
+        match &self.segs.origin {
             Origin::Remote { rkey } => sg::with_remote_chunks(
                 &keys,
-                self.pd,
+                self.segs.pd,
                 *rkey,
                 seg.at,
                 seg.len,
                 Need::RemoteRead,
                 copy,
             ),
-            Origin::Gather { count } => {
-                let sges = self.gather.get(..usize::from(*count)).unwrap_or_default();
-                sg::with_gather_chunks(&keys, self.pd, sges, seg.at, seg.len, copy)
+            Origin::Gather { count, sges } => {
+                let sges = sges.get(..usize::from(*count)).unwrap_or_default();
+                sg::with_gather_chunks(&keys, self.segs.pd, sges, seg.at, seg.len, copy)
             }
         }
     }
@@ -355,7 +358,7 @@ impl Train {
     /// read from the source, ICRC) in `out`, resized to fit; its length,
     /// or `None` if the source key no longer grants the read.
     pub fn build(&self, i: u32, out: &mut Vec<u8>) -> Option<usize> {
-        if i >= self.count {
+        if i >= self.segs.count {
             return None;
         }
         let seg = self.segment(i);
@@ -390,16 +393,16 @@ impl Train {
     /// Drops the first segment (it was handed out as a datagram): the
     /// train now starts at the next one. `false` if none is left.
     pub(crate) fn advance(&mut self) -> bool {
-        if self.count <= 1 {
-            self.count = 0;
+        if self.segs.count <= 1 {
+            self.segs.count = 0;
             return false;
         }
-        let step = u64::from(self.pmtu).min(self.len);
-        self.at = self.at.wrapping_add(step);
-        self.len -= step;
-        self.first_psn = psn_add(self.first_psn, 1);
-        self.count -= 1;
-        self.opens = false;
+        let step = u64::from(self.segs.pmtu).min(self.segs.len);
+        self.segs.at = self.segs.at.wrapping_add(step);
+        self.segs.len -= step;
+        self.segs.first_psn = psn_add(self.segs.first_psn, 1);
+        self.segs.count -= 1;
+        self.segs.opens = false;
         true
     }
 }

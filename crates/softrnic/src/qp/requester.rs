@@ -18,7 +18,7 @@ use super::timers::Timer;
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
 use crate::memory::Need;
 use crate::memory::sg::{self, SgError};
-use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Train, TrainSource};
+use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Segments, Train};
 use crate::wire::{
     Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff,
     segment_count,
@@ -332,11 +332,6 @@ fn execute_local(
     }
 }
 
-/// Position of packet `k` of `n`.
-fn position(k: u32, n: u32) -> (bool, bool) {
-    (k == 0, k + 1 >= n)
-}
-
 /// The requester's bookkeeping of the PSNs from `psn` up to `next` handed
 /// to the link (one packet, a READ request covering its response PSNs, or
 /// a train), written once for every way of sending: the next PSN, the WQE
@@ -373,15 +368,13 @@ fn send_packet(
     let psn = req.next_psn;
     let k = psn_diff(psn, meta.first_psn).max(0) as u32;
     let offset = u64::from(k) * u64::from(pmtu);
-    let dest_qp = conn.path.remote_qpn;
-    let op = wqe.op();
     let window = req.window(&conn.rc);
-    let mut headers = Headers {
-        ip: conn.ip,
-        bth: Bth::new(Opcode::RDMA_READ_REQUEST, dest_qp, psn),
-        ext: ExtHeaders::NONE,
-    };
     if meta.kind == MetaKind::Read {
+        let mut headers = Headers {
+            ip: conn.ip,
+            bth: Bth::new(Opcode::RDMA_READ_REQUEST, conn.path.remote_qpn, psn),
+            ext: ExtHeaders::NONE,
+        };
         // A READ is one request packet covering all its response PSNs;
         // asked again after a lost response, it covers the hole from
         // there to the first response already placed (or to the end).
@@ -404,37 +397,21 @@ fn send_packet(
         cx.tx.buf(&mut conn.tx_buf, n, resend);
         return Ok(());
     }
-    if !wqe.wqe_flags().contains(WqeFlags::INLINE) && cx.tx.carries_trains(conn.ip.dst()) {
+    let inline = wqe.wqe_flags().contains(WqeFlags::INLINE);
+    if !inline && cx.tx.carries_trains(conn.ip.dst()) {
         return send_train(cx, pd, conn, wqe, meta);
     }
-    let plen = (u64::from(meta.len).saturating_sub(offset)).min(u64::from(pmtu)) as usize;
-    let (first, last) = position(k, meta.npsn);
-    let send = matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate));
-    let invalidate = op == Some(SendOpcode::SendInvalidate);
-    let what = match (send, invalidate) {
-        (_, true) => crate::wire::Carrying::SendInvalidate,
-        (true, false) => crate::wire::Carrying::Send,
-        (false, false) => crate::wire::Carrying::Write,
-    };
-    headers.bth.opcode = crate::wire::request_opcode(what, first, last);
-    if !send && first {
-        headers.ext.reth = Some(Reth {
-            va: wqe.remote_addr,
-            rkey: wqe.key,
-            dma_len: meta.len,
-        });
-    }
-    if invalidate && last {
-        headers.ext.ieth = Some(wqe.key);
-    }
-    headers.bth.solicited = send && last && wqe.wqe_flags().contains(WqeFlags::SOLICITED);
+    let last = k + 1 >= meta.npsn;
     let ack_req = last
         || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
         || psn_diff(psn_add(psn, 1), req.una) >= window;
-    headers.bth.ack_req = ack_req;
+    let segs = message_segments(conn, pd, wqe, meta, 1, ack_req);
+    let seg = segs.segment(0);
+    let headers = segs.headers(&seg);
+    let (offset, plen) = (seg.at, seg.len);
     let mut b =
         PacketBuilder::datagram(&headers, plen, &mut conn.tx_buf).map_err(|_| SgError::Length)?;
-    if wqe.wqe_flags().contains(WqeFlags::INLINE) {
+    if inline {
         let data = wqe.inline_data();
         let chunk = data
             .get(offset as usize..offset as usize + plen)
@@ -449,53 +426,30 @@ fn send_packet(
         })?;
     }
     let n = b.finish().map_err(|_| SgError::Length)?;
-    let resend = sent(conn, now, psn, psn_add(psn, 1), last, ack_req);
+    let resend = sent(conn, now, psn, psn_add(psn, 1), segs.closes, ack_req);
     cx.tx.buf(&mut conn.tx_buf, n, resend);
     Ok(())
 }
 
-/// Sends the rest of the SEND or WRITE at `send_index`, from `next_psn`,
-/// as one train ([`crate::train`]): as many packets as the window allows,
-/// up to [`MAX_TRAIN_SEGMENTS`], the last asking for an acknowledgement.
-/// The payload stays in the gather list; the receiver reads it when it
-/// places it.
-fn send_train(
-    cx: &Context<'_>,
+/// The next `count` packets (from `next_psn`) of the SEND or WRITE `wqe`
+/// (`meta`), described once ([`Segments`]) for both ways of sending them:
+/// built into a datagram here, or carried as a train. `ack_req`: the last
+/// of them asks for an acknowledgement.
+fn message_segments(
+    conn: &Connection,
     pd: u32,
-    conn: &mut Connection,
     wqe: &SendWqe,
     meta: WqeMeta,
-) -> Result<(), SgError> {
-    let now = cx.now;
+    count: u32,
+    ack_req: bool,
+) -> Segments {
     let pmtu = conn.pmtu.bytes();
-    let window = conn.req.window(&conn.rc);
-    let req = &mut conn.req;
-    let psn = req.next_psn;
+    let psn = conn.req.next_psn;
     let k = psn_diff(psn, meta.first_psn).max(0) as u32;
     let offset = u64::from(k) * u64::from(pmtu);
-    let room = (window - psn_diff(psn, req.una)).max(1) as u32;
-    let count = meta
-        .npsn
-        .saturating_sub(k)
-        .max(1)
-        .min(room)
-        .min(MAX_TRAIN_SEGMENTS);
     let len = u64::from(meta.len)
         .saturating_sub(offset)
         .min(u64::from(count) * u64::from(pmtu));
-    let sges = wqe.sge_list();
-    // The source must be readable now, as a gather would find it.
-    let granted = sg::with_gather_chunks(
-        &cx.mem.keys.read(),
-        pd,
-        sges,
-        offset,
-        len as usize,
-        |_, _| true,
-    );
-    if !granted {
-        return Err(SgError::Protection);
-    }
     let op = wqe.op();
     let kind = if matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate)) {
         Kind::Send {
@@ -511,17 +465,22 @@ fn send_train(
             },
         }
     };
+    // An inline message's payload is in the WQE, not behind a gather list.
+    let sges = if wqe.wqe_flags().contains(WqeFlags::INLINE) {
+        &[]
+    } else {
+        wqe.sge_list()
+    };
     let mut gather = [Sge::default(); MAX_SGE];
     for (to, from) in gather.iter_mut().zip(sges) {
         *to = *from;
     }
-    let closes = k + count >= meta.npsn;
-    let train = TrainSource {
+    Segments {
         pd,
         origin: Origin::Gather {
             count: sges.len() as u8,
+            sges: gather,
         },
-        gather,
         at: offset,
         len,
         pmtu,
@@ -531,10 +490,44 @@ fn send_train(
         count,
         kind,
         opens: k == 0,
-        closes,
-        ack_req: true,
-    };
-    let resend = sent(conn, now, psn, psn_add(psn, count), closes, true);
-    cx.tx.train(Train::new(cx.mem.clone(), &train), resend);
+        closes: k + count >= meta.npsn,
+        ack_req,
+    }
+}
+
+/// Sends the rest of the SEND or WRITE at `send_index`, from `next_psn`,
+/// as one train ([`crate::train`]): as many packets as the window allows,
+/// up to [`MAX_TRAIN_SEGMENTS`], the last asking for an acknowledgement.
+/// The payload stays in the gather list; the receiver reads it when it
+/// places it.
+fn send_train(
+    cx: &Context<'_>,
+    pd: u32,
+    conn: &mut Connection,
+    wqe: &SendWqe,
+    meta: WqeMeta,
+) -> Result<(), SgError> {
+    let now = cx.now;
+    let window = conn.req.window(&conn.rc);
+    let req = &conn.req;
+    let psn = req.next_psn;
+    let k = psn_diff(psn, meta.first_psn).max(0) as u32;
+    let room = (window - psn_diff(psn, req.una)).max(1) as u32;
+    let count = meta
+        .npsn
+        .saturating_sub(k)
+        .max(1)
+        .min(room)
+        .min(MAX_TRAIN_SEGMENTS);
+    let segs = message_segments(conn, pd, wqe, meta, count, true);
+    // The source must be readable now, as a gather would find it.
+    let sges = wqe.sge_list();
+    let keys = cx.mem.keys.read();
+    if !sg::with_gather_chunks(&keys, pd, sges, segs.at, segs.len as usize, |_, _| true) {
+        return Err(SgError::Protection);
+    }
+    drop(keys);
+    let resend = sent(conn, now, psn, psn_add(psn, count), segs.closes, true);
+    cx.tx.train(Train::new(cx.mem.clone(), &segs), resend);
     Ok(())
 }

@@ -33,8 +33,7 @@
 //! stops at the response it could not send and goes on from there.
 
 use hwq::cqe::CQE_FLAG_SOLICITED;
-use hwq::wqe::MAX_SGE;
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, Sge};
+use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
 
 use super::Context;
 use super::checks::{PsnCheck, check_dma_len, check_length, check_op_seq, check_psn, check_rkey};
@@ -43,7 +42,7 @@ use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receive
 use crate::memory::Need;
 use crate::memory::sg;
 use crate::train::{
-    Arrived, Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Train, TrainSource,
+    Arrived, Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Segments, Train,
     build_read_response,
 };
 use crate::wire::{
@@ -703,7 +702,6 @@ fn emit(
     room: Room,
 ) -> Result<bool, Fatal> {
     let ird = conn.resp.reads.len();
-    let pmtu = conn.pmtu.bytes();
     let mut idle = 0;
     while conn.resp.active_reads > 0 {
         if budget == 0 {
@@ -727,27 +725,16 @@ fn emit(
         if room == Room::Wait && !conn.link_has_room(cx) {
             return Ok(false);
         }
-        let q = r.next_psn;
-        let k = psn_diff(q, r.first_psn).max(0) as u32;
-        let offset = u64::from(k) * u64::from(pmtu);
-        let plen = u64::from(r.len).saturating_sub(offset).min(u64::from(pmtu)) as usize;
-        let first = q == r.start_psn;
         if cx.tx.carries_trains(conn.ip.dst()) {
             emit_train(cx, conn, pd, head, &r)?;
             budget -= 1;
             continue;
         }
-        let last = psn_add(q, 1) == r.end_psn || k + 1 >= r.npsn;
-        let (opcode, aeth) = crate::wire::read_response_framing(first, last, conn.resp.msn);
-        let headers = Headers {
-            ip: conn.ip,
-            bth: Bth::new(opcode, conn.path.remote_qpn, q),
-            ext: ExtHeaders {
-                aeth,
-                ..ExtHeaders::NONE
-            },
-        };
-        let va = r.va.wrapping_add(offset);
+        let q = r.next_psn;
+        let segs = response_segments(conn, pd, &r, 1);
+        let seg = segs.segment(0);
+        let headers = segs.headers(&seg);
+        let (va, plen, last) = (seg.at, seg.len, segs.closes);
         let build = |framing, out: &mut [u8]| {
             build_read_response(cx.mem, pd, r.rkey, va, &headers, plen, framing, out)
         };
@@ -796,35 +783,14 @@ fn emit_train(
     head: usize,
     r: &ReadResource,
 ) -> Result<(), Fatal> {
-    let pmtu = conn.pmtu.bytes();
     let q = r.next_psn;
-    let offset = u64::from(psn_diff(q, r.first_psn).max(0) as u32) * u64::from(pmtu);
     let count = (psn_diff(r.end_psn, q).max(1) as u32).min(MAX_TRAIN_SEGMENTS);
-    let len = u64::from(r.len)
-        .saturating_sub(offset)
-        .min(u64::from(count) * u64::from(pmtu));
-    let va = r.va.wrapping_add(offset);
-    if !check_rkey(cx, pd, r.rkey, va, len, Need::RemoteRead) {
+    let segs = response_segments(conn, pd, r, count);
+    if !check_rkey(cx, pd, r.rkey, segs.at, segs.len, Need::RemoteRead) {
         return stale_key(cx, conn, head, r, q);
     }
-    let closes = psn_add(q, count) == r.end_psn;
-    let train = TrainSource {
-        pd,
-        origin: Origin::Remote { rkey: r.rkey },
-        gather: [Sge::default(); MAX_SGE],
-        at: va,
-        len,
-        pmtu,
-        ip: conn.ip,
-        dest_qp: conn.path.remote_qpn,
-        first_psn: q,
-        count,
-        kind: Kind::ReadResponse { msn: conn.resp.msn },
-        opens: q == r.start_psn,
-        closes,
-        ack_req: false,
-    };
-    cx.tx.train(Train::new(cx.mem.clone(), &train), false);
+    let closes = segs.closes;
+    cx.tx.train(Train::new(cx.mem.clone(), &segs), false);
     cx.stats.read_responses_sent.add(u64::from(count));
     if let Some(r) = conn.resp.reads.get_mut(head) {
         r.next_psn = psn_add(q, count);
@@ -833,6 +799,34 @@ fn emit_train(
         stream_done(&mut conn.resp, head, false);
     }
     Ok(())
+}
+
+/// The next `count` responses (from `next_psn`) of the READ resource `r`,
+/// described once ([`Segments`]) for both ways of sending them: built into
+/// datagrams here, or carried as a train. The last closes the stream if it
+/// reaches the stream's end (or the READ's).
+fn response_segments(conn: &Connection, pd: u32, r: &ReadResource, count: u32) -> Segments {
+    let pmtu = conn.pmtu.bytes();
+    let q = r.next_psn;
+    let k = psn_diff(q, r.first_psn).max(0) as u32;
+    let offset = u64::from(k) * u64::from(pmtu);
+    Segments {
+        pd,
+        origin: Origin::Remote { rkey: r.rkey },
+        at: r.va.wrapping_add(offset),
+        len: u64::from(r.len)
+            .saturating_sub(offset)
+            .min(u64::from(count) * u64::from(pmtu)),
+        pmtu,
+        ip: conn.ip,
+        dest_qp: conn.path.remote_qpn,
+        first_psn: q,
+        count,
+        kind: Kind::ReadResponse { msn: conn.resp.msn },
+        opens: q == r.start_psn,
+        closes: psn_add(q, count) == r.end_psn || k + count >= r.npsn,
+        ack_req: false,
+    }
 }
 
 /// A train segment's source key died in flight: the packet never arrived
