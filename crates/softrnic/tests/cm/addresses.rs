@@ -5,13 +5,12 @@
 //! connections carry on once it is back.
 
 use crate::common;
-use crate::common::net as cm_harness;
 use hwq::{Connections, Device};
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use cm_harness::{Ev, Recorder};
+use crate::common::net::{Ev, Recorder};
 use common::*;
 use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, DeviceError, EventSink};

@@ -4,13 +4,12 @@
 //! between IPv6 nodes.
 
 use crate::common;
-use crate::common::net as cm_harness;
 use hwq::{Connections, Device, Verbs};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use cm_harness::{Ev, Recorder};
+use crate::common::net::{Ev, Recorder};
 use common::*;
 use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};

@@ -1,14 +1,13 @@
 //! Connection management on a faulty fabric: lost and duplicated messages,
 //! peers that vanish, consumers that take their time.
 
-use crate::common::net as cm_harness;
 use hwq::Connections;
 
 use hwq::ConnId;
 use hwq::device::AcceptParams;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
-use cm_harness::{Ev, Net, Node};
+use crate::common::net::{Ev, Net, Node};
 use softrnic::cm::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, answer_wait_us};
 use softrnic::fabric::Faults;
 

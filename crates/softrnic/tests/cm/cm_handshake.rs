@@ -1,12 +1,11 @@
 //! Connection management on a clean fabric: the handshake, rejects,
 //! listeners and ports, disconnects, loopback.
 
-use crate::common::net as cm_harness;
 use hwq::{Connections, Device};
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
-use cm_harness::{Ev, Net, Node};
+use crate::common::net::{Ev, Net, Node};
 use hwq::device::AcceptParams;
 use hwq::device::{ConnectionInfo, DeviceError};
 use hwq::{ConnId, ListenId, Qpn};

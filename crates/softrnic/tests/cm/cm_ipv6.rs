@@ -4,12 +4,11 @@
 //! addresses reported to the consumer, and which addresses an IPv6 (and
 //! an IPv4) device takes.
 
-use crate::common::net as cm_harness;
 use hwq::Connections;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use cm_harness::{Ev, Net, addr, addr6};
+use crate::common::net::{Ev, Net, addr, addr6};
 use hwq::device::AcceptParams;
 use hwq::device::DeviceError;
 use softrnic::fabric::Faults;

@@ -4,14 +4,13 @@
 //! agree on the smaller one.
 
 use crate::common;
-use crate::common::net as cm_harness;
 use hwq::{Connections, Device};
 
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cm_harness::{Ev, Recorder};
+use crate::common::net::{Ev, Recorder};
 use common::*;
 use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};

@@ -7,7 +7,6 @@
 //! loopback). The segment's capture decodes in tshark.
 
 use crate::common;
-use crate::common::net as cm_harness;
 use hwq::{Connections, Device};
 
 use std::collections::VecDeque;
@@ -15,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cm_harness::{Ev, Recorder};
+use crate::common::net::{Ev, Recorder};
 use common::*;
 use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};
