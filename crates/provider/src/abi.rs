@@ -25,7 +25,6 @@ use ndkpi::{
     NTSTATUS, SOCKADDR, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
 };
 
-use crate::object::Object;
 use crate::sockaddr;
 
 /// Holds the consumer-visible NDK object (header and dispatch pointer).
@@ -92,7 +91,7 @@ pub fn header(version: NDK_VERSION, object_type: ndkpi::NDK_OBJECT_TYPE) -> NDK_
 /// [`NdkObject::ndk`]'s value as first field, and every value must live
 /// inside a `TryArc` (constructors return only `TryArc<Self>`), which
 /// [`arc`] relies on.
-pub unsafe trait NdkObject: Object {
+pub unsafe trait NdkObject: Sized {
     /// The NDK struct (`NDK_QP`...).
     type Ndk;
     /// `NDK_OBJECT_HEADER.ObjectType` of this kind.
@@ -416,40 +415,6 @@ impl<'a> MdlEntry<'a> {
         // SAFETY: `Next` of a valid chain member is null or the next valid
         // member for `'a` (`MdlChain::new`'s contract).
         unsafe { MdlEntry::read(self.header.Next.cast_const()) }
-    }
-}
-
-/// The common close: object-specific start of the close
-/// ([`Object::on_close`]: flush, disconnect, stop listening), then drop the
-/// consumer's reference. `STATUS_SUCCESS` if that finished the object
-/// (no callback), `STATUS_PENDING` if successors or callbacks keep it alive
-/// (the completion follows once they are gone).
-///
-/// # Safety
-/// `header` must be null or the header of an object of ours the consumer is
-/// closing for the first time, with no other call on it running.
-pub unsafe fn close<T: NdkObject>(
-    header: *mut ndkpi::NDK_OBJECT_HEADER,
-    completion: ndkpi::NDK_FN_CLOSE_COMPLETION,
-    context: *mut c_void,
-) -> ndkpi::NTSTATUS {
-    // SAFETY: a non-null `header` heads an object of ours the consumer has
-    // not closed yet (this function's contract), so it is readable.
-    let Some(object) = (unsafe { object::<T>(header.cast()) }) else {
-        return ndkpi::STATUS_INVALID_HANDLE;
-    };
-    object.on_close();
-    // SAFETY: the consumer closes this object for the first time (this
-    // function's contract), so its handle's reference is still given out.
-    let arc = unsafe { from_handle(object) };
-    if arc
-        .life()
-        .begin_close(crate::callout::close_from(completion, context))
-    {
-        arc.finish();
-        ndkpi::STATUS_SUCCESS
-    } else {
-        ndkpi::STATUS_PENDING
     }
 }
 

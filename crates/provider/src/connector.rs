@@ -31,11 +31,12 @@
 //! `STATUS_INVALID_ADDRESS`).
 //!
 //! Versions: a connector of an adapter opened at NDKPI 2.x carries the 2.1
-//! table ([`DISPATCH`]), whose `NdkCompleteConnectEx` and `NdkAcceptEx`
-//! take the extended disconnect callback; it receives a
-//! [`DisconnectReason`]. A 1.x adapter's connectors carry [`DISPATCH_1`]:
-//! the same eleven 1.x entries and null where 2.1 put its two, so a 1.x
-//! consumer sees exactly the 1.2 table.
+//! table ([`crate::dispatch::connector::DISPATCH`]), whose
+//! `NdkCompleteConnectEx` and `NdkAcceptEx` take the extended disconnect
+//! callback; it receives a [`DisconnectReason`]. A 1.x adapter's connectors
+//! carry [`crate::dispatch::connector::DISPATCH_1`]: the same eleven 1.x
+//! entries and null where 2.1 put its two, so a 1.x consumer sees exactly
+//! the 1.2 table.
 
 use core::ffi::c_void;
 use core::net::SocketAddr;

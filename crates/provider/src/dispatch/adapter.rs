@@ -1,6 +1,7 @@
 //! The adapter's edge: its dispatch table (`NdkQueryAdapterInfo`, the
 //! create entries of its children, `NdkBuildLAM`/`NdkReleaseLAM`), the
-//! close entry the driver calls, and the device's event sink.
+//! close entry the driver calls, the device's event sink, and what every
+//! kind's table shares (the common close and `NdkQueryExtension`).
 
 use core::ffi::c_void;
 use core::mem::offset_of;
@@ -14,9 +15,22 @@ use ndkpi::{
     STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS,
 };
 
+use ndkpi::{
+    GROUP_AFFINITY, NDK_CONNECTOR, NDK_CQ, NDK_FN_CONNECT_EVENT_CALLBACK,
+    NDK_FN_CQ_NOTIFICATION_CALLBACK, NDK_FN_CREATE_COMPLETION, NDK_LISTENER, NDK_PD,
+    NDK_SHARED_ENDPOINT, PSOCKADDR,
+};
+
 use crate::abi::{self, MdlChain, NdkObject, OutArray};
 use crate::adapter::Adapter;
+use crate::callout;
+use crate::connector::Connector;
+use crate::cq::Cq;
 use crate::device::DeviceContext;
+use crate::endpoint::SharedEndpoint;
+use crate::listener::Listener;
+use crate::object::Object;
+use crate::pd::Pd;
 use crate::platform::Platform;
 use crate::{info, lam};
 
@@ -85,6 +99,40 @@ pub unsafe fn close_adapter(adapter: *mut NDK_ADAPTER) -> NTSTATUS {
     let a = unsafe { abi::from_handle(a) };
     Adapter::close(&a);
     STATUS_SUCCESS
+}
+
+/// The common close: object-specific start of the close
+/// ([`Object::on_close`]: flush, disconnect, stop listening), then drop the
+/// consumer's reference. `STATUS_SUCCESS` if that finished the object
+/// (no callback), `STATUS_PENDING` if successors or callbacks keep it alive
+/// (the completion follows once they are gone).
+///
+/// # Safety
+/// `header` must be null or the header of an object of ours the consumer is
+/// closing for the first time, with no other call on it running.
+pub(super) unsafe fn close<T: NdkObject + Object>(
+    header: *mut ndkpi::NDK_OBJECT_HEADER,
+    completion: ndkpi::NDK_FN_CLOSE_COMPLETION,
+    context: *mut c_void,
+) -> ndkpi::NTSTATUS {
+    // SAFETY: a non-null `header` heads an object of ours the consumer has
+    // not closed yet (this function's contract), so it is readable.
+    let Some(object) = (unsafe { abi::object::<T>(header.cast()) }) else {
+        return ndkpi::STATUS_INVALID_HANDLE;
+    };
+    object.on_close();
+    // SAFETY: the consumer closes this object for the first time (this
+    // function's contract), so its handle's reference is still given out.
+    let arc = unsafe { abi::from_handle(object) };
+    if arc
+        .life()
+        .begin_close(callout::close_from(completion, context))
+    {
+        arc.finish();
+        ndkpi::STATUS_SUCCESS
+    } else {
+        ndkpi::STATUS_PENDING
+    }
 }
 
 /// `NdkQueryExtension` for every object: no extension interface is defined
@@ -220,15 +268,154 @@ unsafe extern "win64" fn release_lam(
     adapter.unhold();
 }
 
+/// `NdkCreateCq`: completes synchronously.
+unsafe extern "win64" fn create_cq(
+    adapter: *mut NDK_ADAPTER,
+    depth: u32,
+    notification: NDK_FN_CQ_NOTIFICATION_CALLBACK,
+    notification_context: *mut c_void,
+    _affinity: *mut GROUP_AFFINITY,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_CQ,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes the adapter it opened (NDK contract).
+    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    match Cq::create(adapter, depth, notification, notification_context) {
+        Ok(cq) => {
+            // SAFETY: `out` is non-null (checked) and the consumer's
+            // writable out-pointer (NDK contract).
+            unsafe { abi::write_out(out, abi::into_handle(cq)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+/// `NdkCreatePd`: completes synchronously.
+unsafe extern "win64" fn create_pd(
+    adapter: *mut NDK_ADAPTER,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_PD,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes the adapter it opened (NDK contract).
+    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    match Pd::create(adapter) {
+        Ok(pd) => {
+            // SAFETY: `out` is non-null (checked) and the consumer's
+            // writable out-pointer (NDK contract).
+            unsafe { abi::write_out(out, abi::into_handle(pd)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+/// `NdkCreateSharedEndpoint`: completes synchronously.
+unsafe extern "win64" fn create_shared_endpoint(
+    adapter: *mut NDK_ADAPTER,
+    addr: PSOCKADDR,
+    addr_len: u32,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_SHARED_ENDPOINT,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes the adapter it opened (NDK contract).
+    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: a non-null `addr` is the consumer's address of `addr_len`
+    // readable bytes (NDK contract).
+    let addr = match unsafe { abi::read_sockaddr(addr, addr_len) } {
+        Ok(a) => a,
+        Err(status) => return status,
+    };
+    match SharedEndpoint::create(adapter, addr) {
+        Ok(e) => {
+            // SAFETY: `out` is non-null (checked) and the consumer's
+            // writable out-pointer (NDK contract).
+            unsafe { abi::write_out(out, abi::into_handle(e)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+/// `NdkCreateConnector`: completes synchronously.
+unsafe extern "win64" fn create_connector(
+    adapter: *mut NDK_ADAPTER,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_CONNECTOR,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes the adapter it opened (NDK contract).
+    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    match Connector::create(adapter) {
+        Ok(c) => {
+            // SAFETY: `out` is non-null (checked) and the consumer's
+            // writable out-pointer (NDK contract).
+            unsafe { abi::write_out(out, abi::into_handle(c)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+/// `NdkCreateListener`: completes synchronously.
+unsafe extern "win64" fn create_listener(
+    adapter: *mut NDK_ADAPTER,
+    connect_event: NDK_FN_CONNECT_EVENT_CALLBACK,
+    connect_event_context: *mut c_void,
+    _completion: NDK_FN_CREATE_COMPLETION,
+    _context: *mut c_void,
+    out: *mut *mut NDK_LISTENER,
+) -> NTSTATUS {
+    // SAFETY: the consumer passes the adapter it opened (NDK contract).
+    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
+        return STATUS_INVALID_HANDLE;
+    };
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    match Listener::create(adapter, connect_event, connect_event_context) {
+        Ok(l) => {
+            // SAFETY: `out` is non-null (checked) and the consumer's
+            // writable out-pointer (NDK contract).
+            unsafe { abi::write_out(out, abi::into_handle(l)) };
+            STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
 /// The adapter dispatch table.
 pub static DISPATCH: NDK_ADAPTER_DISPATCH = NDK_ADAPTER_DISPATCH {
     NdkQueryExtension: Some(query_extension),
     NdkQueryAdapterInfo: Some(query_adapter_info),
-    NdkCreateCq: Some(super::cq::create_cq),
-    NdkCreatePd: Some(super::pd::create_pd),
-    NdkCreateSharedEndpoint: Some(super::endpoint::create_shared_endpoint),
-    NdkCreateConnector: Some(super::connector::create_connector),
-    NdkCreateListener: Some(super::listener::create_listener),
+    NdkCreateCq: Some(create_cq),
+    NdkCreatePd: Some(create_pd),
+    NdkCreateSharedEndpoint: Some(create_shared_endpoint),
+    NdkCreateConnector: Some(create_connector),
+    NdkCreateListener: Some(create_listener),
     NdkBuildLAM: Some(build_lam),
     NdkReleaseLAM: Some(release_lam),
 };

@@ -1,20 +1,19 @@
-//! The connector's edge: `NdkCreateConnector` and the connector dispatch
-//! tables of both NDKPI majors (see [`crate::connector`] for the
+//! The connector's edge: the connector dispatch tables of both NDKPI
+//! majors (see [`crate::connector`] for the
 //! versions). Its disconnect event and request completions are called
 //! through [`crate::callout`].
 
 use core::ffi::c_void;
 
 use ndkpi::{
-    NDK_ADAPTER, NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_FN_CLOSE_COMPLETION,
-    NDK_FN_CREATE_COMPLETION, NDK_FN_DISCONNECT_EVENT_CALLBACK,
-    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX, NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER, NDK_QP,
-    NDK_SHARED_ENDPOINT, NDK_VERSION, NTSTATUS, NdkObjectTypeConnector, PSOCKADDR, SOCKADDR,
-    STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_FN_CLOSE_COMPLETION,
+    NDK_FN_DISCONNECT_EVENT_CALLBACK, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX,
+    NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER, NDK_QP, NDK_SHARED_ENDPOINT, NDK_VERSION,
+    NTSTATUS, NdkObjectTypeConnector, PSOCKADDR, SOCKADDR, STATUS_BUFFER_TOO_SMALL,
+    STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
 };
 
-use super::adapter::{adapter_arg, query_extension};
+use super::adapter::{close, query_extension};
 use super::endpoint::endpoint_arg;
 use super::qp::qp_arg;
 use crate::abi::{self, NdkObject};
@@ -69,31 +68,6 @@ unsafe fn private_data<'a>(data: *mut c_void, len: u32) -> Result<&'a [u8], NTST
         .ok_or(STATUS_INVALID_PARAMETER)
 }
 
-/// `NdkCreateConnector`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_connector(
-    adapter: *mut NDK_ADAPTER,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_CONNECTOR,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened (NDK contract).
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Connector::create(adapter) {
-        Ok(c) => {
-            // SAFETY: `out` is non-null (checked) and the consumer's
-            // writable out-pointer (NDK contract).
-            unsafe { abi::write_out(out, abi::into_handle(c)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
 unsafe extern "win64" fn close_connector(
     c: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -101,7 +75,7 @@ unsafe extern "win64" fn close_connector(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes an object it owns, once, with no
     // other call on it running (NDK contract).
-    unsafe { abi::close::<Connector>(c, completion, context) }
+    unsafe { close::<Connector>(c, completion, context) }
 }
 
 unsafe extern "win64" fn connect(

@@ -1,15 +1,15 @@
-//! The completion queue's edge: `NdkCreateCq` and the CQ dispatch table.
+//! The completion queue's edge: the CQ dispatch table (`NdkCreateCq` is
+//! the adapter's entry).
 
 use core::ffi::c_void;
 
 use ndkpi::{
-    GROUP_AFFINITY, NDK_ADAPTER, NDK_CQ, NDK_CQ_DISPATCH, NDK_FN_CLOSE_COMPLETION,
-    NDK_FN_CQ_NOTIFICATION_CALLBACK, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION,
-    NDK_OBJECT_HEADER, NDK_RESULT, NDK_RESULT_EX, NDK_VERSION, NTSTATUS, NdkObjectTypeCq,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_CQ, NDK_CQ_DISPATCH, NDK_FN_CLOSE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER,
+    NDK_RESULT, NDK_RESULT_EX, NDK_VERSION, NTSTATUS, NdkObjectTypeCq, STATUS_INVALID_HANDLE,
+    STATUS_SUCCESS,
 };
 
-use super::adapter::{adapter_arg, query_extension};
+use super::adapter::{close, query_extension};
 use crate::abi::{self, NdkObject, OutArray};
 use crate::cq::{Arm, Cq};
 
@@ -39,35 +39,6 @@ pub(super) unsafe fn cq_arg<'a>(cq: *mut NDK_CQ) -> Option<&'a Cq> {
     unsafe { abi::object::<Cq>(cq) }
 }
 
-/// `NdkCreateCq`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_cq(
-    adapter: *mut NDK_ADAPTER,
-    depth: u32,
-    notification: NDK_FN_CQ_NOTIFICATION_CALLBACK,
-    notification_context: *mut c_void,
-    _affinity: *mut GROUP_AFFINITY,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_CQ,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened (NDK contract).
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Cq::create(adapter, depth, notification, notification_context) {
-        Ok(cq) => {
-            // SAFETY: `out` is non-null (checked) and the consumer's
-            // writable out-pointer (NDK contract).
-            unsafe { abi::write_out(out, abi::into_handle(cq)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
 unsafe extern "win64" fn close_cq(
     cq: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -75,7 +46,7 @@ unsafe extern "win64" fn close_cq(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes a CQ it owns, once, with no other call on
     // it running (NDK contract).
-    unsafe { abi::close::<Cq>(cq, completion, context) }
+    unsafe { close::<Cq>(cq, completion, context) }
 }
 
 unsafe extern "win64" fn resize_cq(

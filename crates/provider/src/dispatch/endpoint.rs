@@ -1,16 +1,14 @@
-//! The shared endpoint's edge: `NdkCreateSharedEndpoint` and the shared
-//! endpoint dispatch table.
+//! The shared endpoint's edge: the shared endpoint dispatch table
+//! (`NdkCreateSharedEndpoint` is the adapter's entry).
 
 use core::ffi::c_void;
 
 use ndkpi::{
-    NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_OBJECT_HEADER,
-    NDK_SHARED_ENDPOINT, NDK_SHARED_ENDPOINT_DISPATCH, NDK_VERSION, NTSTATUS,
-    NdkObjectTypeSharedEndpoint, PSOCKADDR, SOCKADDR, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_FN_CLOSE_COMPLETION, NDK_OBJECT_HEADER, NDK_SHARED_ENDPOINT, NDK_SHARED_ENDPOINT_DISPATCH,
+    NDK_VERSION, NTSTATUS, NdkObjectTypeSharedEndpoint, SOCKADDR, STATUS_INVALID_HANDLE,
 };
 
-use super::adapter::{adapter_arg, query_extension};
+use super::adapter::{close, query_extension};
 use crate::abi::{self, NdkObject};
 use crate::endpoint::SharedEndpoint;
 
@@ -40,39 +38,6 @@ pub(super) unsafe fn endpoint_arg<'a>(e: *mut NDK_SHARED_ENDPOINT) -> Option<&'a
     unsafe { abi::object::<SharedEndpoint>(e) }
 }
 
-/// `NdkCreateSharedEndpoint`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_shared_endpoint(
-    adapter: *mut NDK_ADAPTER,
-    addr: PSOCKADDR,
-    addr_len: u32,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_SHARED_ENDPOINT,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened (NDK contract).
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: a non-null `addr` is the consumer's address of `addr_len`
-    // readable bytes (NDK contract).
-    let addr = match unsafe { abi::read_sockaddr(addr, addr_len) } {
-        Ok(a) => a,
-        Err(status) => return status,
-    };
-    match SharedEndpoint::create(adapter, addr) {
-        Ok(e) => {
-            // SAFETY: `out` is non-null (checked) and the consumer's
-            // writable out-pointer (NDK contract).
-            unsafe { abi::write_out(out, abi::into_handle(e)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
 unsafe extern "win64" fn close_shared_endpoint(
     e: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -80,7 +45,7 @@ unsafe extern "win64" fn close_shared_endpoint(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes an object it owns, once, with no
     // other call on it running (NDK contract).
-    unsafe { abi::close::<SharedEndpoint>(e, completion, context) }
+    unsafe { close::<SharedEndpoint>(e, completion, context) }
 }
 
 unsafe extern "win64" fn get_local_address(

@@ -1,17 +1,16 @@
-//! The listener's edge: `NdkCreateListener` and the listener dispatch
-//! table. (Its connect event callback is called through
-//! [`crate::callout`].)
+//! The listener's edge: the listener dispatch table (`NdkCreateListener`
+//! is the adapter's entry). Its connect event callback is called through
+//! [`crate::callout`].
 
 use core::ffi::c_void;
 
 use ndkpi::{
-    NDK_ADAPTER, NDK_FN_CLOSE_COMPLETION, NDK_FN_CONNECT_EVENT_CALLBACK, NDK_FN_CREATE_COMPLETION,
-    NDK_FN_REQUEST_COMPLETION, NDK_LISTENER, NDK_LISTENER_DISPATCH, NDK_OBJECT_HEADER, NDK_VERSION,
-    NTSTATUS, NdkObjectTypeListener, PSOCKADDR, SOCKADDR, STATUS_INVALID_DEVICE_STATE,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_FN_CLOSE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_LISTENER, NDK_LISTENER_DISPATCH,
+    NDK_OBJECT_HEADER, NDK_VERSION, NTSTATUS, NdkObjectTypeListener, PSOCKADDR, SOCKADDR,
+    STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE, STATUS_SUCCESS,
 };
 
-use super::adapter::{adapter_arg, query_extension};
+use super::adapter::{close, query_extension};
 use crate::abi::{self, NdkObject};
 use crate::listener::Listener;
 
@@ -41,33 +40,6 @@ unsafe fn listener_arg<'a>(l: *mut NDK_LISTENER) -> Option<&'a Listener> {
     unsafe { abi::object::<Listener>(l) }
 }
 
-/// `NdkCreateListener`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_listener(
-    adapter: *mut NDK_ADAPTER,
-    connect_event: NDK_FN_CONNECT_EVENT_CALLBACK,
-    connect_event_context: *mut c_void,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_LISTENER,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes the adapter it opened (NDK contract).
-    let Some(adapter) = (unsafe { adapter_arg(adapter) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Listener::create(adapter, connect_event, connect_event_context) {
-        Ok(l) => {
-            // SAFETY: `out` is non-null (checked) and the consumer's
-            // writable out-pointer (NDK contract).
-            unsafe { abi::write_out(out, abi::into_handle(l)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
 unsafe extern "win64" fn close_listener(
     l: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -75,7 +47,7 @@ unsafe extern "win64" fn close_listener(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes an object it owns, once, with no
     // other call on it running (NDK contract).
-    unsafe { abi::close::<Listener>(l, completion, context) }
+    unsafe { close::<Listener>(l, completion, context) }
 }
 
 unsafe extern "win64" fn listen(

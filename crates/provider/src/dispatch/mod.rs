@@ -1,5 +1,7 @@
 //! The dispatch tables: every entry point a consumer calls, one module per
-//! NDK object kind, and the only place consumer pointers are taken.
+//! NDK object kind (each holding its kind's table, whose create entries
+//! make the kind's children), and the only place consumer pointers are
+//! taken.
 //!
 //! Each entry resolves its arguments through [`crate::abi`] (object
 //! pointers into checked references, arrays into slices, out-parameters

@@ -1,15 +1,15 @@
-//! The memory region's edge: `NdkCreateMr` and the MR dispatch table.
+//! The memory region's edge: the MR dispatch table (`NdkCreateMr` is the
+//! PD's entry).
 
 use core::ffi::c_void;
 
 use ndkpi::{
-    MDL, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_MR,
-    NDK_MR_DISPATCH, NDK_OBJECT_HEADER, NDK_PD, NDK_VERSION, NTSTATUS, NdkObjectTypeMr,
-    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    MDL, NDK_FN_CLOSE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_MR, NDK_MR_DISPATCH,
+    NDK_OBJECT_HEADER, NDK_VERSION, NTSTATUS, NdkObjectTypeMr, STATUS_INVALID_HANDLE,
+    STATUS_SUCCESS,
 };
 
-use super::adapter::query_extension;
-use super::pd::pd_arg;
+use super::adapter::{close, query_extension};
 use crate::abi::{self, MdlChain, NdkObject};
 use crate::mr::Mr;
 
@@ -39,32 +39,6 @@ pub(super) unsafe fn mr_arg<'a>(mr: *mut NDK_MR) -> Option<&'a Mr> {
     unsafe { abi::object::<Mr>(mr) }
 }
 
-/// `NdkCreateMr`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_mr(
-    pd: *mut NDK_PD,
-    fast_register: u8,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_MR,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD (NDK contract).
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Mr::create(pd, fast_register != 0) {
-        Ok(mr) => {
-            // SAFETY: `out` is non-null (checked) and the consumer's
-            // writable out-pointer (NDK contract).
-            unsafe { abi::write_out(out, abi::into_handle(mr)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
 unsafe extern "win64" fn close_mr(
     mr: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -72,7 +46,7 @@ unsafe extern "win64" fn close_mr(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes an MR it owns, once, with no other call on
     // it running (NDK contract).
-    unsafe { abi::close::<Mr>(mr, completion, context) }
+    unsafe { close::<Mr>(mr, completion, context) }
 }
 
 unsafe extern "win64" fn register_mr(
@@ -152,6 +126,7 @@ mod tests {
     use super::*;
     use crate::mdl::{Span, span_pages, walk};
     use crate::testing::TestPlatform;
+    use ndkpi::STATUS_INVALID_PARAMETER;
     use std::vec;
     use std::vec::Vec;
 

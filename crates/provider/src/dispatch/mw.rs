@@ -1,15 +1,14 @@
-//! The memory window's edge: `NdkCreateMw` and the MW dispatch table.
+//! The memory window's edge: the MW dispatch table (`NdkCreateMw` is the
+//! PD's entry).
 
 use core::ffi::c_void;
 
 use ndkpi::{
-    NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_MW, NDK_MW_DISPATCH, NDK_OBJECT_HEADER,
-    NDK_PD, NDK_VERSION, NTSTATUS, NdkObjectTypeMw, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_FN_CLOSE_COMPLETION, NDK_MW, NDK_MW_DISPATCH, NDK_OBJECT_HEADER, NDK_VERSION, NTSTATUS,
+    NdkObjectTypeMw,
 };
 
-use super::adapter::query_extension;
-use super::pd::pd_arg;
+use super::adapter::{close, query_extension};
 use crate::abi::{self, NdkObject};
 use crate::mw::Mw;
 
@@ -39,31 +38,6 @@ pub(super) unsafe fn mw_arg<'a>(mw: *mut NDK_MW) -> Option<&'a Mw> {
     unsafe { abi::object::<Mw>(mw) }
 }
 
-/// `NdkCreateMw`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_mw(
-    pd: *mut NDK_PD,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_MW,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD (NDK contract).
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Mw::create(pd) {
-        Ok(mw) => {
-            // SAFETY: `out` is non-null (checked) and the consumer's
-            // writable out-pointer (NDK contract).
-            unsafe { abi::write_out(out, abi::into_handle(mw)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
 unsafe extern "win64" fn close_mw(
     mw: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -71,7 +45,7 @@ unsafe extern "win64" fn close_mw(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes an object it owns, once, with no
     // other call on it running (NDK contract).
-    unsafe { abi::close::<Mw>(mw, completion, context) }
+    unsafe { close::<Mw>(mw, completion, context) }
 }
 
 unsafe extern "win64" fn get_remote_token_from_mw(mw: *mut NDK_MW) -> u32 {

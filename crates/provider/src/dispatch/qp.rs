@@ -1,5 +1,5 @@
-//! The queue pair's edge: `NdkCreateQp`, `NdkCreateQpWithSrq` and the QP
-//! dispatch table (posting, flush, close).
+//! The queue pair's edge: the QP dispatch table (posting, flush, close;
+//! `NdkCreateQp` and `NdkCreateQpWithSrq` are the PD's entries).
 //!
 //! The post entries are the provider's hot path: each resolves the QP and
 //! its SGE array here and hands [`crate::qp`] checked references; see
@@ -9,23 +9,19 @@ use core::ffi::c_void;
 
 use hwq::wqe::SendOpcode;
 use ndkpi::{
-    NDK_CQ, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_LOGICAL_ADDRESS, NDK_MR, NDK_MW,
-    NDK_OBJECT_HEADER, NDK_PD, NDK_QP, NDK_QP_DISPATCH, NDK_SGE, NDK_SRQ, NDK_VERSION, NTSTATUS,
-    NdkObjectTypeQp, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    NDK_FN_CLOSE_COMPLETION, NDK_LOGICAL_ADDRESS, NDK_MR, NDK_MW, NDK_OBJECT_HEADER, NDK_QP,
+    NDK_QP_DISPATCH, NDK_SGE, NDK_VERSION, NTSTATUS, NdkObjectTypeQp, STATUS_INVALID_HANDLE,
+    STATUS_SUCCESS,
 };
 
-use super::adapter::query_extension;
-use super::cq::cq_arg;
+use super::adapter::{close, query_extension};
 use super::mr::mr_arg;
 use super::mw::mw_arg;
-use super::pd::pd_arg;
-use super::srq::srq_arg;
 use crate::abi::{self, NdkObject};
 use crate::mr::Mr;
 use crate::mw::Mw;
 use crate::qp::Qp;
 use crate::qp::bind::{self, Target};
-use crate::qp::create::{self, QpRequest};
 use crate::qp::fast_register::FastRegisterArgs;
 use crate::qp::post_send::DataRequest;
 
@@ -56,107 +52,6 @@ pub(super) unsafe fn qp_arg<'a>(qp: *mut NDK_QP) -> Option<&'a Qp> {
     unsafe { abi::object::<Qp>(qp) }
 }
 
-/// Hands a new QP to the consumer's (non-null) out-pointer.
-///
-/// # Safety
-/// `out` must be non-null and valid for a write of a pointer.
-unsafe fn deliver(result: Result<hwq::TryArc<Qp>, NTSTATUS>, out: *mut *mut NDK_QP) -> NTSTATUS {
-    match result {
-        Ok(qp) => {
-            // SAFETY: `out` is non-null and writable (this function's
-            // contract).
-            unsafe { abi::write_out(out, abi::into_handle(qp)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
-/// `NdkCreateQp`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_qp(
-    pd: *mut NDK_PD,
-    receive_cq: *mut NDK_CQ,
-    initiator_cq: *mut NDK_CQ,
-    context: *mut c_void,
-    receive_depth: u32,
-    initiator_depth: u32,
-    max_receive_sge: u32,
-    max_initiator_sge: u32,
-    inline_size: u32,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _request_context: *mut c_void,
-    out: *mut *mut NDK_QP,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD (NDK contract).
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open receive CQ (NDK contract).
-    let rcq = unsafe { cq_arg(receive_cq) };
-    // SAFETY: the consumer passes its open initiator CQ (NDK contract).
-    let icq = unsafe { cq_arg(initiator_cq) };
-    let (Some(rcq), Some(icq)) = (rcq, icq) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    let req = QpRequest {
-        context: context as usize as u64,
-        receive_depth,
-        initiator_depth,
-        max_receive_sge,
-        max_initiator_sge,
-        inline_size,
-    };
-    // SAFETY: `out` is non-null (checked) and the consumer's writable
-    // out-pointer (NDK contract).
-    unsafe { deliver(create::create(pd, rcq, icq, None, req), out) }
-}
-
-/// `NdkCreateQpWithSrq`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_qp_with_srq(
-    pd: *mut NDK_PD,
-    receive_cq: *mut NDK_CQ,
-    initiator_cq: *mut NDK_CQ,
-    srq: *mut NDK_SRQ,
-    context: *mut c_void,
-    initiator_depth: u32,
-    max_initiator_sge: u32,
-    inline_size: u32,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _request_context: *mut c_void,
-    out: *mut *mut NDK_QP,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD (NDK contract).
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    // SAFETY: the consumer passes its open receive CQ (NDK contract).
-    let rcq = unsafe { cq_arg(receive_cq) };
-    // SAFETY: the consumer passes its open initiator CQ (NDK contract).
-    let icq = unsafe { cq_arg(initiator_cq) };
-    // SAFETY: the consumer passes its open SRQ (NDK contract).
-    let srq = unsafe { srq_arg(srq) };
-    let (Some(rcq), Some(icq), Some(srq)) = (rcq, icq, srq) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    let req = QpRequest {
-        context: context as usize as u64,
-        receive_depth: 0,
-        initiator_depth,
-        max_receive_sge: 0,
-        max_initiator_sge,
-        inline_size,
-    };
-    // SAFETY: `out` is non-null (checked) and the consumer's writable
-    // out-pointer (NDK contract).
-    unsafe { deliver(create::create(pd, rcq, icq, Some(srq), req), out) }
-}
-
 unsafe extern "win64" fn close_qp(
     qp: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -164,7 +59,7 @@ unsafe extern "win64" fn close_qp(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes a QP it owns, once, with no other call on
     // it running (NDK contract).
-    unsafe { abi::close::<Qp>(qp, completion, context) }
+    unsafe { close::<Qp>(qp, completion, context) }
 }
 
 unsafe extern "win64" fn flush(qp: *mut NDK_QP) {

@@ -1,17 +1,15 @@
-//! The shared receive queue's edge: `NdkCreateSrq` and the SRQ dispatch
-//! table.
+//! The shared receive queue's edge: the SRQ dispatch table
+//! (`NdkCreateSrq` is the PD's entry).
 
 use core::ffi::c_void;
 
 use ndkpi::{
-    GROUP_AFFINITY, NDK_FN_CLOSE_COMPLETION, NDK_FN_CREATE_COMPLETION, NDK_FN_REQUEST_COMPLETION,
-    NDK_FN_SRQ_NOTIFICATION_CALLBACK, NDK_OBJECT_HEADER, NDK_PD, NDK_SGE, NDK_SRQ,
+    NDK_FN_CLOSE_COMPLETION, NDK_FN_REQUEST_COMPLETION, NDK_OBJECT_HEADER, NDK_SGE, NDK_SRQ,
     NDK_SRQ_DISPATCH, NDK_VERSION, NTSTATUS, NdkObjectTypeSrq, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    STATUS_SUCCESS,
 };
 
-use super::adapter::query_extension;
-use super::pd::pd_arg;
+use super::adapter::{close, query_extension};
 use crate::abi::{self, NdkObject};
 use crate::srq::Srq;
 
@@ -41,44 +39,6 @@ pub(super) unsafe fn srq_arg<'a>(srq: *mut NDK_SRQ) -> Option<&'a Srq> {
     unsafe { abi::object::<Srq>(srq) }
 }
 
-/// `NdkCreateSrq`: completes synchronously.
-pub(super) unsafe extern "win64" fn create_srq(
-    pd: *mut NDK_PD,
-    depth: u32,
-    max_sge: u32,
-    threshold: u32,
-    notification: NDK_FN_SRQ_NOTIFICATION_CALLBACK,
-    notification_context: *mut c_void,
-    _affinity: *mut GROUP_AFFINITY,
-    _completion: NDK_FN_CREATE_COMPLETION,
-    _context: *mut c_void,
-    out: *mut *mut NDK_SRQ,
-) -> NTSTATUS {
-    // SAFETY: the consumer passes its open PD (NDK contract).
-    let Some(pd) = (unsafe { pd_arg(pd) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    if out.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    match Srq::create(
-        pd,
-        depth,
-        max_sge,
-        threshold,
-        notification,
-        notification_context,
-    ) {
-        Ok(srq) => {
-            // SAFETY: `out` is non-null (checked) and the consumer's
-            // writable out-pointer (NDK contract).
-            unsafe { abi::write_out(out, abi::into_handle(srq)) };
-            STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
-}
-
 unsafe extern "win64" fn close_srq(
     srq: *mut NDK_OBJECT_HEADER,
     completion: NDK_FN_CLOSE_COMPLETION,
@@ -86,7 +46,7 @@ unsafe extern "win64" fn close_srq(
 ) -> NTSTATUS {
     // SAFETY: the consumer closes an object it owns, once, with no
     // other call on it running (NDK contract).
-    unsafe { abi::close::<Srq>(srq, completion, context) }
+    unsafe { close::<Srq>(srq, completion, context) }
 }
 
 unsafe extern "win64" fn modify_srq(
