@@ -123,10 +123,14 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     };
     let (rnic, hub, threads) = match &config.transport {
         Transport::Udp { .. } => {
-            let port = Arc::new(UdpPort::bind(addr).map_err(|e| match e.kind() {
+            let mut port = UdpPort::bind(addr).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AddrInUse => STATUS_SHARING_VIOLATION,
                 _ => STATUS_INVALID_PARAMETER,
-            })?);
+            })?;
+            if config.peer_sockets && config.pcap.is_none() {
+                port = port.with_peer_sockets();
+            }
+            let port = Arc::new(port);
             let rnic = new_rnic(Box::new(UdpLink(port.clone())))?;
             let threads =
                 start_udp(&rnic, port, waker.clone()).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;

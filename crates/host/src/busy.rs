@@ -24,6 +24,7 @@ const CONSUMER_PASS: PassPlan = PassPlan {
     deliver_events: false,
     rx_batches: 8,
     send_first: true,
+    now_us: None,
 };
 
 /// Busy passes that take this many packets within [`BULK_SPAN_US`] have
@@ -87,7 +88,11 @@ impl BusyPoll {
             return false;
         }
         engine.note_busy_poll(now);
-        let Some(pass) = device.try_pass(CONSUMER_PASS) else {
+        let plan = PassPlan {
+            now_us: Some(now),
+            ..CONSUMER_PASS
+        };
+        let Some(pass) = device.try_pass(plan) else {
             self.stats.turn_taken.fetch_add(1, Ordering::Relaxed);
             return false;
         };

@@ -14,6 +14,9 @@
 //!           | "seed=" N               ; mem only, fault-injection seed
 //!           | "busy_poll=" "on" | "off"  ; consumers polling an empty CQ run
 //!                                      ; the device themselves (default on)
+//!           | "peer_sockets=" "on" | "off" ; UDP: send from a socket connected
+//!                                      ; to each peer, an ephemeral source
+//!                                      ; port (default off; off with pcap)
 //! ```
 //!
 //! Examples: `127.0.0.2`, `udp:127.0.0.3,pmtu=4096`,
@@ -79,6 +82,11 @@ pub struct AdapterConfig {
     /// Whether a consumer polling an empty CQ runs the device's work on
     /// its own thread (busy polling; see [`crate::busy`]).
     pub busy_poll: bool,
+    /// Whether a UDP adapter sends the engine's packets from a socket
+    /// connected to each peer (see [`crate::udp::UdpPort::with_peer_sockets`])
+    /// instead of from its port 4791; not while capturing (the capture
+    /// shows port 4791). A fabric has no sockets and ignores it.
+    pub peer_sockets: bool,
 }
 
 impl AdapterConfig {
@@ -158,7 +166,7 @@ impl fmt::Display for ConfigError {
             }
             Self::UnknownOption(o) => write!(
                 f,
-                "unknown option '{o}' (known: pmtu, pcap, busy_poll, loss, reorder, duplicate, delay_us, seed)"
+                "unknown option '{o}' (known: pmtu, pcap, busy_poll, peer_sockets, loss, reorder, duplicate, delay_us, seed)"
             ),
             Self::BadValue {
                 key,
@@ -278,6 +286,7 @@ impl FromStr for AdapterConfig {
         let mut pmtu = None;
         let mut pcap = None;
         let mut busy_poll = true;
+        let mut peer_sockets = false;
         let mut seen: Vec<&str> = Vec::new();
         for option in parts {
             let option = option.trim();
@@ -295,12 +304,17 @@ impl FromStr for AdapterConfig {
                 },
                 "pcap" if !value.is_empty() => pcap = Some(PathBuf::from(value)),
                 "pcap" => return Err(bad(key, value, "a file path")),
-                "busy_poll" => {
-                    busy_poll = match value {
+                "busy_poll" | "peer_sockets" => {
+                    let on = match value {
                         "on" => true,
                         "off" => false,
                         _ => return Err(bad(key, value, "on or off")),
                     };
+                    if key == "busy_poll" {
+                        busy_poll = on;
+                    } else {
+                        peer_sockets = on;
+                    }
                 }
                 "loss" | "reorder" | "duplicate" | "delay_us" | "seed" => {
                     let Transport::Memory { faults, .. } = &mut transport else {
@@ -322,6 +336,7 @@ impl FromStr for AdapterConfig {
             pmtu: pmtu.unwrap_or(1024),
             pcap,
             busy_poll,
+            peer_sockets,
         })
     }
 }
@@ -344,11 +359,14 @@ mod tests {
             }
         );
         assert_eq!((c.pmtu, c.pcap, c.busy_poll), (1024, None, true));
+        assert!(!c.peer_sockets);
     }
 
     #[test]
     fn busy_poll_is_on_or_off() {
         assert!(!parse("127.0.0.2,busy_poll=off").unwrap().busy_poll);
+        assert!(parse("127.0.0.2,peer_sockets=on").unwrap().peer_sockets);
+        assert!(parse("127.0.0.2,peer_sockets=2").is_err());
         assert!(parse("mem:f/10.0.0.1,busy_poll=on").unwrap().busy_poll);
         assert_eq!(
             parse("127.0.0.2,busy_poll=1"),

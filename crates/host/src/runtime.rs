@@ -72,6 +72,7 @@ const ENGINE_PASS: PassPlan = PassPlan {
     deliver_events: true,
     rx_batches: 8,
     send_first: false,
+    now_us: None,
 };
 
 /// Inbound datagrams a fabric device takes in one batch.

@@ -9,9 +9,14 @@
 //! MTU is 256 packets and a handful of system calls), and receives use
 //! `recvmmsg` with generic receive offload. Both ends verify the ICRC with
 //! the pseudo IP fields the engine documents for UDP-socket transports.
+//! The engine's packets leave on a socket connected to their peer
+//! ([`peers`]), which spares each send a route lookup.
+
+mod peers;
 
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::AsFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -21,6 +26,7 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use softrnic::link::{Arrival, Link, Received};
 
 use crate::config::ROCEV2_UDP_PORT;
+use peers::Peers;
 
 /// Largest datagram the batch buffer holds per segment (4096-byte path MTU
 /// plus headers fits with room to spare).
@@ -32,6 +38,8 @@ const RX_BUFFERS: usize = 8;
 /// Datagrams one receive may take and still be a ping-pong's (a SEND and
 /// the ACK that rides behind it); more mean a stream, received wide.
 const NARROW_DATAGRAMS: usize = 2;
+/// Bytes of a UDP header.
+const UDP_HEADER_LEN: usize = 8;
 /// Size of one receive buffer (a GRO super-datagram).
 const RX_BUFFER_LEN: usize = 64 * 1024;
 /// Socket buffer size asked of the kernel.
@@ -56,6 +64,13 @@ struct Batch {
     segment: usize,
     /// A segment shorter than `segment` ends a GSO batch.
     closed: bool,
+    /// The batch holds packets the engine built (ICRC for source port
+    /// 4791), which may leave on their peer's socket.
+    engine_built: bool,
+    /// The peer socket the batch leaves on (its ICRCs corrected for it);
+    /// `None`: the adapter's socket.
+    peer: Option<usize>,
+    peers: Peers,
     count: usize,
     /// Zeroed once at its full size; `used` bytes hold the batch, so a
     /// packet built into it costs no clearing first.
@@ -104,6 +119,9 @@ impl UdpPort {
             dest: None,
             segment: 0,
             closed: false,
+            engine_built: false,
+            peer: None,
+            peers: Peers::off(local),
             count: 0,
             buf: vec![0; MAX_SEGMENT * max_segments],
             used: 0,
@@ -120,6 +138,19 @@ impl UdpPort {
         })
     }
 
+    /// This port, sending the engine's packets ([`UdpPort::queue_with`],
+    /// and datagrams naming source port 4791) from a socket connected to
+    /// each peer, bound to an ephemeral port ([`peers`]); a packet captured
+    /// before it leaves still shows port 4791.
+    #[must_use]
+    pub fn with_peer_sockets(mut self) -> Self {
+        self.batch
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .peers = Peers::on(self.local);
+        self
+    }
+
     /// The bound address.
     pub fn local(&self) -> SocketAddr {
         self.local
@@ -130,16 +161,23 @@ impl UdpPort {
         if batch.count == 0 {
             return;
         }
+        let contents = batch.buf.get(..batch.used).unwrap_or_default();
+        let segment_size = (batch.count > 1).then_some(batch.segment);
         let transmit = Transmit {
             destination: dest,
             ecn: None,
-            contents: batch.buf.get(..batch.used).unwrap_or_default(),
-            segment_size: (batch.count > 1).then_some(batch.segment),
+            contents,
+            segment_size,
             src_ip: None,
         };
+        let mut peer = batch.peer.and_then(|i| batch.peers.get(i));
         let mut attempts = 0;
         loop {
-            match self.state.try_send((&self.socket).into(), &transmit) {
+            let sent = match peer.as_mut() {
+                Some(peer) => peer.send(contents, segment_size),
+                None => self.state.try_send((&self.socket).into(), &transmit),
+            };
+            match sent {
                 Ok(()) => {
                     self.stats
                         .sent
@@ -150,7 +188,11 @@ impl UdpPort {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && attempts < 100 => {
                     attempts += 1;
                     // The socket buffer is full: wait a little for room.
-                    let mut fds = [PollFd::new(&self.socket, PollFlags::OUT)];
+                    let fd = match peer.as_ref() {
+                        Some(peer) => peer.as_fd(),
+                        None => self.socket.as_fd(),
+                    };
+                    let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
                     let timeout = Timespec {
                         tv_sec: 0,
                         tv_nsec: 1_000_000,
@@ -171,39 +213,55 @@ impl UdpPort {
         batch.count = 0;
         batch.dest = None;
         batch.closed = false;
+        batch.peer = None;
         self.queued.store(false, Ordering::Release);
     }
 
-    /// Queues one UDP payload for `dest`, sending earlier ones first when
-    /// they cannot share a segmentation-offload batch with it.
+    /// Queues one UDP payload for `dest`, to leave as it is from the
+    /// adapter's socket, sending earlier ones first when they cannot share
+    /// a segmentation-offload batch with it.
     pub fn queue(&self, dest: SocketAddr, payload: &[u8]) {
-        self.queue_with(dest, payload.len(), &mut |slot| {
+        self.queue_built(dest, payload.len(), false, &mut |slot| {
             slot.copy_from_slice(payload);
             Some(slot.len())
         });
     }
 
-    /// Queues a UDP payload of at most `len` bytes for `dest` that `build`
-    /// writes straight into the batch (returning its length; `None` queues
-    /// nothing): no copy between the builder's buffer and the batch.
+    /// Queues a RoCEv2 packet's UDP payload (BTH through ICRC, the ICRC
+    /// computed for source port 4791) of at most `len` bytes for `dest`
+    /// that `build` writes straight into the batch (returning its length;
+    /// `None` queues nothing): no copy between the builder's buffer and the
+    /// batch. It may leave from another source port, its ICRC corrected.
     pub fn queue_with(
         &self,
         dest: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) {
-        let mut batch = self
+        self.queue_built(dest, len, true, build);
+    }
+
+    fn queue_built(
+        &self,
+        dest: SocketAddr,
+        len: usize,
+        engine_built: bool,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) {
+        let mut guard = self
             .batch
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let batch = &mut *guard;
         let fits = batch.dest == Some(dest)
+            && batch.engine_built == engine_built
             && !batch.closed
             && len <= batch.segment
             && batch.count < self.max_segments
             && u16::try_from(batch.used + len).is_ok()
             && batch.used + len <= batch.buf.len();
         if !fits {
-            self.send_batch(&mut batch);
+            self.send_batch(batch);
         }
         let start = batch.used;
         let written = batch
@@ -219,11 +277,22 @@ impl UdpPort {
             }
             return;
         };
-        batch.used = start + n;
         if batch.count == 0 {
             batch.dest = Some(dest);
             batch.segment = n;
+            batch.engine_built = engine_built;
+            batch.peer = if engine_built {
+                batch.peers.find_or_open(dest)
+            } else {
+                None
+            };
         }
+        if let Some(peer) = batch.peer.and_then(|i| batch.peers.get(i)) {
+            if let Some(packet) = batch.buf.get_mut(start..start + n) {
+                peer.correct_icrc(packet);
+            }
+        }
+        batch.used = start + n;
         batch.count += 1;
         self.queued.store(true, Ordering::Release);
         if n < batch.segment {
@@ -330,7 +399,7 @@ impl UdpPort {
     }
 }
 
-impl std::os::fd::AsFd for UdpPort {
+impl AsFd for UdpPort {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.socket.as_fd()
     }
@@ -364,7 +433,22 @@ pub struct UdpLink(pub std::sync::Arc<UdpPort>);
 
 impl Link for UdpLink {
     fn transmit(&self, datagram: &[u8]) {
-        if let Some((dest, payload)) = softrnic::wire::ip_udp::split_datagram(datagram) {
+        let Some((dest, payload)) = softrnic::wire::ip_udp::split_datagram(datagram) else {
+            return;
+        };
+        // The engine's packets name source port 4791 (their ICRC covers
+        // it) and may leave from another, corrected; a datagram naming any
+        // other port leaves from the adapter's socket as it is.
+        let udp_header = datagram.len() - payload.len() - UDP_HEADER_LEN;
+        let src_port = datagram
+            .get(udp_header..udp_header + 2)
+            .map(|p| u16::from_be_bytes([p[0], p[1]]));
+        if src_port == Some(ROCEV2_UDP_PORT) {
+            self.0.queue_with(dest, payload.len(), &mut |slot| {
+                slot.copy_from_slice(payload);
+                Some(slot.len())
+            });
+        } else {
             self.0.queue(dest, payload);
         }
     }
@@ -466,6 +550,56 @@ mod tests {
         assert_eq!(got[10].2, vec![0xEE; 10]);
         let calls = link.0.stats.send_calls.load(Ordering::Relaxed);
         assert!(calls <= 2, "one offloaded send expected, got {calls} calls");
+    }
+
+    /// With peer sockets on, an engine-built packet (source port 4791 in
+    /// its ICRC) leaves from the socket connected to its peer, another port, and its ICRC checks
+    /// with the port it came from; a second packet to the same peer leaves
+    /// from the same socket.
+    #[test]
+    fn an_engine_packet_leaves_from_its_peers_socket_with_a_matching_icrc() {
+        use softrnic::wire::opcode::Opcode;
+        use softrnic::wire::{Bth, ExtHeaders, Headers, IpUdpFields, build, parse_udp_payload};
+
+        let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 6), Ipv4Addr::new(127, 0, 80, 7));
+        let a = UdpPort::bind(at).unwrap().with_peer_sockets();
+        let b = UdpPort::bind(peer_at).unwrap();
+        let link = UdpLink(std::sync::Arc::new(a));
+        let headers = Headers {
+            ip: IpUdpFields::for_socket(at.into(), peer_at.into(), ROCEV2_UDP_PORT).unwrap(),
+            bth: Bth::new(Opcode::SEND_ONLY, 0x12, 5),
+            ext: ExtHeaders::default(),
+        };
+        for data in [&[7u8; 64][..], &[9u8; 3000][..]] {
+            let mut out = vec![0u8; 4096];
+            let n = build(&headers, &[data], &mut out).unwrap();
+            link.transmit(&out[..n]);
+            link.flush();
+        }
+        let mut got = Vec::new();
+        let mut bufs = RxBuffers::default();
+        for _ in 0..50 {
+            b.receive(&mut bufs, Duration::from_millis(100), |src, dst, p| {
+                got.push((src, dst, p.to_vec()));
+            })
+            .unwrap();
+            if got.len() == 2 {
+                break;
+            }
+        }
+        assert_eq!(got.len(), 2);
+        assert_ne!(
+            got[0].0.port(),
+            ROCEV2_UDP_PORT,
+            "sent from the peer's socket"
+        );
+        assert_eq!(got[0].0, got[1].0, "one socket per peer");
+        for ((src, dst, payload), len) in got.iter().zip([64, 3000]) {
+            assert_eq!(src.ip(), IpAddr::from(at));
+            let fields = IpUdpFields::from_sockets(*src, *dst).unwrap();
+            let packet = parse_udp_payload(&fields, payload).expect("the ICRC checks");
+            assert_eq!(packet.payload.len(), len);
+        }
     }
 
     /// A connection manager command puts its message on the wire before it

@@ -53,6 +53,7 @@ pub enum Role {
 /// The configuration string of one side's adapter.
 pub fn config(fabric: &FabricArgs, transport: TransportKind, role: Role, addr: Ipv4Addr) -> String {
     let mut c = match transport {
+        TransportKind::Udp if fabric.peer_sockets => format!("udp:{addr},peer_sockets=on"),
         TransportKind::Udp => format!("udp:{addr}"),
         TransportKind::Mem => format!("mem:ndkperf-{}/{addr}", std::process::id()),
     };

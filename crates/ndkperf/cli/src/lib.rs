@@ -143,6 +143,11 @@ pub struct FabricArgs {
     /// device itself: busy polling).
     #[arg(long)]
     pub no_busy_poll: bool,
+    /// Send the engine's packets from a socket connected to the peer, an
+    /// ephemeral source port (the adapters' `peer_sockets=on`: no route
+    /// lookup per send; udp only). By default they leave from port 4791.
+    #[arg(long)]
+    pub peer_sockets: bool,
     /// The server adapter's address (loopback only).
     #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
     pub server_addr: Ipv4Addr,
