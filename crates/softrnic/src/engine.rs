@@ -389,13 +389,13 @@ impl SoftRnic {
     /// moderation, then event delivery with no lock held. Returns whether
     /// anything was done (call again at once if so).
     pub fn poll(&self) -> bool {
-        let worked = self.poll_work();
+        let worked = self.poll_work(self.clock.now_us());
         self.deliver_events() || worked
     }
 
-    /// [`SoftRnic::poll`] without the event delivery.
-    pub(crate) fn poll_work(&self) -> bool {
-        let now = self.clock.now_us();
+    /// [`SoftRnic::poll`] without the event delivery, at `now` (µs on the
+    /// device's clock).
+    pub(crate) fn poll_work(&self, now: u64) -> bool {
         let cx = self.transport(now);
         let mut worked = false;
         let engine = &self.engine;

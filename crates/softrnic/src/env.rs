@@ -64,6 +64,10 @@ pub struct PassPlan {
     /// posted: the answer to what it sends cannot be there yet, and the
     /// receive would cost a system call).
     pub send_first: bool,
+    /// The time (µs on the device's [`Clock`]) the runtime read just
+    /// before asking for the pass, which the pass's work uses instead of
+    /// reading the clock again; `None`: the pass reads it.
+    pub now_us: Option<u64>,
 }
 
 /// What a pass did.

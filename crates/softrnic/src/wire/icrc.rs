@@ -23,7 +23,7 @@
 //! [`IcrcHasher`] is incremental so the engine can hash each payload chunk
 //! as it copies it: feed the headers, then the chunks in order, then the pad.
 
-use super::ipv4_udp::{Ipv4Header, UdpHeader};
+use super::ipv4_udp::{IPV4_HEADER_LEN, Ipv4Header, UDP_HEADER_LEN, UdpHeader};
 pub use super::ipv6_udp::IPV6_HEADER_LEN;
 use super::ipv6_udp::Ipv6Header;
 use zerocopy::IntoBytes;
@@ -66,17 +66,25 @@ impl IcrcHasher {
 
     /// A hasher that has consumed the stand-in, `ip` and `udp` (masked).
     pub fn for_ipv4_udp(ip: &Ipv4Header, udp: &UdpHeader) -> Self {
+        // One update over both masked headers: the CRC's per-call cost
+        // outweighs these few bytes' own.
+        let mut masked = [0u8; IPV4_HEADER_LEN + UDP_HEADER_LEN];
+        let (ip_part, udp_part) = masked.split_at_mut(IPV4_HEADER_LEN);
+        ip_part.copy_from_slice(masked_ipv4(ip).as_bytes());
+        udp_part.copy_from_slice(masked_udp(*udp).as_bytes());
         let mut h = Self::new();
-        h.update_ipv4(ip);
-        h.update_udp(udp);
+        h.crc.update(&masked);
         h
     }
 
     /// A hasher that has consumed the stand-in, `ip` and `udp` (masked).
     pub fn for_ipv6_udp(ip: &Ipv6Header, udp: &UdpHeader) -> Self {
+        let mut masked = [0u8; IPV6_HEADER_LEN + UDP_HEADER_LEN];
+        let (ip_part, udp_part) = masked.split_at_mut(IPV6_HEADER_LEN);
+        ip_part.copy_from_slice(masked_ipv6(ip).as_bytes());
+        udp_part.copy_from_slice(masked_udp(*udp).as_bytes());
         let mut h = Self::new();
-        h.update_ipv6_header(ip);
-        h.update_udp(udp);
+        h.crc.update(&masked);
         h
     }
 
@@ -85,21 +93,12 @@ impl IcrcHasher {
     /// label bytes and the hop limit set to all-ones; version, payload
     /// length, next header and both addresses count).
     pub fn update_ipv6_header(&mut self, ip: &Ipv6Header) {
-        let mut masked = *ip;
-        masked
-            .version_class_flow
-            .set(ip.version_class_flow.get() | 0x0FFF_FFFF);
-        masked.hop_limit = 0xFF;
-        self.crc.update(masked.as_bytes());
+        self.crc.update(masked_ipv6(ip).as_bytes());
     }
 
     /// Feeds an IPv4 header with its variant fields masked.
     pub fn update_ipv4(&mut self, ip: &Ipv4Header) {
-        let mut masked = *ip;
-        masked.tos = 0xFF;
-        masked.ttl = 0xFF;
-        masked.checksum.set(0xFFFF);
-        self.crc.update(masked.as_bytes());
+        self.crc.update(masked_ipv4(ip).as_bytes());
     }
 
     /// Feeds an IPv6 header with traffic class, flow label and hop limit
@@ -116,9 +115,7 @@ impl IcrcHasher {
 
     /// Feeds a UDP header with its checksum masked.
     pub fn update_udp(&mut self, udp: &UdpHeader) {
-        let mut masked = *udp;
-        masked.checksum.set(0xFFFF);
-        self.crc.update(masked.as_bytes());
+        self.crc.update(masked_udp(*udp).as_bytes());
     }
 
     /// Feeds a 12-byte BTH with byte 4 (FECN, BECN, Resv6a) masked.
@@ -151,6 +148,31 @@ impl IcrcHasher {
     pub fn finalize(self) -> u32 {
         self.crc.finalize()
     }
+}
+
+/// `ip` with traffic class, flow label and hop limit all-ones.
+fn masked_ipv6(ip: &Ipv6Header) -> Ipv6Header {
+    let mut masked = *ip;
+    masked
+        .version_class_flow
+        .set(ip.version_class_flow.get() | 0x0FFF_FFFF);
+    masked.hop_limit = 0xFF;
+    masked
+}
+
+/// `ip` with TOS, TTL and header checksum all-ones.
+fn masked_ipv4(ip: &Ipv4Header) -> Ipv4Header {
+    let mut masked = *ip;
+    masked.tos = 0xFF;
+    masked.ttl = 0xFF;
+    masked.checksum.set(0xFFFF);
+    masked
+}
+
+/// `udp` with its checksum all-ones.
+fn masked_udp(mut udp: UdpHeader) -> UdpHeader {
+    udp.checksum.set(0xFFFF);
+    udp
 }
 
 /// The four trailer bytes for an ICRC value (least-significant byte first).

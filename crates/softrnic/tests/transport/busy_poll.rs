@@ -80,6 +80,7 @@ const CONSUMER_PASS: PassPlan = PassPlan {
     deliver_events: false,
     rx_batches: 8,
     send_first: true,
+    now_us: None,
 };
 
 /// The device's own context's pass.
@@ -87,6 +88,7 @@ const ENGINE_PASS: PassPlan = PassPlan {
     deliver_events: true,
     rx_batches: 8,
     send_first: false,
+    now_us: None,
 };
 
 /// Counts what the device asks of its surroundings; runs a consumer's
