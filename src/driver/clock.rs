@@ -1,11 +1,11 @@
 //! Time from the performance counter (`KeQueryPerformanceCounter`): one
 //! monotonic source for the provider (`now_ns`) and the software RNIC's
-//! timers (`now_us`). Callable at any IRQL.
+//! timers (`now_us`, which the engine's DPC and the receive path read and
+//! pass to the device: it keeps no clock). Callable at any IRQL.
 
 use core::sync::atomic::{AtomicI64, Ordering};
 
 use ndis::KeQueryPerformanceCounter;
-use softrnic::env::Clock;
 
 /// Counter ticks per second, read once (the frequency never changes
 /// while the system runs).
@@ -37,12 +37,8 @@ pub fn now_ns() -> u64 {
     now(1_000_000_000)
 }
 
-/// The software RNIC's clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KernelClock;
-
-impl Clock for KernelClock {
-    fn now_us(&self) -> u64 {
-        now(1_000_000)
-    }
+/// Microseconds since boot: the software RNIC's time, which its runtime
+/// (the engine's DPC, the L2 port's receive path) reads and passes in.
+pub fn now_us() -> u64 {
+    now(1_000_000)
 }

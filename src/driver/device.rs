@@ -12,11 +12,11 @@ use ndis::NDIS_HANDLE;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, Wake};
+use softrnic::env::Wake;
 use softrnic::link::Link;
 
 use super::alloc::try_box;
-use super::clock::KernelClock;
+use super::clock;
 use super::counted_device::CountedRnic;
 use super::counters::NdkCounters;
 use super::dma::KernelDma;
@@ -54,13 +54,12 @@ impl RnicDevice {
         let dma: Box<dyn hwq::DmaAccess> =
             boxed(KernelDma::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?)?;
         let link: Box<dyn Link> = L2Port::link(port)?;
-        let clock: Box<dyn Clock> = boxed(KernelClock)?;
         let waker: Box<dyn Wake> = boxed(EngineWaker::new(&engine))?;
         let rnic = SoftRnic::new(
             DeviceConfig::new(Ipv4Addr::UNSPECIFIED, pmtu),
             dma,
             link,
-            clock,
+            clock::now_us(),
             waker,
         )
         .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;

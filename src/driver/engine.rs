@@ -47,10 +47,10 @@ use ndis::{
 };
 use ndkpi::{NTSTATUS, PVOID, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, RunPass, Wake};
+use softrnic::env::{RunPass, Wake};
 
 use super::alloc::try_box;
-use super::clock::KernelClock;
+use super::clock;
 
 /// Poll passes one DPC run makes at most.
 const POLL_BUDGET: u32 = 64;
@@ -95,9 +95,10 @@ pub struct Engine {
 /// datagrams a link holds for it (the L2 port's own-address loopback), and
 /// telling it the link has room again.
 pub trait Pump: Send + Sync {
-    /// Hands what waits to `rnic`, holding none of its locks
-    /// (`DISPATCH_LEVEL`, the engine's DPC); whether anything did.
-    fn pump(&self, rnic: &SoftRnic) -> bool;
+    /// Hands what waits to `rnic` at time `now` (µs, [`clock::now_us`]),
+    /// holding none of its locks (`DISPATCH_LEVEL`, the engine's DPC);
+    /// whether anything did.
+    fn pump(&self, rnic: &SoftRnic, now: u64) -> bool;
 }
 
 impl core::fmt::Debug for Engine {
@@ -254,16 +255,17 @@ impl Engine {
         if !self.take_turn() {
             return;
         }
-        let clock = KernelClock;
-        let began = clock.now_us();
+        let began = clock::now_us();
         let mut passes = 0;
         loop {
             // Whatever was asked for so far, this pass covers.
             self.pending.store(false, Ordering::SeqCst);
-            let worked = self.run_pump(rnic) | rnic.poll();
+            // The device keeps no clock: each pass runs at the time read here.
+            let now = clock::now_us();
+            let worked = self.run_pump(rnic, now) | rnic.poll(now);
             passes += 1;
             if !worked && !self.pending.load(Ordering::SeqCst) {
-                self.arm_timer(rnic, &clock);
+                self.arm_timer(rnic);
                 // Give the turn back; a kick that saw it taken left a
                 // note, so look once more (and go on if we get it again).
                 self.polling.store(false, Ordering::SeqCst);
@@ -271,7 +273,7 @@ impl Engine {
                     return;
                 }
             }
-            if passes >= POLL_BUDGET || clock.now_us().saturating_sub(began) >= DPC_BUDGET_US {
+            if passes >= POLL_BUDGET || clock::now_us().saturating_sub(began) >= DPC_BUDGET_US {
                 break;
             }
         }
@@ -281,13 +283,14 @@ impl Engine {
         self.continue_at_passive();
     }
 
-    /// Runs the pump, if any, for `rnic` (a DPC run holding the turn).
-    fn run_pump(&self, rnic: &SoftRnic) -> bool {
+    /// Runs the pump, if any, for `rnic` at `now` (a DPC run holding the
+    /// turn).
+    fn run_pump(&self, rnic: &SoftRnic, now: u64) -> bool {
         self.pump.is_some_and(|pump| {
             // SAFETY: `set_pump`'s caller keeps the pump alive until `stop`
             // returned, and this runs inside a DPC run, which `stop`
             // flushes before it returns.
-            unsafe { pump.as_ref() }.pump(rnic)
+            unsafe { pump.as_ref() }.pump(rnic, now)
         })
     }
 
@@ -356,8 +359,8 @@ impl Engine {
     /// Arms the timer for the engine's next deadline. Only a DPC run that
     /// read `stopping == false` on entry calls it ([`Engine::stop`]
     /// relies on that).
-    fn arm_timer(&self, rnic: &SoftRnic, clock: &KernelClock) {
-        let now = clock.now_us();
+    fn arm_timer(&self, rnic: &SoftRnic) {
+        let now = clock::now_us();
         let wait_us = rnic
             .next_timer_us()
             .map_or(IDLE_US, |t| t.saturating_sub(now).min(IDLE_US))

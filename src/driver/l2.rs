@@ -47,14 +47,13 @@ use hwq::TryArc;
 use ndis::{DISPATCH_LEVEL, NET_BUFFER_LIST};
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
-use softrnic::env::Clock;
 use softrnic::l2::{EthernetPort, FrameSink, Verdict};
 use softrnic::link::Link;
 
 use self::pool::{GivenBack, SendPool};
 use self::receive::Bounce;
 use super::binding::Binding;
-use super::clock::KernelClock;
+use super::clock;
 use super::engine::{Engine, Pump};
 use super::irql;
 use super::log::log_info;
@@ -354,7 +353,7 @@ impl L2Port {
     /// Classifies the frame of `nbl` and hands a RoCEv2 datagram to `rnic`
     /// (`DISPATCH_LEVEL`).
     fn steer(&self, rnic: &SoftRnic, nbl: &NET_BUFFER_LIST) -> bool {
-        let now = KernelClock.now_us();
+        let now = clock::now_us();
         let stats = &self.frames.stats;
         let taken = self.bounce.with_frame(nbl, |frame| {
             let Verdict::Rnic { ip } = self.port.on_frame(frame, now) else {
@@ -368,7 +367,7 @@ impl L2Port {
             if let Some(len) = rocev2_payload_len(datagram) {
                 L2Stats::count(&stats.received, &stats.received_bytes, len);
             }
-            rnic.receive(datagram);
+            rnic.receive(now, datagram);
             true
         });
         taken.unwrap_or_else(|| {
@@ -457,12 +456,14 @@ impl Pump for L2Port {
     /// runs at least every idle period), tells the RNIC if the pool has
     /// room again after running out, and hands the loopback queue to the
     /// RNIC.
-    fn pump(&self, rnic: &SoftRnic) -> bool {
-        self.port.tick(KernelClock.now_us());
+    fn pump(&self, rnic: &SoftRnic, now: u64) -> bool {
+        self.port.tick(now);
         if self.frames.room_again.swap(false, Ordering::SeqCst) {
             rnic.link_ready();
         }
-        self.port.poll_loopback(|datagram| rnic.receive(datagram)) != 0
+        self.port
+            .poll_loopback(|datagram| rnic.receive(now, datagram))
+            != 0
     }
 }
 

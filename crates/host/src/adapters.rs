@@ -16,6 +16,7 @@ use ndkpi::{
 };
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
+use softrnic::env::Clock;
 use softrnic::fabric::Faults;
 
 use crate::busy::BusyPoll;
@@ -115,7 +116,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             dev_config,
             Box::new(dma),
             link,
-            Box::new(HostClock),
+            HostClock.now_us(),
             Box::new(SharedWaker::new(waker.clone(), busy.clone())),
         )
         .map(Arc::new)

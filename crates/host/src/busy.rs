@@ -24,7 +24,6 @@ const CONSUMER_PASS: PassPlan = PassPlan {
     deliver_events: false,
     rx_batches: 8,
     send_first: true,
-    now_us: None,
 };
 
 /// Busy passes that take this many packets within [`BULK_SPAN_US`] have
@@ -88,11 +87,7 @@ impl BusyPoll {
             return false;
         }
         engine.note_busy_poll(now);
-        let plan = PassPlan {
-            now_us: Some(now),
-            ..CONSUMER_PASS
-        };
-        let Some(pass) = device.try_pass(plan) else {
+        let Some(pass) = device.try_pass(now, CONSUMER_PASS) else {
             self.stats.turn_taken.fetch_add(1, Ordering::Relaxed);
             return false;
         };
@@ -153,7 +148,7 @@ mod tests {
     }
 
     impl RunPass for FakeDevice {
-        fn try_pass(&self, plan: PassPlan) -> Option<Pass> {
+        fn try_pass(&self, _now: u64, plan: PassPlan) -> Option<Pass> {
             if self.busy.load(Ordering::SeqCst) {
                 return None;
             }

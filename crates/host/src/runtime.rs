@@ -72,7 +72,6 @@ const ENGINE_PASS: PassPlan = PassPlan {
     deliver_events: true,
     rx_batches: 8,
     send_first: false,
-    now_us: None,
 };
 
 /// Inbound datagrams a fabric device takes in one batch.
@@ -98,7 +97,8 @@ const BUSY_PARK: Duration = Duration::from_millis(1);
 /// the 8 ms retransmit timeout; a longer answer gets its ACK from the timer.
 const ACK_DEFER_US: u64 = 20;
 
-/// Monotonic microseconds since the process's first use of the clock.
+/// Monotonic microseconds since the process's first use of the clock: the
+/// time this runtime passes to its devices and its fabric hub's links.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostClock;
 
@@ -411,7 +411,7 @@ where
                 last_work = Instant::now();
                 continue;
             }
-            let Some(pass) = rnic.try_pass(ENGINE_PASS) else {
+            let Some(pass) = rnic.try_pass(HostClock.now_us(), ENGINE_PASS) else {
                 // A busy poller holds the turn: come back for whatever
                 // woke us once it is done.
                 waker.repend();

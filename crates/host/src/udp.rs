@@ -614,6 +614,7 @@ mod tests {
         use hwq::{Connections, Verbs};
         use hwq::{Cqe, RecvWqe, SendWqe};
         use softrnic::device::{DeviceConfig, SoftRnic};
+        use softrnic::env::Clock;
         use std::sync::Arc;
 
         use crate::platform::HostDma;
@@ -630,7 +631,7 @@ mod tests {
             DeviceConfig::new(at, 1024),
             Box::new(dma),
             Box::new(UdpLink(port.clone())),
-            Box::new(HostClock),
+            HostClock.now_us(),
             Box::new(SharedWaker::new(
                 waker.clone(),
                 Arc::new(crate::busy::BusyPoll::new(true)),

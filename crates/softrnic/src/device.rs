@@ -20,7 +20,7 @@ use crate::bitset::AtomicBitset;
 use crate::cm::CmState;
 use crate::cq::CompletionQueue;
 use crate::engine_state::Engine;
-use crate::env::{Clock, Wake};
+use crate::env::Wake;
 use crate::link::{Link, Transmitter};
 use crate::memory::{DeviceMemory, KeyError, KeyTable};
 use crate::qp::{self, QueuePair};
@@ -125,7 +125,6 @@ pub struct SoftRnic {
     /// Key table and DMA, shared with trains in flight.
     pub(crate) mem: TryArc<DeviceMemory>,
     pub(crate) link: Box<dyn Link>,
-    pub(crate) clock: Box<dyn Clock>,
     waker: Box<dyn Wake>,
     sink: RwLock<Option<EventSink>>,
     pds: Table<ProtectionDomain>,
@@ -161,16 +160,19 @@ impl Drop for SoftRnic {
 }
 
 impl SoftRnic {
-    /// Builds a device. All tables are allocated here; `None` if memory ran out.
+    /// Builds a device whose time starts at `now` (µs on its runtime's
+    /// monotonic clock, the time its run entry points will be given;
+    /// it also seeds connection management's identifiers). All tables are
+    /// allocated here; `None` if memory ran out.
     pub fn new(
         config: DeviceConfig,
         dma: Box<dyn DmaAccess>,
         link: Box<dyn Link>,
-        clock: Box<dyn Clock>,
+        now: u64,
         waker: Box<dyn Wake>,
     ) -> Option<Self> {
         let qp_bound = FIRST_QPN + config.max_qps;
-        let cm_seed = clock.now_us() ^ (addr_bits(config.addr) << 32);
+        let cm_seed = now ^ (addr_bits(config.addr) << 32);
         Some(Self {
             config,
             addresses: RwLock::new(AddressSet::initial(config.addr)),
@@ -182,7 +184,6 @@ impl SoftRnic {
             })
             .ok()?,
             link,
-            clock,
             waker,
             sink: RwLock::new(None),
             pds: Table::new(1, config.max_pds)?,
@@ -193,7 +194,7 @@ impl SoftRnic {
             rq_ready: AtomicBitset::new(qp_bound + 1 + config.max_srqs)?,
             events: PendingEvents::new(config.max_cqs, config.max_srqs, qp_bound)?,
             cm: CmState::new(config.max_qps, cm_seed)?,
-            engine: Engine::new(qp_bound)?,
+            engine: Engine::new(qp_bound, now)?,
         })
     }
 

@@ -2,12 +2,13 @@
 //! [`SoftRnic`].
 //!
 //! * [`SoftRnic::receive`] / [`SoftRnic::receive_udp_payload`] — one
-//!   inbound datagram: parsed (malformed or bad-ICRC datagrams are counted
+//!   inbound datagram, at the time its runtime passes in: parsed (malformed or bad-ICRC datagrams are counted
 //!   and dropped), demultiplexed by the BTH destination QP to connection
 //!   management (QP1), the responder (requests) or the completer (ACKs,
 //!   NAKs, READ responses). ACKs and small READ responses leave at once
 //!   (but see [`crate::qp::RcConfig::ack_defer_us`]).
-//! * [`SoftRnic::poll`] — the deferred work: requesters of QPs whose
+//! * [`SoftRnic::poll`] — the deferred work, at the time its runtime
+//!   passes in: requesters of QPs whose
 //!   doorbell rang (a bitset drained each pass; at most [`POLL_BUDGET`]
 //!   packets per QP per pass, so one QP cannot starve the others), queued
 //!   READ responses, the retransmit, RNR and ACK-coalescing timers, CQ
@@ -24,7 +25,7 @@
 //!
 //! The engine builds the QPs' view of the device, a `qp::Context`
 //! (memory, counters, CQs and SRQs, events, doorbells, transmitter, and the
-//! time, read once per arrival or pass), and hands it with the locked QP to
+//! time the runtime passed in with the arrival or pass), and hands it with the locked QP to
 //! the state machines of [`crate::qp`]; QP1's packets go to [`crate::cm`],
 //! which reaches the device through the `cm::Host` trait implemented here.
 //!
@@ -201,18 +202,21 @@ impl SoftRnic {
     }
 
     /// Hands one received IPv4 or IPv6 datagram (IP header through ICRC)
-    /// to the engine. Never panics, whatever the bytes.
-    pub fn receive(&self, datagram: &[u8]) {
+    /// to the engine at time `now` (µs, the runtime's monotonic clock).
+    /// Never panics, whatever the bytes.
+    pub fn receive(&self, now: u64, datagram: &[u8]) {
         self.engine.tap.datagram(Direction::Receive, datagram);
-        self.dispatch(wire::parse(datagram));
+        self.dispatch(now, wire::parse(datagram));
     }
 
     /// Hands one received UDP payload (BTH through ICRC) to the engine, as
     /// a UDP socket delivers it from `src` to `dst` (both IPv4 or both
     /// IPv6; a mixed pair counts as malformed). The ICRC is checked with
-    /// the pseudo IP/UDP header convention in the module docs.
+    /// the pseudo IP/UDP header convention in the module docs. `now` as
+    /// for [`SoftRnic::receive`].
     pub fn receive_udp_payload(
         &self,
+        now: u64,
         src: impl Into<SocketAddr>,
         dst: impl Into<SocketAddr>,
         payload: &[u8],
@@ -224,13 +228,13 @@ impl SoftRnic {
         self.engine
             .tap
             .udp_payload(Direction::Receive, &fields, payload);
-        self.dispatch(wire::parse_udp_payload(&fields, payload));
+        self.dispatch(now, wire::parse_udp_payload(&fields, payload));
     }
 
     /// Hands a train ([`crate::train`]) to the engine: each segment meets
     /// the checks its packet would, and is placed straight from the
-    /// sender's memory.
-    pub fn receive_train(&self, train: &Train) {
+    /// sender's memory. `now` as for [`SoftRnic::receive`].
+    pub fn receive_train(&self, now: u64, train: &Train) {
         let stats = &self.engine.stats;
         let n = u64::from(train.segments());
         stats.rx_packets.add(n);
@@ -239,7 +243,7 @@ impl SoftRnic {
             return stats.rx_dropped.add(n);
         }
         let request = !train.is_read_response();
-        let now = self.clock.now_us();
+        let now = self.engine.advance_to(now);
         let (src, dst) = (train.src(), train.dst());
         if !self.arrive(
             now,
@@ -253,7 +257,7 @@ impl SoftRnic {
         }
     }
 
-    fn dispatch(&self, parsed: Result<Packet<'_>, ParseError>) {
+    fn dispatch(&self, now: u64, parsed: Result<Packet<'_>, ParseError>) {
         let stats = &self.engine.stats;
         stats.rx_packets.inc();
         let p = match parsed {
@@ -265,7 +269,7 @@ impl SoftRnic {
             return stats.rx_dropped.inc();
         }
         let qpn = p.bth.dest_qp;
-        let now = self.clock.now_us();
+        let now = self.engine.advance_to(now);
         if qpn == GSI_QPN {
             stats.cm_packets.inc();
             crate::cm::receive(self, &p, now);
@@ -385,17 +389,18 @@ impl SoftRnic {
         }
     }
 
-    /// Runs the engine once: due timers, doorbells (budgeted per QP), CQ
-    /// moderation, then event delivery with no lock held. Returns whether
-    /// anything was done (call again at once if so).
-    pub fn poll(&self) -> bool {
-        let worked = self.poll_work(self.clock.now_us());
+    /// Runs the engine once at time `now` (µs, the runtime's monotonic
+    /// clock): due timers, doorbells (budgeted per QP), CQ moderation,
+    /// then event delivery with no lock held. Returns whether anything was
+    /// done (call again at once if so).
+    pub fn poll(&self, now: u64) -> bool {
+        let worked = self.poll_work(now);
         self.deliver_events() || worked
     }
 
-    /// [`SoftRnic::poll`] without the event delivery, at `now` (µs on the
-    /// device's clock).
+    /// [`SoftRnic::poll`] without the event delivery.
     pub(crate) fn poll_work(&self, now: u64) -> bool {
+        let now = self.engine.advance_to(now);
         let cx = self.transport(now);
         let mut worked = false;
         let engine = &self.engine;
@@ -446,7 +451,7 @@ impl SoftRnic {
     }
 
     /// When the engine next needs [`SoftRnic::poll`] for a timer (µs, on
-    /// the device's clock), if any timer runs.
+    /// the clock its runtime passes in), if any timer runs.
     pub fn next_timer_us(&self) -> Option<u64> {
         let engine = &self.engine;
         let t = engine.earliest.load(Ordering::Acquire);

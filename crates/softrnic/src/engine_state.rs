@@ -37,6 +37,10 @@ pub(crate) struct Engine {
     /// Somebody runs the device's receive-and-poll pass
     /// ([`crate::pass`]).
     pub(crate) turn: AtomicBool,
+    /// The latest time a run entry point was given (µs, the runtime's
+    /// clock; never goes back): the time of the device's most recent
+    /// pass or arrival, which is all the time its commands see.
+    last_now: AtomicU64,
 }
 
 impl core::fmt::Debug for Engine {
@@ -48,8 +52,9 @@ impl core::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Engine state for QP numbers below `qp_bound`.
-    pub(crate) fn new(qp_bound: u32) -> Option<Self> {
+    /// Engine state for QP numbers below `qp_bound`, its time starting at
+    /// `now` (µs).
+    pub(crate) fn new(qp_bound: u32, now: u64) -> Option<Self> {
         Some(Self {
             stats: Counters::default(),
             timer_qps: AtomicBitset::new(qp_bound)?,
@@ -61,7 +66,20 @@ impl Engine {
             cq_timers: AtomicBool::new(false),
             last_cq_tick: AtomicU64::new(0),
             turn: AtomicBool::new(false),
+            last_now: AtomicU64::new(now),
         })
+    }
+
+    /// Moves the device's time to `now` (a runtime's clock read by
+    /// another thread may lag the one a pass was given: time never goes
+    /// back) and returns the time to run at.
+    pub(crate) fn advance_to(&self, now: u64) -> u64 {
+        self.last_now.fetch_max(now, Ordering::AcqRel).max(now)
+    }
+
+    /// The time of the device's most recent pass or arrival (µs).
+    pub(crate) fn last_now(&self) -> u64 {
+        self.last_now.load(Ordering::Acquire)
     }
 
     /// Notes that CQ moderation intervals are in use, so the engine's poll

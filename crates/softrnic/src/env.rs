@@ -1,11 +1,17 @@
 //! What the device needs from its surroundings besides its link
-//! ([`crate::link`]): a clock, a way to ask for its engine to be run, and
-//! a packet tap.
+//! ([`crate::link`]): a way to ask for its engine to be run, and a packet
+//! tap; and the clock of a link that delays delivery.
 //!
-//! The host (or the kernel shell) implements these; tests implement them
-//! deterministically (a simulated clock, an in-memory fabric).
+//! The device keeps no clock: its runtime reads its own and passes the
+//! time into every run entry point ([`RunPass::try_pass`],
+//! [`crate::device::SoftRnic::poll`], the `receive*` arrivals), as
+//! smoltcp's `Interface::poll(timestamp)` does. The host (or the kernel
+//! shell) implements these traits; tests implement them deterministically
+//! (a simulated time, an in-memory fabric).
 
-/// Monotonic time.
+/// Monotonic time, read by a link that holds datagrams back for a
+/// while (the in-memory [`crate::fabric::FabricPort`]'s delivery delays);
+/// never by the device.
 pub trait Clock: Send + Sync {
     /// Microseconds since an arbitrary fixed origin.
     fn now_us(&self) -> u64;
@@ -45,10 +51,12 @@ pub trait Wake: Send + Sync {
 /// the rung doorbells, the due timers and (if asked) event delivery. Only
 /// one pass runs at a time per device; the runtime decides who runs them.
 pub trait RunPass {
-    /// Runs one pass as `plan` says, unless another one is running
+    /// Runs one pass at time `now` (µs, the runtime's monotonic clock; a
+    /// time earlier than one already given counts as that one) as `plan`
+    /// says, unless another one is running
     /// (`None`: the caller does not wait for it, which on a small machine
     /// costs more than the work).
-    fn try_pass(&self, plan: PassPlan) -> Option<Pass>;
+    fn try_pass(&self, now: u64, plan: PassPlan) -> Option<Pass>;
 }
 
 /// What one pass does.
@@ -64,10 +72,6 @@ pub struct PassPlan {
     /// posted: the answer to what it sends cannot be there yet, and the
     /// receive would cost a system call).
     pub send_first: bool,
-    /// The time (µs on the device's [`Clock`]) the runtime read just
-    /// before asking for the pass, which the pass's work uses instead of
-    /// reading the clock again; `None`: the pass reads it.
-    pub now_us: Option<u64>,
 }
 
 /// What a pass did.
@@ -78,7 +82,8 @@ pub struct Pass {
     pub received: usize,
     /// The work did something (call again at once).
     pub worked: bool,
-    /// When the link's next held-back datagram is due (µs, device clock).
+    /// When the link's next held-back datagram is due (µs, the link's
+    /// clock).
     pub next_due_us: Option<u64>,
 }
 

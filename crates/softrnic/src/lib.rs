@@ -15,7 +15,8 @@
 //! 1. [`wire`]: packets and MADs, no state.
 //! 2. The device's objects: [`memory`] (keys, translation, scatter/gather),
 //!    [`cq`], [`srq`], [`addresses`], [`table`], [`bitset`]; the
-//!    surroundings' traits in [`env`](mod@env) (clock, wake, tap).
+//!    surroundings' traits in [`env`](mod@env) (wake, pass, tap, and the
+//!    clock a delaying link reads).
 //! 3. The transport: [`train`] (packets whose payload stays at the
 //!    sender), [`link`] (the [`link::Link`] trait and the transmitter every
 //!    sent packet goes through), [`qp`] (the RC state machines: requester,
@@ -28,15 +29,29 @@
 //!    polls, timers, backpressure) and [`pass`] (one pass and its turn)
 //!    drive it; [`fabric`] is an in-memory link between devices.
 //!
+//! ## Time
+//!
+//! The device keeps no clock (sans-IO, as smoltcp's
+//! `Interface::poll(timestamp)` and quinn-proto's `handle(now, ..)`): its
+//! runtime reads its own and passes the time (µs, monotonic) into every
+//! run entry point — [`pass`]'s `RunPass::try_pass`,
+//! [`device::SoftRnic::poll`], [`device::SoftRnic::receive`] and the other
+//! arrivals — and the device keeps the latest it was given. The hwq
+//! commands have no time of their own: a connection-management timer a
+//! command starts runs from the next pass, which stamps it; anything else a
+//! command needs a time for takes the latest pass's. The only clock read
+//! inside this crate is the in-memory [`fabric`] link's
+//! ([`env::Clock`]), for its delivery delays.
+//!
 //! ## One SEND, end to end
 //!
 //! 1. The consumer writes a SEND WQE into the QP's send ring and rings
 //!    [`hwq::Doorbells::sq_doorbell`] (on [`device::SoftRnic`]): a bit in the device's `sq_ready`
 //!    set, and a [`env::Wake::wake`]. Nothing runs inline.
 //! 2. The runtime's thread (or a busy-polling consumer, [`pass`]) runs
-//!    [`device::SoftRnic::poll`]: [`engine`] drains `sq_ready` and, holding
-//!    the QP's table slot, hands the QP and a `qp::Context` (carrying the
-//!    time of the pass, read once) to the QP's send side.
+//!    [`device::SoftRnic::poll`] at the time it read: [`engine`] drains
+//!    `sq_ready` and, holding the QP's table slot, hands the QP and a
+//!    `qp::Context` (carrying that time) to the QP's send side.
 //! 3. The requester (`qp/requester.rs`) starts the WQE: checks its gather
 //!    list's keys, allocates its PSNs, then segments it into PMTU packets
 //!    within the window, building each into the QP's packet buffer (its

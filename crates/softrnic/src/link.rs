@@ -142,7 +142,7 @@ pub struct Received {
     /// The batch was full: more may be waiting.
     pub more: bool,
     /// When the next datagram held back by the link (a simulated delay)
-    /// becomes due, on the device's clock.
+    /// becomes due, on the link's clock.
     pub next_due_us: Option<u64>,
 }
 

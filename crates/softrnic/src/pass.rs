@@ -40,19 +40,16 @@ impl Drop for Turn<'_> {
 }
 
 impl RunPass for SoftRnic {
-    fn try_pass(&self, plan: PassPlan) -> Option<Pass> {
+    fn try_pass(&self, now: u64, plan: PassPlan) -> Option<Pass> {
         let turn = Turn::try_take(self)?;
-        Some(self.pass(&turn, plan))
+        Some(self.pass(&turn, now, plan))
     }
 }
 
 impl SoftRnic {
-    /// One pass; the caller holds the turn.
-    fn pass(&self, _turn: &Turn<'_>, plan: PassPlan) -> Pass {
+    /// One pass at `now`; the caller holds the turn.
+    fn pass(&self, _turn: &Turn<'_>, now: u64, plan: PassPlan) -> Pass {
         let mut pass = Pass::default();
-        // The runtime's reading, if it made one just before (a consumer's
-        // poll does, for its own policy): a clock read per pass less.
-        let now = plan.now_us.unwrap_or_else(|| self.clock.now_us());
         if plan.send_first && !self.sq_ready.is_empty() {
             pass.worked = self.poll_work(now);
             if plan.deliver_events {
@@ -62,10 +59,10 @@ impl SoftRnic {
         }
         for _ in 0..plan.rx_batches {
             let got = self.link.receive(&mut |arrival| match arrival {
-                Arrival::Datagram(d) => self.receive(d),
-                Arrival::Train(t) => self.receive_train(t),
+                Arrival::Datagram(d) => self.receive(now, d),
+                Arrival::Train(t) => self.receive_train(now, t),
                 Arrival::UdpPayload { src, dst, payload } => {
-                    self.receive_udp_payload(src, dst, payload);
+                    self.receive_udp_payload(now, src, dst, payload);
                 }
             });
             pass.received += got.count;

@@ -71,6 +71,10 @@ pub(crate) struct Conn {
     /// Retransmission period and next deadline (`u64::MAX`: none).
     pub period_us: u64,
     pub deadline_us: u64,
+    /// A timer a command started, to run this long (µs) from the next
+    /// pass, which stamps it into `deadline_us` (`deadline_us` is 0 until
+    /// then, so the pass looks at it).
+    pub unstamped_us: Option<u64>,
     /// The last message sent (retransmitted, or re-sent to a duplicate).
     pub out: Mad,
     /// Private data of the event that carries the peer's.
@@ -109,6 +113,7 @@ impl Conn {
             retries: 0,
             period_us: 0,
             deadline_us: u64::MAX,
+            unstamped_us: None,
             out: Mad::new_zeroed(),
             peer_data: [0; REP_PRIVATE_LEN],
             peer_data_len: 0,
@@ -150,7 +155,24 @@ impl Conn {
 
     /// Stops the timer.
     pub fn disarm(&mut self) {
-        self.deadline_us = u64::MAX;
+        self.set_deadline(u64::MAX);
+    }
+
+    /// Sets the timer to expire at `deadline_us`, in place of any other.
+    pub fn set_deadline(&mut self, deadline_us: u64) {
+        self.deadline_us = deadline_us;
+        self.unstamped_us = None;
+    }
+
+    /// Starts the timer for `wait_us` from the device's next pass: a
+    /// command has no time of its own. The time of the latest pass will
+    /// not do: an idle device's engine may not have run for seconds, and
+    /// a deadline counted from then would expire at the next pass, a
+    /// retransmission (or the end of time-wait) early; counted from the
+    /// next pass, which the command wakes, it starts a moment late.
+    pub fn start_from_next_pass(&mut self, wait_us: u64) {
+        self.deadline_us = 0;
+        self.unstamped_us = Some(wait_us);
     }
 }
 

@@ -271,7 +271,7 @@ impl Rx<'_> {
             conn.pmtu = offered;
             msg::lower_req_mtu(&mut conn.out, offered);
             conn.retries = 0;
-            conn.deadline_us = now + conn.period_us;
+            conn.set_deadline(now + conn.period_us);
             io.arm(conn.deadline_us);
             io.stats.mtu_retries += 1;
             io.resend(device, conn);
@@ -319,7 +319,7 @@ impl Rx<'_> {
             // The peer received our message and needs longer: stretch the
             // timer to its service timeout.
             conn.period_us = answer_wait_us(m.service_timeout());
-            conn.deadline_us = now + conn.period_us;
+            conn.set_deadline(now + conn.period_us);
             io.arm(conn.deadline_us);
         }
     }

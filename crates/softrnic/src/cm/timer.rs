@@ -16,7 +16,9 @@ pub(crate) fn poll(device: &dyn Host, now_us: u64) -> bool {
         let mut earliest = u64::MAX;
         let mut index = 0;
         while let Some(conn) = inner.conns.at(index) {
-            if conn.state != State::Free && conn.deadline_us <= now_us {
+            if let Some(wait) = conn.unstamped_us.take() {
+                conn.deadline_us = now_us + wait;
+            } else if conn.state != State::Free && conn.deadline_us <= now_us {
                 expire(device, inner, index, now_us);
             }
             if let Some(conn) = inner.conns.at(index) {
@@ -39,11 +41,12 @@ impl CmState {
     }
 }
 
-/// Starts time-wait for connection slot `index`.
-pub(crate) fn time_wait(inner: &mut Inner, index: usize, now_us: u64) {
+/// Starts time-wait for connection slot `index` (from the next pass:
+/// only a command starts it).
+pub(crate) fn time_wait(inner: &mut Inner, index: usize) {
     if let Some(conn) = inner.conns.at(index) {
         conn.state = State::TimeWait;
-        conn.deadline_us = now_us + TIME_WAIT_US;
+        conn.start_from_next_pass(TIME_WAIT_US);
         inner.io.arm(conn.deadline_us);
     }
 }
@@ -60,7 +63,7 @@ fn expire(device: &dyn Host, inner: &mut Inner, index: usize, now_us: u64) {
     );
     if retransmits && conn.retries < conn.max_retries {
         conn.retries += 1;
-        conn.deadline_us = now_us + conn.period_us;
+        conn.set_deadline(now_us + conn.period_us);
         io.stats.retransmitted += 1;
         io.resend(device, conn);
         return;

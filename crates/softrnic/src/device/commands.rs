@@ -1,5 +1,9 @@
 //! The connection-management commands of the `hwq` contract: the
 //! device's side of [`crate::cm`], which keeps the connections.
+//!
+//! A command has no time of its own: a timer it starts (a handshake's or
+//! disconnect's retransmission, time-wait) runs from the device's next
+//! pass, which stamps it (`Conn::start_from_next_pass` says why).
 
 use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -140,7 +144,6 @@ impl Connections for SoftRnic {
         let srq = self.cm_qp(qpn)?;
         let caps = self.config().caps();
         let pmtu = crate::cm::device_pmtu(self);
-        let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             if inner.conns.iter().any(|c| c.binds(qpn)) {
                 return Err(DeviceError::InvalidState);
@@ -189,7 +192,7 @@ impl Connections for SoftRnic {
             if let Some(mad) = msg::req(conn, &extras) {
                 io.send_conn(self, conn, &mad);
             }
-            conn.deadline_us = now + conn.period_us;
+            conn.start_from_next_pass(conn.period_us);
             io.arm(conn.deadline_us);
             Ok((ConnId::from_raw(id), conn.local))
         })
@@ -209,7 +212,6 @@ impl Connections for SoftRnic {
         }
         let srq = self.cm_qp(qpn)?;
         let caps = self.config().caps();
-        let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             if inner.conns.iter().any(|c| c.binds(qpn)) {
                 return Err(DeviceError::InvalidState);
@@ -235,7 +237,7 @@ impl Connections for SoftRnic {
             conn.retries = 0;
             conn.period_us = answer_wait_us(conn.peer_timeout);
             io.send_conn(self, conn, &mad);
-            conn.deadline_us = now + conn.period_us;
+            conn.start_from_next_pass(conn.period_us);
             io.arm(conn.deadline_us);
             Ok(())
         })
@@ -302,7 +304,6 @@ impl Connections for SoftRnic {
     // connection ended it completes at once.
     fn cm_disconnect(&self, conn_id: ConnId) -> Result<(), DeviceError> {
         let conn_id = conn_id.raw();
-        let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             let (_, conn) = inner
                 .conns
@@ -323,7 +324,7 @@ impl Connections for SoftRnic {
                     conn.max_retries = MAX_CM_RETRIES;
                     conn.period_us = answer_wait_us(conn.peer_timeout);
                     io.send_conn(self, conn, &mad);
-                    conn.deadline_us = now + conn.period_us;
+                    conn.start_from_next_pass(conn.period_us);
                     io.arm(conn.deadline_us);
                     return Ok(());
                 }
@@ -362,7 +363,6 @@ impl Connections for SoftRnic {
     // DREQ. The slot then answers duplicates for a while (time-wait).
     fn cm_release(&self, conn_id: ConnId) {
         let conn_id = conn_id.raw();
-        let now = self.clock.now_us();
         self.cm.with(self, |inner| {
             let Some((index, conn)) = inner.conns.owned(conn_id) else {
                 return;
@@ -401,7 +401,7 @@ impl Connections for SoftRnic {
             if let Some(mad) = mad {
                 io.send_conn(self, conn, &mad);
             }
-            time_wait(inner, index, now);
+            time_wait(inner, index);
         });
     }
 }

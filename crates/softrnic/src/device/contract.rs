@@ -237,7 +237,9 @@ impl Verbs for SoftRnic {
 
     fn flush_qp(&self, qpn: Qpn) {
         let qpn = qpn.raw();
-        let cx = self.transport(self.clock.now_us());
+        // A command has no time of its own: flushing arms no timer, and
+        // its context carries the time of the device's latest pass.
+        let cx = self.transport(self.engine.last_now());
         self.qps.with(qpn, |qp| {
             // An ACK held back for a reply goes now, or the peer would
             // retransmit to a QP that no longer answers.

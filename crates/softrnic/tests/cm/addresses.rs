@@ -297,7 +297,7 @@ fn the_engines_connect_picks_and_checks_its_source_too() {
     // Its packets leave from fd00::1.
     let buf = w.a.register(64, Access::LOCAL_WRITE);
     w.a.post_send(&mut q, wqe(SendOpcode::Send, 1, &[buf.sge(0, 64)]));
-    w.a.dev.poll();
+    w.a.poll();
     let (to, bytes) = w.fabric.take_due(u64::MAX).expect("a packet in flight");
     let p = softrnic::wire::parse(&bytes).unwrap();
     assert_eq!((to, p.ip.src()), (IpAddr::V6(ADDR6_B), IpAddr::V6(ADDR6_A)));

@@ -210,11 +210,11 @@ fn a_stranger_does_not_establish_the_acceptor() {
     let buf = stranger.register(64, Access::LOCAL_WRITE);
     stranger.post_send(&mut qs, wqe(SendOpcode::Send, 1, &[buf.sge(0, 64)]));
     for _ in 0..20 {
-        stranger.dev.poll();
+        stranger.poll();
         let now = w.clock.now();
         while let Some((dst, bytes)) = w.fabric.take_due(now + 100) {
             if dst == ADDR_B {
-                w.b.dev.receive(&bytes);
+                w.b.receive(&bytes);
             }
         }
         w.clock.set(now + 100);

@@ -1,5 +1,6 @@
 //! The softrnic test kit every test binary includes: the one simulated
-//! clock ([`SimClock`]), the one host-memory DMA fake ([`HostMem`] through
+//! time ([`SimClock`], which the benches advance and pass to the devices'
+//! run entry points, and the in-memory fabric reads for its delays), the one host-memory DMA fake ([`HostMem`] through
 //! [`Dma`]), the one bounded stepping loop ([`run_until`]), and on them a
 //! deterministic two-device bench ([`World`]: an in-memory fabric, both
 //! devices polled) and connection management's network of devices
@@ -114,7 +115,9 @@ impl DmaAccess for Dma {
     }
 }
 
-/// A clock the test moves (µs).
+/// The simulated time (µs): the test moves it, [`Node`] passes it to its
+/// device's run entry points, and the fabric's links read it (as their
+/// [`Clock`]) to delay datagrams.
 #[derive(Debug, Default)]
 pub struct SimClock(pub AtomicU64);
 
@@ -130,15 +133,6 @@ impl SimClock {
 impl Clock for SimClock {
     fn now_us(&self) -> u64 {
         self.now()
-    }
-}
-
-/// A device's handle on a shared [`SimClock`].
-#[derive(Debug)]
-pub struct ClockRef(pub Arc<SimClock>);
-impl Clock for ClockRef {
-    fn now_us(&self) -> u64 {
-        self.0.now()
     }
 }
 
@@ -203,6 +197,8 @@ pub struct Node {
     /// it was ever given: a removed one still reaches the device, which
     /// drops what arrives for it).
     pub routes: Mutex<Vec<IpAddr>>,
+    /// The time it runs at (shared with its world).
+    pub clock: Arc<SimClock>,
 }
 
 /// A QP as the test drives it.
@@ -273,7 +269,7 @@ impl Node {
             DeviceConfig::new(addr, pmtu),
             Box::new(Dma(mem.clone())),
             link,
-            Box::new(ClockRef(clock.clone())),
+            clock.now(),
             waker,
         )
         .expect("device");
@@ -285,7 +281,34 @@ impl Node {
             pd,
             pd_key,
             routes: Mutex::new(Vec::new()),
+            clock: clock.clone(),
         }
+    }
+
+    /// Hands a received datagram to the device now.
+    pub fn receive(&self, datagram: &[u8]) {
+        self.dev.receive(self.clock.now(), datagram);
+    }
+
+    /// Hands a received UDP payload from `src` at `dst` to the device now.
+    pub fn receive_udp_payload(
+        &self,
+        src: impl Into<SocketAddr>,
+        dst: impl Into<SocketAddr>,
+        payload: &[u8],
+    ) {
+        self.dev
+            .receive_udp_payload(self.clock.now(), src, dst, payload);
+    }
+
+    /// Hands a received train to the device now.
+    pub fn receive_train(&self, train: &softrnic::train::Train) {
+        self.dev.receive_train(self.clock.now(), train);
+    }
+
+    /// Polls the device now ([`SoftRnic::poll`]).
+    pub fn poll(&self) -> bool {
+        self.dev.poll(self.clock.now())
     }
 
     /// Gives the device `addrs` (replacing its addresses) and has the
@@ -532,13 +555,13 @@ impl World {
         while let Some((dst, bytes)) = self.fabric.take_due(now) {
             worked = true;
             if self.a.reaches(dst) {
-                self.a.dev.receive(&bytes);
+                self.a.receive(&bytes);
             } else if self.b.reaches(dst) {
-                self.b.dev.receive(&bytes);
+                self.b.receive(&bytes);
             }
         }
-        worked |= self.a.dev.poll();
-        worked |= self.b.dev.poll();
+        worked |= self.a.poll();
+        worked |= self.b.poll();
         worked || advance_to_next_event(&self.clock, &self.fabric, [&self.a, &self.b])
     }
 

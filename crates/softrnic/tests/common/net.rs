@@ -15,7 +15,7 @@ use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::fabric::{Fabric, FabricPort, Faults};
 
-use super::{ClockRef, Dma, HostMem, NoWake, SimClock};
+use super::{Dma, HostMem, NoWake, SimClock};
 
 /// Host memory per device: the CM tests move no data.
 const NODE_MEMORY: usize = 64 * 1024;
@@ -267,7 +267,7 @@ impl Net {
                         config,
                         Box::new(Dma(memory.clone())),
                         Box::new(FabricPort::new(fabric.clone(), clock.clone())),
-                        Box::new(ClockRef(clock.clone())),
+                        clock.now(),
                         Box::new(NoWake),
                     )
                     .unwrap(),
@@ -311,11 +311,11 @@ impl Net {
         while let Some((dst, bytes)) = self.fabric.take_due(self.now()) {
             any = true;
             if let Some(node) = self.nodes.iter().find(|n| n.addr == dst) {
-                node.rnic.receive(&bytes);
+                node.rnic.receive(self.now(), &bytes);
             }
         }
         for node in &self.nodes {
-            any |= node.rnic.poll();
+            any |= node.rnic.poll(self.now());
         }
         any
     }

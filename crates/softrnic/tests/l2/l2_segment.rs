@@ -241,7 +241,7 @@ impl Segment {
             for f in frames {
                 worked = true;
                 match to.port.on_frame(&f, now) {
-                    Verdict::Rnic { ip } => to.node.dev.receive(&f[ip]),
+                    Verdict::Rnic { ip } => to.node.receive(&f[ip]),
                     Verdict::PassUp => {
                         to.host_stack(&f);
                         to.passed_up.lock().unwrap().push(f.clone());
@@ -252,8 +252,8 @@ impl Segment {
         }
         for s in [&self.a, &self.b] {
             s.port.tick(now);
-            worked |= s.port.poll_loopback(|d| s.node.dev.receive(d)) > 0;
-            worked |= s.node.dev.poll();
+            worked |= s.port.poll_loopback(|d| s.node.receive(d)) > 0;
+            worked |= s.node.poll();
         }
         if worked {
             return true;

@@ -190,15 +190,15 @@ impl Rings {
             (&self.ring_b, &self.b, &self.a),
         ] {
             if let Some(datagram) = ring.depart(now) {
-                peer.dev.receive(&datagram);
+                peer.receive(&datagram);
                 worked = true;
             }
             if ring.has_room() && ring.said_no.swap(false, Ordering::SeqCst) {
                 own.dev.link_ready();
             }
         }
-        worked |= self.a.dev.poll();
-        worked |= self.b.dev.poll();
+        worked |= self.a.poll();
+        worked |= self.b.poll();
         if worked {
             return true;
         }

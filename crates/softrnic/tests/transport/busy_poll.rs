@@ -80,7 +80,6 @@ const CONSUMER_PASS: PassPlan = PassPlan {
     deliver_events: false,
     rx_batches: 8,
     send_first: true,
-    now_us: None,
 };
 
 /// The device's own context's pass.
@@ -88,7 +87,6 @@ const ENGINE_PASS: PassPlan = PassPlan {
     deliver_events: true,
     rx_batches: 8,
     send_first: false,
-    now_us: None,
 };
 
 /// Counts what the device asks of its surroundings; runs a consumer's
@@ -104,7 +102,9 @@ struct Asks {
     last_pass: Mutex<Option<Pass>>,
 }
 
-struct CountingWake(Arc<Asks>);
+/// The test's runtime: counts what the device asks, runs consumer passes
+/// at its clock's time when busy polling is allowed.
+struct CountingWake(Arc<Asks>, Arc<SimClock>);
 
 impl Wake for CountingWake {
     fn wake(&self) {
@@ -118,7 +118,7 @@ impl Wake for CountingWake {
         if !self.0.busy_poll.load(Ordering::SeqCst) {
             return false;
         }
-        let pass = device.try_pass(CONSUMER_PASS);
+        let pass = device.try_pass(self.1.now(), CONSUMER_PASS);
         *self.0.last_pass.lock().unwrap() = pass;
         pass.is_some_and(|p| p.received > 0 || p.worked)
     }
@@ -165,7 +165,7 @@ fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<P
         clock,
         1 << 20,
         Box::new(SharedLink(link.clone())),
-        Box::new(CountingWake(asks.clone())),
+        Box::new(CountingWake(asks.clone(), clock.clone())),
     );
     node.dev.set_default_rc_config(RcConfig {
         ack_defer_us: 0,
@@ -214,8 +214,8 @@ fn bench() -> Bench {
     let bb = b.node.register(4096, Access::LOCAL_WRITE);
     // Connecting rang each send doorbell once: take that first, so that a
     // consumer's pass after it has only what the test posts to send.
-    let _ = a.node.dev.poll();
-    let _ = b.node.dev.poll();
+    let _ = a.node.poll();
+    let _ = b.node.poll();
     Bench {
         wire,
         a,
@@ -293,7 +293,7 @@ fn a_busy_pass_leaves_events_to_the_device_context() {
     t.b.node.post_recv(&mut t.qb, 5, &[t.bb.sge(0, 64)]);
     t.a.node
         .post_send(&mut t.qa, wqe(SendOpcode::Send, 6, &[t.ba.sge(0, 64)]));
-    assert!(t.a.node.dev.poll());
+    assert!(t.a.node.poll());
     let engine_wakes = t.b.asks.wake_engine.load(Ordering::SeqCst);
     assert!(t.b.node.dev.busy_poll());
     assert_eq!(t.qb.rcq.drain(), 1, "the CQE is written by the busy pass");
@@ -314,7 +314,7 @@ fn a_busy_pass_leaves_events_to_the_device_context() {
 fn a_doorbell_asks_for_a_poll_a_busy_poller_may_serve() {
     let mut t = bench();
     // Connecting rang the doorbell once already: take that first.
-    let _ = t.a.node.dev.poll();
+    let _ = t.a.node.poll();
     let before = (
         t.a.asks.wake.load(Ordering::SeqCst),
         t.a.asks.wake_engine.load(Ordering::SeqCst),
@@ -341,6 +341,7 @@ fn a_second_pass_does_not_run_beside_the_first() {
     let seen = Arc::new(Mutex::new(None));
     let out = seen.clone();
     let weak = Arc::downgrade(&dev);
+    let now = clock.now();
     // Runs on the pass's thread while it holds the turn: another thread
     // tries a busy poll and an engine pass meanwhile.
     let link = b_link;
@@ -349,8 +350,8 @@ fn a_second_pass_does_not_run_beside_the_first() {
         let other = std::thread::spawn(move || {
             (
                 dev.busy_poll(),
-                dev.try_pass(CONSUMER_PASS).is_none(),
-                dev.try_pass(ENGINE_PASS).is_none(),
+                dev.try_pass(now, CONSUMER_PASS).is_none(),
+                dev.try_pass(now, ENGINE_PASS).is_none(),
             )
         });
         *out.lock().unwrap() = Some(other.join().unwrap());
@@ -366,5 +367,5 @@ fn a_second_pass_does_not_run_beside_the_first() {
         "the first pass ran"
     );
     // The turn is free again.
-    assert!(dev.try_pass(ENGINE_PASS).is_some());
+    assert!(dev.try_pass(clock.now(), ENGINE_PASS).is_some());
 }

@@ -253,8 +253,8 @@ fn udp_payload_transport_and_capture_on(v6: bool) {
     // Carry every datagram as a UDP socket would: the receiver sees only
     // the UDP payload and the socket addresses.
     for _ in 0..1000 {
-        w.a.dev.poll();
-        w.b.dev.poll();
+        w.a.poll();
+        w.b.poll();
         w.clock.set(w.clock.now() + 10);
         while let Some((to, bytes)) = w.fabric.take_due(u64::MAX) {
             let from = softrnic::wire::parse(&bytes)
@@ -264,8 +264,7 @@ fn udp_payload_transport_and_capture_on(v6: bool) {
             let (at, payload) = split_datagram(&bytes).expect("IP and UDP headers");
             assert_eq!(at, SocketAddr::new(to, 4791));
             let node = if to == w.a.addr { &w.a } else { &w.b };
-            node.dev
-                .receive_udp_payload(SocketAddr::new(from, 4791), at, payload);
+            node.receive_udp_payload(SocketAddr::new(from, 4791), at, payload);
         }
         qa.scq.drain();
         qb.rcq.drain();

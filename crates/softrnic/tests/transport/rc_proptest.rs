@@ -261,13 +261,13 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
         let b = bench();
-        b.w.b.dev.receive(&bytes);
-        b.w.b.dev.receive_udp_payload(
+        b.w.b.receive(&bytes);
+        b.w.b.receive_udp_payload(
             std::net::SocketAddrV4::new(ADDR_A, 4791),
             std::net::SocketAddrV4::new(ADDR_B, 4791),
             &bytes,
         );
-        b.w.b.dev.poll();
+        b.w.b.poll();
         check_ranges(&b.w.b, &b.b_ranges);
     }
 
@@ -278,8 +278,8 @@ proptest! {
         let i = at.index(p.len());
         p[i] ^= mask;
         let mut b = bench();
-        b.w.b.dev.receive(&p);
-        b.w.a.dev.receive(&p);
+        b.w.b.receive(&p);
+        b.w.a.receive(&p);
         b.w.settle(10_000);
         check_ranges(&b.w.a, &b.a_ranges);
         check_ranges(&b.w.b, &b.b_ranges);
@@ -302,7 +302,7 @@ proptest! {
         for s in &specs {
             // A's requester starts at 1000, B's responder expects 1000.
             if let Some(p) = make(&b, s, 1000) {
-                if s.to_a { b.w.a.dev.receive(&p) } else { b.w.b.dev.receive(&p) }
+                if s.to_a { b.w.a.receive(&p) } else { b.w.b.receive(&p) }
                 b.w.step();
             }
         }

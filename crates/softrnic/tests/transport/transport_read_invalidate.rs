@@ -50,13 +50,13 @@ fn step_with(w: &mut World, hook: &mut dyn FnMut(&[u8]) -> Fate) -> bool {
         let node = if dst == ADDR_A { &w.a } else { &w.b };
         if let Fate::DeliverAfter(first) = hook(&bytes) {
             for d in &first {
-                w.b.dev.receive(d);
+                w.b.receive(d);
             }
         }
-        node.dev.receive(&bytes);
+        node.receive(&bytes);
     }
-    worked |= w.a.dev.poll();
-    worked |= w.b.dev.poll();
+    worked |= w.a.poll();
+    worked |= w.b.poll();
     worked || advance_to_next_event(&w.clock, &w.fabric, [&w.a, &w.b])
 }
 
@@ -273,7 +273,7 @@ fn stale_duplicate_read_after_remote_invalidate_is_harmless() {
     let requests = b.read_all(1);
     b.send_invalidate(2, &mut |_| Fate::Deliver);
     for d in &requests {
-        b.w.b.dev.receive(d);
+        b.w.b.receive(d);
     }
     b.w.settle(MAX_STEPS);
     assert_eq!(
@@ -388,12 +388,12 @@ fn key_lost_under_a_live_read_fails_it_with_remote_access() {
     // responder has emitted all 64 responses.
     let mut pulled = false;
     for _ in 0..MAX_STEPS {
-        b.w.a.dev.poll();
+        b.w.a.poll();
         let now = b.w.clock.now();
         b.w.clock.set(now + 10);
         if let Some((dst, d)) = b.w.fabric.take_due(now + 10) {
             assert_eq!((dst, opcode(&d)), (ADDR_B.into(), READ_REQUEST));
-            b.w.b.dev.receive(&d);
+            b.w.b.receive(&d);
             b.w.b.dev.deregister(remote.key).unwrap();
             pulled = true;
             break;

@@ -190,13 +190,13 @@ fn lose_one_response(len: u64, delay_us: u64) {
                 continue;
             }
             if dst == ADDR_A {
-                w.a.dev.receive(&d);
+                w.a.receive(&d);
             } else {
-                w.b.dev.receive(&d);
+                w.b.receive(&d);
             }
         }
-        worked |= w.a.dev.poll();
-        worked |= w.b.dev.poll();
+        worked |= w.a.poll();
+        worked |= w.b.poll();
         if !worked {
             assert!(
                 advance_to_next_event(&w.clock, &w.fabric, [&w.a, &w.b]),

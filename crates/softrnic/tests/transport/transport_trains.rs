@@ -154,10 +154,10 @@ impl Bench {
                 for load in &batch {
                     worked = true;
                     match load {
-                        Load::Datagram(d) => self.node(addr).dev.receive(d),
+                        Load::Datagram(d) => self.node(addr).receive(d),
                         Load::Train(t) => {
                             self.trains_taken += 1;
-                            self.node(addr).dev.receive_train(t);
+                            self.node(addr).receive_train(t);
                         }
                     }
                 }
@@ -165,11 +165,11 @@ impl Bench {
         } else {
             while let Some((dst, bytes)) = self.fabric.take_due(now) {
                 worked = true;
-                self.node(dst).dev.receive(&bytes);
+                self.node(dst).receive(&bytes);
             }
         }
-        worked |= self.a.dev.poll();
-        worked |= self.b.dev.poll();
+        worked |= self.a.poll();
+        worked |= self.b.poll();
         worked || advance_to_next_event(&self.clock, &self.fabric, [&self.a, &self.b])
     }
 
@@ -184,8 +184,8 @@ impl Bench {
             self.fabric.exchange_due_for(other, now, &mut batch, 8);
             for load in &batch {
                 match load {
-                    Load::Datagram(d) => self.node(other).dev.receive(d),
-                    Load::Train(t) => self.node(other).dev.receive_train(t),
+                    Load::Datagram(d) => self.node(other).receive(d),
+                    Load::Train(t) => self.node(other).receive_train(t),
                 }
             }
             self.fabric.exchange_due_for(to, now, &mut taken, 8);
@@ -262,9 +262,9 @@ fn a_read_travels_as_one_train_and_lands_whole() {
     b.fabric.exchange_due_for(ADDR_B, u64::MAX, &mut request, 8);
     assert!(matches!(request.as_slice(), [Load::Datagram(_)]));
     for load in &request {
-        b.b.dev.receive(load.datagram().unwrap());
+        b.b.receive(load.datagram().unwrap());
     }
-    b.b.dev.poll();
+    b.b.poll();
     assert_eq!(b.fabric.in_flight(), 1, "one entry for the whole READ");
     let mut trains = Vec::new();
     b.fabric.exchange_due_for(ADDR_A, u64::MAX, &mut trains, 8);
@@ -273,7 +273,7 @@ fn a_read_travels_as_one_train_and_lands_whole() {
     };
     assert_eq!(u64::from(train.segments()), SEGMENTS);
     assert_eq!(train.payload_len(), u64::from(LEN));
-    b.a.dev.receive_train(train);
+    b.a.receive_train(train);
     assert_eq!(b.read_status(true), CqeStatus::Success);
     assert_eq!(b.placed(), pattern(7, LEN as usize));
     assert_eq!(b.b.dev.stats().read_responses_sent, SEGMENTS);
@@ -296,7 +296,7 @@ fn a_train_to_an_address_the_device_no_longer_has_is_dropped() {
         .set_addresses(&[Ipv4Addr::new(10, 0, 0, 9).into()])
         .unwrap();
     let dropped = b.a.dev.stats().rx_dropped;
-    b.a.dev.receive_train(train);
+    b.a.receive_train(train);
     assert_eq!(b.a.dev.stats().rx_dropped, dropped + SEGMENTS);
     assert_eq!(b.placed(), vec![0; LEN as usize]);
     // Back: the READ is asked again and completes.
@@ -354,8 +354,8 @@ fn a_key_that_dies_while_its_train_is_in_flight_places_nothing() {
     b.b.dev.deregister(b.src.key).unwrap();
     for load in &trains {
         match load {
-            Load::Train(t) => b.a.dev.receive_train(t),
-            Load::Datagram(d) => b.a.dev.receive(d),
+            Load::Train(t) => b.a.receive_train(t),
+            Load::Datagram(d) => b.a.receive(d),
         }
     }
     assert_eq!(b.a.dev.stats().train_segments_lost, SEGMENTS);
@@ -405,7 +405,7 @@ fn a_train_outliving_its_responder_places_nothing() {
     drop(responder);
     for load in &trains {
         if let Load::Train(t) = load {
-            a.dev.receive_train(t);
+            a.receive_train(t);
         }
     }
     assert_eq!(a.dev.stats().train_segments_lost, SEGMENTS);
@@ -434,7 +434,7 @@ fn a_write_travels_as_one_train_and_lands_whole() {
         panic!("expected one train, got {trains:?}");
     };
     assert_eq!(u64::from(train.segments()), SEGMENTS);
-    b.b.dev.receive_train(train);
+    b.b.receive_train(train);
     assert_eq!(b.send_status(true), CqeStatus::Success);
     assert_eq!(
         b.b.mem.get(b.src.logical, LEN as usize),
@@ -495,7 +495,7 @@ fn a_source_that_dies_while_its_write_travels_fails_the_write_at_the_requester()
     b.a.dev.deregister(b.dst.key).unwrap();
     for load in &trains {
         if let Load::Train(t) = load {
-            b.b.dev.receive_train(t);
+            b.b.receive_train(t);
         }
     }
     // The first segment never arrives; the rest are then out of sequence,

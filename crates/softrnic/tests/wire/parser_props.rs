@@ -620,7 +620,7 @@ proptest! {
             if a.psn_delta == 0 && a.qpn_ok {
                 psn = psn_add(psn, 1);
             }
-            w.b.dev.receive(&out);
+            w.b.receive(&out);
             w.run_until(20_000, |_| false);
         }
         let target_range = target.logical..target.logical + target.len;
@@ -669,14 +669,14 @@ fn well_formed_requests_built_like_the_attacks_are_executed() {
         },
     };
     let n = build(&write, &[b"hello"], &mut out).unwrap();
-    w.b.dev.receive(&out[..n]);
+    w.b.receive(&out[..n]);
     let send = Headers {
         ip,
         bth: Bth::new(Opcode::SEND_ONLY, qb.qpn.raw(), 101),
         ext: ExtHeaders::NONE,
     };
     let n = build(&send, &[b"world!"], &mut out).unwrap();
-    w.b.dev.receive(&out[..n]);
+    w.b.receive(&out[..n]);
     w.settle(20_000);
     assert_eq!(w.b.mem.get(target.logical + 100, 5), b"hello");
     assert_eq!(w.b.mem.get(recv.logical, 6), b"world!");
@@ -749,7 +749,7 @@ proptest! {
         let mut out = vec![0u8; 2048];
         let payload = vec![0x5Au8; 1100];
         for r in &responses {
-            w.a.dev.poll();
+            w.a.poll();
             while w.fabric.take_due(u64::MAX).is_some() {}
             let op = Opcode(r.opcode);
             let info = op.info().unwrap();
@@ -767,14 +767,14 @@ proptest! {
             };
             let body: &[u8] = if info.payload { &payload[..r.payload_len] } else { &[] };
             let n = build(&h, &[body], &mut out).unwrap();
-            w.a.dev.receive(&out[..n]);
+            w.a.receive(&out[..n]);
             w.clock.set(w.clock.now() + r.advance_us);
-            w.a.dev.poll();
+            w.a.poll();
         }
         // Let timers run out (retransmits are lost too), bounded.
         for _ in 0..200 {
             w.clock.set(w.clock.now() + 5_000);
-            w.a.dev.poll();
+            w.a.poll();
             while w.fabric.take_due(u64::MAX).is_some() {}
         }
         let sink_range = sink.logical..sink.logical + 3000;
@@ -819,7 +819,7 @@ fn well_formed_read_responses_complete_the_read() {
             0,
         ),
     );
-    w.a.dev.poll();
+    w.a.poll();
     while w.fabric.take_due(u64::MAX).is_some() {}
     let ip = Ipv4UdpFields::for_socket(ADDR_B, ADDR_A, ROCEV2_PORT).into();
     let mut out = vec![0u8; 2048];
@@ -842,8 +842,8 @@ fn well_formed_read_responses_complete_the_read() {
             ext,
         };
         let n = build(&h, &[&vec![0x5Au8; len]], &mut out).unwrap();
-        w.a.dev.receive(&out[..n]);
-        w.a.dev.poll();
+        w.a.receive(&out[..n]);
+        w.a.poll();
     }
     qa.scq.drain();
     assert_eq!(qa.scq.seen.len(), 1, "the READ completes");
