@@ -9,8 +9,8 @@
 //! MTU is 256 packets and a handful of system calls), and receives use
 //! `recvmmsg` with generic receive offload. Both ends verify the ICRC with
 //! the pseudo IP fields the engine documents for UDP-socket transports.
-//! The engine's packets leave on a socket connected to their peer
-//! ([`peers`]), which spares each send a route lookup.
+//! With `peer_sockets=on` the engine's packets leave on a socket connected
+//! to their peer (`udp/peers.rs`), which spares each send a route lookup.
 
 mod peers;
 
@@ -140,7 +140,7 @@ impl UdpPort {
 
     /// This port, sending the engine's packets ([`UdpPort::queue_with`],
     /// and datagrams naming source port 4791) from a socket connected to
-    /// each peer, bound to an ephemeral port ([`peers`]); a packet captured
+    /// each peer, bound to an ephemeral port (`udp/peers.rs`); a packet captured
     /// before it leaves still shows port 4791.
     #[must_use]
     pub fn with_peer_sockets(mut self) -> Self {
