@@ -16,6 +16,30 @@
 //! become checked references through [`abi`]; [`lock`]'s spin lock is the
 //! only other module allowed `unsafe_code`. The crate denies it elsewhere.
 //!
+//! ## One `NdkSend`, from the dispatch table to the device
+//!
+//! 1. The consumer calls `NdkSend` through the QP's dispatch table
+//!    ([`dispatch::qp`]): the entry point checks the QP handle and turns
+//!    the consumer's `NDK_SGE` array into a checked slice ([`abi`]).
+//! 2. [`qp`]'s post path (`qp/post_send.rs`) validates the request (SGE
+//!    count and lengths, flags, inline size) and, under the send queue's
+//!    spin lock, writes one `hwq::SendWqe` into the send ring shared with
+//!    the device and publishes it (release store of the producer index).
+//! 3. Unless the post carries `NDK_OP_FLAG_DEFER` (and fewer than a batch
+//!    of deferred posts wait), the QP rings
+//!    `hwq::Doorbells::sq_doorbell` on the device ([`DeviceContext`]'s
+//!    unraised doorbell handle: legal at any IRQL up to DISPATCH_LEVEL);
+//!    nothing else runs inline.
+//! 4. The device takes it from there: softrnic's crate doc ("One SEND, end
+//!    to end") follows the WQE through its requester, the link and the
+//!    peer's responder to the CQEs both devices write into their CQ rings.
+//! 5. The consumer reaps the completion with `NdkGetCqResults`
+//!    ([`dispatch::cq`] -> [`cq`]), which reads and releases the CQE in the
+//!    CQ ring (the device released the WQE's send-ring slot when the SEND
+//!    completed) and maps the device's status to the NTSTATUS of the
+//!    `NDK_RESULT`; a CQ armed with `NdkArmCq` is notified through
+//!    [`device`]'s event routing.
+//!
 //! Module map, following NDK's object model: [`adapter`] (open,
 //! version), [`info`] (adapter info), [`pd`], [`cq`], [`mr`], [`mw`],
 //! [`srq`], [`qp`] (create, post_send, post_recv, fast_register, bind,
