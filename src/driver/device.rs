@@ -17,8 +17,6 @@ use softrnic::link::Link;
 
 use super::alloc::try_box;
 use super::clock;
-use super::counted_device::CountedRnic;
-use super::counters::NdkCounters;
 use super::dma::KernelDma;
 use super::engine::{Engine, EngineWaker};
 use super::l2::L2Port;
@@ -32,8 +30,6 @@ pub struct RnicDevice {
     pub rnic: TryArc<SoftRnic>,
     /// Its L2 port on the binding.
     pub port: TryArc<L2Port>,
-    /// Connection counters the device wrapper keeps.
-    pub counters: TryArc<NdkCounters>,
     engine: Box<Engine>,
 }
 
@@ -64,12 +60,10 @@ impl RnicDevice {
         )
         .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
-        let counters = TryArc::try_new_or_drop(NdkCounters::default())
-            .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         // The provider raises to DISPATCH_LEVEL around commands (the hwq
-        // contract's IRQL rule); the wrapper counts connection outcomes.
-        let device =
-            hwq::SharedDevice::from_box(boxed(CountedRnic::new(rnic.clone(), counters.clone()))?);
+        // contract's IRQL rule); the device counts connection outcomes in
+        // its own statistics (`OID_NDK_STATISTICS` reads them).
+        let device = hwq::SharedDevice::from_try_arc(rnic.clone());
         port.attach(&rnic, &mut engine);
         engine.start(&rnic);
         let ctx = match DeviceContext::new(device, super::platform()) {
@@ -84,7 +78,6 @@ impl RnicDevice {
             ctx,
             rnic,
             port: port.clone(),
-            counters,
             engine,
         })
     }
@@ -102,13 +95,11 @@ impl RnicDevice {
             ctx,
             rnic,
             port,
-            counters,
             engine,
         } = self;
         drop(ctx);
         drop(rnic);
         drop(port);
-        drop(counters);
         drop(engine);
     }
 }

@@ -20,10 +20,8 @@
 //! [`mux`] (a binding paired with its V), [`passthrough`] (the data path
 //! V <-> P), [`oid`], [`ndk`] (NDK registration, open/close,
 //! counters), [`ndk_tables`] (the connection and endpoint OIDs),
-//! [`counters`] (connection counters), [`config`] (registry keywords),
-//! [`device`] (the RNIC, its engine and L2 port), [`counted_device`]
-//! (the device as the provider calls it, counting connection outcomes),
-//! [`engine`] (DPC, timer and PASSIVE_LEVEL continuation), [`l2`] (the
+//! [`config`] (registry keywords), [`device`] (the RNIC, its engine and
+//! L2 port), [`engine`] (DPC, timer and PASSIVE_LEVEL continuation), [`l2`] (the
 //! RNIC's Ethernet port on the binding), [`addresses`] (V's IP addresses
 //! from the IP stack), [`platform`] (the provider's `Platform`), [`dma`]
 //! (device access to memory), [`alloc`] (global allocator, fallible and
@@ -36,8 +34,6 @@ pub mod alloc;
 pub mod binding;
 pub mod clock;
 pub mod config;
-pub mod counted_device;
-pub mod counters;
 pub mod device;
 pub mod dma;
 pub mod engine;

@@ -31,7 +31,9 @@ pub fn register(driver_handle: NDIS_HANDLE) -> NDIS_STATUS {
 }
 
 /// The counters NDIS publishes as the "RDMA Activity" performance set:
-/// connection events from the device wrapper ([`super::counters`]), the
+/// connection outcomes and events the RNIC counted in its statistics
+/// ([`softrnic::engine::EngineStats`]: outbound connections established,
+/// inbound ones established, failed attempts, QPs failed, CQ overflows), the
 /// connections established now from the provider's tables, and the RoCEv2
 /// frames and their bytes (the UDP payload: BTH through ICRC) the L2 port
 /// sent down the binding and handed to the RNIC. All are cumulative over
@@ -39,12 +41,12 @@ pub fn register(driver_handle: NDIS_HANDLE) -> NDIS_STATUS {
 pub fn counters(adapter: &Adapter) -> NDIS_NDK_PERFORMANCE_COUNTERS {
     let mut counters = NDIS_NDK_PERFORMANCE_COUNTERS::default();
     if let Some(device) = &adapter.device {
-        let events = device.counters.values();
-        counters.Connect = events.connect;
-        counters.Accept = events.accept;
-        counters.ConnectFailure = events.connect_failure;
-        counters.ConnectionError = events.connection_error;
-        counters.CQError = events.cq_error;
+        let rnic = device.rnic.stats();
+        counters.Connect = rnic.connects;
+        counters.Accept = rnic.accepts;
+        counters.ConnectFailure = rnic.connect_failures;
+        counters.ConnectionError = rnic.qp_errors;
+        counters.CQError = rnic.cq_overflows;
         counters.ActiveConnection = device.ctx.active_connections() as u64;
         let wire = device.port.stats();
         counters.RDMAInFrames = wire.received.load(Ordering::Relaxed);

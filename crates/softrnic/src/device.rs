@@ -239,8 +239,10 @@ impl SoftRnic {
             }
             return self.cm.deliver(None) || any;
         };
+        let stats = &self.engine.stats;
         self.events.cq_overflow.drain(|cqn| {
             any = true;
+            stats.cq_overflows.inc();
             sink.cq_event(Cqn::from_raw(cqn), true);
         });
         self.events.cq.drain(|cqn| {
@@ -253,9 +255,10 @@ impl SoftRnic {
         });
         self.events.qp_error.drain(|qpn| {
             any = true;
+            stats.qp_errors.inc();
             sink.qp_error(Qpn::from_raw(qpn));
         });
-        self.cm.deliver(Some(sink)) || any
+        self.cm.deliver(Some((sink, stats))) || any
     }
 
     /// How the device asks for its engine to run.

@@ -1,6 +1,8 @@
-//! The transport's counters: what the engine, the requester, the
-//! responder and the completer count, read as a snapshot
-//! ([`EngineStats`], [`SoftRnic::stats`](crate::device::SoftRnic::stats)).
+//! The device's counters: what the engine, the requester, the responder
+//! and the completer count, and the connection outcomes and events the
+//! device reports to its event sink (the NDK statistics a driver
+//! publishes), read as a snapshot ([`EngineStats`],
+//! [`SoftRnic::stats`](crate::device::SoftRnic::stats)).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -119,4 +121,22 @@ counters! {
     tx_stalls,
     /// [`SoftRnic::link_ready`](crate::device::SoftRnic::link_ready) calls that found parked QPs.
     tx_resumes,
+    /// Outbound connections established: `cm_establish` succeeded (the
+    /// ready-to-use went out).
+    connects,
+    /// Inbound connections established: `Established` events reported
+    /// (the initiator completed the handshake of a connection we
+    /// accepted).
+    accepts,
+    /// Connection attempts that failed: `cm_connect` refused before
+    /// anything was sent, and `Rejected` or `Failed` events reported
+    /// (refused by the peer or nobody listening, abandoned or timed out
+    /// in the handshake, on either side).
+    connect_failures,
+    /// QP error events reported: established connections that failed (a
+    /// QP the device put in the error state: retries exhausted, a remote
+    /// access or operation error). Graceful disconnects do not count.
+    qp_errors,
+    /// CQ overflow events reported (after which the CQ accepts nothing).
+    cq_overflows,
 }

@@ -10,6 +10,7 @@ use hwq::device::{CmEvent, ConnectionInfo, EventSink};
 
 use super::conn::Conn;
 use super::{CmState, Io};
+use crate::stats::Counters;
 use crate::wire::cm::REP_PRIVATE_LEN;
 
 /// What happened to a connection.
@@ -192,18 +193,30 @@ fn next(cm: &CmState) -> Option<Ready> {
 
 impl CmState {
     /// Delivers queued CM events to `sink` (or drops them without one), one
-    /// at a time with the CM lock released; returns whether there were any.
-    pub(crate) fn deliver(&self, sink: Option<&EventSink>) -> bool {
+    /// at a time with the CM lock released, counting the connection
+    /// outcomes they report into `stats`; returns whether there were any.
+    pub(crate) fn deliver(&self, sink: Option<(&EventSink, &Counters)>) -> bool {
         if !self.events_pending.load(Ordering::Acquire) {
             return false;
         }
         let mut any = false;
         while let Some(ready) = next(self) {
             any = true;
-            if let Some(sink) = sink {
+            if let Some((sink, stats)) = sink {
+                count(ready.kind, stats);
                 sink.cm_event(ready.event());
             }
         }
         any
+    }
+}
+
+/// Counts a reported event's connection outcome: an inbound connection
+/// established, or an attempt that failed.
+fn count(kind: Kind, stats: &Counters) {
+    match kind {
+        Kind::Established => stats.accepts.inc(),
+        Kind::Rejected { .. } | Kind::Failed { .. } => stats.connect_failures.inc(),
+        Kind::ConnectRequest | Kind::Replied | Kind::Disconnected | Kind::DisconnectDone => {}
     }
 }

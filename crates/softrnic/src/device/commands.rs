@@ -94,48 +94,14 @@ impl SoftRnic {
             Err(DeviceError::InvalidAddress)
         }
     }
-}
 
-impl Connections for SoftRnic {
-    fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
-        let ip = self.cm_listen_ip(addr.ip())?;
-        self.cm.with(self, |inner| {
-            let listeners = &mut inner.listeners;
-            let port = if addr.port() == 0 {
-                listeners
-                    .ephemeral_port()
-                    .ok_or(DeviceError::NoPortAvailable)?
-            } else if listeners.port_taken(SocketAddr::new(ip, addr.port())) {
-                return Err(DeviceError::AddressInUse);
-            } else {
-                listeners.hold_port(addr.port());
-                addr.port()
-            };
-            let bound = SocketAddr::new(ip, port);
-            let Some(id) = listeners.add(bound) else {
-                listeners.release_port(port);
-                return Err(DeviceError::NoResources);
-            };
-            Ok((ListenId::from_raw(id), bound))
-        })
-    }
-
-    fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
-        self.cm
-            .with(self, |inner| inner.listeners.pause(listen_id.raw(), paused));
-    }
-
-    fn cm_stop_listener(&self, listen_id: ListenId) {
-        self.cm
-            .with(self, |inner| inner.listeners.remove(listen_id.raw()));
-    }
-
-    fn cm_connect(
+    /// Starts the active side's handshake (`cm_connect`): binds QP `qpn`
+    /// to a new connection and sends its REQ.
+    fn start_connect(
         &self,
-        qpn: Qpn,
+        qpn: u32,
         params: &ConnectParams<'_>,
     ) -> Result<(ConnId, SocketAddr), DeviceError> {
-        let qpn = qpn.raw();
         let remote = self.cm_remote(params.remote)?;
         let addr = self.cm_source(params.local.ip(), remote.ip())?;
         if params.private_data.len() > REQ_CONSUMER_PRIVATE_LEN {
@@ -196,6 +162,52 @@ impl Connections for SoftRnic {
             io.arm(conn.deadline_us);
             Ok((ConnId::from_raw(id), conn.local))
         })
+    }
+}
+
+impl Connections for SoftRnic {
+    fn cm_listen(&self, addr: SocketAddr) -> Result<(ListenId, SocketAddr), DeviceError> {
+        let ip = self.cm_listen_ip(addr.ip())?;
+        self.cm.with(self, |inner| {
+            let listeners = &mut inner.listeners;
+            let port = if addr.port() == 0 {
+                listeners
+                    .ephemeral_port()
+                    .ok_or(DeviceError::NoPortAvailable)?
+            } else if listeners.port_taken(SocketAddr::new(ip, addr.port())) {
+                return Err(DeviceError::AddressInUse);
+            } else {
+                listeners.hold_port(addr.port());
+                addr.port()
+            };
+            let bound = SocketAddr::new(ip, port);
+            let Some(id) = listeners.add(bound) else {
+                listeners.release_port(port);
+                return Err(DeviceError::NoResources);
+            };
+            Ok((ListenId::from_raw(id), bound))
+        })
+    }
+
+    fn cm_pause_listener(&self, listen_id: ListenId, paused: bool) {
+        self.cm
+            .with(self, |inner| inner.listeners.pause(listen_id.raw(), paused));
+    }
+
+    fn cm_stop_listener(&self, listen_id: ListenId) {
+        self.cm
+            .with(self, |inner| inner.listeners.remove(listen_id.raw()));
+    }
+
+    fn cm_connect(
+        &self,
+        qpn: Qpn,
+        params: &ConnectParams<'_>,
+    ) -> Result<(ConnId, SocketAddr), DeviceError> {
+        let result = self.start_connect(qpn.raw(), params);
+        // Refused before anything was sent: a failed attempt all the same.
+        self.engine().stats.connect_failures.inc_if(result.is_err());
+        result
     }
 
     // Accepts inbound connection `conn_id` onto the QP of `params`
@@ -296,7 +308,9 @@ impl Connections for SoftRnic {
             conn.state = State::Established;
             io.send_conn(self, conn, &mad);
             Ok(())
-        })
+        })?;
+        self.engine().stats.connects.inc();
+        Ok(())
     }
 
     // Starts a graceful disconnect; `DisconnectDone` follows. During a

@@ -751,3 +751,40 @@ fn command_checks() {
         Err(DeviceError::NoSuchObject)
     );
 }
+
+/// The device's own NDK counters: a connection is an outbound connect on
+/// the initiator and an accept on the listener's side; a `cm_connect`
+/// refused before anything was sent and a connect nobody listens for are
+/// each a connect failure of the initiator; neither side counts the
+/// other's outcome.
+#[test]
+fn stats_count_connections_and_failed_attempts() {
+    let net = Net::new(2, clean());
+    let (a, b) = (&net.nodes[0], &net.nodes[1]);
+    b.rnic.cm_listen(b.at(445)).unwrap();
+    connect(&net, 445);
+    let (sa, sb) = (a.rnic.stats(), b.rnic.stats());
+    assert_eq!((sa.connects, sa.accepts), (1, 0), "the initiator connected");
+    assert_eq!((sb.connects, sb.accepts), (0, 1), "the listener accepted");
+    assert_eq!((sa.connect_failures, sb.connect_failures), (0, 0));
+
+    // An unspecified peer: refused before anything was sent.
+    let qa = a.qp();
+    let unreachable = SocketAddr::from(([0, 0, 0, 0], 445));
+    assert_eq!(
+        a.rnic.cm_connect(qa.qpn, &a.params(unreachable, 1, 1, b"")),
+        Err(DeviceError::InvalidAddress)
+    );
+    assert_eq!(a.rnic.stats().connect_failures, 1, "refused by the device");
+
+    // Nobody listens: the peer's REJ fails the attempt.
+    let (ca, _) = a
+        .rnic
+        .cm_connect(qa.qpn, &a.params(b.at(9999), 1, 1, b""))
+        .unwrap();
+    net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
+    let (sa, sb) = (a.rnic.stats(), b.rnic.stats());
+    assert_eq!(sa.connect_failures, 2, "refused by the peer");
+    assert_eq!((sa.connects, sa.accepts), (1, 0));
+    assert_eq!((sb.connects, sb.accepts, sb.connect_failures), (0, 1, 0));
+}
