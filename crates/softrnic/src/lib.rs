@@ -19,7 +19,8 @@
 //!    clock a delaying link reads).
 //! 3. The transport: [`train`] (packets whose payload stays at the
 //!    sender), [`link`] (the [`link::Link`] trait and the transmitter every
-//!    sent packet goes through), [`qp`] (the RC state machines: requester,
+//!    sent packet goes through, which says whether packets to a
+//!    destination leave as a train or as datagrams), [`qp`] (the RC state machines: requester,
 //!    responder with its named checks, completer, timers, flush), which see
 //!    their device only as a `qp::Context` and the time it carries.
 //! 4. [`cm`]: connection management on QP1, which reaches its device only
@@ -55,9 +56,10 @@
 //! 3. The requester (`qp/requester.rs`) starts the WQE: checks its gather
 //!    list's keys, allocates its PSNs, then segments it into PMTU packets
 //!    within the window, building each into the QP's packet buffer (its
-//!    payload gathered from host memory through [`memory`]), or, on a link
-//!    between devices of one address space, describing the rest of the
-//!    message as one [`train::Train`].
+//!    payload gathered from host memory through [`memory`]), or, when the
+//!    transmitter's token for the destination says the link carries trains
+//!    there (between devices of one address space), describing the rest of
+//!    the message as one [`train::Train`].
 //! 4. The context's transmitter ([`link`]) counts the packet, shows it to
 //!    the tap, and hands it to the [`link::Link`]: a UDP socket
 //!    (`crates/host`), the Ethernet port of [`l2`], or the in-memory

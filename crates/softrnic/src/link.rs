@@ -3,6 +3,12 @@
 //! one `Transmitter`, which counts it and shows it to the packet tap (a
 //! [`crate::env::Capture`], if one is installed) before the link takes it.
 //!
+//! Whether packets to a destination leave as a train or as datagrams is
+//! the link's choice, made in one place: the transport asks the
+//! transmitter for a `Token` for the destination and sizes what it sends
+//! (a `Segments` description of a run, or one packet) to what the token
+//! says. Only a train token can put a train on the link.
+//!
 //! The host (or the kernel shell) implements [`Link`]; tests implement it
 //! deterministically (an in-memory fabric). What a link carries arrives at
 //! the peer through its runtime: pushed into
@@ -12,12 +18,14 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::net::SocketAddr;
+use hwq::TryArc;
 
 use spin::{Mutex, RwLock};
 
 use crate::env::{Capture, Direction};
+use crate::memory::DeviceMemory;
 use crate::stats::Counters;
-use crate::train::Train;
+use crate::train::{Segments, Train};
 use crate::wire::IpUdpFields;
 
 /// The device's network attachment.
@@ -91,7 +99,8 @@ pub trait Link: Send + Sync {
     /// Whether the link carries trains to `dst`
     /// ([`crate::train`]): only a link between devices that share one DMA
     /// address space, while it injects no per-packet faults. The default
-    /// carries none.
+    /// carries none. Asked before each packet or train of a SEND, WRITE or
+    /// READ response stream: must be cheap, must not block.
     fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
         let _ = dst;
         false
@@ -235,9 +244,14 @@ impl Transmitter<'_> {
         self.link.can_transmit()
     }
 
-    /// Whether the link carries trains to `dst` ([`Link::carries_trains`]).
-    pub(crate) fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
-        self.link.carries_trains(dst)
+    /// How the link takes the next packets to `dst`: as a train, if it
+    /// carries trains there ([`Link::carries_trains`]), else as datagrams.
+    pub(crate) fn token(&self, dst: core::net::IpAddr) -> Token<'_> {
+        if self.link.carries_trains(dst) {
+            Token::Train(TrainToken { tx: *self })
+        } else {
+            Token::Datagrams
+        }
     }
 
     /// Pushes queued datagrams out ([`Link::flush`]).
@@ -291,15 +305,40 @@ impl Transmitter<'_> {
                 .transmit_udp_payload_v6_with(v6, len, &mut counted),
         }
     }
+}
 
-    /// Puts a train on the link (the link said it carries trains).
-    pub(crate) fn train(&self, train: Train, resend: bool) {
+/// How the link takes the next packets to one destination
+/// ([`Transmitter::token`]). The sender describes what it sends to fit:
+/// a run of up to [`crate::train::MAX_TRAIN_SEGMENTS`] packets for a
+/// train, one packet at a time for datagrams.
+pub(crate) enum Token<'a> {
+    /// The link carries trains there: send the run with
+    /// [`TrainToken::send`].
+    Train(TrainToken<'a>),
+    /// Build each packet into a datagram and send it with
+    /// [`Transmitter::buf`] (or [`Transmitter::udp_payload_with`]).
+    Datagrams,
+}
+
+/// Leave to put one train on the link, which said it carries trains to
+/// its destination; the only way a train reaches [`Link::transmit_train`].
+pub(crate) struct TrainToken<'a> {
+    tx: Transmitter<'a>,
+}
+
+impl TrainToken<'_> {
+    /// Puts the packets `segs` describes on the link as one train, its
+    /// payload left in `source` (the sender's memory); counts each
+    /// segment as a packet sent and shows each to the tap as its datagram.
+    pub(crate) fn send(self, source: TryArc<DeviceMemory>, segs: &Segments, resend: bool) {
+        let train = Train::new(source, segs);
+        let tx = self.tx;
         let n = u64::from(train.segments());
-        self.stats.tx_packets.add(n);
+        tx.stats.tx_packets.add(n);
         if resend {
-            self.stats.retransmitted.add(n);
+            tx.stats.retransmitted.add(n);
         }
-        self.tap.train(Direction::Transmit, &train);
-        self.link.transmit_train(train);
+        tx.tap.train(Direction::Transmit, &train);
+        tx.link.transmit_train(train);
     }
 }

@@ -5,10 +5,10 @@
 //!
 //! Each packet is built in the QP's packet buffer and handed to the
 //! context's transmitter ([`crate::link`]), which counts it, shows it to
-//! the tap and puts it on the link; on a link that carries trains
-//! ([`crate::train`]) the rest of a SEND or WRITE goes as one train
-//! instead. The first packet sent arms the retransmit timer in the
-//! connection's timer table.
+//! the tap and puts it on the link; when the transmitter's token for the
+//! destination says the link carries trains there ([`crate::train`]) the
+//! rest of a SEND or WRITE goes as one train instead. The first packet
+//! sent arms the retransmit timer in the connection's timer table.
 
 use hwq::wqe::{Access, MAX_SGE, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
@@ -16,9 +16,10 @@ use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
 use super::Context;
 use super::timers::Timer;
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
+use crate::link::{Token, TrainToken};
 use crate::memory::Need;
 use crate::memory::sg::{self, SgError};
-use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Segments, Train};
+use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Segments};
 use crate::wire::{
     Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff,
     segment_count,
@@ -398,8 +399,10 @@ fn send_packet(
         return Ok(());
     }
     let inline = wqe.wqe_flags().contains(WqeFlags::INLINE);
-    if !inline && cx.tx.carries_trains(conn.ip.dst()) {
-        return send_train(cx, pd, conn, wqe, meta);
+    // An inline payload is in the WQE, not in memory a train could
+    // point at: it always leaves as datagrams.
+    if !inline && let Token::Train(token) = cx.tx.token(conn.ip.dst()) {
+        return send_train(cx, token, pd, conn, wqe, meta);
     }
     let last = k + 1 >= meta.npsn;
     let ack_req = last
@@ -502,6 +505,7 @@ fn message_segments(
 /// places it.
 fn send_train(
     cx: &Context<'_>,
+    token: TrainToken<'_>,
     pd: u32,
     conn: &mut Connection,
     wqe: &SendWqe,
@@ -528,6 +532,6 @@ fn send_train(
     }
     drop(keys);
     let resend = sent(conn, now, psn, psn_add(psn, count), segs.closes, true);
-    cx.tx.train(Train::new(cx.mem.clone(), &segs), resend);
+    token.send(cx.mem.clone(), &segs, resend);
     Ok(())
 }

@@ -39,11 +39,11 @@ use super::Context;
 use super::checks::{PsnCheck, check_dma_len, check_length, check_op_seq, check_psn, check_rkey};
 use super::timers::Timer;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
+use crate::link::{Token, TrainToken};
 use crate::memory::Need;
 use crate::memory::sg;
 use crate::train::{
-    Arrived, Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Segments, Train,
-    build_read_response,
+    Arrived, Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Segments, build_read_response,
 };
 use crate::wire::{
     Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, Position,
@@ -725,8 +725,8 @@ fn emit(
         if room == Room::Wait && !conn.link_has_room(cx) {
             return Ok(false);
         }
-        if cx.tx.carries_trains(conn.ip.dst()) {
-            emit_train(cx, conn, pd, head, &r)?;
+        if let Token::Train(token) = cx.tx.token(conn.ip.dst()) {
+            emit_train(cx, token, conn, pd, head, &r)?;
             budget -= 1;
             continue;
         }
@@ -778,6 +778,7 @@ fn emit(
 /// whatever its length, so it costs one.
 fn emit_train(
     cx: &Context<'_>,
+    token: TrainToken<'_>,
     conn: &mut Connection,
     pd: u32,
     head: usize,
@@ -790,7 +791,7 @@ fn emit_train(
         return stale_key(cx, conn, head, r, q);
     }
     let closes = segs.closes;
-    cx.tx.train(Train::new(cx.mem.clone(), &segs), false);
+    token.send(cx.mem.clone(), &segs, false);
     cx.stats.read_responses_sent.add(u64::from(count));
     if let Some(r) = conn.resp.reads.get_mut(head) {
         r.next_psn = psn_add(q, count);
