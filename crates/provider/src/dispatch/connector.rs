@@ -4,6 +4,7 @@
 //! through [`crate::callout`].
 
 use core::ffi::c_void;
+use core::net::SocketAddr;
 
 use ndkpi::{
     NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_FN_CLOSE_COMPLETION,
@@ -380,16 +381,9 @@ unsafe extern "win64" fn get_local_address(
     addr: *mut SOCKADDR,
     len: *mut u32,
 ) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector (NDK contract).
-    let Some(c) = (unsafe { connector_arg(c) }) else {
-        return STATUS_INVALID_HANDLE;
-    };
-    let Some(local) = c.addresses().0 else {
-        return STATUS_INVALID_DEVICE_STATE;
-    };
-    // SAFETY: a non-null `len` is the consumer's in/out length and a
-    // non-null `addr` its buffer of `*len` writable bytes (NDK contract).
-    unsafe { abi::write_sockaddr(local, addr, len) }
+    // SAFETY: the caller's arguments are `NdkGetLocalAddress`'s, which
+    // carry the contract `write_address` states.
+    unsafe { write_address(c, addr, len, |(local, _)| local) }
 }
 
 unsafe extern "win64" fn get_peer_address(
@@ -397,16 +391,37 @@ unsafe extern "win64" fn get_peer_address(
     addr: *mut SOCKADDR,
     len: *mut u32,
 ) -> NTSTATUS {
-    // SAFETY: the consumer passes its open connector (NDK contract).
+    // SAFETY: the caller's arguments are `NdkGetPeerAddress`'s, which
+    // carry the contract `write_address` states.
+    unsafe { write_address(c, addr, len, |(_, remote)| remote) }
+}
+
+/// A connector's (local, remote) addresses, each known or not.
+type AddressPair = (Option<SocketAddr>, Option<SocketAddr>);
+
+/// `NdkGetLocalAddress` and `NdkGetPeerAddress`: the address `pick` takes
+/// from the connector's (local, remote) pair into the consumer's buffer.
+///
+/// # Safety
+/// `c` is the consumer's open connector; a non-null `len` is its in/out
+/// length and a non-null `addr` its buffer of `*len` writable bytes.
+unsafe fn write_address(
+    c: *mut NDK_CONNECTOR,
+    addr: *mut SOCKADDR,
+    len: *mut u32,
+    pick: fn(AddressPair) -> Option<SocketAddr>,
+) -> NTSTATUS {
+    // SAFETY: `c` is the consumer's open connector (this function's contract).
     let Some(c) = (unsafe { connector_arg(c) }) else {
         return STATUS_INVALID_HANDLE;
     };
-    let Some(remote) = c.addresses().1 else {
+    let Some(address) = pick(c.addresses()) else {
         return STATUS_INVALID_DEVICE_STATE;
     };
     // SAFETY: a non-null `len` is the consumer's in/out length and a
-    // non-null `addr` its buffer of `*len` writable bytes (NDK contract).
-    unsafe { abi::write_sockaddr(remote, addr, len) }
+    // non-null `addr` its buffer of `*len` writable bytes (this function's
+    // contract).
+    unsafe { abi::write_sockaddr(address, addr, len) }
 }
 
 unsafe extern "win64" fn disconnect(
