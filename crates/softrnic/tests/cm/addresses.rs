@@ -10,9 +10,9 @@ use hwq::{Connections, Device};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
+use crate::common::net::accept_params;
 use crate::common::net::{Ev, Recorder};
 use common::*;
-use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, DeviceError, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{ConnId, CqeOpcode, CqeStatus};
@@ -84,15 +84,7 @@ fn connect(
         panic!("no request: {:?}", events(rb))
     };
     w.b.dev
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 2,
-                outbound_reads: 2,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 2, 2, b""))
         .unwrap();
     w.run_until(STEPS, |_| {
         events(ra)

@@ -9,9 +9,9 @@ use hwq::{Connections, Device, Verbs};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::common::net::accept_params;
 use crate::common::net::{Ev, Recorder};
 use common::*;
-use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
@@ -76,15 +76,7 @@ fn run_on(v6: bool, faults: Faults) {
     // The acceptor sees both ends in the nodes' family.
     assert_eq!((info.local, info.remote.ip()), (service, w.a.addr));
     w.b.dev
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 8,
-                outbound_reads: 8,
-                private_data: b"welcome",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 8, 8, b"welcome"))
         .unwrap();
     w.run_until(STEPS, |_| {
         events(&ra).iter().any(|e| matches!(e, Ev::Replied { .. }))

@@ -3,8 +3,8 @@
 
 use hwq::Connections;
 
+use crate::common::net::accept_params;
 use hwq::ConnId;
-use hwq::device::AcceptParams;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use crate::common::net::{Ev, Net, Node};
@@ -57,15 +57,7 @@ fn lost_req_is_retransmitted_and_still_connects() {
     };
     assert_eq!(&data[..5], b"again");
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     a.rnic.cm_establish(ca).unwrap();
@@ -95,15 +87,7 @@ fn lost_rep_and_rtu_are_recovered() {
         ..clean()
     });
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"rep",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b"rep"))
         .unwrap();
     net.fabric.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
@@ -197,15 +181,7 @@ fn duplicate_req_does_not_create_two_connections() {
         panic!()
     };
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     a.rnic.cm_establish(ca).unwrap();
@@ -258,15 +234,7 @@ fn a_repeated_req_resends_the_rep() {
         ..clean()
     });
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
     net.fabric.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
@@ -294,15 +262,7 @@ fn slow_acceptor_is_covered_by_mra() {
     net.run_until(STEPS, |n| n.now() >= until);
     assert!(a.events_of(ca).is_empty(), "{:?}", a.events_of(ca));
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     assert_eq!(b.requests().len(), 1);
@@ -323,15 +283,7 @@ fn initiator_that_never_completes_times_out_the_acceptor() {
         panic!()
     };
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     // The initiator's consumer never calls establish.
@@ -369,15 +321,7 @@ fn disconnect_to_a_vanished_peer_completes_after_retries() {
         panic!()
     };
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
     net.run_until(STEPS, |_| replied(a, ca));
     a.rnic.cm_establish(ca).unwrap();
@@ -428,15 +372,7 @@ fn lossy_reordering_fabric_connects_and_disconnects_every_time() {
             continue;
         };
         b.rnic
-            .cm_accept(
-                cb,
-                &AcceptParams {
-                    qpn: qb.qpn,
-                    inbound_reads: 5,
-                    outbound_reads: 3,
-                    private_data: b"y",
-                },
-            )
+            .cm_accept(cb, &accept_params(qb.qpn, 5, 3, b"y"))
             .unwrap();
         net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
         assert!(replied(a, ca), "seed {seed}: {:?}", a.events_of(ca));

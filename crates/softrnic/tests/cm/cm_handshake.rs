@@ -5,8 +5,8 @@ use hwq::{Connections, Device};
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
+use crate::common::net::accept_params;
 use crate::common::net::{Ev, Net, Node};
-use hwq::device::AcceptParams;
 use hwq::device::{ConnectionInfo, DeviceError};
 use hwq::{ConnId, ListenId, Qpn};
 use softrnic::fabric::Faults;
@@ -50,15 +50,7 @@ fn connect(net: &Net, port: u16) -> (ConnId, ConnId) {
         unreachable!()
     };
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 4,
-                outbound_reads: 4,
-                private_data: b"ok",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 4, 4, b"ok"))
         .unwrap();
     net.run_until(STEPS, |_| {
         a.events_of(ca)
@@ -114,15 +106,7 @@ fn connect_accept_establish_with_private_data_and_read_limits() {
     // The most an acceptor may send: the adapter's accept/reject limit.
     let reply_data = [0xA5u8; 148];
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 16,
-                outbound_reads: 2,
-                private_data: &reply_data,
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 16, 2, &reply_data))
         .unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
     let Ev::Replied { info, data, .. } = &a.events_of(ca)[0] else {
@@ -192,15 +176,8 @@ fn private_data_limits() {
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     assert_eq!(
-        b.rnic.cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: &[0; 149]
-            }
-        ),
+        b.rnic
+            .cm_accept(cb, &accept_params(qb.qpn, 1, 1, &[0; 149])),
         Err(DeviceError::InvalidParameter)
     );
     assert_eq!(
@@ -258,15 +235,7 @@ fn initiator_rejects_after_the_reply() {
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let (_, cb, _, _) = the_request(b);
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
     a.rnic.cm_reject(ca, b"changed my mind").unwrap();
@@ -549,15 +518,7 @@ fn release_of_an_unaccepted_request_rejects_it() {
     let (_, cb, _, _) = the_request(b);
     b.rnic.cm_release(cb);
     assert_eq!(
-        b.rnic.cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: b.qp().qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b""
-            }
-        ),
+        b.rnic.cm_accept(cb, &accept_params(b.qp().qpn, 1, 1, b"")),
         Err(DeviceError::NoSuchObject)
     );
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
@@ -611,15 +572,7 @@ fn initiator_gives_up_before_the_reply() {
         }
     );
     assert_eq!(
-        b.rnic.cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: b.qp().qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b""
-            }
-        ),
+        b.rnic.cm_accept(cb, &accept_params(b.qp().qpn, 1, 1, b"")),
         Err(DeviceError::InvalidState)
     );
 }
@@ -640,15 +593,7 @@ fn loopback_connection_to_own_address() {
     assert_eq!((info.local, info.remote), (bound, local));
     assert_eq!(&data[..4], b"self");
     n.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: q2.qpn,
-                inbound_reads: 2,
-                outbound_reads: 2,
-                private_data: b"me too",
-            },
-        )
+        .cm_accept(cb, &accept_params(q2.qpn, 2, 2, b"me too"))
         .unwrap();
     net.run_until(STEPS, |_| {
         n.events_of(ca)
@@ -717,15 +662,7 @@ fn command_checks() {
     // Commands out of order.
     assert_eq!(a.rnic.cm_establish(ca), Err(DeviceError::InvalidState));
     assert_eq!(
-        a.rnic.cm_accept(
-            ca,
-            &AcceptParams {
-                qpn: qa2.qpn,
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b""
-            }
-        ),
+        a.rnic.cm_accept(ca, &accept_params(qa2.qpn, 1, 1, b"")),
         Err(DeviceError::InvalidState)
     );
     assert_eq!(a.rnic.cm_reject(ca, b""), Err(DeviceError::InvalidState));
@@ -739,15 +676,8 @@ fn command_checks() {
     assert_eq!(info.remote, a.at(5000));
     // The acceptor's QP must be unbound.
     assert_eq!(
-        b.rnic.cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: Qpn::from_raw(999),
-                inbound_reads: 1,
-                outbound_reads: 1,
-                private_data: b""
-            }
-        ),
+        b.rnic
+            .cm_accept(cb, &accept_params(Qpn::from_raw(999), 1, 1, b"")),
         Err(DeviceError::NoSuchObject)
     );
 }

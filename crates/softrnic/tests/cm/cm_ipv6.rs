@@ -8,8 +8,8 @@ use hwq::Connections;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use crate::common::net::accept_params;
 use crate::common::net::{Ev, Net, addr, addr6};
-use hwq::device::AcceptParams;
 use hwq::device::DeviceError;
 use softrnic::fabric::Faults;
 use softrnic::wire::cma::PORT_SPACE_TCP;
@@ -91,15 +91,7 @@ fn a_req_between_ipv6_devices_carries_ipv6_gids_and_an_ipv6_cma_header() {
     assert_eq!((info.local, info.remote), (b.at(445), local));
     assert_eq!(&data[..3], b"six");
     b.rnic
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 2,
-                outbound_reads: 2,
-                private_data: b"ok",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 2, 2, b"ok"))
         .unwrap();
     net.run_until(STEPS, |_| {
         a.events_of(ca)

@@ -10,9 +10,9 @@ use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::common::net::accept_params;
 use crate::common::net::{Ev, Recorder};
 use common::*;
-use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{ConnId, CqeOpcode, CqeStatus};
@@ -97,15 +97,7 @@ fn connect(mut w: World, lose_rtu: bool) -> Connected {
         panic!("no connect request")
     };
     w.b.dev
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 4,
-                outbound_reads: 4,
-                private_data: b"",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 4, 4, b""))
         .unwrap();
     w.run_until(STEPS, |_| {
         events(&ra).iter().any(|e| matches!(e, Ev::Replied { .. }))

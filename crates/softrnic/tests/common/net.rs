@@ -8,7 +8,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use hwq::device::{
-    CmEvent, ConnectParams, ConnectionInfo, DeviceEvents, EventSink, QpSetup, ReceiveSource,
+    AcceptParams, CmEvent, ConnectParams, ConnectionInfo, DeviceEvents, EventSink, QpSetup,
+    ReceiveSource,
 };
 use hwq::ring::ring;
 use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn};
@@ -212,6 +213,16 @@ impl Node {
             outbound_reads: ord,
             private_data: data,
         }
+    }
+}
+
+/// Accept parameters binding `qpn`, as [`Node::params`] are for a connect.
+pub fn accept_params(qpn: Qpn, ird: u32, ord: u32, data: &[u8]) -> AcceptParams<'_> {
+    AcceptParams {
+        qpn,
+        inbound_reads: ird,
+        outbound_reads: ord,
+        private_data: data,
     }
 }
 

@@ -14,9 +14,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::common::net::accept_params;
 use crate::common::net::{Ev, Recorder};
 use common::*;
-use hwq::device::AcceptParams;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
@@ -305,15 +305,7 @@ fn connect(seg: &mut Segment, to_self: bool, remote: SocketAddr) -> (Qp, Qp, Soc
     pick(seg, to_self)
         .node
         .dev
-        .cm_accept(
-            cb,
-            &AcceptParams {
-                qpn: qb.qpn,
-                inbound_reads: 2,
-                outbound_reads: 2,
-                private_data: b"ok",
-            },
-        )
+        .cm_accept(cb, &accept_params(qb.qpn, 2, 2, b"ok"))
         .unwrap();
     seg.run_until(|s| {
         s.a.events()
