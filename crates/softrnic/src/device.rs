@@ -21,7 +21,7 @@ use crate::cm::CmState;
 use crate::cq::CompletionQueue;
 use crate::engine_state::Engine;
 use crate::env::Wake;
-use crate::link::{Link, Transmitter};
+use crate::link::{CaptureLink, Link, Transmitter};
 use crate::memory::{DeviceMemory, KeyError, KeyTable};
 use crate::qp::{self, QueuePair};
 use crate::signals::{self, PendingEvents};
@@ -124,7 +124,9 @@ pub struct SoftRnic {
     pub(crate) addresses: RwLock<AddressSet>,
     /// Key table and DMA, shared with trains in flight.
     pub(crate) mem: TryArc<DeviceMemory>,
-    pub(crate) link: Box<dyn Link>,
+    /// Its link, inside the wrapper that shows what passes to the capture
+    /// ([`SoftRnic::set_capture`]).
+    pub(crate) link: CaptureLink<Box<dyn Link>>,
     waker: Box<dyn Wake>,
     sink: RwLock<Option<EventSink>>,
     pds: Table<ProtectionDomain>,
@@ -138,7 +140,7 @@ pub struct SoftRnic {
     events: PendingEvents,
     /// Connection management (`cm/`).
     pub(crate) cm: CmState,
-    /// The RC engine's timers, tap, defaults and counters (`engine.rs`).
+    /// The RC engine's timers, defaults and counters (`engine.rs`).
     pub(crate) engine: Engine,
 }
 
@@ -183,7 +185,7 @@ impl SoftRnic {
                 dma,
             })
             .ok()?,
-            link,
+            link: CaptureLink::new(link),
             waker,
             sink: RwLock::new(None),
             pds: Table::new(1, config.max_pds)?,
@@ -293,11 +295,10 @@ impl SoftRnic {
         }
     }
 
-    /// How the device sends: its link, tap and counters.
+    /// How the device sends: its (capturing) link and counters.
     pub(crate) fn transmitter(&self) -> Transmitter<'_> {
         Transmitter {
-            link: &*self.link,
-            tap: &self.engine.tap,
+            link: &self.link,
             stats: &self.engine.stats,
         }
     }

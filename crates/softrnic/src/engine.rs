@@ -59,7 +59,8 @@ use hwq::device::DeviceError;
 
 use crate::device::{FIRST_QPN, SoftRnic};
 use crate::engine_state::Engine;
-use crate::env::{Capture, Direction};
+use crate::env::Capture;
+use crate::link::{Arrival, Link};
 use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
 pub use crate::stats::EngineStats;
 use crate::train::{Arrived, Train};
@@ -90,9 +91,11 @@ impl SoftRnic {
         self.engine.stats.snapshot()
     }
 
-    /// Installs (or removes) the packet tap. May allocate.
+    /// Installs (or removes) the packet tap: the capture the device's
+    /// link wrapper ([`crate::link::CaptureLink`]) shows every datagram
+    /// sent and received to. May allocate.
     pub fn set_capture(&self, capture: Option<Box<dyn Capture>>) {
-        self.engine.tap.set(capture);
+        self.link.set_capture(capture);
     }
 
     /// Sets the reliability parameters QPs get when they connect.
@@ -205,7 +208,13 @@ impl SoftRnic {
     /// to the engine at time `now` (µs, the runtime's monotonic clock).
     /// Never panics, whatever the bytes.
     pub fn receive(&self, now: u64, datagram: &[u8]) {
-        self.engine.tap.datagram(Direction::Receive, datagram);
+        self.link.show_arrival(Arrival::Datagram(datagram));
+        self.arrive_datagram(now, datagram);
+    }
+
+    /// [`SoftRnic::receive`] of a datagram the capture has seen (it came
+    /// through the link wrapper's [`crate::link::Link::receive`]).
+    pub(crate) fn arrive_datagram(&self, now: u64, datagram: &[u8]) {
         self.dispatch(now, wire::parse(datagram));
     }
 
@@ -221,13 +230,24 @@ impl SoftRnic {
         dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) {
-        let Some(fields) = IpUdpFields::from_sockets(src.into(), dst.into()) else {
+        let (src, dst) = (src.into(), dst.into());
+        self.link
+            .show_arrival(Arrival::UdpPayload { src, dst, payload });
+        self.arrive_udp_payload(now, src, dst, payload);
+    }
+
+    /// [`SoftRnic::receive_udp_payload`] of a payload the capture has seen.
+    pub(crate) fn arrive_udp_payload(
+        &self,
+        now: u64,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+    ) {
+        let Some(fields) = IpUdpFields::from_sockets(src, dst) else {
             self.engine.stats.rx_packets.inc();
             return self.engine.stats.rx_malformed.inc();
         };
-        self.engine
-            .tap
-            .udp_payload(Direction::Receive, &fields, payload);
         self.dispatch(now, wire::parse_udp_payload(&fields, payload));
     }
 
@@ -235,10 +255,15 @@ impl SoftRnic {
     /// the checks its packet would, and is placed straight from the
     /// sender's memory. `now` as for [`SoftRnic::receive`].
     pub fn receive_train(&self, now: u64, train: &Train) {
+        self.link.show_arrival(Arrival::Train(train));
+        self.arrive_train(now, train);
+    }
+
+    /// [`SoftRnic::receive_train`] of a train the capture has seen.
+    pub(crate) fn arrive_train(&self, now: u64, train: &Train) {
         let stats = &self.engine.stats;
         let n = u64::from(train.segments());
         stats.rx_packets.add(n);
-        self.engine.tap.train(Direction::Receive, train);
         if !self.has_address(train.dst()) {
             return stats.rx_dropped.add(n);
         }

@@ -1,6 +1,6 @@
 //! The engine's state, which the device holds and [`crate::engine`] and
 //! [`crate::pass`] drive: counters, the QP timer set, the QPs parked for
-//! link room, the packet tap, the default reliability parameters, CQ
+//! link room, the default reliability parameters, CQ
 //! moderation ticks and the pass's turn. Declared here, below the device,
 //! so the device holds it without importing the engine that works on it.
 
@@ -9,12 +9,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::RwLock;
 
 use crate::bitset::AtomicBitset;
-use crate::link::Tap;
 use crate::qp::RcConfig;
 use crate::stats::Counters;
 
-/// The engine's part of the device: timers, the capture tap, defaults and
-/// counters.
+/// The engine's part of the device: timers, defaults and counters.
 pub(crate) struct Engine {
     pub(crate) stats: Counters,
     /// QPs that may have a timer running.
@@ -24,8 +22,6 @@ pub(crate) struct Engine {
     pub(crate) tx_parked: AtomicBitset,
     /// No timer of any QP is due before this (µs; `u64::MAX`: none).
     pub(crate) earliest: AtomicU64,
-    /// The packet tap.
-    pub(crate) tap: Tap,
     /// The reliability parameters QPs get when they connect.
     pub(crate) defaults: RwLock<RcConfig>,
     /// Some CQ was given a moderation interval (sticky).
@@ -60,7 +56,6 @@ impl Engine {
             timer_qps: AtomicBitset::new(qp_bound)?,
             tx_parked: AtomicBitset::new(qp_bound)?,
             earliest: AtomicU64::new(u64::MAX),
-            tap: Tap::default(),
             defaults: RwLock::new(RcConfig::default()),
             cq_moderation: AtomicBool::new(false),
             cq_timers: AtomicBool::new(false),

@@ -18,9 +18,11 @@
 //!    surroundings' traits in [`env`](mod@env) (wake, pass, tap, and the
 //!    clock a delaying link reads).
 //! 3. The transport: [`train`] (packets whose payload stays at the
-//!    sender), [`link`] (the [`link::Link`] trait and the transmitter every
+//!    sender), [`link`] (the [`link::Link`] trait, the transmitter every
 //!    sent packet goes through, which says whether packets to a
-//!    destination leave as a train or as datagrams), [`qp`] (the RC state machines: requester,
+//!    destination leave as a train or as datagrams, and the link wrappers:
+//!    [`link::CaptureLink`], which shows what passes to a packet capture),
+//!    [`qp`] (the RC state machines: requester,
 //!    responder with its named checks, completer, timers, flush), which see
 //!    their device only as a `qp::Context` and the time it carries.
 //! 4. [`cm`]: connection management on QP1, which reaches its device only
@@ -60,8 +62,10 @@
 //!    transmitter's token for the destination says the link carries trains
 //!    there (between devices of one address space), describing the rest of
 //!    the message as one [`train::Train`].
-//! 4. The context's transmitter ([`link`]) counts the packet, shows it to
-//!    the tap, and hands it to the [`link::Link`]: a UDP socket
+//! 4. The context's transmitter ([`link`]) counts the packet and hands it
+//!    to the device's link: its capture wrapper ([`link::CaptureLink`])
+//!    shows it to the packet capture, if one is installed, and passes it
+//!    to the [`link::Link`] the runtime gave the device: a UDP socket
 //!    (`crates/host`), the Ethernet port of [`l2`], or the in-memory
 //!    [`fabric`]. The retransmit timer is armed in the connection's timer
 //!    table.

@@ -1,7 +1,7 @@
-//! The device's network attachment ([`Link`]) and how the transport puts
-//! packets on it: every datagram or train the device sends goes through
-//! one `Transmitter`, which counts it and shows it to the packet tap (a
-//! [`crate::env::Capture`], if one is installed) before the link takes it.
+//! The device's network attachment ([`Link`]), the link wrappers, and how
+//! the transport puts packets on a link: every datagram or train the device
+//! sends goes through one `Transmitter`, which counts it before the link
+//! takes it.
 //!
 //! Whether packets to a destination leave as a train or as datagrams is
 //! the link's choice, made in one place: the transport asks the
@@ -14,19 +14,34 @@
 //! the peer through its runtime: pushed into
 //! [`crate::device::SoftRnic::receive`] (or `receive_udp_payload`,
 //! `receive_train`), or taken by a pass from [`Link::receive`].
-
+//!
+//! ## Wrappers
+//!
+//! As smoltcp's `phy::Tracer` and `phy::FaultInjector` wrap a device in
+//! another, a link may be wrapped in another link:
+//!
+//! * [`CaptureLink`] shows what passes through it, either way, to a
+//!   [`crate::env::Capture`] (a pcap writer). Every device holds its link
+//!   in one, its slot empty until
+//!   [`crate::device::SoftRnic::set_capture`] fills it; the device's push
+//!   arrivals (`receive*`, which bypass [`Link::receive`]) are shown to the
+//!   same capture.
+//!
+//! A wrapper forwards what it does not change, so wrappers nest, and a
+//! `Box` or `Arc` of a link is a link.
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::net::SocketAddr;
 use hwq::TryArc;
 
-use spin::{Mutex, RwLock};
-
-use crate::env::{Capture, Direction};
 use crate::memory::DeviceMemory;
 use crate::stats::Counters;
 use crate::train::{Segments, Train};
-use crate::wire::IpUdpFields;
+
+mod capture;
+
+pub use capture::CaptureLink;
 
 /// The device's network attachment.
 pub trait Link: Send + Sync {
@@ -124,6 +139,56 @@ pub trait Link: Send + Sync {
     }
 }
 
+/// A link behind a pointer is the link it points to (every call forwarded,
+/// defaults included), so a device may own a `Box<dyn Link>` and a
+/// harness share an `Arc` of a wrapper it also drives.
+macro_rules! forward_link {
+    ($ptr:ident) => {
+        impl<L: Link + ?Sized> Link for $ptr<L> {
+            fn transmit(&self, datagram: &[u8]) {
+                (**self).transmit(datagram);
+            }
+            fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
+                (**self).transmit_owned(buf, len);
+            }
+            fn flush(&self) {
+                (**self).flush();
+            }
+            fn can_transmit(&self) -> bool {
+                (**self).can_transmit()
+            }
+            fn transmit_udp_payload_with(
+                &self,
+                dest: core::net::SocketAddrV4,
+                len: usize,
+                build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+            ) -> bool {
+                (**self).transmit_udp_payload_with(dest, len, build)
+            }
+            fn transmit_udp_payload_v6_with(
+                &self,
+                dest: core::net::SocketAddrV6,
+                len: usize,
+                build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+            ) -> bool {
+                (**self).transmit_udp_payload_v6_with(dest, len, build)
+            }
+            fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
+                (**self).carries_trains(dst)
+            }
+            fn transmit_train(&self, train: Train) {
+                (**self).transmit_train(train);
+            }
+            fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+                (**self).receive(deliver)
+            }
+        }
+    };
+}
+
+forward_link!(Box);
+forward_link!(Arc);
+
 /// One datagram a polled [`Link`] took.
 #[derive(Clone, Copy, Debug)]
 pub enum Arrival<'a> {
@@ -155,86 +220,11 @@ pub struct Received {
     pub next_due_us: Option<u64>,
 }
 
-/// The packet tap as the device holds it: the installed [`Capture`], if
-/// any, and the scratch buffer that rebuilds datagrams for it.
-#[derive(Default)]
-pub(crate) struct Tap {
-    capture: RwLock<Option<Box<dyn Capture>>>,
-    /// Rebuilds received UDP payloads and train segments into datagrams.
-    scratch: Mutex<Vec<u8>>,
-}
-
-impl core::fmt::Debug for Tap {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Tap")
-            .field("set", &self.is_set())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Tap {
-    /// Installs (or removes) the capture. May allocate.
-    pub(crate) fn set(&self, capture: Option<Box<dyn Capture>>) {
-        if capture.is_some() {
-            let mut s = self.scratch.lock();
-            let want = usize::from(u16::MAX);
-            if s.capacity() < want {
-                let _ = s.try_reserve_exact(want);
-            }
-        }
-        *self.capture.write() = capture;
-    }
-
-    /// Whether a capture is installed.
-    pub(crate) fn is_set(&self) -> bool {
-        self.capture.read().is_some()
-    }
-
-    /// Shows one datagram to the capture.
-    pub(crate) fn datagram(&self, direction: Direction, datagram: &[u8]) {
-        if let Some(cap) = self.capture.read().as_ref() {
-            cap.capture(direction, datagram);
-        }
-    }
-
-    /// Shows a received UDP payload to the capture, as the datagram
-    /// `fields` make of it.
-    pub(crate) fn udp_payload(&self, direction: Direction, fields: &IpUdpFields, payload: &[u8]) {
-        if let Some(cap) = self.capture.read().as_ref()
-            && let Some((head, n)) = fields.header_bytes(payload.len())
-            && let Some(head) = head.get(..n)
-        {
-            let mut buf = self.scratch.lock();
-            buf.clear();
-            buf.extend_from_slice(head);
-            buf.extend_from_slice(payload);
-            cap.capture(direction, &buf);
-        }
-    }
-
-    /// Shows each segment of `train` to the capture as the datagram it
-    /// stands for. A segment whose source key died is not shown: it is
-    /// lost, and nothing of it is placed either.
-    pub(crate) fn train(&self, direction: Direction, train: &Train) {
-        if let Some(cap) = self.capture.read().as_ref() {
-            let mut buf = self.scratch.lock();
-            for i in 0..train.segments() {
-                if let Some(n) = train.build(i, &mut buf)
-                    && let Some(datagram) = buf.get(..n)
-                {
-                    cap.capture(direction, datagram);
-                }
-            }
-        }
-    }
-}
-
-/// How the transport sends: the link, the tap every sent packet is shown
-/// to, and the counters of what was sent.
+/// How the transport sends: the link (the device's, inside its
+/// [`CaptureLink`]) and the counters of what was sent.
 #[derive(Clone, Copy)]
 pub(crate) struct Transmitter<'a> {
     pub(crate) link: &'a dyn Link,
-    pub(crate) tap: &'a Tap,
     pub(crate) stats: &'a Counters,
 }
 
@@ -259,28 +249,25 @@ impl Transmitter<'_> {
         self.link.flush();
     }
 
-    /// Puts one built datagram on the link (and the tap).
+    /// Puts one built datagram on the link.
     pub(crate) fn packet(&self, datagram: &[u8], resend: bool) {
         self.stats.tx_packets.inc();
         self.stats.retransmitted.inc_if(resend);
-        self.tap.datagram(Direction::Transmit, datagram);
         self.link.transmit(datagram);
     }
 
-    /// Puts the datagram built in `buf[..len]` on the link (and the tap);
-    /// the link may swap `buf` for another buffer of the same length.
+    /// Puts the datagram built in `buf[..len]` on the link; the link may
+    /// swap `buf` for another buffer of the same length.
     pub(crate) fn buf(&self, buf: &mut Vec<u8>, len: usize, resend: bool) {
         self.stats.tx_packets.inc();
         self.stats.retransmitted.inc_if(resend);
-        if let Some(datagram) = buf.get(..len) {
-            self.tap.datagram(Direction::Transmit, datagram);
-        }
         self.link.transmit_owned(buf, len);
     }
 
     /// Builds a packet's UDP payload (`len` bytes at most) straight into
-    /// the link's send buffer, if the link lends one and no tap wants the
-    /// whole datagram; `false`: nothing was called, build a datagram and
+    /// the link's send buffer, if the link lends one (a capturing or
+    /// fault-injecting wrapper lends none while it works: it wants the
+    /// whole datagram); `false`: nothing was called, build a datagram and
     /// use [`Transmitter::buf`]. `build` returns the length written, or
     /// `None` for nothing to send.
     pub(crate) fn udp_payload_with(
@@ -289,9 +276,6 @@ impl Transmitter<'_> {
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
-        if self.tap.is_set() {
-            return false;
-        }
         let stats = self.stats;
         let mut counted = |slot: &mut [u8]| {
             let n = build(slot);
@@ -329,7 +313,7 @@ pub(crate) struct TrainToken<'a> {
 impl TrainToken<'_> {
     /// Puts the packets `segs` describes on the link as one train, its
     /// payload left in `source` (the sender's memory); counts each
-    /// segment as a packet sent and shows each to the tap as its datagram.
+    /// segment as a packet sent.
     pub(crate) fn send(self, source: TryArc<DeviceMemory>, segs: &Segments, resend: bool) {
         let train = Train::new(source, segs);
         let tx = self.tx;
@@ -338,7 +322,6 @@ impl TrainToken<'_> {
         if resend {
             tx.stats.retransmitted.add(n);
         }
-        tx.tap.train(Direction::Transmit, &train);
         tx.link.transmit_train(train);
     }
 }

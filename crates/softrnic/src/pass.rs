@@ -16,7 +16,7 @@ use core::sync::atomic::Ordering;
 
 use crate::device::SoftRnic;
 use crate::env::{Pass, PassPlan, RunPass};
-use crate::link::Arrival;
+use crate::link::{Arrival, Link};
 
 /// Holds the device's turn; gives it back on drop.
 struct Turn<'a>(&'a SoftRnic);
@@ -58,11 +58,13 @@ impl SoftRnic {
             return pass;
         }
         for _ in 0..plan.rx_batches {
+            // The device's link is its capture wrapper: what it hands out
+            // has been shown to the capture.
             let got = self.link.receive(&mut |arrival| match arrival {
-                Arrival::Datagram(d) => self.receive(now, d),
-                Arrival::Train(t) => self.receive_train(now, t),
+                Arrival::Datagram(d) => self.arrive_datagram(now, d),
+                Arrival::Train(t) => self.arrive_train(now, t),
                 Arrival::UdpPayload { src, dst, payload } => {
-                    self.receive_udp_payload(now, src, dst, payload);
+                    self.arrive_udp_payload(now, src, dst, payload);
                 }
             });
             pass.received += got.count;

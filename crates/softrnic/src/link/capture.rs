@@ -1,0 +1,303 @@
+//! The capturing link wrapper ([`CaptureLink`]): a [`Link`] around
+//! another that shows every datagram passing through it, either way, to
+//! an installed [`Capture`] (smoltcp's `phy::Tracer`, with a slot that is
+//! filled and emptied at run time).
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::net::{SocketAddrV4, SocketAddrV6};
+
+use spin::{Mutex, RwLock};
+
+use super::{Arrival, Link, Received};
+use crate::env::{Capture, Direction};
+use crate::train::Train;
+use crate::wire::IpUdpFields;
+
+/// A link that shows what passes through it to a [`Capture`], if one is
+/// installed ([`CaptureLink::set_capture`]): each datagram transmitted,
+/// each train cut into the datagrams it stands for, and each arrival its
+/// [`Link::receive`] hands out (a UDP payload with the IP and UDP headers
+/// the ICRC convention assumes, as [`Capture`] says). While a capture is
+/// installed it lends no UDP send buffer
+/// ([`Link::transmit_udp_payload_with`]): the device then builds whole
+/// datagrams, which the capture sees as they are. With none installed,
+/// every call goes straight to the wrapped link.
+///
+/// The device holds its link in one of these
+/// ([`crate::device::SoftRnic::set_capture`] fills the slot), so a push
+/// runtime's arrivals ([`crate::device::SoftRnic::receive`] and the other
+/// `receive*` entries, which do not pass through [`Link::receive`]) are
+/// shown to the same capture.
+pub struct CaptureLink<L> {
+    inner: L,
+    capture: RwLock<Option<Box<dyn Capture>>>,
+    /// Rebuilds received UDP payloads and train segments into datagrams.
+    scratch: Mutex<Vec<u8>>,
+}
+
+impl<L> core::fmt::Debug for CaptureLink<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CaptureLink")
+            .field("capturing", &self.is_capturing())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<L> CaptureLink<L> {
+    /// Wraps `inner`, capturing nothing until a capture is installed.
+    pub fn new(inner: L) -> Self {
+        Self {
+            inner,
+            capture: RwLock::new(None),
+            scratch: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The wrapped link.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+
+    /// Installs (or, with `None`, removes) the capture. May allocate.
+    pub fn set_capture(&self, capture: Option<Box<dyn Capture>>) {
+        if capture.is_some() {
+            let mut s = self.scratch.lock();
+            let want = usize::from(u16::MAX);
+            if s.capacity() < want {
+                let _ = s.try_reserve_exact(want);
+            }
+        }
+        *self.capture.write() = capture;
+    }
+
+    /// Whether a capture is installed.
+    pub fn is_capturing(&self) -> bool {
+        self.capture.read().is_some()
+    }
+
+    /// Shows one arrival to the capture as the datagram(s) it carries:
+    /// what [`Link::receive`] hands out passes here, and so must what a
+    /// push runtime hands the device directly. A UDP payload from a mixed
+    /// pair of families is no datagram: it is not shown.
+    pub fn show_arrival(&self, arrival: Arrival<'_>) {
+        let Some(cap) = &*self.capture.read() else {
+            return;
+        };
+        match arrival {
+            Arrival::Datagram(d) => cap.capture(Direction::Receive, d),
+            Arrival::UdpPayload { src, dst, payload } => {
+                if let Some(fields) = IpUdpFields::from_sockets(src, dst) {
+                    self.udp_payload(&**cap, &fields, payload);
+                }
+            }
+            Arrival::Train(t) => self.train(&**cap, Direction::Receive, t),
+        }
+    }
+
+    /// Shows one datagram to the capture.
+    fn datagram(&self, direction: Direction, datagram: &[u8]) {
+        if let Some(cap) = &*self.capture.read() {
+            cap.capture(direction, datagram);
+        }
+    }
+
+    /// Shows a received UDP payload to `cap`, as the datagram `fields`
+    /// make of it.
+    fn udp_payload(&self, cap: &dyn Capture, fields: &IpUdpFields, payload: &[u8]) {
+        if let Some((head, n)) = fields.header_bytes(payload.len())
+            && let Some(head) = head.get(..n)
+        {
+            let mut buf = self.scratch.lock();
+            buf.clear();
+            buf.extend_from_slice(head);
+            buf.extend_from_slice(payload);
+            cap.capture(Direction::Receive, &buf);
+        }
+    }
+
+    /// Shows each segment of `train` to `cap` as the datagram it stands
+    /// for. A segment whose source key died is not shown: it is lost, and
+    /// nothing of it is placed either.
+    fn train(&self, cap: &dyn Capture, direction: Direction, train: &Train) {
+        let mut buf = self.scratch.lock();
+        for i in 0..train.segments() {
+            if let Some(n) = train.build(i, &mut buf)
+                && let Some(datagram) = buf.get(..n)
+            {
+                cap.capture(direction, datagram);
+            }
+        }
+    }
+}
+
+impl<L: Link> Link for CaptureLink<L> {
+    fn transmit(&self, datagram: &[u8]) {
+        self.datagram(Direction::Transmit, datagram);
+        self.inner.transmit(datagram);
+    }
+
+    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
+        if let Some(datagram) = buf.get(..len) {
+            self.datagram(Direction::Transmit, datagram);
+        }
+        self.inner.transmit_owned(buf, len);
+    }
+
+    fn flush(&self) {
+        self.inner.flush();
+    }
+
+    fn can_transmit(&self) -> bool {
+        self.inner.can_transmit()
+    }
+
+    fn transmit_udp_payload_with(
+        &self,
+        dest: SocketAddrV4,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        // The capture wants whole datagrams: the caller builds one.
+        !self.is_capturing() && self.inner.transmit_udp_payload_with(dest, len, build)
+    }
+
+    fn transmit_udp_payload_v6_with(
+        &self,
+        dest: SocketAddrV6,
+        len: usize,
+        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> bool {
+        !self.is_capturing() && self.inner.transmit_udp_payload_v6_with(dest, len, build)
+    }
+
+    fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
+        self.inner.carries_trains(dst)
+    }
+
+    fn transmit_train(&self, train: Train) {
+        if let Some(cap) = &*self.capture.read() {
+            self.train(&**cap, Direction::Transmit, &train);
+        }
+        self.inner.transmit_train(train);
+    }
+
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        self.inner.receive(&mut |arrival| {
+            self.show_arrival(arrival);
+            deliver(arrival);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::sync::Arc;
+    use alloc::vec;
+    use core::net::{Ipv4Addr, SocketAddr};
+
+    /// What a capture saw.
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<(Direction, Vec<u8>)>>);
+
+    impl Capture for Arc<Seen> {
+        fn capture(&self, direction: Direction, datagram: &[u8]) {
+            self.0.lock().push((direction, datagram.to_vec()));
+        }
+    }
+
+    /// A link that records what it is given, lends a send buffer, and
+    /// hands out two arrivals per receive.
+    #[derive(Default)]
+    struct Recorder {
+        sent: Mutex<Vec<Vec<u8>>>,
+        lent: Mutex<usize>,
+    }
+
+    const SRC: SocketAddr =
+        SocketAddr::new(core::net::IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), 4791);
+    const DST: SocketAddr = SocketAddr::new(core::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 4791);
+
+    impl Link for Recorder {
+        fn transmit(&self, datagram: &[u8]) {
+            self.sent.lock().push(datagram.to_vec());
+        }
+        fn transmit_udp_payload_with(
+            &self,
+            _dest: SocketAddrV4,
+            len: usize,
+            build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+        ) -> bool {
+            let mut slot = vec![0; len];
+            if let Some(n) = build(&mut slot) {
+                *self.lent.lock() += n;
+            }
+            true
+        }
+        fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+            deliver(Arrival::Datagram(&[0x45, 1, 2, 3]));
+            deliver(Arrival::UdpPayload {
+                src: SRC,
+                dst: DST,
+                payload: &[9, 8, 7],
+            });
+            Received {
+                count: 2,
+                ..Received::default()
+            }
+        }
+    }
+
+    #[test]
+    fn shows_what_passes_either_way_only_while_a_capture_is_installed() {
+        let link = CaptureLink::new(Recorder::default());
+        let seen = Arc::new(Seen::default());
+        let dest = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4791);
+        let mut build = |slot: &mut [u8]| {
+            slot[0] = 1;
+            Some(1)
+        };
+        // Nothing installed: the link lends its buffer, nothing is shown.
+        link.transmit(&[0x45, 0]);
+        assert!(link.transmit_udp_payload_with(dest, 8, &mut build));
+        assert_eq!(*link.inner().lent.lock(), 1);
+        assert_eq!(link.receive(&mut |_| {}).count, 2);
+
+        link.set_capture(Some(Box::new(seen.clone())));
+        assert!(link.is_capturing());
+        // Installed: no buffer lent (the caller builds a whole datagram).
+        assert!(!link.transmit_udp_payload_with(dest, 8, &mut build));
+        assert_eq!(*link.inner().lent.lock(), 1);
+        link.transmit(&[0x45, 1]);
+        let mut buf = vec![0x45, 2, 0xAA];
+        link.transmit_owned(&mut buf, 2);
+        let mut delivered = 0;
+        assert_eq!(link.receive(&mut |_| delivered += 1).count, 2);
+        assert_eq!(delivered, 2, "every arrival still reaches the device");
+
+        let fields = IpUdpFields::from_sockets(SRC, DST).unwrap();
+        let (head, n) = fields.header_bytes(3).unwrap();
+        let mut rebuilt = head[..n].to_vec();
+        rebuilt.extend_from_slice(&[9, 8, 7]);
+        assert_eq!(
+            *seen.0.lock(),
+            [
+                (Direction::Transmit, vec![0x45, 1]),
+                (Direction::Transmit, vec![0x45, 2]),
+                (Direction::Receive, vec![0x45, 1, 2, 3]),
+                (Direction::Receive, rebuilt),
+            ]
+        );
+        assert_eq!(
+            *link.inner().sent.lock(),
+            [vec![0x45, 0], vec![0x45, 1], vec![0x45, 2]],
+            "the wrapped link got every datagram"
+        );
+
+        link.set_capture(None);
+        link.transmit(&[0x45, 3]);
+        assert_eq!(seen.0.lock().len(), 4, "removed: nothing more shown");
+        assert!(link.transmit_udp_payload_with(dest, 8, &mut build));
+    }
+}
