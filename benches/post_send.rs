@@ -11,11 +11,12 @@
 //! tracking), on purpose: it is the only Linux platform, and the one every
 //! host adapter runs on (`RsNdkOpenAdapter`, ndkperf), so this is what a
 //! post costs there. Its bookkeeping is part of the figure: the SQ spin
-//! lock reports raise, acquire, release and lower to it, about a quarter
-//! of a post (perf, November 2026). The driver's kernel platform does only
-//! the IRQL raise and lower in release builds. Two locked read-modify-write
-//! instructions are also inherent: the SQ lock's test-and-set and the
-//! scripted doorbell's counter (~9 ns each on the 2-core VM).
+//! lock reports raise, acquire, release and lower to it (a thread's only
+//! lock at DISPATCH_LEVEL is recorded on a short path; nesting takes the
+//! full checks). The driver's kernel platform does only the IRQL raise and
+//! lower in release builds. One locked read-modify-write instruction is
+//! inherent: the SQ lock's test-and-set (the scripted doorbell counts with
+//! a plain store).
 //!
 //! Run: `cargo bench --bench post_send`
 

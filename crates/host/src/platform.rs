@@ -206,6 +206,38 @@ impl HostPlatform {
         r
     }
 
+    /// [`Platform::lock_acquired`] with every check.
+    #[cold]
+    #[inline(never)]
+    fn lock_acquired_checked(&self, class: &'static LockClass, lock: usize) {
+        if Self::irql() != Irql::Dispatch {
+            self.violations.report(
+                Rule::SpinLockIrql,
+                format!(
+                    "spin lock {} acquired at PASSIVE_LEVEL (raise to DISPATCH_LEVEL first)",
+                    class.name
+                ),
+            );
+        }
+        self.report_all(LockTracker::acquired(class, lock));
+    }
+
+    /// [`Platform::lock_released`] with every check.
+    #[cold]
+    #[inline(never)]
+    fn lock_released_checked(&self, class: &'static LockClass, lock: usize) {
+        if Self::irql() != Irql::Dispatch {
+            self.violations.report(
+                Rule::SpinLockIrql,
+                format!(
+                    "spin lock {} released at PASSIVE_LEVEL (held locks keep DISPATCH_LEVEL)",
+                    class.name
+                ),
+            );
+        }
+        self.report_all(LockTracker::released(class, lock));
+    }
+
     fn report_all(&self, found: Vec<(Rule, String)>) {
         for (rule, detail) in found {
             self.violations.report(rule, detail);
@@ -289,29 +321,19 @@ impl Platform for HostPlatform {
     }
 
     fn lock_acquired(&self, class: &'static LockClass, lock: usize) {
-        if Self::irql() != Irql::Dispatch {
-            self.violations.report(
-                Rule::SpinLockIrql,
-                format!(
-                    "spin lock {} acquired at PASSIVE_LEVEL (raise to DISPATCH_LEVEL first)",
-                    class.name
-                ),
-            );
+        // The common case, a thread's only lock at DISPATCH_LEVEL, has
+        // nothing to report: recorded without the checks' frame.
+        if Self::irql() == Irql::Dispatch && LockTracker::acquired_first(class, lock) {
+            return;
         }
-        self.report_all(LockTracker::acquired(class, lock));
+        self.lock_acquired_checked(class, lock);
     }
 
     fn lock_released(&self, class: &'static LockClass, lock: usize) {
-        if Self::irql() != Irql::Dispatch {
-            self.violations.report(
-                Rule::SpinLockIrql,
-                format!(
-                    "spin lock {} released at PASSIVE_LEVEL (held locks keep DISPATCH_LEVEL)",
-                    class.name
-                ),
-            );
+        if Self::irql() == Irql::Dispatch && LockTracker::released_last(lock) {
+            return;
         }
-        self.report_all(LockTracker::released(class, lock));
+        self.lock_released_checked(class, lock);
     }
 
     fn require_passive(&self, what: &'static str) {

@@ -133,6 +133,41 @@ impl LockTracker {
         HELD.with(|h| h.borrow().iter().map(|l| l.class.name).collect())
     }
 
+    /// The calling thread acquired `lock` of `class` holding no other
+    /// lock, with room to record it: recorded, `true` (nothing to check).
+    /// `false`: nothing recorded; [`LockTracker::acquired`] does the
+    /// checks. Kept small so a post's one lock costs no more than a push.
+    #[inline]
+    pub fn acquired_first(class: &'static LockClass, lock: usize) -> bool {
+        HELD.with(|h| {
+            let Ok(mut h) = h.try_borrow_mut() else {
+                return false;
+            };
+            let room = h.is_empty() && h.capacity() > 0;
+            if room {
+                h.push(HeldLock { class, lock });
+            }
+            room
+        })
+    }
+
+    /// The calling thread released `lock`, the last one it acquired:
+    /// recorded, `true`. `false`: nothing recorded; [`LockTracker::released`]
+    /// does the checks.
+    #[inline]
+    pub fn released_last(lock: usize) -> bool {
+        HELD.with(|h| {
+            let Ok(mut h) = h.try_borrow_mut() else {
+                return false;
+            };
+            let last = h.last().is_some_and(|l| l.lock == lock);
+            if last {
+                h.pop();
+            }
+            last
+        })
+    }
+
     /// The calling thread acquired `lock` of `class`.
     pub fn acquired(class: &'static LockClass, lock: usize) -> Vec<(Rule, String)> {
         // The common case (no other lock held) stays cheap: posting paths
