@@ -346,9 +346,9 @@ fn soak() {
         }
     }
     let elapsed = start.elapsed();
-    let fabric = rsndk::adapters::fabric_of(nodes[0].node.adapter)
+    let faults = rsndk::adapters::fabric_of(nodes[0].node.adapter)
         .expect("a fabric")
-        .fabric()
+        .faults()
         .stats();
     let retransmitted: u64 = nodes
         .iter()
@@ -360,8 +360,8 @@ fn soak() {
         })
         .sum();
     assert!(
-        !faulty || (fabric.lost > 0 && fabric.duplicated > 0 && fabric.reordered > 0),
-        "the fabric injected faults: {fabric:?}"
+        !faulty || (faults.lost > 0 && faults.duplicated > 0 && faults.reordered > 0),
+        "the fabric's links injected faults: {faults:?}"
     );
     for c in live {
         close_conn(c);
@@ -380,7 +380,7 @@ fn soak() {
         );
     }
     eprintln!(
-        "soak: {:.1} s, {} ops ({} SEND, {} WRITE, {} READ), {:.1} MiB, {} connections ({} churned), seed {:#x}, 0 leaks; fabric {:?}; {} packets retransmitted",
+        "soak: {:.1} s, {} ops ({} SEND, {} WRITE, {} READ), {:.1} MiB, {} connections ({} churned), seed {:#x}, 0 leaks; faults {:?}; {} packets retransmitted",
         elapsed.as_secs_f64(),
         t.ops,
         t.sends,
@@ -390,7 +390,7 @@ fn soak() {
         t.connections,
         churn,
         seed,
-        fabric,
+        faults,
         retransmitted
     );
 }

@@ -17,7 +17,7 @@ use ndkpi::{
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::Clock;
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 
 use crate::busy::BusyPoll;
 use crate::config::{AdapterConfig, FaultConfig, Transport};
@@ -82,7 +82,7 @@ fn faults(f: &FaultConfig) -> Faults {
 fn hub_for(reg: &mut Registry, name: &str, f: &FaultConfig) -> Result<Arc<FabricHub>, NTSTATUS> {
     if let Some(hub) = reg.hubs.get(name).and_then(Weak::upgrade) {
         if *f != FaultConfig::default() {
-            hub.fabric().set_faults(faults(f));
+            hub.faults().set_faults(faults(f));
         }
         return Ok(hub);
     }

@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
 use softrnic::device::SoftRnic;
 use softrnic::env::{Clock, PassPlan, RunPass, Wake};
-use softrnic::fabric::{Fabric, Faults, Load};
-use softrnic::link::{Arrival, Link, Received};
+use softrnic::fabric::Fabric;
+use softrnic::link::{Arrival, FaultInjector, FaultLink, Faults, Link, Load, Received};
 use softrnic::qp::RcConfig;
 use softrnic::train::Train;
 
@@ -474,10 +474,12 @@ struct Node {
 
 /// An in-memory fabric shared by the devices of this process that name it.
 /// It has no thread of its own: a transmit queues the datagram for its
-/// destination and wakes that device's engine, which takes it.
+/// destination and wakes that device's engine, which takes it. Each
+/// device's link draws faults from the hub's one generator.
 #[derive(Debug)]
 pub struct FabricHub {
     fabric: Arc<Fabric>,
+    faults: Arc<FaultInjector>,
     nodes: RwLock<HashMap<IpAddr, Node>>,
     /// Changes with every attach and detach, so links can cache wakers.
     generation: AtomicU64,
@@ -487,15 +489,22 @@ impl FabricHub {
     /// An empty hub.
     pub fn start(_name: &str, faults: Faults) -> std::io::Result<Arc<Self>> {
         Ok(Arc::new(Self {
-            fabric: Fabric::new(faults),
+            fabric: Fabric::new(),
+            faults: FaultInjector::new(faults),
             nodes: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
         }))
     }
 
-    /// The fabric (for statistics and fault changes).
+    /// The fabric (for statistics).
     pub fn fabric(&self) -> &Arc<Fabric> {
         &self.fabric
+    }
+
+    /// The fault generator its links draw from (for statistics and fault
+    /// changes).
+    pub fn faults(&self) -> &Arc<FaultInjector> {
+        &self.faults
     }
 
     /// Attaches a device at `addr` (woken by `waker` when a datagram for
@@ -556,15 +565,17 @@ impl FabricHub {
         None
     }
 
-    /// The link of a device at `addr` on this hub.
-    pub fn link(self: &Arc<Self>, addr: impl Into<IpAddr>) -> HubLink {
+    /// The link of a device at `addr` on this hub, injecting the hub's
+    /// faults.
+    pub fn link(self: &Arc<Self>, addr: impl Into<IpAddr>) -> FaultLink<HubLink> {
         let addr = addr.into();
-        HubLink {
+        let link = HubLink {
             hub: self.clone(),
             addr,
             batch: Mutex::new(Vec::with_capacity(RX_BURST)),
             last_waker: Mutex::new(None),
-        }
+        };
+        FaultLink::new(link, self.faults.clone(), Arc::new(HostClock))
     }
 
     /// Starts the engine thread of a device attached at `addr`.
@@ -640,17 +651,34 @@ impl Link for HubLink {
         }
     }
 
+    /// The fabric queues it until due; the receiver, woken now, sleeps
+    /// until then (its pass reports when the next datagram is due).
+    fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
+        let due = HostClock.now_us().saturating_add(hold_us);
+        if let Some(dst) = self.hub.fabric.transmit_owned(due, buf, len) {
+            self.sent_to(dst);
+        }
+        true
+    }
+
     /// Every device on a hub is in this process and reaches memory through
     /// [`crate::platform::HostDma`] (logical address = virtual address):
-    /// one DMA space, so trains may cross it while the fabric injects no
-    /// per-packet faults.
+    /// one DMA space, so trains may cross it (the hub's
+    /// [`FaultLink`] refuses them while it draws per-packet faults).
     fn carries_trains(&self, _dst: IpAddr) -> bool {
-        self.hub.fabric.carries_trains()
+        true
     }
 
     fn transmit_train(&self, train: Train) {
         let dst = self.hub.fabric.transmit_train(HostClock.now_us(), train);
         self.sent_to(dst);
+    }
+
+    fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
+        let due = HostClock.now_us().saturating_add(hold_us);
+        let dst = self.hub.fabric.transmit_train(due, train);
+        self.sent_to(dst);
+        None
     }
 
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {

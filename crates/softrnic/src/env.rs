@@ -1,6 +1,7 @@
 //! What the device needs from its surroundings besides its link
 //! ([`crate::link`]): a way to ask for its engine to be run, and a packet
-//! tap; and the clock of a link that delays delivery.
+//! tap (shown what passes by [`crate::link::CaptureLink`]); and the clock
+//! of a link that delays delivery.
 //!
 //! The device keeps no clock: its runtime reads its own and passes the
 //! time into every run entry point ([`RunPass::try_pass`],
@@ -10,8 +11,8 @@
 //! (a simulated time, an in-memory fabric).
 
 /// Monotonic time, read by a link that holds datagrams back for a
-/// while (the in-memory [`crate::fabric::FabricPort`]'s delivery delays);
-/// never by the device.
+/// while (a [`crate::link::FaultLink`]'s injected delays, the in-memory
+/// [`crate::fabric::FabricPort`]'s due times); never by the device.
 pub trait Clock: Send + Sync {
     /// Microseconds since an arbitrary fixed origin.
     fn now_us(&self) -> u64;

@@ -1,14 +1,16 @@
-//! An in-memory Ethernet-less fabric for deterministic tests: devices
-//! transmit IPv4 or IPv6 datagrams into it, and whoever drives the test takes them
-//! out when they are due and hands them to the destination device.
+//! An in-memory Ethernet-less fabric for deterministic tests: a delivery
+//! queue per destination. Devices transmit IPv4 or IPv6 datagrams into it,
+//! each due at a time its sender gives, and whoever drives the test takes
+//! them out when they are due and hands them to the destination device.
 //!
-//! Faults are injected from a seeded generator, so a run with the same seed,
-//! the same traffic and the same clock readings loses, duplicates, delays
-//! and reorders exactly the same packets.
+//! The fabric loses, duplicates and reorders nothing itself: faults are
+//! injected by a [`crate::link::FaultLink`] around a device's
+//! [`FabricPort`], which hands it what it delays
+//! ([`Link::transmit_owned_later`]) to queue until due.
 //!
 //! Devices that share one memory may also send trains
-//! ([`crate::train`]) while no faults are set; whoever takes datagrams gets
-//! a train cut into the datagrams it stands for.
+//! ([`crate::train`]); whoever takes datagrams gets a train cut into the
+//! datagrams it stands for.
 
 use alloc::collections::BinaryHeap;
 use alloc::collections::binary_heap::PeekMut;
@@ -17,30 +19,11 @@ use alloc::vec::Vec;
 use core::cmp::Ordering;
 use core::net::IpAddr;
 
-use rand_xoshiro::Xoshiro256PlusPlus;
-use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use spin::Mutex;
 
 use crate::env::Clock;
-use crate::link::Link;
+use crate::link::{Link, Load};
 use crate::train::Train;
-
-/// Fault probabilities and delays.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Faults {
-    /// Probability a packet is lost.
-    pub loss: f64,
-    /// Probability a packet is held back so later packets overtake it.
-    pub reorder: f64,
-    /// Probability a packet is delivered twice.
-    pub duplicate: f64,
-    /// Base one-way delay, microseconds.
-    pub delay_us: u64,
-    /// How far (microseconds) a reordered or duplicated packet lags.
-    pub reorder_window_us: u64,
-    /// Seed of the generator.
-    pub seed: u64,
-}
 
 /// What the fabric did, for tests and reports. A train counts as the
 /// packets it stands for.
@@ -48,48 +31,13 @@ pub struct Faults {
 pub struct FabricStats {
     /// Datagrams transmitted into the fabric.
     pub sent: u64,
-    /// Dropped: by loss injection, queued for a device that went away,
-    /// or train segments whose source key died before they were cut.
+    /// Dropped: queued for a device that went away, or train segments
+    /// whose source key died before they were cut.
     pub lost: u64,
-    /// Extra copies made by duplicate injection.
-    pub duplicated: u64,
-    /// Held back by reorder injection.
-    pub reordered: u64,
     /// Handed out for delivery.
     pub delivered: u64,
     /// Too short to carry an IP destination (or of no IP version): dropped.
     pub malformed: u64,
-}
-
-/// What travels through the fabric.
-#[derive(Debug)]
-// A train carries its gather list inline (up to 16 entries), so it needs
-// no allocation per send; an entry is moved a few times in its queue's
-// heap, which costs less than a boxed train's allocation and free.
-#[allow(clippy::large_enum_variant)]
-pub enum Load {
-    /// One IPv4 or IPv6 datagram.
-    Datagram(Vec<u8>),
-    /// Packets whose payload is still at the sender ([`crate::train`]).
-    Train(Train),
-}
-
-impl Load {
-    /// How many packets it stands for.
-    pub fn packets(&self) -> u64 {
-        match self {
-            Self::Datagram(_) => 1,
-            Self::Train(t) => u64::from(t.segments()),
-        }
-    }
-
-    /// The datagram, if it is one.
-    pub fn datagram(&self) -> Option<&[u8]> {
-        match self {
-            Self::Datagram(bytes) => Some(bytes),
-            Self::Train(_) => None,
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -137,8 +85,6 @@ const MAX_SPARE: usize = 4096;
 
 #[derive(Debug)]
 struct State {
-    faults: Faults,
-    rng: Xoshiro256PlusPlus,
     /// One queue per destination (a handful), so each receiver takes only
     /// its own packets without scanning the others'.
     queues: Vec<Queue>,
@@ -149,18 +95,6 @@ struct State {
 }
 
 impl State {
-    /// A uniform draw in [0, 1).
-    #[allow(clippy::cast_precision_loss)] // 53-bit values convert exactly
-    fn chance(&mut self) -> f64 {
-        // 53 random bits make an exactly representable fraction.
-        (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn lag(&mut self) -> u64 {
-        let window = self.faults.reorder_window_us.max(1);
-        1 + self.rng.next_u64() % window
-    }
-
     fn enqueue(&mut self, due_us: u64, dst: IpAddr, load: Load) {
         self.seq += 1;
         let flight = InFlight {
@@ -251,16 +185,6 @@ fn take_datagram(s: &mut State, dst: Option<IpAddr>, now_us: u64) -> Option<(IpA
     }
 }
 
-/// What happens to a datagram being sent.
-struct Fate {
-    dst: IpAddr,
-    due: u64,
-    /// Due time of a duplicate, if one is made.
-    duplicate: Option<u64>,
-    /// A recycled (or new) buffer to carry it.
-    buffer: Vec<u8>,
-}
-
 /// The fabric.
 #[derive(Debug)]
 pub struct Fabric {
@@ -273,12 +197,10 @@ fn destination(datagram: &[u8]) -> Option<IpAddr> {
 }
 
 impl Fabric {
-    /// A fabric with the given faults.
-    pub fn new(faults: Faults) -> Arc<Self> {
+    /// An empty fabric.
+    pub fn new() -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State {
-                faults,
-                rng: Xoshiro256PlusPlus::seed_from_u64(faults.seed),
                 queues: Vec::new(),
                 spare: Vec::new(),
                 seq: 0,
@@ -287,109 +209,60 @@ impl Fabric {
         })
     }
 
-    /// Changes the faults (the generator keeps its position).
-    pub fn set_faults(&self, faults: Faults) {
-        self.state.lock().faults = faults;
-    }
-
-    /// Sends a datagram at time `now_us`. Returns its destination if it
-    /// was queued (not lost or malformed), so the caller can wake the
-    /// receiver. The bytes are copied with the lock released, so a
-    /// receiver taking its packets never spins behind a 4 KiB copy.
-    pub fn transmit(&self, now_us: u64, datagram: &[u8]) -> Option<IpAddr> {
-        let mut fate = self.decide(now_us, datagram)?;
-        let mut bytes = core::mem::take(&mut fate.buffer);
+    /// Queues a datagram due at `due_us`. Returns its destination if it
+    /// was queued (not malformed), so the caller can wake the receiver.
+    /// The bytes are copied with the lock released, so a receiver taking
+    /// its packets never spins behind a 4 KiB copy.
+    pub fn transmit(&self, due_us: u64, datagram: &[u8]) -> Option<IpAddr> {
+        let (dst, mut bytes) = {
+            let mut s = self.state.lock();
+            let dst = Self::admit(&mut s, datagram)?;
+            (dst, s.spare.pop().unwrap_or_default())
+        };
         bytes.clear();
         bytes.extend_from_slice(datagram);
-        self.finish(&fate, bytes);
-        Some(fate.dst)
+        self.state
+            .lock()
+            .enqueue(due_us, dst, Load::Datagram(bytes));
+        Some(dst)
     }
 
     /// [`Fabric::transmit`] of `buf[..len]` that takes `buf` itself into
     /// the fabric, leaving a recycled buffer of the same length in its
     /// place: a full-size packet moves without being copied.
-    pub fn transmit_owned(&self, now_us: u64, buf: &mut Vec<u8>, len: usize) -> Option<IpAddr> {
-        // One lock round: nothing is copied (but a duplicate), so nothing
-        // slow happens under the lock.
+    pub fn transmit_owned(&self, due_us: u64, buf: &mut Vec<u8>, len: usize) -> Option<IpAddr> {
+        // One lock round: nothing is copied, so nothing slow happens
+        // under the lock.
         let mut s = self.state.lock();
-        let fate = Self::decide_locked(&mut s, now_us, buf.get(..len)?)?;
-        let mut bytes = fate.buffer;
+        let dst = Self::admit(&mut s, buf.get(..len)?)?;
+        let mut bytes = s.spare.pop().unwrap_or_default();
         // Only the tail beyond the recycled buffer's length is written;
         // the caller overwrites what it uses.
         bytes.resize(buf.len(), 0);
         core::mem::swap(buf, &mut bytes);
         bytes.truncate(len);
-        if let Some(lagged) = fate.duplicate {
-            let dup = bytes.clone();
-            s.enqueue(lagged, fate.dst, Load::Datagram(dup));
-        }
-        s.enqueue(fate.due, fate.dst, Load::Datagram(bytes));
-        Some(fate.dst)
+        s.enqueue(due_us, dst, Load::Datagram(bytes));
+        Some(dst)
     }
 
-    /// Whether senders may hand trains to this fabric: only
-    /// while it loses, reorders and duplicates nothing, since those faults
-    /// are drawn per packet (a delay applies to trains as to packets).
-    pub fn carries_trains(&self) -> bool {
-        let f = self.state.lock().faults;
-        f.loss <= 0.0 && f.reorder <= 0.0 && f.duplicate <= 0.0
-    }
-
-    /// Sends a train at time `now_us` (the sender asked
-    /// [`Fabric::carries_trains`] first; faults set since then are not
-    /// drawn for it). Returns its destination.
-    pub fn transmit_train(&self, now_us: u64, train: Train) -> IpAddr {
+    /// Queues a train due at `due_us`. Returns its destination.
+    pub fn transmit_train(&self, due_us: u64, train: Train) -> IpAddr {
         let dst = train.dst();
         let mut s = self.state.lock();
         s.stats.sent += u64::from(train.segments());
-        let due = now_us + s.faults.delay_us;
-        s.enqueue(due, dst, Load::Train(train));
+        s.enqueue(due_us, dst, Load::Train(train));
         dst
     }
 
-    /// Draws a datagram's fate (loss, delay, duplication) and a buffer for
-    /// it, under the lock.
-    fn decide(&self, now_us: u64, datagram: &[u8]) -> Option<Fate> {
-        Self::decide_locked(&mut self.state.lock(), now_us, datagram)
-    }
-
-    fn decide_locked(s: &mut State, now_us: u64, datagram: &[u8]) -> Option<Fate> {
+    /// Counts a datagram sent and finds its destination (`None`:
+    /// malformed, counted and dropped).
+    fn admit(s: &mut State, datagram: &[u8]) -> Option<IpAddr> {
         s.stats.sent += 1;
-        let Some(dst) = destination(datagram) else {
+        let dst = destination(datagram);
+        if dst.is_none() {
             s.stats.malformed += 1;
-            return None;
-        };
-        let faults = s.faults;
-        if faults.loss > 0.0 && s.chance() < faults.loss {
-            s.stats.lost += 1;
-            return None;
         }
-        let mut due = now_us + faults.delay_us;
-        if faults.reorder > 0.0 && s.chance() < faults.reorder {
-            s.stats.reordered += 1;
-            due += s.lag();
-        }
-        let duplicate = (faults.duplicate > 0.0 && s.chance() < faults.duplicate).then(|| {
-            s.stats.duplicated += 1;
-            due + s.lag()
-        });
-        Some(Fate {
-            dst,
-            due,
-            duplicate,
-            buffer: s.spare.pop().unwrap_or_default(),
-        })
-    }
-
-    /// Queues a datagram (and, when its fate says so, a copy of it that
-    /// lags behind).
-    fn finish(&self, fate: &Fate, bytes: Vec<u8>) {
-        let copy = fate.duplicate.map(|lagged| (lagged, bytes.clone()));
-        let mut s = self.state.lock();
-        if let Some((lagged, dup)) = copy {
-            s.enqueue(lagged, fate.dst, Load::Datagram(dup));
-        }
-        s.enqueue(fate.due, fate.dst, Load::Datagram(bytes));
+        dst
     }
 
     /// Takes the next datagram due at or before `now_us`, whatever its
@@ -489,7 +362,9 @@ impl Fabric {
     }
 }
 
-/// A device's attachment to a fabric.
+/// A device's attachment to a fabric. What it is given is due at once;
+/// what a [`crate::link::FaultLink`] around it delays
+/// ([`Link::transmit_owned_later`]) the fabric queues until due.
 pub struct FabricPort {
     fabric: Arc<Fabric>,
     clock: Arc<dyn Clock>,
@@ -508,8 +383,8 @@ impl FabricPort {
     }
 
     /// Like [`FabricPort::new`], for devices that reach memory through one
-    /// DMA address space: READ responses may travel as trains
-    /// ([`crate::train`]) while the fabric injects no faults.
+    /// DMA address space: READ responses, SENDs and WRITEs may travel as
+    /// trains ([`crate::train`]).
     pub fn with_trains(fabric: Arc<Fabric>, clock: Arc<dyn Clock>) -> Self {
         Self {
             trains: true,
@@ -535,19 +410,42 @@ impl Link for FabricPort {
         let _ = self.fabric.transmit_owned(self.clock.now_us(), buf, len);
     }
 
+    fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
+        let due = self.clock.now_us().saturating_add(hold_us);
+        let _ = self.fabric.transmit_owned(due, buf, len);
+        true
+    }
+
     fn carries_trains(&self, _dst: IpAddr) -> bool {
-        self.trains && self.fabric.carries_trains()
+        self.trains
     }
 
     fn transmit_train(&self, train: Train) {
         let _ = self.fabric.transmit_train(self.clock.now_us(), train);
+    }
+
+    fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
+        let due = self.clock.now_us().saturating_add(hold_us);
+        let _ = self.fabric.transmit_train(due, train);
+        None
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::{FaultInjector, FaultLink, Faults};
     use core::net::{Ipv4Addr, Ipv6Addr};
+    use core::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+    #[derive(Default)]
+    struct TestClock(AtomicU64);
+
+    impl Clock for TestClock {
+        fn now_us(&self) -> u64 {
+            self.0.load(AtomicOrdering::Relaxed)
+        }
+    }
 
     fn datagram(dst: [u8; 4], tag: u8) -> Vec<u8> {
         let mut d = alloc::vec![0u8; 28];
@@ -558,13 +456,10 @@ mod tests {
     }
 
     #[test]
-    fn clean_fabric_delivers_in_order_after_delay() {
-        let f = Fabric::new(Faults {
-            delay_us: 5,
-            ..Faults::default()
-        });
+    fn fabric_delivers_in_order_when_due() {
+        let f = Fabric::new();
         for tag in 0..3 {
-            f.transmit(10, &datagram([127, 0, 0, 2], tag));
+            f.transmit(15, &datagram([127, 0, 0, 2], tag));
         }
         assert!(f.take_due(14).is_none());
         let tags: Vec<u8> = core::iter::from_fn(|| f.take_due(15))
@@ -575,7 +470,7 @@ mod tests {
     }
 
     #[test]
-    fn faults_are_deterministic_per_seed_and_roughly_at_rate() {
+    fn faults_around_a_port_are_deterministic_per_seed_and_roughly_at_rate() {
         let faults = Faults {
             loss: 0.1,
             reorder: 0.1,
@@ -585,21 +480,34 @@ mod tests {
             ..Faults::default()
         };
         let run = || {
-            let f = Fabric::new(faults);
+            let f = Fabric::new();
+            let clock = Arc::new(TestClock::default());
+            let port = FaultLink::new(
+                FabricPort::new(f.clone(), clock.clone()),
+                FaultInjector::new(faults),
+                clock.clone(),
+            );
             for i in 0..10_000u32 {
-                f.transmit(u64::from(i), &datagram([127, 0, 0, 2], i as u8));
+                clock.0.store(u64::from(i), AtomicOrdering::Relaxed);
+                port.transmit(&datagram([127, 0, 0, 2], i as u8));
             }
             let order: Vec<u8> = core::iter::from_fn(|| f.take_due(u64::MAX))
                 .map(|(_, d)| d[27])
                 .collect();
-            (f.stats(), order)
+            (port.injector().stats(), f.stats(), order)
         };
-        let (a, order_a) = run();
-        let (b, order_b) = run();
-        assert_eq!((a, &order_a), (b, &order_b), "same seed, same outcome");
+        let (a, fa, order_a) = run();
+        let (b, fb, order_b) = run();
+        assert_eq!(
+            (a, fa, &order_a),
+            (b, fb, &order_b),
+            "same seed, same outcome"
+        );
         assert!((800..1200).contains(&a.lost), "{a:?}");
         assert!((800..1200).contains(&a.duplicated), "{a:?}");
-        assert_eq!(a.delivered, a.sent - a.lost + a.duplicated);
+        assert_eq!(a.drawn, 10_000);
+        assert_eq!(fa.sent, a.drawn - a.lost + a.duplicated);
+        assert_eq!(fa.delivered, fa.sent);
         assert!(
             order_a.windows(2).any(|w| w[1] != w[0].wrapping_add(1)),
             "reordered"
@@ -608,15 +516,12 @@ mod tests {
 
     #[test]
     fn each_destination_takes_only_its_own_datagrams() {
-        let f = Fabric::new(Faults {
-            delay_us: 5,
-            ..Faults::default()
-        });
+        let f = Fabric::new();
         let (a4, b4) = (Ipv4Addr::new(127, 0, 0, 3), Ipv4Addr::new(127, 0, 0, 2));
         let (a, b) = (IpAddr::V4(a4), IpAddr::V4(b4));
-        assert_eq!(f.transmit(10, &datagram(b4.octets(), 1)), Some(b));
-        assert_eq!(f.transmit(11, &datagram(a4.octets(), 2)), Some(a));
-        assert_eq!(f.transmit(12, &datagram(b4.octets(), 3)), Some(b));
+        assert_eq!(f.transmit(15, &datagram(b4.octets(), 1)), Some(b));
+        assert_eq!(f.transmit(16, &datagram(a4.octets(), 2)), Some(a));
+        assert_eq!(f.transmit(17, &datagram(b4.octets(), 3)), Some(b));
         assert_eq!(f.next_due_for(a), Some(16));
         assert_eq!(f.next_due_for(b), Some(15));
         assert!(f.take_due_for(b, 14).is_none());
@@ -627,7 +532,7 @@ mod tests {
         assert!(f.take_due_for(b, 100).is_none());
         assert_eq!(f.in_flight(), 1);
         // A recycled buffer carries the next datagram, not its old bytes.
-        f.transmit(20, &datagram(b4.octets(), 4));
+        f.transmit(25, &datagram(b4.octets(), 4));
         assert_eq!(f.take_due(u64::MAX).map(|(d, p)| (d, p[27])), Some((a, 2)));
         assert_eq!(f.take_due(u64::MAX).map(|(d, p)| (d, p[27])), Some((b, 4)));
         assert_eq!(f.stats().delivered, 4);
@@ -635,7 +540,7 @@ mod tests {
 
     #[test]
     fn owned_transmits_swap_buffers_and_batches_recycle_them() {
-        let f = Fabric::new(Faults::default());
+        let f = Fabric::new();
         let b4 = Ipv4Addr::new(127, 0, 0, 2);
         let b = IpAddr::V4(b4);
         let mut buf = datagram(b4.octets(), 7);
@@ -668,7 +573,7 @@ mod tests {
 
     #[test]
     fn short_datagrams_are_counted_and_dropped() {
-        let f = Fabric::new(Faults::default());
+        let f = Fabric::new();
         f.transmit(0, &[0u8; 10]);
         // An IPv6 header cut before its destination, and no IP version.
         f.transmit(0, &[0x60; 39]);
@@ -679,7 +584,7 @@ mod tests {
 
     #[test]
     fn ipv6_datagrams_go_to_their_ipv6_destination() {
-        let f = Fabric::new(Faults::default());
+        let f = Fabric::new();
         let v6 = |last: u8, tag: u8| {
             let mut d = alloc::vec![0u8; 48];
             d[0] = 0x60;

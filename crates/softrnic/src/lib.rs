@@ -21,7 +21,9 @@
 //!    sender), [`link`] (the [`link::Link`] trait, the transmitter every
 //!    sent packet goes through, which says whether packets to a
 //!    destination leave as a train or as datagrams, and the link wrappers:
-//!    [`link::CaptureLink`], which shows what passes to a packet capture),
+//!    [`link::CaptureLink`], which shows what passes to a packet capture,
+//!    and [`link::FaultLink`], which injects seeded loss, duplication,
+//!    reordering and delay into what passes, around any link),
 //!    [`qp`] (the RC state machines: requester,
 //!    responder with its named checks, completer, timers, flush), which see
 //!    their device only as a `qp::Context` and the time it carries.
@@ -30,7 +32,9 @@
 //! 5. [`device`]: [`device::SoftRnic`], the tables and bitsets and the
 //!    commands and doorbells of the hwq contract; [`engine`] (arrivals,
 //!    polls, timers, backpressure) and [`pass`] (one pass and its turn)
-//!    drive it; [`fabric`] is an in-memory link between devices.
+//!    drive it; [`fabric`] is an in-memory link between devices (a plain
+//!    delivery queue: its faults come from a [`link::FaultLink`] around
+//!    each device's port).
 //!
 //! ## Time
 //!
@@ -42,9 +46,10 @@
 //! arrivals — and the device keeps the latest it was given. The hwq
 //! commands have no time of their own: a connection-management timer a
 //! command starts runs from the next pass, which stamps it; anything else a
-//! command needs a time for takes the latest pass's. The only clock read
-//! inside this crate is the in-memory [`fabric`] link's
-//! ([`env::Clock`]), for its delivery delays.
+//! command needs a time for takes the latest pass's. The only clocks read
+//! inside this crate are links' ([`env::Clock`]): a [`link::FaultLink`]'s
+//! for the delays it injects, the in-memory [`fabric`]'s port for when
+//! what it queues is due.
 //!
 //! ## One SEND, end to end
 //!

@@ -27,6 +27,14 @@
 //!   arrivals (`receive*`, which bypass [`Link::receive`]) are shown to the
 //!   same capture.
 //!
+//! * [`FaultLink`] injects seeded faults into what is transmitted through
+//!   it: loss, duplication, reordering and delay, drawn per datagram by a
+//!   [`FaultInjector`] that several links may share (the devices of one
+//!   simulated network). It carries no trains while it draws per-datagram
+//!   faults. A runtime (or test) wraps the link it gives a device in one;
+//!   the capture, inside the device, sees what leaves the device, before
+//!   any fault.
+//!
 //! A wrapper forwards what it does not change, so wrappers nest, and a
 //! `Box` or `Arc` of a link is a link.
 use alloc::boxed::Box;
@@ -40,8 +48,10 @@ use crate::stats::Counters;
 use crate::train::{Segments, Train};
 
 mod capture;
+mod faults;
 
 pub use capture::CaptureLink;
+pub use faults::{FaultInjector, FaultLink, FaultStats, Faults};
 
 /// The device's network attachment.
 pub trait Link: Send + Sync {
@@ -59,6 +69,25 @@ pub trait Link: Send + Sync {
         if let Some(datagram) = buf.get(..len) {
             self.transmit(datagram);
         }
+    }
+
+    /// For a link that delays delivery itself (a simulated network's
+    /// delivery queue): takes the datagram in `buf[..len]` as
+    /// [`Link::transmit_owned`] does, for delivery `hold_us` later than
+    /// [`Link::transmit_owned`]'s. `false` (the default): the link holds
+    /// nothing back and took nothing; a [`FaultLink`] then holds the
+    /// datagram itself.
+    fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
+        let _ = (hold_us, buf, len);
+        false
+    }
+
+    /// [`Link::transmit_owned_later`] for a train (the sender asked
+    /// [`Link::carries_trains`] first): returns it if it did not take it
+    /// (the default).
+    fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
+        let _ = hold_us;
+        Some(train)
     }
 
     /// Pushes queued datagrams out (a batching link sends them here).
@@ -151,6 +180,12 @@ macro_rules! forward_link {
             fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
                 (**self).transmit_owned(buf, len);
             }
+            fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
+                (**self).transmit_owned_later(hold_us, buf, len)
+            }
+            fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
+                (**self).transmit_train_later(hold_us, train)
+            }
             fn flush(&self) {
                 (**self).flush();
             }
@@ -206,6 +241,37 @@ pub enum Arrival<'a> {
     /// Packets whose payload is still at the sender
     /// ([`Link::transmit_train`]).
     Train(&'a Train),
+}
+
+/// A datagram or a train, as a link holds it for later delivery.
+#[derive(Debug)]
+// A train carries its gather list inline (up to 16 entries), so it needs
+// no allocation per send; an entry is moved a few times in its queue's
+// heap, which costs less than a boxed train's allocation and free.
+#[allow(clippy::large_enum_variant)]
+pub enum Load {
+    /// One IPv4 or IPv6 datagram.
+    Datagram(Vec<u8>),
+    /// Packets whose payload is still at the sender ([`crate::train`]).
+    Train(Train),
+}
+
+impl Load {
+    /// How many packets it stands for.
+    pub fn packets(&self) -> u64 {
+        match self {
+            Self::Datagram(_) => 1,
+            Self::Train(t) => u64::from(t.segments()),
+        }
+    }
+
+    /// The datagram, if it is one.
+    pub fn datagram(&self) -> Option<&[u8]> {
+        match self {
+            Self::Datagram(bytes) => Some(bytes),
+            Self::Train(_) => None,
+        }
+    }
 }
 
 /// What one [`Link::receive`] took.

@@ -22,7 +22,9 @@ use crate::wire::IpUdpFields;
 /// installed it lends no UDP send buffer
 /// ([`Link::transmit_udp_payload_with`]): the device then builds whole
 /// datagrams, which the capture sees as they are. With none installed,
-/// every call goes straight to the wrapped link.
+/// every call goes straight to the wrapped link. It delays nothing itself
+/// (a [`super::FaultLink`] around it holds back what it delays and hands
+/// it through, to be shown, when due).
 ///
 /// The device holds its link in one of these
 /// ([`crate::device::SoftRnic::set_capture`] fills the slot), so a push

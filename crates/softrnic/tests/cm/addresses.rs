@@ -17,7 +17,7 @@ use hwq::device::{ConnectParams, DeviceError, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{ConnId, CqeOpcode, CqeStatus};
 use softrnic::device::SoftRnic;
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::qp::{Path, QpState};
 
 const STEPS: u64 = 200_000;

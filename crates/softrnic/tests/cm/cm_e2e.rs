@@ -16,7 +16,7 @@ use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
 use softrnic::device::SoftRnic;
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
 const STEPS: u64 = 200_000;

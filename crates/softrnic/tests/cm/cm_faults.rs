@@ -9,7 +9,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use crate::common::net::{Ev, Net, Node};
 use softrnic::cm::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, answer_wait_us};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 
 const STEPS: usize = 100_000;
 
@@ -32,7 +32,7 @@ fn lost_req_is_retransmitted_and_still_connects() {
     let (a, b) = (&net.nodes[0], &net.nodes[1]);
     b.rnic.cm_listen(b.at(445)).unwrap();
     let (qa, qb) = (a.qp(), b.qp());
-    net.fabric.set_faults(Faults {
+    net.faults.set_faults(Faults {
         loss: 1.0,
         ..clean()
     });
@@ -40,8 +40,8 @@ fn lost_req_is_retransmitted_and_still_connects() {
         .rnic
         .cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b"again"))
         .unwrap();
-    net.fabric.set_faults(clean());
-    assert_eq!(net.fabric.stats().lost, 1);
+    net.faults.set_faults(clean());
+    assert_eq!(net.faults.stats().lost, 1);
     let start = net.now();
     net.run_until(STEPS, |_| !b.requests().is_empty());
     assert!(
@@ -82,23 +82,23 @@ fn lost_rep_and_rtu_are_recovered() {
     };
     // The REP is lost: the acceptor retransmits it (the initiator's REQ
     // retransmission would also bring it back).
-    net.fabric.set_faults(Faults {
+    net.faults.set_faults(Faults {
         loss: 1.0,
         ..clean()
     });
     b.rnic
         .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b"rep"))
         .unwrap();
-    net.fabric.set_faults(clean());
+    net.faults.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
     // The RTU is lost: the acceptor's REP retransmission makes the
     // initiator send it again.
-    net.fabric.set_faults(Faults {
+    net.faults.set_faults(Faults {
         loss: 1.0,
         ..clean()
     });
     a.rnic.cm_establish(ca).unwrap();
-    net.fabric.set_faults(clean());
+    net.faults.set_faults(clean());
     net.run_until(STEPS, |_| {
         b.events_of(cb).contains(&Ev::Established { conn_id: cb })
     });
@@ -229,14 +229,14 @@ fn a_repeated_req_resends_the_rep() {
     };
     // Lose every REP for a while: the initiator's retransmitted REQs (the
     // acceptor's own retransmitted REPs as well) are what bring it across.
-    net.fabric.set_faults(Faults {
+    net.faults.set_faults(Faults {
         loss: 1.0,
         ..clean()
     });
     b.rnic
         .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
-    net.fabric.set_faults(clean());
+    net.faults.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
     assert_eq!(b.requests().len(), 1);
 }
@@ -327,7 +327,7 @@ fn disconnect_to_a_vanished_peer_completes_after_retries() {
     a.rnic.cm_establish(ca).unwrap();
     net.run_until(STEPS, |_| b.events_of(cb).len() == 2);
     // Every packet is lost from now on.
-    net.fabric.set_faults(Faults {
+    net.faults.set_faults(Faults {
         loss: 1.0,
         ..clean()
     });

@@ -9,7 +9,7 @@ use crate::common::net::accept_params;
 use crate::common::net::{Ev, Net, Node};
 use hwq::device::{ConnectionInfo, DeviceError};
 use hwq::{ConnId, ListenId, Qpn};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 
 const STEPS: usize = 10_000;
 

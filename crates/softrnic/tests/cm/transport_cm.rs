@@ -18,7 +18,8 @@ use hwq::wqe::{Access, SendOpcode};
 use hwq::{ConnId, CqeOpcode, CqeStatus};
 use softrnic::device::SoftRnic;
 use softrnic::env::{Capture, Direction};
-use softrnic::fabric::{Fabric, Faults};
+use softrnic::fabric::Fabric;
+use softrnic::link::{FaultInjector, Faults};
 use softrnic::qp::QpState;
 
 const STEPS: u64 = 200_000;
@@ -50,14 +51,16 @@ fn events(r: &Recorder) -> Vec<Ev> {
 fn world(pmtu_a: u32, pmtu_b: u32) -> World {
     let clock = Arc::new(SimClock::default());
     clock.set(1_000);
-    let fabric = Fabric::new(clean());
-    let a = Node::new(ADDR_A, pmtu_a, &fabric, &clock, 4 << 20);
-    let b = Node::new(ADDR_B, pmtu_b, &fabric, &clock, 4 << 20);
+    let fabric = Fabric::new();
+    let faults = FaultInjector::new(clean());
+    let a = Node::new(ADDR_A, pmtu_a, &fabric, &faults, &clock, 4 << 20);
+    let b = Node::new(ADDR_B, pmtu_b, &fabric, &faults, &clock, 4 << 20);
     a.dev.set_default_rc_config(fast_rc());
     b.dev.set_default_rc_config(fast_rc());
     World {
         clock,
         fabric,
+        faults,
         a,
         b,
         steps: 0,
@@ -103,13 +106,13 @@ fn connect(mut w: World, lose_rtu: bool) -> Connected {
         events(&ra).iter().any(|e| matches!(e, Ev::Replied { .. }))
     });
     if lose_rtu {
-        w.fabric.set_faults(Faults {
+        w.faults.set_faults(Faults {
             loss: 1.0,
             ..clean()
         });
     }
     w.a.dev.cm_establish(ca).unwrap();
-    w.fabric.set_faults(clean());
+    w.faults.set_faults(clean());
     Connected {
         w,
         qa,
@@ -134,7 +137,7 @@ fn first_send_establishes_when_the_rtu_is_lost() {
         cb,
         ..
     } = connect(world(1024, 1024), true);
-    assert_eq!(w.fabric.stats().lost, 1, "the RTU was dropped");
+    assert_eq!(w.faults.stats().lost, 1, "the RTU was dropped");
     let all = Access::LOCAL_WRITE;
     let (src, dst) = (w.a.register(8192, all), w.b.register(8192, all));
     w.b.post_recv(&mut qb, 1, &[dst.sge(0, 8192)]);
@@ -185,6 +188,7 @@ fn a_stranger_does_not_establish_the_acceptor() {
         std::net::Ipv4Addr::new(10, 0, 0, 9),
         1024,
         &w.fabric,
+        &w.faults,
         &w.clock,
         1 << 20,
     );

@@ -26,8 +26,8 @@ use hwq::{
 };
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::{Clock, Wake};
-use softrnic::fabric::{Fabric, FabricPort, Faults};
-use softrnic::link::Link;
+use softrnic::fabric::{Fabric, FabricPort};
+use softrnic::link::{FaultInjector, FaultLink, Faults, Link};
 use softrnic::qp::{Path, QpState, RcConfig};
 
 pub mod net;
@@ -231,15 +231,19 @@ impl Buf {
 }
 
 impl Node {
+    /// A device on `fabric`, its port wrapped in a [`FaultLink`] drawing
+    /// from `faults`.
     pub fn new(
         addr: impl Into<IpAddr>,
         pmtu: u32,
         fabric: &Arc<Fabric>,
+        faults: &Arc<FaultInjector>,
         clock: &Arc<SimClock>,
         mem_size: usize,
     ) -> Self {
         let clock_dyn: Arc<dyn Clock> = clock.clone();
-        let link = Box::new(FabricPort::new(fabric.clone(), clock_dyn));
+        let port = FabricPort::new(fabric.clone(), clock_dyn.clone());
+        let link = Box::new(FaultLink::new(port, faults.clone(), clock_dyn));
         Self::custom(addr, pmtu, clock, mem_size, link, Box::new(NoWake))
     }
 
@@ -470,10 +474,12 @@ pub fn advance_to_next_event(clock: &SimClock, fabric: &Fabric, nodes: [&Node; 2
     next.inspect(|&t| clock.set(t.max(now + 1))).is_some()
 }
 
-/// Two devices on one fabric.
+/// Two devices on one fabric, their ports drawing faults from one
+/// generator.
 pub struct World {
     pub clock: Arc<SimClock>,
     pub fabric: Arc<Fabric>,
+    pub faults: Arc<FaultInjector>,
     pub a: Node,
     pub b: Node,
     pub steps: u64,
@@ -509,14 +515,16 @@ impl World {
     pub fn with_addrs(faults: Faults, pmtu: u32, mem_size: usize, a: IpAddr, b: IpAddr) -> Self {
         let clock = Arc::new(SimClock::default());
         clock.set(1_000);
-        let fabric = Fabric::new(faults);
-        let a = Node::new(a, pmtu, &fabric, &clock, mem_size);
-        let b = Node::new(b, pmtu, &fabric, &clock, mem_size);
+        let fabric = Fabric::new();
+        let faults = FaultInjector::new(faults);
+        let a = Node::new(a, pmtu, &fabric, &faults, &clock, mem_size);
+        let b = Node::new(b, pmtu, &fabric, &faults, &clock, mem_size);
         a.dev.set_default_rc_config(fast_rc());
         b.dev.set_default_rc_config(fast_rc());
         Self {
             clock,
             fabric,
+            faults,
             a,
             b,
             steps: 0,

@@ -14,7 +14,9 @@ use hwq::device::{
 use hwq::ring::ring;
 use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn};
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::fabric::{Fabric, FabricPort, Faults};
+use softrnic::env::Clock;
+use softrnic::fabric::{Fabric, FabricPort};
+use softrnic::link::{FaultInjector, FaultLink, Faults};
 
 use super::{Dma, HostMem, NoWake, SimClock};
 
@@ -229,6 +231,8 @@ pub fn accept_params(qpn: Qpn, ird: u32, ord: u32, data: &[u8]) -> AcceptParams<
 /// The network.
 pub struct Net {
     pub fabric: Arc<Fabric>,
+    /// The generator every device's port draws its faults from.
+    pub faults: Arc<FaultInjector>,
     pub clock: Arc<SimClock>,
     pub nodes: Vec<Node>,
 }
@@ -263,8 +267,10 @@ impl Net {
 
     /// One device per address, with the path MTU of the same index.
     pub fn at(addrs: &[IpAddr], pmtus: &[u32], faults: Faults) -> Self {
-        let fabric = Fabric::new(faults);
+        let fabric = Fabric::new();
+        let faults = FaultInjector::new(faults);
         let clock = Arc::new(SimClock::default());
+        let clock_dyn: Arc<dyn Clock> = clock.clone();
         clock.set(1_000_000);
         let nodes = pmtus
             .iter()
@@ -277,7 +283,11 @@ impl Net {
                     SoftRnic::new(
                         config,
                         Box::new(Dma(memory.clone())),
-                        Box::new(FabricPort::new(fabric.clone(), clock.clone())),
+                        Box::new(FaultLink::new(
+                            FabricPort::new(fabric.clone(), clock_dyn.clone()),
+                            faults.clone(),
+                            clock_dyn.clone(),
+                        )),
                         clock.now(),
                         Box::new(NoWake),
                     )
@@ -301,6 +311,7 @@ impl Net {
             .collect();
         Self {
             fabric,
+            faults,
             clock,
             nodes,
         }

@@ -8,7 +8,7 @@ use hwq::{Doorbells, Verbs};
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{Cqe, CqeOpcode, CqeStatus};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
 const ALL: Access = Access::LOCAL_WRITE

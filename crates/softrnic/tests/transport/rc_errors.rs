@@ -8,7 +8,7 @@ use hwq::Verbs;
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendWqe};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::qp::{QpState, RcConfig};
 
 const REMOTE: Access = Access::LOCAL_WRITE
@@ -192,7 +192,7 @@ fn rnr_retry_exhaustion() {
 #[test]
 fn retry_exhaustion_on_total_loss() {
     let (mut w, mut qa, _qb) = setup();
-    w.fabric.set_faults(Faults {
+    w.faults.set_faults(Faults {
         loss: 1.0,
         ..Faults::default()
     });

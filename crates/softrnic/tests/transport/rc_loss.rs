@@ -9,7 +9,7 @@ use crate::common;
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
 const MESSAGES: usize = 10_000;
@@ -235,16 +235,97 @@ fn ten_thousand_messages_under_loss_reorder_and_duplication() {
         (w.a.state(&qa), w.b.state(&qb)),
         (QpState::Connected, QpState::Connected)
     );
-    let f = w.fabric.stats();
+    let f = w.faults.stats();
     let (sa, sb) = (w.a.dev.stats(), w.b.dev.stats());
     println!(
         "messages {MESSAGES} ({sends_posted} SEND), {total_bytes} bytes, steps {}, simulated {} us",
         w.steps,
         w.clock.now()
     );
-    println!("fabric {f:?}");
+    println!("faults {f:?}, fabric {:?}", w.fabric.stats());
     println!("requester {sa:?}");
     println!("responder {sb:?}");
     assert!(f.lost > 0 && f.duplicated > 0 && f.reordered > 0);
     assert!(sa.retransmitted > 0);
+}
+
+/// What a device's capture saw, by direction.
+#[derive(Default)]
+struct Counted {
+    sent: std::sync::atomic::AtomicU64,
+    received: std::sync::atomic::AtomicU64,
+}
+
+struct CountTap(std::sync::Arc<Counted>);
+
+impl softrnic::env::Capture for CountTap {
+    fn capture(&self, direction: softrnic::env::Direction, _datagram: &[u8]) {
+        let n = match direction {
+            softrnic::env::Direction::Transmit => &self.0.sent,
+            softrnic::env::Direction::Receive => &self.0.received,
+        };
+        n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The capture sits inside the device, the faults on the link the
+/// runtime gave it: the capture shows every packet the device sent (lost
+/// ones included) and exactly the ones it received.
+#[test]
+fn a_capture_sees_what_leaves_the_device_before_the_link_faults() {
+    let mut w = World::new(
+        Faults {
+            loss: 0.2,
+            duplicate: 0.1,
+            reorder: 0.1,
+            delay_us: 5,
+            reorder_window_us: 20,
+            seed: 11,
+        },
+        1024,
+        4 << 20,
+    );
+    let taps: Vec<_> = [&w.a, &w.b]
+        .iter()
+        .map(|n| {
+            let seen = std::sync::Arc::new(Counted::default());
+            n.dev.set_capture(Some(Box::new(CountTap(seen.clone()))));
+            seen
+        })
+        .collect();
+    let mut qa = w.a.qp(64);
+    let mut qb = w.b.qp(64);
+    w.connect(&qa, &qb, 1024, 0, 0, 8);
+    let src = w.a.register(64 << 10, Access::LOCAL_WRITE);
+    let dst = w.b.register(64 << 10, Access::LOCAL_WRITE);
+    for i in 0..20u64 {
+        w.b.post_recv(&mut qb, i, &[dst.sge(0, 64 << 10)]);
+        w.a.post_send(&mut qa, wqe(SendOpcode::Send, i, &[src.sge(0, 5000)]));
+    }
+    w.run_until(MAX_STEPS, |_| {
+        qa.scq.drain();
+        qb.rcq.drain();
+        qa.scq.seen.len() >= 20 && qb.rcq.seen.len() >= 20
+    });
+    w.settle(MAX_STEPS);
+    assert!(
+        qa.scq
+            .seen
+            .iter()
+            .all(|c| c.cqe_status() == CqeStatus::Success)
+    );
+    let faults = w.faults.stats();
+    assert!(faults.lost > 0 && faults.duplicated > 0, "{faults:?}");
+    let (sa, sb) = (w.a.dev.stats(), w.b.dev.stats());
+    assert!(sa.retransmitted > 0, "losses were repaired: {sa:?}");
+    let sent = |i: usize| taps[i].sent.load(std::sync::atomic::Ordering::Relaxed);
+    let received = |i: usize| taps[i].received.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!((sent(0), sent(1)), (sa.tx_packets, sb.tx_packets));
+    assert_eq!((received(0), received(1)), (sa.rx_packets, sb.rx_packets));
+    // What the faults let through is what the devices received.
+    assert_eq!(faults.drawn, sa.tx_packets + sb.tx_packets);
+    assert_eq!(
+        sa.rx_packets + sb.rx_packets,
+        faults.drawn - faults.lost + faults.duplicated
+    );
 }

@@ -11,7 +11,7 @@ use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use proptest::prelude::*;
 use softrnic::env::{Capture, Direction};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::wire::{
     Aeth, Bth, ExtHeaders, HeaderSet, Headers, Ipv4UdpFields, Opcode, PSN_MASK, Reth, Syndrome,
     build,
@@ -293,7 +293,7 @@ proptest! {
     fn well_formed_hostile_packets_stay_inside_registered_memory(specs in prop::collection::vec(spec(), 1..12)) {
         let mut b = bench();
         // A has requests in flight (lost), so responses meet a live completer.
-        b.w.fabric.set_faults(Faults { loss: 1.0, ..Faults::default() });
+        b.w.faults.set_faults(Faults { loss: 1.0, ..Faults::default() });
         let lbuf = b.a_buf;
         b.w.a.post_send(&mut b.qa, rdma(SendOpcode::Read, 1, &[lbuf.sge(0, 700)], &b.remote, 0));
         b.w.a.post_send(&mut b.qa, wqe(SendOpcode::Send, 2, &[lbuf.sge(0, 300)]));

@@ -16,7 +16,7 @@ use hwq::Verbs;
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendWqe};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
 const REMOTE_READ: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ);
@@ -324,7 +324,7 @@ fn replay_in_progress_when_the_key_is_invalidated() {
 fn smbd_write_pattern_under_faults_keeps_the_connection() {
     for seed in 1..=6 {
         let mut b = bench();
-        b.w.fabric.set_faults(Faults {
+        b.w.faults.set_faults(Faults {
             loss: 0.02,
             reorder: 0.02,
             duplicate: 0.02,
@@ -366,7 +366,7 @@ fn smbd_write_pattern_under_faults_keeps_the_connection() {
             );
             b.remote.key = key;
         }
-        b.w.fabric.set_faults(Faults {
+        b.w.faults.set_faults(Faults {
             delay_us: 5,
             ..Faults::default()
         });

@@ -11,7 +11,7 @@ use crate::common;
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{Cqe, CqeStatus};
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
 const REMOTE: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ);

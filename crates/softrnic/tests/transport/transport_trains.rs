@@ -14,7 +14,8 @@ use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, Sge};
 use softrnic::env::{Capture, Clock, Direction};
-use softrnic::fabric::{Fabric, FabricPort, Faults, Load};
+use softrnic::fabric::{Fabric, FabricPort};
+use softrnic::link::{FaultInjector, FaultLink, Faults, Load};
 use softrnic::qp::QpState;
 use softrnic::wire;
 
@@ -31,6 +32,8 @@ const MAX_STEPS: u64 = 100_000;
 struct Bench {
     clock: Arc<SimClock>,
     fabric: Arc<Fabric>,
+    /// What both ports draw faults from.
+    faults: Arc<FaultInjector>,
     a: Node,
     b: Node,
     qa: Qp,
@@ -47,15 +50,17 @@ struct Bench {
 fn bench(trains: bool) -> Bench {
     let clock = Arc::new(SimClock::default());
     clock.set(1_000);
-    let fabric = Fabric::new(Faults::default());
+    let fabric = Fabric::new();
+    let faults = FaultInjector::new(Faults::default());
     let mem = HostMem::new(1 << 20);
-    let port = |fabric: &Arc<Fabric>| -> Box<FabricPort> {
+    let port = |fabric: &Arc<Fabric>| -> Box<FaultLink<FabricPort>> {
         let clock: Arc<dyn Clock> = clock.clone();
-        Box::new(if trains {
-            FabricPort::with_trains(fabric.clone(), clock)
+        let port = if trains {
+            FabricPort::with_trains(fabric.clone(), clock.clone())
         } else {
-            FabricPort::new(fabric.clone(), clock)
-        })
+            FabricPort::new(fabric.clone(), clock.clone())
+        };
+        Box::new(FaultLink::new(port, faults.clone(), clock))
     };
     let node = |addr| {
         let n = Node::sharing(
@@ -77,6 +82,7 @@ fn bench(trains: bool) -> Bench {
     let w = World {
         clock: clock.clone(),
         fabric: fabric.clone(),
+        faults: faults.clone(),
         a,
         b,
         steps: 0,
@@ -86,6 +92,7 @@ fn bench(trains: bool) -> Bench {
     Bench {
         clock,
         fabric,
+        faults,
         a,
         b,
         qa,
@@ -371,7 +378,7 @@ fn a_key_that_dies_while_its_train_is_in_flight_places_nothing() {
 #[test]
 fn a_faulty_fabric_carries_packets_not_trains() {
     let mut b = bench(true);
-    b.fabric.set_faults(Faults {
+    b.faults.set_faults(Faults {
         duplicate: 0.5,
         reorder_window_us: 5,
         seed: 3,
@@ -380,7 +387,7 @@ fn a_faulty_fabric_carries_packets_not_trains() {
     b.post_read();
     assert_eq!(b.read_status(true), CqeStatus::Success);
     assert_eq!(b.placed(), pattern(7, LEN as usize));
-    assert!(b.fabric.stats().duplicated > 0);
+    assert!(b.faults.stats().duplicated > 0);
     assert_eq!(b.trains_taken, 0, "every response went as its own datagram");
     // The same bench without faults does send trains.
     let mut clean = bench(true);

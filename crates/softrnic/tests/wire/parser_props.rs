@@ -27,7 +27,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use common::{ADDR_A, ADDR_B, World};
 use hwq::wqe::Access;
 use proptest::prelude::*;
-use softrnic::fabric::Faults;
+use softrnic::link::Faults;
 use softrnic::wire::*;
 
 const OPCODES: [u8; 25] = [
