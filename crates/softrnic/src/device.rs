@@ -23,6 +23,7 @@ use crate::engine_state::Engine;
 use crate::env::Wake;
 use crate::link::{CaptureLink, Link, Transmitter};
 use crate::memory::{DeviceMemory, KeyError, KeyTable};
+use crate::outbox::Outbox;
 use crate::qp::{self, QueuePair};
 use crate::signals::{self, PendingEvents};
 use crate::srq::SharedReceiveQueue;
@@ -280,9 +281,11 @@ impl SoftRnic {
     }
 
     /// The transport's view of the device at time `now`
-    /// ([`qp::Context`]), for handing to the QPs' state machines.
-    pub(crate) fn transport(&self, now: u64) -> qp::Context<'_> {
+    /// ([`qp::Context`]), recording what it sends in `out`, for handing to
+    /// the QPs' state machines.
+    pub(crate) fn transport<'a>(&'a self, now: u64, out: &'a Outbox) -> qp::Context<'a> {
         qp::Context {
+            out,
             mem: &self.mem,
             stats: &self.engine.stats,
             cqs: &self.cqs,

@@ -20,20 +20,40 @@
 //!   [`SoftRnic::link_ready`], which puts every parked QP back on the ready
 //!   set; each goes on exactly where it stopped. A QP parked just as room
 //!   came back (the link's call ran before the QP was parked) is put back
-//!   at once: parking asks the link again afterwards.
+//!   at once: parking asks the link again afterwards. What an outbox
+//!   recorded and the link then had no room for stays in the outbox, in
+//!   order, until `link_ready`'s pass drains it.
 //! * [`SoftRnic::connect_qp`] — the modify-to-RTS command.
 //!
 //! The engine builds the QPs' view of the device, a `qp::Context`
-//! (memory, counters, CQs and SRQs, events, doorbells, transmitter, and the
-//! time the runtime passed in with the arrival or pass), and hands it with the locked QP to
-//! the state machines of [`crate::qp`]; QP1's packets go to [`crate::cm`],
-//! which reaches the device through the `cm::Host` trait implemented here.
+//! (memory, counters, CQs and SRQs, events, doorbells, the QP's outbox,
+//! the transmitter, and the time the runtime passed in with the arrival or
+//! pass), and hands it with the locked QP to the state machines of
+//! [`crate::qp`]; QP1's packets go to [`crate::cm`], which reaches the
+//! device through the `cm::Host` trait implemented here.
+//!
+//! ## Where packets leave: the drain point
+//!
+//! Every run of a QP's state machines goes through `SoftRnic::with_qp`:
+//! it locks the QP's outbox ([`crate::outbox`]; QP `n` has outbox
+//! `n % 4`), then the QP's table slot; the state machines record what
+//! they send in the outbox; the slot is let go; then, holding the outbox
+//! only, the engine drains it through the transmitter to the link, in the
+//! order recorded (segments built from registered memory as they leave,
+//! their keys checked again). No packet reaches the link while a QP slot
+//! is held. Holding the outbox across both keeps one QP's packets in the
+//! order its state machines produced them whichever thread runs it.
+//! Connection management's MADs (QP1, no slot) leave at once. The link is
+//! flushed where a batch ends: after a poll's work, and after a command
+//! flushed a QP.
 //!
 //! Doorbells never process inline and events are never delivered while a
 //! device lock is held. A consumer polling an empty CQ may run a pass
 //! without event delivery on its own processor (`pass.rs`), when its
-//! runtime says so. Lock order:
-//! QP slot → SRQ → CQ → keys; the capture tap and the link are leaves.
+//! runtime says so. Lock order: outbox → QP slot → SRQ → CQ → keys; the
+//! link (with its wrappers) is a leaf, except that a link lending its send
+//! buffer runs the drain's build, which reads the key table, inside its
+//! call.
 //!
 //! ## UDP source port and the ICRC of socket transports
 //!
@@ -61,6 +81,7 @@ use crate::device::{FIRST_QPN, SoftRnic};
 use crate::engine_state::Engine;
 use crate::env::Capture;
 use crate::link::{Arrival, Link};
+use crate::outbox::Outbox;
 use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
 pub use crate::stats::EngineStats;
 use crate::train::{Arrived, Train};
@@ -322,11 +343,10 @@ impl SoftRnic {
         request: bool,
         arrived: Arrived<'_>,
     ) -> bool {
-        let cx = self.transport(now);
-        self.to_qp(qpn, src, dst, request, |qp| match arrived {
-            _ if request => qp::on_request(&cx, qpn, qp, arrived),
-            Arrived::Packet(p) => qp::on_response(&cx, qpn, qp, p),
-            Arrived::Train(train) => qp::on_read_train(&cx, qpn, qp, train),
+        self.to_qp(now, qpn, src, dst, request, |cx, qp| match arrived {
+            _ if request => qp::on_request(cx, qpn, qp, arrived),
+            Arrived::Packet(p) => qp::on_response(cx, qpn, qp, p),
+            Arrived::Train(train) => qp::on_read_train(cx, qpn, qp, train),
         })
     }
 
@@ -336,14 +356,15 @@ impl SoftRnic {
     /// it.
     fn to_qp(
         &self,
+        now: u64,
         qpn: u32,
         src: IpAddr,
         dst: IpAddr,
         request: bool,
-        mut on: impl FnMut(&mut QueuePair),
+        mut on: impl FnMut(&qp::Context<'_>, &mut QueuePair),
     ) -> bool {
         let mut take = || {
-            self.qps.with(qpn, |qp| {
+            self.with_qp(now, qpn, |cx, qp| {
                 let from_peer = qp
                     .conn
                     .as_ref()
@@ -354,7 +375,7 @@ impl SoftRnic {
                 if qp.state != QpState::Connected || !from_peer {
                     return Taken::No;
                 }
-                on(qp);
+                on(cx, qp);
                 self.arm_timer(qpn, qp);
                 self.park_if_stalled(qpn, qp);
                 Taken::Yes
@@ -370,6 +391,45 @@ impl SoftRnic {
             taken = take();
         }
         taken == Some(Taken::Yes)
+    }
+
+    /// Runs `f` on QP `qpn` holding its table slot, with a context at
+    /// `now` whose outbox is the QP's; then, the slot let go, drains that
+    /// outbox to the link. `None` if there is no such QP.
+    pub(crate) fn with_qp<R>(
+        &self,
+        now: u64,
+        qpn: u32,
+        f: impl FnOnce(&qp::Context<'_>, &mut QueuePair) -> R,
+    ) -> Option<R> {
+        let outbox = self.engine.outbox(qpn).lock();
+        let cx = self.transport(now, &outbox);
+        let r = self.qps.with(qpn, |qp| f(&cx, qp));
+        self.drain(&outbox);
+        r
+    }
+
+    /// Puts what `outbox` holds on the link (no QP slot is held). What
+    /// the link had no room for stays, and the link's
+    /// [`SoftRnic::link_ready`] brings a pass that drains it; room that
+    /// came back in between (the link's call found no backlog yet) is
+    /// taken now, as parking does.
+    fn drain(&self, outbox: &Outbox) {
+        if outbox.drain(&self.transmitter(), &self.mem) {
+            self.engine.tx_backlog.store(true, Ordering::SeqCst);
+            if self.link.can_transmit() {
+                self.link_ready();
+            }
+        }
+    }
+
+    /// Drains every outbox that kept packets for want of link room.
+    fn drain_backlog(&self) {
+        if self.engine.tx_backlog.swap(false, Ordering::SeqCst) {
+            for outbox in self.engine.outboxes() {
+                self.drain(&outbox.lock());
+            }
+        }
     }
 
     /// Parks QP `qpn` if it stopped for want of link room (holding the QP,
@@ -402,6 +462,8 @@ impl SoftRnic {
         });
         if resumed {
             self.engine.stats.tx_resumes.inc();
+        }
+        if resumed || self.engine.tx_backlog.load(Ordering::SeqCst) {
             self.waker().wake();
         }
     }
@@ -426,14 +488,14 @@ impl SoftRnic {
     /// [`SoftRnic::poll`] without the event delivery.
     pub(crate) fn poll_work(&self, now: u64) -> bool {
         let now = self.engine.advance_to(now);
-        let cx = self.transport(now);
+        self.drain_backlog();
         let mut worked = false;
         let engine = &self.engine;
         if now >= engine.earliest.load(Ordering::Acquire) {
             engine.earliest.store(u64::MAX, Ordering::Release);
             engine.timer_qps.drain(|qpn| {
-                self.qps.with(qpn, |qp| {
-                    qp::on_timers(&cx, qpn, qp);
+                self.with_qp(now, qpn, |cx, qp| {
+                    qp::on_timers(cx, qpn, qp);
                     self.arm_timer(qpn, qp);
                     self.park_if_stalled(qpn, qp);
                 });
@@ -444,7 +506,7 @@ impl SoftRnic {
         let qp_bound = FIRST_QPN + self.config().max_qps;
         self.rq_ready.drain(|n| {
             if n < qp_bound {
-                self.qps.with(n, |qp| {
+                self.with_qp(now, n, |cx, qp| {
                     if qp.state == QpState::Error {
                         cx.flush(n, qp);
                     }
@@ -454,8 +516,8 @@ impl SoftRnic {
         });
         self.sq_ready.drain(|qpn| {
             worked = true;
-            let more = self.qps.with(qpn, |qp| {
-                let more = qp::run_send_side(&cx, qpn, qp, POLL_BUDGET);
+            let more = self.with_qp(now, qpn, |cx, qp| {
+                let more = qp::run_send_side(cx, qpn, qp, POLL_BUDGET);
                 self.arm_timer(qpn, qp);
                 !self.park_if_stalled(qpn, qp) && more
             });

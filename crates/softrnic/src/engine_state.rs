@@ -6,13 +6,20 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use spin::RwLock;
+use spin::{Mutex, RwLock};
 
 use crate::bitset::AtomicBitset;
+use crate::outbox::Outbox;
 use crate::qp::RcConfig;
 use crate::stats::Counters;
 
-/// The engine's part of the device: timers, defaults and counters.
+/// Outboxes of one device ([`Engine::outbox`]): QP `n` records in outbox
+/// `n % OUTBOXES`, so as many QPs as this may run on different processors
+/// at once.
+const OUTBOXES: usize = 4;
+
+/// The engine's part of the device: timers, outboxes, defaults and
+/// counters.
 pub(crate) struct Engine {
     pub(crate) stats: Counters,
     /// QPs that may have a timer running.
@@ -20,6 +27,11 @@ pub(crate) struct Engine {
     /// QPs stopped for want of link room, waiting for
     /// [`crate::device::SoftRnic::link_ready`].
     pub(crate) tx_parked: AtomicBitset,
+    /// Where the QPs' state machines record what they send
+    /// ([`crate::outbox`]).
+    outboxes: [Mutex<Outbox>; OUTBOXES],
+    /// Some outbox kept packets the link had no room for.
+    pub(crate) tx_backlog: AtomicBool,
     /// No timer of any QP is due before this (µs; `u64::MAX`: none).
     pub(crate) earliest: AtomicU64,
     /// The reliability parameters QPs get when they connect.
@@ -55,6 +67,14 @@ impl Engine {
             stats: Counters::default(),
             timer_qps: AtomicBitset::new(qp_bound)?,
             tx_parked: AtomicBitset::new(qp_bound)?,
+            outboxes: [
+                Outbox::new()?,
+                Outbox::new()?,
+                Outbox::new()?,
+                Outbox::new()?,
+            ]
+            .map(Mutex::new),
+            tx_backlog: AtomicBool::new(false),
             earliest: AtomicU64::new(u64::MAX),
             defaults: RwLock::new(RcConfig::default()),
             cq_moderation: AtomicBool::new(false),
@@ -63,6 +83,18 @@ impl Engine {
             turn: AtomicBool::new(false),
             last_now: AtomicU64::new(now),
         })
+    }
+
+    /// The outbox QP `qpn` records in. The engine holds it from before it
+    /// locks the QP's slot until it drained it: lock order outbox → QP
+    /// slot.
+    pub(crate) fn outbox(&self, qpn: u32) -> &Mutex<Outbox> {
+        &self.outboxes[qpn as usize % OUTBOXES]
+    }
+
+    /// All the outboxes.
+    pub(crate) fn outboxes(&self) -> &[Mutex<Outbox>] {
+        &self.outboxes
     }
 
     /// Moves the device's time to `now` (a runtime's clock read by

@@ -24,7 +24,9 @@
 //!    [`link::CaptureLink`], which shows what passes to a packet capture,
 //!    and [`link::FaultLink`], which injects seeded loss, duplication,
 //!    reordering and delay into what passes, around any link),
-//!    [`qp`] (the RC state machines: requester,
+//!    [`outbox`] (what the state machines send, recorded under the QP's
+//!    lock and drained to the link after it), [`qp`] (the RC state
+//!    machines: requester,
 //!    responder with its named checks, completer, timers, flush), which see
 //!    their device only as a `qp::Context` and the time it carries.
 //! 4. [`cm`]: connection management on QP1, which reaches its device only
@@ -58,22 +60,28 @@
 //!    set, and a [`env::Wake::wake`]. Nothing runs inline.
 //! 2. The runtime's thread (or a busy-polling consumer, [`pass`]) runs
 //!    [`device::SoftRnic::poll`] at the time it read: [`engine`] drains
-//!    `sq_ready` and, holding the QP's table slot, hands the QP and a
-//!    `qp::Context` (carrying that time) to the QP's send side.
+//!    `sq_ready` and, holding the QP's outbox and then its table slot,
+//!    hands the QP and a `qp::Context` (carrying that time and the
+//!    outbox) to the QP's send side.
 //! 3. The requester (`qp/requester.rs`) starts the WQE: checks its gather
 //!    list's keys, allocates its PSNs, then segments it into PMTU packets
-//!    within the window, building each into the QP's packet buffer (its
-//!    payload gathered from host memory through [`memory`]), or, when the
-//!    transmitter's token for the destination says the link carries trains
-//!    there (between devices of one address space), describing the rest of
-//!    the message as one [`train::Train`].
-//! 4. The context's transmitter ([`link`]) counts the packet and hands it
-//!    to the device's link: its capture wrapper ([`link::CaptureLink`])
-//!    shows it to the packet capture, if one is installed, and passes it
-//!    to the [`link::Link`] the runtime gave the device: a UDP socket
+//!    within the window, recording each in the outbox as a
+//!    `train::Segments` description (its payload still in host memory, its
+//!    keys checked), or, when the transmitter's token for the destination
+//!    says the link carries trains there (between devices of one address
+//!    space), one description of the rest of the message. The retransmit
+//!    timer is armed in the connection's timer table.
+//! 4. The engine lets the QP's slot go and drains the outbox ([`outbox`],
+//!    the drain point in [`engine`]'s docs): each packet is built as it
+//!    leaves, its payload gathered from host memory through [`memory`]
+//!    straight into the link's send buffer when the link lends one, and
+//!    the context's transmitter ([`link`]) counts it and hands it to the
+//!    device's link (a run for a train-carrying link goes as one
+//!    [`train::Train`]): its capture wrapper ([`link::CaptureLink`]) shows
+//!    it to the packet capture, if one is installed, and passes it to the
+//!    [`link::Link`] the runtime gave the device: a UDP socket
 //!    (`crates/host`), the Ethernet port of [`l2`], or the in-memory
-//!    [`fabric`]. The retransmit timer is armed in the connection's timer
-//!    table.
+//!    [`fabric`]. No packet reaches the link while a QP's slot is held.
 //! 5. At the peer the link's runtime hands the datagram to
 //!    [`device::SoftRnic::receive`] (a train to
 //!    [`device::SoftRnic::receive_train`]): [`engine`] parses it (the ICRC
@@ -109,6 +117,7 @@ pub mod fabric;
 pub mod l2;
 pub mod link;
 pub mod memory;
+pub mod outbox;
 pub mod pass;
 pub mod qp;
 mod signals;

@@ -103,10 +103,11 @@ pub trait Link: Send + Sync {
     /// says `true` again. Asked before every packet: must be cheap, must
     /// not block. The default always has room.
     ///
-    /// A few packets go whatever this says (the link may drop them):
-    /// connection management's and the NAKs that end a connection or
-    /// refuse a stale READ (their senders retry), and READ responses that
-    /// must leave before a SEND with invalidate kills their key.
+    /// Connection management's packets go whatever this says (the link
+    /// may drop them; their senders retry). The device's outbox
+    /// ([`crate::device::SoftRnic`]'s engine records what QPs send and
+    /// drains it after) asks this before each packet it hands over, and
+    /// keeps the rest, in order, until the link has room.
     fn can_transmit(&self) -> bool {
         true
     }

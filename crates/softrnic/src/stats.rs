@@ -116,6 +116,14 @@ counters! {
     /// Responder: ACKs (held or coalesced) sent behind the QP's own
     /// requests instead of alone.
     acks_joined,
+    /// Recorded packets not sent: their source key stopped granting the
+    /// read between the sender's check and the outbox's drain (lost: the
+    /// transport sends them again).
+    tx_source_gone,
+    /// Packets that go whatever the link's room (fatal and stale-READ
+    /// NAKs, READ responses ahead of an invalidation) dropped because the
+    /// outbox was full, as a full link may drop them.
+    tx_outbox_full,
     /// QPs parked because the link had no room for their next packet
     /// (each resumed where it stopped: nothing was lost or resent).
     tx_stalls,

@@ -279,6 +279,22 @@ impl Segments {
             ext,
         }
     }
+
+    /// The same run without its first `n` segments (`n <= count`).
+    pub(crate) fn skip(&self, n: u32) -> Self {
+        if n == 0 {
+            return *self;
+        }
+        let step = u64::from(n) * u64::from(self.pmtu);
+        Self {
+            at: self.at.wrapping_add(step),
+            len: self.len.saturating_sub(step),
+            first_psn: psn_add(self.first_psn, n),
+            count: self.count.saturating_sub(n),
+            opens: false,
+            ..*self
+        }
+    }
 }
 
 impl Train {
@@ -414,6 +430,43 @@ pub(crate) enum Framing {
     Datagram,
     /// The UDP payload (BTH through ICRC), as a UDP socket sends it.
     UdpPayload,
+}
+
+/// Builds segment `seg` of `segs` (its `headers`) with its payload read
+/// from `mem`, framed as `framing`, into `out`; its length, or `None` if
+/// the source key (or a key of the gather list) no longer grants the read
+/// (or `out` is too short).
+pub(crate) fn build_segment(
+    mem: &DeviceMemory,
+    segs: &Segments,
+    seg: &Segment,
+    headers: &Headers,
+    framing: Framing,
+    out: &mut [u8],
+) -> Option<usize> {
+    let sges = match &segs.origin {
+        Origin::Remote { rkey } => {
+            return build_read_response(
+                mem, segs.pd, *rkey, seg.at, headers, seg.len, framing, out,
+            );
+        }
+        Origin::Gather { count, sges } => sges.get(..usize::from(*count))?,
+    };
+    let mut b = match framing {
+        Framing::Datagram => PacketBuilder::datagram(headers, seg.len, out),
+        Framing::UdpPayload => PacketBuilder::udp_payload(headers, seg.len, out),
+    }
+    .ok()?;
+    {
+        let keys = mem.keys.read();
+        let (slot, mut hasher) = b.payload_slot();
+        let dst = slot.get_mut(..seg.len)?;
+        sg::gather(&keys, &*mem.dma, segs.pd, sges, seg.at, dst, |c| {
+            hasher.update(c);
+        })
+        .ok()?;
+    }
+    b.finish().ok()
 }
 
 /// Builds the READ response `headers` with `plen` payload bytes read from

@@ -239,19 +239,18 @@ impl Verbs for SoftRnic {
         let qpn = qpn.raw();
         // A command has no time of its own: flushing arms no timer, and
         // its context carries the time of the device's latest pass.
-        let cx = self.transport(self.engine.last_now());
-        self.qps.with(qpn, |qp| {
+        self.with_qp(self.engine.last_now(), qpn, |cx, qp| {
             // An ACK held back for a reply goes now, or the peer would
             // retransmit to a QP that no longer answers.
             if qp.state == qp::QpState::Connected {
-                qp::flush_held_ack(&cx, qp);
-                cx.tx.flush();
+                qp::flush_held_ack(cx, qp);
                 // An ACK the link had no room for stays unsent: the QP
                 // sends nothing once flushed, so it is not parked.
                 qp.take_tx_stall();
             }
             cx.flush(qpn, qp);
         });
+        self.transmitter().flush();
     }
 
     fn destroy_qp(&self, qpn: Qpn) {

@@ -1,6 +1,8 @@
 //! What the queue pairs' state machines work with instead of the device:
 //! memory and keys, the counters, the completion queues and SRQs (and the
-//! events they raise), the send doorbells, the transmitter, and the time.
+//! events they raise), the send doorbells, the outbox packets are recorded
+//! in, the transmitter (asked for link room and trains only: packets leave
+//! from the outbox, [`crate::outbox`]), and the time.
 //!
 //! The engine builds one per pass or per arrival from the device's parts
 //! and hands it down; nothing under [`crate::qp`] reaches the device
@@ -14,6 +16,7 @@ use crate::cq::{CompletionQueue, Pushed};
 use crate::env::Wake;
 use crate::link::Transmitter;
 use crate::memory::DeviceMemory;
+use crate::outbox::Outbox;
 use crate::signals::{self, PendingEvents};
 use crate::srq::SharedReceiveQueue;
 use crate::stats::Counters;
@@ -36,7 +39,10 @@ pub(crate) struct Context<'a> {
     pub(crate) sq_ready: &'a AtomicBitset,
     /// Asks for the device's poll.
     pub(crate) waker: &'a dyn Wake,
-    /// Where packets go.
+    /// Where packets are recorded, to leave once the QP's slot is let go.
+    pub(crate) out: &'a Outbox,
+    /// The link's room and its choice of trains or datagrams (nothing is
+    /// sent through it here).
     pub(crate) tx: Transmitter<'a>,
     /// The time of this arrival or pass (µs, the device's clock).
     pub(crate) now: u64,

@@ -20,12 +20,15 @@
 //!
 //! * `context` — `Context`, all the state machines see of their device:
 //!   memory and keys, counters, CQs and SRQs (and the events they raise),
-//!   the send doorbells, the transmitter, and the time. Nothing here names
-//!   the device.
+//!   the send doorbells, the outbox, the transmitter, and the time.
+//!   Nothing here names the device.
 //!
 //! All of it runs under the QP's table lock, called by the engine
 //! ([`crate::engine`]), which builds the `Context`; nothing here
-//! allocates after `Connection::new`.
+//! allocates after `Connection::new`. Nothing here puts a packet on the
+//! link: what the state machines send is recorded in the context's
+//! outbox ([`crate::outbox`]), which the engine drains after it let the
+//! QP go.
 
 mod checks;
 mod completer;
@@ -71,8 +74,8 @@ pub(crate) fn run_send_side(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, budg
         }
         QpState::Connected => {}
     }
-    // Only this engine thread transmits for the device while it polls.
-    let sent_before = cx.stats.tx_packets.get();
+    // The engine holds this outbox for this QP until it drains it.
+    let recorded_before = cx.out.pending();
     let result =
         responder::emit_reads(cx, qpn, qp, (budget / 2).max(1)).and_then(|more_responses| {
             let used = if more_responses {
@@ -83,7 +86,7 @@ pub(crate) fn run_send_side(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, budg
             let more_requests =
                 requester::run_requester(cx, qp, budget.saturating_sub(used).max(1))?;
             completer::complete_ready(cx, qpn, qp)?;
-            if cx.stats.tx_packets.get() != sent_before {
+            if cx.out.pending() != recorded_before {
                 responder::flush_held_ack(cx, qp);
             }
             Ok(more_responses || more_requests)
@@ -389,8 +392,8 @@ pub(crate) struct Connection {
     pub rc: RcConfig,
     /// IP/UDP facts of every packet we send.
     pub ip: IpUdpFields,
-    /// The QP's packet buffer (one datagram).
-    pub tx_buf: Vec<u8>,
+    /// A fast registration's page list, as read from host memory.
+    pub page_bytes: Vec<u8>,
     /// Page-list scratch for fast registration.
     pub pages: Vec<u64>,
     pub req: Requester,
@@ -416,14 +419,8 @@ pub(crate) fn entropy_port(local_qpn: u32, remote_qpn: u32) -> u16 {
 /// Smallest congestion window (PSNs).
 pub(crate) const MIN_CWND: u32 = 8;
 
-/// Largest datagram the engine builds: IPv6 (40; IPv4 is 20) + UDP + BTH
-/// + RETH + ImmDt + 4096 bytes of payload + pad + ICRC (4183), rounded up.
-pub(crate) const TX_BUF_LEN: usize = 4096 + 128;
-
-const _: () =
-    assert!(crate::wire::ip_udp::MAX_IP_UDP_HEADER_LEN + 12 + 16 + 4 + 4096 + 3 + 4 <= TX_BUF_LEN);
-
-/// Fast-register page lists are read through `tx_buf`, 8 bytes a page.
+/// Longest fast-register page list (read through `page_bytes`, 8 bytes a
+/// page).
 pub(crate) const MAX_FR_PAGES: usize = 512;
 
 impl Connection {
@@ -441,9 +438,9 @@ impl Connection {
         let mut metas = Vec::new();
         metas.try_reserve_exact(slots as usize).ok()?;
         metas.resize(slots as usize, WqeMeta::default());
-        let mut tx_buf = Vec::new();
-        tx_buf.try_reserve_exact(TX_BUF_LEN).ok()?;
-        tx_buf.resize(TX_BUF_LEN, 0);
+        let mut page_bytes = Vec::new();
+        page_bytes.try_reserve_exact(MAX_FR_PAGES * 8).ok()?;
+        page_bytes.resize(MAX_FR_PAGES * 8, 0);
         let mut pages = Vec::new();
         pages.try_reserve_exact(MAX_FR_PAGES).ok()?;
         let mut reads = Vec::new();
@@ -457,7 +454,7 @@ impl Connection {
             pmtu,
             rc,
             ip,
-            tx_buf,
+            page_bytes,
             pages,
             req: Requester {
                 metas,
@@ -500,12 +497,13 @@ impl Connection {
         })
     }
 
-    /// Whether the link takes this QP's next packet; if not, the QP notes
-    /// that it stopped for want of room (the engine parks it until
-    /// [`crate::device::SoftRnic::link_ready`]). Asked before a packet is
-    /// built, so a stop leaves every sequence number and timer as it was.
+    /// Whether the outbox and the link take this QP's next packet; if not,
+    /// the QP notes that it stopped for want of room (the engine parks it
+    /// until [`crate::device::SoftRnic::link_ready`], which a full outbox's
+    /// drain brings at once). Asked before a packet is built, so a stop
+    /// leaves every sequence number and timer as it was.
     pub(crate) fn link_has_room(&mut self, cx: &Context<'_>) -> bool {
-        let room = cx.tx.can_transmit();
+        let room = cx.out.has_room() && cx.tx.can_transmit();
         self.tx_stalled |= !room;
         room
     }

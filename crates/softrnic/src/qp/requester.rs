@@ -3,12 +3,14 @@
 //! and resends from the oldest unacknowledged PSN when the completer asks
 //! (go-back-N), re-reading WQEs from the ring.
 //!
-//! Each packet is built in the QP's packet buffer and handed to the
-//! context's transmitter ([`crate::link`]), which counts it, shows it to
-//! the tap and puts it on the link; when the transmitter's token for the
-//! destination says the link carries trains there ([`crate::train`]) the
-//! rest of a SEND or WRITE goes as one train instead. The first packet
-//! sent arms the retransmit timer in the connection's timer table.
+//! Each packet is recorded in the context's outbox ([`crate::outbox`]),
+//! which the engine drains to the link once it let the QP go: a READ
+//! request or an inline SEND built whole, a SEND or WRITE packet as a
+//! `Segments` description whose payload the drain gathers from the
+//! (checked) source; when the transmitter's token for the destination
+//! says the link carries trains there ([`crate::train`]) the description
+//! covers the rest of the message, carried as one train. The first packet
+//! recorded arms the retransmit timer in the connection's timer table.
 
 use hwq::wqe::{Access, MAX_SGE, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
@@ -16,13 +18,13 @@ use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
 use super::Context;
 use super::timers::Timer;
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
-use crate::link::{Token, TrainToken};
+use crate::link::Token;
 use crate::memory::Need;
 use crate::memory::sg::{self, SgError};
+use crate::outbox::Recorded;
 use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Segments};
 use crate::wire::{
-    Bth, ExtHeaders, Headers, Opcode, PacketBuilder, Reth, psn_add, psn_before, psn_diff,
-    segment_count,
+    Bth, ExtHeaders, Headers, Opcode, Reth, psn_add, psn_before, psn_diff, segment_count,
 };
 
 /// Largest message the requester accepts (bytes).
@@ -291,10 +293,10 @@ fn execute_local(
         SendOpcode::FastRegister => {
             let n = wqe.aux32 as usize;
             let bytes = n * 8;
-            if n == 0 || n > MAX_FR_PAGES || bytes > conn.tx_buf.len() {
+            if n == 0 || n > MAX_FR_PAGES || bytes > conn.page_bytes.len() {
                 return CqeStatus::MemoryManagement;
             }
-            let Some(scratch) = conn.tx_buf.get_mut(..bytes) else {
+            let Some(scratch) = conn.page_bytes.get_mut(..bytes) else {
                 return CqeStatus::MemoryManagement;
             };
             if cx.mem.dma.read(wqe.aux64, scratch).is_err() {
@@ -333,29 +335,32 @@ fn execute_local(
     }
 }
 
-/// The requester's bookkeeping of the PSNs from `psn` up to `next` handed
-/// to the link (one packet, a READ request covering its response PSNs, or
-/// a train), written once for every way of sending: the next PSN, the WQE
-/// done with if they `close` its message, the AckReq spacing (only a lone
-/// packet goes without AckReq), the highest PSN sent, and the retransmit
-/// timer. Returns whether they were sent before (a resend).
-fn sent(conn: &mut Connection, now: u64, psn: u32, next: u32, close: bool, ack_req: bool) -> bool {
+/// The requester's bookkeeping of the PSNs up to `next` recorded in the
+/// outbox (one packet, a READ request covering its response PSNs, or a
+/// run of packets), written once for every way of sending: the next PSN,
+/// the WQE done with if they `close` its message, the AckReq spacing (only
+/// a lone packet goes without AckReq), the highest PSN sent, and the
+/// retransmit timer.
+fn sent(conn: &mut Connection, now: u64, next: u32, close: bool, ack_req: bool) {
     let req = &mut conn.req;
     req.next_psn = next;
     if close {
         req.send_index = req.send_index.wrapping_add(1);
     }
     req.since_ack_req = if ack_req { 0 } else { req.since_ack_req + 1 };
-    let resend = psn_before(psn, req.sent_hi);
     if psn_before(req.sent_hi, req.next_psn) {
         req.sent_hi = req.next_psn;
     }
     let deadline = now.saturating_add(conn.rc.ack_timeout_us);
     conn.timers.arm_if_idle(Timer::Retransmit, deadline);
-    resend
 }
 
-/// Sends the packet at `next_psn` of the WQE at `send_index`.
+/// Records the packet at `next_psn` of the WQE at `send_index` in the
+/// outbox (or, when the link carries trains to the peer, the rest of a
+/// SEND or WRITE as one run: as many packets as the window allows, up to
+/// [`MAX_TRAIN_SEGMENTS`], the last asking for an acknowledgement). A
+/// full outbox records nothing and changes nothing (the caller asked for
+/// room first).
 fn send_packet(
     cx: &Context<'_>,
     pd: u32,
@@ -370,6 +375,7 @@ fn send_packet(
     let k = psn_diff(psn, meta.first_psn).max(0) as u32;
     let offset = u64::from(k) * u64::from(pmtu);
     let window = req.window(&conn.rc);
+    let resend = psn_before(psn, req.sent_hi);
     if meta.kind == MetaKind::Read {
         let mut headers = Headers {
             ip: conn.ip,
@@ -393,44 +399,71 @@ fn send_packet(
             dma_len: rest.min(hole) as u32,
         });
         headers.bth.ack_req = true;
-        let n = crate::wire::build(&headers, &[], &mut conn.tx_buf).map_err(|_| SgError::Length)?;
-        let resend = sent(conn, now, psn, end, true, true);
-        cx.tx.buf(&mut conn.tx_buf, n, resend);
+        match cx
+            .out
+            .datagram(resend, |slot| crate::wire::build(&headers, &[], slot).ok())
+        {
+            Recorded::Yes => sent(conn, now, end, true, true),
+            Recorded::Refused => return Err(SgError::Length),
+            Recorded::Full => {}
+        }
         return Ok(());
     }
     let inline = wqe.wqe_flags().contains(WqeFlags::INLINE);
     // An inline payload is in the WQE, not in memory a train could
-    // point at: it always leaves as datagrams.
-    if !inline && let Token::Train(token) = cx.tx.token(conn.ip.dst()) {
-        return send_train(cx, token, pd, conn, wqe, meta);
-    }
-    let last = k + 1 >= meta.npsn;
-    let ack_req = last
-        || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
-        || psn_diff(psn_add(psn, 1), req.una) >= window;
-    let segs = message_segments(conn, pd, wqe, meta, 1, ack_req);
-    let seg = segs.segment(0);
-    let headers = segs.headers(&seg);
-    let (offset, plen) = (seg.at, seg.len);
-    let mut b =
-        PacketBuilder::datagram(&headers, plen, &mut conn.tx_buf).map_err(|_| SgError::Length)?;
-    if inline {
-        let data = wqe.inline_data();
-        let chunk = data
-            .get(offset as usize..offset as usize + plen)
-            .ok_or(SgError::Length)?;
-        b.push_payload(chunk).map_err(|_| SgError::Length)?;
+    // point at: it always leaves as datagrams, built now.
+    let train = !inline && matches!(cx.tx.token(conn.ip.dst()), Token::Train(_));
+    let (count, ack_req) = if train {
+        let room = (window - psn_diff(psn, req.una)).max(1) as u32;
+        let count = meta
+            .npsn
+            .saturating_sub(k)
+            .max(1)
+            .min(room)
+            .min(MAX_TRAIN_SEGMENTS);
+        (count, true)
     } else {
+        let last = k + 1 >= meta.npsn;
+        let ack_req = last
+            || req.since_ack_req + 1 >= conn.rc.ack_req_every.max(1)
+            || psn_diff(psn_add(psn, 1), req.una) >= window;
+        (1, ack_req)
+    };
+    let segs = message_segments(conn, pd, wqe, meta, count, ack_req);
+    let recorded = if inline {
+        let seg = segs.segment(0);
+        let headers = segs.headers(&seg);
+        let chunk = wqe
+            .inline_data()
+            .get(seg.at as usize..seg.at as usize + seg.len)
+            .ok_or(SgError::Length)?;
+        match cx.out.datagram(resend, |slot| {
+            crate::wire::build(&headers, &[chunk], slot).ok()
+        }) {
+            Recorded::Yes => true,
+            Recorded::Refused => return Err(SgError::Length),
+            Recorded::Full => false,
+        }
+    } else {
+        // The source must be readable now, as a gather would find it; the
+        // drain reads it (checking again) as it builds the packets.
         let keys = cx.mem.keys.read();
-        let (slot, mut hasher) = b.payload_slot();
-        let out = slot.get_mut(..plen).ok_or(SgError::Length)?;
-        sg::gather(&keys, &*cx.mem.dma, pd, wqe.sge_list(), offset, out, |c| {
-            hasher.update(c);
-        })?;
+        if !sg::with_gather_chunks(
+            &keys,
+            pd,
+            wqe.sge_list(),
+            segs.at,
+            segs.len as usize,
+            |_, _| true,
+        ) {
+            return Err(SgError::Protection);
+        }
+        drop(keys);
+        cx.out.segments(&segs, resend)
+    };
+    if recorded {
+        sent(conn, now, psn_add(psn, count), segs.closes, ack_req);
     }
-    let n = b.finish().map_err(|_| SgError::Length)?;
-    let resend = sent(conn, now, psn, psn_add(psn, 1), segs.closes, ack_req);
-    cx.tx.buf(&mut conn.tx_buf, n, resend);
     Ok(())
 }
 
@@ -496,42 +529,4 @@ fn message_segments(
         closes: k + count >= meta.npsn,
         ack_req,
     }
-}
-
-/// Sends the rest of the SEND or WRITE at `send_index`, from `next_psn`,
-/// as one train ([`crate::train`]): as many packets as the window allows,
-/// up to [`MAX_TRAIN_SEGMENTS`], the last asking for an acknowledgement.
-/// The payload stays in the gather list; the receiver reads it when it
-/// places it.
-fn send_train(
-    cx: &Context<'_>,
-    token: TrainToken<'_>,
-    pd: u32,
-    conn: &mut Connection,
-    wqe: &SendWqe,
-    meta: WqeMeta,
-) -> Result<(), SgError> {
-    let now = cx.now;
-    let window = conn.req.window(&conn.rc);
-    let req = &conn.req;
-    let psn = req.next_psn;
-    let k = psn_diff(psn, meta.first_psn).max(0) as u32;
-    let room = (window - psn_diff(psn, req.una)).max(1) as u32;
-    let count = meta
-        .npsn
-        .saturating_sub(k)
-        .max(1)
-        .min(room)
-        .min(MAX_TRAIN_SEGMENTS);
-    let segs = message_segments(conn, pd, wqe, meta, count, true);
-    // The source must be readable now, as a gather would find it.
-    let sges = wqe.sge_list();
-    let keys = cx.mem.keys.read();
-    if !sg::with_gather_chunks(&keys, pd, sges, segs.at, segs.len as usize, |_, _| true) {
-        return Err(SgError::Protection);
-    }
-    drop(keys);
-    let resend = sent(conn, now, psn, psn_add(psn, count), segs.closes, true);
-    token.send(cx.mem.clone(), &segs, resend);
-    Ok(())
 }

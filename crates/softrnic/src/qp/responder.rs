@@ -39,15 +39,16 @@ use super::Context;
 use super::checks::{PsnCheck, check_dma_len, check_length, check_op_seq, check_psn, check_rkey};
 use super::timers::Timer;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
-use crate::link::{Token, TrainToken};
+use crate::link::Token;
 use crate::memory::Need;
 use crate::memory::sg;
+use crate::outbox::Recorded;
 use crate::train::{
-    Arrived, Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Segments, build_read_response,
+    Arrived, Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Payload, Segments, build_segment,
 };
 use crate::wire::{
     Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, Position,
-    Syndrome, psn_add, psn_diff, psn_sub, segment_count, udp_payload_len,
+    Syndrome, psn_add, psn_diff, psn_sub, segment_count,
 };
 
 /// READ response packets emitted inline when the request arrives.
@@ -66,7 +67,9 @@ pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, arrived
     });
 }
 
-/// Sends an ACK-opcode packet (ACK, RNR NAK or NAK) at `psn`.
+/// Sends an ACK-opcode packet (ACK, RNR NAK or NAK) at `psn`: records it
+/// in the outbox (counted and dropped if it is full: only the packets that
+/// go whatever the link's room are recorded without asking first).
 fn send_aeth(cx: &Context<'_>, conn: &mut Connection, syndrome: Syndrome, psn: u32) {
     let headers = Headers {
         ip: conn.ip,
@@ -79,10 +82,10 @@ fn send_aeth(cx: &Context<'_>, conn: &mut Connection, syndrome: Syndrome, psn: u
             ..ExtHeaders::NONE
         },
     };
-    if let Ok(n) = crate::wire::build(&headers, &[], &mut conn.tx_buf) {
-        cx.tx
-            .packet(conn.tx_buf.get(..n).unwrap_or_default(), false);
-    }
+    let recorded = cx
+        .out
+        .datagram(false, |slot| crate::wire::build(&headers, &[], slot).ok());
+    cx.stats.tx_outbox_full.inc_if(recorded == Recorded::Full);
 }
 
 /// Sends a fatal NAK and reports that the QP must enter error.
@@ -685,8 +688,8 @@ enum Room {
     /// Stop before a response the link has no room for (the QP resumes
     /// there when it has).
     Wait,
-    /// Emit them all now, room or not: a SEND with invalidate is about to
-    /// kill their key.
+    /// Emit them all now, room or not, built whole with their payload read
+    /// now: a SEND with invalidate is about to kill their key.
     Ignore,
 }
 
@@ -725,44 +728,38 @@ fn emit(
         if room == Room::Wait && !conn.link_has_room(cx) {
             return Ok(false);
         }
-        if let Token::Train(token) = cx.tx.token(conn.ip.dst()) {
-            emit_train(cx, token, conn, pd, head, &r)?;
-            budget -= 1;
-            continue;
-        }
         let q = r.next_psn;
-        let segs = response_segments(conn, pd, &r, 1);
-        let seg = segs.segment(0);
-        let headers = segs.headers(&seg);
-        let (va, plen, last) = (seg.at, seg.len, segs.closes);
-        let build = |framing, out: &mut [u8]| {
-            build_read_response(cx.mem, pd, r.rkey, va, &headers, plen, framing, out)
+        // The whole stream (up to a train's worth) as one run when the
+        // link carries trains to the peer, else one packet.
+        let count = if room == Room::Wait && matches!(cx.tx.token(conn.ip.dst()), Token::Train(_)) {
+            (psn_diff(r.end_psn, q).max(1) as u32).min(MAX_TRAIN_SEGMENTS)
+        } else {
+            1
         };
-        // Built where the link sends it from, if it lends its buffer;
-        // else in the QP's own and handed over.
-        let mut built = None;
-        let dest = conn.ip.destination();
-        let lent = udp_payload_len(&headers, plen).is_ok_and(|len| {
-            cx.tx.udp_payload_with(dest, len, &mut |slot| {
-                built = build(Framing::UdpPayload, slot);
-                built
-            })
-        });
-        if !lent {
-            built = build(Framing::Datagram, &mut conn.tx_buf);
-            if let Some(n) = built {
-                cx.tx.buf(&mut conn.tx_buf, n, false);
+        let segs = response_segments(conn, pd, &r, count);
+        if room == Room::Ignore {
+            if !emit_now(cx, &segs) {
+                cx.stats.remote_access_refused.inc();
+                stale_key(cx, conn, head, &r, q)?;
+                continue;
+            }
+        } else {
+            if !check_rkey(cx, pd, r.rkey, segs.at, segs.len, Need::RemoteRead) {
+                stale_key(cx, conn, head, &r, q)?;
+                continue;
+            }
+            if !cx.out.segments(&segs, false) {
+                // Room was asked for first, so this does not happen; if it
+                // did, the QP stops here as for a link without room.
+                conn.tx_stalled = true;
+                return Ok(false);
             }
         }
-        if built.is_none() {
-            cx.stats.remote_access_refused.inc();
-            stale_key(cx, conn, head, &r, q)?;
-            continue;
-        }
-        cx.stats.read_responses_sent.inc();
+        let last = segs.closes;
+        cx.stats.read_responses_sent.add(u64::from(count));
         budget -= 1;
         if let Some(r) = conn.resp.reads.get_mut(head) {
-            r.next_psn = psn_add(q, 1);
+            r.next_psn = psn_add(q, count);
         }
         if last {
             stream_done(&mut conn.resp, head, false);
@@ -772,34 +769,19 @@ fn emit(
     Ok(false)
 }
 
-/// Emits the rest of the stream of the resource at ring position `head`
-/// (up to [`MAX_TRAIN_SEGMENTS`] responses) as one train. The emission
-/// budget counts what the engine builds, and a train is one descriptor
-/// whatever its length, so it costs one.
-fn emit_train(
-    cx: &Context<'_>,
-    token: TrainToken<'_>,
-    conn: &mut Connection,
-    pd: u32,
-    head: usize,
-    r: &ReadResource,
-) -> Result<(), Fatal> {
-    let q = r.next_psn;
-    let count = (psn_diff(r.end_psn, q).max(1) as u32).min(MAX_TRAIN_SEGMENTS);
-    let segs = response_segments(conn, pd, r, count);
-    if !check_rkey(cx, pd, r.rkey, segs.at, segs.len, Need::RemoteRead) {
-        return stale_key(cx, conn, head, r, q);
-    }
-    let closes = segs.closes;
-    token.send(cx.mem.clone(), &segs, false);
-    cx.stats.read_responses_sent.add(u64::from(count));
-    if let Some(r) = conn.resp.reads.get_mut(head) {
-        r.next_psn = psn_add(q, count);
-    }
-    if closes {
-        stream_done(&mut conn.resp, head, false);
-    }
-    Ok(())
+/// Records the READ response `segs` describes (one packet) built whole,
+/// its payload read now, while its key still grants the read (a SEND with
+/// invalidate is about to kill it); `false` if the key no longer does.
+/// Dropped (and counted) if the outbox is full, as a full link may drop
+/// it.
+fn emit_now(cx: &Context<'_>, segs: &Segments) -> bool {
+    let seg = segs.segment(0);
+    let headers = segs.headers(&seg);
+    let recorded = cx.out.datagram(false, |slot| {
+        build_segment(cx.mem, segs, &seg, &headers, Framing::Datagram, slot)
+    });
+    cx.stats.tx_outbox_full.inc_if(recorded == Recorded::Full);
+    recorded != Recorded::Refused
 }
 
 /// The next `count` responses (from `next_psn`) of the READ resource `r`,

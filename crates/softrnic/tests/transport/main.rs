@@ -5,6 +5,7 @@ mod common;
 
 mod backpressure;
 mod busy_poll;
+mod outbox;
 mod rc_ack_hold;
 mod rc_basic;
 mod rc_errors;
