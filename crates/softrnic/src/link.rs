@@ -31,12 +31,15 @@
 //!   it: loss, duplication, reordering and delay, drawn per datagram by a
 //!   [`FaultInjector`] that several links may share (the devices of one
 //!   simulated network). It carries no trains while it draws per-datagram
-//!   faults. A runtime (or test) wraps the link it gives a device in one;
-//!   the capture, inside the device, sees what leaves the device, before
-//!   any fault.
+//!   faults. What it delays it holds until due, or hands at once to a link
+//!   that delays delivery itself ([`Link::transmit_owned_later`]: the
+//!   in-memory fabric's ports, the host's fabric hub). A runtime (or test)
+//!   wraps the link it gives a device in one; the capture, inside the
+//!   device, sees what leaves the device, before any fault.
 //!
 //! A wrapper forwards what it does not change, so wrappers nest, and a
 //! `Box` or `Arc` of a link is a link.
+
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -143,8 +146,9 @@ pub trait Link: Send + Sync {
 
     /// Whether the link carries trains to `dst`
     /// ([`crate::train`]): only a link between devices that share one DMA
-    /// address space, while it injects no per-packet faults. The default
-    /// carries none. Asked before each packet or train of a SEND, WRITE or
+    /// address space, while it injects no per-packet faults (a
+    /// [`FaultLink`] says no while it draws them). The default carries
+    /// none. Asked before each packet or train of a SEND, WRITE or
     /// READ response stream: must be cheap, must not block.
     fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
         let _ = dst;

@@ -521,3 +521,24 @@ fn a_source_that_dies_while_its_write_travels_fails_the_write_at_the_requester()
         pattern(7, LEN as usize)
     );
 }
+
+#[test]
+fn a_delaying_link_carries_trains_late() {
+    let mut b = bench(true);
+    b.faults.set_faults(Faults {
+        delay_us: 7,
+        ..Faults::default()
+    });
+    b.post_read();
+    // The request leaves; held for its delay, it is not due before.
+    let sent_at = b.clock.now();
+    while b.fabric.in_flight() == 0 {
+        assert!(b.a.poll() || b.fabric.in_flight() > 0, "A sends the READ");
+    }
+    assert_eq!(b.fabric.next_due(), Some(sent_at + 7));
+    assert_eq!(b.read_status(true), CqeStatus::Success);
+    assert_eq!(b.placed(), pattern(7, LEN as usize));
+    assert_eq!(b.trains_taken, 1, "the responses went as one train");
+    // The request and the train's segments passed the fault link.
+    assert_eq!(b.faults.stats().drawn, 1 + SEGMENTS);
+}
