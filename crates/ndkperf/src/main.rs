@@ -22,6 +22,7 @@ mod setup;
 mod smbd;
 mod stats;
 mod tcp;
+mod udp;
 mod verify;
 
 use std::io::Write;
@@ -143,6 +144,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Sweep(a) => perf::sweep(a),
         Command::Smbd(a) => smbd::run(a),
         Command::Tcp(a) => tcp::tcp(a),
+        Command::Udp(a) => udp::udp(a),
         Command::Memcpy(a) => Ok(tcp::memcpy(a)),
         Command::Info(a) => info(a),
     }

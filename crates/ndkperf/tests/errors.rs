@@ -36,6 +36,8 @@ fn bad_sizes_are_refused() {
     fails_with(&["bw", "--size", "lots"], "not a size");
     fails_with(&["smbd", "--io-size", "0"], "at least 1 byte");
     fails_with(&["tcp", "--size", "0k"], "at least 1 byte");
+    fails_with(&["udp", "--size", "0"], "at least 1 byte");
+    fails_with(&["udp", "--size", "64K"], "not a UDP payload size");
 }
 
 #[test]
@@ -82,6 +84,10 @@ fn addresses_stay_on_loopback() {
     );
     fails_with(
         &["tcp", "--server-addr", "8.8.8.8"],
+        "not a loopback address",
+    );
+    fails_with(
+        &["udp", "--server-addr", "10.0.0.1"],
         "not a loopback address",
     );
 }

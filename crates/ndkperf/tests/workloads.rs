@@ -168,6 +168,15 @@ fn tcp_baseline_bw_and_lat() {
 }
 
 #[test]
+fn udp_floor_lat() {
+    let r = json_results(&["udp", "--iters", "100"]);
+    check_result(&r[0], "udp", 84, 100);
+    assert_eq!(r[0]["lat_kind"], "one-way");
+    let r = json_results(&["udp", "--size", "4K", "--iters", "20"]);
+    check_result(&r[0], "udp", 4096, 20);
+}
+
+#[test]
 fn memcpy_and_info() {
     let r = json_results(&["memcpy", "--size", "64K", "--iters", "20"]);
     check_result(&r[0], "memcpy", 65536, 20);

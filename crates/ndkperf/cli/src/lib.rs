@@ -43,6 +43,11 @@ pub enum Command {
     /// The same transfer patterns over a TCP loopback connection, as the
     /// baseline of SMB over TCP.
     Tcp(TcpArgs),
+    /// A ping-pong over two bare UDP sockets on loopback, each side waiting
+    /// as a busy-polling RNIC does (non-blocking receive, yielding between
+    /// tries): the kernel's part of a UDP transport's round trip, reported
+    /// as half the round trip.
+    Udp(UdpArgs),
     /// Single-thread memcpy bandwidth of this machine, for comparison.
     Memcpy(MemcpyArgs),
     /// Open an adapter and print what it reports (NDK_ADAPTER_INFO).
@@ -330,6 +335,24 @@ pub struct TcpArgs {
     #[arg(long)]
     pub json: bool,
     /// The listening side's loopback address.
+    #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
+    pub server_addr: Ipv4Addr,
+}
+
+/// Flags of `udp`.
+#[derive(Debug, Clone, Args)]
+pub struct UdpArgs {
+    /// Datagram payload bytes (84: the UDP payload of a 64-byte RoCEv2
+    /// SEND, BTH and ICRC included).
+    #[arg(long, default_value = "84", value_parser = parse_size)]
+    pub size: u64,
+    /// Round trips.
+    #[arg(long, default_value = "1000", value_parser = parse_count)]
+    pub iters: u64,
+    /// One JSON object per result.
+    #[arg(long)]
+    pub json: bool,
+    /// The loopback address both sockets bind.
     #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
     pub server_addr: Ipv4Addr,
 }
