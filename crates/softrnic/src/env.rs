@@ -105,8 +105,10 @@ pub enum Direction {
 /// DF, TTL 64; IPv6: traffic class and flow label 0, hop limit 64; the
 /// socket's addresses and ports).
 ///
-/// Called from the engine's hot path, possibly holding a QP lock: must not
-/// block for long and must not call back into the device.
+/// Called by the device's [`crate::link::CaptureLink`] from the engine's
+/// hot path, possibly holding a device lock (an outbox's, while it drains
+/// to the link): must not block for long and must not call back into the
+/// device.
 pub trait Capture: Send + Sync {
     /// Records one datagram.
     fn capture(&self, direction: Direction, datagram: &[u8]);
