@@ -15,7 +15,7 @@ use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, Sge};
 use softrnic::env::{Capture, Clock, Direction};
 use softrnic::fabric::{Fabric, FabricPort};
-use softrnic::link::{FaultInjector, FaultLink, Faults, Load};
+use softrnic::link::{FaultInjector, FaultLink, Faults, Link, Load};
 use softrnic::qp::QpState;
 use softrnic::wire;
 
@@ -48,20 +48,27 @@ struct Bench {
 }
 
 fn bench(trains: bool) -> Bench {
-    let clock = Arc::new(SimClock::default());
-    clock.set(1_000);
-    let fabric = Fabric::new();
-    let faults = FaultInjector::new(Faults::default());
-    let mem = HostMem::new(1 << 20);
-    let port = |fabric: &Arc<Fabric>| -> Box<FaultLink<FabricPort>> {
-        let clock: Arc<dyn Clock> = clock.clone();
+    bench_on(|fabric, faults, clock| {
         let port = if trains {
             FabricPort::with_trains(fabric.clone(), clock.clone())
         } else {
             FabricPort::new(fabric.clone(), clock.clone())
         };
         Box::new(FaultLink::new(port, faults.clone(), clock))
-    };
+    })
+}
+
+/// A bench whose devices' links `link` makes (from the fabric, the fault
+/// generator and the clock).
+fn bench_on(
+    link: impl Fn(&Arc<Fabric>, &Arc<FaultInjector>, Arc<dyn Clock>) -> Box<dyn Link>,
+) -> Bench {
+    let clock = Arc::new(SimClock::default());
+    clock.set(1_000);
+    let fabric = Fabric::new();
+    let faults = FaultInjector::new(Faults::default());
+    let mem = HostMem::new(1 << 20);
+    let port = |fabric: &Arc<Fabric>| link(fabric, &faults, clock.clone());
     let node = |addr| {
         let n = Node::sharing(
             addr,
@@ -540,5 +547,90 @@ fn a_delaying_link_carries_trains_late() {
     assert_eq!(b.placed(), pattern(7, LEN as usize));
     assert_eq!(b.trains_taken, 1, "the responses went as one train");
     // The request and the train's segments passed the fault link.
+    assert_eq!(b.faults.stats().drawn, 1 + SEGMENTS);
+}
+
+/// A fabric port that delays nothing itself, as a UDP socket: a fault
+/// link around it holds what it delays until due.
+struct Prompt(FabricPort);
+
+impl Link for Prompt {
+    fn transmit(&self, datagram: &[u8]) {
+        self.0.transmit(datagram);
+    }
+    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
+        self.0.transmit_owned(buf, len);
+    }
+    fn carries_trains(&self, dst: std::net::IpAddr) -> bool {
+        self.0.carries_trains(dst)
+    }
+    fn transmit_train(&self, train: softrnic::train::Train) {
+        self.0.transmit_train(train);
+    }
+}
+
+#[test]
+fn a_fault_link_holds_a_delayed_train_for_a_link_that_cannot() {
+    let links = Arc::new(Mutex::new(Vec::new()));
+    let made = links.clone();
+    let mut b = bench_on(move |fabric, faults, clock| {
+        let port = Prompt(FabricPort::with_trains(fabric.clone(), clock.clone()));
+        let link = Arc::new(FaultLink::new(port, faults.clone(), clock));
+        made.lock().unwrap().push(link.clone());
+        Box::new(link)
+    });
+    let links: Vec<_> = links.lock().unwrap().clone();
+    b.faults.set_faults(Faults {
+        delay_us: 7,
+        ..Faults::default()
+    });
+    b.post_read();
+    let mut held_train = false;
+    for _ in 0..MAX_STEPS {
+        b.qa.scq.drain();
+        if !b.qa.scq.seen.is_empty() {
+            break;
+        }
+        let now = b.clock.now();
+        for link in &links {
+            link.release_due();
+        }
+        let mut worked = false;
+        for addr in [ADDR_A, ADDR_B] {
+            let mut batch = Vec::new();
+            b.fabric.exchange_due_for(addr, now, &mut batch, 64);
+            for load in &batch {
+                worked = true;
+                match load {
+                    Load::Datagram(d) => b.node(addr).receive(d),
+                    Load::Train(t) => {
+                        b.trains_taken += 1;
+                        b.node(addr).receive_train(t);
+                    }
+                }
+            }
+        }
+        worked |= b.a.poll();
+        worked |= b.b.poll();
+        // B's link holds the train (nothing of it in the fabric yet).
+        held_train |= links[1].next_due_us().is_some() && b.fabric.in_flight() == 0;
+        if !worked {
+            let next = links
+                .iter()
+                .filter_map(|l| l.next_due_us())
+                .chain(b.fabric.next_due())
+                .chain([&b.a, &b.b].iter().filter_map(|n| n.dev.next_timer_us()))
+                .min()
+                .expect("something left to happen");
+            b.clock.set(next.max(now + 1));
+        }
+    }
+    assert_eq!(
+        b.qa.scq.seen.first().map(hwq::Cqe::cqe_status),
+        Some(CqeStatus::Success)
+    );
+    assert_eq!(b.placed(), pattern(7, LEN as usize));
+    assert!(held_train, "the fault link held the responses");
+    assert_eq!(b.trains_taken, 1, "and handed them on as one train");
     assert_eq!(b.faults.stats().drawn, 1 + SEGMENTS);
 }
