@@ -693,10 +693,12 @@ enum Room {
     Ignore,
 }
 
-/// Emits up to `budget` READ response packets in PSN order; returns
-/// whether more remain to be emitted now (`false` too when it stopped for
-/// want of link room: the QP waits for the link, not for a pass). Sends
-/// the owed ACK/NAK once none remain.
+/// Emits up to `budget` READ response packets in PSN order into the
+/// outbox, their key checked (a run for a train-carrying link counts one:
+/// the engine builds nothing of it); returns whether more remain to be
+/// emitted now (`false` too when it stopped for want of link room: the QP
+/// waits for the link, not for a pass). Sends the owed ACK/NAK once none
+/// remain.
 fn emit(
     cx: &Context<'_>,
     conn: &mut Connection,
