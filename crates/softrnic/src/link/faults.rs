@@ -564,6 +564,44 @@ mod tests {
     }
 
     #[test]
+    fn around_any_link_it_duplicates_exactly_what_the_seed_says() {
+        for seed in [2, 8, 43] {
+            let (link, clock) = faulty(Faults {
+                duplicate: 0.3,
+                reorder_window_us: 1,
+                seed,
+                ..Faults::default()
+            });
+            for tag in 0..100u8 {
+                link.transmit(&[0x45, tag]);
+            }
+            // The originals went at once; each copy lags 1 µs.
+            assert_eq!(tags(&link), (0..100).collect::<Vec<u8>>());
+            clock.set(1);
+            link.release_due();
+            // As the seed says: per datagram a fraction, and for a copy a
+            // lag drawn after it.
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let copies: Vec<u8> = (0..100u8)
+                .filter(|_| {
+                    #[allow(clippy::cast_precision_loss)]
+                    let chance = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                    let copy = chance < 0.3;
+                    if copy {
+                        rng.next_u64();
+                    }
+                    copy
+                })
+                .collect();
+            let mut expected: Vec<u8> = (0..100).collect();
+            expected.extend(&copies);
+            assert_eq!(tags(&link), expected, "seed {seed}");
+            assert_eq!(link.injector().stats().duplicated, copies.len() as u64);
+            assert!(copies.len() > 10, "{copies:?}");
+        }
+    }
+
+    #[test]
     fn duplicates_and_reorders_are_held_until_due_and_repeat_per_seed() {
         let run = |seed| {
             let (link, clock) = faulty(Faults {
