@@ -425,7 +425,8 @@ impl SoftRnic {
 
     /// Drains every outbox that kept packets for want of link room.
     fn drain_backlog(&self) {
-        if self.engine.tx_backlog.swap(false, Ordering::SeqCst) {
+        let backlog = &self.engine.tx_backlog;
+        if backlog.load(Ordering::Relaxed) && backlog.swap(false, Ordering::SeqCst) {
             for outbox in self.engine.outboxes() {
                 self.drain(&outbox.lock());
             }
@@ -505,7 +506,9 @@ impl SoftRnic {
         worked |= crate::cm::poll(self, now);
         let qp_bound = FIRST_QPN + self.config().max_qps;
         self.rq_ready.drain(|n| {
-            if n < qp_bound {
+            // Only a QP in error has work here (flushing sends nothing):
+            // a connected QP's receive doorbell costs no outbox round.
+            if n < qp_bound && self.qp_state(n) == Some(QpState::Error) {
                 self.with_qp(now, n, |cx, qp| {
                     if qp.state == QpState::Error {
                         cx.flush(n, qp);

@@ -5,9 +5,9 @@
 //!
 //! Each packet is recorded in the context's outbox ([`crate::outbox`]),
 //! which the engine drains to the link once it let the QP go: a READ
-//! request or an inline SEND built whole, a SEND or WRITE packet as a
-//! `Segments` description whose payload the drain gathers from the
-//! (checked) source; when the transmitter's token for the destination
+//! request, an inline SEND or a small packet built whole, a larger SEND
+//! or WRITE packet as a `Segments` description whose payload the drain
+//! gathers from the (checked) source; when the transmitter's token for the destination
 //! says the link carries trains there ([`crate::train`]) the description
 //! covers the rest of the message, carried as one train. The first packet
 //! recorded arms the retransmit timer in the connection's timer table.
@@ -22,10 +22,15 @@ use crate::link::Token;
 use crate::memory::Need;
 use crate::memory::sg::{self, SgError};
 use crate::outbox::Recorded;
-use crate::train::{Kind, MAX_TRAIN_SEGMENTS, Origin, Segments};
+use crate::train::{Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Segments, build_segment};
 use crate::wire::{
     Bth, ExtHeaders, Headers, Opcode, Reth, psn_add, psn_before, psn_diff, segment_count,
 };
+
+/// Payload bytes up to which a SEND or WRITE packet is built whole when it
+/// is recorded (its payload copied into the outbox), rather than recorded
+/// as `Segments` and built from the source when it leaves.
+const BUILD_NOW_MAX: u64 = 512;
 
 /// Largest message the requester accepts (bytes).
 pub(crate) const MAX_MESSAGE: u64 = 1 << 30;
@@ -430,18 +435,28 @@ fn send_packet(
         (1, ack_req)
     };
     let segs = message_segments(conn, pd, wqe, meta, count, ack_req);
-    let recorded = if inline {
+    let recorded = if inline || (count == 1 && segs.len <= BUILD_NOW_MAX) {
+        // Built whole now: an inline payload is in the WQE, and a small
+        // one costs less to copy than to describe and check twice.
         let seg = segs.segment(0);
         let headers = segs.headers(&seg);
-        let chunk = wqe
-            .inline_data()
-            .get(seg.at as usize..seg.at as usize + seg.len)
-            .ok_or(SgError::Length)?;
-        match cx.out.datagram(resend, |slot| {
-            crate::wire::build(&headers, &[chunk], slot).ok()
-        }) {
+        let chunk = if inline {
+            let data = wqe.inline_data();
+            Some(
+                data.get(seg.at as usize..seg.at as usize + seg.len)
+                    .ok_or(SgError::Length)?,
+            )
+        } else {
+            None
+        };
+        let recorded = cx.out.datagram(resend, |slot| match chunk {
+            Some(chunk) => crate::wire::build(&headers, &[chunk], slot).ok(),
+            None => build_segment(cx.mem, &segs, &seg, &headers, Framing::Datagram, slot),
+        });
+        match recorded {
             Recorded::Yes => true,
-            Recorded::Refused => return Err(SgError::Length),
+            Recorded::Refused if inline => return Err(SgError::Length),
+            Recorded::Refused => return Err(SgError::Protection),
             Recorded::Full => false,
         }
     } else {
