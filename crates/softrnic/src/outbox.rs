@@ -9,7 +9,8 @@
 //!   inline SENDs: no payload in registered memory, or a small one), in
 //!   the outbox's byte store; and READ responses that must leave before a
 //!   SEND with invalidate kills their key, whose payload is read now, while
-//!   the key still grants it;
+//!   the key still grants it (those of them already recorded as segments
+//!   and waiting for link room are built in place then, `Outbox::settle`);
 //! * `Segments`: a run of SEND, WRITE or READ response packets whose
 //!   payload is still in registered memory. The sender checked its key when
 //!   it recorded them; the drain builds each packet (the key checked again
@@ -76,6 +77,10 @@ pub(crate) enum Transmit {
     /// Packets whose payload is still in registered memory; the first
     /// `sent` of them already left.
     Segments { segs: Segments, sent: u32 },
+    /// Datagrams built from a `Segments` entry before its key died
+    /// ([`Outbox::settle`]): each a 2-byte length and its bytes, from `at`
+    /// (the next to send) to `end` of the byte store.
+    Built { at: usize, end: usize },
 }
 
 /// A recorded [`Transmit`] and whether it is sent again.
@@ -194,6 +199,55 @@ impl Outbox {
         true
     }
 
+    /// Builds every waiting packet whose payload `dying` says is about to
+    /// become unreadable (a key a SEND with invalidate kills) into the
+    /// byte store now, in its place in the order, so it still leaves. An
+    /// entry that does not fit whole stays as it is (its packets are lost
+    /// when the key dies, as a full link would drop them). Returns how many
+    /// packets were unreadable already (not sent).
+    pub(crate) fn settle(&self, mem: &DeviceMemory, dying: impl Fn(&Segments) -> bool) -> u64 {
+        let mut unreadable = 0;
+        let mut s = self.store.borrow_mut();
+        let Store {
+            entries,
+            head,
+            bytes,
+            used,
+            ..
+        } = &mut *s;
+        for entry in entries.iter_mut().skip(*head) {
+            let Transmit::Segments { segs, sent } = entry.what else {
+                continue;
+            };
+            let left = segs.count.saturating_sub(sent) as usize;
+            if !dying(&segs) || BYTES - *used < left * (2 + MAX_DATAGRAM) {
+                continue;
+            }
+            let start = *used;
+            let mut at = start;
+            for i in sent..segs.count {
+                let seg = segs.segment(i);
+                let headers = segs.headers(&seg);
+                let Some(slot) = bytes.get_mut(at + 2..at + 2 + MAX_DATAGRAM) else {
+                    break;
+                };
+                let Some(n) = build_segment(mem, &segs, &seg, &headers, Framing::Datagram, slot)
+                else {
+                    // Already unreadable: not sent, as the drain would find.
+                    unreadable += 1;
+                    continue;
+                };
+                if let Some(len) = bytes.get_mut(at..at + 2) {
+                    len.copy_from_slice(&(n as u16).to_le_bytes());
+                }
+                at += 2 + n;
+            }
+            *used = at;
+            entry.what = Transmit::Built { at: start, end: at };
+        }
+        unreadable
+    }
+
     /// Puts what was recorded on the link through `tx`, in order, reading
     /// segments' payload from `mem`; stops before a packet the link has no
     /// room for, keeping it and the rest for the next drain. Returns
@@ -221,6 +275,20 @@ impl Outbox {
                 Transmit::Segments { segs, sent } => {
                     if !send_segments(tx, mem, segs, sent, resend, scratch) {
                         return true;
+                    }
+                }
+                Transmit::Built { at, end } => {
+                    while *at < *end {
+                        if !tx.can_transmit() {
+                            return true;
+                        }
+                        let len = bytes
+                            .get(*at..*at + 2)
+                            .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+                        if let Some(datagram) = bytes.get(*at + 2..*at + 2 + len) {
+                            tx.packet(datagram, resend);
+                        }
+                        *at += 2 + len;
                     }
                 }
             }

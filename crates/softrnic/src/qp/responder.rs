@@ -19,7 +19,9 @@
 //! remote access NAK (a requester still waiting fails the READ with it)
 //! and the QP stays up. A SEND with invalidate first lets the responses of
 //! READs accepted before it, under the key it kills, leave: requests
-//! execute in order.
+//! execute in order (responses not yet emitted are built whole into the
+//! outbox, and those recorded and still waiting there for link room are
+//! built in place, while the key still grants the read).
 //!
 //! A duplicate READ may ask for a subset of the original (a hole the
 //! requester misses): its responses are replayed, ending with a Last, and
@@ -378,6 +380,14 @@ fn on_send(
             if reading {
                 emit(cx, conn, pd, u32::MAX, Room::Ignore)?;
             }
+            // Those already recorded and still waiting for link room are
+            // built now too.
+            let dies = |segs: &Segments| {
+                matches!(segs.origin, Origin::Remote { rkey }
+                    if MemoryKey(rkey).index() == MemoryKey(key).index())
+            };
+            let lost = cx.out.settle(cx.mem, dies);
+            cx.stats.tx_source_gone.add(lost);
             if cx.mem.keys.write().invalidate(MemoryKey(key), pd).is_err() {
                 target.fail(cx, conn, CqeStatus::RemoteInvalidRequest, offset);
                 return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));

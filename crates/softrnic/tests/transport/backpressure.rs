@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
-use hwq::{CqeOpcode, CqeStatus};
+use hwq::{CqeOpcode, CqeStatus, Verbs};
 use softrnic::engine::EngineStats;
 use softrnic::env::{Capture, Direction};
 use softrnic::link::Link;
@@ -514,4 +514,134 @@ fn room_back_before_the_qp_is_parked_resumes_it() {
         "{s:?}"
     );
     assert!(r.b.mem.get(dst.logical, 8 << 10) == pattern(4, 8 << 10));
+}
+
+/// Packets recorded in A's outbox while its ring is full keep their
+/// payload in A's memory; the consumer deregisters that memory before
+/// they leave. The drain finds the key dead and sends none of them (no
+/// byte read through a dead key reaches B); the resend from the oldest
+/// unacknowledged PSN finds it dead too and fails the WRITE in order.
+#[test]
+fn packets_whose_source_died_in_the_outbox_are_not_sent() {
+    let r = Rings::new(4, true);
+    let mut qa = r.a.qp(16);
+    let qb = r.b.qp(16);
+    r.connect(&qa, &qb, PSN_A, 0x42);
+    let src = r.a.register(16 << 10, Access::LOCAL_WRITE);
+    let target = r.b.register(16 << 10, REMOTE);
+    let data = pattern(11, 16 << 10);
+    r.a.mem.fill(src.logical, &data);
+    r.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Write, 1, &[src.sge(0, 16 << 10)], &target, 0),
+    );
+    // One pass records all 16 packets (the ring had room for each when
+    // asked); its drain fills the ring with 4, the rest wait.
+    r.a.poll();
+    assert_eq!(r.ring_a.frames.lock().unwrap().len(), 4);
+    assert_eq!(r.a.dev.stats().tx_packets, 4);
+    r.a.dev.deregister(src.key).unwrap();
+    r.run_until(|| {
+        qa.scq.drain();
+        !qa.scq.seen.is_empty()
+    });
+    assert_eq!(qa.scq.seen[0].cqe_status(), CqeStatus::LocalProtection);
+    let s = r.a.dev.stats();
+    assert_eq!((s.tx_packets, s.tx_source_gone), (4, 12), "{s:?}");
+    assert_eq!(r.ring_a.overflowed.load(Ordering::SeqCst), 0);
+    assert!(r.b.mem.get(target.logical, 4 << 10) == data[..4 << 10]);
+    assert!(r.b.mem.get(target.logical + (4 << 10), 12 << 10) == vec![0; 12 << 10]);
+    assert_eq!(r.b.state(&qb), QpState::Connected);
+}
+
+/// The SMB Direct write path through full rings: A READs B's
+/// fast-registered buffer and SENDs-with-invalidate its key right after.
+/// B records all the READ's responses at once; its ring takes 4, the rest
+/// wait in B's outbox, their payload still under the key when the SEND
+/// arrives. They are built before the key dies and all leave: the READ
+/// completes with the data (without that, they would be lost and the
+/// READ, asked again, refused for the dead key).
+#[test]
+fn responses_waiting_for_link_room_leave_before_a_send_with_invalidate_kills_their_key() {
+    const LEN: u32 = 16 << 10;
+    const PAGE: u64 = 4096;
+    let r = Rings::new(4, true);
+    let mut qa = r.a.qp(16);
+    let mut qb = r.b.qp(16);
+    r.connect(&qa, &qb, PSN_A, 0x42);
+    let entry = r.b.dev.alloc_key(r.b.pd, false).unwrap();
+    let pages = u64::from(LEN) / PAGE;
+    r.b.dev
+        .init_fast_register(entry, pages as u32, true)
+        .unwrap();
+    let backing = r.b.mem.alloc(u64::from(LEN));
+    let data = pattern(12, LEN as usize);
+    r.b.mem.fill(backing, &data);
+    let key: hwq::MemoryKey = entry.next_variant();
+    let list: Vec<u8> = (0..pages)
+        .flat_map(|i| (backing + i * PAGE).to_le_bytes())
+        .collect();
+    let list_at = r.b.mem.alloc(list.len() as u64);
+    r.b.mem.fill(list_at, &list);
+    let va = 0x6600_0000_0000;
+    let fr = hwq::SendWqe {
+        opcode: SendOpcode::FastRegister as u8,
+        flags: hwq::wqe::WqeFlags::SIGNALED.bits(),
+        access: REMOTE.bits(),
+        key: key.0,
+        aux32: pages as u32,
+        aux64: list_at,
+        remote_addr: va,
+        length: u64::from(LEN),
+        wr_id: 900,
+        ..hwq::SendWqe::default()
+    };
+    r.b.post_send(&mut qb, fr);
+    r.run_until(|| {
+        qb.scq.drain();
+        !qb.scq.seen.is_empty()
+    });
+    assert_eq!(qb.scq.seen[0].cqe_status(), CqeStatus::Success);
+    let remote = Buf {
+        logical: backing,
+        va,
+        len: u64::from(LEN),
+        key,
+    };
+    let sink = r.a.register(u64::from(LEN), Access::LOCAL_WRITE);
+    let rbuf = r.b.register(4096, Access::LOCAL_WRITE);
+    r.b.post_recv(&mut qb, 8, &[rbuf.sge(0, 4096)]);
+    r.a.post_send(
+        &mut qa,
+        rdma(SendOpcode::Read, 1, &[sink.sge(0, LEN)], &remote, 0),
+    );
+    let mut inv = wqe(SendOpcode::SendInvalidate, 2, &[sink.sge(0, 100)]);
+    inv.key = key.0;
+    r.a.post_send(&mut qa, inv);
+    r.run_until(|| {
+        qa.scq.drain();
+        qb.rcq.drain();
+        qa.scq.seen.len() == 2 && qb.rcq.seen.len() == 1
+    });
+    let done: Vec<_> = qa
+        .scq
+        .seen
+        .iter()
+        .map(|c| (c.wr_id, c.cqe_status()))
+        .collect();
+    assert_eq!(done, [(1, CqeStatus::Success), (2, CqeStatus::Success)]);
+    let got = qb.rcq.seen[0];
+    assert_eq!(
+        (got.op(), got.invalidated_key),
+        (Some(CqeOpcode::ReceiveInvalidate), key.0)
+    );
+    assert!(r.a.mem.get(sink.logical, LEN as usize) == data);
+    let sb = r.b.dev.stats();
+    assert!(sb.tx_stalls > 0, "B's responses never waited: {sb:?}");
+    assert_eq!(
+        (sb.tx_source_gone, sb.stale_read_refusals),
+        (0, 0),
+        "{sb:?}"
+    );
+    assert_eq!(r.a.dev.stats().retransmitted, 0);
 }
