@@ -5,8 +5,9 @@
 //!   inbound datagram, at the time its runtime passes in: parsed (malformed or bad-ICRC datagrams are counted
 //!   and dropped), demultiplexed by the BTH destination QP to connection
 //!   management (QP1), the responder (requests) or the completer (ACKs,
-//!   NAKs, READ responses). ACKs and small READ responses leave at once
-//!   (but see [`crate::qp::RcConfig::ack_defer_us`]).
+//!   NAKs, READ responses). ACKs and the first READ responses leave
+//!   before the call returns, drained from the QP's outbox once the QP is
+//!   let go (but see [`crate::qp::RcConfig::ack_defer_us`]).
 //! * [`SoftRnic::poll`] — the deferred work, at the time its runtime
 //!   passes in: requesters of QPs whose
 //!   doorbell rang (a bitset drained each pass; at most [`POLL_BUDGET`]
