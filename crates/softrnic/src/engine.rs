@@ -35,16 +35,18 @@
 //!
 //! ## Where packets leave: the drain point
 //!
-//! Every run of a QP's state machines goes through `SoftRnic::with_qp`:
-//! it locks the QP's outbox ([`crate::outbox`]; QP `n` has outbox
-//! `n % 4`), then the QP's table slot; the state machines record what
-//! they send in the outbox; the slot is let go; then, holding the outbox
-//! only, the engine drains it through the transmitter to the link, in the
-//! order recorded (segments built from registered memory as they leave,
+//! Every run of a QP's state machines that may send goes through
+//! `SoftRnic::with_qp`: it locks the QP's outbox ([`crate::outbox`]; QP
+//! `n` has outbox `n % 4`), then the QP's table slot; the state machines
+//! record what they send in the outbox; the slot is let go; then, holding
+//! the outbox only, the engine drains it through the transmitter to the
+//! link, in the order recorded (segments built from registered memory as they leave,
 //! their keys checked again). No packet reaches the link while a QP slot
 //! is held. Holding the outbox across both keeps one QP's packets in the
 //! order its state machines produced them whichever thread runs it.
-//! Connection management's MADs (QP1, no slot) leave at once. The link is
+//! The completer, which sends nothing, runs with a sealed outbox that has
+//! no room, locking none. Connection management's MADs (QP1, no slot)
+//! leave at once. The link is
 //! flushed where a batch ends: after a poll's work, and after a command
 //! flushed a QP.
 //!
@@ -365,7 +367,7 @@ impl SoftRnic {
         mut on: impl FnMut(&qp::Context<'_>, &mut QueuePair),
     ) -> bool {
         let mut take = || {
-            self.with_qp(now, qpn, |cx, qp| {
+            let run = |cx: &qp::Context<'_>, qp: &mut QueuePair| {
                 let from_peer = qp
                     .conn
                     .as_ref()
@@ -380,7 +382,13 @@ impl SoftRnic {
                 self.arm_timer(qpn, qp);
                 self.park_if_stalled(qpn, qp);
                 Taken::Yes
-            })
+            };
+            // Responses only feed the completer, which sends nothing.
+            if request {
+                self.with_qp(now, qpn, run)
+            } else {
+                self.with_qp_quiet(now, qpn, run)
+            }
         };
         let mut taken = take();
         // A request before the RTU: the CM establishes the acceptor's QP
@@ -408,6 +416,21 @@ impl SoftRnic {
         let r = self.qps.with(qpn, |qp| f(&cx, qp));
         self.drain(&outbox);
         r
+    }
+
+    /// [`SoftRnic::with_qp`] for work that sends nothing (the completer
+    /// taking ACKs, NAKs and READ responses): its context's outbox is
+    /// sealed, so no outbox is locked; a state machine that would send
+    /// finds no room, stops as for a full link and is resumed by a pass.
+    fn with_qp_quiet<R>(
+        &self,
+        now: u64,
+        qpn: u32,
+        f: impl FnOnce(&qp::Context<'_>, &mut QueuePair) -> R,
+    ) -> Option<R> {
+        let sealed = Outbox::sealed();
+        let cx = self.transport(now, &sealed);
+        self.qps.with(qpn, |qp| f(&cx, qp))
     }
 
     /// Puts what `outbox` holds on the link (no QP slot is held). What

@@ -106,7 +106,8 @@ struct Store {
     entries: Vec<Entry>,
     /// First entry not yet (wholly) sent.
     head: usize,
-    /// The byte store of built datagrams (always `BYTES` long).
+    /// The byte store of built datagrams (`BYTES` long; empty when
+    /// sealed).
     bytes: Vec<u8>,
     /// Bytes of `bytes` in use.
     used: usize,
@@ -145,10 +146,26 @@ impl Outbox {
         })
     }
 
+    /// An outbox with no room at all, which costs nothing to make: for work
+    /// that sends nothing (a state machine that would send stops as for a
+    /// link without room, [`crate::qp`]'s `link_has_room`).
+    pub(crate) fn sealed() -> Self {
+        Self {
+            store: RefCell::new(Store {
+                entries: Vec::new(),
+                head: 0,
+                bytes: Vec::new(),
+                used: 0,
+                scratch: Vec::new(),
+            }),
+        }
+    }
+
     /// Whether one more entry of any kind fits.
     pub(crate) fn has_room(&self) -> bool {
         let s = self.store.borrow();
-        s.entries.len() < ENTRIES && BYTES - s.used >= MAX_DATAGRAM
+        s.entries.len() < s.entries.capacity().min(ENTRIES)
+            && s.bytes.len().saturating_sub(s.used) >= MAX_DATAGRAM
     }
 
     /// Entries recorded and not yet wholly sent.
@@ -220,7 +237,7 @@ impl Outbox {
                 continue;
             };
             let left = segs.count.saturating_sub(sent) as usize;
-            if !dying(&segs) || BYTES - *used < left * (2 + MAX_DATAGRAM) {
+            if !dying(&segs) || bytes.len().saturating_sub(*used) < left * (2 + MAX_DATAGRAM) {
                 continue;
             }
             let start = *used;
@@ -444,6 +461,14 @@ mod tests {
             .collect();
         assert_eq!(sent, want);
         assert_eq!(stats.tx_packets.get(), 6);
+    }
+
+    #[test]
+    fn a_sealed_outbox_has_no_room() {
+        let out = Outbox::sealed();
+        assert!(!out.has_room());
+        assert_eq!(record(&out, 1), Recorded::Full);
+        assert_eq!(out.pending(), 0);
     }
 
     #[test]
