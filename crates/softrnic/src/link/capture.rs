@@ -6,6 +6,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::net::{SocketAddrV4, SocketAddrV6};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use spin::{Mutex, RwLock};
 
@@ -34,6 +35,10 @@ use crate::wire::IpUdpFields;
 pub struct CaptureLink<L> {
     inner: L,
     capture: RwLock<Option<Box<dyn Capture>>>,
+    /// A capture is installed: read before the slot's lock, so a link
+    /// without one (the common case) costs each packet one load, not a
+    /// lock round.
+    installed: AtomicBool,
     /// Rebuilds received UDP payloads and train segments into datagrams.
     scratch: Mutex<Vec<u8>>,
 }
@@ -52,6 +57,7 @@ impl<L> CaptureLink<L> {
         Self {
             inner,
             capture: RwLock::new(None),
+            installed: AtomicBool::new(false),
             scratch: Mutex::new(Vec::new()),
         }
     }
@@ -70,12 +76,14 @@ impl<L> CaptureLink<L> {
                 let _ = s.try_reserve_exact(want);
             }
         }
+        let installed = capture.is_some();
         *self.capture.write() = capture;
+        self.installed.store(installed, Ordering::Release);
     }
 
     /// Whether a capture is installed.
     pub fn is_capturing(&self) -> bool {
-        self.capture.read().is_some()
+        self.installed.load(Ordering::Acquire)
     }
 
     /// Shows one arrival to the capture as the datagram(s) it carries:
@@ -83,6 +91,9 @@ impl<L> CaptureLink<L> {
     /// push runtime hands the device directly. A UDP payload from a mixed
     /// pair of families is no datagram: it is not shown.
     pub fn show_arrival(&self, arrival: Arrival<'_>) {
+        if !self.is_capturing() {
+            return;
+        }
         let Some(cap) = &*self.capture.read() else {
             return;
         };
@@ -99,6 +110,9 @@ impl<L> CaptureLink<L> {
 
     /// Shows one datagram to the capture.
     fn datagram(&self, direction: Direction, datagram: &[u8]) {
+        if !self.is_capturing() {
+            return;
+        }
         if let Some(cap) = &*self.capture.read() {
             cap.capture(direction, datagram);
         }
@@ -178,7 +192,9 @@ impl<L: Link> Link for CaptureLink<L> {
     }
 
     fn transmit_train(&self, train: Train) {
-        if let Some(cap) = &*self.capture.read() {
+        if self.is_capturing()
+            && let Some(cap) = &*self.capture.read()
+        {
             self.train(&**cap, Direction::Transmit, &train);
         }
         self.inner.transmit_train(train);
