@@ -56,6 +56,18 @@ const IDLE_PARK: Duration = Duration::from_millis(50);
 /// scheduler costs several microseconds, a look far less.
 const SPIN: Duration = Duration::from_micros(50);
 
+/// An engine that has been working without a park for this long is in a
+/// stream (a bulk transfer): it looks for work for [`STREAM_SPIN`] instead
+/// of [`SPIN`] before it parks.
+const STREAM_AFTER: Duration = Duration::from_micros(200);
+
+/// [`SPIN`] for an engine in a stream. Between a stream's bursts (a batch
+/// of READ responses placed, the next READs not posted yet) a parked
+/// engine's wake-up through its socket costs more than the gap, and its
+/// processor may go idle meanwhile (ndkperf's README has the figures).
+/// Sparse traffic keeps the short window: its engine parks soon.
+const STREAM_SPIN: Duration = Duration::from_millis(2);
+
 /// [`SPIN`] for a device on a [`FabricHub`]. Its arrivals come from the
 /// other engines of this process, each one waking a parked engine through
 /// the scheduler (a futex) and no socket readiness to wait on. In a stream
@@ -398,6 +410,8 @@ where
         waker.bind_current();
         let _ = ready_tx.send(());
         let mut last_work = Instant::now();
+        // Since when the engine has been awake (working or looking).
+        let mut awake_since = last_work;
         while !stop.load(Ordering::Acquire) {
             let Some(rnic) = rnic.upgrade() else { break };
             if waker.busy_remaining_at(HostClock.now_us()).is_some() && !waker.take() {
@@ -409,6 +423,7 @@ where
                 drop(rnic);
                 waker.park(BUSY_PARK, None::<&F>);
                 last_work = Instant::now();
+                awake_since = last_work;
                 continue;
             }
             let Some(pass) = rnic.try_pass(HostClock.now_us(), ENGINE_PASS) else {
@@ -423,7 +438,13 @@ where
                 last_work = Instant::now();
                 continue;
             }
-            if last_work.elapsed() < spin && !waker.busy_polled_lately() {
+            let in_stream = last_work.saturating_duration_since(awake_since) >= STREAM_AFTER;
+            let window = if in_stream {
+                spin.max(STREAM_SPIN)
+            } else {
+                spin
+            };
+            if last_work.elapsed() < window && !waker.busy_polled_lately() {
                 // Work tends to come back within a round trip: look again
                 // after letting any other runnable thread have the core.
                 // Not while consumers busy poll: they will be back, and
@@ -441,6 +462,7 @@ where
             }
             waker.park(sleep, wait_fd.as_deref());
             waker.unpark_long();
+            awake_since = Instant::now();
             last_work = Instant::now()
                 .checked_sub(spin)
                 .unwrap_or_else(Instant::now);
