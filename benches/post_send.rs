@@ -20,10 +20,6 @@
 //!
 //! Run: `cargo bench --bench post_send`
 
-#[path = "../crates/provider/tests/util/mod.rs"]
-#[allow(dead_code, clippy::all, clippy::pedantic)]
-mod provider_util;
-
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -31,7 +27,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_main};
 use hwq::CqeStatus;
 use ndkpi::{NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_SGE, STATUS_SUCCESS};
-use provider_util::{Env, mr_tokens, qp_table, registered_mr, results, sge};
+use testkit::adapter::{Env, mr_tokens, qp_table, registered_mr, results, sge};
 
 /// Posts per timed batch: below the CQ depth of the test setup (64), so the
 /// batch's completions always fit before they are drained.

@@ -11,10 +11,6 @@
 //! `kbottle::image`); `RSNDK_SYS=path` runs a given image instead.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
-// The provider suite's harness, which the suite modules included by `suite`
-// reach as `crate::provider_util`.
-#[path = "../crates/provider/tests/util/mod.rs"]
-mod provider_util;
 // Every `backend_tests!` body included here runs on the bottle backend.
 use testkit::bottle_variants as backend_variants;
 // Their scripted-device-only tests do not.

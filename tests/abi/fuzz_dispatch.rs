@@ -26,10 +26,10 @@
 use std::collections::VecDeque;
 use std::ptr;
 
-use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
 use proptest::prelude::*;
+use testkit::adapter::*;
 
 fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")

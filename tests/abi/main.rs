@@ -8,8 +8,6 @@
 //! Addresses are per module (and per test within it): the host keys
 //! devices by address, and every module's tests share this process.
 
-#[path = "../../crates/provider/tests/util/mod.rs"]
-mod provider_util;
 #[path = "../rnic_util/mod.rs"]
 mod rnic_util;
 

@@ -14,7 +14,7 @@ use kbottle::Machine;
 use kbottle::machine::{AdapterId, Keyword};
 use kbottle::segment::SegmentId;
 
-pub use crate::provider_util::bottle::{READY, give_address, ndk_enabled, wait_served};
+pub use testkit::adapter::bottle::{READY, give_address, ndk_enabled, wait_served};
 
 /// Set in the environment of a child run by [`in_child`].
 const CHILD_ENV: &str = "RSNDK_BOTTLE_CHILD";

@@ -21,7 +21,7 @@ use kbottle::machine::AdapterId;
 use ndkpi::*;
 
 use crate::ndk::{self, close_wait, finish};
-use crate::provider_util::*;
+use testkit::adapter::*;
 
 /// The NDK version the consumer asks for.
 pub const VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };

@@ -42,7 +42,7 @@ use crate::common::{
     READY, child_passes, fresh_address, give_address, image, is_child, keywords, ndk_enabled,
 };
 use crate::ndk::{Ndk, close_wait};
-use crate::provider_util::*;
+use testkit::adapter::*;
 
 /// The NDK version the tests open.
 const VERSION: NDK_VERSION = NDK_VERSION_1_2;

@@ -47,7 +47,7 @@ use crate::common::{
     ndk_enabled, wait_served,
 };
 use crate::ndk::{Ndk, close_wait, finish};
-use crate::provider_util::{
+use testkit::adapter::{
     Recorder, SockAddr, adapter_table, connect, create_qp, fresh_port, listen, reject,
 };
 
@@ -493,7 +493,7 @@ fn an_adapter_serves_ndk_only_at_its_interface_addresses() {
     let c = na.create_connector();
     let status = connect(c, qp, &na.addr(0), &nb.addr(port), b"", done);
     assert_eq!(status, STATUS_PENDING, "NdkConnect from {ip}");
-    crate::provider_util::wait_until("the peer's connect event", || peer_events.count() >= 1);
+    testkit::adapter::wait_until("the peer's connect event", || peer_events.count() >= 1);
     let passive = peer_events.calls()[0].object as *mut ndkpi::NDK_CONNECTOR;
     assert_eq!(reject(passive, b""), STATUS_SUCCESS);
     assert_eq!(

@@ -41,8 +41,8 @@ use ndkpi::{
 };
 
 use crate::common::{image, is_child, keywords};
-use crate::provider_util::bottle::PREFIX_V4;
-use crate::provider_util::{
+use testkit::adapter::bottle::PREFIX_V4;
+use testkit::adapter::{
     Recorder, SockAddr, adapter_table, close, connect_cb, cq_cb, create_cb, create_qp,
     listener_table, request_cb,
 };

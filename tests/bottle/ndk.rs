@@ -8,7 +8,7 @@ use std::ptr;
 
 use ndkpi::*;
 
-use crate::provider_util::*;
+use testkit::adapter::*;
 
 /// One open `NDK_ADAPTER` and the address of the adapter behind it.
 #[derive(Debug)]

@@ -20,7 +20,7 @@ use kbottle::segment::SegmentId;
 
 use crate::common::{self, child_passes, is_child, machine};
 use crate::conn::{self, Connection};
-use crate::provider_util::{tshark, wait_until};
+use testkit::adapter::{tshark, wait_until};
 
 /// RDMA transfer size.
 const BIG: usize = 1 << 20;

@@ -33,12 +33,12 @@ use crate::common::{self, READY, child_passes, fresh_address, is_child, machine}
 fn give_address_to_stack(machine: &kbottle::Machine, a: AdapterId) {
     let ip = fresh_address();
     machine
-        .add_address(a, ip.into(), crate::provider_util::bottle::PREFIX_V4)
+        .add_address(a, ip.into(), testkit::adapter::bottle::PREFIX_V4)
         .unwrap_or_else(|e| panic!("add_address {ip}: {e}"));
     assert!(machine.wait_address_preferred(a, ip.into(), READY));
 }
 use crate::ndk::{Ndk, close_wait, finish, wait_results};
-use crate::provider_util::*;
+use testkit::adapter::*;
 
 /// The NDK version the consumer asks for.
 const VERSION: NDK_VERSION = NDK_VERSION { Major: 1, Minor: 2 };

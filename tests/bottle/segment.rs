@@ -29,7 +29,7 @@ use ndkpi::{STATUS_INVALID_ADDRESS, STATUS_IO_TIMEOUT};
 
 use crate::common::{child_passes, image, is_child, machine};
 use crate::conn::{self, Connection, Nic, fresh_port, try_connect, wait_for};
-use crate::provider_util::tshark;
+use testkit::adapter::tshark;
 
 /// How long an address change may take to reach the driver (IP Helper
 /// notification, then the RNIC's address set) or DAD to finish.

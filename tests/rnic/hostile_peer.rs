@@ -31,7 +31,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::provider_util::*;
 use crate::rnic_util::*;
 use ndkpi::*;
 use rsndk::adapters::{device_of, fabric_of};
@@ -40,6 +39,7 @@ use softrnic::link::Link;
 use softrnic::wire::{
     Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, ROCEV2_PORT, Reth, build, psn_add,
 };
+use testkit::adapter::*;
 
 const PAGE: usize = 4096;
 const CANARY: u8 = 0xC3;

@@ -9,9 +9,9 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::provider_util::*;
 use crate::rnic_util::*;
 use ndkpi::*;
+use testkit::adapter::*;
 
 /// Serialises the tests: each checks the process-wide pool afterwards.
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -18,9 +18,9 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::provider_util::*;
 use crate::rnic_util::*;
 use ndkpi::*;
+use testkit::adapter::*;
 
 const NODES: usize = 4;
 const LIVE: usize = 16;

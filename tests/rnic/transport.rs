@@ -6,9 +6,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::provider_util::*;
 use crate::rnic_util::*;
 use ndkpi::*;
+use testkit::adapter::*;
 
 const ROCEV2_PORT: u16 = 4791;
 

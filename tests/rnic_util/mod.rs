@@ -17,7 +17,7 @@ use std::time::Duration;
 use ndkpi::*;
 use rsndk::{RsNdkAllocateMdl, RsNdkCloseAdapter, RsNdkFreeMdl, RsNdkOpenAdapter};
 
-use crate::provider_util::*;
+use testkit::adapter::*;
 
 /// The configuration string of node `node` (1 or 2) of test number `test`.
 /// Each test number must give addresses (and fabric names) no other test

@@ -4,12 +4,19 @@
 //! - [`scripted`]: `ScriptedDevice`, an `hwq::Device` that does exactly
 //!   what a test tells it (the provider's suite runs on it besides the
 //!   software RNIC backends).
+//! - [`adapter`]: the adapter-level harness every consumer-level test and
+//!   the `post_send` bench use (`use testkit::adapter::*;`): `Env`, the
+//!   adapter under test on any backend, and one wrapper per NDK dispatch
+//!   entry. The provider's suite, the root's `rnic`, `abi` and `bottle`
+//!   tests and `benches/post_send.rs` take it from here, not by
+//!   including each other's files.
 //! - [`backend`]: the backends a consumer-level test body runs on and
 //!   [`backend_tests!`], which writes one test per backend from one body.
 //! - [`recorder`]: recorders of the provider's callbacks.
 //! - [`dma`]: MDLs, page-aligned buffers and logical addresses, host
 //!   memory as the device under test sees it.
 
+pub mod adapter;
 pub mod backend;
 pub mod dma;
 pub mod recorder;

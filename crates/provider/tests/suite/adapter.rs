@@ -10,8 +10,8 @@ use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::provider_util::*;
 use ndkpi::*;
+use testkit::adapter::*;
 use testkit::scripted::{DEFAULT_CAPS, ScriptedDevice};
 
 backend_tests! {

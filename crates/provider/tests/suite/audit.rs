@@ -33,10 +33,10 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, mpsc};
 
-use crate::provider_util::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use ndkpi::*;
+use testkit::adapter::*;
 
 /// A pattern byte for `i` (distinct neighbours, so a shifted copy shows).
 fn pattern(len: usize, seed: u8) -> Vec<u8> {

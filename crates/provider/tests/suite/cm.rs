@@ -19,9 +19,9 @@
 
 use std::ptr;
 
-use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
+use testkit::adapter::*;
 use testkit::scripted::{ADDR_V6, OwnedCmEvent};
 
 fn connection_data(

@@ -17,10 +17,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::provider_util::*;
 use hwq::cqe::CQE_FLAG_SOLICITED;
 use hwq::{Cqe, CqeOpcode, CqeStatus};
 use ndkpi::*;
+use testkit::adapter::*;
 
 crate::host_only! {
     #[test]

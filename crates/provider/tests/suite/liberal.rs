@@ -12,9 +12,9 @@ use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
+use testkit::adapter::*;
 
 /// The objects of an adapter other than `env.adapter` (the harness's
 /// helpers create on `env.adapter`).

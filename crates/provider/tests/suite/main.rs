@@ -6,8 +6,6 @@
 //! (`tests/bottle.rs` at the repository root) includes the same modules
 //! and runs those bodies on the bottled driver as `::bottle`.
 
-#[path = "../util/mod.rs"]
-mod provider_util;
 // The host backends' variants of each body, and the scripted-device-only
 // items kept (the bottle's binary names its own macros so).
 #[allow(unused_imports)]

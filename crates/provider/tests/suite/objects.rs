@@ -9,8 +9,8 @@
 
 use std::ptr;
 
-use crate::provider_util::*;
 use ndkpi::*;
+use testkit::adapter::*;
 
 crate::host_only! {
     #[test]

@@ -19,11 +19,11 @@
 //! `read_fence_holds_a_write_until_the_read_before_it_landed`. `wqe_fields_of_data_requests_ipv6` runs
 //! that body on an IPv6 adapter (`Env::on_v6`).
 
-use crate::provider_util::*;
 use host::platform::HostPlatform;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use ndkpi::*;
+use testkit::adapter::*;
 
 /// A post with its flags as the only variable.
 type Post<'a> = Box<dyn Fn(u32) -> NTSTATUS + 'a>;

@@ -11,10 +11,10 @@
 //! create every object on the 2.x adapter; [`finish_at`] closes it and
 //! restores the original.
 
-use crate::provider_util::*;
 use hwq::CqeStatus;
 use ndkpi::*;
 use provider::connector::DisconnectReason;
+use testkit::adapter::*;
 
 /// Opens `major.minor` on `env`'s device and makes it the adapter the
 /// harness uses; returns the original adapter for [`finish_at`].

@@ -40,7 +40,9 @@ pub const PREFIX_V6: u8 = 64;
 /// address the test gave its interface.
 #[derive(Clone, Copy, Debug)]
 pub struct Bottled {
+    /// The miniport adapter.
     pub id: AdapterId,
+    /// The address its interface was given.
     pub ip: IpAddr,
 }
 

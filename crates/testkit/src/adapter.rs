@@ -1,35 +1,52 @@
-//! Shared harness of the provider's consumer-level suite: an adapter opened
-//! over a `ScriptedDevice` or the software RNIC (`backend`), address
-//! builders, and one thin wrapper per NDK dispatch entry, with the test
-//! kit's backend macros, callback recorders and MDL builders. Every
-//! wrapper goes through the object's dispatch table, exactly as a kernel
-//! consumer calls it.
+//! The adapter-level harness of rsndk's consumer-level tests: an adapter
+//! opened over a scripted device, the software RNIC or the bottled driver
+//! ([`Env`], in `env`), address builders ([`SockAddr`]), and one thin
+//! wrapper per NDK dispatch entry, with the kit's backend macro, callback
+//! recorders and MDL builders re-exported, so that a test module needs
+//! one `use testkit::adapter::*;`. Every wrapper goes through the object's
+//! dispatch table, exactly as a kernel consumer calls it.
+//!
+//! Users: the provider's suite (`crates/provider/tests/suite`), the
+//! root's `rnic`, `abi` and `bottle` tests and the `post_send` bench.
+//! Its process-wide state (the address and port counters, the context
+//! numbers of [`Env::qp_setup`]) exists once per test binary, as this
+//! crate is linked once into each.
+//!
+//! The wrappers take the raw object pointers the provider handed out,
+//! as a kernel consumer holds them; an invalid one is the calling test's
+//! bug, so they are safe functions (hence the module's
+//! `not_unsafe_ptr_arg_deref` allowance).
 
-#![allow(dead_code)]
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ptr;
 
-use ndkpi::*;
-use testkit::scripted::ADDR_V4;
+use ndkpi::{
+    AF_INET, AF_INET6, IN_ADDR, IN6_ADDR, NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_CONNECTOR,
+    NDK_CONNECTOR_DISPATCH, NDK_CQ, NDK_CQ_DISPATCH, NDK_FN_CLOSE_OBJECT, NDK_FN_READ,
+    NDK_FN_SRQ_NOTIFICATION_CALLBACK, NDK_LISTENER, NDK_LISTENER_DISPATCH, NDK_LOGICAL_ADDRESS,
+    NDK_MR, NDK_MR_DISPATCH, NDK_MW, NDK_MW_DISPATCH, NDK_OBJECT_HEADER, NDK_PD, NDK_PD_DISPATCH,
+    NDK_QP, NDK_QP_DISPATCH, NDK_RESULT, NDK_RESULT_EX, NDK_SGE, NDK_SHARED_ENDPOINT,
+    NDK_SHARED_ENDPOINT_DISPATCH, NDK_SRQ, NDK_SRQ_DISPATCH, NTSTATUS, PSOCKADDR, PVOID,
+    SOCKADDR_IN, SOCKADDR_IN6, STATUS_PENDING, STATUS_SUCCESS,
+};
 
-mod backend;
+use crate::scripted::ADDR_V4;
+
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod bottle;
-#[allow(unused_imports)] // binaries that use none of it
-pub use backend::*;
-#[allow(unused_imports)]
-pub use testkit::backend::Backend;
-#[allow(unused_imports)]
-pub use testkit::backend_tests;
-#[allow(unused_imports)]
-pub use testkit::dma::*;
-#[allow(unused_imports)]
-pub use testkit::recorder::*;
+mod env;
+pub use crate::backend::Backend;
+pub use crate::backend_tests;
+pub use crate::dma::*;
+pub use crate::recorder::*;
+pub use env::*;
 
 // ---------------------------------------------------------------- tables
 
 macro_rules! table {
     ($name:ident, $obj:ty, $table:ty) => {
+        /// The dispatch table of a live object of this kind.
         pub fn $name(object: *mut $obj) -> &'static $table {
             assert!(!object.is_null());
             // SAFETY: a live object the provider handed out.
@@ -55,6 +72,7 @@ table!(
     NDK_SHARED_ENDPOINT_DISPATCH
 );
 
+/// The object's header, as the close and invalidate entries take it.
 pub fn header<T>(object: *mut T) -> *mut NDK_OBJECT_HEADER {
     object.cast()
 }
@@ -103,6 +121,7 @@ pub fn close_now<T>(object: *mut T) {
 
 // ---------------------------------------------------------------- PD children
 
+/// `NdkCreateQp` on `pd` (synchronous completion expected): the QP or the refusal.
 pub fn create_qp(
     pd: *mut NDK_PD,
     rcq: *mut NDK_CQ,
@@ -140,6 +159,7 @@ pub fn create_qp(
     }
 }
 
+/// `NdkCreateQpWithSrq` on `pd`, one CQ for both directions, receives from `srq`.
 pub fn create_qp_with_srq(
     pd: *mut NDK_PD,
     cq: *mut NDK_CQ,
@@ -173,6 +193,7 @@ pub fn create_qp_with_srq(
     }
 }
 
+/// `NdkCreateMr` on `pd` (`fast`: for fast registration); must succeed.
 pub fn create_mr(pd: *mut NDK_PD, fast: bool) -> *mut NDK_MR {
     let mut mr = ptr::null_mut();
     let f = pd_table(pd).NdkCreateMr.unwrap();
@@ -190,6 +211,7 @@ pub fn create_mr(pd: *mut NDK_PD, fast: bool) -> *mut NDK_MR {
     mr
 }
 
+/// `NdkCreateMw` on `pd`; must succeed.
 pub fn create_mw(pd: *mut NDK_PD) -> *mut NDK_MW {
     let mut mw = ptr::null_mut();
     let f = pd_table(pd).NdkCreateMw.unwrap();
@@ -199,6 +221,7 @@ pub fn create_mw(pd: *mut NDK_PD) -> *mut NDK_MW {
     mw
 }
 
+/// `NdkCreateSrq` on `pd`, its limit notifications recorded by `notify` if given.
 pub fn try_create_srq(
     pd: *mut NDK_PD,
     depth: u32,
@@ -234,6 +257,7 @@ pub fn try_create_srq(
     }
 }
 
+/// `NdkGetPrivilegedMemoryRegionToken` of `pd`.
 pub fn privileged_token(pd: *mut NDK_PD) -> u32 {
     let mut token = 0;
     let f = pd_table(pd).NdkGetPrivilegedMemoryRegionToken.unwrap();
@@ -244,6 +268,7 @@ pub fn privileged_token(pd: *mut NDK_PD) -> u32 {
 
 // ---------------------------------------------------------------- MR / MW
 
+/// `NdkRegisterMr` of `length` bytes of `mdl`'s chain with `flags`.
 pub fn register_mr(mr: *mut NDK_MR, mdl: &mut Mdl, length: usize, flags: u32) -> NTSTATUS {
     let f = mr_table(mr).NdkRegisterMr.unwrap();
     // SAFETY: our MR and a valid MDL chain.
@@ -259,12 +284,14 @@ pub fn register_mr(mr: *mut NDK_MR, mdl: &mut Mdl, length: usize, flags: u32) ->
     }
 }
 
+/// `NdkDeregisterMr`.
 pub fn deregister_mr(mr: *mut NDK_MR) -> NTSTATUS {
     let f = mr_table(mr).NdkDeregisterMr.unwrap();
     // SAFETY: our MR.
     unsafe { f(mr, Some(request_cb), ptr::null_mut()) }
 }
 
+/// `NdkInitializeFastRegisterMr` for `pages` pages (`remote`: remotely accessible).
 pub fn init_fast_register(mr: *mut NDK_MR, pages: u32, remote: bool) -> NTSTATUS {
     let f = mr_table(mr).NdkInitializeFastRegisterMr.unwrap();
     // SAFETY: our MR.
@@ -279,6 +306,7 @@ pub fn init_fast_register(mr: *mut NDK_MR, pages: u32, remote: bool) -> NTSTATUS
     }
 }
 
+/// `NdkGetLocalTokenFromMr` and `NdkGetRemoteTokenFromMr`: (local, remote).
 pub fn mr_tokens(mr: *mut NDK_MR) -> (u32, u32) {
     let t = mr_table(mr);
     // SAFETY: our MR.
@@ -288,6 +316,7 @@ pub fn mr_tokens(mr: *mut NDK_MR) -> (u32, u32) {
     (local, remote)
 }
 
+/// `NdkGetRemoteTokenFromMw`.
 pub fn mw_token(mw: *mut NDK_MW) -> u32 {
     // SAFETY: our MW.
     unsafe { mw_table(mw).NdkGetRemoteTokenFromMw.unwrap()(mw) }
@@ -303,12 +332,14 @@ pub fn registered_mr(pd: *mut NDK_PD, buf: &[u8], flags: u32) -> (*mut NDK_MR, M
 
 // ---------------------------------------------------------------- QP posts
 
+/// `NdkSend` of `sges` with request context `ctx`.
 pub fn send(qp: *mut NDK_QP, ctx: usize, sges: &[NDK_SGE], flags: u32) -> NTSTATUS {
     let f = qp_table(qp).NdkSend.unwrap();
     // SAFETY: our QP and SGE array.
     unsafe { f(qp, ctx as PVOID, sges.as_ptr(), sges.len() as u32, flags) }
 }
 
+/// `NdkSendAndInvalidate`: a SEND that invalidates the peer's `token`.
 pub fn send_and_invalidate(
     qp: *mut NDK_QP,
     ctx: usize,
@@ -356,6 +387,7 @@ fn rdma(
     }
 }
 
+/// `NdkWrite` of `sges` to the peer's `addr` under `token`.
 pub fn write(
     qp: *mut NDK_QP,
     ctx: usize,
@@ -367,6 +399,7 @@ pub fn write(
     rdma(qp_table(qp).NdkWrite, qp, ctx, sges, addr, token, flags)
 }
 
+/// `NdkRead` from the peer's `addr` under `token` into `sges`.
 pub fn read(
     qp: *mut NDK_QP,
     ctx: usize,
@@ -378,24 +411,28 @@ pub fn read(
     rdma(qp_table(qp).NdkRead, qp, ctx, sges, addr, token, flags)
 }
 
+/// `NdkReceive` of `sges` with request context `ctx`.
 pub fn receive(qp: *mut NDK_QP, ctx: usize, sges: &[NDK_SGE]) -> NTSTATUS {
     let f = qp_table(qp).NdkReceive.unwrap();
     // SAFETY: our QP and SGE array.
     unsafe { f(qp, ctx as PVOID, sges.as_ptr(), sges.len() as u32) }
 }
 
+/// `NdkSrqReceive` of `sges` with request context `ctx`.
 pub fn srq_receive(srq: *mut NDK_SRQ, ctx: usize, sges: &[NDK_SGE]) -> NTSTATUS {
     let f = srq_table(srq).NdkSrqReceive.unwrap();
     // SAFETY: our SRQ and SGE array.
     unsafe { f(srq, ctx as PVOID, sges.as_ptr(), sges.len() as u32) }
 }
 
+/// `NdkModifySrq` to `depth` entries and limit `threshold`.
 pub fn modify_srq(srq: *mut NDK_SRQ, depth: u32, threshold: u32) -> NTSTATUS {
     let f = srq_table(srq).NdkModifySrq.unwrap();
     // SAFETY: our SRQ.
     unsafe { f(srq, depth, threshold, Some(request_cb), ptr::null_mut()) }
 }
 
+/// `NdkFastRegister` of `mr` over `pages` at `va` (first byte offset `fbo`).
 pub fn fast_register(
     qp: *mut NDK_QP,
     ctx: usize,
@@ -423,6 +460,7 @@ pub fn fast_register(
     }
 }
 
+/// `NdkBind` of `mw` to `length` bytes of `mr` at `va`.
 pub fn bind(
     qp: *mut NDK_QP,
     ctx: usize,
@@ -437,30 +475,35 @@ pub fn bind(
     unsafe { f(qp, ctx as PVOID, mr, mw, va as PVOID, length, flags) }
 }
 
+/// `NdkInvalidate` of an MR or MW of ours (`object`).
 pub fn invalidate<T>(qp: *mut NDK_QP, ctx: usize, object: *mut T, flags: u32) -> NTSTATUS {
     let f = qp_table(qp).NdkInvalidate.unwrap();
     // SAFETY: our QP and an MR or MW of ours.
     unsafe { f(qp, ctx as PVOID, header(object), flags) }
 }
 
+/// `NdkFlush` of the QP's queues.
 pub fn flush(qp: *mut NDK_QP) {
     let f = qp_table(qp).NdkFlush.unwrap();
     // SAFETY: our QP.
     unsafe { f(qp) };
 }
 
+/// An SGE of `length` bytes at `va` under `token`.
 pub fn sge(va: u64, length: u32, token: u32) -> NDK_SGE {
     NDK_SGE::with_virtual_address(va as PVOID, length, token)
 }
 
 // ---------------------------------------------------------------- CQ
 
+/// `NdkArmCq` for notifications of `kind`.
 pub fn arm(cq: *mut NDK_CQ, kind: u32) {
     let f = cq_table(cq).NdkArmCq.unwrap();
     // SAFETY: our CQ.
     unsafe { f(cq, kind) };
 }
 
+/// `NdkGetCqResults`: up to `max` results.
 pub fn results(cq: *mut NDK_CQ, max: usize) -> Vec<NDK_RESULT> {
     let mut out = vec![NDK_RESULT::default(); max];
     let f = cq_table(cq).NdkGetCqResults.unwrap();
@@ -470,6 +513,7 @@ pub fn results(cq: *mut NDK_CQ, max: usize) -> Vec<NDK_RESULT> {
     out
 }
 
+/// `NdkGetCqResultsEx`: up to `max` extended results.
 pub fn results_ex(cq: *mut NDK_CQ, max: usize) -> Vec<NDK_RESULT_EX> {
     let mut out = vec![NDK_RESULT_EX::default(); max];
     let f = cq_table(cq).NdkGetCqResultsEx.unwrap();
@@ -479,12 +523,14 @@ pub fn results_ex(cq: *mut NDK_CQ, max: usize) -> Vec<NDK_RESULT_EX> {
     out
 }
 
+/// `NdkResizeCq` to `depth` entries.
 pub fn resize_cq(cq: *mut NDK_CQ, depth: u32) -> NTSTATUS {
     let f = cq_table(cq).NdkResizeCq.unwrap();
     // SAFETY: our CQ.
     unsafe { f(cq, depth, Some(request_cb), ptr::null_mut()) }
 }
 
+/// `NdkControlCqInterruptModeration`.
 pub fn moderate(cq: *mut NDK_CQ, interval: u32, count: u32) -> NTSTATUS {
     let f = cq_table(cq).NdkControlCqInterruptModeration.unwrap();
     // SAFETY: our CQ.
@@ -496,11 +542,14 @@ pub fn moderate(cq: *mut NDK_CQ, interval: u32, count: u32) -> NTSTATUS {
 /// A Windows socket address (v4 or v6) with its length.
 #[derive(Clone, Copy, Debug)]
 pub enum SockAddr {
+    /// An IPv4 socket address.
     V4(SOCKADDR_IN),
+    /// An IPv6 socket address.
     V6(SOCKADDR_IN6),
 }
 
 impl SockAddr {
+    /// `ip`:`port` (IPv4).
     pub fn v4(ip: [u8; 4], port: u16) -> Self {
         Self::V4(SOCKADDR_IN {
             sin_family: AF_INET,
@@ -510,6 +559,7 @@ impl SockAddr {
         })
     }
 
+    /// The scripted device's IPv4 address at `port`.
     pub fn device(port: u16) -> Self {
         Self::v4(ADDR_V4.octets(), port)
     }
@@ -522,6 +572,7 @@ impl SockAddr {
         }
     }
 
+    /// `[ip]`:`port` (IPv6).
     pub fn v6(ip: [u8; 16], port: u16) -> Self {
         Self::V6(SOCKADDR_IN6 {
             sin6_family: AF_INET6,
@@ -532,6 +583,7 @@ impl SockAddr {
         })
     }
 
+    /// The address as the NDK entries take it.
     pub fn ptr(&self) -> PSOCKADDR {
         match self {
             Self::V4(a) => ptr::from_ref(a).cast_mut().cast(),
@@ -539,6 +591,9 @@ impl SockAddr {
         }
     }
 
+    /// Its length in bytes, as the NDK entries take it.
+    // A socket address is never empty.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u32 {
         match self {
             Self::V4(_) => size_of::<SOCKADDR_IN>() as u32,
@@ -554,12 +609,14 @@ pub fn port_of(buf: &[u8]) -> u16 {
 
 // ---------------------------------------------------------------- connections
 
+/// `NdkListen` at `addr`.
 pub fn listen(l: *mut NDK_LISTENER, addr: &SockAddr) -> NTSTATUS {
     let f = listener_table(l).NdkListen.unwrap();
     // SAFETY: our listener and address.
     unsafe { f(l, addr.ptr(), addr.len(), Some(request_cb), ptr::null_mut()) }
 }
 
+/// `NdkConnect` of `qp` from `src` to `dst` with private `data` (8 reads each way), completion recorded by `done`.
 pub fn connect(
     c: *mut NDK_CONNECTOR,
     qp: *mut NDK_QP,
@@ -588,6 +645,7 @@ pub fn connect(
     }
 }
 
+/// `NdkAccept` on `qp` with private `data`, disconnects recorded by `disc`, completion by `done`.
 pub fn accept(
     c: *mut NDK_CONNECTOR,
     qp: *mut NDK_QP,
@@ -613,6 +671,7 @@ pub fn accept(
     }
 }
 
+/// `NdkCompleteConnect`, disconnects recorded by `disc`.
 pub fn complete_connect(c: *mut NDK_CONNECTOR, disc: &Recorder) -> NTSTATUS {
     let f = connector_table(c).NdkCompleteConnect.unwrap();
     // SAFETY: our connector.
@@ -670,12 +729,14 @@ pub fn complete_connect_ex(c: *mut NDK_CONNECTOR, disc: &Recorder) -> NTSTATUS {
     }
 }
 
+/// `NdkDisconnect`, completion recorded by `done`.
 pub fn disconnect(c: *mut NDK_CONNECTOR, done: &Recorder) -> NTSTATUS {
     let f = connector_table(c).NdkDisconnect.unwrap();
     // SAFETY: our connector.
     unsafe { f(c, Some(request_cb), done.ctx()) }
 }
 
+/// `NdkReject` with private `data`.
 pub fn reject(c: *mut NDK_CONNECTOR, data: &[u8]) -> NTSTATUS {
     let f = connector_table(c).NdkReject.unwrap();
     // SAFETY: our connector and private data.

@@ -14,14 +14,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::scripted::{ADDR_V4, DEFAULT_CAPS, ScriptedDevice};
 use host::platform::HostPlatform;
 use hwq::TryArc;
 use hwq::device::DeviceCaps;
-use ndkpi::*;
+use ndkpi::{
+    NDK_ADAPTER, NDK_ADAPTER_INFO, NDK_CONNECTOR, NDK_CQ, NDK_LISTENER, NDK_MR,
+    NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ, NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+    NDK_PD, NDK_QP, NDK_RESULT, NDK_RESULT_EX, NDK_SGE, NDK_SHARED_ENDPOINT, NDK_VERSION, NTSTATUS,
+    STATUS_PENDING, STATUS_SHARING_VIOLATION, STATUS_SUCCESS,
+};
 use provider::DeviceContext;
-use testkit::scripted::{ADDR_V4, DEFAULT_CAPS, ScriptedDevice};
 
-use super::*;
+use super::{
+    Backend, Mdl, Recorder, SockAddr, accept, adapter_table, close_now, complete_connect, connect,
+    connect_cb, cq_cb, create_cb, create_qp, listen, logical_of, mr_tokens, privileged_token,
+    receive, registered_mr, results, results_ex, set_pfn_offset, sge,
+};
 
 /// Hang guard of every wait on the RNIC.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -84,7 +93,7 @@ struct Scripted {
 /// runs on: the checked host platform's simulated IRQL, or the calling
 /// bottle processor's own (the bottled driver reads it through
 /// `KeGetCurrentIrql`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct AtDispatch {
     host: &'static HostPlatform,
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -92,6 +101,7 @@ pub struct AtDispatch {
 }
 
 impl AtDispatch {
+    /// Runs `f` at DISPATCH_LEVEL.
     pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         if self.bottle {
@@ -103,8 +113,11 @@ impl AtDispatch {
 
 /// The adapter under test.
 pub struct Env {
+    /// What the adapter runs on.
     pub backend: Backend,
+    /// The checked host platform (the provider's, on the host backends).
     pub platform: &'static HostPlatform,
+    /// The adapter under test.
     pub adapter: *mut NDK_ADAPTER,
     /// The adapter's IPv4 address.
     pub ip: [u8; 4],
@@ -121,8 +134,22 @@ pub struct Env {
     bottled: Option<super::bottle::Bottled>,
 }
 
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("backend", &self.backend)
+            .field("adapter", &self.adapter)
+            .field("ip", &self.ip)
+            .field("config", &self.config)
+            .field("ip6", &self.ip6)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Env {
     /// An adapter over a scripted device with the default capabilities.
+    // Not `Default`: it opens an adapter.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         Self::on(Backend::Scripted)
     }
@@ -175,7 +202,7 @@ impl Env {
 
     /// An adapter on `backend` whose test runs over IPv6: its address is
     /// an IPv6 one and [`Env::addr`] gives `SOCKADDR_IN6` addresses. The
-    /// scripted device owns [`testkit::scripted::ADDR_V6`] besides its IPv4
+    /// scripted device owns [`crate::scripted::ADDR_V6`] besides its IPv4
     /// address; the RNIC is opened at a fresh `mem:NAME/[fd00::8:N]`, or at
     /// `udp:[::1]`, the one IPv6 loopback address, which one adapter owns
     /// at a time: this waits (bounded) while another test of this process,
@@ -184,7 +211,7 @@ impl Env {
     pub fn on_v6(backend: Backend) -> Self {
         if backend == Backend::Scripted {
             return Self {
-                ip6: Some(testkit::scripted::ADDR_V6.octets()),
+                ip6: Some(crate::scripted::ADDR_V6.octets()),
                 ..Self::on(backend)
             };
         }
@@ -240,6 +267,7 @@ impl Env {
         }
     }
 
+    /// An adapter over `device` (the scripted backend).
     pub fn with_device(device: ScriptedDevice) -> Self {
         ASYNC_DEVICE.with(|a| a.set(false));
         let platform = HostPlatform::leaked();
@@ -314,6 +342,7 @@ impl Env {
         HostPlatform::irql()
     }
 
+    /// Whether the adapter runs on the scripted device.
     pub fn is_scripted(&self) -> bool {
         self.scripted.is_some()
     }
@@ -362,7 +391,7 @@ impl Env {
         if let Some(ip6) = self.ip6 {
             ip6
         } else if self.is_scripted() {
-            testkit::scripted::ADDR_V6.octets()
+            crate::scripted::ADDR_V6.octets()
         } else {
             std::net::Ipv4Addr::from(self.ip).to_ipv6_mapped().octets()
         }
@@ -524,6 +553,7 @@ impl Env {
         assert!(left.is_empty(), "pool not released: {left:?}");
     }
 
+    /// `NdkQueryAdapterInfo`; must succeed.
     pub fn info(&self) -> NDK_ADAPTER_INFO {
         let mut info = std::mem::MaybeUninit::<NDK_ADAPTER_INFO>::zeroed();
         let mut size = size_of::<NDK_ADAPTER_INFO>() as u32;
@@ -537,6 +567,7 @@ impl Env {
 
     // ---- adapter children ----
 
+    /// `NdkCreatePd`: the PD or the refusal.
     pub fn try_create_pd(&self) -> Result<*mut NDK_PD, NTSTATUS> {
         let mut pd = ptr::null_mut();
         let f = adapter_table(self.adapter).NdkCreatePd.unwrap();
@@ -549,10 +580,12 @@ impl Env {
         }
     }
 
+    /// `NdkCreatePd`; must succeed.
     pub fn create_pd(&self) -> *mut NDK_PD {
         self.try_create_pd().expect("create pd")
     }
 
+    /// `NdkCreateCq` of `depth` entries, notifications recorded by `notify`: the CQ or the refusal.
     pub fn try_create_cq(&self, depth: u32, notify: &Recorder) -> Result<*mut NDK_CQ, NTSTATUS> {
         let mut cq = ptr::null_mut();
         let f = adapter_table(self.adapter).NdkCreateCq.unwrap();
@@ -576,10 +609,12 @@ impl Env {
         }
     }
 
+    /// `NdkCreateCq`; must succeed.
     pub fn create_cq(&self, depth: u32, notify: &Recorder) -> *mut NDK_CQ {
         self.try_create_cq(depth, notify).expect("create cq")
     }
 
+    /// `NdkCreateConnector`; must succeed.
     pub fn create_connector(&self) -> *mut NDK_CONNECTOR {
         let mut c = ptr::null_mut();
         let f = adapter_table(self.adapter).NdkCreateConnector.unwrap();
@@ -589,6 +624,7 @@ impl Env {
         c
     }
 
+    /// `NdkCreateListener`, connect events recorded by `events`; must succeed.
     pub fn create_listener(&self, events: &Recorder) -> *mut NDK_LISTENER {
         let mut l = ptr::null_mut();
         let f = adapter_table(self.adapter).NdkCreateListener.unwrap();
@@ -607,6 +643,7 @@ impl Env {
         l
     }
 
+    /// `NdkCreateSharedEndpoint` bound to `addr`: the endpoint or the refusal.
     pub fn try_create_endpoint(
         &self,
         addr: &SockAddr,
@@ -675,12 +712,15 @@ pub struct Scratch {
     /// Its logical address, what an SGE under the privileged token names
     /// (the virtual address on the host, the physical one in the bottle).
     pub logical: u64,
+    /// The PD's privileged token, which covers it.
     pub token: u32,
 }
 
 impl Scratch {
+    /// Its length in bytes.
     pub const LEN: usize = 64 * 1024;
 
+    /// A new buffer under `pd`'s privileged token.
     pub fn new(pd: *mut NDK_PD) -> Self {
         let buf: &'static mut [u8] = Box::leak(vec![0u8; Self::LEN].into_boxed_slice());
         let va = buf.as_mut_ptr() as u64;
@@ -724,12 +764,19 @@ impl Scratch {
 /// RNIC) and a scratch buffer.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup {
+    /// The PD.
     pub pd: *mut NDK_PD,
+    /// The CQ of both directions.
     pub cq: *mut NDK_CQ,
+    /// The QP.
     pub qp: *mut NDK_QP,
+    /// The QP's device number (scripted; 0 on the RNIC).
     pub qpn: u32,
+    /// The CQ's device number (scripted; 0 on the RNIC).
     pub cqn: u32,
+    /// The QP's context, as its completions carry it.
     pub context: usize,
+    /// Local memory for its posts.
     pub scratch: Scratch,
 }
 
@@ -756,15 +803,25 @@ impl Setup {
 /// Both ends of a connection made through the adapter's CM: scripted CM
 /// events on the scripted device, the real CM (loopback to the adapter's
 /// own address) on the RNIC.
+#[derive(Debug)]
 pub struct Pair {
+    /// The passive side's listener.
     pub listener: *mut NDK_LISTENER,
+    /// The active side's connector.
     pub active: *mut NDK_CONNECTOR,
+    /// The passive side's connector.
     pub passive: *mut NDK_CONNECTOR,
+    /// The active side's PD, CQ and QP.
     pub active_qp: Setup,
+    /// The passive side's PD, CQ and QP.
     pub passive_qp: Setup,
+    /// The listener's connect events.
     pub listen_events: &'static Recorder,
+    /// The active connector's disconnects.
     pub active_disc: &'static Recorder,
+    /// The passive connector's disconnects.
     pub passive_disc: &'static Recorder,
+    /// The CQs' notifications (both sides).
     pub notify: &'static Recorder,
     /// The passive side's remotely accessible region, made on first use.
     target: std::cell::RefCell<Option<(*mut NDK_MR, Mdl, Remote)>>,
@@ -773,11 +830,14 @@ pub struct Pair {
 /// A region the peer may read and write: its address and remote token.
 #[derive(Clone, Copy, Debug)]
 pub struct Remote {
+    /// Its address (as the peer names it).
     pub va: u64,
+    /// Its remote token.
     pub token: u32,
 }
 
 impl Remote {
+    /// Its length in bytes.
     pub const LEN: usize = 64 * 1024;
 }
 
@@ -789,12 +849,19 @@ pub fn fresh_port() -> u16 {
 }
 
 /// A connection between two QPs: its listener, connectors and recorders.
+#[derive(Debug)]
 pub struct Link {
+    /// The passive side's listener.
     pub listener: *mut NDK_LISTENER,
+    /// The active side's connector.
     pub active: *mut NDK_CONNECTOR,
+    /// The passive side's connector.
     pub passive: *mut NDK_CONNECTOR,
+    /// The listener's connect events.
     pub listen_events: &'static Recorder,
+    /// The active connector's disconnects.
     pub active_disc: &'static Recorder,
+    /// The passive connector's disconnects.
     pub passive_disc: &'static Recorder,
 }
 
