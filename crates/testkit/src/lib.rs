@@ -10,9 +10,6 @@
 //!   entry. The provider's suite, the root's `rnic`, `abi` and `bottle`
 //!   tests and `benches/post_send.rs` take it from here, not by
 //!   including each other's files.
-//! - [`suite`]: the provider's consumer-level suite, its test bodies as
-//!   one macro per area, which the provider's `suite` binary runs on the
-//!   host backends and the root's `bottle` binary on the bottled driver.
 //! - [`backend`]: the backends a consumer-level test body runs on and
 //!   [`backend_tests!`], which writes one test per backend from one body.
 //! - [`recorder`]: recorders of the provider's callbacks.
@@ -24,15 +21,3 @@ pub mod backend;
 pub mod dma;
 pub mod recorder;
 pub mod scripted;
-pub mod suite;
-
-// This crate's test build expands the suite's bodies only to lint them
-// (`suite::checked`): no variants, and the scripted-only items dropped.
-#[cfg(test)]
-macro_rules! no_variants {
-    ($($variants:tt)*) => {};
-}
-#[cfg(test)]
-use drop_items as host_only;
-#[cfg(test)]
-use no_variants as backend_variants;

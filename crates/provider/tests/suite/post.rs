@@ -1,38 +1,29 @@
-//! The consumer-level suite's `post` area: [`suite_post!`](crate::suite_post).
+//! Posting through the QP and SRQ dispatch tables: per-function flag
+//! validation, SGE limits, inline data, connection state, full queues, the
+//! DEFER doorbell rule, silent success, fast register, bind, invalidate and
+//! read-local-invalidate, and what each accepted request puts in its WQE.
+//! Every test runs on the scripted device and on the software RNIC over the
+//! in-memory fabric and UDP; there, what the scripted device shows by its
+//! queues and doorbells (what was queued, when the doorbell rang) is
+//! checked by what completes and when. The DEFER rule there: deferred
+//! work completes once a plain post, a failing post, the sixteenth deferred
+//! post, NdkFlush or the QP's close hands it over, and until then it waits:
+//! the RNIC may pick up published WQEs whenever it serves the QP, but it
+//! serves a QP with nothing in flight only when its doorbell rings, so
+//! after a grace period nothing deferred has completed and the peer has
+//! received none of it (`nothing_handed_over`). Likewise
+//! `wqe_fields_of_data_requests` checks the WQE encoding on the scripted
+//! device and its effects on the RNIC (data, contexts, silent success, the
+//! solicited event, remote and read-local invalidation); the READ_FENCE
+//! ordering is observed on the RNIC by `audit`'s
+//! `read_fence_holds_a_write_until_the_read_before_it_landed`. `wqe_fields_of_data_requests_ipv6` runs
+//! that body on an IPv6 adapter (`Env::on_v6`).
 
-/// Posting through the QP and SRQ dispatch tables: per-function flag
-/// validation, SGE limits, inline data, connection state, full queues, the
-/// DEFER doorbell rule, silent success, fast register, bind, invalidate and
-/// read-local-invalidate, and what each accepted request puts in its WQE.
-/// Every test runs on the scripted device and on the software RNIC over the
-/// in-memory fabric and UDP; there, what the scripted device shows by its
-/// queues and doorbells (what was queued, when the doorbell rang) is
-/// checked by what completes and when. The DEFER rule there: deferred
-/// work completes once a plain post, a failing post, the sixteenth deferred
-/// post, NdkFlush or the QP's close hands it over, and until then it waits:
-/// the RNIC may pick up published WQEs whenever it serves the QP, but it
-/// serves a QP with nothing in flight only when its doorbell rings, so
-/// after a grace period nothing deferred has completed and the peer has
-/// received none of it (`nothing_handed_over`). Likewise
-/// `wqe_fields_of_data_requests` checks the WQE encoding on the scripted
-/// device and its effects on the RNIC (data, contexts, silent success, the
-/// solicited event, remote and read-local invalidation); the READ_FENCE
-/// ordering is observed on the RNIC by `audit`'s
-/// `read_fence_holds_a_write_until_the_read_before_it_landed`. `wqe_fields_of_data_requests_ipv6` runs
-/// that body on an IPv6 adapter (`Env::on_v6`).
-///
-/// Expands to the area's items, in the module the expanding binary's
-/// suite gives the area (see [`suite`](crate::suite)).
-// `crate::host_only` is meant: the expanding binary's root picks it.
-#[allow(clippy::crate_in_macro_def)]
-#[macro_export]
-macro_rules! suite_post {
-    () => {
 use host::platform::HostPlatform;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use ndkpi::*;
-use $crate::adapter::*;
+use testkit::adapter::*;
 
 /// A post with its flags as the only variable.
 type Post<'a> = Box<dyn Fn(u32) -> NTSTATUS + 'a>;
@@ -441,7 +432,7 @@ fn qp_close_rings_its_deferred_doorbell(b: Backend) {
         assert!(
             env.dev()
                 .commands()
-                .contains(&$crate::scripted::Command::FlushQp(qpn))
+                .contains(&testkit::scripted::Command::FlushQp(qpn))
         );
     } else {
         // Handed over and cancelled (the peer posted no receive).
@@ -493,7 +484,7 @@ fn register_mr_checks_and_tokens(b: Backend) {
     assert_ne!(local, before);
     if env.is_scripted() {
         let cmd = env.dev().commands().into_iter().rev().find_map(|c| match c {
-            $crate::scripted::Command::Register {
+            testkit::scripted::Command::Register {
                 key,
                 access,
                 va,
@@ -1614,6 +1605,4 @@ fn wqe_fields_of_data_requests_on(env: Env) {
     }
     pair.close();
     env.finish();
-}
-    };
 }

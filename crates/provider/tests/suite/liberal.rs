@@ -1,29 +1,20 @@
-//! The consumer-level suite's `liberal` area: [`suite_liberal!`](crate::suite_liberal).
+//! Where the provider is liberal because real kernel consumers need it:
+//! objects of several `NDK_ADAPTER` instances of one device combine (and
+//! closing the instances in any order frees exactly what it should, when
+//! it should); `NdkGetConnectionData` keeps answering once connected; a
+//! fast-register MR keeps the token it got at initialisation through every
+//! registration, while an invalidated registration refuses access until
+//! the next one. Every test runs on the scripted device and on the
+//! software RNIC over the in-memory fabric and UDP; the `_ipv6` tests run
+//! the same bodies on an IPv6 adapter (`Env::on_v6`).
 
-/// Where the provider is liberal because real kernel consumers need it:
-/// objects of several `NDK_ADAPTER` instances of one device combine (and
-/// closing the instances in any order frees exactly what it should, when
-/// it should); `NdkGetConnectionData` keeps answering once connected; a
-/// fast-register MR keeps the token it got at initialisation through every
-/// registration, while an invalidated registration refuses access until
-/// the next one. Every test runs on the scripted device and on the
-/// software RNIC over the in-memory fabric and UDP; the `_ipv6` tests run
-/// the same bodies on an IPv6 adapter (`Env::on_v6`).
-///
-/// Expands to the area's items, in the module the expanding binary's
-/// suite gives the area (see [`suite`](crate::suite)).
-// `crate::host_only` is meant: the expanding binary's root picks it.
-#[allow(clippy::crate_in_macro_def)]
-#[macro_export]
-macro_rules! suite_liberal {
-    () => {
 use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::CqeStatus;
 use ndkpi::*;
-use $crate::adapter::*;
+use testkit::adapter::*;
 
 /// The objects of an adapter other than `env.adapter` (the harness's
 /// helpers create on `env.adapter`).
@@ -547,6 +538,4 @@ fn connection_data_keeps_answering_once_connected_on(env: Env) {
 fn target_bytes(pages: &Pages) -> Vec<u8> {
     // SAFETY: a live page of ours; no request writes it while we read.
     unsafe { std::slice::from_raw_parts(pages.addr() as *const u8, 4096) }.to_vec()
-}
-    };
 }

@@ -1,27 +1,18 @@
-//! The consumer-level suite's `adapter` area: [`suite_adapter!`](crate::suite_adapter).
+//! Adapter-level behaviour through the NDK dispatch tables: version
+//! negotiation, adapter info, object headers, extensions, LAMs, adapter
+//! close. Every test runs on the scripted device and on the software RNIC
+//! over the in-memory fabric and UDP.
+//!
+//! Scripted-only: `loopback_flag_follows_the_device` (needs a device
+//! without loopback support; the RNIC always has it).
 
-/// Adapter-level behaviour through the NDK dispatch tables: version
-/// negotiation, adapter info, object headers, extensions, LAMs, adapter
-/// close. Every test runs on the scripted device and on the software RNIC
-/// over the in-memory fabric and UDP.
-///
-/// Scripted-only: `loopback_flag_follows_the_device` (needs a device
-/// without loopback support; the RNIC always has it).
-///
-/// Expands to the area's items, in the module the expanding binary's
-/// suite gives the area (see [`suite`](crate::suite)).
-// `crate::host_only` is meant: the expanding binary's root picks it.
-#[allow(clippy::crate_in_macro_def)]
-#[macro_export]
-macro_rules! suite_adapter {
-    () => {
 use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ndkpi::*;
-use $crate::adapter::*;
-use $crate::scripted::{DEFAULT_CAPS, ScriptedDevice};
+use testkit::adapter::*;
+use testkit::scripted::{DEFAULT_CAPS, ScriptedDevice};
 
 backend_tests! {
 
@@ -427,6 +418,4 @@ fn bad_object_pointers_are_refused_not_followed(b: Backend) {
     env.finish();
 }
 
-}
-    };
 }

@@ -1,51 +1,42 @@
-//! The consumer-level suite's `audit` area: [`suite_audit!`](crate::suite_audit).
+//! Audit of issue #3: tests for the posting-path and consumer-contract
+//! items the rest of the suite covered weakly or not at all. Each drives
+//! the provider only through the NDK dispatch tables.
+//!
+//! On every backend (`backend_tests!`: scripted device, software RNIC on
+//! the in-memory fabric and on UDP; the harness picks the addresses):
+//! - a full send queue refuses every initiator post, queues nothing and
+//!   rotates no token;
+//! - posts after a disconnect are `STATUS_CONNECTION_INVALID` and change
+//!   nothing;
+//! - a full-queue refusal hands earlier deferred posts to the device;
+//! - `NDK_OP_FLAG_READ_FENCE` holds a WRITE until the READ before it has
+//!   landed (its data is what the WRITE carries), and a privileged-token
+//!   READ sink receives the data;
+//! - fast register and bind grant exactly the remote rights asked for;
+//! - closing (not disconnecting) a connected connector fires the peer's
+//!   disconnect event;
+//! - several opens of one device are distinct adapters sharing the device;
+//! - an MDL's page frames, not its virtual addresses, decide the LAM and
+//!   where a peer's WRITE lands;
+//! - work posted after NdkFlush or a QP error still completes (cancelled).
+//!
+//! Scripted device only (they need the device's queues, its pool counters
+//! or its deterministic event delivery):
+//! - the completion flags every initiator post puts in its WQE, and a
+//!   silent request that fails still completes;
+//! - every post, `NdkFlush`, arming and polling at `DISPATCH_LEVEL`,
+//!   without a pool charge;
+//! - concurrent posts on one QP from several processors lose nothing;
+//! - bad handles and lists are refused by every post;
+//! - the adapter close returns only after a running callback returned.
 
-/// Audit of issue #3: tests for the posting-path and consumer-contract
-/// items the rest of the suite covered weakly or not at all. Each drives
-/// the provider only through the NDK dispatch tables.
-///
-/// On every backend (`backend_tests!`: scripted device, software RNIC on
-/// the in-memory fabric and on UDP; the harness picks the addresses):
-/// - a full send queue refuses every initiator post, queues nothing and
-///   rotates no token;
-/// - posts after a disconnect are `STATUS_CONNECTION_INVALID` and change
-///   nothing;
-/// - a full-queue refusal hands earlier deferred posts to the device;
-/// - `NDK_OP_FLAG_READ_FENCE` holds a WRITE until the READ before it has
-///   landed (its data is what the WRITE carries), and a privileged-token
-///   READ sink receives the data;
-/// - fast register and bind grant exactly the remote rights asked for;
-/// - closing (not disconnecting) a connected connector fires the peer's
-///   disconnect event;
-/// - several opens of one device are distinct adapters sharing the device;
-/// - an MDL's page frames, not its virtual addresses, decide the LAM and
-///   where a peer's WRITE lands;
-/// - work posted after NdkFlush or a QP error still completes (cancelled).
-///
-/// Scripted device only (they need the device's queues, its pool counters
-/// or its deterministic event delivery):
-/// - the completion flags every initiator post puts in its WQE, and a
-///   silent request that fails still completes;
-/// - every post, `NdkFlush`, arming and polling at `DISPATCH_LEVEL`,
-///   without a pool charge;
-/// - concurrent posts on one QP from several processors lose nothing;
-/// - bad handles and lists are refused by every post;
-/// - the adapter close returns only after a running callback returned.
-///
-/// Expands to the area's items, in the module the expanding binary's
-/// suite gives the area (see [`suite`](crate::suite)).
-// `crate::host_only` is meant: the expanding binary's root picks it.
-#[allow(clippy::crate_in_macro_def)]
-#[macro_export]
-macro_rules! suite_audit {
-    () => {
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, mpsc};
 
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use ndkpi::*;
-use $crate::adapter::*;
+use testkit::adapter::*;
 
 /// A pattern byte for `i` (distinct neighbours, so a shifted copy shows).
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -533,7 +524,7 @@ fn mdl_page_frames_not_virtual_addresses_decide_where_data_lands(b: Backend) {
     let token = mr_tokens(mr).1;
     if env.is_scripted() {
         let got = env.dev().commands().into_iter().rev().find_map(|c| match c {
-            $crate::scripted::Command::Register { va: v, pages, .. } => Some((v, pages)),
+            testkit::scripted::Command::Register { va: v, pages, .. } => Some((v, pages)),
             _ => None,
         });
         assert_eq!(got, Some((va, vec![va + 4096, va])));
@@ -1168,6 +1159,4 @@ fn posts_after_a_flush_or_a_qp_error_still_complete(b: Backend) {
     env.finish();
 }
 
-}
-    };
 }

@@ -1,29 +1,20 @@
-//! The consumer-level suite's `v21` area: [`suite_v21!`](crate::suite_v21).
+//! NDKPI 2.x through the dispatch tables: which versions are served at
+//! which, the connector table of each major, `NdkCompleteConnectEx` /
+//! `NdkAcceptEx` and the reason their extended disconnect callback
+//! receives, and `NDK_RESULT_EX.ProviderErrorCode`. Every test runs on the
+//! scripted device and on the software RNIC over the in-memory fabric and
+//! UDP (and in the kernel bottle's suite); the `_ipv6` test runs a body
+//! on an IPv6 adapter (`Env::on_v6`).
+//!
+//! A test opens a second `NDK_ADAPTER` at 2.x on the device of its `Env`
+//! and points the `Env` at it ([`at_version`]), so the harness's helpers
+//! create every object on the 2.x adapter; [`finish_at`] closes it and
+//! restores the original.
 
-/// NDKPI 2.x through the dispatch tables: which versions are served at
-/// which, the connector table of each major, `NdkCompleteConnectEx` /
-/// `NdkAcceptEx` and the reason their extended disconnect callback
-/// receives, and `NDK_RESULT_EX.ProviderErrorCode`. Every test runs on the
-/// scripted device and on the software RNIC over the in-memory fabric and
-/// UDP (and in the kernel bottle's suite); the `_ipv6` test runs a body
-/// on an IPv6 adapter (`Env::on_v6`).
-///
-/// A test opens a second `NDK_ADAPTER` at 2.x on the device of its `Env`
-/// and points the `Env` at it (`at_version`), so the harness's helpers
-/// create every object on the 2.x adapter; `finish_at` closes it and
-/// restores the original.
-///
-/// Expands to the area's items, in the module the expanding binary's
-/// suite gives the area (see [`suite`](crate::suite)).
-// `crate::host_only` is meant: the expanding binary's root picks it.
-#[allow(clippy::crate_in_macro_def)]
-#[macro_export]
-macro_rules! suite_v21 {
-    () => {
 use hwq::CqeStatus;
 use ndkpi::*;
 use provider::connector::DisconnectReason;
-use $crate::adapter::*;
+use testkit::adapter::*;
 
 /// Opens `major.minor` on `env`'s device and makes it the adapter the
 /// harness uses; returns the original adapter for [`finish_at`].
@@ -320,6 +311,4 @@ fn accept_ex_and_complete_connect_ex_report_the_peers_disconnect_on(mut env: Env
         close_now(s.pd);
     }
     finish_at(env, original);
-}
-    };
 }
