@@ -1,8 +1,8 @@
 //! The one machine a test process shares, and the addresses its adapters
-//! take on the emulated segments. Kept in this library, not in a test module, because a
-//! test binary may compile its helper modules more than once (each
-//! `#[path]`-included test file brings its own copy), while the kernel
-//! state behind a [`Machine`] exists once per process.
+//! take on the emulated segments. Kept in this library, not in a test
+//! module, because the kernel state behind a [`Machine`] exists once per
+//! process: every test module and harness of a test binary (the bottle's
+//! own files, `testkit::adapter`'s bottle backend) reaches this one copy.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
