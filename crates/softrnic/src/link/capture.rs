@@ -91,31 +91,31 @@ impl<L> CaptureLink<L> {
     /// push runtime hands the device directly. A UDP payload from a mixed
     /// pair of families is no datagram: it is not shown.
     pub fn show_arrival(&self, arrival: Arrival<'_>) {
-        if !self.is_capturing() {
-            return;
-        }
-        let Some(cap) = &*self.capture.read() else {
-            return;
-        };
-        match arrival {
+        self.with_capture(|cap| match arrival {
             Arrival::Datagram(d) => cap.capture(Direction::Receive, d),
             Arrival::UdpPayload { src, dst, payload } => {
                 if let Some(fields) = IpUdpFields::from_sockets(src, dst) {
-                    self.udp_payload(&**cap, &fields, payload);
+                    self.udp_payload(cap, &fields, payload);
                 }
             }
-            Arrival::Train(t) => self.train(&**cap, Direction::Receive, t),
+            Arrival::Train(t) => self.train(cap, Direction::Receive, t),
+        });
+    }
+
+    /// Runs `show` with the installed capture, if there is one; without
+    /// one it costs a load of the installed-flag, no lock round.
+    fn with_capture(&self, show: impl FnOnce(&dyn Capture)) {
+        if !self.is_capturing() {
+            return;
+        }
+        if let Some(cap) = &*self.capture.read() {
+            show(&**cap);
         }
     }
 
     /// Shows one datagram to the capture.
     fn datagram(&self, direction: Direction, datagram: &[u8]) {
-        if !self.is_capturing() {
-            return;
-        }
-        if let Some(cap) = &*self.capture.read() {
-            cap.capture(direction, datagram);
-        }
+        self.with_capture(|cap| cap.capture(direction, datagram));
     }
 
     /// Shows a received UDP payload to `cap`, as the datagram `fields`
@@ -192,11 +192,7 @@ impl<L: Link> Link for CaptureLink<L> {
     }
 
     fn transmit_train(&self, train: Train) {
-        if self.is_capturing()
-            && let Some(cap) = &*self.capture.read()
-        {
-            self.train(&**cap, Direction::Transmit, &train);
-        }
+        self.with_capture(|cap| self.train(cap, Direction::Transmit, &train));
         self.inner.transmit_train(train);
     }
 
