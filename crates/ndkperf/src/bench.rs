@@ -374,7 +374,7 @@ fn serve(adapter: &Arc<Adapter>, mut connector: Connector) -> Result<String> {
     };
     let peer = connector
         .peer_address()
-        .map(|a| Ipv4Addr::from(a.sin_addr.S_un).to_string())
+        .map(|a| a.ip().to_string())
         .unwrap_or_default();
     let mut side = Side::new(adapter, &p, false)?;
     let pattern = Pattern::new(p.size as usize, p.seed);

@@ -2,7 +2,7 @@
 //! the helpers every workload uses: SGE lists, receive pools, request
 //! tags, waiting for completions.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -13,9 +13,7 @@ use ndkpi::{
 };
 
 use crate::error::{Context, Error, Result, describe_status};
-use crate::ndk::{
-    Adapter, Connector, Cq, Listener, Pd, Qp, QpLimits, Region, show_duration, sockaddr,
-};
+use crate::ndk::{Adapter, Connector, Cq, Listener, Pd, Qp, QpLimits, Region, show_duration};
 
 /// No completion for this long ends a run.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -224,16 +222,30 @@ impl Link {
         timeout: Duration,
     ) -> Result<Vec<u8>> {
         let info = self.adapter.info();
-        let mut connector = self.adapter.create_connector()?;
-        connector.connect(
-            &self.qp,
-            sockaddr(local, 0),
-            sockaddr(*server.ip(), server.port()),
-            info.MaxInboundReadLimit,
-            info.MaxOutboundReadLimit,
+        let limits = (info.MaxInboundReadLimit, info.MaxOutboundReadLimit);
+        self.connect_with(
+            SocketAddr::new(local.into(), 0),
+            SocketAddr::V4(server),
+            limits,
             private_data,
             timeout,
-        )?;
+        )
+    }
+
+    /// Connects to `server` from `local` (either family) offering
+    /// `(inbound, outbound)` RDMA READ limits (responder resources,
+    /// initiator depth) and `private_data`; returns the server's private
+    /// data. Waits at most `timeout` for the answer.
+    pub fn connect_with(
+        &mut self,
+        local: SocketAddr,
+        server: SocketAddr,
+        (ird, ord): (u32, u32),
+        private_data: &[u8],
+        timeout: Duration,
+    ) -> Result<Vec<u8>> {
+        let mut connector = self.adapter.create_connector()?;
+        connector.connect(&self.qp, local, server, ird, ord, private_data, timeout)?;
         let (_, _, data) = connector.connection_data()?;
         connector.complete_connect(timeout)?;
         self.connector = Some(connector);
@@ -243,18 +255,25 @@ impl Link {
     /// Accepts `connector` onto this QP with `private_data`.
     pub fn accept(
         &mut self,
-        mut connector: Connector,
+        connector: Connector,
         private_data: &[u8],
         timeout: Duration,
     ) -> Result<()> {
         let info = self.adapter.info();
-        connector.accept(
-            &self.qp,
-            info.MaxInboundReadLimit,
-            info.MaxOutboundReadLimit,
-            private_data,
-            timeout,
-        )?;
+        let limits = (info.MaxInboundReadLimit, info.MaxOutboundReadLimit);
+        self.accept_with(connector, limits, private_data, timeout)
+    }
+
+    /// Accepts `connector` onto this QP with `(inbound, outbound)` RDMA
+    /// READ limits and `private_data`.
+    pub fn accept_with(
+        &mut self,
+        mut connector: Connector,
+        (ird, ord): (u32, u32),
+        private_data: &[u8],
+        timeout: Duration,
+    ) -> Result<()> {
+        connector.accept(&self.qp, ird, ord, private_data, timeout)?;
         self.connector = Some(connector);
         Ok(())
     }
@@ -370,10 +389,15 @@ pub fn connect_with_retry<T>(
 
 /// Listens on `addr:port` of `adapter`.
 pub fn listen(adapter: &Adapter, addr: Ipv4Addr, port: u16) -> Result<Listener> {
+    listen_at(adapter, SocketAddr::new(addr.into(), port))
+}
+
+/// Listens on `at` (either family) of `adapter`.
+pub fn listen_at(adapter: &Adapter, at: SocketAddr) -> Result<Listener> {
     let listener = adapter.create_listener()?;
     listener
-        .listen(sockaddr(addr, port), Duration::from_secs(10))
-        .with_context(|| format!("cannot listen on {addr}:{port}"))?;
+        .listen(at, Duration::from_secs(10))
+        .with_context(|| format!("cannot listen on {at}"))?;
     Ok(listener)
 }
 

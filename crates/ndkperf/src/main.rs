@@ -15,6 +15,7 @@ mod error;
 mod link;
 mod ndk;
 mod perf;
+mod ping;
 mod plot;
 mod progress;
 mod report;
@@ -147,6 +148,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Udp(a) => udp::udp(a),
         Command::Memcpy(a) => Ok(tcp::memcpy(a)),
         Command::Info(a) => info(a),
+        Command::Ping(a) => ping::run(a),
     }
 }
 

@@ -2,7 +2,8 @@
 //! adapters.
 
 use std::fmt::Write;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -19,6 +20,63 @@ pub fn check_loopback(addr: Ipv4Addr, flag: &str) -> Result<()> {
             "{flag} {addr} is not a loopback address (ndkperf only uses 127.0.0.0/8)"
         )))
     }
+}
+
+/// Refuses an address that is not this machine's own: an adapter over
+/// UDP binds its port 4791 there. Tried by binding a UDP socket to it
+/// (port 0, nothing sent), which fails exactly when no interface has
+/// the address.
+pub fn check_local(ip: IpAddr, flag: &str) -> Result<()> {
+    if ip.is_unspecified() || ip.is_multicast() || ip == IpAddr::V4(Ipv4Addr::BROADCAST) {
+        return Err(Error::msg(format!(
+            "{flag} {ip} is not a unicast address (an adapter needs one of this machine's addresses)"
+        )));
+    }
+    UdpSocket::bind(SocketAddr::new(ip, 0)).map(drop).map_err(|e| {
+        Error::msg(format!(
+            "{flag} {ip} is not an address of this machine (no interface has it: a socket cannot bind it: {e})"
+        ))
+    })
+}
+
+/// How an adapter is configured besides its transport and address.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AdapterOptions<'a> {
+    /// Path MTU offered.
+    pub pmtu: u32,
+    /// In-memory fabric loss probability.
+    pub loss: Option<f64>,
+    /// `busy_poll=off`.
+    pub no_busy_poll: bool,
+    /// `peer_sockets=on` (udp).
+    pub peer_sockets: bool,
+    /// Capture file.
+    pub pcap: Option<&'a Path>,
+}
+
+/// The configuration string (see `rsndk_host.h`) of an adapter at `ip`
+/// (IPv6 addresses bracketed).
+pub fn config_string(transport: TransportKind, ip: IpAddr, o: &AdapterOptions<'_>) -> String {
+    let addr = match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    };
+    let mut c = match transport {
+        TransportKind::Udp if o.peer_sockets => format!("udp:{addr},peer_sockets=on"),
+        TransportKind::Udp => format!("udp:{addr}"),
+        TransportKind::Mem => format!("mem:ndkperf-{}/{addr}", std::process::id()),
+    };
+    let _ = write!(c, ",pmtu={}", o.pmtu);
+    if let (TransportKind::Mem, Some(p)) = (transport, o.loss) {
+        let _ = write!(c, ",loss={p},seed=1");
+    }
+    if o.no_busy_poll {
+        c.push_str(",busy_poll=off");
+    }
+    if let Some(path) = o.pcap {
+        let _ = write!(c, ",pcap={}", path.display());
+    }
+    c
 }
 
 /// The transport the flags select (`--server`/`--client` imply UDP).
@@ -52,22 +110,17 @@ pub enum Role {
 
 /// The configuration string of one side's adapter.
 pub fn config(fabric: &FabricArgs, transport: TransportKind, role: Role, addr: Ipv4Addr) -> String {
-    let mut c = match transport {
-        TransportKind::Udp if fabric.peer_sockets => format!("udp:{addr},peer_sockets=on"),
-        TransportKind::Udp => format!("udp:{addr}"),
-        TransportKind::Mem => format!("mem:ndkperf-{}/{addr}", std::process::id()),
+    let options = AdapterOptions {
+        pmtu: fabric.pmtu,
+        loss: fabric.loss,
+        no_busy_poll: fabric.no_busy_poll,
+        peer_sockets: fabric.peer_sockets,
+        pcap: match role {
+            Role::Client => fabric.pcap.as_deref(),
+            Role::Server => None,
+        },
     };
-    let _ = write!(c, ",pmtu={}", fabric.pmtu);
-    if let (TransportKind::Mem, Some(p)) = (transport, fabric.loss) {
-        let _ = write!(c, ",loss={p},seed=1");
-    }
-    if fabric.no_busy_poll {
-        c.push_str(",busy_poll=off");
-    }
-    if let (Role::Client, Some(path)) = (role, &fabric.pcap) {
-        let _ = write!(c, ",pcap={}", path.display());
-    }
-    c
+    config_string(transport, addr.into(), &options)
 }
 
 /// The two adapters of a one-process run.
@@ -185,5 +238,30 @@ mod tests {
             ))
             .is_ok()
         );
+    }
+
+    /// Loopback addresses are this machine's; TEST-NET-1 (RFC 5737)
+    /// addresses never are; IPv6 configuration strings bracket the
+    /// address.
+    #[test]
+    fn local_addresses_and_ipv6_configs() {
+        assert!(check_local(Ipv4Addr::new(127, 0, 3, 1).into(), "--x").is_ok());
+        // TEST-NET-1 (RFC 5737): never an address of a machine.
+        let e = check_local(Ipv4Addr::new(192, 0, 2, 1).into(), "--addr").unwrap_err();
+        assert!(
+            e.to_string().contains("not an address of this machine"),
+            "{e}"
+        );
+        assert!(check_local(Ipv4Addr::UNSPECIFIED.into(), "--addr").is_err());
+        let v6 = config_string(
+            TransportKind::Udp,
+            "fd00::1".parse().unwrap(),
+            &AdapterOptions {
+                pmtu: 1024,
+                ..AdapterOptions::default()
+            },
+        );
+        assert_eq!(v6, "udp:[fd00::1],pmtu=1024");
+        assert!(host::parse_config(&v6).is_ok());
     }
 }

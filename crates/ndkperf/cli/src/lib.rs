@@ -1,6 +1,7 @@
 //! The command line of ndkperf: subcommands and their flags (clap
 //! derive), and the parsing of sizes, durations and probabilities.
 
+pub mod ping;
 pub mod units;
 
 use std::net::Ipv4Addr;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use ping::PingArgs;
 use units::{parse_duration, parse_probability, parse_size};
 
 /// ND port the server listens on unless told otherwise (SMB Direct's
@@ -52,6 +54,10 @@ pub enum Command {
     Memcpy(MemcpyArgs),
     /// Open an adapter and print what it reports (NDK_ADAPTER_INFO).
     Info(InfoArgs),
+    /// librdmacm's rping over rsndk: its rdma_cm port, 16-byte
+    /// {addr, rkey, size} messages and READ/SEND/WRITE sequence, so a ping
+    /// reaches any rping peer (rping -s / -c) or another ndkperf.
+    Ping(PingArgs),
 }
 
 /// RDMA operation measured.
@@ -95,7 +101,8 @@ impl TransportKind {
     }
 }
 
-fn parse_pmtu(text: &str) -> Result<u32, String> {
+/// `--pmtu`: one of the five IB MTUs.
+pub(crate) fn parse_pmtu_value(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(v @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(v),
         _ => Err(format!(
@@ -135,7 +142,7 @@ pub struct FabricArgs {
     #[arg(long, value_enum)]
     pub transport: Option<TransportKind>,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
-    #[arg(long, default_value = "4096", value_parser = parse_pmtu)]
+    #[arg(long, default_value = "4096", value_parser = parse_pmtu_value)]
     pub pmtu: u32,
     /// Packet loss probability on the in-memory fabric (0 to 1; mem only).
     #[arg(long, value_parser = parse_probability)]

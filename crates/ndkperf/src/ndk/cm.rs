@@ -1,17 +1,18 @@
 //! Connection management: connectors (connect, accept, complete,
 //! disconnect) and listeners (listen, connect events).
 
+use std::net::SocketAddr;
 use std::ptr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ndkpi::{
     NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH, NDK_LISTENER, NDK_LISTENER_DISPATCH, NDK_OBJECT_HEADER,
-    PVOID, SOCKADDR_IN, STATUS_BUFFER_TOO_SMALL, STATUS_SUCCESS,
+    PVOID, SOCKADDR_IN6, STATUS_BUFFER_TOO_SMALL, STATUS_SUCCESS,
 };
 
 use super::signal::{Event, Signal, request_done};
-use super::{Qp, check, close_object, dispatch_table, entry};
+use super::{NdkAddr, Qp, check, close_object, dispatch_table, entry};
 use crate::error::{Error, Result};
 
 dispatch_table!(connector_table, NDK_CONNECTOR, NDK_CONNECTOR_DISPATCH);
@@ -19,10 +20,6 @@ dispatch_table!(listener_table, NDK_LISTENER, NDK_LISTENER_DISPATCH);
 
 /// How long a disconnect on drop may take.
 const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-
-fn sockaddr_len() -> u32 {
-    size_of::<SOCKADDR_IN>() as u32
-}
 
 /// `NDK_FN_DISCONNECT_EVENT_CALLBACK`: the peer closed (or the connection
 /// broke).
@@ -68,20 +65,22 @@ impl Connector {
         check(function, status)
     }
 
-    /// `NdkConnect` of `qp` from `src` to `dst` with read limits and
-    /// private data; waits for the peer's answer at most `timeout`.
+    /// `NdkConnect` of `qp` from `src` to `dst` (one family) with read
+    /// limits and private data; waits for the peer's answer at most
+    /// `timeout`.
     pub fn connect(
         &mut self,
         qp: &Qp,
-        src: SOCKADDR_IN,
-        dst: SOCKADDR_IN,
+        src: SocketAddr,
+        dst: SocketAddr,
         ird: u32,
         ord: u32,
         private_data: &[u8],
         timeout: Duration,
     ) -> Result<()> {
         let f = entry(connector_table(self.raw).NdkConnect, "NdkConnect")?;
-        let (mut src, mut dst) = (src, dst);
+        let (mut src, mut dst) = (NdkAddr::new(src), NdkAddr::new(dst));
+        let (src_len, dst_len) = (src.byte_len(), dst.byte_len());
         let mut data = private_data.to_vec();
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         let pdata = if data.is_empty() {
@@ -97,10 +96,10 @@ impl Connector {
                 f(
                     raw,
                     qp.raw(),
-                    (&raw mut src).cast(),
-                    sockaddr_len(),
-                    (&raw mut dst).cast(),
-                    sockaddr_len(),
+                    src.as_mut_ptr(),
+                    src_len,
+                    dst.as_mut_ptr(),
+                    dst_len,
                     ird,
                     ord,
                     pdata,
@@ -254,17 +253,21 @@ impl Connector {
     }
 
     /// `NdkGetPeerAddress`.
-    pub fn peer_address(&self) -> Result<SOCKADDR_IN> {
+    pub fn peer_address(&self) -> Result<SocketAddr> {
         let f = entry(
             connector_table(self.raw).NdkGetPeerAddress,
             "NdkGetPeerAddress",
         )?;
-        let mut addr = SOCKADDR_IN::default();
-        let mut len = sockaddr_len();
+        let mut buf = [0u8; size_of::<SOCKADDR_IN6>()];
+        let mut len = buf.len() as u32;
         // SAFETY: our connector and a buffer of `len` bytes.
-        let status = unsafe { f(self.raw, (&raw mut addr).cast(), &raw mut len) };
+        let status = unsafe { f(self.raw, buf.as_mut_ptr().cast(), &raw mut len) };
         check("NdkGetPeerAddress", status)?;
-        Ok(addr)
+        NdkAddr::decode(&buf, len as usize).ok_or_else(|| {
+            Error::msg(format!(
+                "NdkGetPeerAddress gave no socket address ({len} bytes)"
+            ))
+        })
     }
 }
 
@@ -328,9 +331,10 @@ impl Listener {
     }
 
     /// `NdkListen` on `addr`.
-    pub fn listen(&self, addr: SOCKADDR_IN, timeout: Duration) -> Result<()> {
+    pub fn listen(&self, addr: SocketAddr, timeout: Duration) -> Result<()> {
         let f = entry(listener_table(self.raw).NdkListen, "NdkListen")?;
-        let mut addr = addr;
+        let mut addr = NdkAddr::new(addr);
+        let len = addr.byte_len();
         let signal = Signal::new();
         let context = signal.context();
         // SAFETY: our listener; the address is read during the call; a
@@ -338,8 +342,8 @@ impl Listener {
         let status = unsafe {
             f(
                 self.raw,
-                (&raw mut addr).cast(),
-                sockaddr_len(),
+                addr.as_mut_ptr(),
+                len,
                 Some(request_done),
                 context,
             )

@@ -20,7 +20,7 @@ mod pd;
 mod qp;
 pub mod signal;
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 pub use adapter::Adapter;
@@ -31,7 +31,8 @@ pub use pd::{Lam, Mr, Pd, Region};
 pub use qp::{Qp, QpLimits};
 
 use ndkpi::{
-    AF_INET, IN_ADDR, NDK_FN_CLOSE_OBJECT, NDK_OBJECT_HEADER, NTSTATUS, SOCKADDR_IN, STATUS_SUCCESS,
+    AF_INET, AF_INET6, IN_ADDR, IN6_ADDR, NDK_FN_CLOSE_OBJECT, NDK_OBJECT_HEADER, NTSTATUS,
+    PSOCKADDR, SOCKADDR_IN, SOCKADDR_IN6, STATUS_SUCCESS,
 };
 
 use crate::error::{Error, Result};
@@ -58,6 +59,65 @@ pub fn sockaddr(ip: Ipv4Addr, port: u16) -> SOCKADDR_IN {
         sin_port: port.to_be(),
         sin_addr: IN_ADDR::new(ip.octets()),
         sin_zero: [0; 8],
+    }
+}
+
+/// A socket address of either family as the NDK entries take it.
+#[derive(Debug, Clone, Copy)]
+pub enum NdkAddr {
+    /// `SOCKADDR_IN`.
+    V4(SOCKADDR_IN),
+    /// `SOCKADDR_IN6`.
+    V6(SOCKADDR_IN6),
+}
+
+impl NdkAddr {
+    /// The Windows form of `addr`.
+    pub fn new(addr: SocketAddr) -> Self {
+        match addr.ip() {
+            IpAddr::V4(ip) => Self::V4(sockaddr(ip, addr.port())),
+            IpAddr::V6(ip) => Self::V6(SOCKADDR_IN6 {
+                sin6_family: AF_INET6,
+                sin6_port: addr.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: IN6_ADDR { u: ip.octets() },
+                sin6_scope_id: 0,
+            }),
+        }
+    }
+
+    /// The address for an entry that reads it during the call.
+    pub fn as_mut_ptr(&mut self) -> PSOCKADDR {
+        match self {
+            Self::V4(a) => std::ptr::from_mut(a).cast(),
+            Self::V6(a) => std::ptr::from_mut(a).cast(),
+        }
+    }
+
+    /// Its length in bytes.
+    pub fn byte_len(&self) -> u32 {
+        match self {
+            Self::V4(_) => size_of::<SOCKADDR_IN>() as u32,
+            Self::V6(_) => size_of::<SOCKADDR_IN6>() as u32,
+        }
+    }
+
+    /// Decodes `len` bytes of a `SOCKADDR_IN` / `SOCKADDR_IN6` a provider
+    /// wrote.
+    pub fn decode(buf: &[u8], len: usize) -> Option<SocketAddr> {
+        let family = u16::from_le_bytes(buf.get(0..2)?.try_into().ok()?);
+        let port = u16::from_be_bytes(buf.get(2..4)?.try_into().ok()?);
+        match family {
+            AF_INET if len == size_of::<SOCKADDR_IN>() => {
+                let o: [u8; 4] = buf.get(4..8)?.try_into().ok()?;
+                Some(SocketAddr::new(IpAddr::from(o), port))
+            }
+            AF_INET6 if len == size_of::<SOCKADDR_IN6>() => {
+                let o: [u8; 16] = buf.get(8..24)?.try_into().ok()?;
+                Some(SocketAddr::new(IpAddr::from(o), port))
+            }
+            _ => None,
+        }
     }
 }
 
