@@ -23,7 +23,8 @@
 //!   NICs below it and the virtual miniports over them, and
 //!   `NET_BUFFER_LIST`s with an ownership ledger.
 //! - [`segment`] is the emulated Ethernet the NICs sit on: a learning
-//!   switch with pcap capture; nothing leaves the process.
+//!   switch with pcap capture; nothing leaves the process unless [`tap`]
+//!   joins a segment to a Linux tap device (a real Ethernet behind it).
 //! - [`tcpip`] is TCP/IP above each virtual miniport: the interface's
 //!   addresses (duplicate address detection, the EUI-64 link-local), ARP
 //!   and IPv6 neighbor discovery, ICMP echo and port unreachable, and the
@@ -78,6 +79,7 @@ pub mod pe;
 pub mod pool;
 pub mod segment;
 pub mod shared;
+pub mod tap;
 pub mod tcpip;
 pub mod trap;
 pub mod verifier;

@@ -540,6 +540,19 @@ impl Machine {
         segment::create(mtu)
     }
 
+    /// Joins `segment` to the Linux tap `fd` (opened `IFF_TAP |
+    /// IFF_NO_PI`): frames cross between the segment and the tap's real
+    /// Ethernet while the returned port lives ([`crate::tap`]).
+    pub fn join_tap(
+        &self,
+        segment: SegmentId,
+        fd: std::os::fd::OwnedFd,
+    ) -> std::io::Result<crate::tap::TapPort> {
+        segment::get(segment)
+            .ok_or_else(|| std::io::Error::other(format!("no segment {}", segment.0)))?
+            .join_tap(fd)
+    }
+
     /// The segment [`Machine::add_adapter`] uses.
     pub fn default_segment(&self) -> SegmentId {
         self.default_segment

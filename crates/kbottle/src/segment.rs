@@ -1,5 +1,6 @@
 //! The emulated Ethernet segment the bottled NICs sit on: an in-process
-//! learning switch. Nothing leaves the process.
+//! learning switch. Nothing leaves the process, unless a port is joined
+//! to a Linux tap ([`Segment::join_tap`], in [`crate::tap`]).
 //!
 //! - A frame from a port is captured (if a capture runs), checked against
 //!   the segment's MTU (a frame longer than `MTU + 14`, or `MTU + 18` with
@@ -51,7 +52,8 @@ pub struct SegmentId(pub u32);
 pub struct PortId(pub u32);
 
 /// What sits on a port: takes frames the switch forwards to it (queues
-/// them; never calls back into the segment from `deliver`).
+/// them, or hands them to a tap; never calls back into the segment from
+/// `deliver`).
 pub trait Station: Send + Sync {
     /// A frame for this port.
     fn deliver(&self, frame: Arc<[u8]>);
@@ -75,7 +77,8 @@ pub struct SegmentStats {
 }
 
 struct Port {
-    mac: [u8; 6],
+    /// The MAC the port owns (none for an uplink, which only learns).
+    mac: Option<[u8; 6]>,
     station: Arc<dyn Station>,
 }
 
@@ -159,8 +162,25 @@ impl Segment {
         let mut inner = lock(&self.inner);
         let id = inner.next_port;
         inner.next_port += 1;
-        inner.ports.insert(id, Port { mac, station });
+        inner.ports.insert(
+            id,
+            Port {
+                mac: Some(mac),
+                station,
+            },
+        );
         inner.table.insert(mac, id);
+        PortId(id)
+    }
+
+    /// Attaches `station` as an uplink: a port that owns no MAC of its
+    /// own (a real segment behind it, as [`crate::tap`] joins), reached
+    /// by unicast only to the addresses learnt from its frames.
+    pub fn attach_uplink(&self, station: Arc<dyn Station>) -> PortId {
+        let mut inner = lock(&self.inner);
+        let id = inner.next_port;
+        inner.next_port += 1;
+        inner.ports.insert(id, Port { mac: None, station });
         PortId(id)
     }
 
@@ -171,9 +191,9 @@ impl Segment {
         inner.table.retain(|_, p| *p != port.0);
     }
 
-    /// The MAC a port was attached with.
+    /// The MAC a port was attached with (none for an uplink).
     pub fn port_mac(&self, port: PortId) -> Option<[u8; 6]> {
-        lock(&self.inner).ports.get(&port.0).map(|p| p.mac)
+        lock(&self.inner).ports.get(&port.0).and_then(|p| p.mac)
     }
 
     /// From now on drops one frame in `one_in` (counted among the frames
@@ -215,9 +235,9 @@ impl Segment {
         Ok(())
     }
 
-    /// The largest frame the segment forwards, with or without an 802.1Q
-    /// tag.
-    fn max_frame(&self, frame: &[u8]) -> usize {
+    /// The largest frame like `frame` the segment forwards: `MTU + 14`,
+    /// or `MTU + 18` when `frame` carries an 802.1Q tag.
+    pub fn max_frame(&self, frame: &[u8]) -> usize {
         let tagged = frame.get(12..14) == Some(&ETHERTYPE_VLAN.to_be_bytes()[..]);
         self.mtu as usize + ETH_HEADER + if tagged { VLAN_TAG } else { 0 }
     }
