@@ -94,7 +94,7 @@ fuzz_target!(|input: &[u8]| {
         assert_eq!(again.ext, p.ext);
         assert_eq!(again.payload, p.payload);
     }
-    let ip = Ipv4UdpFields::for_socket(
+    let ip = Ipv4UdpFields::new(
         Ipv4Addr::new(127, 0, 0, 1),
         Ipv4Addr::new(127, 0, 0, 2),
         4791,
@@ -103,7 +103,7 @@ fuzz_target!(|input: &[u8]| {
         let pad = usize::from(p.bth.pad_count);
         assert_eq!(p.info.header_len() + p.payload.len() + pad + 4, data.len());
     }
-    let ip6 = Ipv6UdpFields::for_socket(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 4791);
+    let ip6 = Ipv6UdpFields::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 4791);
     if let Ok(p) = parse_udp_payload(&ip6, &data) {
         let pad = usize::from(p.bth.pad_count);
         assert_eq!(p.info.header_len() + p.payload.len() + pad + 4, data.len());

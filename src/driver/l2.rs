@@ -479,4 +479,10 @@ impl Link for PortLink {
     fn can_transmit(&self) -> bool {
         self.0.port.can_transmit()
     }
+
+    /// What the NIC's MTU carries (the port's, from the binding's MTU and
+    /// its link indications).
+    fn path_mtu_to(&self, _dst: core::net::IpAddr) -> Option<u32> {
+        self.0.port.path_mtu()
+    }
 }

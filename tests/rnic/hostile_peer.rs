@@ -128,7 +128,7 @@ fn build_with_softrnic(f: &Forge) -> Vec<u8> {
     let mut bth = Bth::new(Opcode(f.opcode), f.qpn, f.psn);
     bth.ack_req = f.ack_req;
     let h = Headers {
-        ip: Ipv4UdpFields::for_socket(Ipv4Addr::from(f.src), Ipv4Addr::from(f.dst), ROCEV2_PORT)
+        ip: Ipv4UdpFields::new(Ipv4Addr::from(f.src), Ipv4Addr::from(f.dst), ROCEV2_PORT)
             .into(),
         bth,
         ext: ExtHeaders {

@@ -58,21 +58,27 @@
 //! buffer runs the drain's build, which reads the key table, inside its
 //! call.
 //!
-//! ## UDP source port and the ICRC of socket transports
+//! ## UDP source port, IPv4 identification and the ICRC
 //!
 //! Every packet is built as a whole IP datagram of its connection's family
-//! (from the connection's own address, one of the device's):
-//! IPv4 with identification 0, DF set, TTL 64, TOS 0, or IPv6 with
+//! (from the connection's own address, one of the device's): IPv4 with DF
+//! set, TTL 64, TOS 0 and the identification of its PSN
+//! ([`crate::wire::ipv4_ident`]: the engine chooses it, the ICRC covers
+//! it, so a link must put that header on the wire as it is), or IPv6 with
 //! traffic class and flow label 0 and hop limit 64; UDP source port 4791
-//! (the port a UDP-socket transport binds, so the receiver knows it) and
-//! destination port the path's (4791). With [`crate::device::DeviceConfig::per_qp_source_port`]
-//! (links that carry whole datagrams) a connected QP's packets leave from
-//! its own port in 0xC000..=0xFFFF instead, for ECMP entropy. A UDP-socket transport carries only the UDP payload; its
-//! receiver hands it to [`SoftRnic::receive_udp_payload`] with the socket
-//! addresses, and the ICRC is verified over the IP/UDP headers rebuilt
-//! from the same convention (IPv4: identification 0, DF; the real
-//! addresses and ports). TOS, TTL, the IPv6 traffic class, flow label and
-//! hop limit and the checksums are masked out of the ICRC anyway.
+//! and destination port the path's (4791). With
+//! [`crate::device::DeviceConfig::per_qp_source_port`] (links that carry
+//! whole datagrams) a connected QP's packets leave from its own port in
+//! 0xC000..=0xFFFF instead, for ECMP entropy.
+//!
+//! A received packet's ICRC is checked against the header it arrived
+//! with, never a stand-in: [`SoftRnic::receive`] takes whole datagrams;
+//! [`SoftRnic::receive_udp_payload`] takes what an IPv6 UDP socket
+//! delivers (the socket addresses and the payload are every field the
+//! IPv6 ICRC covers: the traffic class, flow label and hop limit are
+//! masked, the payload length and next header follow from a RoCEv2
+//! datagram's having no extension headers) and refuses IPv4, whose
+//! covered identification and flags no UDP socket sees.
 
 use alloc::boxed::Box;
 use core::net::{IpAddr, SocketAddr};
@@ -243,10 +249,11 @@ impl SoftRnic {
     }
 
     /// Hands one received UDP payload (BTH through ICRC) to the engine, as
-    /// a UDP socket delivers it from `src` to `dst` (both IPv4 or both
-    /// IPv6; a mixed pair counts as malformed). The ICRC is checked with
-    /// the pseudo IP/UDP header convention in the module docs. `now` as
-    /// for [`SoftRnic::receive`].
+    /// an IPv6 UDP socket delivers it from `src` to `dst`; the ICRC is
+    /// checked over the IPv6 and UDP headers those give (see the module
+    /// docs). An IPv4 payload (its identification unknown) or a mixed
+    /// pair counts as malformed and is dropped. `now` as for
+    /// [`SoftRnic::receive`].
     pub fn receive_udp_payload(
         &self,
         now: u64,
@@ -268,7 +275,8 @@ impl SoftRnic {
         dst: SocketAddr,
         payload: &[u8],
     ) {
-        let Some(fields) = IpUdpFields::from_sockets(src, dst) else {
+        let fields = IpUdpFields::between(src, dst).filter(|f| f.as_v6().is_some());
+        let Some(fields) = fields else {
             self.engine.stats.rx_packets.inc();
             return self.engine.stats.rx_malformed.inc();
         };
@@ -561,7 +569,40 @@ impl SoftRnic {
                 .store(self.tick_cqs(now), Ordering::Relaxed);
         }
         self.link.flush();
-        worked
+        self.settle_send_failures(now) || worked
+    }
+
+    /// Fails each QP whose packet the link could not send
+    /// ([`Link::take_send_failures`]; [`qp::on_send_failure`]), found by
+    /// the packet's destination and the peer QP it named; whether there
+    /// were any. A failed MAD (QP1) is only counted: its handshake times
+    /// out and reports it.
+    fn settle_send_failures(&self, now: u64) -> bool {
+        let mut any = false;
+        let qp_bound = FIRST_QPN + self.config().max_qps;
+        self.link.take_send_failures(&mut |failure| {
+            any = true;
+            self.engine.stats.tx_failed.inc();
+            let request = wire::Opcode(failure.opcode)
+                .info()
+                .is_some_and(|info| info.operation.is_request());
+            let sender = (FIRST_QPN..qp_bound).find(|&n| {
+                self.qps
+                    .with(n, |qp| {
+                        qp.conn.as_ref().is_some_and(|c| {
+                            c.path.remote.ip() == failure.dst
+                                && c.path.remote_qpn == failure.dest_qp
+                        })
+                    })
+                    .unwrap_or(false)
+            });
+            if let Some(qpn) = sender {
+                self.with_qp(now, qpn, |cx, qp| {
+                    qp::on_send_failure(cx, qpn, qp, request);
+                });
+            }
+        });
+        any
     }
 
     /// When the engine next needs [`SoftRnic::poll`] for a timer (µs, on
@@ -601,8 +642,14 @@ impl crate::cm::Host for SoftRnic {
         self.waker().wake_engine();
     }
 
-    fn pmtu(&self) -> u32 {
-        self.config().pmtu
+    fn pmtu(&self, remote: IpAddr) -> u32 {
+        let configured = self.config().pmtu;
+        match self.link.path_mtu_to(remote) {
+            // Below 256 nothing fits: 256 still, whose packets fail where
+            // they cannot leave (a send failure) rather than no connection.
+            Some(path) => configured.min(path.max(256)),
+            None => configured,
+        }
     }
 
     fn connect_qp(&self, qpn: u32, local: IpAddr, path: Path) -> Result<(), DeviceError> {

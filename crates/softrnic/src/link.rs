@@ -115,12 +115,17 @@ pub trait Link: Send + Sync {
         true
     }
 
-    /// For a link that carries UDP payloads (BTH through ICRC, as a UDP
-    /// socket does): lends `len` bytes of its own send buffer for the next
-    /// payload to the IPv4 endpoint `dest`, which `build` writes (returning
-    /// its length, or `None` for nothing to send), so the packet is built
-    /// where it leaves from. `false`: the link has no such buffer (nothing
-    /// was called; the caller builds a datagram and transmits it).
+    /// For a link that carries UDP payloads (BTH through ICRC) and writes
+    /// the IP and UDP headers itself: lends `len` bytes of its own send
+    /// buffer for the next payload to the IPv4 endpoint `dest`, which
+    /// `build` writes (returning its length, or `None` for nothing to
+    /// send), so the packet is built where it leaves from. The ICRC covers
+    /// the IPv4 identification and flags: a link that lends must send the
+    /// header the engine chose (DF, the identification
+    /// [`crate::wire::ipv4_ident`] of the payload's PSN, source port 4791),
+    /// which a UDP socket cannot. `false` (the default): the link has no
+    /// such buffer (nothing was called; the caller builds a datagram and
+    /// transmits it).
     fn transmit_udp_payload_with(
         &self,
         dest: core::net::SocketAddrV4,
@@ -160,6 +165,29 @@ pub trait Link: Send + Sync {
     /// take it drops it (the RC transport asks again).
     fn transmit_train(&self, train: Train) {
         drop(train);
+    }
+
+    /// The largest RoCE path MTU (256, 512, 1024, 2048 or 4096 bytes of
+    /// payload) whose packets the link carries to `dst` whole, with their
+    /// headers ([`crate::l2::path_mtu_for`] of the route's or the
+    /// NIC's MTU); `None`: the link knows no limit (the device's
+    /// configured path MTU applies). Connection management offers no more
+    /// than this in a REQ and accepts no more in one. May take a system
+    /// call: asked once per connection, never per packet.
+    fn path_mtu_to(&self, dst: core::net::IpAddr) -> Option<u32> {
+        let _ = dst;
+        None
+    }
+
+    /// Hands each datagram the link took but could not send and never
+    /// will (larger than the path carries, refused by the host: not a full
+    /// queue or a lost packet, which the RC transport retransmits) to
+    /// `each`, once; the device fails the QP that sent it. The default
+    /// has none. Asked after every pass's flush: must be cheap when there
+    /// are none. `each` may transmit (the device sends what failing the QP
+    /// sends): the link must hold none of its own locks while it calls it.
+    fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
+        let _ = each;
     }
 
     /// Hands datagrams that have arrived (a bounded batch, never waiting)
@@ -219,6 +247,12 @@ macro_rules! forward_link {
             fn transmit_train(&self, train: Train) {
                 (**self).transmit_train(train);
             }
+            fn path_mtu_to(&self, dst: core::net::IpAddr) -> Option<u32> {
+                (**self).path_mtu_to(dst)
+            }
+            fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
+                (**self).take_send_failures(each);
+            }
             fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
                 (**self).receive(deliver)
             }
@@ -228,6 +262,43 @@ macro_rules! forward_link {
 
 forward_link!(Box);
 forward_link!(Arc);
+
+/// A packet a link could not send ([`Link::take_send_failures`]): whom
+/// it was for, from its IP header (or socket address) and BTH.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendFailure {
+    /// The IP address it was sent to.
+    pub dst: core::net::IpAddr,
+    /// Its BTH destination QP (the peer's QP number).
+    pub dest_qp: u32,
+    /// Its PSN.
+    pub psn: u32,
+    /// Its BTH opcode byte (a request's, or a response's: ACK, READ
+    /// response).
+    pub opcode: u8,
+}
+
+impl SendFailure {
+    /// The failure of the UDP payload (BTH onwards) `payload` sent to
+    /// `dst`; `None` if it is too short to hold a BTH.
+    pub fn of_udp_payload(dst: core::net::IpAddr, payload: &[u8]) -> Option<Self> {
+        let bth: &[u8; crate::wire::BTH_LEN] =
+            payload.get(..crate::wire::BTH_LEN)?.try_into().ok()?;
+        Some(Self {
+            dst,
+            dest_qp: u32::from_be_bytes([0, bth[5], bth[6], bth[7]]),
+            psn: u32::from_be_bytes([0, bth[9], bth[10], bth[11]]),
+            opcode: bth[0],
+        })
+    }
+
+    /// The failure of the IPv4 or IPv6 datagram `datagram`; `None` if its
+    /// headers are not there.
+    pub fn of_datagram(datagram: &[u8]) -> Option<Self> {
+        let (dest, payload) = crate::wire::ip_udp::split_datagram(datagram)?;
+        Self::of_udp_payload(dest.ip(), payload)
+    }
+}
 
 /// One datagram a polled [`Link`] took.
 #[derive(Clone, Copy, Debug)]

@@ -120,6 +120,10 @@ counters! {
     /// read between the sender's check and the outbox's drain (lost: the
     /// transport sends them again).
     tx_source_gone,
+    /// Packets the link could not send and never will (larger than the
+    /// path carries, refused by the host: [`crate::link::Link::take_send_failures`]);
+    /// each moved the QP that sent it to error.
+    tx_failed,
     /// Packets that go whatever the link's room (fatal and stale-READ
     /// NAKs, READ responses ahead of an invalidation) dropped because the
     /// outbox was full, as a full link may drop them.

@@ -274,7 +274,7 @@ impl Segments {
         let last_of_train = seg.psn == psn_add(self.first_psn, self.count.saturating_sub(1));
         bth.ack_req = self.ack_req && last_of_train;
         Headers {
-            ip: self.ip,
+            ip: self.ip.for_packet(seg.psn),
             bth,
             ext,
         }

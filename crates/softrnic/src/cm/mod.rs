@@ -86,7 +86,8 @@
 //!   resources and ORD as initiator depth; the acceptor's effective IRD is
 //!   `min(its IRD, cap, initiator ORD)`, its ORD `min(its ORD, cap, initiator
 //!   IRD)`, sent in the REP, and the initiator takes the min with those.
-//! * Path MTU: the REQ proposes the initiator's; an acceptor with a
+//! * Path MTU: each side's is its configured one capped by its link's to
+//!   the peer (`device_pmtu`). The REQ proposes the initiator's; an acceptor with a
 //!   smaller one refuses it (REJ "invalid MTU", as an IB port would) with
 //!   its own MTU code in the additional rejection information, and the
 //!   initiator sends the REQ again with that MTU. Both QPs thus use
@@ -147,8 +148,9 @@ pub(crate) trait Host {
     /// Asks the device's own context for a poll (its events and the answer
     /// to a MAD are not left to a busy poller).
     fn wake(&self);
-    /// The device's path MTU (bytes).
-    fn pmtu(&self) -> u32;
+    /// The path MTU (bytes) to `remote`: the device's configured one,
+    /// capped by what its link carries there ([`crate::link::Link::path_mtu_to`]).
+    fn pmtu(&self, remote: IpAddr) -> u32;
     /// Connects QP `qpn` from `local` (whether or not it is one of the
     /// device's addresses now) along `path`: the modify-to-RTS command.
     fn connect_qp(&self, qpn: u32, local: IpAddr, path: Path) -> Result<(), DeviceError>;
@@ -192,10 +194,12 @@ pub const MAX_LISTENERS: u32 = 256;
 /// First and last ephemeral port (IANA dynamic range, as NDK requires).
 pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 49152..=65535;
 
-/// The device's path MTU (validated by the configuration's users; 1024 if
-/// it is not a valid one).
-pub(crate) fn device_pmtu(device: &dyn Host) -> Pmtu {
-    Pmtu::from_bytes(device.pmtu()).unwrap_or(Pmtu::Mtu1024)
+/// The path MTU a connection to `remote` may use: the device's (validated
+/// by the configuration's users; 1024 if it is not a valid one), capped by
+/// the link's to `remote` (a route's or NIC's MTU: a 4096 offered over a
+/// 1500-byte path would never leave the host), never below 256.
+pub(crate) fn device_pmtu(device: &dyn Host, remote: IpAddr) -> Pmtu {
+    Pmtu::from_bytes(device.pmtu(remote)).unwrap_or(Pmtu::Mtu1024)
 }
 
 /// The id of table slot `index` in its `generation`: never 0, and stale

@@ -32,15 +32,15 @@ pub(crate) fn ca_guid(addr: IpAddr) -> u64 {
 
 impl Io {
     /// Sends `mad` from our address `src` to QP1 at `dst` (a UD SEND Only
-    /// with the GSI DETH). The IP/UDP facts follow the socket convention
-    /// (source port 4791; IPv4 identification 0, DF) so the ICRC verifies
-    /// over a UDP-socket link too. Addresses of different families are
+    /// with the GSI DETH) from source port 4791, its IPv4 identification
+    /// that of its PSN, as every packet the engine builds
+    /// ([`crate::wire::ipv4_ident`]). Addresses of different families are
     /// not sent between (connection management never pairs them).
     pub(crate) fn send(&mut self, device: &dyn Host, src: IpAddr, dst: IpAddr, mad: &Mad) {
-        let Some(ip) = IpUdpFields::for_socket(src, dst, ROCEV2_PORT) else {
+        let Some(ip) = IpUdpFields::new(src, dst, ROCEV2_PORT) else {
             return;
         };
-        let headers = gsi_headers(ip, self.mad_psn);
+        let headers = gsi_headers(ip.for_packet(self.mad_psn), self.mad_psn);
         self.mad_psn = psn_add(self.mad_psn, 1);
         let mut buf = [0u8; MAD_DATAGRAM_LEN];
         if let Ok(n) = build(&headers, &[mad.as_bytes()], &mut buf) {

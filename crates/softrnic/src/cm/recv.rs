@@ -140,7 +140,7 @@ impl Rx<'_> {
             self.inner.io.stats.no_listener += 1;
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_SERVICE_ID);
         };
-        let own_pmtu = super::device_pmtu(self.device);
+        let own_pmtu = super::device_pmtu(self.device, self.src);
         let Some(pmtu) = Pmtu::from_code(m.path_mtu()) else {
             return self.refuse(peer_comm_id, MessageRef::REQ, RejReason::INVALID_MTU);
         };

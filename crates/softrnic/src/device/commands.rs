@@ -109,7 +109,7 @@ impl SoftRnic {
         }
         let srq = self.cm_qp(qpn)?;
         let caps = self.config().caps();
-        let pmtu = crate::cm::device_pmtu(self);
+        let pmtu = crate::cm::device_pmtu(self, remote.ip());
         self.cm.with(self, |inner| {
             if inner.conns.iter().any(|c| c.binds(qpn)) {
                 return Err(DeviceError::InvalidState);

@@ -141,7 +141,7 @@ mod tests {
     /// A frame of `ethertype` around a UDP datagram from `src` to `dst`
     /// with `payload`, padded.
     fn udp_frame(src: &str, dst: &str, port: u16, payload: &[u8]) -> Vec<u8> {
-        let mut f = IpUdpFields::for_socket(src.parse().unwrap(), dst.parse().unwrap(), 1).unwrap();
+        let mut f = IpUdpFields::new(src.parse().unwrap(), dst.parse().unwrap(), 1).unwrap();
         match &mut f {
             IpUdpFields::V4(v4) => v4.dst_port = port,
             IpUdpFields::V6(v6) => v6.dst_port = port,

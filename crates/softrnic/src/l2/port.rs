@@ -509,6 +509,12 @@ impl<S: FrameSink> Link for EthernetPort<S> {
     fn can_transmit(&self) -> bool {
         self.sink.has_room()
     }
+
+    /// What the NIC's MTU carries ([`EthernetPort::path_mtu`]), to every
+    /// destination: the port's neighbours share its one segment.
+    fn path_mtu_to(&self, _dst: IpAddr) -> Option<u32> {
+        self.path_mtu()
+    }
 }
 
 const _: () = assert!(MAX_FRAME_LEN == ETHERNET_HEADER_LEN + MAX_DATAGRAM_LEN);

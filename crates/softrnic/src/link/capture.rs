@@ -94,7 +94,7 @@ impl<L> CaptureLink<L> {
         self.with_capture(|cap| match arrival {
             Arrival::Datagram(d) => cap.capture(Direction::Receive, d),
             Arrival::UdpPayload { src, dst, payload } => {
-                if let Some(fields) = IpUdpFields::from_sockets(src, dst) {
+                if let Some(fields) = IpUdpFields::between(src, dst) {
                     self.udp_payload(cap, &fields, payload);
                 }
             }
@@ -189,6 +189,14 @@ impl<L: Link> Link for CaptureLink<L> {
 
     fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
         self.inner.carries_trains(dst)
+    }
+
+    fn path_mtu_to(&self, dst: core::net::IpAddr) -> Option<u32> {
+        self.inner.path_mtu_to(dst)
+    }
+
+    fn take_send_failures(&self, each: &mut dyn FnMut(super::SendFailure)) {
+        self.inner.take_send_failures(each);
     }
 
     fn transmit_train(&self, train: Train) {
@@ -290,7 +298,7 @@ mod tests {
         assert_eq!(link.receive(&mut |_| delivered += 1).count, 2);
         assert_eq!(delivered, 2, "every arrival still reaches the device");
 
-        let fields = IpUdpFields::from_sockets(SRC, DST).unwrap();
+        let fields = IpUdpFields::between(SRC, DST).unwrap();
         let (head, n) = fields.header_bytes(3).unwrap();
         let mut rebuilt = head[..n].to_vec();
         rebuilt.extend_from_slice(&[9, 8, 7]);

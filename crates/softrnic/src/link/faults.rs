@@ -433,6 +433,14 @@ impl<L: Link> Link for FaultLink<L> {
         !self.injector.per_packet.load(AtomicOrdering::Relaxed) && self.inner.carries_trains(dst)
     }
 
+    fn path_mtu_to(&self, dst: core::net::IpAddr) -> Option<u32> {
+        self.inner.path_mtu_to(dst)
+    }
+
+    fn take_send_failures(&self, each: &mut dyn FnMut(super::SendFailure)) {
+        self.inner.take_send_failures(each);
+    }
+
     fn transmit_train(&self, train: Train) {
         self.release_due();
         let hold = if self.injector.active() {

@@ -593,6 +593,25 @@ pub(crate) fn on_retransmit_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair
     cx.sq_doorbell(qpn);
 }
 
+/// A packet of QP `qpn` could not leave the host and never will (too big
+/// for the path, refused: [`crate::link::Link::take_send_failures`]).
+/// Sending it again would fail the same way, so the QP fails now instead
+/// of retrying until its retries run out: a `request`'s oldest
+/// outstanding work request completes with `LocalQpOperation` (the QP
+/// could not carry it), and the QP enters error (the rest flushed, the QP
+/// error event raised), as after a response the responder cannot send.
+pub(crate) fn on_send_failure(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, request: bool) {
+    if qp.state != crate::qp::QpState::Connected {
+        return;
+    }
+    if request && let Some(conn) = qp.conn.as_mut() {
+        conn.req
+            .fail_oldest(&mut conn.timers, CqeStatus::LocalQpOperation);
+        let _ = complete_ready(cx, qpn, qp);
+    }
+    cx.enter_error(qpn, qp);
+}
+
 /// The RNR wait is over: resend from the refused PSN.
 pub(crate) fn on_rnr_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) {
     let now = cx.now;

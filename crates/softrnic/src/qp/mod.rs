@@ -46,7 +46,9 @@ use hwq::{Consumer, CqeStatus, RecvWqe, SendWqe};
 
 use crate::wire::{IpUdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 
-pub(crate) use completer::{on_read_train, on_response, on_retransmit_timer, on_rnr_timer};
+pub(crate) use completer::{
+    on_read_train, on_response, on_retransmit_timer, on_rnr_timer, on_send_failure,
+};
 pub(crate) use context::Context;
 pub use flush::flush;
 pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request};
@@ -448,7 +450,7 @@ impl Connection {
         reads.try_reserve_exact(ird).ok()?;
         reads.resize(ird, ReadResource::default());
         let send_psn = path.send_psn & crate::wire::PSN_MASK;
-        let ip = IpUdpFields::from_sockets(SocketAddr::new(local, ROCEV2_PORT), path.remote)?;
+        let ip = IpUdpFields::between(SocketAddr::new(local, ROCEV2_PORT), path.remote)?;
         Some(Self {
             path,
             pmtu,

@@ -383,7 +383,7 @@ fn send_packet(
     let resend = psn_before(psn, req.sent_hi);
     if meta.kind == MetaKind::Read {
         let mut headers = Headers {
-            ip: conn.ip,
+            ip: conn.ip.for_packet(psn),
             bth: Bth::new(Opcode::RDMA_READ_REQUEST, conn.path.remote_qpn, psn),
             ext: ExtHeaders::NONE,
         };

@@ -74,7 +74,7 @@ pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, arrived
 /// go whatever the link's room are recorded without asking first).
 fn send_aeth(cx: &Context<'_>, conn: &mut Connection, syndrome: Syndrome, psn: u32) {
     let headers = Headers {
-        ip: conn.ip,
+        ip: conn.ip.for_packet(psn),
         bth: Bth::new(Opcode::ACKNOWLEDGE, conn.path.remote_qpn, psn & PSN_MASK),
         ext: ExtHeaders {
             aeth: Some(Aeth {

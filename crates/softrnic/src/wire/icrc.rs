@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn ipv6_variant_fields_are_masked_and_nothing_else() {
         use super::super::ipv6_udp::Ipv6UdpFields;
-        let base = Ipv6UdpFields::for_socket(
+        let base = Ipv6UdpFields::new(
             core::net::Ipv6Addr::LOCALHOST,
             core::net::Ipv6Addr::LOCALHOST,
             7,

@@ -36,32 +36,39 @@ impl From<Ipv6UdpFields> for IpUdpFields {
 pub const MAX_IP_UDP_HEADER_LEN: usize = IPV6_HEADER_LEN + UDP_HEADER_LEN;
 
 impl IpUdpFields {
-    /// The convention of datagrams carried by UDP sockets
-    /// ([`Ipv4UdpFields::for_socket`], [`Ipv6UdpFields::for_socket`]) from
-    /// `src`:`src_port` to `dst`:4791; `None` when the two addresses are of
-    /// different families.
-    pub const fn for_socket(src: IpAddr, dst: IpAddr, src_port: u16) -> Option<Self> {
+    /// The fields of a RoCEv2 datagram from `src`:`src_port` to `dst`:4791
+    /// ([`Ipv4UdpFields::new`], [`Ipv6UdpFields::new`]); `None` when the
+    /// two addresses are of different families.
+    pub const fn new(src: IpAddr, dst: IpAddr, src_port: u16) -> Option<Self> {
         match (src, dst) {
-            (IpAddr::V4(s), IpAddr::V4(d)) => {
-                Some(Self::V4(Ipv4UdpFields::for_socket(s, d, src_port)))
-            }
-            (IpAddr::V6(s), IpAddr::V6(d)) => {
-                Some(Self::V6(Ipv6UdpFields::for_socket(s, d, src_port)))
-            }
+            (IpAddr::V4(s), IpAddr::V4(d)) => Some(Self::V4(Ipv4UdpFields::new(s, d, src_port))),
+            (IpAddr::V6(s), IpAddr::V6(d)) => Some(Self::V6(Ipv6UdpFields::new(s, d, src_port))),
             _ => None,
         }
     }
 
-    /// The facts of a UDP payload a socket received from `src` at `dst`
-    /// (the socket convention, with both real ports); `None` for mixed
-    /// families.
-    pub fn from_sockets(src: SocketAddr, dst: SocketAddr) -> Option<Self> {
-        let mut f = Self::for_socket(src.ip(), dst.ip(), src.port())?;
+    /// The fields of a datagram from `src` to `dst` (both ports as given;
+    /// see [`IpUdpFields::new`]); `None` for mixed families. For an IPv6
+    /// UDP payload a socket received these are every field the ICRC
+    /// covers; for IPv4 they lack the identification, which only the
+    /// received header tells.
+    pub fn between(src: SocketAddr, dst: SocketAddr) -> Option<Self> {
+        let mut f = Self::new(src.ip(), dst.ip(), src.port())?;
         match &mut f {
             Self::V4(v4) => v4.dst_port = dst.port(),
             Self::V6(v6) => v6.dst_port = dst.port(),
         }
         Some(f)
+    }
+
+    /// These fields with the IPv4 identification of the packet of PSN
+    /// `psn` ([`Ipv4UdpFields::for_packet`]); IPv6 has none.
+    #[must_use]
+    pub const fn for_packet(self, psn: u32) -> Self {
+        match self {
+            Self::V4(f) => Self::V4(f.for_packet(psn)),
+            Self::V6(f) => Self::V6(f),
+        }
     }
 
     /// Source address.
@@ -296,16 +303,15 @@ mod tests {
     fn families_do_not_mix() {
         let v4 = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
         let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
-        assert!(IpUdpFields::for_socket(v4, v6, 1).is_none());
-        assert!(IpUdpFields::for_socket(v6, v4, 1).is_none());
-        let f = IpUdpFields::for_socket(v6, v6, 7).unwrap();
+        assert!(IpUdpFields::new(v4, v6, 1).is_none());
+        assert!(IpUdpFields::new(v6, v4, 1).is_none());
+        let f = IpUdpFields::new(v6, v6, 7).unwrap();
         assert_eq!(
             (f.src(), f.dst(), f.src_port(), f.dst_port()),
             (v6, v6, 7, 4791)
         );
         assert_eq!((f.ip_header_len(), f.header_len()), (40, 48));
-        let s =
-            IpUdpFields::from_sockets(SocketAddr::new(v4, 9), SocketAddr::new(v4, 4791)).unwrap();
+        let s = IpUdpFields::between(SocketAddr::new(v4, 9), SocketAddr::new(v4, 4791)).unwrap();
         assert_eq!(
             s.as_v4().map(|f| (f.ident, f.dont_fragment)),
             Some((0, true))
@@ -315,7 +321,7 @@ mod tests {
 
     #[test]
     fn destinations_and_splits_of_both_families() {
-        let f6 = IpUdpFields::for_socket(
+        let f6 = IpUdpFields::new(
             IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
             IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
             49152,
@@ -327,7 +333,7 @@ mod tests {
         assert_eq!(datagram_destination(&d), Some(f6.dst()));
         assert_eq!(datagram_source(&d), Some(f6.src()));
         assert_eq!(split_datagram(&d), Some((f6.destination(), &b"hello"[..])));
-        let f4 = IpUdpFields::for_socket(
+        let f4 = IpUdpFields::new(
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
             49152,

@@ -73,10 +73,11 @@ const _: () = assert!(size_of::<UdpHeader>() == UDP_HEADER_LEN);
 /// The IPv4 and UDP facts of one RoCEv2 datagram.
 ///
 /// On build these are what the caller chooses; on parse of a full datagram
-/// they are what arrived. For the UDP-payload path (a socket hands over only
-/// the bytes after the UDP header) they stand in for the headers the OS
-/// wrote or stripped: the ICRC covers the IPv4 and UDP headers, so both
-/// peers must agree on them — see [`Ipv4UdpFields::for_socket`].
+/// they are what arrived. The ICRC covers the identification and flags, so
+/// an IPv4 packet is checked only against the header it arrived with: no
+/// receiver can stand in for a header it did not see (a UDP socket sees no
+/// identification). The engine stamps each packet's identification
+/// ([`Ipv4UdpFields::for_packet`]) before it builds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ipv4UdpFields {
     /// IPv4 source address.
@@ -96,13 +97,11 @@ pub struct Ipv4UdpFields {
 }
 
 impl Ipv4UdpFields {
-    /// The convention for datagrams carried by an ordinary UDP socket:
-    /// the receiver cannot see the IPv4 identification the sending OS
-    /// chose, so both rsndk peers compute the ICRC as if it were 0 with DF
-    /// set. Destination port 4791, TOS 0. The OS may put another
-    /// identification on the wire, so a third-party checker (scapy) can
-    /// disagree with such an ICRC; between rsndk peers it verifies.
-    pub const fn for_socket(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16) -> Self {
+    /// The fields of a RoCEv2 datagram from `src`:`src_port` to
+    /// `dst`:4791: DF set (RoCEv2 datagrams are never fragmented), TOS 0,
+    /// identification 0 until a packet is stamped with its own
+    /// ([`Ipv4UdpFields::for_packet`]).
+    pub const fn new(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16) -> Self {
         Self {
             src,
             dst,
@@ -111,6 +110,16 @@ impl Ipv4UdpFields {
             ident: 0,
             dont_fragment: true,
             tos: 0,
+        }
+    }
+
+    /// These fields with the identification of the packet of PSN `psn`
+    /// ([`ipv4_ident`]).
+    #[must_use]
+    pub const fn for_packet(self, psn: u32) -> Self {
+        Self {
+            ident: ipv4_ident(psn),
+            ..self
         }
     }
 
@@ -145,6 +154,25 @@ impl Ipv4UdpFields {
             length: U16::new(len),
             checksum: U16::ZERO,
         })
+    }
+}
+
+/// The IPv4 identification of the packet of PSN `psn`: its low 16 bits,
+/// 0 replaced by 0xFFFF.
+///
+/// The engine builds every IPv4 header itself, so it chooses the
+/// identification its ICRC covers. RoCEv2 datagrams are atomic (DF set,
+/// never fragmented), for which RFC 6864 lets the source pick any value;
+/// one taken from the PSN changes packet to packet (up by one along a
+/// stream, as a NIC's per-flow counter does), needs no shared counter on
+/// the send path, and a retransmission carries the header it carried the
+/// first time. Never 0: a Linux raw socket with `IP_HDRINCL` replaces an
+/// identification of 0 with one of its own (`raw_send_hdrinc`), which the
+/// ICRC would not cover.
+pub const fn ipv4_ident(psn: u32) -> u16 {
+    match psn as u16 {
+        0 => u16::MAX,
+        id => id,
     }
 }
 
@@ -253,7 +281,7 @@ mod tests {
 
     #[test]
     fn header_from_fields() {
-        let f = Ipv4UdpFields::for_socket(
+        let f = Ipv4UdpFields::new(
             Ipv4Addr::new(192, 168, 0, 1),
             Ipv4Addr::new(192, 168, 0, 2),
             49152,

@@ -84,7 +84,7 @@ pub struct Ipv6UdpFields {
 impl Ipv6UdpFields {
     /// The facts of a datagram a UDP socket carries from `src`:`src_port`
     /// to `dst`:4791: traffic class and flow label 0.
-    pub const fn for_socket(src: Ipv6Addr, dst: Ipv6Addr, src_port: u16) -> Self {
+    pub const fn new(src: Ipv6Addr, dst: Ipv6Addr, src_port: u16) -> Self {
         Self {
             src,
             dst,
@@ -192,7 +192,7 @@ mod tests {
         Ipv6UdpFields {
             traffic_class: 0xB8,
             flow_label: 0xF_2345,
-            ..Ipv6UdpFields::for_socket(
+            ..Ipv6UdpFields::new(
                 Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
                 Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
                 49152,

@@ -54,7 +54,7 @@ pub use fields::U24;
 pub use framing::{Carrying, read_response_framing, request_opcode};
 pub use icrc::{ICRC_LEN, IcrcHasher, icrc_from_wire, icrc_to_wire};
 pub use ip_udp::IpUdpFields;
-pub use ipv4_udp::{Ipv4UdpFields, ROCEV2_PORT};
+pub use ipv4_udp::{Ipv4UdpFields, ROCEV2_PORT, ipv4_ident};
 pub use ipv6_udp::Ipv6UdpFields;
 pub use mad::{GSI_QPN, MAD_LEN, Mad, MadHeader, gsi_headers};
 pub use opcode::{HeaderSet, Opcode, OpcodeInfo, Operation, Position};

@@ -10,8 +10,10 @@
 //!   The ICRC still covers the IP and UDP headers, so the caller supplies
 //!   their facts as [`IpUdpFields`] (addresses, ports, and for IPv4 the
 //!   identification and DF flag as sent); the lengths are derived from the
-//!   payload length, the variant fields are masked. Peers that cannot see
-//!   each other's real headers agree on [`IpUdpFields::for_socket`].
+//!   payload length, the variant fields are masked. Only a receiver that
+//!   sees every covered field can check such a payload: an IPv6 socket
+//!   does (addresses, ports, lengths); for IPv4 the identification is
+//!   covered and no UDP socket sees it.
 //!   [`PacketBuilder::udp_payload`], [`build_udp_payload`],
 //!   [`parse_udp_payload`].
 //!

@@ -240,8 +240,7 @@ fn families_do_not_mix_on_one_fabric() {
         Err(DeviceError::InvalidAddress)
     );
     // A hand-made IPv4 REQ to the IPv6 device's port: not its address.
-    let ip =
-        IpUdpFields::for_socket(v4.addr, Ipv4Addr::new(10, 0, 0, 2).into(), ROCEV2_PORT).unwrap();
+    let ip = IpUdpFields::new(v4.addr, Ipv4Addr::new(10, 0, 0, 2).into(), ROCEV2_PORT).unwrap();
     let mut out = vec![0u8; 512];
     let n = build(
         &gsi_headers(ip, 0),

@@ -96,7 +96,7 @@ fn port_with(config: PortConfig) -> (EthernetPort<Sink>, Sink) {
 /// A RoCEv2 datagram (a CM REQ MAD to QP1) from `src` to `dst`, whose
 /// ICRC verifies.
 fn rocev2(src: &str, dst: &str) -> Vec<u8> {
-    let ipf = IpUdpFields::for_socket(ip(src), ip(dst), 4791).unwrap();
+    let ipf = IpUdpFields::new(ip(src), ip(dst), 4791).unwrap();
     let mut out = vec![0u8; 512];
     let n = build(
         &gsi_headers(ipf, 7),
@@ -112,7 +112,7 @@ fn rocev2(src: &str, dst: &str) -> Vec<u8> {
 /// and ICRC), which needs padding on the wire in IPv4.
 fn short_udp(src: &str, dst: &str) -> Vec<u8> {
     let headers = Headers {
-        ip: IpUdpFields::for_socket(ip(src), ip(dst), 4791).unwrap(),
+        ip: IpUdpFields::new(ip(src), ip(dst), 4791).unwrap(),
         bth: Bth::new(Opcode::SEND_ONLY, 5, 1),
         ext: ExtHeaders::NONE,
     };

@@ -18,6 +18,7 @@ use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
 use softrnic::link::Link;
+use softrnic::wire::{IpUdpFields, Ipv4UdpFields};
 
 /// What a probing link was given.
 enum Frame {
@@ -117,8 +118,19 @@ fn deliver(from: &Probe, from_addr: IpAddr, to: &Node) -> bool {
         match frame {
             Frame::Datagram(d) => to.receive(&d),
             Frame::Udp { dst, payload } => {
-                let src = SocketAddr::new(from_addr, 4791);
-                to.receive_udp_payload(src, SocketAddr::V4(dst), &payload);
+                // A link lending for IPv4 sends the header the engine
+                // chose (the ICRC covers it): DF, source port 4791, the
+                // identification of the packet's PSN.
+                let IpAddr::V4(from) = from_addr else {
+                    panic!("IPv4 nodes");
+                };
+                let psn = u32::from_be_bytes([0, payload[9], payload[10], payload[11]]);
+                let ip =
+                    IpUdpFields::from(Ipv4UdpFields::new(from, *dst.ip(), 4791).for_packet(psn));
+                let (head, n) = ip.header_bytes(payload.len()).unwrap();
+                let mut datagram = head[..n].to_vec();
+                datagram.extend_from_slice(&payload);
+                to.receive(&datagram);
             }
         }
     }

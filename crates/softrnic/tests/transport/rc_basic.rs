@@ -225,13 +225,40 @@ impl softrnic::env::Capture for TapRef {
     }
 }
 
+/// An IPv4 UDP payload cannot be checked: the ICRC covers the IPv4
+/// identification and flags, which no UDP socket sees. The device refuses
+/// it (counted malformed) rather than check it against a guessed header,
+/// however well-formed it is.
 #[test]
-fn udp_payload_transport_and_capture() {
-    udp_payload_transport_and_capture_on(false);
+fn an_ipv4_udp_payload_is_refused_unchecked() {
+    use softrnic::wire::opcode::Opcode;
+    use softrnic::wire::{Bth, ExtHeaders, Headers, Ipv4UdpFields, build_udp_payload};
+    use std::net::{IpAddr, SocketAddr};
+    let (w, _qa, qb) = setup_on(false, 1024, 1, 2);
+    let (IpAddr::V4(from), IpAddr::V4(to)) = (w.a.addr, w.b.addr) else {
+        panic!("an IPv4 world");
+    };
+    let headers = Headers {
+        ip: Ipv4UdpFields::new(from, to, 4791).for_packet(2).into(),
+        bth: Bth::new(Opcode::SEND_ONLY, qb.qpn.raw(), 2),
+        ext: ExtHeaders::default(),
+    };
+    let mut out = vec![0u8; 256];
+    let n = build_udp_payload(&headers, &[&[5u8; 16]], &mut out).unwrap();
+    let before = w.b.dev.stats();
+    w.b.receive_udp_payload(
+        SocketAddr::new(w.a.addr, 4791),
+        SocketAddr::new(w.b.addr, 4791),
+        &out[..n],
+    );
+    let after = w.b.dev.stats();
+    assert_eq!(after.rx_malformed, before.rx_malformed + 1);
+    assert_eq!(after.rx_bad_icrc, before.rx_bad_icrc);
 }
 
-/// Over IPv6 the socket convention needs no identification or DF (IPv6
-/// has neither), and the tap shows IPv6 datagrams.
+/// Over IPv6 a UDP socket sees every field the ICRC covers (addresses,
+/// ports, lengths: traffic class, flow label and hop limit are masked),
+/// and the tap shows IPv6 datagrams.
 #[test]
 fn udp_payload_transport_and_capture_ipv6() {
     udp_payload_transport_and_capture_on(true);

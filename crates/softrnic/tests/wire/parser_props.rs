@@ -603,7 +603,7 @@ proptest! {
             }
             let payload: &[u8] = if info.payload { &a.payload } else { &[] };
             let h = Headers {
-                ip: Ipv4UdpFields::for_socket(ADDR_A, ADDR_B, ROCEV2_PORT).into(),
+                ip: Ipv4UdpFields::new(ADDR_A, ADDR_B, ROCEV2_PORT).into(),
                 bth: Bth::new(
                     op,
                     if a.qpn_ok { qb.qpn.raw() } else { qb.qpn.raw() + 1 },
@@ -654,7 +654,7 @@ fn well_formed_requests_built_like_the_attacks_are_executed() {
     let target = w.b.register(8192, REMOTE);
     let recv = w.b.register(4096, Access::LOCAL_WRITE);
     w.b.post_recv(&mut qb, 1, &[recv.sge(0, 4096)]);
-    let ip = Ipv4UdpFields::for_socket(ADDR_A, ADDR_B, ROCEV2_PORT).into();
+    let ip = Ipv4UdpFields::new(ADDR_A, ADDR_B, ROCEV2_PORT).into();
     let mut out = vec![0u8; 2048];
     let write = Headers {
         ip,
@@ -745,7 +745,7 @@ proptest! {
         *w.a.mem.log.lock().unwrap() = Some(Vec::new());
         w.a.post_send(&mut qa, common::rdma(hwq::wqe::SendOpcode::Read, 1, &[sink.sge(0, 3000)], &remote, 0));
         w.a.post_send(&mut qa, common::wqe(hwq::wqe::SendOpcode::Send, 2, &[src.sge(0, 100)]));
-        let ip = Ipv4UdpFields::for_socket(ADDR_B, ADDR_A, ROCEV2_PORT).into();
+        let ip = Ipv4UdpFields::new(ADDR_B, ADDR_A, ROCEV2_PORT).into();
         let mut out = vec![0u8; 2048];
         let payload = vec![0x5Au8; 1100];
         for r in &responses {
@@ -821,7 +821,7 @@ fn well_formed_read_responses_complete_the_read() {
     );
     w.a.poll();
     while w.fabric.take_due(u64::MAX).is_some() {}
-    let ip = Ipv4UdpFields::for_socket(ADDR_B, ADDR_A, ROCEV2_PORT).into();
+    let ip = Ipv4UdpFields::new(ADDR_B, ADDR_A, ROCEV2_PORT).into();
     let mut out = vec![0u8; 2048];
     for (op, psn, len) in [
         (Opcode::RDMA_READ_RESPONSE_FIRST, 100, 1024),

@@ -354,7 +354,7 @@ fn mad_header_checks() {
 
 #[test]
 fn cm_over_a_whole_packet() {
-    let ip = Ipv4UdpFields::for_socket(
+    let ip = Ipv4UdpFields::new(
         Ipv4Addr::new(10, 0, 0, 1),
         Ipv4Addr::new(10, 0, 0, 2),
         0xC001,

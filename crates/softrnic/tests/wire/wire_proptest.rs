@@ -174,7 +174,7 @@ fn icrc_matches(datagram: &[u8]) -> bool {
 
 /// Wraps arbitrary transport bytes in valid IPv6/UDP headers.
 fn wrap6(transport: &[u8], seal: bool) -> Vec<u8> {
-    let ip = Ipv6UdpFields::for_socket(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 1000);
+    let ip = Ipv6UdpFields::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 1000);
     let mut d = Vec::new();
     d.extend_from_slice(zerocopy::IntoBytes::as_bytes(
         &ip.ipv6_header(transport.len()).unwrap(),
@@ -194,7 +194,7 @@ fn wrap6(transport: &[u8], seal: bool) -> Vec<u8> {
 /// Wraps arbitrary transport bytes in valid IPv4/UDP headers so the parser
 /// gets past them.
 fn wrap(transport: &[u8], seal: bool) -> Vec<u8> {
-    let ip = Ipv4UdpFields::for_socket(Ipv4Addr::new(1, 2, 3, 4), Ipv4Addr::new(5, 6, 7, 8), 1000);
+    let ip = Ipv4UdpFields::new(Ipv4Addr::new(1, 2, 3, 4), Ipv4Addr::new(5, 6, 7, 8), 1000);
     let mut d = Vec::new();
     d.extend_from_slice(zerocopy::IntoBytes::as_bytes(
         &ip.ipv4_header(transport.len()).unwrap(),
@@ -221,9 +221,9 @@ proptest! {
             prop_assert!(icrc_matches(&bytes));
             prop_assert!(p.payload.len() <= bytes.len());
         }
-        let ip = Ipv4UdpFields::for_socket(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST, 1);
+        let ip = Ipv4UdpFields::new(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST, 1);
         let _ = parse_udp_payload(&ip, &bytes);
-        let ip6 = Ipv6UdpFields::for_socket(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 1);
+        let ip6 = Ipv6UdpFields::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 1);
         let _ = parse_udp_payload(&ip6, &bytes);
         let _ = parse_cm(&bytes);
         let _ = CmaHeader::parse(&bytes);

@@ -48,7 +48,7 @@ fn computed_and_carried(datagram: &[u8], icrc_fn: fn(&[u8]) -> Option<u32>) -> (
 }
 
 fn vector_ip() -> IpUdpFields {
-    Ipv4UdpFields::for_socket(
+    Ipv4UdpFields::new(
         Ipv4Addr::new(192, 168, 0, 1),
         Ipv4Addr::new(192, 168, 0, 2),
         49152,
@@ -225,7 +225,7 @@ fn build_and_parse_pad_vector() {
 }
 
 fn v6_vector_ip() -> Ipv6UdpFields {
-    Ipv6UdpFields::for_socket(
+    Ipv6UdpFields::new(
         Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
         Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
         49152,
