@@ -91,7 +91,7 @@ use crate::engine_state::Engine;
 use crate::env::Capture;
 use crate::link::{Arrival, Link};
 use crate::outbox::Outbox;
-use crate::qp::{self, Connection, Path, QpState, QueuePair, RcConfig};
+use crate::qp::{self, Connection, Negotiated, Path, QpState, QueuePair, RcConfig};
 pub use crate::stats::EngineStats;
 use crate::train::{Arrived, Train};
 use crate::wire::{self, GSI_QPN, IpUdpFields, Operation, Packet, ParseError, Pmtu, QPN_MASK};
@@ -101,6 +101,15 @@ pub const POLL_BUDGET: u32 = 64;
 
 /// Interval of CQ moderation ticks while a moderation timer runs (µs).
 const CQ_TICK_US: u64 = 10;
+
+/// A connected QP's PSNs ([`SoftRnic::qp_psns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpPsns {
+    /// The next PSN its requester sends.
+    pub send: u32,
+    /// The next PSN its responder expects.
+    pub recv: u32,
+}
 
 /// Whether a QP took a received packet.
 #[derive(PartialEq)]
@@ -152,6 +161,24 @@ impl SoftRnic {
         self.qps.with(qpn, |qp| qp.state)
     }
 
+    /// The PSN QP `qpn`'s requester sends next and the one its responder
+    /// expects next (what rxe's query_qp reports as sq_psn and rq_psn), if
+    /// it is connected; right after connecting, its starting PSNs.
+    pub fn qp_psns(&self, qpn: u32) -> Option<QpPsns> {
+        self.qps.with(qpn, |qp| {
+            qp.conn.as_ref().map(|c| QpPsns {
+                send: c.req.next_psn,
+                recv: c.resp.epsn,
+            })
+        })?
+    }
+
+    /// The reliability parameters QP `qpn` runs with, if it is connected
+    /// (connection management's negotiation applied).
+    pub fn qp_rc_config(&self, qpn: u32) -> Option<RcConfig> {
+        self.qps.with(qpn, |qp| qp.conn.as_ref().map(|c| c.rc))?
+    }
+
     /// Connects QP `qpn` (the modify-to-RTS command connection management
     /// issues): sets its path, PSNs, PMTU and read limits, allocates its
     /// packet buffer and IRD resources, and starts its requester (WQEs
@@ -165,7 +192,7 @@ impl SoftRnic {
             .read()
             .source_for(path.remote.ip())
             .ok_or(DeviceError::InvalidAddress)?;
-        self.connect_qp_at(qpn, local, path)
+        self.connect_qp_at(qpn, local, path, None)
     }
 
     /// [`SoftRnic::connect_qp`] from `local`, which must be one of the
@@ -174,19 +201,22 @@ impl SoftRnic {
         if !self.has_address(local) {
             return Err(DeviceError::InvalidAddress);
         }
-        self.connect_qp_at(qpn, local, path)
+        self.connect_qp_at(qpn, local, path, None)
     }
 
     /// Connects QP `qpn` from `local` (of the remote's family) whether or
     /// not it is one of the device's addresses now: connection management
     /// connects a connection whose address was removed during its
     /// handshake all the same (it receives nothing until the address is
-    /// back).
+    /// back). `negotiated` is what connection management agreed on for
+    /// the QP's reliability, applied over its configuration
+    /// ([`RcConfig::negotiated`]).
     pub(crate) fn connect_qp_at(
         &self,
         qpn: u32,
         local: IpAddr,
         path: Path,
+        negotiated: Option<&Negotiated>,
     ) -> Result<(), DeviceError> {
         let pmtu = Pmtu::from_bytes(path.pmtu)
             .filter(|p| p.bytes() <= self.config().pmtu)
@@ -210,6 +240,7 @@ impl SoftRnic {
             return Err(DeviceError::InvalidAddress);
         }
         let rc = rc.unwrap_or(*self.engine.defaults.read());
+        let rc = negotiated.map_or(rc, |n| rc.negotiated(n));
         let mut conn =
             Connection::new(local, path, pmtu, rc, depth).ok_or(DeviceError::NoResources)?;
         if self.config().per_qp_source_port {
@@ -652,7 +683,13 @@ impl crate::cm::Host for SoftRnic {
         }
     }
 
-    fn connect_qp(&self, qpn: u32, local: IpAddr, path: Path) -> Result<(), DeviceError> {
-        self.connect_qp_at(qpn, local, path)
+    fn connect_qp(
+        &self,
+        qpn: u32,
+        local: IpAddr,
+        path: Path,
+        negotiated: &Negotiated,
+    ) -> Result<(), DeviceError> {
+        self.connect_qp_at(qpn, local, path, Some(negotiated))
     }
 }

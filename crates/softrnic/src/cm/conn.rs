@@ -53,7 +53,8 @@ pub(crate) struct Conn {
     pub remote_qpn: u32,
     /// Transaction ID of the handshake (the REQ's).
     pub tid: u64,
-    /// First PSN we send, and the first we expect.
+    /// First PSN we send (the Starting PSN of the peer's REQ or REP), and
+    /// the first we expect (the one our own REQ or REP announced).
     pub send_psn: u32,
     pub recv_psn: u32,
     pub pmtu: Pmtu,
@@ -63,6 +64,11 @@ pub(crate) struct Conn {
     /// The peer's read limits as it sent them (REQ or REP).
     pub peer_ird: u8,
     pub peer_ord: u8,
+    /// The QP's retransmit timeout exponent, transport retry count and
+    /// RNR retry count, as negotiated (`super::negotiated`).
+    pub ack_timeout: u8,
+    pub retry_count: u8,
+    pub rnr_retry: u8,
     /// The peer's CM response timeout (how long it takes to answer us).
     pub peer_timeout: u8,
     /// Retransmissions allowed and done for the message in `out`.
@@ -108,6 +114,9 @@ impl Conn {
             ord: 0,
             peer_ird: 0,
             peer_ord: 0,
+            ack_timeout: 0,
+            retry_count: 0,
+            rnr_retry: 0,
             peer_timeout: 0,
             max_retries: 0,
             retries: 0,

@@ -82,6 +82,22 @@
 //!   reaches the acceptor's QP before the RTU stands in for it (IB's
 //!   communication-established event): the QP connects and the packet is
 //!   taken, so a lost RTU costs the initiator's first message nothing.
+//! * Starting PSN: a REQ's or REP's is the PSN its *sender's receive
+//!   queue* expects (random per connection); the receiver of the message
+//!   sends from it. So the acceptor's send queue starts at the REQ's, the
+//!   initiator's at the REP's, as Linux's IB CM has it (`ib_send_cm_req`
+//!   and `ib_send_cm_rep` set the sender's rq_psn from their own message,
+//!   `cm_req_handler` and `cm_rep_handler` the receiver's sq_psn).
+//! * Retransmit timeout, retry counts ([`ack_timeout`],
+//!   [`crate::qp::Negotiated`]): the REQ offers a Local ACK Timeout from
+//!   our CA ACK delay and the packet lifetime, which becomes the
+//!   acceptor's QP timeout; the REP's Target ACK Delay gives the
+//!   initiator's. Both QPs retry the REQ's Retry Count times; each side's
+//!   RNR retries are the count the *other* side's message carries (REQ
+//!   for the acceptor, REP for the initiator). No CM message carries an
+//!   RNR timer: each responder NAKs with its own (Linux's CM sets 0,
+//!   655 ms, at RTR; ours is [`crate::qp::RcConfig::min_rnr_timer`]) and
+//!   each requester waits what the NAK says.
 //! * IRD/ORD: the REQ carries the initiator's (capped) IRD as responder
 //!   resources and ORD as initiator depth; the acceptor's effective IRD is
 //!   `min(its IRD, cap, initiator ORD)`, its ORD `min(its ORD, cap, initiator
@@ -108,6 +124,7 @@
 //! Nothing here allocates after [`CmState::new`] (connecting a QP does:
 //! the engine's `connect_qp` allocates its transport state).
 
+pub mod ack_timeout;
 pub(crate) mod conn;
 pub(crate) mod events;
 pub(crate) mod listen;
@@ -125,7 +142,7 @@ use core::net::{IpAddr, SocketAddr};
 
 use hwq::device::DeviceError;
 
-use crate::qp::Path;
+use crate::qp::{Negotiated, Path};
 use crate::wire::{Pmtu, ROCEV2_PORT};
 
 use conn::ConnTable;
@@ -152,8 +169,15 @@ pub(crate) trait Host {
     /// capped by what its link carries there ([`crate::link::Link::path_mtu_to`]).
     fn pmtu(&self, remote: IpAddr) -> u32;
     /// Connects QP `qpn` from `local` (whether or not it is one of the
-    /// device's addresses now) along `path`: the modify-to-RTS command.
-    fn connect_qp(&self, qpn: u32, local: IpAddr, path: Path) -> Result<(), DeviceError>;
+    /// device's addresses now) along `path`, with the reliability the
+    /// handshake `negotiated`: the modify-to-RTS command.
+    fn connect_qp(
+        &self,
+        qpn: u32,
+        local: IpAddr,
+        path: Path,
+        negotiated: &Negotiated,
+    ) -> Result<(), DeviceError>;
 }
 
 /// The QP addressing a connection fixes.
@@ -169,10 +193,19 @@ fn path(conn: &conn::Conn) -> Path {
     }
 }
 
+/// The QP reliability a connection negotiated.
+fn negotiated(conn: &conn::Conn) -> Negotiated {
+    Negotiated {
+        timeout: conn.ack_timeout,
+        retry_count: conn.retry_count,
+        rnr_retry: conn.rnr_retry,
+    }
+}
+
 /// Connects the connection's QP to its peer, from the connection's own
 /// address.
 pub(crate) fn connect_qp(host: &dyn Host, conn: &conn::Conn) -> Result<(), DeviceError> {
-    host.connect_qp(conn.qpn, conn.local.ip(), path(conn))
+    host.connect_qp(conn.qpn, conn.local.ip(), path(conn), &negotiated(conn))
 }
 
 /// CM response timeout we announce (exponent: 4.096 µs × 2^16 ≈ 268 ms).
@@ -185,8 +218,6 @@ pub const PACKET_LIFETIME: u8 = 14;
 /// Service timeout we ask for in an MRA (4.096 µs × 2^20 ≈ 4.3 s): how long
 /// our consumer may take to accept or to complete a connection.
 pub const MRA_SERVICE_TIMEOUT: u8 = 20;
-/// Local ACK timeout we put in the REQ's path (4.096 µs × 2^14 ≈ 67 ms).
-pub const LOCAL_ACK_TIMEOUT: u8 = 14;
 /// How long a released connection keeps answering duplicates.
 pub const TIME_WAIT_US: u64 = 2 * timeout_us(CM_RESPONSE_TIMEOUT);
 /// Listeners a device holds.
@@ -215,8 +246,7 @@ fn slot_index(id: u32) -> Option<usize> {
 
 /// Microseconds of an IB timeout exponent: 4.096 µs × 2^`exp` (capped at 31).
 pub const fn timeout_us(exp: u8) -> u64 {
-    let exp = if exp > 31 { 31 } else { exp };
-    (4096u64 << exp) / 1000
+    crate::qp::ib_timeout_us(exp)
 }
 
 /// How long to wait for an answer from a peer whose response timeout

@@ -5,7 +5,7 @@ use core::net::IpAddr;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::conn::Conn;
-use super::{CM_RESPONSE_TIMEOUT, Host, Io, LOCAL_ACK_TIMEOUT, MAX_CM_RETRIES};
+use super::{CM_RESPONSE_TIMEOUT, Host, Io, MAX_CM_RETRIES, ack_timeout};
 use crate::wire::cm::{PERMISSIVE_LID, TRANSPORT_RC};
 use crate::wire::cma::PORT_SPACE_TCP;
 use crate::wire::{
@@ -19,8 +19,11 @@ const MAD_DATAGRAM_LEN: usize = crate::wire::ip_udp::MAX_IP_UDP_HEADER_LEN + 12 
 
 /// Hop limit (IPv4 TTL) announced in the REQ's path.
 const HOP_LIMIT: u8 = 64;
-/// Transport and RNR retry counts announced (7: RNR retries forever).
-const RETRY_COUNT: u8 = 7;
+/// Transport retry count the REQ sets for both QPs (7 retries: the IBA's
+/// largest, not "forever", which only the RNR count has).
+pub(crate) const RETRY_COUNT: u8 = 7;
+/// RNR retry count we ask the peer's requester for (7: forever), in the
+/// REQ and the REP.
 const RNR_RETRY_COUNT: u8 = 7;
 
 /// The CA GUID of the device at `addr` (made up: RoCE has no real one):
@@ -88,7 +91,9 @@ pub(crate) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
     r.set_initiator_depth(conn.ord);
     r.set_remote_cm_response_timeout(CM_RESPONSE_TIMEOUT);
     r.set_transport_service_type(TRANSPORT_RC);
-    r.set_starting_psn(conn.send_psn);
+    // The PSN our receive queue expects: the peer sends from it (as
+    // Linux's IB CM reads a REQ).
+    r.set_starting_psn(conn.recv_psn);
     r.set_local_cm_response_timeout(CM_RESPONSE_TIMEOUT);
     r.set_retry_count(RETRY_COUNT);
     r.set_partition_key(crate::wire::DEFAULT_PKEY);
@@ -102,7 +107,7 @@ pub(crate) fn req(conn: &Conn, x: &ReqExtras<'_>) -> Option<Mad> {
     p.set_local_gid(gid_from_ip(conn.local.ip()));
     p.set_remote_gid(gid_from_ip(conn.remote.ip()));
     p.set_hop_limit(HOP_LIMIT);
-    p.set_local_ack_timeout(LOCAL_ACK_TIMEOUT);
+    p.set_local_ack_timeout(ack_timeout::offered());
     *r.private_data_mut() = header.write_req_private(x.private_data)?;
     Some(Mad::cm(conn.tid, &r))
 }
@@ -114,10 +119,11 @@ pub(crate) fn rep(conn: &Conn, local_comm_id: u32, srq: bool, private_data: &[u8
     r.set_local_comm_id(local_comm_id);
     r.set_remote_comm_id(conn.remote_comm_id);
     r.set_local_qpn(conn.qpn);
-    r.set_starting_psn(conn.send_psn);
+    // The PSN our receive queue expects: the initiator sends from it.
+    r.set_starting_psn(conn.recv_psn);
     r.set_responder_resources(conn.ird);
     r.set_initiator_depth(conn.ord);
-    r.set_target_ack_delay(0);
+    r.set_target_ack_delay(ack_timeout::LOCAL_CA_ACK_DELAY);
     r.set_rnr_retry_count(RNR_RETRY_COUNT);
     r.set_srq(srq);
     r.set_local_ca_guid(ca_guid(conn.local.ip()));

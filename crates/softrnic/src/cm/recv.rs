@@ -4,7 +4,7 @@ use core::net::{IpAddr, SocketAddr};
 
 use super::conn::{Conn, State};
 use super::events::Kind;
-use super::{Host, Inner, Io, MRA_SERVICE_TIMEOUT, answer_wait_us, msg};
+use super::{Host, Inner, Io, MRA_SERVICE_TIMEOUT, ack_timeout, answer_wait_us, msg};
 use crate::wire::cm::{ATTR_REJ, ATTR_REP, REJ_PRIVATE_LEN, TRANSPORT_RC};
 use crate::wire::cma::PORT_SPACE_TCP;
 use crate::wire::{
@@ -161,12 +161,18 @@ impl Rx<'_> {
         conn.remote_comm_id = peer_comm_id;
         conn.remote_qpn = m.local_qpn();
         conn.tid = self.tid;
-        conn.recv_psn = m.starting_psn();
+        // The initiator's receive queue expects this PSN: we send from it.
+        conn.send_psn = m.starting_psn();
         conn.pmtu = pmtu;
         conn.peer_ird = m.responder_resources();
         conn.peer_ord = m.initiator_depth();
         conn.peer_timeout = m.local_cm_response_timeout();
         conn.max_retries = m.max_cm_retries();
+        // Our QP's reliability, as Linux's cm_req_handler and
+        // cm_init_qp_rts_attr take it from a REQ.
+        conn.ack_timeout = ack_timeout::acceptor(m.primary_path().local_ack_timeout());
+        conn.retry_count = m.retry_count();
+        conn.rnr_retry = m.rnr_retry_count();
         conn.set_peer_data(consumer_data);
         self.inner.io.report(conn, id, Kind::ConnectRequest);
     }
@@ -188,9 +194,14 @@ impl Rx<'_> {
             State::ReqSent => {
                 conn.remote_comm_id = m.local_comm_id();
                 conn.remote_qpn = m.local_qpn();
-                conn.recv_psn = m.starting_psn();
+                // The acceptor's receive queue expects this PSN.
+                conn.send_psn = m.starting_psn();
                 conn.peer_ird = m.responder_resources();
                 conn.peer_ord = m.initiator_depth();
+                // As Linux's cm_rep_handler: the timeout from the
+                // acceptor's ACK delay, the RNR retries it asks for.
+                conn.ack_timeout = ack_timeout::initiator(m.target_ack_delay());
+                conn.rnr_retry = m.rnr_retry_count();
                 conn.ord = conn.ord.min(conn.peer_ird);
                 conn.ird = conn.ird.min(conn.peer_ord);
                 // The REP field is 196 bytes, but an acceptor can only have

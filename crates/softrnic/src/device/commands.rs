@@ -143,12 +143,17 @@ impl SoftRnic {
             conn.local = SocketAddr::new(addr, port);
             conn.remote = remote;
             conn.tid = io.new_tid();
-            conn.send_psn = io.random_psn();
+            // The REQ announces the PSN we expect; the REP says where we
+            // send from.
+            conn.recv_psn = io.random_psn();
             conn.pmtu = pmtu;
             conn.ird = read_limit(params.inbound_reads, caps.max_inbound_reads);
             conn.ord = read_limit(params.outbound_reads, caps.max_outbound_reads);
             conn.peer_timeout = CM_RESPONSE_TIMEOUT;
             conn.max_retries = MAX_CM_RETRIES;
+            // The REQ's retry count is both QPs'; the timeout and the RNR
+            // retries come with the REP.
+            conn.retry_count = msg::RETRY_COUNT;
             conn.period_us = answer_wait_us(CM_RESPONSE_TIMEOUT);
             let extras = ReqExtras {
                 local_comm_id: io.comm_id(id),
@@ -242,7 +247,9 @@ impl Connections for SoftRnic {
             conn.ird = read_limit(params.inbound_reads, caps.max_inbound_reads).min(conn.peer_ord);
             conn.ord =
                 read_limit(params.outbound_reads, caps.max_outbound_reads).min(conn.peer_ird);
-            conn.send_psn = io.random_psn();
+            // The REP announces the PSN we expect (the REQ said where we
+            // send from).
+            conn.recv_psn = io.random_psn();
             let mad = msg::rep(conn, io.comm_id(conn_id), srq, private_data)
                 .ok_or(DeviceError::InvalidParameter)?;
             conn.state = State::RepSent;

@@ -35,6 +35,7 @@ mod completer;
 mod context;
 mod flush;
 mod read_window;
+mod reliability;
 mod requester;
 mod responder;
 mod timers;
@@ -51,6 +52,7 @@ pub(crate) use completer::{
 };
 pub(crate) use context::Context;
 pub use flush::flush;
+pub use reliability::{MAX_ACK_TIMEOUT_US, MIN_ACK_TIMEOUT_US, Negotiated, ib_timeout_us};
 pub(crate) use responder::{flush_held_ack, on_ack_timer, on_request};
 use timers::{Timer, Timers};
 
@@ -165,14 +167,23 @@ pub struct Path {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RcConfig {
     /// Time without progress before the requester retransmits from the
-    /// oldest unacknowledged PSN (microseconds, > 0).
+    /// oldest unacknowledged PSN (microseconds, > 0). A QP connected by
+    /// connection management gets the negotiated one (see `follow_cm`).
     pub ack_timeout_us: u64,
     /// Retransmissions after timeouts or lost READ responses before the
     /// oldest WQE completes with `RetryExceeded` (0..=7; 7 is *not*
-    /// infinite, as the IBA specifies).
+    /// infinite, as the IBA specifies). Negotiated likewise.
     pub retry_count: u8,
     /// Retries after RNR NAKs before `RnrRetryExceeded` (7: infinite).
+    /// Negotiated likewise.
     pub rnr_retry: u8,
+    /// Whether a QP connected by connection management takes the
+    /// retransmit timeout and retry counts it negotiated
+    /// ([`Negotiated`]) in place of the three above, as Linux's IB CM sets
+    /// a QP's (true by default). False keeps this configuration's, as a
+    /// Linux consumer's `rdma_set_ack_timeout` does (tests use it for
+    /// millisecond timers).
+    pub follow_cm: bool,
     /// The RNR timer this QP's responder asks the peer to wait.
     pub min_rnr_timer: RnrTimer,
     /// Most PSNs the requester keeps unacknowledged.
@@ -196,12 +207,18 @@ pub struct RcConfig {
 impl RcConfig {
     /// The retransmit timeout after `expiries` consecutive timeouts without
     /// progress: `ack_timeout_us`, doubled per expiry (as TCP backs off its
-    /// RTO), at most 128 times. A single loss is recovered after the short
+    /// RTO) up to [`BACKOFF_CEILING_US`] or the base itself if that is
+    /// larger, at most 128 times. A single loss is recovered after the
     /// base timeout, while a peer that is merely slow to be scheduled (a
-    /// loaded host, a debugger, valgrind) gets seconds, not 8 x 8 ms,
-    /// before the request fails with `RetryExceeded`.
+    /// loaded host, a debugger, valgrind) gets seconds before the request
+    /// fails with `RetryExceeded`, and each expiry's go-back-N resends the
+    /// window less often. (Linux's rxe re-arms the same timeout on every
+    /// expiry; the backoff is ours alone and invisible to the peer.)
     pub fn retransmit_timeout_us(&self, expiries: u8) -> u64 {
-        self.ack_timeout_us.saturating_mul(1 << expiries.min(7))
+        let ceiling = self.ack_timeout_us.max(BACKOFF_CEILING_US);
+        self.ack_timeout_us
+            .saturating_mul(1 << expiries.min(7))
+            .min(ceiling)
     }
 }
 
@@ -211,6 +228,7 @@ impl Default for RcConfig {
             ack_timeout_us: 8_000,
             retry_count: 7,
             rnr_retry: 7,
+            follow_cm: true,
             // 640 µs: short timers cause RNR storms (research note §3.2).
             min_rnr_timer: RnrTimer::at_least(640),
             max_unacked_psns: 256,
@@ -221,6 +239,11 @@ impl Default for RcConfig {
         }
     }
 }
+
+/// Where the retransmit timeout's doubling stops (µs): 8 ms doubled seven
+/// times, the ceiling of the fixed 8 ms start rsndk had before the
+/// timeout was negotiated.
+pub const BACKOFF_CEILING_US: u64 = 1_024_000;
 
 /// What a started SQ WQE is, for the completer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -589,7 +612,10 @@ mod tests {
 
     #[test]
     fn retransmit_timeout_doubles_per_expiry_up_to_128_times() {
-        let rc = RcConfig::default();
+        let rc = RcConfig {
+            ack_timeout_us: 8_000,
+            ..RcConfig::default()
+        };
         let seq: [u64; 9] = core::array::from_fn(|i| rc.retransmit_timeout_us(i as u8));
         assert_eq!(
             seq,
@@ -598,5 +624,24 @@ mod tests {
             ]
         );
         assert_eq!(rc.retransmit_timeout_us(u8::MAX), 1_024_000);
+    }
+
+    #[test]
+    fn a_negotiated_timeout_doubles_to_the_ceiling_or_stays_above_it() {
+        let rc = RcConfig {
+            ack_timeout_us: 134_217,
+            ..RcConfig::default()
+        };
+        let seq: [u64; 5] = core::array::from_fn(|i| rc.retransmit_timeout_us(i as u8));
+        assert_eq!(seq, [134_217, 268_434, 536_868, 1_024_000, 1_024_000]);
+        let slow = RcConfig {
+            ack_timeout_us: 2_147_483,
+            ..RcConfig::default()
+        };
+        assert_eq!(
+            slow.retransmit_timeout_us(3),
+            2_147_483,
+            "no doubling above it"
+        );
     }
 }

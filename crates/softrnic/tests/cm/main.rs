@@ -8,4 +8,5 @@ mod cm_e2e;
 mod cm_faults;
 mod cm_handshake;
 mod cm_ipv6;
+mod cm_negotiation;
 mod transport_cm;

@@ -491,10 +491,12 @@ pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 pub const ADDR6_A: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
 pub const ADDR6_B: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
 
-/// Test-friendly timers: 1 ms retransmit, 10 µs RNR timer.
+/// Test-friendly timers: 1 ms retransmit, 10 µs RNR timer, kept over
+/// connection management's negotiated timeout.
 pub fn fast_rc() -> RcConfig {
     RcConfig {
         ack_timeout_us: 1_000,
+        follow_cm: false,
         min_rnr_timer: softrnic::wire::RnrTimer::new(1).unwrap(),
         ack_delay_us: 20,
         ..RcConfig::default()

@@ -49,7 +49,10 @@ impl RepMsg {
         local_qpn, set_local_qpn: local_qpn -> u32;
         /// Local EECN (RD only, 24 bits).
         local_eecn, set_local_eecn: local_eecn -> u32;
-        /// Starting PSN of the replier's send queue (24 bits).
+        /// Starting PSN (24 bits): the first PSN the replier's *receive*
+        /// queue expects, so the initiator's send queue starts from it
+        /// (Linux's IB CM: `ib_send_cm_rep` sets the acceptor's rq_psn
+        /// from it, `cm_rep_handler` the initiator's sq_psn).
         starting_psn, set_starting_psn: starting_psn -> u32;
         /// Local CA GUID.
         local_ca_guid, set_local_ca_guid: local_ca_guid -> u64;

@@ -144,7 +144,10 @@ impl ReqMsg {
         local_eecn, set_local_eecn: local_eecn -> u32;
         /// Remote EECN (RD only, 24 bits).
         remote_eecn, set_remote_eecn: remote_eecn -> u32;
-        /// Starting PSN of the sender's send queue (24 bits).
+        /// Starting PSN (24 bits): the first PSN the sender's *receive*
+        /// queue expects, so the acceptor's send queue starts from it
+        /// (Linux's IB CM: `ib_send_cm_req` sets the initiator's rq_psn
+        /// from it, `cm_req_handler` the acceptor's sq_psn).
         starting_psn, set_starting_psn: starting_psn -> u32;
         /// Partition key.
         partition_key, set_partition_key: partition_key -> u16;
