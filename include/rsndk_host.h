@@ -62,6 +62,7 @@ typedef struct _MDL MDL;
 #define RSNDK_STATUS_INVALID_PARAMETER ((NTSTATUS)0xC000000DL)
 #define RSNDK_STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009AL)
 #define RSNDK_STATUS_SHARING_VIOLATION ((NTSTATUS)0xC0000043L)
+#define RSNDK_STATUS_ACCESS_DENIED ((NTSTATUS)0xC0000022L)
 #define RSNDK_NDIS_STATUS_BAD_VERSION ((NTSTATUS)0xC0010004L)
 
 /*
@@ -108,6 +109,10 @@ typedef struct _MDL MDL;
  *   STATUS_SHARING_VIOLATION      the address is taken (UDP port 4791 owned by
  *                                 someone else, a device of this process with
  *                                 another configuration, a fabric node)
+ *   STATUS_ACCESS_DENIED          an IPv4 UDP adapter in a process without
+ *                                 CAP_NET_RAW: its raw sockets own the IPv4
+ *                                 header the RoCEv2 ICRC covers (run as root,
+ *                                 or `setcap cap_net_raw+ep` the program)
  *   STATUS_INSUFFICIENT_RESOURCES out of memory or threads
  */
 NTSTATUS RsNdkOpenAdapterEx(const char *config, uint16_t major, uint16_t minor,
@@ -120,6 +125,9 @@ NTSTATUS RsNdkOpenAdapter(const char *config, NDK_ADAPTER **adapter);
  * Closes an adapter; returns when no callback into the consumer is running or
  * can still run. The device stops with its last adapter.
  * STATUS_INVALID_PARAMETER for NULL or a pointer that is not an open adapter.
+ * May be called from an atexit handler (which glibc runs after the main
+ * thread's thread-local destructors): the library does not need them to
+ * close.
  */
 NTSTATUS RsNdkCloseAdapter(NDK_ADAPTER *adapter);
 

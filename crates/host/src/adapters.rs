@@ -11,8 +11,8 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
 
 use hwq::TryArc;
 use ndkpi::{
-    NDK_ADAPTER, NDK_VERSION, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER,
-    STATUS_SHARING_VIOLATION,
+    NDK_ADAPTER, NDK_VERSION, NTSTATUS, STATUS_ACCESS_DENIED, STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION,
 };
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
@@ -126,6 +126,12 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         Transport::Udp { .. } => {
             let mut port = UdpPort::bind(addr).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AddrInUse => STATUS_SHARING_VIOLATION,
+                std::io::ErrorKind::PermissionDenied => {
+                    // No silent fallback to a header the ICRC would not
+                    // match: say what is missing.
+                    eprintln!("{}", crate::udp::NO_RAW_SOCKETS);
+                    STATUS_ACCESS_DENIED
+                }
                 _ => STATUS_INVALID_PARAMETER,
             })?;
             if config.peer_sockets && config.pcap.is_none() {

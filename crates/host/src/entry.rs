@@ -64,7 +64,10 @@ pub unsafe extern "C" fn RsNdkOpenAdapter(
 /// `STATUS_SHARING_VIOLATION`: the address belongs to another process's
 /// adapter (UDP port 4791 taken), to a device of this process opened with
 /// a different configuration, or to another node of the same fabric;
-/// `STATUS_INSUFFICIENT_RESOURCES`: memory or threads ran out.
+/// `STATUS_ACCESS_DENIED`: an IPv4 UDP adapter in a process without
+/// `CAP_NET_RAW` (its raw sockets own the IPv4 header the ICRC covers; the
+/// message says so on stderr); `STATUS_INSUFFICIENT_RESOURCES`: memory or
+/// threads ran out.
 ///
 /// # Safety
 /// `config` must be null or a NUL-terminated string; `adapter` must be null

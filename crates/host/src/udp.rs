@@ -1,21 +1,70 @@
-//! RoCEv2 over real UDP sockets on port 4791, batched.
+//! RoCEv2 over real UDP port 4791, batched: IPv4 through raw sockets,
+//! IPv6 through a UDP socket.
 //!
-//! The engine hands the link whole IPv4 or IPv6 datagrams (it builds the
-//! IP and UDP headers itself so the ICRC and captures match what a RoCEv2
-//! NIC would send), or builds a UDP payload straight into the batch. The
-//! socket (an IPv4 or an IPv6 one, the adapter's family) carries the UDP
-//! payload; the kernel writes the real IP/UDP headers. Consecutive packets to one peer are gathered into one
-//! generic-segmentation-offload send (a 1 MiB transfer at a 4096-byte path
-//! MTU is 256 packets and a handful of system calls), and receives use
-//! `recvmmsg` with generic receive offload. Both ends verify the ICRC with
-//! the pseudo IP fields the engine documents for UDP-socket transports.
-//! With `peer_sockets=on` the engine's packets leave on a socket connected
-//! to their peer (`udp/peers.rs`), which spares each send a route lookup.
+//! ## Why two paths: the ICRC covers the IP header
+//!
+//! The RoCEv2 ICRC is computed over the IP and UDP headers with only the
+//! variant fields masked (IPv4 TOS, TTL, header checksum; IPv6 traffic
+//! class, flow label, hop limit; the UDP checksum). What a port sends must
+//! carry an ICRC right for the header actually on the wire, and what it
+//! receives must be checked against the header it actually arrived with.
+//!
+//! * **IPv4** covers the identification, flags and fragment offset. A UDP
+//!   socket neither lets its sender choose them (the kernel picks the
+//!   identification: 0 on an unconnected socket with DF, a per-socket
+//!   counter on a connected one, an incrementing run across a GSO batch)
+//!   nor shows its receiver what arrived: no control message carries the
+//!   identification. So IPv4 goes through raw sockets (`udp/raw4.rs`):
+//!   the engine builds whole datagrams, choosing the identification
+//!   (`softrnic::wire::ipv4_ident`) its ICRC covers, and an `IP_HDRINCL`
+//!   socket sends them as built; a raw UDP socket with a BPF filter hands
+//!   received datagrams over whole, so the engine checks each ICRC against
+//!   its real header. The costs: `CAP_NET_RAW` (opening an IPv4 adapter
+//!   without it fails: [`UdpPort::bind`] says `PermissionDenied`), and no
+//!   segmentation or receive offload (the kernel does not segment or
+//!   coalesce raw datagrams): a datagram per message, still batched, up to
+//!   64 per `sendmmsg` and per `recvmmsg`. The UDP socket bound to port
+//!   4791 stays, filtered to take nothing: it reserves the port (another
+//!   adapter on the address gets `AddrInUse`) and keeps the kernel from
+//!   answering each datagram with an ICMP port unreachable.
+//! * **IPv6** covers, of the fixed header, the version, payload length,
+//!   next header and addresses (no identification: IPv6 fragments only
+//!   with an extension header, which RoCEv2 datagrams never carry). A UDP
+//!   socket shows its receiver all of them: the source address and port
+//!   (the datagram's sender), the destination address (`IPV6_PKTINFO`)
+//!   and port (4791, the bound one), the payload length (the UDP length:
+//!   8 + the payload's) and the next header (UDP). And its sender's kernel
+//!   writes nothing covered but those, so the engine's UDP payload (the
+//!   ICRC computed for source port 4791, corrected for a peer socket's
+//!   port) is right for what leaves. IPv6 keeps the UDP socket, with
+//!   generic segmentation offload (consecutive packets to one peer leave
+//!   in one send: a 1 MiB transfer at a 4096-byte path MTU is a handful of
+//!   system calls) and `recvmmsg` with receive offload. Its sockets refuse
+//!   to fragment (`IPV6_MTU_DISCOVER` = do): a datagram the path cannot
+//!   carry fails rather than leave in fragments.
+//!
+//! ## Path MTU and send failures
+//!
+//! [`Link::path_mtu_to`] answers the route's MTU to a peer (`IP_MTU` or
+//! `IPV6_MTU` of a UDP socket connected to it), as the largest RoCE path
+//! MTU whose datagrams fit; connection management offers no more. A
+//! datagram that still cannot leave (`EMSGSIZE`, or any error no retry
+//! gets past: `udp/failures.rs`) is kept for the device
+//! ([`Link::take_send_failures`]), which fails the QP that sent it; a
+//! full socket buffer is waited on, and a loss for now (no route, an ICMP
+//! error reported back) is left to the RC transport's retransmission.
+//!
+//! With `peer_sockets=on` an IPv6 adapter's packets leave on a socket
+//! connected to their peer (`udp/peers.rs`), which spares each send a
+//! route lookup; IPv4 has nothing to gain from it (a raw socket routes
+//! each datagram either way) and ignores it.
 
+mod failures;
 mod peers;
+mod raw4;
 
 use std::io::{self, IoSliceMut};
-use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::net::{IpAddr, SocketAddr, SocketAddrV6, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,10 +72,12 @@ use std::time::Duration;
 
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use softrnic::link::{Arrival, Link, Received};
+use softrnic::link::{Arrival, Link, Received, SendFailure};
 
 use crate::config::ROCEV2_UDP_PORT;
+use failures::{Failures, SendOutcome, classify};
 use peers::Peers;
+use raw4::Raw4;
 
 /// Largest datagram the batch buffer holds per segment (4096-byte path MTU
 /// plus headers fits with room to spare).
@@ -45,6 +96,10 @@ const RX_BUFFER_LEN: usize = 64 * 1024;
 /// Socket buffer size asked of the kernel.
 const SOCKET_BUFFER: usize = 8 << 20;
 
+/// What an IPv4 adapter opened without `CAP_NET_RAW` lacks, said to the
+/// user (the open fails with `STATUS_ACCESS_DENIED`).
+pub const NO_RAW_SOCKETS: &str = "rsndk: an IPv4 UDP adapter needs CAP_NET_RAW: it sends and receives RoCEv2 through raw sockets, because the ICRC covers the IPv4 identification and flags, which a UDP socket neither lets it choose nor shows it; run as root or give the program the capability (setcap cap_net_raw+ep PROGRAM)";
+
 /// Counters of a port.
 #[derive(Debug, Default)]
 pub struct UdpStats {
@@ -52,8 +107,12 @@ pub struct UdpStats {
     pub sent: AtomicU64,
     /// System calls that sent them.
     pub send_calls: AtomicU64,
-    /// Datagrams dropped because the socket buffer stayed full.
+    /// Datagrams dropped because the socket buffer stayed full, or lost
+    /// for now (no route): the RC transport retransmits them.
     pub send_drops: AtomicU64,
+    /// Datagrams that could never be sent (larger than the path's MTU,
+    /// refused by the host): each fails the QP that sent it.
+    pub send_failures: AtomicU64,
     /// Datagrams received.
     pub received: AtomicU64,
 }
@@ -78,10 +137,15 @@ struct Batch {
     used: usize,
 }
 
-/// A bound RoCEv2 UDP socket.
+/// A bound RoCEv2 port: for IPv6 a UDP socket, for IPv4 raw sockets and
+/// the UDP socket that holds port 4791 (see the module docs).
 #[derive(Debug)]
 pub struct UdpPort {
     socket: UdpSocket,
+    /// IPv4's raw sockets, which carry every IPv4 datagram.
+    raw: Option<Raw4>,
+    /// Datagrams that could never be sent, for the device.
+    failures: Failures,
     state: UdpSocketState,
     local: SocketAddr,
     batch: Mutex<Batch>,
@@ -99,13 +163,32 @@ pub struct UdpPort {
 
 impl UdpPort {
     /// Binds `addr`:4791 (IPv4 or IPv6). `AddrInUse` means another adapter
-    /// owns it.
+    /// owns it; `PermissionDenied`, for IPv4, that the process lacks
+    /// `CAP_NET_RAW` (its raw sockets own the IPv4 header the ICRC covers).
     pub fn bind(addr: impl Into<IpAddr>) -> io::Result<Self> {
         let local = SocketAddr::new(addr.into(), ROCEV2_UDP_PORT);
         // The std socket of an IPv6 address is IPv6-only on Linux unless
         // the system says otherwise; either way the adapter exchanges
         // IPv6 datagrams only (its peers are of its family).
         let socket = UdpSocket::bind(local)?;
+        let raw = match local.ip() {
+            IpAddr::V4(v4) => {
+                let raw = Raw4::open(v4)?;
+                // The raw socket takes every datagram: this one only holds
+                // the port.
+                socket2::SockRef::from(&socket).attach_filter(&raw4::DROP_ALL)?;
+                Some(raw)
+            }
+            IpAddr::V6(_) => {
+                // A datagram the path cannot carry fails (EMSGSIZE) rather
+                // than leave in fragments.
+                rustix::net::sockopt::set_ipv6_mtu_discover(
+                    &socket,
+                    rustix::net::sockopt::Ipv6PathMtuDiscovery::DO,
+                )?;
+                None
+            }
+        };
         // Bigger buffers absorb bursts of a whole window of packets; the
         // kernel caps them at its own maximum, which is fine.
         let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, SOCKET_BUFFER);
@@ -128,6 +211,8 @@ impl UdpPort {
         };
         Ok(Self {
             socket,
+            raw,
+            failures: Failures::default(),
             state,
             local,
             batch: Mutex::new(batch),
@@ -185,28 +270,39 @@ impl UdpPort {
                     self.stats.send_calls.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && attempts < 100 => {
-                    attempts += 1;
-                    // The socket buffer is full: wait a little for room.
-                    let fd = match peer.as_ref() {
-                        Some(peer) => peer.as_fd(),
-                        None => self.socket.as_fd(),
-                    };
-                    let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
-                    let timeout = Timespec {
-                        tv_sec: 0,
-                        tv_nsec: 1_000_000,
-                    };
-                    let _ = poll(&mut fds, Some(&timeout));
-                }
-                Err(_) => {
-                    // Unreachable peer, full buffer for too long: the RC
-                    // transport retransmits, as it would after a wire loss.
-                    self.stats
-                        .send_drops
-                        .fetch_add(batch.count as u64, Ordering::Relaxed);
-                    break;
-                }
+                Err(e) => match classify(&e) {
+                    SendOutcome::Full if attempts < 100 => {
+                        attempts += 1;
+                        // The socket buffer is full: wait a little for room.
+                        let fd = match peer.as_ref() {
+                            Some(peer) => peer.as_fd(),
+                            None => self.socket.as_fd(),
+                        };
+                        let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
+                        let timeout = Timespec {
+                            tv_sec: 0,
+                            tv_nsec: 1_000_000,
+                        };
+                        let _ = poll(&mut fds, Some(&timeout));
+                    }
+                    SendOutcome::Full | SendOutcome::Lost => {
+                        // Unreachable peer, full buffer for too long: the
+                        // RC transport retransmits, as after a wire loss.
+                        self.stats
+                            .send_drops
+                            .fetch_add(batch.count as u64, Ordering::Relaxed);
+                        break;
+                    }
+                    SendOutcome::Permanent => {
+                        // Too big for the path (or refused): every packet
+                        // of the batch fails its QP.
+                        let stride = segment_size.unwrap_or(contents.len()).max(1);
+                        for packet in contents.chunks(stride) {
+                            self.failures.udp_payload(dest.ip(), packet, &self.stats);
+                        }
+                        break;
+                    }
+                },
             }
         }
         batch.used = 0;
@@ -218,8 +314,10 @@ impl UdpPort {
     }
 
     /// Queues one UDP payload for `dest`, to leave as it is from the
-    /// adapter's socket, sending earlier ones first when they cannot share
-    /// a segmentation-offload batch with it.
+    /// adapter's UDP socket (the kernel writes its IP header: not for a
+    /// RoCEv2 packet over IPv4, whose ICRC covers that header), sending
+    /// earlier ones first when they cannot share a segmentation-offload
+    /// batch with it.
     pub fn queue(&self, dest: SocketAddr, payload: &[u8]) {
         self.queue_built(dest, payload.len(), false, &mut |slot| {
             slot.copy_from_slice(payload);
@@ -227,11 +325,12 @@ impl UdpPort {
         });
     }
 
-    /// Queues a RoCEv2 packet's UDP payload (BTH through ICRC, the ICRC
-    /// computed for source port 4791) of at most `len` bytes for `dest`
-    /// that `build` writes straight into the batch (returning its length;
-    /// `None` queues nothing): no copy between the builder's buffer and the
-    /// batch. It may leave from another source port, its ICRC corrected.
+    /// Queues an IPv6 RoCEv2 packet's UDP payload (BTH through ICRC, the
+    /// ICRC computed for source port 4791) of at most `len` bytes for
+    /// `dest` that `build` writes straight into the batch (returning its
+    /// length; `None` queues nothing): no copy between the builder's buffer
+    /// and the batch. It may leave from another source port, its ICRC
+    /// corrected.
     pub fn queue_with(
         &self,
         dest: SocketAddr,
@@ -271,9 +370,9 @@ impl UdpPort {
             .filter(|&n| n <= len);
         let Some(n) = written else {
             if len > batch.buf.len() {
-                // Larger than any segment can be: lost, as on a wire
-                // whose MTU it exceeds.
-                self.stats.send_drops.fetch_add(1, Ordering::Relaxed);
+                // Larger than any segment can be: it can never leave.
+                // Built nowhere, so only its destination is known.
+                self.stats.send_failures.fetch_add(1, Ordering::Relaxed);
             }
             return;
         };
@@ -300,8 +399,40 @@ impl UdpPort {
         }
     }
 
+    /// Queues the whole IPv4 or IPv6 datagram `datagram` as it is (for
+    /// IPv4 through the raw socket, its header as built; for IPv6 its UDP
+    /// payload, on the peer's socket if it names source port 4791 and peer
+    /// sockets are on, else on the adapter's).
+    pub fn queue_datagram(&self, datagram: &[u8]) {
+        if let Some(raw) = &self.raw {
+            raw.queue(datagram, &self.stats, &self.failures);
+            return;
+        }
+        let Some((dest, payload)) = softrnic::wire::ip_udp::split_datagram(datagram) else {
+            return;
+        };
+        // The engine's packets name source port 4791 (their ICRC covers
+        // it) and may leave from another, corrected; a datagram naming any
+        // other port leaves from the adapter's socket as it is.
+        let udp_header = datagram.len() - payload.len() - UDP_HEADER_LEN;
+        let src_port = datagram
+            .get(udp_header..udp_header + 2)
+            .map(|p| u16::from_be_bytes([p[0], p[1]]));
+        if src_port == Some(ROCEV2_UDP_PORT) {
+            self.queue_with(dest, payload.len(), &mut |slot| {
+                slot.copy_from_slice(payload);
+                Some(slot.len())
+            });
+        } else {
+            self.queue(dest, payload);
+        }
+    }
+
     /// Sends everything queued.
     pub fn flush(&self) {
+        if let Some(raw) = &self.raw {
+            raw.flush(&self.stats, &self.failures);
+        }
         // Whoever queues flushes after (the device's passes and commands
         // do), so a batch filled while this looks is not left behind.
         if !self.queued.load(Ordering::Acquire) {
@@ -314,15 +445,15 @@ impl UdpPort {
         self.send_batch(&mut batch);
     }
 
-    /// Waits up to `timeout` for datagrams and hands each one's source,
-    /// destination and UDP payload to `deliver`. Returns how many arrived.
+    /// Waits up to `timeout` for datagrams and hands each to `deliver`
+    /// (as [`UdpPort::try_receive`]). Returns how many arrived.
     pub fn receive(
         &self,
         buffers: &mut RxBuffers,
         timeout: Duration,
-        deliver: impl FnMut(SocketAddr, SocketAddr, &[u8]),
+        deliver: impl FnMut(Arrival<'_>),
     ) -> io::Result<usize> {
-        let mut fds = [PollFd::new(&self.socket, PollFlags::IN)];
+        let mut fds = [PollFd::new(self, PollFlags::IN)];
         let ts = Timespec {
             tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(timeout.subsec_nanos()),
@@ -334,13 +465,33 @@ impl UdpPort {
     }
 
     /// Takes what datagrams are queued (one `recvmmsg`, never waiting) and
-    /// hands each one's source, destination and UDP payload to `deliver`.
-    /// Returns how many there were.
+    /// hands each to `deliver`: an IPv4 port's whole datagrams as they
+    /// arrived ([`Arrival::Datagram`]), an IPv6 port's UDP payloads with
+    /// their source and destination ([`Arrival::UdpPayload`]). Returns how
+    /// many there were.
     pub fn try_receive(
         &self,
         buffers: &mut RxBuffers,
-        mut deliver: impl FnMut(SocketAddr, SocketAddr, &[u8]),
+        mut deliver: impl FnMut(Arrival<'_>),
     ) -> io::Result<usize> {
+        if let Some(raw) = &self.raw {
+            let count = match raw.try_receive(&mut buffers.raw, buffers.wide, &mut |datagram| {
+                deliver(Arrival::Datagram(datagram));
+            }) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    buffers.wide = false;
+                    return Ok(0);
+                }
+                Err(e) => return Err(e),
+            };
+            self.stats
+                .received
+                .fetch_add(count as u64, Ordering::Relaxed);
+            buffers.wide = count > NARROW_DATAGRAMS;
+            buffers.more = count >= raw4::RX_SLOTS;
+            return Ok(count);
+        }
         let mut metas = [RecvMeta::default(); RX_BUFFERS];
         // No allocation: a busy-polling consumer calls this for every
         // empty CQ poll.
@@ -386,7 +537,11 @@ impl UdpPort {
             };
             let stride = meta.stride.max(1);
             for segment in buf[..meta.len].chunks(stride) {
-                deliver(src, dst, segment);
+                deliver(Arrival::UdpPayload {
+                    src,
+                    dst,
+                    payload: segment,
+                });
                 count += 1;
             }
         }
@@ -399,9 +554,14 @@ impl UdpPort {
     }
 }
 
+/// What a receiver waits on: the raw socket for IPv4, the UDP socket for
+/// IPv6.
 impl AsFd for UdpPort {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.socket.as_fd()
+        match &self.raw {
+            Some(raw) => raw.as_fd(),
+            None => self.socket.as_fd(),
+        }
     }
 }
 
@@ -409,6 +569,8 @@ impl AsFd for UdpPort {
 #[derive(Debug)]
 pub struct RxBuffers {
     bufs: [Box<[u8]>; RX_BUFFERS],
+    /// An IPv4 port's receive slots: one datagram each.
+    raw: Box<[u8]>,
     /// The last receive took a stream's worth: the next one fills all
     /// buffers.
     wide: bool,
@@ -421,6 +583,7 @@ impl Default for RxBuffers {
     fn default() -> Self {
         Self {
             bufs: std::array::from_fn(|_| vec![0u8; RX_BUFFER_LEN].into_boxed_slice()),
+            raw: vec![0u8; raw4::RX_SLOTS * raw4::RX_SLOT_LEN].into_boxed_slice(),
             wide: false,
             more: false,
         }
@@ -433,38 +596,11 @@ pub struct UdpLink(pub std::sync::Arc<UdpPort>);
 
 impl Link for UdpLink {
     fn transmit(&self, datagram: &[u8]) {
-        let Some((dest, payload)) = softrnic::wire::ip_udp::split_datagram(datagram) else {
-            return;
-        };
-        // The engine's packets name source port 4791 (their ICRC covers
-        // it) and may leave from another, corrected; a datagram naming any
-        // other port leaves from the adapter's socket as it is.
-        let udp_header = datagram.len() - payload.len() - UDP_HEADER_LEN;
-        let src_port = datagram
-            .get(udp_header..udp_header + 2)
-            .map(|p| u16::from_be_bytes([p[0], p[1]]));
-        if src_port == Some(ROCEV2_UDP_PORT) {
-            self.0.queue_with(dest, payload.len(), &mut |slot| {
-                slot.copy_from_slice(payload);
-                Some(slot.len())
-            });
-        } else {
-            self.0.queue(dest, payload);
-        }
+        self.0.queue_datagram(datagram);
     }
 
     fn flush(&self) {
         self.0.flush();
-    }
-
-    fn transmit_udp_payload_with(
-        &self,
-        dest: SocketAddrV4,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        self.0.queue_with(dest.into(), len, build);
-        true
     }
 
     fn transmit_udp_payload_v6_with(
@@ -482,12 +618,7 @@ impl Link for UdpLink {
         let Ok(mut buffers) = self.0.rx.try_lock() else {
             return Received::default();
         };
-        let count = self
-            .0
-            .try_receive(&mut buffers, |src, dst, payload| {
-                deliver(Arrival::UdpPayload { src, dst, payload });
-            })
-            .unwrap_or(0);
+        let count = self.0.try_receive(&mut buffers, deliver).unwrap_or(0);
         Received {
             count,
             // A full receive may have left more behind; anything less
@@ -497,38 +628,73 @@ impl Link for UdpLink {
             next_due_us: None,
         }
     }
+
+    /// The route's MTU to `dst` (a UDP socket connected to it, from the
+    /// adapter's address, asked `IP_MTU` or `IPV6_MTU`), as the largest
+    /// RoCE path MTU it carries; `None` if the route cannot be asked (no
+    /// route: the connection's packets will not leave either).
+    fn path_mtu_to(&self, dst: IpAddr) -> Option<u32> {
+        let probe = UdpSocket::bind(SocketAddr::new(self.0.local.ip(), 0)).ok()?;
+        probe.connect(SocketAddr::new(dst, ROCEV2_UDP_PORT)).ok()?;
+        let mtu = match dst {
+            IpAddr::V4(_) => rustix::net::sockopt::ip_mtu(&probe),
+            IpAddr::V6(_) => rustix::net::sockopt::ipv6_mtu(&probe),
+        }
+        .ok()?;
+        Some(softrnic::l2::path_mtu_for(mtu).unwrap_or(256))
+    }
+
+    fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
+        self.0.failures.take(each);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 
-    fn datagram(dst: Ipv4Addr, payload: &[u8]) -> Vec<u8> {
+    /// An IPv4 datagram from `src` to `dst`:4791 with identification
+    /// `ident` (DF set, checksums left to the kernel).
+    fn datagram(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, payload: &[u8]) -> Vec<u8> {
         let mut d = vec![0u8; 28];
         d[0] = 0x45;
+        let total = u16::try_from(d.len() + payload.len()).unwrap();
+        d[2..4].copy_from_slice(&total.to_be_bytes());
+        d[4..6].copy_from_slice(&ident.to_be_bytes());
+        d[6] = 0x40;
+        d[8] = 64;
+        d[9] = 17;
+        d[12..16].copy_from_slice(&src.octets());
         d[16..20].copy_from_slice(&dst.octets());
         d[22..24].copy_from_slice(&ROCEV2_UDP_PORT.to_be_bytes());
+        d[24..26].copy_from_slice(&u16::try_from(8 + payload.len()).unwrap().to_be_bytes());
         d.extend_from_slice(payload);
         d
     }
 
+    /// Datagrams queued on an IPv4 port leave in one `sendmmsg` through
+    /// the raw socket, their headers as built (each its own
+    /// identification), and arrive at the peer's port whole.
     #[test]
-    fn batches_travel_over_loopback_and_split_back_into_datagrams() {
+    fn ipv4_batches_travel_over_loopback_with_their_own_headers() {
         // Two ports on distinct loopback addresses, as two adapters would be.
-        let a = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 1)).unwrap();
-        let b = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 2)).unwrap();
+        let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 1), Ipv4Addr::new(127, 0, 80, 2));
+        let a = UdpPort::bind(at).unwrap();
+        let b = UdpPort::bind(peer_at).unwrap();
         let link = UdpLink(std::sync::Arc::new(a));
         for i in 0..10u8 {
-            link.transmit(&datagram(Ipv4Addr::new(127, 0, 80, 2), &[i; 1000]));
+            link.transmit(&datagram(at, peer_at, 0x1234 + u16::from(i), &[i; 1000]));
         }
-        link.transmit(&datagram(Ipv4Addr::new(127, 0, 80, 2), &[0xEE; 10]));
+        link.transmit(&datagram(at, peer_at, 0xFFFF, &[0xEE; 10]));
         link.flush();
         let mut got = Vec::new();
         let mut bufs = RxBuffers::default();
         for _ in 0..50 {
-            b.receive(&mut bufs, Duration::from_millis(100), |src, dst, p| {
-                got.push((src, dst, p.to_vec()));
+            b.receive(&mut bufs, Duration::from_millis(100), |a| {
+                if let Arrival::Datagram(d) = a {
+                    got.push(d.to_vec());
+                }
             })
             .unwrap();
             if got.len() == 11 {
@@ -536,37 +702,53 @@ mod tests {
             }
         }
         assert_eq!(got.len(), 11);
-        for (i, (src, dst, p)) in got.iter().take(10).enumerate() {
+        for (i, d) in got.iter().enumerate() {
+            let ident = if i < 10 { 0x1234 + i as u16 } else { 0xFFFF };
             assert_eq!(
-                *src,
-                SocketAddr::from(SocketAddrV4::new(
-                    Ipv4Addr::new(127, 0, 80, 1),
-                    ROCEV2_UDP_PORT
-                ))
+                u16::from_be_bytes([d[4], d[5]]),
+                ident,
+                "the identification sent"
             );
-            assert_eq!(*dst, b.local());
-            assert_eq!(p, &vec![i as u8; 1000]);
+            assert_eq!(d[6] & 0x40, 0x40, "DF as sent");
+            assert_eq!(&d[12..16], &at.octets());
+            assert_eq!(&d[16..20], &peer_at.octets());
+            let payload = if i < 10 {
+                vec![i as u8; 1000]
+            } else {
+                vec![0xEE; 10]
+            };
+            assert_eq!(&d[28..], &payload[..]);
         }
-        assert_eq!(got[10].2, vec![0xEE; 10]);
         let calls = link.0.stats.send_calls.load(Ordering::Relaxed);
-        assert!(calls <= 2, "one offloaded send expected, got {calls} calls");
+        assert!(calls <= 2, "one batched send expected, got {calls} calls");
     }
 
-    /// With peer sockets on, an engine-built packet (source port 4791 in
-    /// its ICRC) leaves from the socket connected to its peer, another port, and its ICRC checks
-    /// with the port it came from; a second packet to the same peer leaves
-    /// from the same socket.
+    /// With peer sockets on, an IPv6 engine-built packet (source port
+    /// 4791 in its ICRC) leaves from the socket connected to its peer,
+    /// another port, and its ICRC checks with the port it came from; a
+    /// second packet to the same peer leaves from the same socket.
     #[test]
     fn an_engine_packet_leaves_from_its_peers_socket_with_a_matching_icrc() {
         use softrnic::wire::opcode::Opcode;
         use softrnic::wire::{Bth, ExtHeaders, Headers, IpUdpFields, build, parse_udp_payload};
 
-        let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 6), Ipv4Addr::new(127, 0, 80, 7));
-        let a = UdpPort::bind(at).unwrap().with_peer_sockets();
-        let b = UdpPort::bind(peer_at).unwrap();
+        let a = bind_ipv6_loopback().with_peer_sockets();
+        let peer = UdpSocket::bind("[::1]:0").unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let peer_at = peer.local_addr().unwrap();
         let link = UdpLink(std::sync::Arc::new(a));
+        let mut ip = IpUdpFields::new(
+            Ipv6Addr::LOCALHOST.into(),
+            Ipv6Addr::LOCALHOST.into(),
+            ROCEV2_UDP_PORT,
+        )
+        .unwrap();
+        if let IpUdpFields::V6(f) = &mut ip {
+            f.dst_port = peer_at.port();
+        }
         let headers = Headers {
-            ip: IpUdpFields::for_socket(at.into(), peer_at.into(), ROCEV2_UDP_PORT).unwrap(),
+            ip,
             bth: Bth::new(Opcode::SEND_ONLY, 0x12, 5),
             ext: ExtHeaders::default(),
         };
@@ -577,26 +759,20 @@ mod tests {
             link.flush();
         }
         let mut got = Vec::new();
-        let mut bufs = RxBuffers::default();
-        for _ in 0..50 {
-            b.receive(&mut bufs, Duration::from_millis(100), |src, dst, p| {
-                got.push((src, dst, p.to_vec()));
-            })
-            .unwrap();
-            if got.len() == 2 {
-                break;
-            }
+        let mut buf = [0u8; 4096];
+        for _ in 0..2 {
+            let (n, from) = peer.recv_from(&mut buf).unwrap();
+            got.push((from, buf[..n].to_vec()));
         }
-        assert_eq!(got.len(), 2);
         assert_ne!(
             got[0].0.port(),
             ROCEV2_UDP_PORT,
             "sent from the peer's socket"
         );
         assert_eq!(got[0].0, got[1].0, "one socket per peer");
-        for ((src, dst, payload), len) in got.iter().zip([64, 3000]) {
-            assert_eq!(src.ip(), IpAddr::from(at));
-            let fields = IpUdpFields::from_sockets(*src, *dst).unwrap();
+        for ((src, payload), len) in got.iter().zip([64, 3000]) {
+            assert_eq!(src.ip(), IpAddr::from(Ipv6Addr::LOCALHOST));
+            let fields = IpUdpFields::between(*src, peer_at).unwrap();
             let packet = parse_udp_payload(&fields, payload).expect("the ICRC checks");
             assert_eq!(packet.payload.len(), len);
         }
@@ -675,7 +851,7 @@ mod tests {
         let mut bufs = RxBuffers::default();
         for _ in 0..50 {
             got += peer
-                .receive(&mut bufs, Duration::from_millis(100), |_, _, _| {})
+                .receive(&mut bufs, Duration::from_millis(100), |_| {})
                 .unwrap();
             if got > 0 {
                 break;
@@ -730,8 +906,10 @@ mod tests {
         let mut bufs = RxBuffers::default();
         for _ in 0..600 {
             link.0
-                .receive(&mut bufs, Duration::from_millis(100), |src, dst, p| {
-                    got.push((src, dst, p.to_vec()));
+                .receive(&mut bufs, Duration::from_millis(100), |a| {
+                    if let Arrival::UdpPayload { src, dst, payload } = a {
+                        got.push((src, dst, payload.to_vec()));
+                    }
                 })
                 .unwrap();
             if !got.is_empty() {

@@ -240,14 +240,19 @@ mod tests {
         );
     }
 
-    /// Loopback addresses are this machine's; TEST-NET-1 (RFC 5737)
-    /// addresses never are; IPv6 configuration strings bracket the
-    /// address.
+    /// Loopback addresses are this machine's, others are refused; IPv6
+    /// configuration strings bracket the address.
     #[test]
     fn local_addresses_and_ipv6_configs() {
         assert!(check_local(Ipv4Addr::new(127, 0, 3, 1).into(), "--x").is_ok());
-        // TEST-NET-1 (RFC 5737): never an address of a machine.
-        let e = check_local(Ipv4Addr::new(192, 0, 2, 1).into(), "--addr").unwrap_err();
+        // A documentation address (RFC 5737) this machine does not have
+        // (a test machine may have one of them).
+        let foreign = [[198, 51, 100, 77], [203, 0, 113, 77], [192, 0, 2, 177]]
+            .map(Ipv4Addr::from)
+            .into_iter()
+            .find(|ip| UdpSocket::bind((*ip, 0)).is_err())
+            .expect("an address that is not this machine's");
+        let e = check_local(foreign.into(), "--addr").unwrap_err();
         assert!(
             e.to_string().contains("not an address of this machine"),
             "{e}"

@@ -1,4 +1,5 @@
-//! Send-only sockets, one connected to each peer's port 4791.
+//! Send-only sockets, one connected to each peer's port 4791 (IPv6
+//! adapters: an IPv4 adapter sends through its raw socket).
 //!
 //! A `sendmsg` that names its destination, as every send on the adapter's
 //! unconnected port-4791 socket does, routes the datagram again and checks
@@ -100,6 +101,13 @@ pub(super) struct PeerSocket {
 impl PeerSocket {
     fn open(local: SocketAddr, peer: SocketAddr) -> io::Result<Self> {
         let socket = UdpSocket::bind(SocketAddr::new(local.ip(), 0))?;
+        if local.is_ipv6() {
+            // As the adapter's socket: fail rather than fragment.
+            rustix::net::sockopt::set_ipv6_mtu_discover(
+                &socket,
+                rustix::net::sockopt::Ipv6PathMtuDiscovery::DO,
+            )?;
+        }
         socket.connect(peer)?;
         let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, super::SOCKET_BUFFER);
         // Nothing is received here; a full send buffer must not block.

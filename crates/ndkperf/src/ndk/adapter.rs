@@ -7,7 +7,8 @@ use std::ptr;
 use host::{RsNdkCloseAdapter, RsNdkOpenAdapter};
 use ndkpi::{
     NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_ADAPTER_INFO, NDK_CONNECTOR, NDK_CQ, NDK_LISTENER,
-    NDK_PD, STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION, STATUS_SUCCESS,
+    NDK_PD, STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION,
+    STATUS_SUCCESS,
 };
 
 use super::signal::{Event, Signal, create_done};
@@ -51,6 +52,11 @@ impl Adapter {
                 ),
                 STATUS_INVALID_PARAMETER => format!(
                     "refused (bad configuration, or the pcap file cannot be created): {}",
+                    describe_status(status)
+                ),
+                STATUS_ACCESS_DENIED => format!(
+                    "{} ({})",
+                    host::udp::NO_RAW_SOCKETS,
                     describe_status(status)
                 ),
                 _ => format!("RsNdkOpenAdapter failed: {}", describe_status(status)),
