@@ -5,7 +5,9 @@
 //! TCP/IP. Its NDIS lifecycle, the consumer-level suite on its NDK
 //! adapters (IPv4 and IPv6), RoCEv2 between bottled drivers as Ethernet
 //! frames (with a segment capture decoded by tshark), the low-resources
-//! sweep, PE conformance, and one test per defect the bottle found.
+//! sweep, PE conformance, one test per defect the bottle found, and
+//! bottled adapters on taps in a network namespace of the test's own,
+//! meeting a real Linux stack and bridge.
 //!
 //! `cargo test --test bottle` builds the image first (see
 //! `kbottle::image`); `RSNDK_SYS=path` runs a given image instead.
@@ -38,3 +40,5 @@ mod pe_conformance;
 mod segment;
 #[path = "bottle/suite.rs"]
 mod suite;
+#[path = "bottle/tap.rs"]
+mod tap;

@@ -15,6 +15,9 @@
 //! - [`recorder`]: recorders of the provider's callbacks.
 //! - [`dma`]: MDLs, page-aligned buffers and logical addresses, host
 //!   memory as the device under test sees it.
+//! - [`netns`] (Linux): a network namespace of a test's own, with taps,
+//!   commands, ping and UDP sockets inside it, for bottled adapters on a
+//!   real Linux Ethernet (`adapter::bottle::tap`).
 //! - [`rping`]: librdmacm's rping, client and server, over any raw
 //!   `NDK_ADAPTER` (librsndk's or a bottled driver's), for checking
 //!   rsndk against Linux rping and `ndkperf ping`.
@@ -22,6 +25,8 @@
 pub mod adapter;
 pub mod backend;
 pub mod dma;
+#[cfg(target_os = "linux")]
+pub mod netns;
 pub mod recorder;
 pub mod rping;
 pub mod scripted;

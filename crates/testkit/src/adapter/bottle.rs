@@ -24,6 +24,8 @@ use ndkpi::{
 
 use super::{Recorder, SockAddr, adapter_table, close, connect_cb, create_cb, listener_table};
 
+pub mod tap;
+
 /// How long a new adapter, or a new address of one, may take to become
 /// usable (a hang guard).
 pub const READY: Duration = Duration::from_secs(10);
@@ -78,12 +80,33 @@ pub fn add_v(machine: &Machine, keywords: &[(&str, Keyword)]) -> AdapterId {
     id
 }
 
+/// A new V of `machine` with `keywords` on `segment`, NDK enabled, no
+/// address yet.
+pub fn add_v_on(
+    machine: &Machine,
+    segment: kbottle::segment::SegmentId,
+    keywords: &[(&str, Keyword)],
+) -> AdapterId {
+    let id = machine
+        .add_adapter_on(segment, keywords)
+        .unwrap_or_else(|s| panic!("bind and MiniportInitializeEx: {:#010x}", s as u32));
+    assert!(ndk_enabled(machine, id), "V came up with NDK disabled");
+    id
+}
+
 /// Gives `a`'s interface `ip` (the fresh blocks' prefix) and waits until
 /// the stack prefers it and the driver serves it.
 pub fn give_address(machine: &Machine, a: AdapterId, ip: IpAddr) {
+    give_address_on_link(machine, a, ip, prefix_of(ip));
+}
+
+/// Gives `a`'s interface `ip` with on-link prefix `prefix_len` and waits
+/// until the stack prefers it (IPv6: its duplicate address detection
+/// passed) and the driver serves it.
+pub fn give_address_on_link(machine: &Machine, a: AdapterId, ip: IpAddr, prefix_len: u8) {
     machine
-        .add_address(a, ip, prefix_of(ip))
-        .unwrap_or_else(|e| panic!("add_address {ip}: {e}"));
+        .add_address(a, ip, prefix_len)
+        .unwrap_or_else(|e| panic!("add_address {ip}/{prefix_len}: {e}"));
     assert!(
         machine.wait_address_preferred(a, ip, READY),
         "{ip} never became preferred: {:?}",
@@ -248,4 +271,28 @@ pub fn irql() -> provider::Irql {
 /// The physical page of host page number `host_pfn` in the bottle's model.
 pub fn pfn_offset() -> u64 {
     kbottle::mm::PHYS_OFFSET >> 12
+}
+
+/// An MDL over `len` bytes at `va` as a bottled adapter's kernel
+/// describes memory, whatever this thread's [`super::set_pfn_offset`]:
+/// each page frame number is the page's physical address in the bottle's
+/// model (`kbottle::mm::phys_of(page) >> 12`). Work requests address the
+/// registered memory by virtual address (an `NDK_SGE`'s address is `va`
+/// plus the offset, as on Windows).
+pub fn mdl(va: u64, len: u32) -> super::Mdl {
+    let mut mdl = super::Mdl::new(va, len);
+    if len == 0 {
+        return mdl;
+    }
+    // `set_pfn` adds this thread's offset to what it is given: give it
+    // the physical page number less that.
+    let thread_offset = super::logical_of(0) >> 12;
+    let first = va & !0xfff;
+    let pages = ((va & 0xfff) + u64::from(len)).div_ceil(4096);
+    for i in 0..pages {
+        let page = first + i * 4096;
+        let pfn = kbottle::mm::phys_of(page as usize) >> 12;
+        mdl.set_pfn(0, i as usize, pfn - thread_offset);
+    }
+    mdl
 }
