@@ -19,6 +19,11 @@
 //!   device deleted, its namespace gone: `POLLERR`/`POLLHUP`, or an end
 //!   of file from a descriptor that is not a tap).
 //!
+//! Without `IFF_VNET_HDR` and `TUNSETOFFLOAD` (none is asked for), Linux
+//! hands the tap complete frames: checksums filled in, nothing
+//! segmentation-offloaded. A frame written into the tap is processed by
+//! Linux (a bridge's forwarding, its stack's answer) inside the writing
+//! thread's `write(2)`, which the bottle counts as that thread's time.
 //! Any descriptor that carries one frame per read and write serves (a
 //! `SOCK_SEQPACKET` socket pair in this module's tests).
 
