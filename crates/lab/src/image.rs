@@ -1,0 +1,329 @@
+//! The guest image: a Debian kernel and an initramfs built from Debian
+//! packages, cached by the packages' versions.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::apt::{self, Package};
+use crate::cache::{self, CacheLock};
+use crate::elf;
+use crate::error::{Error, Result};
+use crate::guest_files;
+use crate::host;
+use crate::rootfs::RootFs;
+
+/// Bumped when the image's layout changes in a way the scripts do not show.
+const LAYOUT_VERSION: u32 = 1;
+
+/// What goes into the guest image.
+#[derive(Debug, Clone)]
+pub struct ImageSpec {
+    /// Packages shipped whole (less documentation). Their Depends and
+    /// Pre-Depends are downloaded too, and what their ELF files need is
+    /// taken from those. The kernel (`linux-image-amd64`'s current
+    /// dependency) is added by the lab.
+    pub packages: Vec<String>,
+    /// Kernel modules loaded at boot in this order, each after the modules
+    /// its `.modinfo` says it depends on; built-in ones are skipped.
+    pub modules: Vec<String>,
+}
+
+impl Default for ImageSpec {
+    fn default() -> Self {
+        let strings = |names: &[&str]| names.iter().map(|name| (*name).to_owned()).collect();
+        Self {
+            packages: strings(&[
+                "busybox-static",
+                // /bin/sh: busybox's ash prefers its own applets to the
+                // packages' programs (iproute2's ip, kmod) whatever PATH says.
+                "dash",
+                "kmod",
+                "iproute2",
+                "libibverbs1",
+                "ibverbs-providers",
+                "librdmacm1",
+                "rdmacm-utils",
+                "ibverbs-utils",
+                "perftest",
+                "tcpdump",
+            ]),
+            modules: strings(&[
+                "virtio_pci",
+                "virtio_net",
+                "virtio_console",
+                "9pnet_virtio",
+                "9p",
+                "crc32_generic",
+                "rdma_rxe",
+                "ib_uverbs",
+                "rdma_ucm",
+                "sch_netem",
+                "ifb",
+                "act_mirred",
+                "cls_matchall",
+            ]),
+        }
+    }
+}
+
+/// A prepared guest image in the cache.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The image's cache directory.
+    pub dir: PathBuf,
+    /// The kernel (`vmlinuz`).
+    pub kernel: PathBuf,
+    /// The initramfs (gzip-compressed newc cpio).
+    pub initrd: PathBuf,
+    /// The kernel's release, e.g. `6.1.0-56-amd64`.
+    pub kernel_release: String,
+    /// Every package downloaded for the image, at the versions used.
+    pub packages: Vec<Package>,
+    /// Whether this call built the image (false: it was cached).
+    pub built: bool,
+    /// How long preparing took (resolution, and download and build if not cached).
+    pub elapsed: Duration,
+}
+
+/// Builds the image of `spec` into the cache, or finds it there.
+pub fn prepare(spec: &ImageSpec) -> Result<Image> {
+    let started = Instant::now();
+    for tool in [host::APT_GET, host::APT_CACHE, host::DPKG_DEB] {
+        host::find(tool)?;
+    }
+    apt::ensure_lists()?;
+    let kernel_package = apt::kernel_package()?;
+    let kernel_release = kernel_package
+        .strip_prefix("linux-image-")
+        .unwrap_or(&kernel_package)
+        .to_owned();
+    let mut names = apt::depends_closure(&spec.packages)?;
+    names.insert(kernel_package.clone());
+    let packages = apt::candidates(&names)?;
+
+    let key = cache_key(spec, &packages);
+    let cache = cache::cache_dir();
+    let dir = cache
+        .join("images")
+        .join(format!("{kernel_release}-{key:016x}"));
+    let image = |built| Image {
+        kernel: dir.join("vmlinuz"),
+        initrd: dir.join("initrd.gz"),
+        dir: dir.clone(),
+        kernel_release: kernel_release.clone(),
+        packages: packages.clone(),
+        built,
+        elapsed: started.elapsed(),
+    };
+    if dir.join("manifest").is_file() {
+        return Ok(image(false));
+    }
+    let _lock = CacheLock::acquire(&cache)?;
+    if dir.join("manifest").is_file() {
+        return Ok(image(false));
+    }
+    let debs = cache.join("debs");
+    std::fs::create_dir_all(&debs)
+        .map_err(|e| Error::io(format!("cannot create {}", debs.display()), e))?;
+    apt::download(&packages, &debs)?;
+
+    let work = cache.join(format!("build-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let built = build(spec, &packages, &kernel_package, &kernel_release, &debs, &work);
+    let result = built.and_then(|()| {
+        std::fs::create_dir_all(dir.parent().unwrap_or(&cache))
+            .map_err(|e| Error::io("cannot create the images directory", e))?;
+        std::fs::rename(work.join("out"), &dir)
+            .map_err(|e| Error::io(format!("cannot move the image to {}", dir.display()), e))
+    });
+    let _ = std::fs::remove_dir_all(&work);
+    result?;
+    Ok(image(true))
+}
+
+fn cache_key(spec: &ImageSpec, packages: &[Package]) -> u64 {
+    let mut text = format!("layout {LAYOUT_VERSION}\n");
+    for package in packages {
+        text.push_str(&format!(
+            "{} {} {}\n",
+            package.name, package.version, package.architecture
+        ));
+    }
+    text.push_str(&format!("ship {}\n", spec.packages.join(" ")));
+    text.push_str(&format!("modules {}\n", spec.modules.join(" ")));
+    for script in guest_files::all() {
+        text.push_str(script);
+    }
+    cache::fnv1a(text.as_bytes())
+}
+
+/// Unpacks the packages under `work/pkgs`, assembles the tree, writes
+/// `work/out/{vmlinuz,initrd.gz,manifest}`.
+fn build(
+    spec: &ImageSpec,
+    packages: &[Package],
+    kernel_package: &str,
+    kernel_release: &str,
+    debs: &Path,
+    work: &Path,
+) -> Result<()> {
+    let unpacked = work.join("pkgs");
+    unpack_all(packages, debs, &unpacked)?;
+    let mut tree = RootFs::new();
+    for package in packages {
+        tree.index_package(&package.name, &unpacked.join(&package.name))?;
+    }
+    for package in &spec.packages {
+        tree.add_package(package)?;
+    }
+    let kernel_root = unpacked.join(kernel_package);
+    let modules = module_load_order(&kernel_root, kernel_release, &spec.modules)?;
+    let modules_dir = format!("usr/lib/modules/{kernel_release}");
+    for module in &modules {
+        tree.add_path(&format!("{modules_dir}/{module}"), true)?;
+    }
+    for listing in ["modules.builtin", "modules.order"] {
+        tree.add_path(&format!("{modules_dir}/{listing}"), true)?;
+    }
+    tree.add_data("etc/lab/modules", 0o644, modules.join("\n") + "\n");
+    tree.add_needed_libraries()?;
+    add_guest_files(&mut tree);
+
+    let out = work.join("out");
+    std::fs::create_dir_all(&out)
+        .map_err(|e| Error::io(format!("cannot create {}", out.display()), e))?;
+    let vmlinuz = kernel_root
+        .join("boot")
+        .join(format!("vmlinuz-{kernel_release}"));
+    std::fs::copy(&vmlinuz, out.join("vmlinuz"))
+        .map_err(|e| Error::io(format!("cannot copy {}", vmlinuz.display()), e))?;
+    let initrd = out.join("initrd.gz");
+    let file = File::create(&initrd)
+        .map_err(|e| Error::io(format!("cannot create {}", initrd.display()), e))?;
+    let gzip = flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::fast());
+    tree.write_cpio(gzip)?
+        .finish()
+        .and_then(|mut buffered| buffered.flush())
+        .map_err(|e| Error::io(format!("cannot write {}", initrd.display()), e))?;
+    let mut manifest = format!(
+        "kernel {kernel_release}\nentries {}\nmodules {}\n",
+        tree.len(),
+        modules.join(" ")
+    );
+    for package in packages {
+        manifest.push_str(&format!("package {} {}\n", package.name, package.version));
+    }
+    std::fs::write(out.join("manifest"), manifest)
+        .map_err(|e| Error::io("cannot write the image manifest", e))
+}
+
+/// Unpacks each package into `into/NAME`, two at a time (the kernel's is
+/// the slow one).
+fn unpack_all(packages: &[Package], debs: &Path, into: &Path) -> Result<()> {
+    let (first, second) = packages.split_at(packages.len() / 2);
+    std::thread::scope(|scope| {
+        let worker = |half: &[Package]| -> Result<()> {
+            for package in half {
+                apt::unpack(
+                    &debs.join(package.deb_file_name()),
+                    &into.join(&package.name),
+                )?;
+            }
+            Ok(())
+        };
+        let other = scope.spawn(move || worker(second));
+        let mine = worker(first);
+        let theirs = other
+            .join()
+            .unwrap_or_else(|_| Err(Error::Image("an unpacking thread panicked".into())));
+        mine.and(theirs)
+    })
+}
+
+/// The module files (relative to `lib/modules/RELEASE`) to insmod, in order.
+fn module_load_order(kernel_root: &Path, release: &str, wanted: &[String]) -> Result<Vec<String>> {
+    let base = kernel_root.join("lib/modules").join(release);
+    let builtin_text = std::fs::read_to_string(base.join("modules.builtin"))
+        .map_err(|e| Error::io(format!("cannot read {}/modules.builtin", base.display()), e))?;
+    let builtin: BTreeSet<String> = builtin_text.lines().map(module_name).collect();
+    let order_text = std::fs::read_to_string(base.join("modules.order"))
+        .map_err(|e| Error::io(format!("cannot read {}/modules.order", base.display()), e))?;
+    let files: BTreeMap<String, String> = order_text
+        .lines()
+        .map(|path| (module_name(path), path.to_owned()))
+        .collect();
+    let mut order = Vec::new();
+    let mut visiting = BTreeSet::new();
+    for name in wanted {
+        visit(&base, &builtin, &files, name, &mut visiting, &mut order, release)?;
+    }
+    Ok(order)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn visit(
+    base: &Path,
+    builtin: &BTreeSet<String>,
+    files: &BTreeMap<String, String>,
+    name: &str,
+    visiting: &mut BTreeSet<String>,
+    order: &mut Vec<String>,
+    release: &str,
+) -> Result<()> {
+    let name = name.replace('-', "_");
+    if builtin.contains(&name) || !visiting.insert(name.clone()) {
+        return Ok(());
+    }
+    let file = files.get(&name).ok_or_else(|| {
+        Error::Image(format!(
+            "kernel module {name} is neither built into nor shipped with kernel {release}"
+        ))
+    })?;
+    let bytes = std::fs::read(base.join(file))
+        .map_err(|e| Error::io(format!("cannot read module {file}"), e))?;
+    for dependency in elf::module_depends(&bytes, file).map_err(Error::Image)? {
+        visit(base, builtin, files, &dependency, visiting, order, release)?;
+    }
+    order.push(file.clone());
+    Ok(())
+}
+
+/// `kernel/drivers/x/foo-bar.ko` → `foo_bar`.
+fn module_name(path: &str) -> String {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    file.split(".ko").next().unwrap_or(file).replace('-', "_")
+}
+
+fn add_guest_files(tree: &mut RootFs) {
+    tree.add_symlink("init", "/usr/bin/busybox");
+    // The scripts' and the console's shell (dash, whose `sh` link is made
+    // by dpkg's alternatives on a real system), and the console's
+    // controlling-terminal helper, before rcS installs the other applets.
+    tree.add_symlink("usr/bin/sh", "dash");
+    tree.add_symlink("usr/bin/cttyhack", "busybox");
+    tree.add_char_device("dev/console", 5, 1);
+    for dir in ["proc", "sys", "dev", "tmp", "run", "root", "lab", "var/tmp"] {
+        tree.add_dir(dir);
+    }
+    tree.add_data("etc/inittab", 0o644, guest_files::INITTAB);
+    tree.add_data("etc/lab/rcS", 0o755, guest_files::RC_S);
+    tree.add_data("etc/lab/agent", 0o755, guest_files::AGENT);
+    tree.add_data("etc/lab/run-one", 0o755, guest_files::RUN_ONE);
+    tree.add_data("etc/passwd", 0o644, guest_files::PASSWD);
+    tree.add_data("etc/group", 0o644, guest_files::GROUP);
+    tree.add_data("etc/profile", 0o644, guest_files::PROFILE);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_use_underscores() {
+        assert_eq!(module_name("kernel/arch/x86/crypto/crc32-pclmul.ko"), "crc32_pclmul");
+        assert_eq!(module_name("kernel/net/9p/9pnet_virtio.ko"), "9pnet_virtio");
+    }
+}
