@@ -62,6 +62,8 @@
 mod failures;
 mod peers;
 mod raw4;
+#[cfg(test)]
+mod raw_peer_tests;
 
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr, SocketAddrV6, UdpSocket};
