@@ -216,7 +216,7 @@ impl SoftRnic {
         qpn: u32,
         local: IpAddr,
         path: Path,
-        negotiated: Option<&Negotiated>,
+        negotiated: Option<Negotiated>,
     ) -> Result<(), DeviceError> {
         let pmtu = Pmtu::from_bytes(path.pmtu)
             .filter(|p| p.bytes() <= self.config().pmtu)
@@ -688,7 +688,7 @@ impl crate::cm::Host for SoftRnic {
         qpn: u32,
         local: IpAddr,
         path: Path,
-        negotiated: &Negotiated,
+        negotiated: Negotiated,
     ) -> Result<(), DeviceError> {
         self.connect_qp_at(qpn, local, path, Some(negotiated))
     }

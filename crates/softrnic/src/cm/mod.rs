@@ -176,7 +176,7 @@ pub(crate) trait Host {
         qpn: u32,
         local: IpAddr,
         path: Path,
-        negotiated: &Negotiated,
+        negotiated: Negotiated,
     ) -> Result<(), DeviceError>;
 }
 
@@ -205,7 +205,7 @@ fn negotiated(conn: &conn::Conn) -> Negotiated {
 /// Connects the connection's QP to its peer, from the connection's own
 /// address.
 pub(crate) fn connect_qp(host: &dyn Host, conn: &conn::Conn) -> Result<(), DeviceError> {
-    host.connect_qp(conn.qpn, conn.local.ip(), path(conn), &negotiated(conn))
+    host.connect_qp(conn.qpn, conn.local.ip(), path(conn), negotiated(conn))
 }
 
 /// CM response timeout we announce (exponent: 4.096 µs × 2^16 ≈ 268 ms).

@@ -70,7 +70,8 @@ impl RcConfig {
     /// This configuration with the negotiated timeout and retry counts in
     /// place of its own, unless it keeps its own ([`RcConfig::follow_cm`]
     /// false).
-    pub fn negotiated(self, n: &Negotiated) -> Self {
+    #[must_use]
+    pub fn negotiated(self, n: Negotiated) -> Self {
         if !self.follow_cm {
             return self;
         }
@@ -114,7 +115,7 @@ mod tests {
 
     #[test]
     fn a_config_follows_the_negotiation_unless_it_keeps_its_own() {
-        let got = RcConfig::default().negotiated(&Negotiated {
+        let got = RcConfig::default().negotiated(Negotiated {
             timeout: 16,
             retry_count: 3,
             rnr_retry: 5,
@@ -128,6 +129,6 @@ mod tests {
             ack_timeout_us: 1_000,
             ..RcConfig::default()
         };
-        assert_eq!(own.negotiated(&n(16)), own);
+        assert_eq!(own.negotiated(n(16)), own);
     }
 }

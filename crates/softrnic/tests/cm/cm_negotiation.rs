@@ -53,13 +53,12 @@ impl Sent {
     fn cm<T: Copy>(&self, pick: impl Fn(CmMessage<'_>) -> Option<T>) -> T {
         let sent = self.0.lock().unwrap();
         sent.iter()
-            .filter_map(|d| {
+            .find_map(|d| {
                 let p = parse(d).ok()?;
                 (p.bth.dest_qp == 1).then_some(())?;
                 let (_, m) = parse_cm(p.payload).ok()?;
                 pick(m)
             })
-            .next()
             .expect("the capture holds the message")
     }
 
