@@ -75,6 +75,15 @@ fn c_consumer_links_and_gets_documented_statuses() {
     compile_and_run("open_adapter", &[]);
 }
 
+/// `tests/c/atexit_close.c`: a consumer closes its adapters (two of an
+/// in-memory fabric, one over UDP) from an `atexit` handler, after glibc
+/// destroyed the main thread's thread-locals: each close succeeds, none
+/// aborts.
+#[test]
+fn a_c_consumer_closes_its_adapters_at_exit() {
+    compile_and_run("atexit_close", &["-std=c11", "-Wextra", "-pedantic"]);
+}
+
 /// `tests/c/ndk_consumer.c`, strict C11 over `include/ndkpi.h` (whose
 /// generated assertions check every layout fact as it compiles): two
 /// instances of one device combined, connection data after the connect,

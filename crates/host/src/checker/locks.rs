@@ -34,6 +34,30 @@ thread_local! {
     static KNOWN_EDGES: RefCell<HashSet<(usize, usize)>> = RefCell::new(HashSet::new());
 }
 
+/// Runs `f` on the calling thread's held-lock stack; `None` once the
+/// thread's locals are destroyed. That happens before code that still
+/// takes locks: a process leaving through `exit` runs the main thread's
+/// thread-local destructors before its `atexit` handlers, so a consumer
+/// that closes its adapter from one takes the provider's locks after
+/// them. The thread is then untracked (nothing recorded, nothing
+/// reported) instead of panicking inside a lock.
+fn with_held<R>(f: impl FnOnce(&RefCell<Vec<HeldLock>>) -> R) -> Option<R> {
+    HELD.try_with(f).ok()
+}
+
+/// Whether this thread already found `edge` in the graph (false once its
+/// locals are destroyed: the graph is asked instead).
+fn edge_known(edge: (usize, usize)) -> bool {
+    KNOWN_EDGES
+        .try_with(|k| k.borrow().contains(&edge))
+        .unwrap_or(false)
+}
+
+/// Remembers that `edge` is in the graph, if this thread's locals live.
+fn remember_edge(edge: (usize, usize)) {
+    let _ = KNOWN_EDGES.try_with(|k| k.borrow_mut().insert(edge));
+}
+
 fn id(class: &'static LockClass) -> usize {
     std::ptr::from_ref(class).addr()
 }
@@ -120,7 +144,7 @@ pub fn lock_order_edges() -> Vec<(&'static str, &'static str)> {
 
 /// Provider locks the calling thread holds.
 pub fn locks_held() -> usize {
-    HELD.with(|h| h.borrow().len())
+    with_held(|h| h.borrow().len()).unwrap_or(0)
 }
 
 /// Lock bookkeeping operations; each returns the violations it found.
@@ -130,7 +154,7 @@ pub struct LockTracker;
 impl LockTracker {
     /// Names of the locks the calling thread holds, oldest first.
     pub fn held_names() -> Vec<&'static str> {
-        HELD.with(|h| h.borrow().iter().map(|l| l.class.name).collect())
+        with_held(|h| h.borrow().iter().map(|l| l.class.name).collect()).unwrap_or_default()
     }
 
     /// The calling thread acquired `lock` of `class` holding no other
@@ -139,7 +163,7 @@ impl LockTracker {
     /// checks. Kept small so a post's one lock costs no more than a push.
     #[inline]
     pub fn acquired_first(class: &'static LockClass, lock: usize) -> bool {
-        HELD.with(|h| {
+        with_held(|h| {
             let Ok(mut h) = h.try_borrow_mut() else {
                 return false;
             };
@@ -149,6 +173,7 @@ impl LockTracker {
             }
             room
         })
+        .unwrap_or(false)
     }
 
     /// The calling thread released `lock`, the last one it acquired:
@@ -156,7 +181,7 @@ impl LockTracker {
     /// does the checks.
     #[inline]
     pub fn released_last(lock: usize) -> bool {
-        HELD.with(|h| {
+        with_held(|h| {
             let Ok(mut h) = h.try_borrow_mut() else {
                 return false;
             };
@@ -166,13 +191,14 @@ impl LockTracker {
             }
             last
         })
+        .unwrap_or(false)
     }
 
     /// The calling thread acquired `lock` of `class`.
     pub fn acquired(class: &'static LockClass, lock: usize) -> Vec<(Rule, String)> {
         // The common case (no other lock held) stays cheap: posting paths
         // take one lock per call.
-        let held = HELD.with(|h| {
+        let held = with_held(|h| {
             let mut h = h.borrow_mut();
             if h.is_empty() {
                 h.push(HeldLock { class, lock });
@@ -181,7 +207,8 @@ impl LockTracker {
                 Some(h.clone())
             }
         });
-        let Some(held) = held else {
+        // Nothing else held, or the thread untracked (see `with_held`).
+        let Some(Some(held)) = held else {
             return Vec::new();
         };
         let mut found = Vec::new();
@@ -207,25 +234,22 @@ impl LockTracker {
                 }
             } else if classes_checked.insert(id(h.class)) {
                 let edge = (id(h.class), id(class));
-                if KNOWN_EDGES.with(|k| k.borrow().contains(&edge)) {
+                if edge_known(edge) {
                     continue;
                 }
                 match graph().add(h.class, class) {
-                    Ok(()) => KNOWN_EDGES.with(|k| k.borrow_mut().insert(edge)),
-                    Err(cycle) => {
-                        found.push((Rule::LockOrderInversion, cycle));
-                        false
-                    }
-                };
+                    Ok(()) => remember_edge(edge),
+                    Err(cycle) => found.push((Rule::LockOrderInversion, cycle)),
+                }
             }
         }
-        HELD.with(|h| h.borrow_mut().push(HeldLock { class, lock }));
+        with_held(|h| h.borrow_mut().push(HeldLock { class, lock }));
         found
     }
 
     /// The calling thread is releasing `lock` of `class`.
     pub fn released(class: &'static LockClass, lock: usize) -> Vec<(Rule, String)> {
-        HELD.with(|h| {
+        with_held(|h| {
             let mut held = h.borrow_mut();
             if held.last().is_some_and(|l| l.lock == lock) {
                 held.pop();
@@ -255,5 +279,6 @@ impl LockTracker {
                 )]
             }
         })
+        .unwrap_or_default()
     }
 }
