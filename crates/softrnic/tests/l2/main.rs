@@ -3,5 +3,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod l2_icrc;
 mod l2_port;
 mod l2_segment;
