@@ -27,16 +27,18 @@ fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("ndkperf")
 }
 
-/// A `ndkperf ping --server` process, started and listening.
+/// A `ndkperf ping --server` process, started and listening; its
+/// output is read as it comes (a `-v` server of large pings writes more
+/// than a pipe holds).
 struct Server {
     child: Child,
-    out: BufReader<std::process::ChildStdout>,
+    out: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Server {
     fn start(args: &[&str]) -> Self {
         let mut child = Command::new(bin())
-            .args(["ping", "--server"])
+            .args(["ping", "--server", "--timeout", "60s"])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -45,15 +47,27 @@ impl Server {
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
-        assert!(line.contains("listening on"), "server: {line}");
-        Self { child, out }
+        if !line.contains("listening on") {
+            let mut err = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            let _ = child.wait();
+            panic!("server did not start: {line}{err}");
+        }
+        let out = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = out.read_to_string(&mut rest);
+            rest
+        });
+        Self {
+            child,
+            out: Some(out),
+        }
     }
 
     /// Waits for the server to end; its stdout (after the listening line).
     fn finish(mut self) -> String {
         let status = self.child.wait().unwrap();
-        let mut rest = String::new();
-        self.out.read_to_string(&mut rest).unwrap();
+        let rest = self.out.take().unwrap().join().unwrap();
         let mut err = String::new();
         self.child
             .stderr
@@ -63,6 +77,17 @@ impl Server {
             .unwrap();
         assert!(status.success(), "server failed: {err}\n{rest}");
         rest
+    }
+}
+
+impl Drop for Server {
+    /// A server whose client never came (the test failed) does not
+    /// outlive the test.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -169,7 +194,7 @@ fn client_and_server_processes_over_udp_ipv6_in_a_namespace() {
     let script = format!(
         "set -e; ip link set lo up; \
          ip -6 addr add fd00::1/128 dev lo nodad; ip -6 addr add fd00::2/128 dev lo nodad; \
-         {bin} ping -s -a fd00::1 -S 4096 --json > srv.out & \
+         {bin} ping -s -a fd00::1 -S 4096 --timeout 60s --json > srv.out & \
          sleep 0.5; \
          {bin} ping -c -a fd00::1 -I fd00::2 -S 4096 -C 20 -V --json; \
          wait; cat srv.out",
@@ -424,7 +449,16 @@ fn other_refusals() {
 #[test]
 fn a_server_smaller_than_the_ping_says_so() {
     let mut srv = Command::new(bin())
-        .args(["ping", "-s", "-a", "127.0.22.51", "-p", "7321"])
+        .args([
+            "ping",
+            "-s",
+            "-a",
+            "127.0.22.51",
+            "-p",
+            "7321",
+            "--timeout",
+            "60s",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -98,12 +98,13 @@ enum Step {
 }
 
 /// One side's connection, its buffers, and completions taken but not
-/// yet used.
+/// yet used. Field order is drop order: the buffers' MRs close before
+/// the link's PD (whose close would wait for them), as in `bench.rs`.
 #[derive(Debug)]
 pub struct Session {
+    buffers: Buffers,
     /// The connected QP.
     pub link: Link,
-    buffers: Buffers,
     taken: VecDeque<NDK_RESULT_EX>,
     sends_pending: usize,
 }
