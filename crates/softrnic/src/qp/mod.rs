@@ -157,7 +157,8 @@ pub struct Path {
     pub recv_psn: u32,
     /// RDMA READs we may have outstanding (ORD).
     pub outbound_reads: u32,
-    /// RDMA READs we serve at once (IRD).
+    /// RDMA READs we serve at once (IRD; the responder keeps room for
+    /// the next power of two, as many as a Linux rxe peer may send).
     pub inbound_reads: u32,
 }
 
@@ -469,7 +470,15 @@ impl Connection {
         let mut pages = Vec::new();
         pages.try_reserve_exact(MAX_FR_PAGES).ok()?;
         let mut reads = Vec::new();
-        let ird = path.inbound_reads as usize;
+        // Room for IRD rounded up to a power of two: Linux's rxe rounds
+        // its requester's ORD up so (rxe_qp_from_attr: max_rd_atomic =
+        // roundup_pow_of_two), so a peer told IRD 3 may have 4 READs
+        // outstanding, which must not fail the connection. 0 stays 0.
+        let ird = if path.inbound_reads == 0 {
+            0
+        } else {
+            path.inbound_reads.next_power_of_two() as usize
+        };
         reads.try_reserve_exact(ird).ok()?;
         reads.resize(ird, ReadResource::default());
         let send_psn = path.send_psn & crate::wire::PSN_MASK;

@@ -11,6 +11,7 @@ mod rc_basic;
 mod rc_errors;
 mod rc_loss;
 mod rc_proptest;
+mod read_limits;
 mod transport_read_invalidate;
 mod transport_read_loss;
 mod transport_trains;
