@@ -171,8 +171,9 @@ pub fn perf(test: Test, a: &PerfArgs) -> Result<ExitCode> {
     let show = !a.json;
     let mut printer = Printer::new(a.json, banner(&p, transport, &a.fabric, two_process));
     let (out, client_adapter) = if let Some(server) = a.client {
-        setup::check_loopback(server, "--client")?;
-        setup::check_loopback(a.fabric.client_addr, "--client-addr")?;
+        // The server may be another machine; this side's address must be
+        // this machine's.
+        setup::check_local(a.fabric.client_addr.into(), "--client-addr")?;
         if let Some(path) = &a.fabric.pcap {
             setup::check_pcap_path(path)?;
         }
@@ -211,7 +212,7 @@ pub fn perf(test: Test, a: &PerfArgs) -> Result<ExitCode> {
 
 /// `--server`: one adapter, one listener, one run.
 fn serve_process(a: &PerfArgs, addr: Ipv4Addr) -> Result<ExitCode> {
-    setup::check_loopback(addr, "--server")?;
+    setup::check_local(addr.into(), "--server")?;
     let adapter = Arc::new(Adapter::open(&setup::config(
         &a.fabric,
         TransportKind::Udp,

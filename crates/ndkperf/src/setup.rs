@@ -39,6 +39,16 @@ pub fn check_local(ip: IpAddr, flag: &str) -> Result<()> {
     })
 }
 
+/// Refuses an adapter address the transport cannot have: over UDP one
+/// of this machine's ([`check_local`]: two-machine runs use real
+/// addresses), on the in-memory fabric a loopback one.
+pub fn check_adapter_addr(transport: TransportKind, ip: Ipv4Addr, flag: &str) -> Result<()> {
+    match transport {
+        TransportKind::Udp => check_local(ip.into(), flag),
+        TransportKind::Mem => check_loopback(ip, flag),
+    }
+}
+
 /// How an adapter is configured besides its transport and address.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AdapterOptions<'a> {
@@ -136,8 +146,8 @@ impl Pair {
     /// Opens both adapters.
     pub fn open(fabric: &FabricArgs) -> Result<Self> {
         let transport = transport(fabric, false)?;
-        check_loopback(fabric.server_addr, "--server-addr")?;
-        check_loopback(fabric.client_addr, "--client-addr")?;
+        check_adapter_addr(transport, fabric.server_addr, "--server-addr")?;
+        check_adapter_addr(transport, fabric.client_addr, "--client-addr")?;
         if fabric.server_addr == fabric.client_addr {
             return Err(Error::msg(format!(
                 "--server-addr and --client-addr are both {}: the two adapters need two addresses",

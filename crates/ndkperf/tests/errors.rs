@@ -66,21 +66,41 @@ fn loss_is_for_the_memory_fabric_only() {
     );
 }
 
+/// An IPv4 address no interface of this machine has (documentation
+/// ranges, RFC 5737; checked, as a test machine may use one of them).
+fn foreign_v4() -> &'static str {
+    [
+        "198.51.100.77",
+        "203.0.113.77",
+        "198.51.100.78",
+        "192.0.2.177",
+    ]
+    .into_iter()
+    .find(|ip| std::net::UdpSocket::bind((*ip, 0)).is_err())
+    .expect("an address that is not this machine's")
+}
+
+/// RDMA adapters over UDP take any address of this machine (two-machine
+/// runs), never another's; the in-memory fabric and the bare TCP/UDP
+/// baselines stay on loopback.
 #[test]
-fn addresses_stay_on_loopback() {
+fn adapter_addresses_are_this_machines() {
     fails_with(
         &["bw", "--server-addr", "10.1.2.3"],
         "not a loopback address",
     );
+    let foreign = foreign_v4();
     fails_with(
-        &[
-            "lat",
-            "--client",
-            "192.168.1.1",
-            "--client-addr",
-            "127.0.3.9",
-        ],
-        "not a loopback address",
+        &["bw", "--transport", "udp", "--server-addr", foreign],
+        "is not an address of this machine",
+    );
+    fails_with(
+        &["lat", "--client", "127.0.3.8", "--client-addr", foreign],
+        &format!("--client-addr {foreign} is not an address of this machine"),
+    );
+    fails_with(
+        &["bw", "--server", foreign],
+        &format!("--server {foreign} is not an address of this machine"),
     );
     fails_with(
         &["tcp", "--server-addr", "8.8.8.8"],

@@ -87,7 +87,8 @@ impl Op {
 pub enum TransportKind {
     /// In-memory fabric inside this process.
     Mem,
-    /// RoCEv2 over UDP port 4791 on loopback addresses.
+    /// RoCEv2 over UDP port 4791 on this machine's addresses (loopback,
+    /// or a real interface's for two machines).
     Udp,
 }
 
@@ -137,8 +138,8 @@ fn parse_sge(text: &str) -> Result<u32, String> {
 /// Where the adapters are and how they talk.
 #[derive(Debug, Clone, Args)]
 pub struct FabricArgs {
-    /// mem: an in-memory fabric in this process; udp: RoCEv2 over UDP on
-    /// loopback (default: mem, or udp with --server/--client).
+    /// mem: an in-memory fabric in this process; udp: RoCEv2 over UDP
+    /// (default: mem, or udp with --server/--client).
     #[arg(long, value_enum)]
     pub transport: Option<TransportKind>,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
@@ -160,10 +161,12 @@ pub struct FabricArgs {
     /// lookup per send; udp only). By default they leave from port 4791.
     #[arg(long)]
     pub peer_sockets: bool,
-    /// The server adapter's address (loopback only).
+    /// The server adapter's address (udp: one of this machine's; mem: a
+    /// loopback one).
     #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
     pub server_addr: Ipv4Addr,
-    /// The client adapter's address (loopback only).
+    /// The client adapter's address (udp: one of this machine's; mem: a
+    /// loopback one).
     #[arg(long, default_value = "127.0.0.2", value_name = "IPV4")]
     pub client_addr: Ipv4Addr,
     /// ND port the server listens on.
