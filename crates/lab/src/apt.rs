@@ -144,7 +144,11 @@ fn choose(group: &[Choice]) -> Result<String> {
         .iter()
         .find(|choice| !choice.is_virtual)
         .map(|choice| choice.name.clone())
-        .or_else(|| group.iter().find_map(|choice| choice.providers.first().cloned()))
+        .or_else(|| {
+            group
+                .iter()
+                .find_map(|choice| choice.providers.first().cloned())
+        })
         .ok_or_else(|| {
             let names: Vec<&str> = group.iter().map(|choice| choice.name.as_str()).collect();
             Error::Image(format!(

@@ -119,6 +119,10 @@ mod tests {
         assert!(text.contains("TRAILER!!!\0"));
         // The file entry: name "etc/a" (6 bytes with NUL) after a 110-byte header.
         let at = text.find("070701").unwrap();
-        assert_eq!(&text[at + 54..at + 62], "00000002", "a directory has 2 links");
+        assert_eq!(
+            &text[at + 54..at + 62],
+            "00000002",
+            "a directory has 2 links"
+        );
     }
 }

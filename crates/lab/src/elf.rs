@@ -34,7 +34,11 @@ pub fn needs(bytes: &[u8], what: &str) -> Result<Needs, String> {
     search_paths.extend(split(&elf.rpaths));
     Ok(Needs {
         interpreter: elf.interpreter.map(str::to_owned),
-        libraries: elf.libraries.iter().map(|name| (*name).to_owned()).collect(),
+        libraries: elf
+            .libraries
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect(),
         search_paths,
     })
 }

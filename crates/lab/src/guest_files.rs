@@ -113,7 +113,8 @@ echo "$?" >"$out.rc.tmp" && mv "$out.rc.tmp" "$out.rc"
 
 /// `/etc/passwd`: root, and tcpdump's user (tcpdump drops to it unless
 /// run with `-Z root`).
-pub const PASSWD: &str = "root:x:0:0:root:/root:/bin/sh\ntcpdump:x:100:100:tcpdump:/tmp:/bin/false\n";
+pub const PASSWD: &str =
+    "root:x:0:0:root:/root:/bin/sh\ntcpdump:x:100:100:tcpdump:/tmp:/bin/false\n";
 
 /// `/etc/group`.
 pub const GROUP: &str = "root:x:0:\ntcpdump:x:100:\n";

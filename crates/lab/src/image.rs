@@ -26,6 +26,10 @@ pub struct ImageSpec {
     /// taken from those. The kernel (`linux-image-amd64`'s current
     /// dependency) is added by the lab.
     pub packages: Vec<String>,
+    /// Libraries that programs `dlopen` rather than link (so no DT_NEEDED
+    /// names them), resolved like DT_NEEDED: glibc loads `libgcc_s.so.1`
+    /// for `pthread_exit` (rping's threads end with it).
+    pub dlopened: Vec<String>,
     /// Kernel modules loaded at boot in this order, each after the modules
     /// its `.modinfo` says it depends on; built-in ones are skipped.
     pub modules: Vec<String>,
@@ -50,6 +54,7 @@ impl Default for ImageSpec {
                 "perftest",
                 "tcpdump",
             ]),
+            dlopened: strings(&["libgcc_s.so.1"]),
             modules: strings(&[
                 "virtio_pci",
                 "virtio_net",
@@ -132,7 +137,14 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
 
     let work = cache.join(format!("build-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
-    let built = build(spec, &packages, &kernel_package, &kernel_release, &debs, &work);
+    let built = build(
+        spec,
+        &packages,
+        &kernel_package,
+        &kernel_release,
+        &debs,
+        &work,
+    );
     let result = built.and_then(|()| {
         std::fs::create_dir_all(dir.parent().unwrap_or(&cache))
             .map_err(|e| Error::io("cannot create the images directory", e))?;
@@ -154,6 +166,7 @@ fn cache_key(spec: &ImageSpec, packages: &[Package]) -> u64 {
     }
     text.push_str(&format!("ship {}\n", spec.packages.join(" ")));
     text.push_str(&format!("modules {}\n", spec.modules.join(" ")));
+    text.push_str(&format!("dlopened {}\n", spec.dlopened.join(" ")));
     for script in guest_files::all() {
         text.push_str(script);
     }
@@ -189,6 +202,7 @@ fn build(
         tree.add_path(&format!("{modules_dir}/{listing}"), true)?;
     }
     tree.add_data("etc/lab/modules", 0o644, modules.join("\n") + "\n");
+    tree.add_libraries(&spec.dlopened, "the image's dlopened list")?;
     tree.add_needed_libraries()?;
     add_guest_files(&mut tree);
 
@@ -258,7 +272,15 @@ fn module_load_order(kernel_root: &Path, release: &str, wanted: &[String]) -> Re
     let mut order = Vec::new();
     let mut visiting = BTreeSet::new();
     for name in wanted {
-        visit(&base, &builtin, &files, name, &mut visiting, &mut order, release)?;
+        visit(
+            &base,
+            &builtin,
+            &files,
+            name,
+            &mut visiting,
+            &mut order,
+            release,
+        )?;
     }
     Ok(order)
 }
@@ -323,7 +345,10 @@ mod tests {
 
     #[test]
     fn module_names_use_underscores() {
-        assert_eq!(module_name("kernel/arch/x86/crypto/crc32-pclmul.ko"), "crc32_pclmul");
+        assert_eq!(
+            module_name("kernel/arch/x86/crypto/crc32-pclmul.ko"),
+            "crc32_pclmul"
+        );
         assert_eq!(module_name("kernel/net/9p/9pnet_virtio.ko"), "9pnet_virtio");
     }
 }

@@ -17,9 +17,15 @@ use crate::error::{Error, Result};
 enum Node {
     Dir,
     /// A file copied from the host, with its permission bits.
-    File { source: PathBuf, mode: u32 },
+    File {
+        source: PathBuf,
+        mode: u32,
+    },
     /// A file whose contents the lab generates.
-    Data { bytes: Vec<u8>, mode: u32 },
+    Data {
+        bytes: Vec<u8>,
+        mode: u32,
+    },
     Symlink(String),
     /// A character device `major:minor`.
     CharDevice(u32, u32),
@@ -248,6 +254,29 @@ impl RootFs {
         }
     }
 
+    /// Adds the libraries `sonames` (what `who` needs), found like DT_NEEDED.
+    pub fn add_libraries(&mut self, sonames: &[String], who: &str) -> Result<()> {
+        let dirs: Vec<String> = LIBRARY_DIRS.iter().map(|dir| (*dir).to_owned()).collect();
+        for soname in sonames {
+            self.add_library(soname, &dirs, who)?;
+        }
+        Ok(())
+    }
+
+    fn add_library(&mut self, library: &str, dirs: &[String], who: &str) -> Result<()> {
+        let found = dirs
+            .iter()
+            .map(|dir| format!("{dir}/{library}"))
+            .find(|candidate| self.index.contains_key(candidate));
+        let Some(found) = found else {
+            return Err(Error::Image(format!(
+                "{who} needs {library}, which none of the downloaded packages provides (looked in {}); add the package that ships it to the image's packages",
+                dirs.join(", ")
+            )));
+        };
+        self.add_path(&found, true)
+    }
+
     /// Adds what every added ELF file needs, until nothing is missing; an
     /// error names the file and the library no package provides.
     pub fn add_needed_libraries(&mut self) -> Result<()> {
@@ -270,17 +299,7 @@ impl RootFs {
                 .collect();
             dirs.extend(LIBRARY_DIRS.iter().map(|dir| (*dir).to_owned()));
             for library in &needs.libraries {
-                let found = dirs
-                    .iter()
-                    .map(|dir| format!("{dir}/{library}"))
-                    .find(|candidate| self.index.contains_key(candidate));
-                let Some(found) = found else {
-                    return Err(Error::Image(format!(
-                        "/{path} needs {library}, which none of the downloaded packages provides (looked in {}); add the package that ships it to the image's packages",
-                        dirs.join(", ")
-                    )));
-                };
-                self.add_path(&found, true)?;
+                self.add_library(library, &dirs, &format!("/{path}"))?;
             }
         }
         Ok(())
@@ -327,7 +346,10 @@ mod tests {
 
     #[test]
     fn top_level_directories_move_under_usr() {
-        assert_eq!(merged_usr("lib/x86_64-linux-gnu/libc.so.6"), "usr/lib/x86_64-linux-gnu/libc.so.6");
+        assert_eq!(
+            merged_usr("lib/x86_64-linux-gnu/libc.so.6"),
+            "usr/lib/x86_64-linux-gnu/libc.so.6"
+        );
         assert_eq!(merged_usr("/sbin/tc"), "usr/sbin/tc");
         assert_eq!(merged_usr("library/x"), "library/x");
         assert_eq!(merged_usr("etc/libibverbs.d"), "etc/libibverbs.d");

@@ -19,12 +19,20 @@ struct Cli {
 enum Command {
     /// Build or find the cached guest image; print versions and times.
     Prepare,
+    /// Boot a guest in a new namespace with a shell on its console
+    /// (Ctrl-A X leaves QEMU); the namespace is removed on exit.
+    Shell {
+        /// Memory of the guest in MiB.
+        #[arg(long, default_value_t = 1024)]
+        memory: u32,
+    },
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Prepare => prepare(),
+        Command::Shell { memory } => shell(memory),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -47,5 +55,45 @@ fn prepare() -> lab::Result<()> {
     for package in &image.packages {
         println!("  {} {}", package.name, package.version);
     }
+    Ok(())
+}
+
+fn shell(memory_mib: u32) -> lab::Result<()> {
+    let config = lab::LabConfig {
+        guests: 0,
+        ..lab::LabConfig::default()
+    };
+    let lab = lab::Lab::start(&config)?;
+    lab.netns().publish()?;
+    eprintln!(
+        "lab: namespace {} (ip netns exec {} ...), bridge {} with 10.77.0.1/24 and fd77::1/64; accelerator {:?}; image {}",
+        lab.name(),
+        lab.name(),
+        lab.bridge(),
+        lab.accel(),
+        lab.image().dir.display()
+    );
+    eprintln!("lab: booting; the guest is 10.77.0.2 / fd77::2 with rxe0 on eth0; Ctrl-A X quits");
+    let guest_config = lab::GuestConfig {
+        memory_mib,
+        console: lab::Console::Terminal,
+        ..lab::GuestConfig::default()
+    };
+    let guest = lab::Guest::boot(
+        lab.netns(),
+        lab.image(),
+        lab.accel(),
+        lab.run_dir(),
+        0,
+        &guest_config,
+    )?;
+    eprintln!(
+        "lab: guest ready after {:.1} s",
+        guest.boot_time().as_secs_f64()
+    );
+    let status = guest.wait_exit()?;
+    drop(guest);
+    drop(lab);
+    eprintln!("lab: QEMU exited ({status}); namespace removed");
     Ok(())
 }
