@@ -68,7 +68,7 @@ impl Capture {
             stderr: Some(reader),
         };
         if heard.recv_timeout(START_TIMEOUT).is_err() {
-            let said = capture.finish().unwrap_or_default();
+            let said = capture.finish();
             return Err(Error::Command {
                 command: line,
                 status: None,
@@ -85,7 +85,7 @@ impl Capture {
 
     /// Stops tcpdump (SIGINT) and waits for it to flush and exit.
     pub fn stop(mut self) -> Result<CaptureStats> {
-        let said = self.finish()?;
+        let said = self.finish();
         let packets = said
             .lines()
             .find_map(|line| line.strip_suffix(" packets captured"))
@@ -102,7 +102,7 @@ impl Capture {
     }
 
     /// Interrupts and reaps tcpdump; what it printed on stderr.
-    fn finish(&mut self) -> Result<String> {
+    fn finish(&mut self) -> String {
         if let Some(mut child) = self.child.take() {
             let pid = child.id() as i32;
             // SAFETY: kill takes plain integers; `pid` is our unreaped child.
@@ -114,17 +114,15 @@ impl Capture {
                 let _ = child.wait();
             }
         }
-        let said = self
-            .stderr
+        self.stderr
             .take()
             .map(|reader| reader.join().unwrap_or_default())
-            .unwrap_or_default();
-        Ok(said)
+            .unwrap_or_default()
     }
 }
 
 impl Drop for Capture {
     fn drop(&mut self) {
-        let _ = self.finish();
+        self.finish();
     }
 }

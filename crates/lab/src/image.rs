@@ -2,6 +2,7 @@
 //! packages, cached by the packages' versions.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -159,14 +160,15 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
 fn cache_key(spec: &ImageSpec, packages: &[Package]) -> u64 {
     let mut text = format!("layout {LAYOUT_VERSION}\n");
     for package in packages {
-        text.push_str(&format!(
-            "{} {} {}\n",
+        let _ = writeln!(
+            text,
+            "{} {} {}",
             package.name, package.version, package.architecture
-        ));
+        );
     }
-    text.push_str(&format!("ship {}\n", spec.packages.join(" ")));
-    text.push_str(&format!("modules {}\n", spec.modules.join(" ")));
-    text.push_str(&format!("dlopened {}\n", spec.dlopened.join(" ")));
+    let _ = writeln!(text, "ship {}", spec.packages.join(" "));
+    let _ = writeln!(text, "modules {}", spec.modules.join(" "));
+    let _ = writeln!(text, "dlopened {}", spec.dlopened.join(" "));
     for script in guest_files::all() {
         text.push_str(script);
     }
@@ -228,7 +230,7 @@ fn build(
         modules.join(" ")
     );
     for package in packages {
-        manifest.push_str(&format!("package {} {}\n", package.name, package.version));
+        let _ = writeln!(manifest, "package {} {}", package.name, package.version);
     }
     std::fs::write(out.join("manifest"), manifest)
         .map_err(|e| Error::io("cannot write the image manifest", e))

@@ -52,13 +52,13 @@ impl Lab {
     /// Checks the host, prepares the image, removes what dead labs left,
     /// creates the namespace and bridge, boots the guests.
     pub fn start(config: &LabConfig) -> Result<Self> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
         host::require_root()?;
         for tool in [host::IP, host::QEMU] {
             host::find(tool)?;
         }
         netns::sweep_stale();
         let image = image::prepare(&config.image)?;
-        static NEXT: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "{}{}-{}",
             netns::NAME_PREFIX,

@@ -195,7 +195,9 @@ impl RootFs {
                 self.nodes.insert(path, Node::Dir);
             } else {
                 let mode = meta.permissions().mode() & 0o7777;
-                if !path.ends_with(".ko") && is_elf_file(&source.host) {
+                // Kernel modules are ELF too, but need nothing from user space.
+                let is_module = Path::new(&path).extension().is_some_and(|ext| ext == "ko");
+                if !is_module && is_elf_file(&source.host) {
                     self.unscanned.push_back(path.clone());
                 }
                 self.nodes.insert(
