@@ -36,6 +36,8 @@ mod network;
 mod oid_tables;
 #[path = "bottle/pe_conformance.rs"]
 mod pe_conformance;
+#[path = "bottle/rping.rs"]
+mod rping;
 #[path = "bottle/segment.rs"]
 mod segment;
 #[path = "bottle/suite.rs"]
