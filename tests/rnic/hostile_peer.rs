@@ -13,8 +13,9 @@
 //! network does not authenticate sources) by putting datagrams on V's
 //! fabric; V's answers are read from the tap. P stays idle on the attacked
 //! connections. Over UDP on loopback (127.0.7.x) the hostile peer has its
-//! own address and socket on port 4791: everything it sends must be
-//! dropped without an answer.
+//! own address and raw socket (whole datagrams, its own IPv4
+//! identifications in their ICRCs): everything it sends must be dropped
+//! without an answer.
 //!
 //! Every packet is built twice: by an encoder written here from the wire
 //! layout alone, and by softrnic's builder; the two must be byte-identical,
@@ -26,7 +27,7 @@
 //! bytes), the engine counters, and a legitimate connection on the same
 //! adapters that keeps working during and after the attack.
 
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -128,8 +129,7 @@ fn build_with_softrnic(f: &Forge) -> Vec<u8> {
     let mut bth = Bth::new(Opcode(f.opcode), f.qpn, f.psn);
     bth.ack_req = f.ack_req;
     let h = Headers {
-        ip: Ipv4UdpFields::new(Ipv4Addr::from(f.src), Ipv4Addr::from(f.dst), ROCEV2_PORT)
-            .into(),
+        ip: Ipv4UdpFields::new(Ipv4Addr::from(f.src), Ipv4Addr::from(f.dst), ROCEV2_PORT).into(),
         bth,
         ext: ExtHeaders {
             reth: f.reth.map(|(va, rkey, dma_len)| Reth { va, rkey, dma_len }),
@@ -1022,21 +1022,24 @@ fn udp_hostile_peer_from_its_own_address_gets_no_answer() {
     let v_pd = v.create_pd();
     let p_pd = p.create_pd();
     let legit = connect_link(&v, &p, v_pd, p_pd, &tap);
-    let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::new(127, 0, 7, 13), ROCEV2_PORT))
-        .expect("hostile socket");
-    sock.set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    let to = SocketAddrV4::new(Ipv4Addr::from(v.ip4()), ROCEV2_PORT);
+    // The hostile peer sends whole datagrams from a raw socket (an IPv4
+    // port of the host's transport): the ICRC covers the IPv4
+    // identification, so a valid one must be computed for the header that
+    // goes on the wire, which a UDP socket's kernel would choose.
+    let hostile = rsndk::udp::UdpPort::bind(Ipv4Addr::new(127, 0, 7, 13))
+        .expect("hostile port (raw sockets: CAP_NET_RAW)");
     let before = rnic.stats();
     let me = [127, 0, 7, 13];
     let mut sent = 0u64;
-    let mut send_udp = |bytes: &[u8]| {
-        sock.send_to(bytes, to).unwrap();
+    let mut send_ip = |bytes: &[u8]| {
+        hostile.queue_datagram(bytes);
+        hostile.flush();
         sent += 1;
     };
     for round in 0..20u32 {
         // A well-formed WRITE to the real QP with a valid ICRC (computed
-        // for the hostile source): dropped, the QP's peer is elsewhere.
+        // for the hostile source and its own identification): dropped,
+        // the QP's peer is elsewhere.
         let f = Forge {
             src: me,
             dst: v.ip4(),
@@ -1047,26 +1050,33 @@ fn udp_hostile_peer_from_its_own_address_gets_no_answer() {
             reth: Some((0x1000, 0x1234, 4)),
             payload: b"evil".to_vec(),
         };
-        let d = forge(&f);
-        send_udp(&d[28..]);
+        let mut d = forge(&f);
+        d[4..6].copy_from_slice(&(0x4000 + round as u16).to_be_bytes());
+        seal(&mut d);
+        send_ip(&d);
         // The same with a bad ICRC, truncated, and random bytes.
-        let mut bad = d[28..].to_vec();
+        let mut bad = d.clone();
         let n = bad.len();
         bad[n - 1] ^= 0xFF;
-        send_udp(&bad);
-        send_udp(&d[28..28 + 10]);
-        send_udp(&pattern(1 + round as usize * 13, round as u8));
+        send_ip(&bad);
+        send_ip(&d[..28 + 10]);
+        let mut junk = d[..28].to_vec();
+        junk.extend_from_slice(&pattern(1 + round as usize * 13, round as u8));
+        let udp_len = (junk.len() - 20) as u16;
+        junk[24..26].copy_from_slice(&udp_len.to_be_bytes());
+        send_ip(&junk);
     }
     let total = sent;
     wait_until("V takes every hostile datagram", || {
         rnic.stats().rx_packets >= before.rx_packets + total
     });
     legit.round_trip(v_pd, p_pd, 1);
-    let mut buf = [0u8; 2048];
-    assert!(
-        sock.recv_from(&mut buf).is_err(),
-        "V answered the hostile address"
-    );
+    std::thread::sleep(Duration::from_millis(100));
+    let mut answers = 0;
+    hostile
+        .try_receive(&mut rsndk::udp::RxBuffers::default(), |_| answers += 1)
+        .unwrap();
+    assert_eq!(answers, 0, "V answered the hostile address");
     let s = rnic.stats();
     assert!(
         s.rx_dropped >= before.rx_dropped + 20,

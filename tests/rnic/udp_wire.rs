@@ -78,14 +78,14 @@ const V6_SETUP: &[&[&str]] = &[
     &["-6", "addr", "add", "fd00:77::4/128", "dev", "lo", "nodad"],
 ];
 
-/// Node `node` of test `test` on 127.0.7.x (only this module uses it).
+/// Node `node` of test `test` on 127.0.70.x (only this module uses it).
 fn v4(test: u8, node: u8) -> String {
-    format!("udp:127.0.7.{}", 10 * test + node)
+    format!("udp:127.0.70.{}", 10 * test + node)
 }
 
 /// As [`v4`], with per-peer sockets.
 fn v4_peer_sockets(test: u8, node: u8) -> String {
-    format!("udp:127.0.7.{},peer_sockets=on", 10 * test + node)
+    format!("udp:127.0.70.{},peer_sockets=on", 10 * test + node)
 }
 
 /// Nodes 1 and 2 on fd00:77::1 and ::2 (inside a namespace).
@@ -383,7 +383,7 @@ fn what_leaves_carries_an_icrc_right_for_its_real_header() {
 
 /// Nodes of the MTU tests, with `pmtu=4096` configured.
 fn v4_jumbo(test: u8, node: u8) -> String {
-    format!("udp:127.0.7.{},pmtu=4096", 10 * test + node)
+    format!("udp:127.0.70.{},pmtu=4096", 10 * test + node)
 }
 
 /// IPv6 nodes fd00:77::1 and ::2 with `pmtu=4096` configured.

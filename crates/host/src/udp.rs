@@ -477,12 +477,14 @@ impl UdpPort {
         mut deliver: impl FnMut(Arrival<'_>),
     ) -> io::Result<usize> {
         if let Some(raw) = &self.raw {
-            let count = match raw.try_receive(&mut buffers.raw, buffers.wide, &mut |datagram| {
+            let received = raw.try_receive(&mut buffers.raw, buffers.wide, &mut |datagram| {
                 deliver(Arrival::Datagram(datagram));
-            }) {
-                Ok(n) => n,
+            });
+            let (count, filled) = match received {
+                Ok(got) => got,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     buffers.wide = false;
+                    buffers.more = false;
                     return Ok(0);
                 }
                 Err(e) => return Err(e),
@@ -490,8 +492,10 @@ impl UdpPort {
             self.stats
                 .received
                 .fetch_add(count as u64, Ordering::Relaxed);
-            buffers.wide = count > NARROW_DATAGRAMS;
-            buffers.more = count >= raw4::RX_SLOTS;
+            // Every slot offered filled: a stream, received wide, and more
+            // may be waiting.
+            buffers.wide = filled;
+            buffers.more = filled;
             return Ok(count);
         }
         let mut metas = [RecvMeta::default(); RX_BUFFERS];

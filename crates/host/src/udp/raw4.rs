@@ -33,6 +33,9 @@ use super::failures::{Failures, SendOutcome, classify};
 use super::{MAX_BATCH, MAX_SEGMENT, SOCKET_BUFFER, UdpStats};
 use crate::config::ROCEV2_UDP_PORT;
 
+/// Receive buffer asked of the kernel for the raw socket (it counts twice
+/// this, for its overhead).
+const RAW_RX_BUFFER: usize = 32 << 20;
 /// Datagrams one `recvmmsg` takes at most in a stream.
 pub(super) const RX_SLOTS: usize = 64;
 /// Datagrams one receive takes while a ping-pong runs (a SEND and the ACK
@@ -106,7 +109,12 @@ impl Raw4 {
         // Before the bind: no datagram is queued unfiltered.
         recv.attach_filter(&RAW_FILTER)?;
         recv.bind(&bound)?;
-        let _ = recv.set_recv_buffer_size(SOCKET_BUFFER);
+        // Without receive offload every packet is its own buffer, about
+        // twice its size: room for a window of them. Past rmem_max when
+        // the process may (CAP_NET_ADMIN), else as much as it allows.
+        if rustix::net::sockopt::set_socket_recv_buffer_size_force(&recv, RAW_RX_BUFFER).is_err() {
+            let _ = recv.set_recv_buffer_size(RAW_RX_BUFFER);
+        }
         Ok(Self {
             send,
             recv,
@@ -209,16 +217,18 @@ impl Raw4 {
         self.queued.store(false, Ordering::Release);
     }
 
-    /// Takes what datagrams are queued (one `recvmmsg` of `width` slots at
-    /// most, never waiting) and hands each whole datagram (IP header
-    /// through ICRC) to `deliver`. Returns how many there were.
+    /// Takes what datagrams are queued (one `recvmmsg`, never waiting: of
+    /// [`RX_SLOTS`] slots in a stream, else of two, a ping-pong's SEND and
+    /// the ACK riding behind it) and hands each whole datagram (IP header
+    /// through ICRC) to `deliver`. Returns how many slots were filled and
+    /// whether that was all it offered (more may be waiting).
     pub(super) fn try_receive(
         &self,
         slots: &mut [u8],
-        wide: bool,
+        stream: bool,
         deliver: &mut dyn FnMut(&[u8]),
-    ) -> io::Result<usize> {
-        let width = if wide { RX_SLOTS } else { NARROW_SLOTS };
+    ) -> io::Result<(usize, bool)> {
+        let width = if stream { RX_SLOTS } else { NARROW_SLOTS };
         let mut lens = [0usize; RX_SLOTS];
         let n = recv_mmsg(&self.recv, slots, &mut lens[..width])?;
         let mut count = 0;
@@ -231,7 +241,7 @@ impl Raw4 {
                 count += 1;
             }
         }
-        Ok(count)
+        Ok((count, n == width))
     }
 }
 
