@@ -3,6 +3,7 @@
 //! the host.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -44,6 +45,46 @@ pub fn ensure_lists() -> Result<()> {
         host::run(host::command(host::APT_GET)?.args(["update", "-qq"]))?;
     }
     Ok(())
+}
+
+/// A fingerprint of everything apt's choice of candidate versions depends
+/// on (the package lists, sources, pinning, installed packages): while it
+/// is unchanged, a resolution done before still holds.
+pub fn lists_fingerprint() -> String {
+    let mut text = String::new();
+    let mut note = |path: &Path| {
+        if let Ok(meta) = path.metadata() {
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+                .unwrap_or_default();
+            let _ = writeln!(
+                text,
+                "{} {} {}",
+                path.display(),
+                meta.len(),
+                modified.as_nanos()
+            );
+        }
+    };
+    for dir in ["/var/lib/apt/lists", "/etc/apt/sources.list.d", "/etc/apt/preferences.d"] {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(std::result::Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.is_file() && !path.ends_with("lock"))
+            .collect();
+        files.sort();
+        for file in files {
+            note(&file);
+        }
+    }
+    for file in ["/etc/apt/sources.list", "/etc/apt/preferences", "/var/lib/dpkg/status"] {
+        note(Path::new(file));
+    }
+    text
 }
 
 /// The kernel package `linux-image-amd64` currently depends on, e.g.

@@ -101,17 +101,14 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
         host::find(tool)?;
     }
     apt::ensure_lists()?;
-    let kernel_package = apt::kernel_package()?;
+    let cache = cache::cache_dir();
+    let (kernel_package, packages) = resolve(spec, &cache)?;
     let kernel_release = kernel_package
         .strip_prefix("linux-image-")
         .unwrap_or(&kernel_package)
         .to_owned();
-    let mut names = apt::depends_closure(&spec.packages)?;
-    names.insert(kernel_package.clone());
-    let packages = apt::candidates(&names)?;
 
     let key = cache_key(spec, &packages);
-    let cache = cache::cache_dir();
     let dir = cache
         .join("images")
         .join(format!("{kernel_release}-{key:016x}"));
@@ -155,6 +152,69 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
     let _ = std::fs::remove_dir_all(&work);
     result?;
     Ok(image(true))
+}
+
+/// The kernel package and every package of the image at its candidate
+/// version. Asking apt takes seconds (a dozen `apt-cache` runs), so the
+/// answer is kept in the cache under the fingerprint of apt's lists
+/// ([`apt::lists_fingerprint`]) and the spec: `apt-get update` or a new
+/// spec resolves again.
+fn resolve(spec: &ImageSpec, cache: &Path) -> Result<(String, Vec<Package>)> {
+    let mut key_text = apt::lists_fingerprint();
+    let _ = writeln!(key_text, "ship {}", spec.packages.join(" "));
+    let path = cache
+        .join("resolved")
+        .join(format!("{:016x}", cache::fnv1a(key_text.as_bytes())));
+    if let Some(resolved) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| parse_resolution(&text))
+    {
+        return Ok(resolved);
+    }
+    let kernel_package = apt::kernel_package()?;
+    let mut names = apt::depends_closure(&spec.packages)?;
+    names.insert(kernel_package.clone());
+    let packages = apt::candidates(&names)?;
+    let mut text = format!("kernel {kernel_package}\n");
+    for package in &packages {
+        let _ = writeln!(
+            text,
+            "package {} {} {}",
+            package.name, package.version, package.architecture
+        );
+    }
+    // Written whole then renamed: a concurrent reader sees all or nothing.
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    let written = std::fs::create_dir_all(cache.join("resolved"))
+        .and_then(|()| std::fs::write(&temporary, text))
+        .and_then(|()| std::fs::rename(&temporary, &path));
+    if let Err(error) = written {
+        return Err(Error::io(format!("cannot write {}", path.display()), error));
+    }
+    Ok((kernel_package, packages))
+}
+
+/// A resolution written by [`resolve`]; None if it is damaged.
+fn parse_resolution(text: &str) -> Option<(String, Vec<Package>)> {
+    let mut kernel = None;
+    let mut packages = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["kernel", name] => kernel = Some((*name).to_owned()),
+            ["package", name, version, architecture] => packages.push(Package {
+                name: (*name).to_owned(),
+                version: (*version).to_owned(),
+                architecture: (*architecture).to_owned(),
+            }),
+            _ => return None,
+        }
+    }
+    let kernel = kernel?;
+    packages
+        .iter()
+        .any(|package| package.name == kernel)
+        .then_some((kernel, packages))
 }
 
 fn cache_key(spec: &ImageSpec, packages: &[Package]) -> u64 {
