@@ -173,7 +173,8 @@ pub struct RcConfig {
     pub ack_timeout_us: u64,
     /// Retransmissions after timeouts or lost READ responses before the
     /// oldest WQE completes with `RetryExceeded` (0..=7; 7 is *not*
-    /// infinite, as the IBA specifies). Negotiated likewise.
+    /// infinite, as the IBA specifies, though Linux's rxe retries forever
+    /// on 7: rxe_comp.c). Negotiated likewise.
     pub retry_count: u8,
     /// Retries after RNR NAKs before `RnrRetryExceeded` (7: infinite).
     /// Negotiated likewise.
