@@ -94,9 +94,10 @@
 //!   acceptor's QP timeout; the REP's Target ACK Delay gives the
 //!   initiator's. Both QPs retry the REQ's Retry Count times; each side's
 //!   RNR retries are the count the *other* side's message carries (REQ
-//!   for the acceptor, REP for the initiator; librdmacm's rping sends 0
-//!   in both, so either end gives up at the first RNR NAK, as a Linux
-//!   peer would). No CM message carries an
+//!   for the acceptor, REP for the initiator; librdmacm's rping client
+//!   sends 0 in its REQ, so its acceptor gives up at the first RNR NAK
+//!   from it, as a Linux one would; its server accepts with librdmacm's
+//!   default, 7). No CM message carries an
 //!   RNR timer: each responder NAKs with its own (Linux's CM sets 0,
 //!   655 ms, at RTR; ours is [`crate::qp::RcConfig::min_rnr_timer`]) and
 //!   each requester waits what the NAK says.
