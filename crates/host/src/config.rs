@@ -14,9 +14,11 @@
 //!           | "seed=" N               ; mem only, fault-injection seed
 //!           | "busy_poll=" "on" | "off"  ; consumers polling an empty CQ run
 //!                                      ; the device themselves (default on)
-//!           | "peer_sockets=" "on" | "off" ; UDP: send from a socket connected
-//!                                      ; to each peer, an ephemeral source
-//!                                      ; port (default off; off with pcap)
+//!           | "peer_sockets=" "on" | "off" ; UDP over IPv6: send from a socket
+//!                                      ; connected to each peer, an ephemeral
+//!                                      ; source port (default off; off with
+//!                                      ; pcap; IPv4 sends through its raw
+//!                                      ; socket either way)
 //! ```
 //!
 //! Examples: `127.0.0.2`, `udp:127.0.0.3,pmtu=4096`,
@@ -82,10 +84,12 @@ pub struct AdapterConfig {
     /// Whether a consumer polling an empty CQ runs the device's work on
     /// its own thread (busy polling; see [`crate::busy`]).
     pub busy_poll: bool,
-    /// Whether a UDP adapter sends the engine's packets from a socket
-    /// connected to each peer (see [`crate::udp::UdpPort::with_peer_sockets`])
-    /// instead of from its port 4791; not while capturing (the capture
-    /// shows port 4791). A fabric has no sockets and ignores it.
+    /// Whether an IPv6 UDP adapter sends the engine's packets from a
+    /// socket connected to each peer (see
+    /// [`crate::udp::UdpPort::with_peer_sockets`]) instead of from its port
+    /// 4791; not while capturing (the capture shows port 4791). An IPv4
+    /// adapter sends through its raw socket either way, and a fabric has no
+    /// sockets: both ignore it.
     pub peer_sockets: bool,
 }
 

@@ -225,10 +225,11 @@ impl UdpPort {
         })
     }
 
-    /// This port, sending the engine's packets ([`UdpPort::queue_with`],
+    /// This port, sending the engine's IPv6 packets ([`UdpPort::queue_with`],
     /// and datagrams naming source port 4791) from a socket connected to
-    /// each peer, bound to an ephemeral port (`udp/peers.rs`); a packet captured
-    /// before it leaves still shows port 4791.
+    /// each peer, bound to an ephemeral port (`udp/peers.rs`); a packet
+    /// captured before it leaves still shows port 4791. An IPv4 port sends
+    /// through its raw socket whatever this says.
     #[must_use]
     pub fn with_peer_sockets(mut self) -> Self {
         self.batch
