@@ -11,8 +11,12 @@
 //! the next lab sweeps its run directory.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+#[path = "interop/host_rping.rs"]
+mod host_rping;
 #[path = "interop/lab_selftest.rs"]
 mod lab_selftest;
+#[path = "interop/peer.rs"]
+mod peer;
 
 use std::sync::OnceLock;
 
