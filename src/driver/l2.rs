@@ -485,4 +485,9 @@ impl Link for PortLink {
     fn path_mtu_to(&self, _dst: core::net::IpAddr) -> Option<u32> {
         self.0.port.path_mtu()
     }
+
+    /// Datagrams the port dropped as longer than the NIC's MTU.
+    fn take_send_failures(&self, each: &mut dyn FnMut(softrnic::link::SendFailure)) {
+        Link::take_send_failures(&self.0.port, each);
+    }
 }

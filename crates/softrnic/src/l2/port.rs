@@ -19,7 +19,7 @@ use super::neighbours::{Learnt, NeighbourCache, Resolved};
 use super::own::OwnAddresses;
 use super::stats::{Counters, PortStats, inc};
 use super::{FrameSink, MAX_DATAGRAM_LEN, MAX_FRAME_LEN, Verdict, path_mtu_for};
-use crate::link::Link;
+use crate::link::{Link, SendFailure};
 use crate::wire::arp::ArpPacket;
 use crate::wire::ethernet::{
     ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, EthernetHeader, MacAddr,
@@ -83,6 +83,47 @@ pub struct EthernetPort<S: FrameSink> {
     next_scratch: AtomicUsize,
     loopback: Loopback,
     stats: Counters,
+    /// Datagrams too big for the link, until the device takes them
+    /// ([`Link::take_send_failures`]).
+    too_big: TooBig,
+}
+
+/// Datagrams kept for the device as never sent: a few, without
+/// allocating (more before the device looks are counted only; their QPs
+/// have failed already or fail on their next packet).
+#[derive(Debug, Default)]
+struct TooBig {
+    kept: Mutex<[Option<SendFailure>; TOO_BIG_KEPT]>,
+    any: AtomicBool,
+}
+
+/// Failures [`TooBig`] keeps between two looks of the device.
+const TOO_BIG_KEPT: usize = 8;
+
+impl TooBig {
+    fn record(&self, datagram: &[u8]) {
+        let Some(failure) = SendFailure::of_datagram(datagram) else {
+            return;
+        };
+        let mut kept = self.kept.lock();
+        if kept.contains(&Some(failure)) {
+            return;
+        }
+        if let Some(slot) = kept.iter_mut().find(|f| f.is_none()) {
+            *slot = Some(failure);
+            self.any.store(true, Ordering::Release);
+        }
+    }
+
+    fn take(&self, each: &mut dyn FnMut(SendFailure)) {
+        if !self.any.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let taken = core::mem::take(&mut *self.kept.lock());
+        for failure in taken.into_iter().flatten() {
+            each(failure);
+        }
+    }
 }
 
 impl<S: FrameSink> core::fmt::Debug for EthernetPort<S> {
@@ -155,6 +196,7 @@ impl<S: FrameSink> EthernetPort<S> {
             next_scratch: AtomicUsize::new(0),
             loopback: Loopback::new(config.loopback, MAX_DATAGRAM_LEN)?,
             stats: Counters::default(),
+            too_big: TooBig::default(),
         })
     }
 
@@ -269,6 +311,8 @@ impl<S: FrameSink> EthernetPort<S> {
         if datagram.len() > self.mtu.load(Ordering::Relaxed) as usize
             || datagram.len() > MAX_DATAGRAM_LEN
         {
+            // It can never leave: the device fails the QP that sent it.
+            self.too_big.record(datagram);
             return inc(&stats.dropped_too_big);
         }
         let now = self.now();
@@ -514,6 +558,11 @@ impl<S: FrameSink> Link for EthernetPort<S> {
     /// destination: the port's neighbours share its one segment.
     fn path_mtu_to(&self, _dst: IpAddr) -> Option<u32> {
         self.path_mtu()
+    }
+
+    /// The datagrams dropped as longer than the link's MTU.
+    fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
+        self.too_big.take(each);
     }
 }
 

@@ -450,6 +450,16 @@ fn link_state_and_mtu_decide_what_leaves() {
     p.set_link(true, d.len() as u32 - 1);
     p.transmit(&d);
     assert_eq!(p.stats().dropped_too_big, 1);
+    // Too big for the link is never sent: the device hears of it (once)
+    // and fails the QP that sent it.
+    let mut failed = Vec::new();
+    p.take_send_failures(&mut |f| failed.push(f));
+    assert_eq!(
+        failed,
+        [softrnic::link::SendFailure::of_datagram(&d).unwrap()]
+    );
+    assert_eq!((failed[0].dest_qp, failed[0].psn), (1, 7));
+    p.take_send_failures(&mut |_| panic!("reported twice"));
     p.set_link(true, d.len() as u32);
     p.transmit(&d);
     assert_eq!(sink.take().len(), 1);
