@@ -492,3 +492,76 @@ fn a_server_smaller_than_the_ping_says_so() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The client's capture shows rping's wire: a CM REQ to service ID
+/// `0x106_0000 | 7174` (RDMA_PS_TCP) with responder resources and
+/// initiator depth 1, then per ping SEND (16 bytes), RDMA READ request
+/// and response, SEND, SEND, RDMA WRITE, SEND (ACKs and CM MADs aside).
+#[test]
+fn the_capture_shows_rpings_wire() {
+    let dir = std::env::temp_dir().join(format!("ndkperf-ping-pcap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("ping.pcap");
+    let path = pcap.to_str().unwrap();
+    ndkperf(&[
+        "ping",
+        "-a",
+        "127.0.22.71",
+        "-I",
+        "127.0.22.72",
+        "-C",
+        "3",
+        "-V",
+        "--pcap",
+        path,
+    ])
+    .assert()
+    .success();
+    let rows = testkit::adapter::tshark(
+        path,
+        &[
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.bth.opcode",
+            "-e",
+            "udp.length",
+            "-e",
+            "infiniband.cm.req.serviceid",
+            "-e",
+            "infiniband.cm.req.responderres",
+            "-e",
+            "infiniband.cm.req.initdepth",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let fields: Vec<Vec<&str>> = rows.iter().map(|r| r.split('\t').collect()).collect();
+    let req = fields
+        .iter()
+        .find(|f| f.get(2).is_some_and(|s| !s.is_empty()))
+        .expect("a CM REQ");
+    assert_eq!(
+        req[2], "0x0000000001061c06",
+        "service ID: RDMA_PS_TCP, port 7174"
+    );
+    assert_eq!(
+        (req[3], req[4]),
+        ("0x01", "0x01"),
+        "responder resources, initiator depth"
+    );
+    // RC opcodes: 4 SEND only, 12 READ request, 16 READ response only, 10
+    // WRITE only; 17 (ACK) and 100 (UD SEND only: CM MADs) aside.
+    let rc: Vec<(&str, &str)> = fields
+        .iter()
+        .filter(|f| !matches!(f[0], "17" | "100"))
+        .map(|f| (f[0], f[1]))
+        .collect();
+    let one_ping = ["4", "12", "16", "4", "4", "10", "4"];
+    let opcodes: Vec<&str> = rc.iter().map(|r| r.0).collect();
+    assert_eq!(opcodes, one_ping.repeat(3), "{rows:?}");
+    // A SEND carries the 16-byte message: UDP 8 + BTH 12 + 16 + ICRC 4.
+    assert!(
+        rc.iter().filter(|r| r.0 == "4").all(|r| r.1 == "40"),
+        "{rows:?}"
+    );
+}
