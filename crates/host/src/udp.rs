@@ -163,6 +163,35 @@ pub struct UdpPort {
     pub stats: UdpStats,
 }
 
+/// `UDP_NO_CHECK6_RX` (include/uapi/linux/udp.h): the socket takes IPv6
+/// datagrams whose UDP checksum is 0.
+const UDP_NO_CHECK6_RX: libc::c_int = 102;
+
+/// Lets an IPv6 socket take datagrams with a zero UDP checksum. RoCEv2
+/// senders put 0 there (IBTA Annex A17; Linux rxe does, on IPv6 too: its
+/// tunnel socket is made with `use_udp6_tx_checksums` off), a receiver
+/// ignores the field (the ICRC protects the packet), and Linux otherwise
+/// drops such an IPv6 datagram before any socket sees it.
+fn accept_zero_checksums(socket: &UdpSocket) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor borrowed for the call, and an
+    // option value of the size passed, alive across it.
+    let rc = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(socket),
+            libc::IPPROTO_UDP,
+            UDP_NO_CHECK6_RX,
+            (&raw const on).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 impl UdpPort {
     /// Binds `addr`:4791 (IPv4 or IPv6). `AddrInUse` means another adapter
     /// owns it; `PermissionDenied`, for IPv4, that the process lacks
@@ -188,6 +217,7 @@ impl UdpPort {
                     &socket,
                     rustix::net::sockopt::Ipv6PathMtuDiscovery::DO,
                 )?;
+                accept_zero_checksums(&socket)?;
                 None
             }
         };
