@@ -145,7 +145,10 @@ fn measured(name: &str, run: impl FnOnce() -> RunReport) {
         assert_eq!(rxe.get(failure), None, "rxe counted {failure}: {rxe:?}");
     }
     assert_eq!(report.rsndk.rx_bad_icrc, 0, "rsndk refused rxe's ICRCs");
-    assert_eq!(report.rsndk.rx_malformed, 0, "rsndk found rxe's packets malformed");
+    assert_eq!(
+        report.rsndk.rx_malformed, 0,
+        "rsndk found rxe's packets malformed"
+    );
     assert!(rxe.get("rcvd_pkts").copied().unwrap_or(0) > report.pings);
 }
 
