@@ -447,6 +447,47 @@ fn a_datagram_too_big_for_the_path_fails_its_work_request() {
     );
 }
 
+/// Set in the child that runs without `CAP_NET_RAW`.
+const WITHOUT_NET_RAW: &str = "RSNDK_UDP_WIRE_WITHOUT_NET_RAW";
+
+/// An IPv4 UDP adapter in a process without `CAP_NET_RAW` (this test's
+/// own copy, started by `setpriv` with the capability out of its bounding
+/// set) is refused with `STATUS_ACCESS_DENIED` and a message saying what
+/// is missing: never opened on a UDP socket whose kernel would choose the
+/// IPv4 identifications its ICRCs cover.
+#[test]
+fn an_ipv4_adapter_without_cap_net_raw_is_refused_saying_why() {
+    const NAME: &str = "udp_wire::an_ipv4_adapter_without_cap_net_raw_is_refused_saying_why";
+    if std::env::var_os(WITHOUT_NET_RAW).is_some() {
+        let config = std::ffi::CString::new(v4(9, 5)).unwrap();
+        let mut adapter = std::ptr::null_mut();
+        // SAFETY: a valid C string and out-pointer.
+        let status = unsafe { rsndk::RsNdkOpenAdapter(config.as_ptr(), &raw mut adapter) };
+        assert_eq!(status, STATUS_ACCESS_DENIED);
+        assert!(adapter.is_null(), "nothing written");
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new("setpriv")
+        .args(["--bounding-set", "-net_raw", "--"])
+        .arg(exe)
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env(WITHOUT_NET_RAW, "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run setpriv (util-linux): {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "without CAP_NET_RAW: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains("CAP_NET_RAW") || stdout.contains("CAP_NET_RAW"),
+        "the message names what is missing:\n{stdout}\n{stderr}"
+    );
+}
+
 /// The namespaces' addresses are what the tests think they are.
 #[test]
 fn configurations_name_their_addresses() {
