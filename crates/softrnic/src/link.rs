@@ -60,8 +60,10 @@ pub use faults::{FaultInjector, FaultLink, FaultStats, Faults};
 pub trait Link: Send + Sync {
     /// Queues one IPv4/UDP or IPv6/UDP datagram (a whole RoCEv2 packet,
     /// from the IP header to the ICRC; the version nibble tells which) for
-    /// transmission. Must not block; a link that
-    /// cannot take the packet drops it (the RC transport retransmits).
+    /// transmission. Must not block; a link that cannot take the packet
+    /// now drops it (the RC transport retransmits); one it can never send
+    /// (larger than the path carries, refused) it reports
+    /// ([`Link::take_send_failures`]).
     fn transmit(&self, datagram: &[u8]);
 
     /// Like [`Link::transmit`] for the datagram in `buf[..len]`, but the
