@@ -11,6 +11,8 @@
 //! the next lab sweeps its run directory.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+#[path = "interop/bottle_rping.rs"]
+mod bottle_rping;
 #[path = "interop/host_rping.rs"]
 mod host_rping;
 #[path = "interop/lab_selftest.rs"]
