@@ -259,7 +259,11 @@ impl Session {
         };
         let mut ping: i32 = 0;
         while count == 0 || out.rounds < u64::from(count) {
-            let start = self.buffers.start.as_mut().expect("a client's start_buf");
+            let start = self
+                .buffers
+                .start
+                .as_mut()
+                .ok_or_else(|| Error::msg("a client session without its start buffer"))?;
             text.fill(ping, start.buf.bytes_mut(0, size));
             let start_info = Buffers::info_of(start, size);
             self.send(start_info)?;
@@ -278,7 +282,7 @@ impl Session {
                 .buffers
                 .start
                 .as_ref()
-                .expect("start_buf")
+                .ok_or_else(|| Error::msg("a client session without its start buffer"))?
                 .buf
                 .bytes(0, size);
             let echoed = self.buffers.rdma.buf.bytes(0, size);

@@ -483,7 +483,10 @@ pub fn rping_client(
     let ended = run.side.disconnect();
     run.side.close();
     let report = result?;
-    ended?;
+    // A connection the peer already ended may refuse a second end.
+    if !report.peer_disconnected {
+        ended?;
+    }
     if report.peer_disconnected && opts.count != 0 {
         return Err(format!(
             "the server disconnected after {} of {} pings",
@@ -544,7 +547,9 @@ impl RpingServer {
         let ended = self.run.side.disconnect();
         self.run.side.close();
         let report = result?;
-        ended?;
+        if !report.peer_disconnected {
+            ended?;
+        }
         Ok(report)
     }
 
