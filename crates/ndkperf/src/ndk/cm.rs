@@ -358,6 +358,11 @@ impl Listener {
         self.events.cancel();
     }
 
+    /// Whether [`Listener::cancel_waits`] was called.
+    pub fn cancelled(&self) -> bool {
+        self.events.is_cancelled()
+    }
+
     /// The next incoming connection, waiting at most `timeout`.
     pub fn next(&self, timeout: Duration) -> Result<Option<Connector>> {
         match self.events.take_object(timeout) {

@@ -221,6 +221,14 @@ impl Event {
         self.cv.notify_all();
     }
 
+    /// Whether [`Event::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cancelled
+    }
+
     /// Takes the oldest delivered object, waiting at most `timeout`.
     pub fn take_object(&self, timeout: Duration) -> Option<usize> {
         let deadline = Instant::now() + timeout;

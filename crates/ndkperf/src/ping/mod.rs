@@ -203,6 +203,9 @@ fn serve(
         if let Some(c) = listener.next(Duration::from_secs(1))? {
             break c;
         }
+        if listener.cancelled() {
+            return Err(Error::msg("the client side gave up"));
+        }
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return Err(Error::msg(format!(
                 "no client connected within {}",
