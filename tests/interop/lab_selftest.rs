@@ -114,11 +114,15 @@ fn a_captured_rping_between_guests_decodes_cleanly() {
     }
 }
 
-/// A lab of its own, dropped: its QEMU is gone, its published name is
-/// gone, no process is left in its namespace, its run directory is gone.
+/// A lab of its own (netem would slow the shared lab's other tests):
+/// netem inside the guest delays both directions; the namespace's own
+/// netem works or says it is missing and what to use instead. Then the lab
+/// is dropped: its QEMU is gone, its published name is gone, no process is
+/// left in its namespace, its run directory is gone.
 #[test]
-fn a_dropped_lab_leaves_nothing_behind() {
+fn netem_in_a_lab_of_its_own_which_leaves_nothing_behind_when_dropped() {
     let lab = check(lab::Lab::start(&lab::LabConfig::default()));
+    check_netem(&lab);
     check(lab.netns().publish());
     let name = lab.name().to_owned();
     let qemu = lab.guest().qemu_pid();
@@ -164,4 +168,83 @@ fn wait_until_listening(guest: &lab::Guest) {
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("rping's server never listened in {}", guest.name());
+}
+
+/// A tap of the test's own on the bridge carries Ethernet frames: an ARP
+/// request for the guest from 10.77.0.3 gets the guest's reply.
+#[test]
+fn a_tap_of_our_own_reaches_the_guest() {
+    use std::io::{Read, Write};
+    let lab = shared_lab();
+    let guest = lab.guest();
+    let mut tap = std::fs::File::from(check(lab.create_tap("lab-selftest0")));
+    let our_mac = [0x52, 0x54, 0x00, 0x77, 0x00, 0x03];
+    let mut frame = vec![0xff; 6];
+    frame.extend_from_slice(&our_mac);
+    frame.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+    frame.extend_from_slice(&our_mac);
+    frame.extend_from_slice(&[10, 77, 0, 3]);
+    frame.extend_from_slice(&[0; 6]);
+    frame.extend_from_slice(&guest.ipv4().octets());
+    let (replied, reply) = std::sync::mpsc::channel();
+    let mut reader = tap.try_clone().expect("a second handle on the tap");
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 2048];
+        while let Ok(length) = reader.read(&mut buffer) {
+            // An ARP reply (op 2) addressed to us.
+            if length >= 42
+                && buffer[..6] == our_mac
+                && buffer[12..14] == [0x08, 0x06]
+                && buffer[20..22] == [0, 2]
+            {
+                let _ = replied.send(buffer[22..28].to_vec());
+                return;
+            }
+        }
+    });
+    let mut answer = None;
+    for _ in 0..20 {
+        tap.write_all(&frame).expect("a frame written to the tap");
+        if let Ok(mac) = reply.recv_timeout(Duration::from_millis(500)) {
+            answer = Some(mac);
+            break;
+        }
+    }
+    let mac = answer.expect("no ARP reply from the guest on our tap");
+    let text: Vec<String> = mac.iter().map(|byte| format!("{byte:02x}")).collect();
+    assert_eq!(text.join(":"), guest.mac());
+}
+
+/// netem in `lab`'s guest: 150 ms out, 100 ms in, then cleared.
+fn check_netem(lab: &lab::Lab) {
+    let guest = lab.guest();
+    let addr = IpAddr::V4(guest.ipv4());
+    check(guest.netem("delay 150ms"));
+    check(guest.netem_ingress("delay 100ms"));
+    let delayed = check(lab.ping(addr, Duration::from_secs(10)));
+    check(guest.netem_clear());
+    assert!(
+        delayed >= Duration::from_millis(250),
+        "rtt {delayed:?} under netem 150 ms + 100 ms"
+    );
+    let clear = check(lab.ping(addr, Duration::from_secs(10)));
+    assert!(
+        clear < Duration::from_millis(250),
+        "rtt {clear:?} after netem_clear"
+    );
+    match lab.netem(guest.tap(), "delay 1ms") {
+        Ok(()) => check(
+            lab.netns()
+                .output(std::process::Command::new("tc").args([
+                    "qdisc",
+                    "del",
+                    "dev",
+                    guest.tap(),
+                    "root",
+                ]))
+                .map(drop),
+        ),
+        Err(lab::Error::Missing(text)) => assert!(text.contains("Guest::netem"), "{text}"),
+        Err(other) => panic!("{other}"),
+    }
 }

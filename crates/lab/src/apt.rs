@@ -68,7 +68,11 @@ pub fn lists_fingerprint() -> String {
             );
         }
     };
-    for dir in ["/var/lib/apt/lists", "/etc/apt/sources.list.d", "/etc/apt/preferences.d"] {
+    for dir in [
+        "/var/lib/apt/lists",
+        "/etc/apt/sources.list.d",
+        "/etc/apt/preferences.d",
+    ] {
         let mut files: Vec<_> = std::fs::read_dir(dir)
             .into_iter()
             .flatten()
@@ -81,7 +85,11 @@ pub fn lists_fingerprint() -> String {
             note(&file);
         }
     }
-    for file in ["/etc/apt/sources.list", "/etc/apt/preferences", "/var/lib/dpkg/status"] {
+    for file in [
+        "/etc/apt/sources.list",
+        "/etc/apt/preferences",
+        "/var/lib/dpkg/status",
+    ] {
         note(Path::new(file));
     }
     text

@@ -36,7 +36,22 @@ impl Capture {
     pub fn start(netns: &Netns, dev: &str, path: &Path) -> Result<Self> {
         let mut command = host::command(host::TCPDUMP)?;
         command
-            .args(["-i", dev, "-n", "-U", "-s", "0", "-Z", "root", "-w"])
+            // Immediate mode: every frame is handed over as it arrives. Without
+            // it, frames wait in a TPACKET_V3 block that this machine's
+            // kernel may not retire until more traffic comes, and a stop
+            // (SIGINT) loses them.
+            .args([
+                "-i",
+                dev,
+                "-n",
+                "-U",
+                "--immediate-mode",
+                "-s",
+                "0",
+                "-Z",
+                "root",
+                "-w",
+            ])
             .arg(path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

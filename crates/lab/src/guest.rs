@@ -94,7 +94,7 @@ impl Guest {
 
         let mac = net::guest_mac(index);
         let append = format!(
-            "console=ttyS0 quiet panic=-1 lab_name={name} lab_mac={mac} lab_ip4={}/{} lab_ip6={}/{}",
+            "console=ttyS0 quiet panic=-1 no_timer_check lab_name={name} lab_mac={mac} lab_ip4={}/{} lab_ip6={}/{}",
             net::guest_ipv4(index),
             net::IPV4_PREFIX,
             net::guest_ipv6(index),
@@ -393,12 +393,17 @@ impl Guest {
             .map(drop)
     }
 
-    /// `tc netem SPEC` on what the guest's eth0 receives (through ifb0).
+    /// `tc netem SPEC` on what the guest's eth0 receives: its ingress is
+    /// redirected through ifb0, whose egress gets the netem qdisc.
     pub fn netem_ingress(&self, spec: &str) -> Result<()> {
         self.run_ok(&format!(
-            "ip link show ifb0 >/dev/null 2>&1 || {{ ip link add ifb0 type ifb && ip link set ifb0 up && \
-             tc qdisc add dev eth0 handle ffff: ingress && \
-             tc filter add dev eth0 parent ffff: matchall action mirred egress redirect dev ifb0; }} && \
+            "set -e\n\
+             ip link show ifb0 >/dev/null 2>&1 || ip link add ifb0 type ifb\n\
+             ip link set ifb0 up\n\
+             if ! tc qdisc show dev eth0 ingress | grep -q ingress; then\n\
+             tc qdisc add dev eth0 handle ffff: ingress\n\
+             tc filter add dev eth0 parent ffff: matchall action mirred egress redirect dev ifb0\n\
+             fi\n\
              tc qdisc replace dev ifb0 root netem {spec}"
         ))
         .map(drop)
@@ -408,7 +413,7 @@ impl Guest {
     pub fn netem_clear(&self) -> Result<()> {
         self.run_ok(
             "tc qdisc del dev eth0 root 2>/dev/null; tc qdisc del dev eth0 ingress 2>/dev/null; \
-             ip link del ifb0 2>/dev/null; true",
+             tc qdisc del dev ifb0 root 2>/dev/null; true",
         )
         .map(drop)
     }

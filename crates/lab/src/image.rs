@@ -67,6 +67,7 @@ impl Default for ImageSpec {
                 "ib_uverbs",
                 "rdma_ucm",
                 "sch_netem",
+                "sch_ingress",
                 "ifb",
                 "act_mirred",
                 "cls_matchall",
