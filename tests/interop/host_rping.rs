@@ -3,6 +3,7 @@
 //! validated pings a run; the bridge captured and decoded by tshark, rxe's
 //! counters and rsndk's read before and after.
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -54,15 +55,15 @@ impl Drop for HostAdapter {
 }
 
 /// What one run moved and saw, printed by the test.
-struct RunReport {
+pub struct RunReport {
     pings: u64,
     bytes: u64,
     seconds: f64,
-    rsndk: EngineStats,
+    pub rsndk: EngineStats,
 }
 
-/// rsndk's client against the guest's `rping -s`, every step of [`PLAN`].
-fn rsndk_client(family: Family, port: u16) -> RunReport {
+/// rsndk's client against the guest's `rping -s`, every step of `plan`.
+pub fn rsndk_client(family: Family, port: u16, plan: &'static [(u32, u32)]) -> RunReport {
     let lab = shared_lab();
     let local = family.lab_addr(HOST_PART);
     let peer = family.guest();
@@ -70,7 +71,7 @@ fn rsndk_client(family: Family, port: u16) -> RunReport {
         let adapter = HostAdapter::open(&Family::udp_config(local));
         let ndk = RpingAdapter::host(adapter.0);
         let (mut pings, mut bytes, start) = (0, 0, Instant::now());
-        for (size, count) in PLAN {
+        for &(size, count) in plan {
             let server = guest_server(peer, port, size, count);
             let mut opts = RpingOptions::new(size, count);
             opts.timeout = RUN_TIMEOUT;
@@ -90,15 +91,15 @@ fn rsndk_client(family: Family, port: u16) -> RunReport {
     }))
 }
 
-/// The guest's `rping -c` against rsndk's server, every step of [`PLAN`].
-fn rsndk_server(family: Family, port: u16) -> RunReport {
+/// The guest's `rping -c` against rsndk's server, every step of `plan`.
+pub fn rsndk_server(family: Family, port: u16, plan: &'static [(u32, u32)]) -> RunReport {
     let lab = shared_lab();
     let local = family.lab_addr(HOST_PART);
     check(lab.netns().run(move || {
         let adapter = HostAdapter::open(&Family::udp_config(local));
         let ndk = RpingAdapter::host(adapter.0);
         let (mut pings, mut bytes, start) = (0, 0, Instant::now());
-        for (size, count) in PLAN {
+        for &(size, count) in plan {
             let mut opts = RpingOptions::new(size, 0);
             opts.timeout = RUN_TIMEOUT;
             let server = RpingServer::listen(&ndk, SocketAddr::new(local, port), &opts)
@@ -124,8 +125,9 @@ fn rsndk_server(family: Family, port: u16) -> RunReport {
 }
 
 /// Runs `run` between rxe counter readings and a bridge capture, prints
-/// the figures and checks that neither side failed or dropped anything.
-fn measured(name: &str, run: impl FnOnce() -> RunReport) {
+/// the figures and checks that neither side failed or dropped anything;
+/// returns the run's report and what rxe counted.
+pub fn measured(name: &str, run: impl FnOnce() -> RunReport) -> (RunReport, BTreeMap<String, u64>) {
     let _serial = serial();
     let capture = BridgeCapture::start(name);
     let before = rxe_counters();
@@ -150,24 +152,25 @@ fn measured(name: &str, run: impl FnOnce() -> RunReport) {
         "rsndk found rxe's packets malformed"
     );
     assert!(rxe.get("rcvd_pkts").copied().unwrap_or(0) > report.pings);
+    (report, rxe)
 }
 
 #[test]
 fn host_rping_client_against_rxe_ipv4() {
-    measured("host-client-v4", || rsndk_client(Family::V4, 7201));
+    measured("host-client-v4", || rsndk_client(Family::V4, 7201, &PLAN));
 }
 
 #[test]
 fn host_rping_client_against_rxe_ipv6() {
-    measured("host-client-v6", || rsndk_client(Family::V6, 7202));
+    measured("host-client-v6", || rsndk_client(Family::V6, 7202, &PLAN));
 }
 
 #[test]
 fn host_rping_server_for_rxe_ipv4() {
-    measured("host-server-v4", || rsndk_server(Family::V4, 7203));
+    measured("host-server-v4", || rsndk_server(Family::V4, 7203, &PLAN));
 }
 
 #[test]
 fn host_rping_server_for_rxe_ipv6() {
-    measured("host-server-v6", || rsndk_server(Family::V6, 7204));
+    measured("host-server-v6", || rsndk_server(Family::V6, 7204, &PLAN));
 }

@@ -1,0 +1,72 @@
+//! rsndk against rxe's rping under loss and reordering: `tc netem` on
+//! guest 0's eth0, both ways (egress, and ingress through ifb0). The host
+//! kernel of these machines has no netem qdisc; the guest's has, and its
+//! eth0 is the segment's other end, so every frame between rsndk and rxe
+//! crosses it. Each ping still completes exactly once and validates; the
+//! retransmission shares are reported.
+
+use std::collections::BTreeMap;
+
+use crate::host_rping::{RunReport, measured, rsndk_client, rsndk_server};
+use crate::peer::{FAULT_PLAN, Family};
+use crate::{check, shared_lab};
+
+/// Loss and reordering each way: 1% of frames lost, a quarter of them
+/// sent 2 ms ahead of their predecessors.
+const NETEM: &str = "delay 2ms reorder 25% 50% loss 1%";
+
+/// netem on guest 0's eth0 both ways while it lives.
+struct Faults;
+
+impl Faults {
+    fn inject() -> Self {
+        let guest = shared_lab().guest();
+        check(guest.netem(NETEM));
+        check(guest.netem_ingress(NETEM));
+        Self
+    }
+}
+
+impl Drop for Faults {
+    fn drop(&mut self) {
+        check(shared_lab().guest().netem_clear());
+    }
+}
+
+/// Prints the retransmission shares of a faulty run.
+fn shares(name: &str, report: &RunReport, rxe: &BTreeMap<String, u64>) {
+    let get = |k: &str| rxe.get(k).copied().unwrap_or(0);
+    eprintln!(
+        "{name}: rsndk resent {} of {} packets ({:.2}%) after {} timeouts and {} sequence NAKs; \
+         rxe sent {} packets, {} retry rounds, {} sequence NAKs received, {} duplicate and {} \
+         out-of-sequence requests",
+        report.rsndk.retransmitted,
+        report.rsndk.tx_packets,
+        100.0 * report.rsndk.retransmitted as f64 / report.rsndk.tx_packets.max(1) as f64,
+        report.rsndk.timeouts,
+        report.rsndk.seq_naks_received,
+        get("sent_pkts"),
+        get("completer_retry_err"),
+        get("rcvd_seq_err"),
+        get("duplicate_request"),
+        get("out_of_seq_request"),
+    );
+}
+
+#[test]
+fn host_rping_client_against_rxe_under_loss_and_reordering() {
+    let (report, rxe) = measured("netem-host-client-v4", || {
+        let _faults = Faults::inject();
+        rsndk_client(Family::V4, 7221, &FAULT_PLAN)
+    });
+    shares("netem-host-client-v4", &report, &rxe);
+}
+
+#[test]
+fn host_rping_server_for_rxe_under_loss_and_reordering() {
+    let (report, rxe) = measured("netem-host-server-v6", || {
+        let _faults = Faults::inject();
+        rsndk_server(Family::V6, 7222, &FAULT_PLAN)
+    });
+    shares("netem-host-server-v6", &report, &rxe);
+}
