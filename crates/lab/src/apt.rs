@@ -153,7 +153,7 @@ fn parse_depends(text: &str) -> Result<Vec<String>> {
     for line in text.lines() {
         let dependency = line
             .get(1..)
-            .and_then(|rest| rest.trim_start().split_once(": "))
+            .and_then(|rest| rest.trim_start_matches([' ', '|']).split_once(": "))
             .filter(|(kind, _)| matches!(*kind, "Depends" | "PreDepends"));
         if let Some((_, name)) = dependency {
             if group_closed {

@@ -117,12 +117,7 @@ mod tests {
         assert!(text.contains("etc/a\0"));
         assert!(text.contains("hello"));
         assert!(text.contains("TRAILER!!!\0"));
-        // The file entry: name "etc/a" (6 bytes with NUL) after a 110-byte header.
-        let at = text.find("070701").unwrap();
-        assert_eq!(
-            &text[at + 54..at + 62],
-            "00000002",
-            "a directory has 2 links"
-        );
+        // The first entry's nlink field (after magic, ino, mode, uid, gid).
+        assert_eq!(&text[38..46], "00000002", "a directory has 2 links");
     }
 }

@@ -135,3 +135,32 @@ pub fn output(command: &mut Command) -> Result<Output> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_tool_names_its_package() {
+        let tool = Tool {
+            program: "rsndk-lab-no-such-program",
+            package: "no-such-package",
+        };
+        let error = find(tool).unwrap_err().to_string();
+        assert!(
+            error.contains("`rsndk-lab-no-such-program` is not installed")
+                && error.contains("apt-get install no-such-package"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_failing_command_reports_its_line_status_and_stderr() {
+        let error = run(Command::new("sh").args(["-c", "echo oops >&2; exit 3"])).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("sh -c") && text.contains("status 3") && text.contains("oops"),
+            "{text}"
+        );
+    }
+}

@@ -19,6 +19,10 @@ use crate::rootfs::RootFs;
 /// Bumped when the image's layout changes in a way the scripts do not show.
 const LAYOUT_VERSION: u32 = 1;
 
+/// Bumped when dependency resolution changes (cached resolutions are
+/// then redone).
+const RESOLVER_VERSION: u32 = 2;
+
 /// What goes into the guest image.
 #[derive(Debug, Clone)]
 pub struct ImageSpec {
@@ -161,7 +165,8 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
 /// ([`apt::lists_fingerprint`]) and the spec: `apt-get update` or a new
 /// spec resolves again.
 fn resolve(spec: &ImageSpec, cache: &Path) -> Result<(String, Vec<Package>)> {
-    let mut key_text = apt::lists_fingerprint();
+    // The resolver's own version: a fix to it resolves again.
+    let mut key_text = format!("resolver {RESOLVER_VERSION}\n{}", apt::lists_fingerprint());
     let _ = writeln!(key_text, "ship {}", spec.packages.join(" "));
     let path = cache
         .join("resolved")
