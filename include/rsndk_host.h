@@ -25,6 +25,10 @@
  *             | "delay_us=" N | "seed=" N                 (mem only)
  *             | "busy_poll=" "on"|"off"   a thread polling an empty CQ runs
  *                                         the device itself (default on)
+ *             | "ack_timeout=" 0..31      QPs retransmit after 4.096 us x 2^N
+ *                                         (within 1 ms..2.1 s) instead of the
+ *                                         negotiated timeout, as librdmacm's
+ *                                         rdma_set_ack_timeout
  *
  *   e.g. "127.0.0.2", "udp:127.0.0.3,pmtu=4096", "mem:lab/192.0.2.1,loss=0.05",
  *        "mem:lab/[fd00::1]", "udp:[::1]"

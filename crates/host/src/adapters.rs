@@ -139,8 +139,8 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             }
             let port = Arc::new(port);
             let rnic = new_rnic(Box::new(UdpLink(port.clone())))?;
-            let threads =
-                start_udp(&rnic, port, waker.clone()).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+            let threads = start_udp(&rnic, port, waker.clone(), config.ack_timeout)
+                .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
             (rnic, None, threads)
         }
         Transport::Memory {
@@ -152,7 +152,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
                 return Err(STATUS_SHARING_VIOLATION);
             }
             let threads = hub
-                .start_device(addr, &rnic, waker.clone())
+                .start_device(addr, &rnic, waker.clone(), config.ack_timeout)
                 .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
             (rnic, Some(hub), threads)
         }

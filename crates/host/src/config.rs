@@ -14,6 +14,12 @@
 //!           | "seed=" N               ; mem only, fault-injection seed
 //!           | "busy_poll=" "on" | "off"  ; consumers polling an empty CQ run
 //!                                      ; the device themselves (default on)
+//!           | "ack_timeout=" 0..31     ; the QPs' retransmit timeout, 4.096 us
+//!                                      ; x 2^N within 1 ms..2.1 s, in place of
+//!                                      ; the one connection management
+//!                                      ; negotiates (librdmacm's
+//!                                      ; rdma_set_ack_timeout); default: the
+//!                                      ; negotiated one
 //!           | "peer_sockets=" "on" | "off" ; UDP over IPv6: send from a socket
 //!                                      ; connected to each peer, an ephemeral
 //!                                      ; source port (default off; off with
@@ -91,6 +97,10 @@ pub struct AdapterConfig {
     /// adapter sends through its raw socket either way, and a fabric has no
     /// sockets: both ignore it.
     pub peer_sockets: bool,
+    /// The QPs' retransmit timeout exponent (4.096 µs × 2^N), in place of
+    /// the negotiated one, as librdmacm's `rdma_set_ack_timeout` sets a
+    /// QP's; `None`: what connection management negotiates.
+    pub ack_timeout: Option<u8>,
 }
 
 impl AdapterConfig {
@@ -170,7 +180,7 @@ impl fmt::Display for ConfigError {
             }
             Self::UnknownOption(o) => write!(
                 f,
-                "unknown option '{o}' (known: pmtu, pcap, busy_poll, peer_sockets, loss, reorder, duplicate, delay_us, seed)"
+                "unknown option '{o}' (known: pmtu, pcap, busy_poll, peer_sockets, ack_timeout, loss, reorder, duplicate, delay_us, seed)"
             ),
             Self::BadValue {
                 key,
@@ -291,6 +301,7 @@ impl FromStr for AdapterConfig {
         let mut pcap = None;
         let mut busy_poll = true;
         let mut peer_sockets = false;
+        let mut ack_timeout = None;
         let mut seen: Vec<&str> = Vec::new();
         for option in parts {
             let option = option.trim();
@@ -305,6 +316,10 @@ impl FromStr for AdapterConfig {
                 "pmtu" => match value.parse::<u32>() {
                     Ok(m @ (256 | 512 | 1024 | 2048 | 4096)) => pmtu = Some(m),
                     _ => return Err(bad(key, value, "256, 512, 1024, 2048 or 4096")),
+                },
+                "ack_timeout" => match value.parse::<u8>() {
+                    Ok(n @ 0..=31) => ack_timeout = Some(n),
+                    _ => return Err(bad(key, value, "an exponent from 0 to 31")),
                 },
                 "pcap" if !value.is_empty() => pcap = Some(PathBuf::from(value)),
                 "pcap" => return Err(bad(key, value, "a file path")),
@@ -341,6 +356,7 @@ impl FromStr for AdapterConfig {
             pcap,
             busy_poll,
             peer_sockets,
+            ack_timeout,
         })
     }
 }
@@ -364,6 +380,28 @@ mod tests {
         );
         assert_eq!((c.pmtu, c.pcap, c.busy_poll), (1024, None, true));
         assert!(!c.peer_sockets);
+    }
+
+    #[test]
+    fn ack_timeout_is_an_exponent() {
+        assert_eq!(parse("127.0.0.2").unwrap().ack_timeout, None);
+        assert_eq!(
+            parse("127.0.0.2,ack_timeout=11").unwrap().ack_timeout,
+            Some(11)
+        );
+        assert_eq!(
+            parse("mem:f/10.0.0.1,ack_timeout=0").unwrap().ack_timeout,
+            Some(0)
+        );
+        for v in ["32", "-1", "x", ""] {
+            assert!(
+                matches!(
+                    parse(&format!("127.0.0.2,ack_timeout={v}")),
+                    Err(ConfigError::BadValue { .. })
+                ),
+                "ack_timeout={v}"
+            );
+        }
     }
 
     #[test]

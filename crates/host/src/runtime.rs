@@ -39,7 +39,7 @@ use softrnic::device::SoftRnic;
 use softrnic::env::{Clock, PassPlan, RunPass, Wake};
 use softrnic::fabric::Fabric;
 use softrnic::link::{Arrival, FaultInjector, FaultLink, Faults, Link, Load, Received};
-use softrnic::qp::RcConfig;
+use softrnic::qp::{Negotiated, RcConfig};
 use softrnic::train::Train;
 
 use crate::busy::BusyPoll;
@@ -378,12 +378,24 @@ fn idle_sleep(rnic: &SoftRnic, other: Option<u64>) -> Duration {
     })
 }
 
-/// Reliability defaults of a device run by this runtime.
-fn set_rc_defaults(rnic: &SoftRnic) {
-    rnic.set_default_rc_config(RcConfig {
+/// Reliability defaults of a device run by this runtime; `ack_timeout`
+/// (the configuration's) fixes the QPs' retransmit timeout in place of
+/// the negotiated one.
+fn set_rc_defaults(rnic: &SoftRnic, ack_timeout: Option<u8>) {
+    let mut config = RcConfig {
         ack_defer_us: ACK_DEFER_US,
         ..RcConfig::default()
-    });
+    };
+    if let Some(timeout) = ack_timeout {
+        config.follow_cm = false;
+        config.ack_timeout_us = Negotiated {
+            timeout,
+            retry_count: config.retry_count,
+            rnr_retry: config.rnr_retry,
+        }
+        .ack_timeout_us();
+    }
+    rnic.set_default_rc_config(config);
 }
 
 /// Starts the engine thread of `rnic`: it runs the device's passes
@@ -475,13 +487,15 @@ where
 }
 
 /// A device on a UDP socket: one engine thread that also receives.
+/// `ack_timeout`: the configuration's fixed retransmit timeout exponent.
 pub fn start_udp(
     rnic: &Arc<SoftRnic>,
     port: Arc<UdpPort>,
     waker: Arc<ThreadWaker>,
+    ack_timeout: Option<u8>,
 ) -> std::io::Result<DeviceThreads> {
     let mut threads = DeviceThreads::new(waker);
-    set_rc_defaults(rnic);
+    set_rc_defaults(rnic, ack_timeout);
     let name = format!("rsndk-engine-{}", port.local().ip());
     spawn_engine(&mut threads, name, Arc::downgrade(rnic), Some(port), SPIN)?;
     Ok(threads)
@@ -600,15 +614,17 @@ impl FabricHub {
         FaultLink::new(link, self.faults.clone(), Arc::new(HostClock))
     }
 
-    /// Starts the engine thread of a device attached at `addr`.
+    /// Starts the engine thread of a device attached at `addr`
+    /// (`ack_timeout` as [`start_udp`]'s).
     pub fn start_device(
         self: &Arc<Self>,
         addr: IpAddr,
         rnic: &Arc<SoftRnic>,
         waker: Arc<ThreadWaker>,
+        ack_timeout: Option<u8>,
     ) -> std::io::Result<DeviceThreads> {
         let mut threads = DeviceThreads::new(waker);
-        set_rc_defaults(rnic);
+        set_rc_defaults(rnic, ack_timeout);
         spawn_engine::<OwnedFd>(
             &mut threads,
             format!("rsndk-engine-mem-{addr}"),
