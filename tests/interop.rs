@@ -17,6 +17,8 @@ mod bottle_rping;
 mod host_rping;
 #[path = "interop/lab_selftest.rs"]
 mod lab_selftest;
+#[path = "interop/ndkperf_ping.rs"]
+mod ndkperf_ping;
 #[path = "interop/netem.rs"]
 mod netem;
 #[path = "interop/peer.rs"]

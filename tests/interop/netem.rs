@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::host_rping::{RunReport, measured, rsndk_client, rsndk_server};
-use crate::peer::{FAULT_PLAN, Family};
+use crate::peer::{FAULT_PLAN, Family, percent};
 use crate::{check, shared_lab};
 
 /// Loss and reordering each way: 1% of frames lost, a quarter of them
@@ -42,7 +42,7 @@ fn shares(name: &str, report: &RunReport, rxe: &BTreeMap<String, u64>) {
          out-of-sequence requests",
         report.rsndk.retransmitted,
         report.rsndk.tx_packets,
-        100.0 * report.rsndk.retransmitted as f64 / report.rsndk.tx_packets.max(1) as f64,
+        percent(report.rsndk.retransmitted, report.rsndk.tx_packets),
         report.rsndk.timeouts,
         report.rsndk.seq_naks_received,
         get("sent_pkts"),

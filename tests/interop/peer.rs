@@ -209,11 +209,7 @@ impl BridgeCapture {
 
 /// What rsndk's engine did in a run.
 pub fn rsndk_summary(stats: &EngineStats) -> String {
-    let share = if stats.tx_packets == 0 {
-        0.0
-    } else {
-        100.0 * stats.retransmitted as f64 / stats.tx_packets as f64
-    };
+    let share = percent(stats.retransmitted, stats.tx_packets);
     format!(
         "rsndk: tx {} packets ({} retransmitted, {share:.2}%), rx {} (bad ICRC {}, malformed {}), \
          timeouts {}, duplicates {}, out of sequence {}, sequence NAKs sent {} received {}",
@@ -228,4 +224,15 @@ pub fn rsndk_summary(stats: &EngineStats) -> String {
         stats.seq_naks_sent,
         stats.seq_naks_received,
     )
+}
+
+/// `part` as a percentage of `whole` (0 of nothing).
+// Packet counts stay far below 2^52, where f64 is exact.
+#[allow(clippy::cast_precision_loss)]
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
 }
