@@ -36,6 +36,8 @@ fn the_guest_boots_with_rxe0_active_and_counters_readable() {
 /// reference peer works before anything is blamed on rsndk.
 #[test]
 fn rping_over_rxe_loopback_in_the_guest() {
+    // The rsndk tests' traffic must not cross this test's capture.
+    let _serial = crate::peer::serial();
     let guest = shared_lab().guest();
     let server = check(guest.spawn("exec rping -s -a 10.77.0.2 -C 10 -S 4096 -V"));
     wait_until_listening(guest);
@@ -75,6 +77,8 @@ fn the_namespace_pings_the_guest_over_ipv4_and_ipv6() {
 /// tap: RoCEv2 frames of every kind rping makes, none malformed.
 #[test]
 fn a_captured_rping_between_guests_decodes_cleanly() {
+    // The rsndk tests' traffic must not cross this test's capture.
+    let _serial = crate::peer::serial();
     let lab = shared_lab();
     let (server_guest, client_guest) = (&lab.guests()[0], &lab.guests()[1]);
     let pcap = lab.run_dir().join("rping-between-guests.pcap");
