@@ -6,7 +6,7 @@
 //!
 //! From another test binary of the root crate (`tests/interop.rs`):
 //!
-//! ```ignore
+//! ```text
 //! use testkit::adapter::bottle::tap::TapV;
 //! let v = TapV::join(tap_fd, &[("10.77.0.3".parse()?, 24), ("fd77::3".parse()?, 64)]);
 //! let adapter: *mut NDK_ADAPTER = v.open_ndk();   // NDK 1.2, as often as wanted
