@@ -27,6 +27,7 @@
 //! 1.85.
 
 pub mod codec;
+pub mod connection;
 pub mod create;
 pub mod credits;
 pub mod header;
@@ -37,3 +38,6 @@ pub mod session;
 pub mod signing;
 pub mod spnego;
 pub mod tree;
+
+#[cfg(test)]
+mod scripted_server;
