@@ -160,7 +160,7 @@ impl<T: Transport> Connection<T> {
         let challenge_bytes = token
             .response_token
             .ok_or_else(|| Error::msg("SESSION_SETUP: no NTLM CHALLENGE in the server's token"))?;
-        let challenge = ntlm::Challenge::decode(&challenge_bytes)?;
+        let challenge = ntlm::ChallengeMessage::decode(&challenge_bytes)?;
         let auth = ntlm::authenticate(
             creds,
             &ntlm_negotiate,

@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn rdma_write_has_zero_length_and_offset_and_descriptors_at_0x70() {
-        let d = [
+        let descriptors = [
             BufferDescriptor {
                 offset: 0x7f00_0000_1000,
                 token: 0xAB,
@@ -230,10 +230,10 @@ mod tests {
                 length: 1 << 19,
             },
         ];
-        let (b, n) = write_request(FILE, 4096, &Data::Rdma(&d)).unwrap();
-        assert_eq!(n, 1 << 20);
-        let m = with_header(&b);
-        let r = Reader::new(&m, "t");
+        let (body, size) = write_request(FILE, 4096, &Data::Rdma(&descriptors)).unwrap();
+        assert_eq!(size, 1 << 20);
+        let message = with_header(&body);
+        let r = Reader::new(&message, "t");
         assert_eq!(r.u16(64).unwrap(), 49);
         assert_eq!(r.u16(66).unwrap(), 0, "DataOffset");
         assert_eq!(r.u32(68).unwrap(), 0, "Length");
@@ -243,17 +243,20 @@ mod tests {
         assert_eq!(r.u32(100).unwrap(), 1 << 20, "RemainingBytes");
         assert_eq!(r.u16(104).unwrap(), 0x70);
         assert_eq!(r.u16(106).unwrap(), 32);
-        assert_eq!(decode_descriptors(&r, 0x70, 32).unwrap(), d.to_vec());
-        assert_eq!(credit_charge(n), 16);
+        assert_eq!(
+            decode_descriptors(&r, 0x70, 32).unwrap(),
+            descriptors.to_vec()
+        );
+        assert_eq!(credit_charge(size), 16);
         assert!(write_request(FILE, 0, &Data::Rdma(&[])).is_err());
     }
 
     #[test]
     fn inline_write_and_rdma_read_layouts() {
-        let (b, n) = write_request(FILE, 8, &Data::Inline(b"abc")).unwrap();
-        assert_eq!(n, 3);
-        let m = with_header(&b);
-        let r = Reader::new(&m, "t");
+        let (body, size) = write_request(FILE, 8, &Data::Inline(b"abc")).unwrap();
+        assert_eq!(size, 3);
+        let message = with_header(&body);
+        let r = Reader::new(&message, "t");
         assert_eq!((r.u16(66).unwrap(), r.u32(68).unwrap()), (0x70, 3));
         assert_eq!(r.slice(0x70, 3).unwrap(), b"abc");
         let d = [BufferDescriptor {
@@ -261,13 +264,13 @@ mod tests {
             token: 7,
             length: 65_536,
         }];
-        let m = with_header(&read_request(FILE, 0, 65_536, Some(&d)).unwrap());
-        let r = Reader::new(&m, "t");
+        let message = with_header(&read_request(FILE, 0, 65_536, Some(&d)).unwrap());
+        let r = Reader::new(&message, "t");
         assert_eq!(r.u32(68).unwrap(), 65_536, "Length");
         assert_eq!(r.u32(100).unwrap(), CHANNEL_RDMA_V1_INVALIDATE);
         assert_eq!((r.u16(108).unwrap(), r.u16(110).unwrap()), (0x70, 16));
         assert_eq!(decode_descriptors(&r, 0x70, 16).unwrap(), d.to_vec());
-        assert_eq!(m.len(), 0x70 + 16);
+        assert_eq!(message.len(), 0x70 + 16);
         assert!(
             read_request(FILE, 0, 65_537, Some(&d)).is_err(),
             "buffer too small"

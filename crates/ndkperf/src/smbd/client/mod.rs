@@ -19,6 +19,7 @@
 //!   bypassed more than used.
 //! - `ntlmclient` 0.2 (CC0): small, but a single-author 0.x with no
 //!   MIC or SMB session key API.
+//!
 //! So the protocol logic is ours (NTLMv2 is ~150 lines of [MS-NLMP] 3.3.2,
 //! the SPNEGO we need is 4 DER shapes), checked against the published
 //! vectors, and every primitive comes from RustCrypto (MIT/Apache-2.0,

@@ -93,7 +93,7 @@ pub fn negotiate_message() -> Vec<u8> {
 
 /// What the client needs from a CHALLENGE_MESSAGE (2.2.1.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Challenge {
+pub struct ChallengeMessage {
     /// NegotiateFlags the server chose.
     pub flags: u32,
     /// The 8-byte server challenge.
@@ -108,7 +108,7 @@ fn security_buffer<'a>(r: &Reader<'a>, at: usize) -> Result<&'a [u8]> {
     r.slice(offset, len)
 }
 
-impl Challenge {
+impl ChallengeMessage {
     /// Parses and checks a CHALLENGE_MESSAGE: NTLMv2 needs TargetInfo
     /// and extended session security, and Unicode strings.
     pub fn decode(b: &[u8]) -> Result<Self> {
@@ -194,26 +194,26 @@ pub struct Ntlmv2 {
 /// client sends them back, MsvAvEOL included) and `time` in FILETIME.
 pub fn ntlmv2_response(
     response_key: &[u8; 16],
-    server_challenge: &[u8; 8],
-    client_challenge: &[u8; 8],
+    server_challenge: [u8; 8],
+    client_challenge: [u8; 8],
     time: u64,
     target_info: &[u8],
 ) -> Ntlmv2 {
     let mut temp = vec![1, 1, 0, 0, 0, 0, 0, 0];
     temp.extend_from_slice(&time.to_le_bytes());
-    temp.extend_from_slice(client_challenge);
+    temp.extend_from_slice(&client_challenge);
     temp.extend_from_slice(&[0; 4]);
     temp.extend_from_slice(target_info);
     temp.extend_from_slice(&[0; 4]);
-    let nt_proof = hmac_md5(response_key, &[server_challenge, &temp]);
+    let nt_proof = hmac_md5(response_key, &[&server_challenge, &temp]);
     let mut nt_response = nt_proof.to_vec();
     nt_response.extend_from_slice(&temp);
     let mut lm_response = [0u8; 24];
     lm_response[..16].copy_from_slice(&hmac_md5(
         response_key,
-        &[server_challenge, client_challenge],
+        &[&server_challenge, &client_challenge],
     ));
-    lm_response[16..].copy_from_slice(client_challenge);
+    lm_response[16..].copy_from_slice(&client_challenge);
     Ntlmv2 {
         nt_response,
         lm_response,
@@ -266,7 +266,7 @@ pub fn authenticate(
     creds: &Credentials,
     negotiate: &[u8],
     challenge_bytes: &[u8],
-    challenge: &Challenge,
+    challenge: &ChallengeMessage,
     client_challenge: [u8; 8],
     now: u64,
 ) -> Result<Authenticate> {
@@ -291,8 +291,8 @@ pub fn authenticate(
     let key = ntowf_v2(&creds.user, &creds.domain, &creds.password);
     let v2 = ntlmv2_response(
         &key,
-        &challenge.server_challenge,
-        &client_challenge,
+        challenge.server_challenge,
+        client_challenge,
         server_time.unwrap_or(now),
         &target_info,
     );
@@ -384,8 +384,8 @@ mod tests {
         );
         let v2 = ntlmv2_response(
             &key,
-            &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef],
-            &[0xaa; 8],
+            [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef],
+            [0xaa; 8],
             0,
             &spec_target_info(),
         );
@@ -444,7 +444,7 @@ mod tests {
     #[test]
     fn authenticate_without_timestamp_uses_the_spec_responses_and_no_mic() {
         let chal_bytes = challenge_message(&spec_target_info());
-        let chal = Challenge::decode(&chal_bytes).unwrap();
+        let chal = ChallengeMessage::decode(&chal_bytes).unwrap();
         assert_eq!(chal.timestamp(), None);
         let creds = Credentials {
             user: "User".into(),
@@ -493,7 +493,7 @@ mod tests {
         ti.extend_from_slice(&0x01D0_AECD_6C5C_8D24u64.to_le_bytes());
         put_u32(&mut ti, 0);
         let chal_bytes = challenge_message(&ti);
-        let chal = Challenge::decode(&chal_bytes).unwrap();
+        let chal = ChallengeMessage::decode(&chal_bytes).unwrap();
         assert_eq!(chal.timestamp(), Some(0x01D0_AECD_6C5C_8D24));
         let creds = Credentials {
             user: "User".into(),
@@ -523,11 +523,11 @@ mod tests {
 
     #[test]
     fn hostile_challenges_are_errors() {
-        assert!(Challenge::decode(b"NTLMSSP\0").is_err());
+        assert!(ChallengeMessage::decode(b"NTLMSSP\0").is_err());
         let mut b = challenge_message(&spec_target_info());
         b[44] = 0xFF; // TargetInfo offset far past the end
-        assert!(Challenge::decode(&b).is_err());
+        assert!(ChallengeMessage::decode(&b).is_err());
         let unterminated = challenge_message(&[2, 0, 12, 0]);
-        assert!(Challenge::decode(&unterminated).is_err());
+        assert!(ChallengeMessage::decode(&unterminated).is_err());
     }
 }

@@ -77,7 +77,7 @@ struct Server {
 }
 
 impl Server {
-    fn header(&self, q: &Req<'_>, status: u32, credits: u16, flags: u32) -> Vec<u8> {
+    fn header(q: &Req<'_>, status: u32, credits: u16, flags: u32) -> Vec<u8> {
         let mut b = vec![0xFE, b'S', b'M', b'B'];
         put_u16(&mut b, 64);
         put_u16(&mut b, q.charge);
@@ -101,7 +101,7 @@ impl Server {
             .unwrap_or(1)
             .min(q.credit_request.max(1));
         self.granted += u32::from(credits);
-        let mut m = self.header(q, status, credits, 0);
+        let mut m = Self::header(q, status, credits, 0);
         m.extend_from_slice(body);
         if sign {
             signing::sign(self.key.as_ref().expect("a key before signing"), &mut m);
@@ -110,7 +110,7 @@ impl Server {
         m
     }
 
-    fn check(&mut self, ok: bool, what: &str) -> Result<()> {
+    fn check(ok: bool, what: &str) -> Result<()> {
         if ok {
             Ok(())
         } else {
@@ -118,8 +118,8 @@ impl Server {
         }
     }
 
-    fn handle(&mut self, m: &[u8]) -> Result<()> {
-        let r = Reader::new(m, "request");
+    fn handle(&mut self, message: &[u8]) -> Result<()> {
+        let r = Reader::new(message, "request");
         let q = Req {
             r,
             charge: r.u16(6)?,
@@ -132,40 +132,40 @@ impl Server {
         };
         self.log
             .push(format!("{}#{}x{}", q.command, q.message_id, q.charge));
-        self.check(
+        Self::check(
             r.array::<4>(0)? == *b"\xFESMB" && r.u16(4)? == 64,
             "SMB2 header",
         )?;
-        self.check(q.flags & 1 == 0, "requests do not set SERVER_TO_REDIR")?;
-        self.check(
+        Self::check(q.flags & 1 == 0, "requests do not set SERVER_TO_REDIR")?;
+        Self::check(
             q.message_id == self.next_id,
             &format!("MessageId {} (expected {})", q.message_id, self.next_id),
         )?;
-        self.check(
+        Self::check(
             u32::from(q.charge.max(1)) <= self.granted,
             "CreditCharge within the granted credits",
         )?;
         self.next_id += u64::from(q.charge.max(1));
         self.granted -= u32::from(q.charge.max(1));
-        self.check(q.credit_request >= 1, "CreditRequest of at least 1")?;
+        Self::check(q.credit_request >= 1, "CreditRequest of at least 1")?;
         let signed = q.flags & 8 != 0;
         if q.command >= 2 {
-            self.check(q.session_id == SESSION_ID, "SessionId")?;
-            self.check(signed, "post-authentication requests are signed")?;
-            signing::verify(self.key.as_ref().expect("key"), m)?;
+            Self::check(q.session_id == SESSION_ID, "SessionId")?;
+            Self::check(signed, "post-authentication requests are signed")?;
+            signing::verify(self.key.as_ref().expect("key"), message)?;
         } else {
-            self.check(!signed, "NEGOTIATE/SESSION_SETUP are not signed")?;
+            Self::check(!signed, "NEGOTIATE/SESSION_SETUP are not signed")?;
         }
         if matches!(q.command, 5 | 6 | 8 | 9) {
-            self.check(q.tree_id == TREE_ID, "TreeId")?;
+            Self::check(q.tree_id == TREE_ID, "TreeId")?;
         }
         match q.command {
-            0 => self.negotiate(&q, m),
-            1 => self.session_setup(&q, m),
+            0 => self.negotiate(&q, message),
+            1 => self.session_setup(&q, message),
             3 => {
-                self.check(r.u16(64)? == 9, "TREE_CONNECT StructureSize")?;
+                Self::check(r.u16(64)? == 9, "TREE_CONNECT StructureSize")?;
                 let path = r.slice(usize::from(r.u16(68)?), usize::from(r.u16(70)?))?;
-                self.check(path == utf16le("\\\\192.0.2.1\\share"), "the share path")?;
+                Self::check(path == utf16le("\\\\192.0.2.1\\share"), "the share path")?;
                 let mut body = Vec::new();
                 put_u16(&mut body, 16);
                 body.push(1); // DISK
@@ -177,10 +177,10 @@ impl Server {
                 Ok(())
             }
             5 => {
-                self.check(r.u16(64)? == 57, "CREATE StructureSize")?;
+                Self::check(r.u16(64)? == 57, "CREATE StructureSize")?;
                 let name = r.slice(usize::from(r.u16(64 + 44)?), usize::from(r.u16(64 + 46)?))?;
-                self.check(name == utf16le("ndkperf.dat"), "the file name")?;
-                self.check(r.u32(64 + 36)? == 5, "FILE_OVERWRITE_IF")?;
+                Self::check(name == utf16le("ndkperf.dat"), "the file name")?;
+                Self::check(r.u32(64 + 36)? == 5, "FILE_OVERWRITE_IF")?;
                 self.file_open = true;
                 let mut body = Vec::new();
                 put_u16(&mut body, 89);
@@ -199,7 +199,7 @@ impl Server {
             9 => self.write(&q),
             8 => self.read(&q),
             6 => {
-                self.check(
+                Self::check(
                     r.u16(64)? == 24 && self.file_id(&r, 72)?,
                     "CLOSE of our FileId",
                 )?;
@@ -211,7 +211,7 @@ impl Server {
                 Ok(())
             }
             2 => {
-                self.check(r.u16(64)? == 4, "LOGOFF StructureSize")?;
+                Self::check(r.u16(64)? == 4, "LOGOFF StructureSize")?;
                 self.respond(&q, 0, &[4, 0, 0, 0], true);
                 Ok(())
             }
@@ -225,23 +225,25 @@ impl Server {
         Ok(self.file_open && r.u64(at)? == PERSISTENT && r.u64(at + 8)? == VOLATILE)
     }
 
-    fn negotiate(&mut self, q: &Req<'_>, m: &[u8]) -> Result<()> {
+    fn negotiate(&mut self, q: &Req<'_>, message: &[u8]) -> Result<()> {
         let r = q.r;
-        self.check(r.u16(64)? == 36, "NEGOTIATE StructureSize")?;
-        let n = usize::from(r.u16(66)?);
-        let dialects: Vec<u16> = (0..n).map(|i| r.u16(100 + 2 * i)).collect::<Result<_>>()?;
-        self.check(dialects.contains(&self.dialect), "our dialect is offered")?;
-        self.check(r.u32(72)? & 4 != 0, "LARGE_MTU offered")?;
+        Self::check(r.u16(64)? == 36, "NEGOTIATE StructureSize")?;
+        let dialect_count = usize::from(r.u16(66)?);
+        let dialects: Vec<u16> = (0..dialect_count)
+            .map(|i| r.u16(100 + 2 * i))
+            .collect::<Result<_>>()?;
+        Self::check(dialects.contains(&self.dialect), "our dialect is offered")?;
+        Self::check(r.u32(72)? & 4 != 0, "LARGE_MTU offered")?;
         if dialects.contains(&DIALECT_311) {
             let at = r.u32(92)? as usize;
-            self.check(at % 8 == 0 && r.u16(96)? >= 1, "aligned negotiate contexts")?;
-            self.check(
+            Self::check(at % 8 == 0 && r.u16(96)? >= 1, "aligned negotiate contexts")?;
+            Self::check(
                 r.u16(at)? == 1 && r.u16(at + 8)? == 1 && r.u16(at + 12)? == 1,
                 "SHA-512 preauth context first",
             )?;
         }
         if self.dialect == DIALECT_311 {
-            self.preauth.update(m);
+            self.preauth.update(message);
         }
         let mech = der(0xa0, &der(0x30, &der(0x06, NTLM_OID)));
         let token = der(
@@ -298,12 +300,12 @@ impl Server {
         Ok(())
     }
 
-    fn session_setup(&mut self, q: &Req<'_>, m: &[u8]) -> Result<()> {
+    fn session_setup(&mut self, q: &Req<'_>, message: &[u8]) -> Result<()> {
         let r = q.r;
-        self.check(r.u16(64)? == 25, "SESSION_SETUP StructureSize")?;
+        Self::check(r.u16(64)? == 25, "SESSION_SETUP StructureSize")?;
         let blob = r.slice(usize::from(r.u16(64 + 12)?), usize::from(r.u16(64 + 14)?))?;
         if self.dialect == DIALECT_311 {
-            self.preauth.update(m);
+            self.preauth.update(message);
         }
         let at = blob
             .windows(8)
@@ -311,63 +313,18 @@ impl Server {
             .ok_or_else(|| Error::msg("no NTLMSSP in the token"))?;
         let ntlm_msg = &blob[at..];
         if q.session_id == 0 {
-            self.check(blob[0] == 0x60, "a NegTokenInit first")?;
-            self.check(ntlm_msg[8] == 1, "an NTLM NEGOTIATE first")?;
-            self.ntlm_negotiate = ntlm_msg.to_vec();
-            let mut ti = Vec::new();
-            for (id, s) in [(2u16, "DOMAIN"), (1, "KSMBD")] {
-                put_u16(&mut ti, id);
-                put_u16(&mut ti, utf16le(s).len() as u16);
-                ti.extend_from_slice(&utf16le(s));
-            }
-            put_u16(&mut ti, 7);
-            put_u16(&mut ti, 8);
-            put_u64(&mut ti, 0x01DC_0000_1234_5678);
-            put_u32(&mut ti, 0);
-            let mut c = b"NTLMSSP\0".to_vec();
-            put_u32(&mut c, 2);
-            put_u16(&mut c, 0);
-            put_u16(&mut c, 0);
-            put_u32(&mut c, 48);
-            put_u32(&mut c, ntlm::CLIENT_FLAGS);
-            c.extend_from_slice(&SERVER_CHALLENGE);
-            c.extend_from_slice(&[0; 8]);
-            put_u16(&mut c, ti.len() as u16);
-            put_u16(&mut c, ti.len() as u16);
-            put_u32(&mut c, 48);
-            c.extend_from_slice(&ti);
-            self.challenge = c.clone();
-            let token = der(
-                0xa1,
-                &der(
-                    0x30,
-                    &[
-                        der(0xa0, &der(0x0a, &[1])),
-                        der(0xa1, &der(0x06, NTLM_OID)),
-                        der(0xa2, &der(0x04, &c)),
-                    ]
-                    .concat(),
-                ),
-            );
-            let mut body = Vec::new();
-            put_u16(&mut body, 9);
-            put_u16(&mut body, 0);
-            put_u16(&mut body, 72);
-            put_u16(&mut body, token.len() as u16);
-            body.extend_from_slice(&token);
-            let sent = self.respond(q, 0xC000_0016, &body, false);
-            if self.dialect == DIALECT_311 {
-                self.preauth.update(&sent);
-            }
+            Self::check(blob[0] == 0x60, "a NegTokenInit first")?;
+            Self::check(ntlm_msg[8] == 1, "an NTLM NEGOTIATE first")?;
+            self.challenge_leg(q, ntlm_msg);
             return Ok(());
         }
-        self.check(
+        Self::check(
             q.session_id == SESSION_ID,
             "the second leg names our SessionId",
         )?;
-        self.check(blob[0] == 0xa1, "a NegTokenResp second")?;
+        Self::check(blob[0] == 0xa1, "a NegTokenResp second")?;
         let a = Reader::new(ntlm_msg, "AUTHENTICATE");
-        self.check(a.u32(8)? == 3, "an NTLM AUTHENTICATE")?;
+        Self::check(a.u32(8)? == 3, "an NTLM AUTHENTICATE")?;
         let field = |at: usize| -> Result<&[u8]> {
             a.slice(a.u32(at + 4)? as usize, usize::from(a.u16(at)?))
         };
@@ -399,11 +356,11 @@ impl Server {
             self.respond(q, 0xC000_006D, &[9, 0, 0, 0, 0, 0, 0, 0, 0], false);
             return Ok(());
         }
-        self.check(
+        Self::check(
             nt[24..32] == 0x01DC_0000_1234_5678u64.to_le_bytes(),
             "the client used the server's MsvAvTimestamp",
         )?;
-        self.check(
+        Self::check(
             field(12)? == [0u8; 24],
             "Z(24) LM response with a timestamp",
         )?;
@@ -414,7 +371,7 @@ impl Server {
             &session_key,
             &[&self.ntlm_negotiate, &self.challenge, &zeroed],
         );
-        self.check(ntlm_msg[72..88] == mic, "the AUTHENTICATE MIC")?;
+        Self::check(ntlm_msg[72..88] == mic, "the AUTHENTICATE MIC")?;
         self.key = Some(signing::signing_key(
             self.dialect,
             &session_key,
@@ -431,7 +388,56 @@ impl Server {
         Ok(())
     }
 
-    fn descriptors(&self, r: &Reader<'_>, at: usize, len: usize) -> Result<Vec<BufferDescriptor>> {
+    fn challenge_leg(&mut self, q: &Req<'_>, ntlm_msg: &[u8]) {
+        self.ntlm_negotiate = ntlm_msg.to_vec();
+        let mut ti = Vec::new();
+        for (id, s) in [(2u16, "DOMAIN"), (1, "KSMBD")] {
+            put_u16(&mut ti, id);
+            put_u16(&mut ti, utf16le(s).len() as u16);
+            ti.extend_from_slice(&utf16le(s));
+        }
+        put_u16(&mut ti, 7);
+        put_u16(&mut ti, 8);
+        put_u64(&mut ti, 0x01DC_0000_1234_5678);
+        put_u32(&mut ti, 0);
+        let mut c = b"NTLMSSP\0".to_vec();
+        put_u32(&mut c, 2);
+        put_u16(&mut c, 0);
+        put_u16(&mut c, 0);
+        put_u32(&mut c, 48);
+        put_u32(&mut c, ntlm::CLIENT_FLAGS);
+        c.extend_from_slice(&SERVER_CHALLENGE);
+        c.extend_from_slice(&[0; 8]);
+        put_u16(&mut c, ti.len() as u16);
+        put_u16(&mut c, ti.len() as u16);
+        put_u32(&mut c, 48);
+        c.extend_from_slice(&ti);
+        self.challenge = c.clone();
+        let token = der(
+            0xa1,
+            &der(
+                0x30,
+                &[
+                    der(0xa0, &der(0x0a, &[1])),
+                    der(0xa1, &der(0x06, NTLM_OID)),
+                    der(0xa2, &der(0x04, &c)),
+                ]
+                .concat(),
+            ),
+        );
+        let mut body = Vec::new();
+        put_u16(&mut body, 9);
+        put_u16(&mut body, 0);
+        put_u16(&mut body, 72);
+        put_u16(&mut body, token.len() as u16);
+        body.extend_from_slice(&token);
+        let sent = self.respond(q, 0xC000_0016, &body, false);
+        if self.dialect == DIALECT_311 {
+            self.preauth.update(&sent);
+        }
+    }
+
+    fn descriptors(r: &Reader<'_>, at: usize, len: usize) -> Result<Vec<BufferDescriptor>> {
         (0..len / DESCRIPTOR_LEN)
             .map(|i| {
                 let a = at + i * DESCRIPTOR_LEN;
@@ -446,27 +452,27 @@ impl Server {
 
     fn write(&mut self, q: &Req<'_>) -> Result<()> {
         let r = q.r;
-        self.check(
+        Self::check(
             r.u16(64)? == 49 && self.file_id(&r, 80)?,
             "WRITE of our FileId",
         )?;
-        self.check(r.u32(96)? == 2, "Channel RDMA_V1_INVALIDATE")?;
-        self.check(
+        Self::check(r.u32(96)? == 2, "Channel RDMA_V1_INVALIDATE")?;
+        Self::check(
             r.u16(66)? == 0 && r.u32(68)? == 0,
             "RDMA WRITE: DataOffset and Length 0 (ksmbd)",
         )?;
         let n = r.u32(100)?;
-        self.check(
+        Self::check(
             u32::from(q.charge) >= n.div_ceil(65_536),
             "CreditCharge covers the I/O",
         )?;
         let (ci_at, ci_len) = (usize::from(r.u16(104)?), usize::from(r.u16(106)?));
-        self.check(
+        Self::check(
             ci_at >= 0x70 && ci_len == 16,
             "one descriptor after the fixed part",
         )?;
-        let d = self.descriptors(&r, ci_at, ci_len)?;
-        self.check(d[0].length == n, "descriptor length = RemainingBytes")?;
+        let d = Self::descriptors(&r, ci_at, ci_len)?;
+        Self::check(d[0].length == n, "descriptor length = RemainingBytes")?;
         let offset = r.u64(72)? as usize;
         let pulled = self
             .memory
@@ -488,19 +494,19 @@ impl Server {
 
     fn read(&mut self, q: &Req<'_>) -> Result<()> {
         let r = q.r;
-        self.check(
+        Self::check(
             r.u16(64)? == 49 && self.file_id(&r, 80)?,
             "READ of our FileId",
         )?;
         let n = r.u32(68)?;
         let offset = r.u64(72)? as usize;
-        self.check(
+        Self::check(
             u32::from(q.charge) >= n.div_ceil(65_536),
             "CreditCharge covers the I/O",
         )?;
-        self.check(r.u32(100)? == 2, "Channel RDMA_V1_INVALIDATE")?;
-        let d = self.descriptors(&r, usize::from(r.u16(108)?), usize::from(r.u16(110)?))?;
-        self.check(
+        Self::check(r.u32(100)? == 2, "Channel RDMA_V1_INVALIDATE")?;
+        let d = Self::descriptors(&r, usize::from(r.u16(108)?), usize::from(r.u16(110)?))?;
+        Self::check(
             d.len() == 1 && d[0].length >= n,
             "a descriptor as large as the READ",
         )?;
