@@ -2,7 +2,7 @@
 //! NEGOTIATE (3.0.2, 3.1.1), SESSION_SETUP with SPNEGO-wrapped NTLMv2,
 //! signing, TREE_CONNECT, CREATE, READ/WRITE inline or with
 //! SMB2_CHANNEL_RDMA_V1_INVALIDATE descriptors, CLOSE and LOGOFF, over
-//! any [`Transport`] that moves whole SMB2 messages (SMB Direct's
+//! any [`Transport`](connection::Transport) that moves whole SMB2 messages (SMB Direct's
 //! reassembled messages, or memory in the tests).
 //!
 //! # Why our own NTLM and SPNEGO, on RustCrypto primitives

@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 pub type Key = [u8; 16];
 
 /// KDF(Ki, Label, Context) of SP800-108 in counter mode, PRF HMAC-SHA256,
-/// r = 32, L = 128: HMAC(Ki, [1]_32be || Label || 0x00 || Context ||
-/// [128]_32be), first 16 bytes ([MS-SMB2] 3.1.4.2). Labels and the 3.0.x
+/// r = 32, L = 128: `HMAC(Ki, [1]_32be || Label || 0x00 || Context ||
+/// [128]_32be)`, first 16 bytes ([MS-SMB2] 3.1.4.2). Labels and the 3.0.x
 /// contexts include their NUL, as the spec writes them.
 pub fn kdf(key: &Key, label: &[u8], context: &[u8]) -> Key {
     let mut mac =

@@ -28,7 +28,7 @@ fn tlv(tag: u8, value: &[u8]) -> Vec<u8> {
 }
 
 /// The first SESSION_SETUP token: InitialContextToken { SPNEGO,
-/// NegTokenInit { mechTypes [NTLMSSP], mechToken } }.
+/// NegTokenInit { mechTypes = (NTLMSSP), mechToken } }.
 pub fn neg_token_init(mech_token: &[u8]) -> Vec<u8> {
     let mech_types = tlv(0xa0, &tlv(0x30, &tlv(0x06, NTLMSSP_OID)));
     let token = tlv(0xa2, &tlv(0x04, mech_token));
