@@ -6,6 +6,7 @@
 //! counters and the driver's `OID_NDK_STATISTICS` read before and after,
 //! no bugcheck.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -56,19 +57,26 @@ fn ndk_counters(v: &TapV) -> NDIS_NDK_PERFORMANCE_COUNTERS {
 }
 
 /// What one run moved.
-struct RunReport {
+pub struct RunReport {
     pings: u64,
     bytes: u64,
     seconds: f64,
 }
 
-/// The bottled driver's rping client against the guest's `rping -s`.
-fn bottled_client(v: &TapV, family: Family, local: IpAddr, port: u16) -> RunReport {
+/// The bottled driver's rping client against the guest's `rping -s`,
+/// every step of `plan`.
+pub fn bottled_client(
+    v: &TapV,
+    family: Family,
+    local: IpAddr,
+    port: u16,
+    plan: &[(u32, u32)],
+) -> RunReport {
     let adapter = v.open_ndk();
     let ndk = RpingAdapter::bottled(adapter);
     let peer = family.guest();
     let (mut pings, mut bytes, start) = (0, 0, Instant::now());
-    for (size, count) in PLAN {
+    for &(size, count) in plan {
         let server = guest_server(peer, port, size, count);
         let mut opts = RpingOptions::new(size, count);
         opts.timeout = RUN_TIMEOUT;
@@ -117,7 +125,11 @@ fn bottled_server(v: &TapV, local: IpAddr, port: u16) -> RunReport {
 
 /// Runs `run` on a new bottled V between counter readings and a bridge
 /// capture, prints the figures and checks that nothing failed.
-fn measured(name: &str, host_part: u8, run: impl FnOnce(&TapV) -> RunReport) {
+pub fn measured(
+    name: &str,
+    host_part: u8,
+    run: impl FnOnce(&TapV) -> RunReport,
+) -> BTreeMap<String, u64> {
     let _serial = serial();
     let v = bottled_v(host_part);
     let capture = BridgeCapture::start(name);
@@ -148,19 +160,20 @@ fn measured(name: &str, host_part: u8, run: impl FnOnce(&TapV) -> RunReport) {
     assert_eq!(ndk_after.CQError, ndk_before.CQError);
     let bugchecks = kbottle::verifier::bugchecks();
     assert!(bugchecks.is_empty(), "bugchecks: {bugchecks:?}");
+    rxe
 }
 
 #[test]
 fn bottled_rping_client_against_rxe_ipv4() {
     measured("bottle-client-v4", 3, |v| {
-        bottled_client(v, Family::V4, Family::V4.lab_addr(3), 7211)
+        bottled_client(v, Family::V4, Family::V4.lab_addr(3), 7211, &PLAN)
     });
 }
 
 #[test]
 fn bottled_rping_client_against_rxe_ipv6() {
     measured("bottle-client-v6", 4, |v| {
-        bottled_client(v, Family::V6, Family::V6.lab_addr(4), 7212)
+        bottled_client(v, Family::V6, Family::V6.lab_addr(4), 7212, &PLAN)
     });
 }
 

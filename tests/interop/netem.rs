@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::bottle_rping::bottled_client;
 use crate::host_rping::{RunReport, measured, rsndk_client, rsndk_server};
 use crate::peer::{FAULT_PLAN, Family, percent};
 use crate::{check, shared_lab};
@@ -69,4 +70,25 @@ fn host_rping_server_for_rxe_under_loss_and_reordering() {
         rsndk_server(Family::V6, 7222, &FAULT_PLAN)
     });
     shares("netem-host-server-v6", &report, &rxe);
+}
+
+/// The bottled driver's client under the same faults: its DPC-driven
+/// timers recover every loss. (Its `OID_NDK_STATISTICS` counts no
+/// retransmissions; rxe's share is reported.)
+#[test]
+fn bottled_rping_client_against_rxe_under_loss_and_reordering() {
+    let rxe = crate::bottle_rping::measured("netem-bottle-client-v4", 7, |v| {
+        let _faults = Faults::inject();
+        bottled_client(v, Family::V4, Family::V4.lab_addr(7), 7223, &FAULT_PLAN)
+    });
+    let get = |k: &str| rxe.get(k).copied().unwrap_or(0);
+    eprintln!(
+        "netem-bottle-client-v4: rxe sent {} packets, {} retry rounds, {} sequence NAKs received, \
+         {} duplicate and {} out-of-sequence requests",
+        get("sent_pkts"),
+        get("completer_retry_err"),
+        get("rcvd_seq_err"),
+        get("duplicate_request"),
+        get("out_of_seq_request"),
+    );
 }
