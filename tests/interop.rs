@@ -23,6 +23,8 @@ mod ndkperf_ping;
 mod netem;
 #[path = "interop/peer.rs"]
 mod peer;
+#[path = "interop/smb_lab.rs"]
+mod smb_lab;
 
 use std::sync::OnceLock;
 

@@ -56,6 +56,32 @@ pub const DPKG_DEB: Tool = Tool {
     package: "dpkg",
 };
 
+/// `make`, which runs Kbuild for the SMB modules built out of tree.
+pub const MAKE: Tool = Tool {
+    program: "make",
+    package: "make",
+};
+/// `gcc-12`, the compiler Debian 12's kernel and its headers name.
+pub const GCC: Tool = Tool {
+    program: "gcc-12",
+    package: "gcc-12",
+};
+/// `tar` (with `xz`), which unpacks parts of the kernel source tarball.
+pub const TAR: Tool = Tool {
+    program: "tar",
+    package: "tar",
+};
+/// `xz`, which `tar -J` runs.
+pub const XZ: Tool = Tool {
+    program: "xz",
+    package: "xz-utils",
+};
+/// `strip`, which drops the built modules' debug information.
+pub const STRIP: Tool = Tool {
+    program: "strip",
+    package: "binutils",
+};
+
 /// Where `tool` is, or [`Error::Missing`] naming its package.
 pub fn find(tool: Tool) -> Result<PathBuf> {
     let path_var = std::env::var_os("PATH").unwrap_or_default();

@@ -15,13 +15,45 @@ use crate::error::{Error, Result};
 use crate::guest_files;
 use crate::host;
 use crate::rootfs::RootFs;
+use crate::smb_modules::{self, SmbModules};
 
 /// Bumped when the image's layout changes in a way the scripts do not show.
-const LAYOUT_VERSION: u32 = 1;
+const LAYOUT_VERSION: u32 = 2;
 
 /// Bumped when dependency resolution changes (cached resolutions are
 /// then redone).
-const RESOLVER_VERSION: u32 = 2;
+const RESOLVER_VERSION: u32 = 3;
+
+/// Packages shipped whole with [`ImageSpec::smb`].
+const SMB_PACKAGES: [&str; 1] = ["ksmbd-tools"];
+
+/// Single files shipped with [`ImageSpec::smb`], by package: mount.cifs
+/// needs only libc and libcap-ng, the rest of cifs-utils Samba's libraries.
+const SMB_FILES: [(&str, &str); 1] = [("cifs-utils", "usr/sbin/mount.cifs")];
+
+/// The guest's lists of the SMB modules to insmod, in order, after what
+/// each depends on (modules loaded at boot among them are skipped).
+pub const KSMBD_MODULE_LIST: &str = "etc/lab/modules-ksmbd";
+/// See [`KSMBD_MODULE_LIST`].
+pub const CIFS_MODULE_LIST: &str = "etc/lab/modules-cifs";
+
+/// Crypto modules ksmbd and cifs ask for by name at run time (their
+/// `softdep`s: SMB3 signing's AES-CMAC, encryption's CCM and GCM,
+/// SHA-512 for 3.1.1's preauth integrity, ECB for NTLM; CTR and GHASH,
+/// which CCM and GCM instantiate by name), listed before them: the guest
+/// has no `modules.dep` for the kernel's `request_module`.
+const SMB_CRYPTO_MODULES: [&str; 7] = [
+    "cmac",
+    "ctr",
+    "ghash_generic",
+    "ccm",
+    "gcm",
+    "sha512_generic",
+    "ecb",
+];
+
+/// Where the built SMB modules go in the guest, under `lib/modules/RELEASE`.
+const SMB_MODULES_DIR: &str = "extra";
 
 /// What goes into the guest image.
 #[derive(Debug, Clone)]
@@ -38,6 +70,11 @@ pub struct ImageSpec {
     /// Kernel modules loaded at boot in this order, each after the modules
     /// its `.modinfo` says it depends on; built-in ones are skipped.
     pub modules: Vec<String>,
+    /// SMB with SMB Direct: `ksmbd.ko` and `cifs.ko` rebuilt with it
+    /// ([`crate::smb_modules`]), ksmbd-tools and `mount.cifs`. The modules
+    /// are listed in [`KSMBD_MODULE_LIST`] and [`CIFS_MODULE_LIST`] and
+    /// loaded on demand, not at boot.
+    pub smb: bool,
 }
 
 impl Default for ImageSpec {
@@ -76,6 +113,7 @@ impl Default for ImageSpec {
                 "act_mirred",
                 "cls_matchall",
             ]),
+            smb: true,
         }
     }
 }
@@ -97,6 +135,17 @@ pub struct Image {
     pub built: bool,
     /// How long preparing took (resolution, and download and build if not cached).
     pub elapsed: Duration,
+    /// How long building the SMB modules took, if this call built them.
+    pub smb_modules_built_in: Option<Duration>,
+}
+
+/// What [`resolve`] found.
+#[derive(Debug, Clone)]
+struct Resolution {
+    kernel_package: String,
+    packages: Vec<Package>,
+    /// The SMB modules' build packages (empty without [`ImageSpec::smb`]).
+    smb_build: Vec<Package>,
 }
 
 /// Builds the image of `spec` into the cache, or finds it there.
@@ -107,17 +156,21 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
     }
     apt::ensure_lists()?;
     let cache = cache::cache_dir();
-    let (kernel_package, packages) = resolve(spec, &cache)?;
+    let Resolution {
+        kernel_package,
+        packages,
+        smb_build,
+    } = resolve(spec, &cache)?;
     let kernel_release = kernel_package
         .strip_prefix("linux-image-")
         .unwrap_or(&kernel_package)
         .to_owned();
 
-    let key = cache_key(spec, &packages);
+    let key = cache_key(spec, &packages, &smb_build);
     let dir = cache
         .join("images")
         .join(format!("{kernel_release}-{key:016x}"));
-    let image = |built| Image {
+    let image = |built, smb_modules_built_in| Image {
         kernel: dir.join("vmlinuz"),
         initrd: dir.join("initrd.gz"),
         dir: dir.clone(),
@@ -125,18 +178,29 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
         packages: packages.clone(),
         built,
         elapsed: started.elapsed(),
+        smb_modules_built_in,
     };
     if dir.join("manifest").is_file() {
-        return Ok(image(false));
+        return Ok(image(false, None));
     }
     let _lock = CacheLock::acquire(&cache)?;
     if dir.join("manifest").is_file() {
-        return Ok(image(false));
+        return Ok(image(false, None));
     }
     let debs = cache.join("debs");
     std::fs::create_dir_all(&debs)
         .map_err(|e| Error::io(format!("cannot create {}", debs.display()), e))?;
     apt::download(&packages, &debs)?;
+    let smb_modules = if spec.smb {
+        Some(smb_modules::prepare_locked(
+            &cache,
+            &kernel_release,
+            &smb_build,
+            &debs,
+        )?)
+    } else {
+        None
+    };
 
     let work = cache.join(format!("build-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
@@ -147,6 +211,7 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
         &kernel_release,
         &debs,
         &work,
+        smb_modules.as_ref(),
     );
     let result = built.and_then(|()| {
         std::fs::create_dir_all(dir.parent().unwrap_or(&cache))
@@ -156,18 +221,22 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
     });
     let _ = std::fs::remove_dir_all(&work);
     result?;
-    Ok(image(true))
+    let smb_built_in = smb_modules
+        .filter(|modules| modules.built)
+        .map(|modules| modules.elapsed);
+    Ok(image(true, smb_built_in))
 }
 
-/// The kernel package and every package of the image at its candidate
-/// version. Asking apt takes seconds (a dozen `apt-cache` runs), so the
-/// answer is kept in the cache under the fingerprint of apt's lists
-/// ([`apt::lists_fingerprint`]) and the spec: `apt-get update` or a new
-/// spec resolves again.
-fn resolve(spec: &ImageSpec, cache: &Path) -> Result<(String, Vec<Package>)> {
+/// The kernel package, every package of the image at its candidate
+/// version, and the SMB modules' build packages. Asking apt takes seconds
+/// (a dozen `apt-cache` runs), so the answer is kept in the cache under
+/// the fingerprint of apt's lists ([`apt::lists_fingerprint`]) and the
+/// spec: `apt-get update` or a new spec resolves again.
+fn resolve(spec: &ImageSpec, cache: &Path) -> Result<Resolution> {
     // The resolver's own version: a fix to it resolves again.
     let mut key_text = format!("resolver {RESOLVER_VERSION}\n{}", apt::lists_fingerprint());
     let _ = writeln!(key_text, "ship {}", spec.packages.join(" "));
+    let _ = writeln!(key_text, "smb {}", spec.smb);
     let path = cache
         .join("resolved")
         .join(format!("{:016x}", cache::fnv1a(key_text.as_bytes())));
@@ -178,16 +247,39 @@ fn resolve(spec: &ImageSpec, cache: &Path) -> Result<(String, Vec<Package>)> {
         return Ok(resolved);
     }
     let kernel_package = apt::kernel_package()?;
-    let mut names = apt::depends_closure(&spec.packages)?;
+    let mut roots = spec.packages.clone();
+    if spec.smb {
+        roots.extend(SMB_PACKAGES.iter().map(|name| (*name).to_owned()));
+    }
+    let mut names = apt::depends_closure(&roots)?;
     names.insert(kernel_package.clone());
+    if spec.smb {
+        // Only single files of these are shipped: their own Depends are
+        // not needed (what the files link is found like any DT_NEEDED).
+        names.extend(SMB_FILES.iter().map(|(package, _)| (*package).to_owned()));
+    }
     let packages = apt::candidates(&names)?;
+    let smb_build = if spec.smb {
+        let kernel = packages
+            .iter()
+            .find(|package| package.name == kernel_package)
+            .ok_or_else(|| Error::Image(format!("no candidate version of {kernel_package}")))?;
+        let release = kernel_package
+            .strip_prefix("linux-image-")
+            .unwrap_or(&kernel_package);
+        smb_modules::build_packages(kernel, release)?
+    } else {
+        Vec::new()
+    };
     let mut text = format!("kernel {kernel_package}\n");
-    for package in &packages {
-        let _ = writeln!(
-            text,
-            "package {} {} {}",
-            package.name, package.version, package.architecture
-        );
+    for (kind, list) in [("package", &packages), ("build", &smb_build)] {
+        for package in list {
+            let _ = writeln!(
+                text,
+                "{kind} {} {} {}",
+                package.name, package.version, package.architecture
+            );
+        }
     }
     // Written whole then renamed: a concurrent reader sees all or nothing.
     let temporary = path.with_extension(format!("tmp{}", std::process::id()));
@@ -197,33 +289,49 @@ fn resolve(spec: &ImageSpec, cache: &Path) -> Result<(String, Vec<Package>)> {
     if let Err(error) = written {
         return Err(Error::io(format!("cannot write {}", path.display()), error));
     }
-    Ok((kernel_package, packages))
+    Ok(Resolution {
+        kernel_package,
+        packages,
+        smb_build,
+    })
 }
 
 /// A resolution written by [`resolve`]; None if it is damaged.
-fn parse_resolution(text: &str) -> Option<(String, Vec<Package>)> {
+fn parse_resolution(text: &str) -> Option<Resolution> {
     let mut kernel = None;
     let mut packages = Vec::new();
+    let mut smb_build = Vec::new();
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["kernel", name] => kernel = Some((*name).to_owned()),
-            ["package", name, version, architecture] => packages.push(Package {
-                name: (*name).to_owned(),
-                version: (*version).to_owned(),
-                architecture: (*architecture).to_owned(),
-            }),
+            [kind @ ("package" | "build"), name, version, architecture] => {
+                let package = Package {
+                    name: (*name).to_owned(),
+                    version: (*version).to_owned(),
+                    architecture: (*architecture).to_owned(),
+                };
+                if *kind == "package" {
+                    packages.push(package);
+                } else {
+                    smb_build.push(package);
+                }
+            }
             _ => return None,
         }
     }
-    let kernel = kernel?;
+    let kernel_package = kernel?;
     packages
         .iter()
-        .any(|package| package.name == kernel)
-        .then_some((kernel, packages))
+        .any(|package| package.name == kernel_package)
+        .then_some(Resolution {
+            kernel_package,
+            packages,
+            smb_build,
+        })
 }
 
-fn cache_key(spec: &ImageSpec, packages: &[Package]) -> u64 {
+fn cache_key(spec: &ImageSpec, packages: &[Package], smb_build: &[Package]) -> u64 {
     let mut text = format!("layout {LAYOUT_VERSION}\n");
     for package in packages {
         let _ = writeln!(
@@ -235,6 +343,13 @@ fn cache_key(spec: &ImageSpec, packages: &[Package]) -> u64 {
     let _ = writeln!(text, "ship {}", spec.packages.join(" "));
     let _ = writeln!(text, "modules {}", spec.modules.join(" "));
     let _ = writeln!(text, "dlopened {}", spec.dlopened.join(" "));
+    if spec.smb {
+        text.push_str(&smb_modules::key_text(smb_build));
+        let _ = writeln!(
+            text,
+            "smb {SMB_PACKAGES:?} {SMB_FILES:?} {SMB_CRYPTO_MODULES:?} {SMB_MODULES_DIR}"
+        );
+    }
     for script in guest_files::all() {
         text.push_str(script);
     }
@@ -250,9 +365,26 @@ fn build(
     kernel_release: &str,
     debs: &Path,
     work: &Path,
+    smb_modules: Option<&SmbModules>,
 ) -> Result<()> {
     let unpacked = work.join("pkgs");
     unpack_all(packages, debs, &unpacked)?;
+    let kernel_root = unpacked.join(kernel_package);
+    let mut extra_modules = Vec::new();
+    if let Some(modules) = smb_modules {
+        // Into the unpacked kernel package, so they are indexed with it.
+        let dir = kernel_root
+            .join("lib/modules")
+            .join(kernel_release)
+            .join(SMB_MODULES_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        for (name, built) in [("ksmbd.ko", &modules.ksmbd), ("cifs.ko", &modules.cifs)] {
+            std::fs::copy(built, dir.join(name))
+                .map_err(|e| Error::io(format!("cannot copy {}", built.display()), e))?;
+            extra_modules.push(format!("{SMB_MODULES_DIR}/{name}"));
+        }
+    }
     let mut tree = RootFs::new();
     for package in packages {
         tree.index_package(&package.name, &unpacked.join(&package.name))?;
@@ -260,11 +392,30 @@ fn build(
     for package in &spec.packages {
         tree.add_package(package)?;
     }
-    let kernel_root = unpacked.join(kernel_package);
-    let modules = module_load_order(&kernel_root, kernel_release, &spec.modules)?;
+    let modules = module_load_order(&kernel_root, kernel_release, &spec.modules, &[])?;
     let modules_dir = format!("usr/lib/modules/{kernel_release}");
     for module in &modules {
         tree.add_path(&format!("{modules_dir}/{module}"), true)?;
+    }
+    if spec.smb {
+        for (list, module) in [(KSMBD_MODULE_LIST, "ksmbd"), (CIFS_MODULE_LIST, "cifs")] {
+            let wanted: Vec<String> = SMB_CRYPTO_MODULES
+                .iter()
+                .chain(&[module])
+                .map(|name| (*name).to_owned())
+                .collect();
+            let order = module_load_order(&kernel_root, kernel_release, &wanted, &extra_modules)?;
+            for file in &order {
+                tree.add_path(&format!("{modules_dir}/{file}"), true)?;
+            }
+            tree.add_data(list, 0o644, order.join("\n") + "\n");
+        }
+        for package in SMB_PACKAGES {
+            tree.add_package(package)?;
+        }
+        for (_, path) in SMB_FILES {
+            tree.add_path(path, true)?;
+        }
     }
     for listing in ["modules.builtin", "modules.order"] {
         tree.add_path(&format!("{modules_dir}/{listing}"), true)?;
@@ -326,7 +477,15 @@ fn unpack_all(packages: &[Package], debs: &Path, into: &Path) -> Result<()> {
 }
 
 /// The module files (relative to `lib/modules/RELEASE`) to insmod, in order.
-fn module_load_order(kernel_root: &Path, release: &str, wanted: &[String]) -> Result<Vec<String>> {
+/// `extra` are module files (relative to `lib/modules/RELEASE`) not in the
+/// kernel package's `modules.order`; they replace stock modules of the
+/// same name.
+fn module_load_order(
+    kernel_root: &Path,
+    release: &str,
+    wanted: &[String],
+    extra: &[String],
+) -> Result<Vec<String>> {
     let base = kernel_root.join("lib/modules").join(release);
     let builtin_text = std::fs::read_to_string(base.join("modules.builtin"))
         .map_err(|e| Error::io(format!("cannot read {}/modules.builtin", base.display()), e))?;
@@ -335,6 +494,7 @@ fn module_load_order(kernel_root: &Path, release: &str, wanted: &[String]) -> Re
         .map_err(|e| Error::io(format!("cannot read {}/modules.order", base.display()), e))?;
     let files: BTreeMap<String, String> = order_text
         .lines()
+        .chain(extra.iter().map(String::as_str))
         .map(|path| (module_name(path), path.to_owned()))
         .collect();
     let mut order = Vec::new();

@@ -10,6 +10,10 @@
 //!   .10, .11, ...), each with `rxe0` ACTIVE on its eth0.
 //! - [`Guest`] runs commands ([`Guest::run`], [`Guest::spawn`]) and reads
 //!   rxe's state ([`Guest::rxe_counters`], [`Guest::qp_table`]).
+//! - SMB: the image ships `ksmbd.ko` and `cifs.ko` rebuilt with SMB Direct
+//!   ([`smb_modules`]), ksmbd-tools and `mount.cifs`;
+//!   [`Guest::start_ksmbd`] serves a tmpfs share over TCP and SMB Direct,
+//!   [`Guest::mount_cifs`] mounts one, [`Guest::sha256`] checks a file.
 //! - [`Netns::run`] runs a closure inside the namespace (sockets opened
 //!   there are on the lab's segment); [`Lab::create_tap`] gives a tap on
 //!   the bridge; [`Lab::capture`] runs tcpdump; [`decode_check`] runs
@@ -36,6 +40,9 @@ pub mod netns;
 mod ping;
 mod qemu;
 mod rootfs;
+mod smb;
+pub mod smb_modules;
+mod source_edit;
 
 pub use agent::Output;
 pub use capture::{Capture, CaptureStats};
@@ -47,3 +54,6 @@ pub use lab::{Lab, LabConfig};
 pub use netns::Netns;
 pub use ping::ping;
 pub use qemu::Accel;
+pub use smb::{CifsMount, KsmbdConfig, SHARES_DIR};
+pub use smb_modules::SmbModules;
+pub use source_edit::SourceEdit;
