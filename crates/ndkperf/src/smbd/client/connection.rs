@@ -355,6 +355,44 @@ impl<T: Transport> Connection<T> {
         Ok(written)
     }
 
+    /// Sends a WRITE without waiting for it (queue depth above one):
+    /// returns its MessageId and size. Match it in [`Self::receive`] and
+    /// parse it with [`io::decode_write_response`].
+    pub fn submit_write(
+        &mut self,
+        tree: &Tree,
+        file: FileId,
+        offset: u64,
+        data: &Data<'_>,
+    ) -> Result<(u64, u32)> {
+        let (body, n) = io::write_request(file, offset, data)?;
+        let id = self.credits.next_message_id();
+        self.submit(command::WRITE, tree.id, &body, io::credit_charge(n))?;
+        Ok((id, n))
+    }
+
+    /// Sends a READ without waiting for it: returns its MessageId. Match
+    /// it in [`Self::receive`] and parse it with
+    /// [`io::decode_read_response`].
+    pub fn submit_read(
+        &mut self,
+        tree: &Tree,
+        file: FileId,
+        offset: u64,
+        length: u32,
+        rdma: Option<&[BufferDescriptor]>,
+    ) -> Result<u64> {
+        let body = io::read_request(file, offset, length, rdma)?;
+        let id = self.credits.next_message_id();
+        self.submit(command::READ, tree.id, &body, io::credit_charge(length))?;
+        Ok(id)
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
     /// READ `length` bytes at `offset`, inline or into `rdma` buffers.
     pub fn read(
         &mut self,

@@ -74,6 +74,13 @@ struct Server {
     log: Vec<String>,
     /// Credits each response grants, in order (the script).
     grants: VecDeque<u16>,
+    /// Hold responses until this many are ready, then answer them in
+    /// reverse order (0: answer at once).
+    hold: usize,
+    held: Vec<Vec<u8>>,
+    /// Answer READs with an interim STATUS_PENDING first, then an async
+    /// final response.
+    interim_reads: bool,
 }
 
 impl Server {
@@ -106,8 +113,36 @@ impl Server {
         if sign {
             signing::sign(self.key.as_ref().expect("a key before signing"), &mut m);
         }
-        self.outbox.push_back(m.clone());
+        if self.hold > 0 {
+            self.held.push(m.clone());
+            if self.held.len() == self.hold {
+                self.outbox.extend(self.held.drain(..).rev());
+            }
+        } else {
+            self.outbox.push_back(m.clone());
+        }
         m
+    }
+
+    /// Turns the last queued response into the async form after an
+    /// interim STATUS_PENDING one (3.3.4.2), both carrying `async_id`.
+    fn go_async(&mut self, async_id: u64) {
+        let mut last = self.outbox.pop_back().expect("a response to make async");
+        let mut interim = last[..64].to_vec();
+        for m in [&mut interim, &mut last] {
+            m[16] |= 0x2; // ASYNC_COMMAND
+            m[32..40].copy_from_slice(&async_id.to_le_bytes());
+        }
+        interim[8..12].copy_from_slice(&0x0000_0103u32.to_le_bytes());
+        interim[16] &= !0x8; // interim responses are not signed
+        interim[48..64].fill(0);
+        interim[14..16].copy_from_slice(&1u16.to_le_bytes());
+        self.granted += 1;
+        interim.extend_from_slice(&[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+        last[48..64].fill(0);
+        signing::sign(self.key.as_ref().expect("key"), &mut last);
+        self.outbox.push_back(interim);
+        self.outbox.push_back(last);
     }
 
     fn check(ok: bool, what: &str) -> Result<()> {
@@ -520,6 +555,9 @@ impl Server {
         put_u32(&mut body, n); // DataRemaining
         put_u32(&mut body, 0);
         self.respond(q, 0, &body, true);
+        if self.interim_reads {
+            self.go_async(0xA5A5_0000 + q.message_id);
+        }
         Ok(())
     }
 }
@@ -568,6 +606,9 @@ fn server(dialect: u16, password: &str, memory: &Memory) -> Rc<RefCell<Server>> 
             .into_iter()
             .chain(std::iter::repeat_n(16, 16))
             .collect(),
+        hold: 0,
+        held: Vec::new(),
+        interim_reads: false,
     }))
 }
 
@@ -722,4 +763,83 @@ fn credits_bound_the_requests() {
         .write(&tree, file.file_id, 0, &super::io::Data::Rdma(&wd))
         .unwrap_err();
     assert!(e.to_string().contains("out of SMB2 credits"), "{e}");
+}
+
+#[test]
+fn pipelined_ios_match_out_of_order_responses_and_interim_pendings() {
+    let memory: Memory = Rc::default();
+    let srv = server(DIALECT_311, "s3cret", &memory);
+    let cfg = config();
+    let mut c = Connection::connect(Wire(srv.clone()), &cfg).unwrap();
+    let tree = c.tree_connect(&cfg.server_name, "share").unwrap();
+    let file = c
+        .create(
+            &tree,
+            "ndkperf.dat",
+            super::create::DISPOSITION_OVERWRITE_IF,
+        )
+        .unwrap()
+        .file_id;
+    // Four 64 KiB WRITEs in flight, answered last first.
+    srv.borrow_mut().hold = 4;
+    let mut ids = Vec::new();
+    for i in 0..4u32 {
+        let token = 0x100 + i;
+        memory.borrow_mut().insert(token, vec![i as u8; 65_536]);
+        let wd = [BufferDescriptor {
+            offset: u64::from(i) << 16,
+            token,
+            length: 65_536,
+        }];
+        let (id, n) = c
+            .submit_write(
+                &tree,
+                file,
+                u64::from(i) * 65_536,
+                &super::io::Data::Rdma(&wd),
+            )
+            .unwrap();
+        assert_eq!(n, 65_536);
+        ids.push(id);
+    }
+    assert_eq!(c.pending(), 4);
+    let mut answered = Vec::new();
+    while c.pending() > 0 {
+        let r = c.receive().unwrap();
+        assert_eq!(
+            super::io::decode_write_response(&r.message).unwrap(),
+            65_536
+        );
+        answered.push(r.header.message_id);
+    }
+    ids.reverse();
+    assert_eq!(answered, ids, "matched by MessageId, in the server's order");
+    // A READ answered with STATUS_PENDING first, then the async final.
+    {
+        let mut s = srv.borrow_mut();
+        s.hold = 0;
+        s.interim_reads = true;
+    }
+    let before = c.credits_available();
+    let rd = [BufferDescriptor {
+        offset: 0x9000,
+        token: 0x777,
+        length: 4 * 65_536,
+    }];
+    let got = c.read(&tree, file, 0, 4 * 65_536, Some(&rd)).unwrap();
+    assert_eq!(got.data_remaining, 4 * 65_536);
+    assert_eq!(
+        c.credits_available(),
+        before - 4 + 1 + 4,
+        "the interim grant (1) and the final one (16 capped at the CreditRequest, 4) both count"
+    );
+    let placed = memory.borrow().get(&0x777).cloned().unwrap();
+    assert!(
+        placed
+            .chunks(65_536)
+            .enumerate()
+            .all(|(i, ch)| ch.iter().all(|&b| b == i as u8))
+    );
+    c.close(&tree, file).unwrap();
+    c.logoff().unwrap();
 }
