@@ -37,8 +37,11 @@ pub mod negotiate;
 pub mod ntlm;
 pub mod session;
 pub mod signing;
+pub mod smbd_transport;
 pub mod spnego;
 pub mod tree;
 
+#[cfg(test)]
+mod over_smbd;
 #[cfg(test)]
 mod scripted_server;

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::smbd::proto::BufferDescriptor;
 
 const SESSION_ID: u64 = 0x0000_1000_0000_0025;
-const TREE_ID: u32 = 0x0000_0007;
+pub(super) const TREE_ID: u32 = 0x0000_0007;
 const PERSISTENT: u64 = 0x0123;
 const VOLATILE: u64 = 0xFEED_0000_0042;
 const SERVER_CHALLENGE: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef];
@@ -31,7 +31,7 @@ const SPNEGO_OID: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x02];
 const NTLM_OID: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x02, 0x02, 0x0a];
 
 /// Registered client memory the server reaches "by RDMA": token -> bytes.
-type Memory = Rc<RefCell<HashMap<u32, Vec<u8>>>>;
+pub(super) type Memory = Rc<RefCell<HashMap<u32, Vec<u8>>>>;
 
 fn der(tag: u8, v: &[u8]) -> Vec<u8> {
     assert!(v.len() < 0x10000);
@@ -58,18 +58,18 @@ struct Req<'a> {
     session_id: u64,
 }
 
-struct Server {
+pub(super) struct Server {
     dialect: u16,
     password: String,
     memory: Memory,
-    outbox: VecDeque<Vec<u8>>,
+    pub(super) outbox: VecDeque<Vec<u8>>,
     next_id: u64,
     granted: u32,
     preauth: PreauthHash,
     ntlm_negotiate: Vec<u8>,
     challenge: Vec<u8>,
     key: Option<Key>,
-    file: Vec<u8>,
+    pub(super) file: Vec<u8>,
     file_open: bool,
     log: Vec<String>,
     /// Credits each response grants, in order (the script).
@@ -153,7 +153,7 @@ impl Server {
         }
     }
 
-    fn handle(&mut self, message: &[u8]) -> Result<()> {
+    pub(super) fn handle(&mut self, message: &[u8]) -> Result<()> {
         let r = Reader::new(message, "request");
         let q = Req {
             r,
@@ -491,6 +491,9 @@ impl Server {
             r.u16(64)? == 49 && self.file_id(&r, 80)?,
             "WRITE of our FileId",
         )?;
+        if r.u32(96)? == 0 {
+            return self.write_inline(q);
+        }
         Self::check(r.u32(96)? == 2, "Channel RDMA_V1_INVALIDATE")?;
         Self::check(
             r.u16(66)? == 0 && r.u32(68)? == 0,
@@ -527,6 +530,29 @@ impl Server {
         Ok(())
     }
 
+    fn write_inline(&mut self, q: &Req<'_>) -> Result<()> {
+        let r = q.r;
+        let (at, n) = (usize::from(r.u16(66)?), r.u32(68)?);
+        Self::check(at == 0x70, "inline WRITE data at 0x70")?;
+        Self::check(
+            u32::from(q.charge) >= n.div_ceil(65_536),
+            "CreditCharge covers the I/O",
+        )?;
+        let data = r.slice(at, n as usize)?;
+        let offset = r.u64(72)? as usize;
+        self.file
+            .resize(self.file.len().max(offset + data.len()), 0);
+        self.file[offset..offset + data.len()].copy_from_slice(data);
+        let mut body = Vec::new();
+        put_u16(&mut body, 17);
+        put_u16(&mut body, 0);
+        put_u32(&mut body, n);
+        put_u32(&mut body, 0);
+        put_u32(&mut body, 0);
+        self.respond(q, 0, &body, true);
+        Ok(())
+    }
+
     fn read(&mut self, q: &Req<'_>) -> Result<()> {
         let r = q.r;
         Self::check(
@@ -539,6 +565,19 @@ impl Server {
             u32::from(q.charge) >= n.div_ceil(65_536),
             "CreditCharge covers the I/O",
         )?;
+        if r.u32(100)? == 0 {
+            let data = self.file[offset..offset + n as usize].to_vec();
+            let mut body = Vec::new();
+            put_u16(&mut body, 17);
+            body.push(0x50);
+            body.push(0);
+            put_u32(&mut body, n);
+            put_u32(&mut body, 0);
+            put_u32(&mut body, 0);
+            body.extend_from_slice(&data);
+            self.respond(q, 0, &body, true);
+            return Ok(());
+        }
         Self::check(r.u32(100)? == 2, "Channel RDMA_V1_INVALIDATE")?;
         let d = Self::descriptors(&r, usize::from(r.u16(108)?), usize::from(r.u16(110)?))?;
         Self::check(
@@ -586,7 +625,7 @@ impl Transport for Wire {
     }
 }
 
-fn server(dialect: u16, password: &str, memory: &Memory) -> Rc<RefCell<Server>> {
+pub(super) fn server(dialect: u16, password: &str, memory: &Memory) -> Rc<RefCell<Server>> {
     Rc::new(RefCell::new(Server {
         dialect,
         password: password.into(),
@@ -612,7 +651,7 @@ fn server(dialect: u16, password: &str, memory: &Memory) -> Rc<RefCell<Server>> 
     }))
 }
 
-fn config() -> Config {
+pub(super) fn config() -> Config {
     Config {
         server_name: "192.0.2.1".into(),
         credentials: Credentials {
