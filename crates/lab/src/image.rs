@@ -137,6 +137,9 @@ pub struct Image {
     pub elapsed: Duration,
     /// How long building the SMB modules took, if this call built them.
     pub smb_modules_built_in: Option<Duration>,
+    /// The packages the SMB modules were built from (empty without
+    /// [`ImageSpec::smb`]).
+    pub smb_build_packages: Vec<Package>,
 }
 
 /// What [`resolve`] found.
@@ -179,6 +182,7 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
         built,
         elapsed: started.elapsed(),
         smb_modules_built_in,
+        smb_build_packages: smb_build.clone(),
     };
     if dir.join("manifest").is_file() {
         return Ok(image(false, None));

@@ -58,6 +58,19 @@ fn prepare() -> lab::Result<()> {
     for package in &image.packages {
         let _ = writeln!(out, "  {} {}", package.name, package.version);
     }
+    if let Some(elapsed) = image.smb_modules_built_in {
+        let _ = writeln!(
+            out,
+            "ksmbd.ko and cifs.ko with SMB Direct built in {:.1} s",
+            elapsed.as_secs_f64()
+        );
+    }
+    if !image.smb_build_packages.is_empty() {
+        let _ = writeln!(out, "SMB modules built from");
+    }
+    for package in &image.smb_build_packages {
+        let _ = writeln!(out, "  {} {}", package.name, package.version);
+    }
     Ok(())
 }
 
