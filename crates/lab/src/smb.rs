@@ -178,6 +178,8 @@ impl Guest {
     /// image ships, loaded first).
     pub fn mount_cifs(&self, mount: &CifsMount) -> Result<()> {
         check_name("share", &mount.share)?;
+        // A comma in the user would add mount options.
+        check_name("user", &mount.user)?;
         let mut script = String::from("set -e\n");
         script.push_str(&load_modules_script(CIFS_MODULE_LIST));
         let server = match mount.server {
