@@ -420,6 +420,12 @@ impl<T: Transport> Connection<T> {
         Ok(self.transport)
     }
 
+    /// The transport (an SMB Direct connection's QP registers RDMA
+    /// buffers between requests).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
     /// The NEGOTIATE response the session runs under.
     pub fn negotiated(&self) -> &NegotiateResponse {
         &self.negotiated

@@ -35,6 +35,7 @@ pub mod header;
 pub mod io;
 pub mod negotiate;
 pub mod ntlm;
+pub mod rdma_buffer;
 pub mod session;
 pub mod signing;
 pub mod smbd_transport;

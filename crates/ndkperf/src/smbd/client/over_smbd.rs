@@ -1,28 +1,29 @@
 //! The SMB 3 session over real SMB Direct: the client's [`Connection`]
 //! over [`SmbdTransport`] on one rsndk adapter, the scripted SMB 3 server
 //! behind an [`SmbdConn`] on another, on the in-process memory fabric.
-//! Inline READ/WRITE only (the scripted server has no RDMA engine): it
-//! proves the SMB2 layer rides [MS-SMBD] negotiation, credits and
-//! fragmentation unchanged.
+//! The server side moves RDMA-channel data with real NdkRead/NdkWrite on
+//! the descriptors and answers with Send-with-Invalidate, so the client's
+//! fast registration and remote invalidation run as against ksmbd.
 
+use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use clap::Parser as _;
-use ndkperf_cli::{Cli, Command};
+use ndkperf_cli::{Cli, Command, FabricArgs};
 
-use super::connection::Connection;
+use super::codec::Reader;
+use super::connection::{Connection, Tree};
 use super::create::DISPOSITION_OVERWRITE_IF;
-use super::io::Data;
+use super::io::{Data, decode_descriptors};
+use super::rdma_buffer::RdmaBuffer;
 use super::scripted_server::{Memory, config, server};
 use super::signing::DIALECT_311;
 use super::smbd_transport::SmbdTransport;
 use crate::error::{Error, Result};
-use crate::link::{Link, listen};
-use crate::ndk::QpLimits;
+use crate::link::{DATA_ACCESS, Link, Sgl, context_of, listen, tag};
+use crate::ndk::{Listener, QpLimits};
 use crate::setup::Pair;
 use crate::smbd::conn::{Config, SmbdConn};
-
-const PORT: u16 = 44_511;
 
 fn smbd_config() -> Config {
     Config {
@@ -38,91 +39,240 @@ fn smbd_config() -> Config {
 fn limits() -> QpLimits {
     QpLimits {
         receive_depth: 33,
-        initiator_depth: 40,
+        initiator_depth: 48,
         receive_sge: 1,
         initiator_sge: 1,
         inline_size: 0,
     }
 }
 
-#[test]
-fn smb3_session_over_smb_direct_on_the_memory_fabric() {
-    let Ok(Cli {
-        command: Command::Smbd(args),
-        ..
-    }) = Cli::try_parse_from(["ndkperf", "smbd", "--port", &PORT.to_string()])
-    else {
-        panic!("ndkperf smbd's arguments no longer parse");
-    };
-    let fabric = args.fabric;
-    let pair = Pair::open(&fabric).expect("two adapters on the memory fabric");
-    let listener = listen(&pair.server, fabric.server_addr, PORT).expect("listen");
-    let payload: Vec<u8> = (0..65_536u32).map(|i| (i ^ (i >> 8)) as u8).collect();
-    let (client, served) = std::thread::scope(|s| {
-        let serving = s.spawn(|| -> Result<Vec<u8>> {
-            let connector = listener
-                .next(Duration::from_secs(20))?
-                .ok_or_else(|| Error::msg("no client connected"))?;
-            let mut conn = SmbdConn::new(Link::new(&pair.server, limits())?, smbd_config())?;
-            conn.link.accept(connector, &[], Duration::from_secs(10))?;
-            conn.negotiate_server()?;
-            let memory: Memory = Memory::default();
-            let srv = server(DIALECT_311, "s3cret", &memory);
-            let mut logged_off = false;
-            while !logged_off {
-                conn.poll()?;
-                while let Some(m) = conn.take_message() {
-                    logged_off |= m.data.get(12) == Some(&2); // LOGOFF
-                    srv.borrow_mut().handle(&m.data)?;
-                    let out: Vec<Vec<u8>> = srv.borrow_mut().outbox.drain(..).collect();
-                    for r in out {
-                        conn.queue(&r, None, None)?;
-                    }
+fn fabric(port: u16) -> FabricArgs {
+    match Cli::try_parse_from(["ndkperf", "smbd", "--port", &port.to_string()]) {
+        Ok(Cli {
+            command: Command::Smbd(args),
+            ..
+        }) => args.fabric,
+        _ => panic!("ndkperf smbd's arguments no longer parse"),
+    }
+}
+
+/// Waits for the completion of our own RDMA operation of `kind`.
+fn wait_rdma(conn: &mut SmbdConn, kind: u64) -> Result<()> {
+    loop {
+        for r in conn.take_rdma() {
+            if tag::kind(context_of(&r)) == kind {
+                if r.Status != 0 {
+                    return Err(Error::msg(format!(
+                        "{} failed: {:#x}",
+                        tag::name(context_of(&r)),
+                        r.Status
+                    )));
                 }
+                return Ok(());
             }
-            while !conn.idle() {
-                conn.poll()?;
+        }
+        conn.poll()?;
+    }
+}
+
+/// The descriptor of an RDMA-channel READ/WRITE request, if it is one.
+fn rdma_descriptor(m: &[u8]) -> Result<Option<(bool, super::super::proto::BufferDescriptor)>> {
+    let r = Reader::new(m, "request");
+    let (read, channel_at, info_at) = match r.u16(12)? {
+        8 => (true, 100, 108),
+        9 => (false, 96, 104),
+        _ => return Ok(None),
+    };
+    if r.u32(channel_at)? != 2 {
+        return Ok(None);
+    }
+    let d = decode_descriptors(
+        &r,
+        usize::from(r.u16(info_at)?),
+        usize::from(r.u16(info_at + 2)?),
+    )?;
+    Ok(Some((read, d[0])))
+}
+
+/// One SMB Direct connection served by the scripted SMB 3 server, with
+/// the RDMA channel done for real; returns the file it stored.
+fn serve(pair: &Pair, listener: &Listener) -> Result<Vec<u8>> {
+    let connector = listener
+        .next(Duration::from_secs(20))?
+        .ok_or_else(|| Error::msg("no client connected"))?;
+    let mut conn = SmbdConn::new(Link::new(&pair.server, limits())?, smbd_config())?;
+    conn.link.accept(connector, &[], Duration::from_secs(10))?;
+    conn.negotiate_server()?;
+    let memory = Memory::default();
+    let srv = server(DIALECT_311, "s3cret", &memory);
+    let mut logged_off = false;
+    while !logged_off {
+        conn.poll()?;
+        while let Some(m) = conn.take_message() {
+            logged_off |= m.data.get(12) == Some(&2); // LOGOFF
+            let rdma = rdma_descriptor(&m.data)?;
+            if let Some((false, d)) = rdma {
+                // WRITE: pull the client's buffer with an RDMA READ.
+                let region = conn.link.pd.register(d.length as usize, DATA_ACCESS)?;
+                let sgl = Sgl::new(&region, 0, d.length as usize, 1);
+                conn.link
+                    .qp
+                    .read(tag::READ | 1, sgl.as_slice(), d.offset, d.token, 0)?;
+                wait_rdma(&mut conn, tag::READ)?;
+                memory
+                    .borrow_mut()
+                    .insert(d.token, region.buf.bytes(0, d.length as usize).to_vec());
             }
-            let _ = conn.link.disconnect();
-            let file = srv.borrow().file.clone();
-            Ok(file)
-        });
-        let client = (|| -> Result<Vec<u8>> {
-            let mut conn = SmbdConn::new(Link::new(&pair.client, limits())?, smbd_config())?;
-            let server_addr = std::net::SocketAddrV4::new(fabric.server_addr, PORT);
-            conn.link.connect(
-                fabric.client_addr,
-                server_addr,
-                &[],
-                Duration::from_secs(10),
-            )?;
-            conn.negotiate_client()?;
-            let cfg = config();
-            let mut c = Connection::connect(SmbdTransport::new(&mut conn), &cfg)?;
-            let tree = c.tree_connect(&cfg.server_name, "share")?;
-            let file = c
-                .create(&tree, "ndkperf.dat", DISPOSITION_OVERWRITE_IF)?
-                .file_id;
-            assert_eq!(c.write(&tree, file, 0, &Data::Inline(&payload))?, 65_536);
-            let back = c.read(&tree, file, 0, 65_536, None)?.data;
-            c.close(&tree, file)?;
-            let mut transport = c.logoff()?;
-            assert!(
-                transport.take_invalidated().is_empty(),
-                "inline I/O invalidates nothing"
-            );
-            while !transport.conn().idle() {
-                transport.conn().poll()?;
+            srv.borrow_mut().handle(&m.data)?;
+            if let Some((true, d)) = rdma {
+                // READ: push the data into the client's buffer first.
+                let data = memory.borrow_mut().remove(&d.token).unwrap_or_default();
+                let mut region = conn.link.pd.register(data.len(), DATA_ACCESS)?;
+                region.buf.bytes_mut(0, data.len()).copy_from_slice(&data);
+                let sgl = Sgl::new(&region, 0, data.len(), 1);
+                conn.link
+                    .qp
+                    .write(tag::WRITE | 2, sgl.as_slice(), d.offset, d.token, 0)?;
+                wait_rdma(&mut conn, tag::WRITE)?;
             }
-            Ok(back)
-        })();
+            let out: Vec<Vec<u8>> = srv.borrow_mut().outbox.drain(..).collect();
+            for r in out {
+                // RDMA_V1_INVALIDATE: the response invalidates the token.
+                conn.queue(&r, rdma.map(|(_, d)| d.token), None)?;
+            }
+        }
+    }
+    while !conn.idle() {
+        conn.poll()?;
+    }
+    let _ = conn.link.disconnect();
+    let file = srv.borrow().file.clone();
+    Ok(file)
+}
+
+/// The client's whole session; `io` runs between CREATE and CLOSE.
+fn session(
+    pair: &Pair,
+    fabric: &FabricArgs,
+    io: impl FnOnce(&mut Connection<SmbdTransport<'_>>, &Tree, super::create::FileId) -> Result<()>,
+) -> Result<super::super::conn::Stats> {
+    let mut conn = SmbdConn::new(Link::new(&pair.client, limits())?, smbd_config())?;
+    let server_addr = SocketAddrV4::new(fabric.server_addr, fabric.port);
+    conn.link.connect(
+        fabric.client_addr,
+        server_addr,
+        &[],
+        Duration::from_secs(10),
+    )?;
+    conn.negotiate_client()?;
+    let cfg = config();
+    let mut c = Connection::connect(SmbdTransport::new(&mut conn), &cfg)?;
+    let tree = c.tree_connect(&cfg.server_name, "share")?;
+    let file = c
+        .create(&tree, "ndkperf.dat", DISPOSITION_OVERWRITE_IF)?
+        .file_id;
+    io(&mut c, &tree, file)?;
+    c.close(&tree, file)?;
+    let mut transport = c.logoff()?;
+    while !transport.conn().idle() {
+        transport.conn().poll()?;
+    }
+    Ok(transport.conn().stats)
+}
+
+fn run(
+    port: u16,
+    io: impl FnOnce(
+        &Pair,
+        &mut Connection<SmbdTransport<'_>>,
+        &Tree,
+        super::create::FileId,
+    ) -> Result<()>
+    + Send,
+) -> (super::super::conn::Stats, Vec<u8>) {
+    let fabric = fabric(port);
+    let pair = Pair::open(&fabric).expect("two adapters on the memory fabric");
+    let listener = listen(&pair.server, fabric.server_addr, port).expect("listen");
+    let (client, served) = std::thread::scope(|s| {
+        let serving = s.spawn(|| serve(&pair, &listener));
+        let client = session(&pair, &fabric, |c, tree, file| io(&pair, c, tree, file));
         if client.is_err() {
             listener.cancel_waits();
         }
         (client, serving.join().expect("server thread"))
     });
-    let back = client.expect("the client's session");
-    let file = served.expect("the scripted server over SMB Direct");
-    assert_eq!(back, payload, "READ returned what WRITE stored");
-    assert_eq!(file, payload);
+    let stats = client.expect("the client's session");
+    (stats, served.expect("the scripted server over SMB Direct"))
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i ^ (i >> 8) ^ (i >> 16)) as u8)
+        .collect()
+}
+
+#[test]
+fn smb3_session_with_inline_io_over_smb_direct() {
+    let payload = pattern(65_536);
+    let (stats, file) = run(44_511, |_, c, tree, file| {
+        assert_eq!(c.write(tree, file, 0, &Data::Inline(&payload))?, 65_536);
+        let back = c.read(tree, file, 0, 65_536, None)?.data;
+        assert_eq!(back, payload, "READ returned what WRITE stored");
+        assert!(
+            c.transport_mut().take_invalidated().is_empty(),
+            "inline I/O invalidates nothing"
+        );
+        Ok(())
+    });
+    assert_eq!(file, pattern(65_536));
+    assert!(
+        stats.fragmented_sent >= 1,
+        "the 64 KiB WRITE went fragmented: {stats:?}"
+    );
+}
+
+#[test]
+fn smb3_rdma_write_and_read_with_remote_invalidation_over_smb_direct() {
+    let (stats, file) = run(44_512, |pair, c, tree, file| {
+        let frmr = pair.client.info().FRMRPageCount as usize * ndkpi::PAGE_SIZE;
+        let len = frmr.min(1 << 20);
+        let pd = &c.transport_mut().conn().link.pd;
+        let mut wbuf = RdmaBuffer::new(&pair.client, pd, len)?;
+        let mut rbuf = RdmaBuffer::new(&pair.client, pd, len)?;
+        let data = pattern(len);
+        for round in 0..3u64 {
+            wbuf.bytes_mut().copy_from_slice(&data);
+            let d = wbuf.register(&c.transport_mut().conn().link.qp, false, 2 * round)?;
+            assert_eq!(c.write(tree, file, 0, &Data::Rdma(&[d]))?, len as u32);
+            let gone = c.transport_mut().take_invalidated();
+            assert_eq!(
+                gone,
+                vec![d.token],
+                "the WRITE response invalidated our token"
+            );
+            wbuf.invalidated(gone.first().copied())?;
+            rbuf.bytes_mut().fill(0);
+            let d = rbuf.register(&c.transport_mut().conn().link.qp, true, 2 * round + 1)?;
+            let r = c.read(tree, file, 0, len as u32, Some(&[d]))?;
+            assert_eq!((r.data.len(), r.data_remaining), (0, len as u32));
+            rbuf.invalidated(c.transport_mut().take_invalidated().first().copied())?;
+            assert!(
+                rbuf.bytes() == data.as_slice(),
+                "the server's RDMA WRITE placed the file"
+            );
+        }
+        // Dropping a buffer whose deferred registration is still in the
+        // send queue would let the next send ring a FastRegister of freed
+        // pages (it completes with STATUS_ACCESS_VIOLATION): every
+        // registration above was used and invalidated.
+        wbuf.invalidated(None)
+            .expect_err("a response that invalidates nothing is an error");
+        Ok(())
+    });
+    assert_eq!(file, pattern(file.len()));
+    assert!(file.len() >= 4096);
+    assert_eq!(
+        stats.remote_invalidations, 6,
+        "three rounds of WRITE + READ: {stats:?}"
+    );
 }
