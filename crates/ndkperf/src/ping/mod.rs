@@ -29,7 +29,7 @@
 //!   go-ahead; the client compares the two buffers (-V: `data
 //!   mismatch!`) and prints `ping data: ...` (-v); the server prints
 //!   `server ping data: ...` (-v);
-//! - the text ([`proto::PingText`]), the size range (23 to 65535) and
+//! - the text ([`rping::PingText`]), the size range (23 to 65535) and
 //!   default (64), the count (0: forever), the port (7174);
 //! - the end: the client disconnects after its last ping; the server
 //!   answers until the client disconnects, then disconnects and exits 0.
@@ -43,7 +43,6 @@
 //! `--timeout` bounds the client's connect (rping waits 2 s for address
 //! and route resolution, then as long as the CM retries).
 
-mod proto;
 mod session;
 
 use std::io::Write;

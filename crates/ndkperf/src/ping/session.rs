@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ndkpi::{NDK_RESULT_EX, NDK_SGE, STATUS_CANCELLED, STATUS_SUCCESS};
 
-use super::proto::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
+use rping::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
 use crate::error::{Error, Result, describe_status};
 use crate::link::{DATA_ACCESS, Link, STALL_TIMEOUT, context_of, tag};
 use crate::ndk::{QpLimits, Region};

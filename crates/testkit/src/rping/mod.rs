@@ -33,7 +33,6 @@
 //! ([`bottle_mdl`]). Calls that may pend are waited out, bounded.
 
 mod ndk;
-mod proto;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -46,7 +45,7 @@ use ndkpi::{
 
 use crate::adapter::{Mdl, Recorder, SockAddr, logical_of, qp_table};
 use ndk::{Side, check, wait_for};
-pub use proto::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
+pub use ::rping::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
 
 /// rping's default port.
 pub const RPING_PORT: u16 = 7174;

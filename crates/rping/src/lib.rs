@@ -1,11 +1,9 @@
 //! rping's bytes: the 16-byte control message and the ping text, as
 //! rdma-core `librdmacm/examples/rping.c` (v44 to today: the protocol has
-//! not changed) builds them.
-//!
-//! testkit keeps its own copy of these few lines (`testkit::rping`):
-//! ndkperf is a binary crate and testkit a test-only one, so neither can
-//! depend on the other for product code; `tests/ping.rs` runs each
-//! implementation against the other and compares their texts.
+//! not changed) builds them. ndkperf's `ping` and testkit's rping over a
+//! raw NDK adapter both speak through these; ndkperf's `tests/ping.rs`
+//! runs each against the other, and the tests here check the text against
+//! bytes worked out by hand from rping.c.
 
 /// Bytes of `struct rping_rdma_info { __be64 buf; __be32 rkey; __be32
 /// size; }`, the only message either side SENDs.
