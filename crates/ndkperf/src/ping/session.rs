@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use ndkpi::{NDK_RESULT_EX, NDK_SGE, STATUS_CANCELLED, STATUS_SUCCESS};
 
-use rping::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
 use crate::error::{Error, Result, describe_status};
 use crate::link::{DATA_ACCESS, Link, STALL_TIMEOUT, context_of, tag};
 use crate::ndk::{QpLimits, Region};
+use rping::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
 
 /// rping's QP: `max_send_wr` RPING_SQ_DEPTH (16), `max_recv_wr` 2, one
 /// SGE each way (`rping_create_qp`); its CQ holds 32.
