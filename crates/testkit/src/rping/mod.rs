@@ -44,8 +44,8 @@ use ndkpi::{
 };
 
 use crate::adapter::{Mdl, Recorder, SockAddr, logical_of, qp_table};
-use ndk::{Side, check, wait_for};
 pub use ::rping::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
+use ndk::{Side, check, wait_for};
 
 /// rping's default port.
 pub const RPING_PORT: u16 = 7174;
