@@ -31,6 +31,7 @@ pub mod codec;
 pub mod connection;
 pub mod create;
 pub mod credits;
+pub mod file_io;
 pub mod header;
 pub mod io;
 pub mod negotiate;

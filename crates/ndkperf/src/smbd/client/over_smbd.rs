@@ -276,3 +276,38 @@ fn smb3_rdma_write_and_read_with_remote_invalidation_over_smb_direct() {
         "three rounds of WRITE + READ: {stats:?}"
     );
 }
+
+#[test]
+fn file_workload_at_depth_four_over_smb_direct() {
+    let job = super::file_io::FileIo {
+        io_size: 65_536,
+        ops: 12,
+        depth: 4,
+        seed: 7,
+    };
+    let mut report = None;
+    let (stats, file) = run(44_513, |pair, c, tree, file| {
+        report = Some(super::file_io::write_then_read(
+            c,
+            &pair.client,
+            tree,
+            file,
+            &job,
+        )?);
+        Ok(())
+    });
+    let report = report.expect("the workload ran");
+    assert_eq!(report.mismatched_bytes, 0, "{report:?}");
+    assert_eq!(report.remote_invalidations, 24);
+    assert_eq!(report.bytes, 12 * 65_536);
+    assert_eq!(stats.remote_invalidations, 24, "{stats:?}");
+    let pattern = crate::verify::Pattern::new(65_536, 7);
+    for (n, chunk) in file.chunks(65_536).enumerate() {
+        assert_eq!(
+            chunk,
+            pattern.expected(n as u64),
+            "the server's copy of I/O {n}"
+        );
+    }
+    assert_eq!(file.len(), 12 * 65_536);
+}
