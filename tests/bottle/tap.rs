@@ -16,9 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use kbottle::machine::AdapterId;
-use kbottle::ndis::types::{
-    NDIS_NDK_PERFORMANCE_COUNTERS, NDIS_NDK_STATISTICS_INFO, OID_NDK_STATISTICS,
-};
+use kbottle::ndis::types::NDIS_NDK_PERFORMANCE_COUNTERS;
 use testkit::adapter::bottle::tap::TapV;
 use testkit::netns::Netns;
 
@@ -91,21 +89,9 @@ fn mac_text(mac: [u8; 6]) -> String {
         .join(":")
 }
 
-/// `OID_NDK_STATISTICS` of `a`.
+/// The driver's NDK counters of `a`.
 fn ndk_counters(a: AdapterId) -> NDIS_NDK_PERFORMANCE_COUNTERS {
-    let mut buf = vec![0u8; 512];
-    let n = machine()
-        .oid_query(a, OID_NDK_STATISTICS, &mut buf)
-        .unwrap_or_else(|s| panic!("OID_NDK_STATISTICS: {:#010x}", s as u32));
-    assert!(n >= size_of::<NDIS_NDK_STATISTICS_INFO>(), "short answer");
-    // SAFETY: the buffer holds at least one NDIS_NDK_STATISTICS_INFO,
-    // plain integers valid for any bytes.
-    let info = unsafe {
-        buf.as_ptr()
-            .cast::<NDIS_NDK_STATISTICS_INFO>()
-            .read_unaligned()
-    };
-    info.CounterSet
+    testkit::adapter::bottle::tap::ndk_counters(machine(), a)
 }
 
 /// No bugcheck so far in this process.

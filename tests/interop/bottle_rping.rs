@@ -10,9 +10,6 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
-use kbottle::ndis::types::{
-    NDIS_NDK_PERFORMANCE_COUNTERS, NDIS_NDK_STATISTICS_INFO, OID_NDK_STATISTICS,
-};
 use testkit::adapter::bottle::tap::TapV;
 use testkit::rping::{RpingAdapter, RpingOptions, RpingServer, rping_client};
 
@@ -36,24 +33,6 @@ fn bottled_v(host_part: u8) -> TapV {
             (Family::V6.lab_addr(host_part), 64),
         ],
     )
-}
-
-/// The driver's NDK counters of V.
-fn ndk_counters(v: &TapV) -> NDIS_NDK_PERFORMANCE_COUNTERS {
-    let mut buf = vec![0u8; 512];
-    let n = v
-        .machine()
-        .oid_query(v.id, OID_NDK_STATISTICS, &mut buf)
-        .unwrap_or_else(|s| panic!("OID_NDK_STATISTICS: {:#010x}", s as u32));
-    assert!(n >= size_of::<NDIS_NDK_STATISTICS_INFO>(), "short answer");
-    // SAFETY: the buffer holds at least one NDIS_NDK_STATISTICS_INFO,
-    // plain integers valid for any bytes.
-    let info = unsafe {
-        buf.as_ptr()
-            .cast::<NDIS_NDK_STATISTICS_INFO>()
-            .read_unaligned()
-    };
-    info.CounterSet
 }
 
 /// What one run moved.
@@ -133,9 +112,9 @@ pub fn measured(
     let _serial = serial();
     let v = bottled_v(host_part);
     let capture = BridgeCapture::start(name);
-    let (rxe_before, ndk_before) = (rxe_counters(), ndk_counters(&v));
+    let (rxe_before, ndk_before) = (rxe_counters(), v.ndk_counters());
     let report = run(&v);
-    let (rxe_after, ndk_after) = (rxe_counters(), ndk_counters(&v));
+    let (rxe_after, ndk_after) = (rxe_counters(), v.ndk_counters());
     let decoded = capture.finish();
     let rxe = counter_delta(&rxe_before, &rxe_after);
     let tap = v.leave();

@@ -27,6 +27,9 @@ use std::os::fd::OwnedFd;
 
 use kbottle::Machine;
 use kbottle::machine::{AdapterId, Keyword};
+use kbottle::ndis::types::{
+    NDIS_NDK_PERFORMANCE_COUNTERS, NDIS_NDK_STATISTICS_INFO, OID_NDK_STATISTICS,
+};
 use kbottle::segment::SegmentId;
 use kbottle::tap::{TapPort, TapStats};
 use ndkpi::{NDK_ADAPTER, NDK_VERSION, NDK_VERSION_1_2, NTSTATUS};
@@ -124,6 +127,14 @@ impl TapV {
         self.machine().close_ndk(self.id, adapter);
     }
 
+    /// The driver's NDK counters of V (`OID_NDK_STATISTICS`).
+    ///
+    /// # Panics
+    /// When the driver fails the query or answers short.
+    pub fn ndk_counters(&self) -> NDIS_NDK_PERFORMANCE_COUNTERS {
+        ndk_counters(self.machine(), self.id)
+    }
+
     /// What crossed the tap so far.
     pub fn tap_stats(&self) -> TapStats {
         self.tap.stats()
@@ -137,4 +148,24 @@ impl TapV {
         drop(self.tap);
         stats
     }
+}
+
+/// `OID_NDK_STATISTICS` of adapter `id`: the driver's NDK counters.
+///
+/// # Panics
+/// When the driver fails the query or answers short.
+pub fn ndk_counters(machine: &Machine, id: AdapterId) -> NDIS_NDK_PERFORMANCE_COUNTERS {
+    let mut buf = vec![0u8; 512];
+    let n = machine
+        .oid_query(id, OID_NDK_STATISTICS, &mut buf)
+        .unwrap_or_else(|s| panic!("OID_NDK_STATISTICS: {:#010x}", s as u32));
+    assert!(n >= size_of::<NDIS_NDK_STATISTICS_INFO>(), "short answer");
+    // SAFETY: the buffer holds at least one NDIS_NDK_STATISTICS_INFO,
+    // plain integers valid for any bytes.
+    let info = unsafe {
+        buf.as_ptr()
+            .cast::<NDIS_NDK_STATISTICS_INFO>()
+            .read_unaligned()
+    };
+    info.CounterSet
 }
