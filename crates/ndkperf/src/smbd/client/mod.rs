@@ -37,6 +37,7 @@ pub mod io;
 pub mod negotiate;
 pub mod ntlm;
 pub mod rdma_buffer;
+pub mod run;
 pub mod session;
 pub mod signing;
 pub mod smbd_transport;

@@ -278,30 +278,41 @@ fn smb3_rdma_write_and_read_with_remote_invalidation_over_smb_direct() {
 }
 
 #[test]
-fn file_workload_at_depth_four_over_smb_direct() {
+fn run_file_io_at_depth_four_over_smb_direct() {
+    let port = 44_513;
     let job = super::file_io::FileIo {
         io_size: 65_536,
         ops: 12,
         depth: 4,
         seed: 7,
     };
-    let mut report = None;
-    let (stats, file) = run(44_513, |pair, c, tree, file| {
-        report = Some(super::file_io::write_then_read(
-            c,
-            &pair.client,
-            tree,
-            file,
-            &job,
-        )?);
-        Ok(())
+    let fabric = fabric(port);
+    let pair = Pair::open(&fabric).expect("two adapters on the memory fabric");
+    let listener = listen(&pair.server, fabric.server_addr, port).expect("listen");
+    let target = super::run::Target {
+        local: fabric.client_addr,
+        server: SocketAddrV4::new(fabric.server_addr, port),
+        share: "share".into(),
+        file: "ndkperf.dat".into(),
+        timeout: Duration::from_secs(10),
+    };
+    let (client, served) = std::thread::scope(|s| {
+        let serving = s.spawn(|| serve(&pair, &listener));
+        let client = super::run::run_file_io(&pair.client, &target, smbd_config(), &config(), &job);
+        if client.is_err() {
+            listener.cancel_waits();
+        }
+        (client, serving.join().expect("server thread"))
     });
-    let report = report.expect("the workload ran");
+    let (report, stats) = client.expect("the client's run");
+    let file = served.expect("the scripted server over SMB Direct");
     assert_eq!(report.mismatched_bytes, 0, "{report:?}");
     assert_eq!(report.remote_invalidations, 24);
     assert_eq!(report.bytes, 12 * 65_536);
+    assert!(report.write_seconds > 0.0 && report.read_seconds > 0.0);
     assert_eq!(stats.remote_invalidations, 24, "{stats:?}");
     let pattern = crate::verify::Pattern::new(65_536, 7);
+    assert_eq!(file.len(), 12 * 65_536);
     for (n, chunk) in file.chunks(65_536).enumerate() {
         assert_eq!(
             chunk,
@@ -309,5 +320,4 @@ fn file_workload_at_depth_four_over_smb_direct() {
             "the server's copy of I/O {n}"
         );
     }
-    assert_eq!(file.len(), 12 * 65_536);
 }

@@ -1,0 +1,77 @@
+//! One whole client run against an SMB Direct server: connect the QP,
+//! negotiate [MS-SMBD], sign in (SMB 3), TREE_CONNECT, CREATE the file,
+//! the [`file_io`](super::file_io) workload, CLOSE, LOGOFF, disconnect.
+//! What `ndkperf smbd --server` will call (not wired to the CLI yet).
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::connection::{Config, Connection};
+use super::create::DISPOSITION_OVERWRITE_IF;
+use super::file_io::{FileIo, FileIoReport, write_then_read};
+use super::smbd_transport::SmbdTransport;
+use crate::error::Result;
+use crate::link::Link;
+use crate::ndk::{Adapter, QpLimits};
+use crate::smbd::conn::{self, SmbdConn, Stats};
+
+/// Where and what.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Our adapter's address.
+    pub local: Ipv4Addr,
+    /// The server (ksmbd listens on 445 for RoCE).
+    pub server: SocketAddrV4,
+    /// The share to connect.
+    pub share: String,
+    /// The file to create (overwritten) in it.
+    pub file: String,
+    /// How long to wait for the connection.
+    pub timeout: Duration,
+}
+
+/// QP sizes: SMB Direct's sends and receives, plus a fast register per
+/// I/O in flight with room to spare.
+fn limits(credits: u16, depth: usize) -> QpLimits {
+    QpLimits {
+        receive_depth: u32::from(credits) + 1,
+        initiator_depth: u32::from(credits) + 2 + 4 * depth as u32,
+        receive_sge: 1,
+        initiator_sge: 1,
+        inline_size: 0,
+    }
+}
+
+/// Runs `job` on `target` as `session`; returns what the workload
+/// measured and the SMB Direct counters.
+pub fn run_file_io(
+    adapter: &Arc<Adapter>,
+    target: &Target,
+    smbd: conn::Config,
+    session: &Config,
+    job: &FileIo,
+) -> Result<(FileIoReport, Stats)> {
+    let mut conn = SmbdConn::new(Link::new(adapter, limits(smbd.credits, job.depth))?, smbd)?;
+    conn.link
+        .connect(target.local, target.server, &[], target.timeout)?;
+    conn.negotiate_client()?;
+    let report = {
+        let mut c = Connection::connect(SmbdTransport::new(&mut conn), session)?;
+        let tree = c.tree_connect(&session.server_name, &target.share)?;
+        let file = c
+            .create(&tree, &target.file, DISPOSITION_OVERWRITE_IF)?
+            .file_id;
+        let report = write_then_read(&mut c, adapter, &tree, file, job)?;
+        c.close(&tree, file)?;
+        c.logoff()?;
+        report
+    };
+    conn.closing = true;
+    while !conn.idle() {
+        conn.poll()?;
+    }
+    let stats = conn.stats;
+    let _ = conn.link.disconnect();
+    Ok((report, stats))
+}
