@@ -46,7 +46,7 @@ fn ndkperf() -> &'static PathBuf {
 }
 
 /// Runs `ndkperf ARGS` inside the lab's namespace.
-fn run_ndkperf(args: &[String]) -> Output {
+pub fn run_ndkperf(args: &[String]) -> Output {
     let mut command = Command::new(ndkperf());
     command.args(args);
     check(shared_lab().netns().run(move || command.output()))

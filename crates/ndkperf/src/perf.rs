@@ -38,7 +38,7 @@ struct Local {
 impl Local {
     fn open(fabric: &FabricArgs) -> Result<Self> {
         let pair = Pair::open(fabric)?;
-        let listener = listen(&pair.server, fabric.server_addr, fabric.port)?;
+        let listener = listen(&pair.server, fabric.server_addr, fabric.port())?;
         Ok(Self {
             listener,
             pair,
@@ -47,7 +47,7 @@ impl Local {
     }
 
     fn run(&self, p: &Params, progress: bool) -> Result<Outcome> {
-        let server = SocketAddrV4::new(self.fabric.server_addr, self.fabric.port);
+        let server = SocketAddrV4::new(self.fabric.server_addr, self.fabric.port());
         std::thread::scope(|s| {
             let serving = s.spawn(|| serve_one(&self.pair.server, &self.listener, SERVER_WAIT));
             let client = run_client(
@@ -134,7 +134,7 @@ fn banner(
             transport.name(),
             fabric.client_addr,
             fabric.server_addr,
-            fabric.port,
+            fabric.port(),
             if two_process { ", two processes" } else { "" },
             fabric.pmtu
         ),
@@ -186,7 +186,7 @@ pub fn perf(test: Test, a: &PerfArgs) -> Result<ExitCode> {
         let out = run_client(
             &adapter,
             a.fabric.client_addr,
-            SocketAddrV4::new(server, a.fabric.port),
+            SocketAddrV4::new(server, a.fabric.port()),
             &p,
             a.fabric.timeout,
             show,
@@ -219,10 +219,10 @@ fn serve_process(a: &PerfArgs, addr: Ipv4Addr) -> Result<ExitCode> {
         Role::Server,
         addr,
     ))?);
-    let listener = listen(&adapter, addr, a.fabric.port)?;
+    let listener = listen(&adapter, addr, a.fabric.port())?;
     println!(
         "ndkperf server: listening on {addr}:{} (udp)",
-        a.fabric.port
+        a.fabric.port()
     );
     let served = serve_one(&adapter, &listener, SERVER_WAIT)?;
     println!("ndkperf server: {served}");

@@ -169,12 +169,19 @@ pub struct FabricArgs {
     /// loopback one).
     #[arg(long, default_value = "127.0.0.2", value_name = "IPV4")]
     pub client_addr: Ipv4Addr,
-    /// ND port the server listens on.
-    #[arg(long, default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// ND port the server listens on [default: 5445; smbd --server: 445].
+    #[arg(long)]
+    pub port: Option<u16>,
     /// How long to wait for the peer when connecting (e.g. 500ms, 5s).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub timeout: Duration,
+}
+
+impl FabricArgs {
+    /// `--port`, or ndkperf's own default.
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(DEFAULT_PORT)
+    }
 }
 
 /// Flags of `bw` and `lat`.
@@ -268,15 +275,47 @@ pub enum Mix {
 /// Flags of `smbd`.
 #[derive(Debug, Clone, Args)]
 pub struct SmbdArgs {
-    /// Number of I/Os.
-    #[arg(long, default_value = "2000", value_parser = parse_count)]
+    /// Number of I/Os (--server: per direction).
+    #[arg(long, visible_alias = "count", default_value = "2000", value_parser = parse_count)]
     pub ops: u64,
     /// Bytes per I/O.
-    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    #[arg(long, visible_alias = "size", default_value = "1M", value_parser = parse_size)]
     pub io_size: u64,
     /// READs, WRITEs or both.
     #[arg(long, value_enum, default_value = "mixed")]
     pub mix: Mix,
+    /// A real SMB 3 server over SMB Direct (ksmbd, Windows) at ADDR,
+    /// port --port (default 445), instead of ndkperf's own: sign in,
+    /// write --count I/Os of --size to --file on --share, read them back
+    /// and check every byte.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires_all = ["share", "user", "password_file"],
+        conflicts_with_all = ["mix", "inline_threshold", "fr_pages", "no_verify", "server_addr", "client_addr"]
+    )]
+    pub server: Option<Ipv4Addr>,
+    /// --server: the share to connect (TREE_CONNECT \\ADDR\NAME).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub share: Option<String>,
+    /// --server: the user to sign in as (NTLMv2).
+    #[arg(long, value_name = "USER", requires = "server")]
+    pub user: Option<String>,
+    /// --server: the file holding the user's password (its first line).
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub password_file: Option<PathBuf>,
+    /// --server: this machine's address for the adapter (default: the
+    /// source address of the route to the server).
+    #[arg(long, value_name = "ADDR", requires = "server")]
+    pub local: Option<Ipv4Addr>,
+    /// --server: the file on the share, created or overwritten.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "ndkperf.dat",
+        requires = "server"
+    )]
+    pub file: String,
     /// Outstanding I/Os.
     #[arg(long, default_value = "8", value_parser = parse_depth)]
     pub depth: u32,

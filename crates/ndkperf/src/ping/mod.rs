@@ -163,7 +163,7 @@ fn open(a: &PingArgs, transport: TransportKind, ip: IpAddr, capture: bool) -> Re
 /// 4791), else the source address of the route to the server (found by
 /// connecting a UDP socket, which sends nothing), as rdma_cm's address
 /// resolution picks it.
-fn default_local(peer: IpAddr) -> Result<IpAddr> {
+pub(crate) fn default_local(peer: IpAddr) -> Result<IpAddr> {
     match peer {
         IpAddr::V4(v4) if v4.is_loopback() => Ok(if v4 == Ipv4Addr::new(127, 0, 0, 2) {
             Ipv4Addr::LOCALHOST.into()

@@ -1,12 +1,13 @@
 //! `smbd`: an SMB Direct ([MS-SMBD]) transport between two adapters with
 //! SMB2-style READ/WRITE I/O over RDMA on top, verified byte for byte.
 
-// The SMB 3 client for real servers: driven by its tests until the
-// ksmbd session (issue 22 item 2) wires it to the CLI.
+// The SMB 3 client for real servers (`--server`); its inline I/O,
+// blocking read/write and some protocol constants serve only its tests.
 #[allow(dead_code)]
 pub mod client;
 mod conn;
 mod proto;
+mod remote;
 mod workload;
 
 use std::net::SocketAddrV4;
@@ -34,6 +35,9 @@ fn mix_name(m: Mix) -> &'static str {
 
 /// `smbd`.
 pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
+    if let Some(server) = a.server {
+        return remote::run(a, server);
+    }
     if a.io_size > MAX_IO {
         return Err(Error::msg(format!(
             "--io-size {} is larger than SMB Direct's usual maximum read/write size here (8M)",
@@ -73,8 +77,8 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
         ));
     }
     let pair = Pair::open(&a.fabric)?;
-    let listener = listen(&pair.server, a.fabric.server_addr, a.fabric.port)?;
-    let server_addr = SocketAddrV4::new(a.fabric.server_addr, a.fabric.port);
+    let listener = listen(&pair.server, a.fabric.server_addr, a.fabric.port())?;
+    let server_addr = SocketAddrV4::new(a.fabric.server_addr, a.fabric.port());
     let (client, server) = std::thread::scope(|s| {
         let serving =
             s.spawn(|| serve_one(&pair.server, &listener, config, Duration::from_secs(60)));
@@ -137,7 +141,7 @@ fn banner(a: &SmbdArgs, job: &Job, c: &ClientReport, transport: &str) -> Vec<Str
             transport,
             a.fabric.client_addr,
             a.fabric.server_addr,
-            a.fabric.port,
+            a.fabric.port(),
             a.fabric.pmtu
         ),
         format!(

@@ -44,6 +44,9 @@ pub struct FileIoReport {
     pub mismatched_bytes: u64,
     /// Responses that invalidated the I/O's token, as they must.
     pub remote_invalidations: u64,
+    /// READ responses signed over the RFC 1002 length too (ksmbd's
+    /// RDMA-channel READ, [`super::signing::verify_length_prefixed`]).
+    pub length_prefixed_signatures: u64,
 }
 
 /// Writes the file, then reads it back and compares.
@@ -92,6 +95,7 @@ pub fn write_then_read(
         true,
         &mut report,
     )?;
+    report.length_prefixed_signatures = c.length_prefixed_signatures();
     Ok(report)
 }
 

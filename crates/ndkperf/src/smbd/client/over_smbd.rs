@@ -157,7 +157,7 @@ fn session(
     io: impl FnOnce(&mut Connection<SmbdTransport<'_>>, &Tree, super::create::FileId) -> Result<()>,
 ) -> Result<super::super::conn::Stats> {
     let mut conn = SmbdConn::new(Link::new(&pair.client, limits())?, smbd_config())?;
-    let server_addr = SocketAddrV4::new(fabric.server_addr, fabric.port);
+    let server_addr = SocketAddrV4::new(fabric.server_addr, fabric.port());
     conn.link.connect(
         fabric.client_addr,
         server_addr,

@@ -97,6 +97,28 @@ pub fn verify(key: &Key, message: &[u8]) -> Result<()> {
         })
 }
 
+/// Checks a signature computed over the message preceded by its 4-byte
+/// big-endian RFC 1002 length, as Linux ksmbd (Debian 12's 6.1.192, after
+/// the 6.1.y backport of its response-iov rework) signs an
+/// RDMA-channel READ response: it signs the iov before the response
+/// header and the header, and without inline data the iov before is the
+/// transport's length field. The same session key over a known prefix
+/// and every byte of the message: the response's integrity holds.
+pub fn verify_length_prefixed(key: &Key, message: &[u8]) -> Result<()> {
+    if message.len() < HEADER_LEN {
+        return Err(Error::msg("a signed SMB2 message shorter than its header"));
+    }
+    let len = u32::try_from(message.len())
+        .map_err(|_| Error::msg("an SMB2 message longer than 4 GiB"))?;
+    let mut mac = <Cmac<Aes128> as cmac::Mac>::new_from_slice(key).expect("AES-128 key");
+    mac.update(&len.to_be_bytes());
+    mac.update(&message[..SIGNATURE_AT]);
+    mac.update(&[0u8; 16]);
+    mac.update(&message[SIGNATURE_AT + 16..]);
+    mac.verify_slice(&message[SIGNATURE_AT..SIGNATURE_AT + 16])
+        .map_err(|_| Error::msg("SMB2 signature check failed (length-prefixed form too)"))
+}
+
 /// The 3.1.1 preauth integrity hash: starts at 64 zero bytes, and each
 /// hashed message M makes it SHA-512(hash || M).
 #[derive(Clone, PartialEq, Eq)]
@@ -226,5 +248,26 @@ pub(super) mod tests {
             signing_key(DIALECT_302, &k, &[0; 64]),
             signing_key(DIALECT_311, &k, &[0; 64])
         );
+    }
+
+    #[test]
+    fn length_prefixed_signature_is_the_cmac_of_the_be_length_and_the_message() {
+        let key = [0x5A; 16];
+        let mut m = vec![0u8; 80];
+        m[..4].copy_from_slice(b"\xfeSMB");
+        m[4] = 64;
+        let mut prefixed = 80u32.to_be_bytes().to_vec();
+        prefixed.extend_from_slice(&m);
+        let tag = aes_cmac(&key, &prefixed);
+        m[SIGNATURE_AT..SIGNATURE_AT + 16].copy_from_slice(&tag);
+        assert!(verify_length_prefixed(&key, &m).is_ok());
+        assert!(verify(&key, &m).is_err(), "not a standard signature");
+        let mut tampered = m.clone();
+        tampered[70] ^= 1;
+        assert!(verify_length_prefixed(&key, &tampered).is_err());
+        let mut standard = m;
+        standard[SIGNATURE_AT..SIGNATURE_AT + 16].fill(0);
+        sign(&key, &mut standard);
+        assert!(verify_length_prefixed(&key, &standard).is_err());
     }
 }
