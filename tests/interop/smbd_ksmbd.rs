@@ -18,6 +18,9 @@ use crate::{check, shared_lab};
 /// seconds each way.
 const COUNT: u32 = 4;
 
+/// I/Os of the run with four in flight.
+const DEEP_COUNT: u32 = 8;
+
 const FILE: &str = "ndkperf.dat";
 
 /// A password file for this test (the host's filesystem is the
@@ -64,6 +67,16 @@ fn args(config: &KsmbdConfig, password: &PasswordFile, extra: &[&str]) -> Vec<St
     .collect();
     a.extend(extra.iter().map(|s| (*s).to_owned()));
     a
+}
+
+/// The SHA-256 the tool printed for what it wrote.
+fn written_sha(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sha256 of the "))
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap_or_else(|| panic!("the tool printed no sha256 line:\n{stdout}"))
+        .to_owned()
 }
 
 fn text(out: &Output) -> String {
@@ -114,16 +127,38 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
         dmesg()
     );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let written = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("sha256 of the "))
-        .and_then(|l| l.rsplit(' ').next())
-        .unwrap_or_else(|| panic!("the tool printed no sha256 line:\n{stdout}"))
-        .to_owned();
+    let written = written_sha(&stdout);
     let on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
     assert_eq!(
         on_server, written,
         "the file on ksmbd's disk differs from what ndkperf wrote:\n{stdout}"
+    );
+
+    // Several I/Os in flight: ksmbd's credits and out-of-order answers.
+    let deep = run_ndkperf(&args(
+        &config,
+        &good,
+        &[
+            "--size",
+            "1M",
+            "--count",
+            &DEEP_COUNT.to_string(),
+            "--depth",
+            "4",
+        ],
+    ));
+    assert!(
+        deep.status.success(),
+        "ndkperf smbd --server --depth 4 against ksmbd: {}\nguest's kernel log:\n{}",
+        text(&deep),
+        dmesg()
+    );
+    let deep_stdout = String::from_utf8_lossy(&deep.stdout).into_owned();
+    let deep_sha = written_sha(&deep_stdout);
+    let deep_on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
+    assert_eq!(
+        deep_on_server, deep_sha,
+        "at depth 4 the file on ksmbd's disk differs from what ndkperf wrote:\n{deep_stdout}"
     );
 
     let bad = PasswordFile::new("bad", "not the password");
@@ -142,7 +177,7 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
     );
     check(server.stop_ksmbd());
     eprintln!(
-        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}",
+        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}at depth 4:\n{deep_stdout}",
         elapsed.as_secs_f64()
     );
 }
