@@ -1,9 +1,6 @@
 //! `smbd`: an SMB Direct ([MS-SMBD]) transport between two adapters with
 //! SMB2-style READ/WRITE I/O over RDMA on top, verified byte for byte.
 
-// The SMB 3 client for real servers (`--server`); its inline I/O,
-// blocking read/write and some protocol constants serve only its tests.
-#[allow(dead_code)]
 pub mod client;
 mod conn;
 mod proto;

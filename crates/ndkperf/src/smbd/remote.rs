@@ -201,7 +201,15 @@ pub fn run(a: &SmbdArgs, server: Ipv4Addr) -> Result<ExitCode> {
             a.fabric.pmtu
         ),
         format!(
-            "RDMA channel (SMB2_CHANNEL_RDMA_V1_INVALIDATE, one {}-page registration per I/O), depth {}, every byte read back checked",
+            "SMB {}.{}.{}, signing {} by the server; RDMA channel (SMB2_CHANNEL_RDMA_V1_INVALIDATE, one {}-page registration per I/O), depth {}, every byte read back checked",
+            report.dialect >> 8,
+            (report.dialect >> 4) & 0xF,
+            report.dialect & 0xF,
+            if report.server_requires_signing {
+                "required"
+            } else {
+                "enabled"
+            },
             a.io_size.div_ceil(PAGE_SIZE as u64),
             plan.job.depth
         ),

@@ -17,11 +17,6 @@ impl<'a> Reader<'a> {
         Self { bytes, what }
     }
 
-    /// The whole message.
-    pub fn bytes(&self) -> &'a [u8] {
-        self.bytes
-    }
-
     /// A malformed-message error naming the message and the field.
     pub fn error(&self, why: &str) -> Error {
         Error::msg(format!(

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use super::create::{self, FileId};
 use super::credits::Credits;
 use super::header::{self, Header, command, flags, status};
-use super::io::{self, Data, ReadResponse};
+#[cfg(test)]
+use super::io::ReadResponse;
+use super::io::{self, Data};
 use super::negotiate::{CAP_LARGE_MTU, NegotiateRequest, NegotiateResponse, SIGNING_ENABLED};
 use super::ntlm::{self, Credentials};
 use super::session;
@@ -363,6 +365,7 @@ impl<T: Transport> Connection<T> {
     }
 
     /// WRITE at `offset`; returns the bytes the server wrote.
+    #[cfg(test)]
     pub fn write(
         &mut self,
         tree: &Tree,
@@ -414,12 +417,8 @@ impl<T: Transport> Connection<T> {
         Ok(id)
     }
 
-    /// Requests sent and not yet answered.
-    pub fn pending(&self) -> usize {
-        self.pending.len()
-    }
-
     /// READ `length` bytes at `offset`, inline or into `rdma` buffers.
+    #[cfg(test)]
     pub fn read(
         &mut self,
         tree: &Tree,
@@ -457,23 +456,32 @@ impl<T: Transport> Connection<T> {
         &self.negotiated
     }
 
+    /// Credits on hand.
+    #[cfg(test)]
+    pub fn credits_available(&self) -> u32 {
+        self.credits.available()
+    }
+
+    /// Requests sent and not yet answered.
+    #[cfg(test)]
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
     /// SessionId.
+    #[cfg(test)]
     pub fn session_id(&self) -> u64 {
         self.session_id
     }
 
-    /// Credits on hand.
-    pub fn credits_available(&self) -> u32 {
-        self.credits.available()
+    /// The next MessageId.
+    #[cfg(test)]
+    pub fn next_message_id(&self) -> u64 {
+        self.credits.next_message_id()
     }
 
     /// READ responses accepted with ksmbd's length-prefixed signature.
     pub fn length_prefixed_signatures(&self) -> u64 {
         self.length_prefixed_signatures
-    }
-
-    /// The next MessageId.
-    pub fn next_message_id(&self) -> u64 {
-        self.credits.next_message_id()
     }
 }

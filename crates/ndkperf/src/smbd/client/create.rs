@@ -37,10 +37,6 @@ pub const ACCESS_READ_WRITE: u32 = 0x0012_019F;
 pub const ATTRIBUTE_NORMAL: u32 = 0x0000_0080;
 /// ShareAccess: FILE_SHARE_READ | FILE_SHARE_WRITE.
 pub const SHARE_READ_WRITE: u32 = 0x0000_0003;
-/// CreateDisposition: FILE_OPEN.
-pub const DISPOSITION_OPEN: u32 = 1;
-/// CreateDisposition: FILE_OPEN_IF.
-pub const DISPOSITION_OPEN_IF: u32 = 3;
 /// CreateDisposition: FILE_OVERWRITE_IF.
 pub const DISPOSITION_OVERWRITE_IF: u32 = 5;
 /// CreateOptions: FILE_NON_DIRECTORY_FILE.

@@ -47,6 +47,10 @@ pub struct FileIoReport {
     /// READ responses signed over the RFC 1002 length too (ksmbd's
     /// RDMA-channel READ, [`super::signing::verify_length_prefixed`]).
     pub length_prefixed_signatures: u64,
+    /// The dialect the session runs (0x0302, 0x0311).
+    pub dialect: u16,
+    /// The server requires signing (SecurityMode SIGNING_REQUIRED).
+    pub server_requires_signing: bool,
 }
 
 /// Writes the file, then reads it back and compares.
@@ -73,6 +77,8 @@ pub fn write_then_read(
     let pattern = Pattern::new(job.io_size, job.seed);
     let mut report = FileIoReport {
         bytes: job.ops * job.io_size as u64,
+        dialect: c.negotiated().dialect,
+        server_requires_signing: c.negotiated().signing_required(),
         ..FileIoReport::default()
     };
     report.write_seconds = phase(

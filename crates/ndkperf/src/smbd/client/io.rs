@@ -14,8 +14,6 @@ use crate::smbd::proto::BufferDescriptor;
 
 /// Channel: data inline.
 pub const CHANNEL_NONE: u32 = 0x0000_0000;
-/// Channel: RDMA, the client invalidates (SMB 3.0).
-pub const CHANNEL_RDMA_V1: u32 = 0x0000_0001;
 /// Channel: RDMA, the server invalidates the first token remotely with
 /// Send-with-Invalidate (3.0.2+).
 pub const CHANNEL_RDMA_V1_INVALIDATE: u32 = 0x0000_0002;
@@ -29,7 +27,9 @@ pub const CREDIT_UNIT: u32 = 65_536;
 /// Where the data goes or comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Data<'a> {
-    /// In the SMB2 message itself.
+    /// In the SMB2 message itself (the tests' servers; `--server` moves
+    /// data over RDMA only).
+    #[cfg(test)]
     Inline(&'a [u8]),
     /// In registered client memory the server reaches with RDMA; the
     /// descriptors' lengths add up to the I/O size.
@@ -44,7 +44,8 @@ fn put_descriptors(b: &mut Vec<u8>, descriptors: &[BufferDescriptor]) {
     }
 }
 
-/// Parses a descriptor array (for the scripted server and captures).
+/// Parses a descriptor array (for the scripted server).
+#[cfg(test)]
 pub fn decode_descriptors(r: &Reader<'_>, at: usize, len: usize) -> Result<Vec<BufferDescriptor>> {
     if len % DESCRIPTOR_LEN != 0 {
         return Err(r.error("channel info is not a whole number of 16-byte descriptors"));
@@ -84,6 +85,7 @@ pub fn write_request(file: FileId, offset: u64, data: &Data<'_>) -> Result<(Vec<
     let mut b = Vec::new();
     put_u16(&mut b, 49);
     let total = match data {
+        #[cfg(test)]
         Data::Inline(bytes) => {
             let n =
                 u32::try_from(bytes.len()).map_err(|_| Error::msg("a WRITE of 4 GiB or more"))?;

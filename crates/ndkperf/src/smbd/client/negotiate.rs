@@ -15,8 +15,6 @@ pub const SIGNING_ENABLED: u16 = 0x0001;
 pub const SIGNING_REQUIRED: u16 = 0x0002;
 /// Capabilities: SMB2_GLOBAL_CAP_LARGE_MTU (multi-credit requests).
 pub const CAP_LARGE_MTU: u32 = 0x0000_0004;
-/// Capabilities: SMB2_GLOBAL_CAP_ENCRYPTION (3.0.x).
-pub const CAP_ENCRYPTION: u32 = 0x0000_0040;
 
 /// Context type SMB2_PREAUTH_INTEGRITY_CAPABILITIES.
 pub const CONTEXT_PREAUTH: u16 = 0x0001;

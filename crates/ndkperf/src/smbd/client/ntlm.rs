@@ -39,6 +39,7 @@ pub mod flag {
     /// NTLMSSP_NEGOTIATE_128.
     pub const N128: u32 = 0x2000_0000;
     /// NTLMSSP_NEGOTIATE_KEY_EXCH (not sent: see the module comment).
+    #[cfg(test)]
     pub const KEY_EXCH: u32 = 0x4000_0000;
     /// NTLMSSP_NEGOTIATE_56.
     pub const N56: u32 = 0x8000_0000;
@@ -61,8 +62,10 @@ pub mod av {
     /// MsvAvEOL.
     pub const EOL: u16 = 0;
     /// MsvAvNbComputerName.
+    #[cfg(test)]
     pub const NB_COMPUTER_NAME: u16 = 1;
     /// MsvAvNbDomainName.
+    #[cfg(test)]
     pub const NB_DOMAIN_NAME: u16 = 2;
     /// MsvAvFlags.
     pub const FLAGS: u16 = 6;

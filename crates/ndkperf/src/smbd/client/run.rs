@@ -1,7 +1,7 @@
 //! One whole client run against an SMB Direct server: connect the QP,
 //! negotiate [MS-SMBD], sign in (SMB 3), TREE_CONNECT, CREATE the file,
 //! the [`file_io`](super::file_io) workload, CLOSE, LOGOFF, disconnect.
-//! What `ndkperf smbd --server` will call (not wired to the CLI yet).
+//! What `ndkperf smbd --server` calls.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
@@ -11,7 +11,8 @@ use super::connection::{Config, Connection};
 use super::create::DISPOSITION_OVERWRITE_IF;
 use super::file_io::{FileIo, FileIoReport, write_then_read};
 use super::smbd_transport::SmbdTransport;
-use crate::error::Result;
+use super::tree::SHARE_TYPE_DISK;
+use crate::error::{Error, Result};
 use crate::link::Link;
 use crate::ndk::{Adapter, QpLimits};
 use crate::smbd::conn::{self, SmbdConn, Stats};
@@ -59,6 +60,12 @@ pub fn run_file_io(
     let report = {
         let mut c = Connection::connect(SmbdTransport::new(&mut conn), session)?;
         let tree = c.tree_connect(&session.server_name, &target.share)?;
+        if tree.info.share_type != SHARE_TYPE_DISK {
+            return Err(Error::msg(format!(
+                "share {} is not a disk share (ShareType {:#04x}): no file to write",
+                target.share, tree.info.share_type
+            )));
+        }
         let file = c
             .create(&tree, &target.file, DISPOSITION_OVERWRITE_IF)?
             .file_id;
