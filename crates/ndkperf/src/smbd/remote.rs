@@ -251,6 +251,14 @@ fn row(a: &SmbdArgs, job: &FileIo, report: &FileIoReport, stats: &Stats, read: b
         a.io_size,
         job.ops,
         seconds,
+    )
+    .with_latency(
+        if read {
+            report.read_latency
+        } else {
+            report.write_latency
+        },
+        "io",
     );
     r.depth = a.depth;
     if read {

@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use crate::stats::{Samples, Summary};
+
 use super::connection::{Connection, Tree};
 use super::create::FileId;
 use super::header::{command, status};
@@ -38,6 +40,11 @@ pub struct FileIoReport {
     pub write_seconds: f64,
     /// Wall time of the READ phase.
     pub read_seconds: f64,
+    /// WRITE latencies, from the I/O's start (buffer filled and
+    /// registered, request sent) to its response.
+    pub write_latency: Summary,
+    /// READ latencies.
+    pub read_latency: Summary,
     /// Bytes moved per direction.
     pub bytes: u64,
     /// Bytes read back that differ from what was written.
@@ -81,7 +88,7 @@ pub fn write_then_read(
         server_requires_signing: c.negotiated().signing_required(),
         ..FileIoReport::default()
     };
-    report.write_seconds = phase(
+    (report.write_seconds, report.write_latency) = phase(
         c,
         tree,
         file,
@@ -91,7 +98,7 @@ pub fn write_then_read(
         false,
         &mut report,
     )?;
-    report.read_seconds = phase(
+    (report.read_seconds, report.read_latency) = phase(
         c,
         tree,
         file,
@@ -105,7 +112,8 @@ pub fn write_then_read(
     Ok(report)
 }
 
-/// One direction: keeps `depth` I/Os in flight until `ops` are done.
+/// One direction: keeps `depth` I/Os in flight until `ops` are done;
+/// returns its wall time and its I/Os' latencies.
 fn phase(
     c: &mut Connection<SmbdTransport<'_>>,
     tree: &Tree,
@@ -115,11 +123,12 @@ fn phase(
     pattern: &Pattern,
     read: bool,
     report: &mut FileIoReport,
-) -> Result<f64> {
+) -> Result<(f64, Summary)> {
     let start = Instant::now();
+    let mut samples = Samples::with_capacity(job.ops.min(1 << 20) as usize);
     let mut free: Vec<usize> = (0..buffers.len()).rev().collect();
-    // MessageId -> (buffer, I/O number).
-    let mut in_flight: HashMap<u64, (usize, u64)> = HashMap::new();
+    // MessageId -> (buffer, I/O number, when it was sent).
+    let mut in_flight: HashMap<u64, (usize, u64, Instant)> = HashMap::new();
     let (mut next, mut done) = (0u64, 0u64);
     let size = job.io_size as u32;
     while done < job.ops {
@@ -128,6 +137,7 @@ fn phase(
         {
             let offset = next * u64::from(size);
             let qp = &c.transport_mut().conn().link.qp;
+            let sent = Instant::now();
             let id = if read {
                 let d = buffers[b].register(qp, true, next)?;
                 c.submit_read(tree, file, offset, size, Some(&[d]))?
@@ -136,11 +146,11 @@ fn phase(
                 let d = buffers[b].register(qp, false, next)?;
                 c.submit_write(tree, file, offset, &Data::Rdma(&[d]))?.0
             };
-            in_flight.insert(id, (b, next));
+            in_flight.insert(id, (b, next, sent));
             next += 1;
         }
         let r = c.receive()?;
-        let (b, n) = in_flight.remove(&r.header.message_id).ok_or_else(|| {
+        let (b, n, sent) = in_flight.remove(&r.header.message_id).ok_or_else(|| {
             Error::msg(format!(
                 "a response to MessageId {} outside the workload",
                 r.header.message_id
@@ -175,8 +185,9 @@ fn phase(
                 )));
             }
         }
+        samples.push(sent.elapsed());
         free.push(b);
         done += 1;
     }
-    Ok(start.elapsed().as_secs_f64())
+    Ok((start.elapsed().as_secs_f64(), samples.summary(1.0)))
 }
