@@ -181,3 +181,53 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
         elapsed.as_secs_f64()
     );
 }
+
+#[test]
+fn ndkperf_smbd_client_fails_cleanly_when_ksmbd_stops_mid_transfer() {
+    let _serial = serial();
+    let server = shared_lab().guest();
+    let config = KsmbdConfig {
+        share: "ndkstop".into(),
+        user: "ndkuser".into(),
+        password: "stop pass".into(),
+    };
+    check(server.start_ksmbd(&config));
+    let good = PasswordFile::new("stop", &config.password);
+    // 400 MiB: far longer than the wait below at TCG's tens of MB/s.
+    let a = args(
+        &config,
+        &good,
+        &["--size", "1M", "--count", "400", "--depth", "2"],
+    );
+    let started = Instant::now();
+    let running = std::thread::spawn(move || run_ndkperf(&a));
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    check(server.stop_ksmbd());
+    let out = running.join().expect("the ndkperf thread");
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let log = server
+        .run_ok("dmesg | grep -i -e ksmbd -e smb_direct | tail -n 20")
+        .unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a server gone mid-transfer must fail the run: {}\nguest's kernel log:\n{log}",
+        text(&out)
+    );
+    assert!(
+        stderr.starts_with("ndkperf: SMB Direct to ") && stderr.lines().count() == 1,
+        "one clear line expected: {}",
+        text(&out)
+    );
+    assert!(
+        elapsed.as_secs() < 40,
+        "the run took {:.1} s to notice the server was gone",
+        elapsed.as_secs_f64()
+    );
+    eprintln!(
+        "ksmbd stopped mid-transfer: ndkperf ended after {:.1} s: {}",
+        elapsed.as_secs_f64(),
+        stderr.trim()
+    );
+}
