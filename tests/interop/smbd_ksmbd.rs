@@ -79,6 +79,28 @@ fn written_sha(stdout: &str) -> String {
         .to_owned()
 }
 
+/// tshark's view of the capture: SMB Direct and SMB2 inside RoCEv2,
+/// nothing malformed. Returns the summary line.
+fn decode(pcap: &std::path::Path) -> String {
+    let decoded = check(lab::decode_check(pcap));
+    let smb_direct = decoded.protocols.get("smb_direct").copied().unwrap_or(0);
+    let smb2 = decoded.protocols.get("smb2").copied().unwrap_or(0);
+    assert!(
+        decoded.is_clean() && smb_direct > 0 && smb2 > 0,
+        "tshark on {}: SMB Direct frames {smb_direct}, SMB2 frames {smb2}, malformed {:?}, errors {:?}, protocols {:?}",
+        pcap.display(),
+        decoded.malformed,
+        decoded.expert_errors,
+        decoded.protocols
+    );
+    format!(
+        "capture of the first run: {} frames, {} RoCEv2, {smb_direct} SMB Direct, {smb2} SMB2, none malformed; BTH opcodes {:?}",
+        decoded.frames,
+        decoded.roce_frames(),
+        decoded.ib_opcodes
+    )
+}
+
 fn text(out: &Output) -> String {
     format!(
         "{}\nstdout:\n{}stderr:\n{}",
@@ -106,6 +128,8 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
     };
 
     let good = PasswordFile::new("good", &config.password);
+    let pcap = lab.run_dir().join("smbd_ksmbd.pcap");
+    let capture = check(lab.capture(lab.bridge(), &pcap));
     let started = Instant::now();
     let out = run_ndkperf(&args(
         &config,
@@ -120,6 +144,7 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
         ],
     ));
     let elapsed = started.elapsed();
+    let captured = check(capture.stop());
     assert!(
         out.status.success(),
         "ndkperf smbd --server against ksmbd: {}\nguest's kernel log:\n{}",
@@ -133,6 +158,8 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
         on_server, written,
         "the file on ksmbd's disk differs from what ndkperf wrote:\n{stdout}"
     );
+
+    let capture_summary = decode(&captured.path);
 
     // Several I/Os in flight: ksmbd's credits and out-of-order answers.
     let deep = run_ndkperf(&args(
@@ -177,7 +204,7 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
     );
     check(server.stop_ksmbd());
     eprintln!(
-        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}at depth 4:\n{deep_stdout}",
+        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}at depth 4:\n{deep_stdout}{capture_summary}",
         elapsed.as_secs_f64()
     );
 }
