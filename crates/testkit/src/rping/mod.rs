@@ -47,6 +47,10 @@ use crate::adapter::{Mdl, Recorder, SockAddr, logical_of, qp_table};
 pub use ::rping::{INFO_LEN, PingText, RdmaInfo, shown, write_len};
 use ndk::{Side, check, wait_for};
 
+/// How long a server told its ping count waits for the client's DREQ
+/// after the last ping before it disconnects itself.
+pub const CLIENT_DREQ_GRACE: Duration = Duration::from_secs(10);
+
 /// rping's default port.
 pub const RPING_PORT: u16 = 7174;
 
@@ -59,7 +63,12 @@ pub const RPING_SIZES: std::ops::RangeInclusive<u32> = 23..=65_535;
 pub struct RpingOptions {
     /// Ping size in bytes (rping -S; the server's buffer size).
     pub size: u32,
-    /// Pings (rping -C; client only); 0 pings until the server leaves.
+    /// Pings (rping -C). A client pings this often (0: until the server
+    /// leaves). A server (0, as rping's, which ignores -C) answers until
+    /// the client disconnects; after N it waits [`CLIENT_DREQ_GRACE`] for
+    /// that, then disconnects itself: a lost DREQ of rping's client is
+    /// never resent (Linux's `cm_destroy_id` cancels it, and rping
+    /// destroys its id right after disconnecting).
     pub count: u32,
     /// Compare each ping's echo with what was sent (rping -V; client).
     pub validate: bool,
@@ -444,6 +453,13 @@ impl Run {
             report.rounds += 1;
             report.bytes += (len + echo_len) as u64;
             last = Some(Instant::now());
+            if opts.count != 0 && report.rounds == u64::from(opts.count) {
+                // Disconnecting at once would race the client's last
+                // go-ahead (rping's client then hangs in
+                // RDMA_WRITE_COMPLETE): give its DREQ a while first.
+                report.peer_disconnected = wait_for(CLIENT_DREQ_GRACE, || self.side.peer_left());
+                break;
+            }
         }
         report.elapsed = match (began, last) {
             (Some(b), Some(l)) => l - b,
