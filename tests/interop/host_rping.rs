@@ -4,13 +4,11 @@
 //! counters and rsndk's read before and after.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use ndkpi::{NDK_ADAPTER, STATUS_SUCCESS};
 use softrnic::engine::EngineStats;
-use testkit::rping::{RpingAdapter, RpingOptions, RpingServer, rping_client};
+use testkit::rping::{HostAdapter, RpingOptions, RpingServer, rping_client};
 
 use crate::peer::{
     BridgeCapture, Family, PLAN, RUN_TIMEOUT, RXE_FAILURES, counter_delta, expect_server_ok,
@@ -20,39 +18,6 @@ use crate::{check, shared_lab};
 
 /// The host side's address on the lab's bridge (10.77.0.1, fd77::1).
 const HOST_PART: u8 = 1;
-
-/// A librsndk adapter opened inside the lab's namespace (its sockets and
-/// engine thread live there), closed on drop.
-struct HostAdapter(*mut NDK_ADAPTER);
-
-impl HostAdapter {
-    fn open(config: &str) -> Self {
-        let text = CString::new(config).expect("no NUL in a configuration");
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: a NUL-terminated string and a valid out-pointer.
-        let status = unsafe { rsndk::RsNdkOpenAdapter(text.as_ptr(), &raw mut raw) };
-        assert_eq!(
-            status, STATUS_SUCCESS,
-            "RsNdkOpenAdapter({config}) failed: {status:#x}"
-        );
-        Self(raw)
-    }
-
-    fn stats(&self) -> EngineStats {
-        host::adapters::device_of(self.0)
-            .expect("an open librsndk adapter has a device")
-            .stats()
-    }
-}
-
-impl Drop for HostAdapter {
-    fn drop(&mut self) {
-        // SAFETY: opened by RsNdkOpenAdapter, closed once, every object
-        // of it closed by the rping run that used it.
-        let status = unsafe { rsndk::RsNdkCloseAdapter(self.0) };
-        assert_eq!(status, STATUS_SUCCESS, "RsNdkCloseAdapter: {status:#x}");
-    }
-}
 
 /// What one run moved and saw, printed by the test.
 pub struct RunReport {
@@ -69,7 +34,7 @@ pub fn rsndk_client(family: Family, port: u16, plan: &'static [(u32, u32)]) -> R
     let peer = family.guest();
     check(lab.netns().run(move || {
         let adapter = HostAdapter::open(&Family::udp_config(local));
-        let ndk = RpingAdapter::host(adapter.0);
+        let ndk = adapter.rping();
         let (mut pings, mut bytes, start) = (0, 0, Instant::now());
         for &(size, count) in plan {
             let server = guest_server(peer, port, size, count);
@@ -105,7 +70,7 @@ pub fn rsndk_server(
     let local = family.lab_addr(HOST_PART);
     check(lab.netns().run(move || {
         let adapter = HostAdapter::open(&Family::udp_config(local));
-        let ndk = RpingAdapter::host(adapter.0);
+        let ndk = adapter.rping();
         let (mut pings, mut bytes, start) = (0, 0, Instant::now());
         for &(size, count) in plan {
             let mut opts = RpingOptions::new(size, if stop_after_count { count } else { 0 });

@@ -11,17 +11,14 @@
 
 mod common;
 
-use std::ffi::CString;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::ptr;
 
 use common::ndkperf;
-use ndkpi::{NDK_ADAPTER, STATUS_SUCCESS};
 use predicates::prelude::*;
 use serde_json::Value;
-use testkit::rping::{PingText, RpingAdapter, RpingOptions, RpingServer, rping_client, shown};
+use testkit::rping::{HostAdapter, PingText, RpingOptions, RpingServer, rping_client, shown};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("ndkperf")
@@ -269,27 +266,6 @@ fn verbose_lines_are_rpings() {
     assert_eq!(lines_after(&out, "server ping data: ").len(), 3);
 }
 
-/// An adapter of this process, closed on drop.
-struct Open(*mut NDK_ADAPTER);
-
-impl Open {
-    fn new(config: &str) -> Self {
-        let c = CString::new(config).unwrap();
-        let mut adapter = ptr::null_mut();
-        // SAFETY: a NUL-terminated string and a valid out-pointer.
-        let status = unsafe { host::RsNdkOpenAdapter(c.as_ptr(), &raw mut adapter) };
-        assert_eq!(status, STATUS_SUCCESS, "open {config}");
-        Self(adapter)
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        // SAFETY: our open adapter, its objects closed by the rping run.
-        unsafe { host::RsNdkCloseAdapter(self.0) };
-    }
-}
-
 /// The test kit's rping client against an `ndkperf ping` server process.
 #[test]
 fn testkit_client_against_ndkperf_server() {
@@ -304,15 +280,10 @@ fn testkit_client_against_ndkperf_server() {
         "-v",
         "--json",
     ]);
-    let adapter = Open::new("udp:127.0.22.22");
+    let adapter = HostAdapter::open("udp:127.0.22.22");
     let at: SocketAddr = "127.0.22.21:7311".parse().unwrap();
-    let pinged = rping_client(
-        &RpingAdapter::host(adapter.0),
-        None,
-        at,
-        &RpingOptions::new(size, 25),
-    )
-    .unwrap_or_else(|e| panic!("testkit client: {e}"));
+    let pinged = rping_client(&adapter.rping(), None, at, &RpingOptions::new(size, 25))
+        .unwrap_or_else(|e| panic!("testkit client: {e}"));
     let served = srv.finish();
     assert_eq!(pinged.rounds, 25);
     assert_eq!(
@@ -327,14 +298,9 @@ fn testkit_client_against_ndkperf_server() {
 #[test]
 fn ndkperf_client_against_testkit_server() {
     let size = 4096;
-    let adapter = Open::new("udp:127.0.22.31");
+    let adapter = HostAdapter::open("udp:127.0.22.31");
     let at: SocketAddr = "127.0.22.31:7312".parse().unwrap();
-    let listening = RpingServer::listen(
-        &RpingAdapter::host(adapter.0),
-        at,
-        &RpingOptions::new(size, 0),
-    )
-    .unwrap();
+    let listening = RpingServer::listen(&adapter.rping(), at, &RpingOptions::new(size, 0)).unwrap();
     let served = std::thread::spawn(move || listening.serve());
     let out = ndkperf(&[
         "ping",

@@ -3,35 +3,11 @@
 //! IPv6), at sizes from 64 bytes to rping's largest, every ping
 //! validated and its text checked against rping's generator.
 
-use std::ffi::CString;
 use std::net::{IpAddr, SocketAddr};
-use std::ptr;
 
-use ndkpi::{NDK_ADAPTER, STATUS_SUCCESS};
 use testkit::rping::{
-    PingText, RpingAdapter, RpingOptions, RpingServer, rping_client, rping_server, shown,
+    HostAdapter, PingText, RpingOptions, RpingServer, rping_client, rping_server, shown,
 };
-
-/// An adapter opened with `config`, closed on drop.
-struct Open(*mut NDK_ADAPTER);
-
-impl Open {
-    fn new(config: &str) -> Self {
-        let c = CString::new(config).unwrap();
-        let mut adapter = ptr::null_mut();
-        // SAFETY: a NUL-terminated string and a valid out-pointer.
-        let status = unsafe { host::RsNdkOpenAdapter(c.as_ptr(), &raw mut adapter) };
-        assert_eq!(status, STATUS_SUCCESS, "open {config}");
-        Self(adapter)
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        // SAFETY: our open adapter, every object of it closed by rping.
-        unsafe { host::RsNdkCloseAdapter(self.0) };
-    }
-}
 
 /// rping's texts of `count` pings of `size` bytes, as `-v` shows them.
 fn texts(size: u32, count: u32) -> Vec<String> {
@@ -48,13 +24,13 @@ fn texts(size: u32, count: u32) -> Vec<String> {
 /// A server on `server` and a client on `client` (addresses `at` and
 /// `from`), `count` pings of each size.
 fn ping_pong(server: &str, client: &str, at: SocketAddr, from: IpAddr, sizes: &[u32], count: u32) {
-    let server = Open::new(server);
-    let client = Open::new(client);
+    let server = HostAdapter::open(server);
+    let client = HostAdapter::open(client);
     for &size in sizes {
         let opts = RpingOptions::new(size, count);
-        let listening = RpingServer::listen(&RpingAdapter::host(server.0), at, &opts).unwrap();
+        let listening = RpingServer::listen(&server.rping(), at, &opts).unwrap();
         let served = std::thread::spawn(move || listening.serve());
-        let pinged = rping_client(&RpingAdapter::host(client.0), Some(from), at, &opts);
+        let pinged = rping_client(&client.rping(), Some(from), at, &opts);
         let served = served.join().unwrap();
         let pinged = pinged.unwrap_or_else(|e| panic!("client, {size} bytes: {e}"));
         let served = served.unwrap_or_else(|e| panic!("server, {size} bytes: {e}"));
@@ -121,18 +97,12 @@ fn rping_over_the_memory_fabric_ipv6() {
 /// says so and the client hears of a disconnect before its count.
 #[test]
 fn a_server_smaller_than_the_ping_refuses_it() {
-    let server = Open::new("mem:rpingsmall/127.0.21.21");
-    let client = Open::new("mem:rpingsmall/127.0.21.22");
+    let server = HostAdapter::open("mem:rpingsmall/127.0.21.21");
+    let client = HostAdapter::open("mem:rpingsmall/127.0.21.22");
     let at: SocketAddr = "127.0.21.21:7174".parse().unwrap();
-    let listening =
-        RpingServer::listen(&RpingAdapter::host(server.0), at, &RpingOptions::new(64, 1)).unwrap();
+    let listening = RpingServer::listen(&server.rping(), at, &RpingOptions::new(64, 1)).unwrap();
     let served = std::thread::spawn(move || listening.serve());
-    let pinged = rping_client(
-        &RpingAdapter::host(client.0),
-        None,
-        at,
-        &RpingOptions::new(1000, 3),
-    );
+    let pinged = rping_client(&client.rping(), None, at, &RpingOptions::new(1000, 3));
     let e = served.join().unwrap().unwrap_err();
     assert!(e.contains("the client's ping is 1000 bytes"), "{e}");
     let e = pinged.unwrap_err();
@@ -141,11 +111,10 @@ fn a_server_smaller_than_the_ping_refuses_it() {
 
 #[test]
 fn sizes_outside_rpings_range_are_refused() {
-    let a = Open::new("mem:rpingsizes/127.0.21.31");
+    let a = HostAdapter::open("mem:rpingsizes/127.0.21.31");
     let at: SocketAddr = "127.0.21.31:7174".parse().unwrap();
     for size in [22, 65_536] {
-        let e =
-            rping_server(&RpingAdapter::host(a.0), at, &RpingOptions::new(size, 1)).unwrap_err();
+        let e = rping_server(&a.rping(), at, &RpingOptions::new(size, 1)).unwrap_err();
         assert!(e.contains("valid range is 23 to 65535"), "{e}");
     }
 }

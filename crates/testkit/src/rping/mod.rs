@@ -147,6 +147,59 @@ impl RpingAdapter<'static> {
     }
 }
 
+/// A librsndk adapter (`RsNdkOpenAdapter`) for an rping run, closed on
+/// drop (its objects closed by the run that used it).
+#[derive(Debug)]
+pub struct HostAdapter(*mut NDK_ADAPTER);
+
+impl HostAdapter {
+    /// Opens `config` (`include/rsndk_host.h`'s grammar).
+    ///
+    /// # Panics
+    /// When the configuration has a NUL or the open fails.
+    pub fn open(config: &str) -> Self {
+        let text = std::ffi::CString::new(config).expect("no NUL in a configuration");
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated string and a valid out-pointer.
+        let status = unsafe { host::RsNdkOpenAdapter(text.as_ptr(), &raw mut raw) };
+        assert_eq!(
+            status, STATUS_SUCCESS,
+            "RsNdkOpenAdapter({config}) failed: {status:#x}"
+        );
+        Self(raw)
+    }
+
+    /// The raw adapter.
+    pub fn raw(&self) -> *mut NDK_ADAPTER {
+        self.0
+    }
+
+    /// The adapter for [`rping_client`] and [`RpingServer::listen`].
+    pub fn rping(&self) -> RpingAdapter<'static> {
+        RpingAdapter::host(self.0)
+    }
+
+    /// What its software RNIC's engine counted so far.
+    ///
+    /// # Panics
+    /// When the adapter has no device (it always has while open).
+    pub fn stats(&self) -> softrnic::engine::EngineStats {
+        host::adapters::device_of(self.0)
+            .expect("an open librsndk adapter has a device")
+            .stats()
+    }
+}
+
+impl Drop for HostAdapter {
+    fn drop(&mut self) {
+        // SAFETY: opened by RsNdkOpenAdapter, closed once here.
+        let status = unsafe { host::RsNdkCloseAdapter(self.0) };
+        if !std::thread::panicking() {
+            assert_eq!(status, STATUS_SUCCESS, "RsNdkCloseAdapter: {status:#x}");
+        }
+    }
+}
+
 /// An MDL over `len` bytes at `va` whose page numbers are `pfn_of(page
 /// address)`, whatever the calling thread's [`crate::dma::set_pfn_offset`].
 fn mdl_with(va: u64, len: u32, pfn_of: impl Fn(u64) -> u64) -> Mdl {
