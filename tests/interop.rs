@@ -25,6 +25,8 @@ mod netem;
 mod peer;
 #[path = "interop/smb_lab.rs"]
 mod smb_lab;
+#[path = "interop/smbd_bottle.rs"]
+mod smbd_bottle;
 #[path = "interop/smbd_ksmbd.rs"]
 mod smbd_ksmbd;
 

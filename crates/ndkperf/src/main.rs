@@ -6,33 +6,14 @@
 //! `ndkperf: ...`, and exit with code 2; a failed verification exits
 //! with 1.
 
-// Rates and latencies are computed in f64 from counts and nanoseconds,
-// far below 2^52 where the conversion would round.
-#![allow(clippy::cast_precision_loss)]
-
-mod bench;
-mod error;
-mod link;
-mod ndk;
-mod perf;
-mod ping;
-mod plot;
-mod progress;
-mod report;
-mod setup;
-mod smbd;
-mod stats;
-mod tcp;
-mod udp;
-mod verify;
-
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use error::Result;
+use ndkperf::error::Result;
+use ndkperf::{bench, ndk, perf, ping, smbd, tcp, udp};
 use ndkperf_cli::{Cli, Command, InfoArgs};
 
 /// Exit code of every error that ends a run.

@@ -17,12 +17,30 @@ use crate::error::{Error, Result, describe_status};
 
 dispatch_table!(table, NDK_ADAPTER, NDK_ADAPTER_DISPATCH);
 
-/// An open adapter (`RsNdkOpenAdapter`), closed on drop.
-#[derive(Debug)]
+/// How an adapter opened elsewhere is closed (a bottled driver's
+/// `OID_NDK_CLOSE`-style release).
+pub type CloseAdapter = Box<dyn FnOnce(*mut NDK_ADAPTER) + Send + Sync>;
+
+/// An open adapter, closed on drop: librsndk's (`RsNdkOpenAdapter`), or
+/// any provider's adopted with [`Adapter::from_raw`].
 pub struct Adapter {
     raw: *mut NDK_ADAPTER,
     info: NDK_ADAPTER_INFO,
     config: String,
+    /// What MDL page numbers add to a page's virtual number.
+    pfn_offset: u64,
+    /// `None`: `RsNdkCloseAdapter`.
+    close: Option<CloseAdapter>,
+}
+
+impl std::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adapter")
+            .field("raw", &self.raw)
+            .field("config", &self.config)
+            .field("pfn_offset", &self.pfn_offset)
+            .finish_non_exhaustive()
+    }
 }
 
 // SAFETY: NDK adapter entry points may be called from any thread and
@@ -67,9 +85,45 @@ impl Adapter {
             raw,
             info: NDK_ADAPTER_INFO::default(),
             config: config.to_owned(),
+            pfn_offset: 0,
+            close: None,
         };
         adapter.info = adapter.query_info()?;
         Ok(adapter)
+    }
+
+    /// Adopts an adapter some other provider opened (a bottled
+    /// `rsndk.sys`'s): its kernel numbers this process's pages as the
+    /// virtual page number plus `pfn_offset`; `close` releases it on
+    /// drop. `name` stands in for the configuration in messages.
+    ///
+    /// # Safety
+    /// `raw` is an open NDK adapter whose entry points may be called from
+    /// any thread until `close` is called, and nobody else closes it.
+    pub unsafe fn from_raw(
+        raw: *mut NDK_ADAPTER,
+        name: &str,
+        pfn_offset: u64,
+        close: CloseAdapter,
+    ) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::msg(format!("adapter {name}: no adapter to adopt")));
+        }
+        let mut adapter = Self {
+            raw,
+            info: NDK_ADAPTER_INFO::default(),
+            config: name.to_owned(),
+            pfn_offset,
+            close: Some(close),
+        };
+        adapter.info = adapter.query_info()?;
+        Ok(adapter)
+    }
+
+    /// What MDL page numbers add to a page's virtual number (0 for
+    /// librsndk).
+    pub fn pfn_offset(&self) -> u64 {
+        self.pfn_offset
     }
 
     /// The configuration string it was opened with.
@@ -156,7 +210,7 @@ impl Adapter {
         } else {
             object as *mut NDK_PD
         };
-        Pd::from_raw(pd)
+        Pd::from_raw(pd, self.pfn_offset)
     }
 
     /// `NdkCreateConnector`.
@@ -226,6 +280,10 @@ impl Adapter {
 
 impl Drop for Adapter {
     fn drop(&mut self) {
+        if let Some(close) = self.close.take() {
+            close(self.raw);
+            return;
+        }
         // SAFETY: our open adapter, closed once; its children were closed
         // before (their owners drop first).
         let _ = unsafe { RsNdkCloseAdapter(self.raw) };

@@ -4,7 +4,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
 
 use host::{RsNdkAllocateMdl, RsNdkFreeMdl};
-use ndkpi::{MDL, PAGE_SIZE};
+use ndkpi::{MDL, PAGE_SIZE, PFN_NUMBER};
 
 use crate::error::{Error, Result};
 
@@ -40,6 +40,11 @@ impl Buffer {
     /// Length in bytes (whole pages).
     pub fn len(&self) -> usize {
         self.layout.size()
+    }
+
+    /// Never: a buffer has at least one page.
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
     }
 
     /// The buffer's address (what the adapter and the peer see).
@@ -78,7 +83,9 @@ impl Drop for Buffer {
     }
 }
 
-/// An MDL chain describing (part of) a buffer, from `RsNdkAllocateMdl`.
+/// An MDL chain describing (part of) a buffer, from `RsNdkAllocateMdl`
+/// (whose page numbers are virtual, `va >> 12`, as librsndk reads them;
+/// a bottled driver's are shifted to the bottle's physical pages).
 #[derive(Debug)]
 pub struct Mdl {
     raw: NonNull<MDL>,
@@ -88,9 +95,11 @@ pub struct Mdl {
 unsafe impl Send for Mdl {}
 
 impl Mdl {
-    /// Describes `len` bytes at `offset` of `buffer`. The buffer must
-    /// outlive the MDL and any registration made from it.
-    pub fn new(buffer: &Buffer, offset: usize, len: usize) -> Result<Self> {
+    /// Describes `len` bytes at `offset` of `buffer`, each page number
+    /// being the page's virtual one plus `pfn_offset` (the adapter's
+    /// [`Adapter::pfn_offset`](super::Adapter::pfn_offset)). The buffer
+    /// must outlive the MDL and any registration made from it.
+    pub fn new(buffer: &Buffer, offset: usize, len: usize, pfn_offset: u64) -> Result<Self> {
         assert!(
             offset
                 .checked_add(len)
@@ -98,9 +107,34 @@ impl Mdl {
         );
         let va = buffer.as_ptr().wrapping_add(offset);
         let raw = RsNdkAllocateMdl(va.cast(), len);
-        NonNull::new(raw)
+        let mdl = NonNull::new(raw)
             .map(|raw| Self { raw })
-            .ok_or_else(|| Error::msg(format!("RsNdkAllocateMdl failed for {len} bytes")))
+            .ok_or_else(|| Error::msg(format!("RsNdkAllocateMdl failed for {len} bytes")))?;
+        if pfn_offset != 0 {
+            mdl.shift_page_numbers(pfn_offset);
+        }
+        Ok(mdl)
+    }
+
+    /// Adds `pages` to every page number of the chain.
+    fn shift_page_numbers(&self, pages: u64) {
+        let mut at = self.raw.as_ptr();
+        while !at.is_null() {
+            // SAFETY: `at` is an MDL of the chain RsNdkAllocateMdl built,
+            // owned by `self` and not shared with a provider yet.
+            let header = unsafe { &*at };
+            let count =
+                (header.ByteOffset as usize + header.ByteCount as usize).div_ceil(PAGE_SIZE);
+            let pfns = ndkpi::mdl_pfn_array(at);
+            for i in 0..count {
+                // SAFETY: RsNdkAllocateMdl sized the array for the span
+                // of ByteOffset + ByteCount, so slot `i < count` is in it.
+                let slot = unsafe { pfns.add(i) };
+                // SAFETY: in bounds (above), aligned like the MDL, ours.
+                unsafe { *slot += pages as PFN_NUMBER };
+            }
+            at = header.Next;
+        }
     }
 
     /// The chain's head.

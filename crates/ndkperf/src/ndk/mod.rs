@@ -23,7 +23,7 @@ pub mod signal;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-pub use adapter::Adapter;
+pub use adapter::{Adapter, CloseAdapter};
 pub use buffer::{Buffer, Mdl};
 pub use cm::{Connector, Listener};
 pub use cq::Cq;

@@ -22,6 +22,8 @@ dispatch_table!(mr_table, NDK_MR, NDK_MR_DISPATCH);
 #[derive(Debug)]
 pub struct Pd {
     raw: *mut NDK_PD,
+    /// Its adapter's [`Adapter::pfn_offset`].
+    pfn_offset: u64,
 }
 
 // SAFETY: PD entry points may be called from any thread.
@@ -30,11 +32,11 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
-    pub(super) fn from_raw(raw: *mut NDK_PD) -> Result<Self> {
+    pub(super) fn from_raw(raw: *mut NDK_PD, pfn_offset: u64) -> Result<Self> {
         if raw.is_null() {
             return Err(Error::msg("NdkCreatePd returned no PD"));
         }
-        Ok(Self { raw })
+        Ok(Self { raw, pfn_offset })
     }
 
     /// `NdkCreateMr`, for `NdkRegisterMr` or (if `fast`) fast registration.
@@ -110,7 +112,7 @@ impl Pd {
     /// A buffer of `len` bytes registered with `NDK_MR_FLAG_*` `flags`.
     pub fn register(&self, len: usize, flags: u32) -> Result<Region> {
         let buf = Buffer::new(len)?;
-        let mdl = Mdl::new(&buf, 0, buf.len())?;
+        let mdl = Mdl::new(&buf, 0, buf.len(), self.pfn_offset)?;
         let mr = self.create_mr(false)?;
         mr.register(&mdl, buf.len(), flags)?;
         let local_token = mr.local_token()?;
@@ -281,7 +283,7 @@ impl Lam {
     pub fn build(adapter: &Adapter, buffer: &Buffer, offset: usize, len: usize) -> Result<Self> {
         let table = adapter.dispatch();
         let build = entry(table.NdkBuildLAM, "NdkBuildLAM")?;
-        let mdl = Mdl::new(buffer, offset, len)?;
+        let mdl = Mdl::new(buffer, offset, len, adapter.pfn_offset())?;
         let pages = (offset % ndkpi::PAGE_SIZE + len).div_ceil(ndkpi::PAGE_SIZE) + 1;
         let bytes = NDK_LOGICAL_ADDRESS_MAPPING::size_for(pages as u32);
         // u64 storage keeps the mapping 8-byte aligned.

@@ -93,6 +93,9 @@ unsafe fn take(context: PVOID) -> Arc<Signal> {
 }
 
 /// `NDK_FN_REQUEST_COMPLETION` for [`Signal`] contexts.
+///
+/// # Safety
+/// Only the provider calls it, once, with a context from [`Signal::context`].
 pub unsafe extern "win64" fn request_done(context: PVOID, status: NTSTATUS) {
     // SAFETY: the provider hands back the context we gave it, once.
     let signal = unsafe { take(context) };
@@ -100,6 +103,9 @@ pub unsafe extern "win64" fn request_done(context: PVOID, status: NTSTATUS) {
 }
 
 /// `NDK_FN_CREATE_COMPLETION` for [`Signal`] contexts.
+///
+/// # Safety
+/// As [`request_done`].
 pub unsafe extern "win64" fn create_done(
     context: PVOID,
     status: NTSTATUS,
@@ -111,6 +117,9 @@ pub unsafe extern "win64" fn create_done(
 }
 
 /// `NDK_FN_CLOSE_COMPLETION` for [`Signal`] contexts.
+///
+/// # Safety
+/// As [`request_done`].
 pub unsafe extern "win64" fn close_done(context: PVOID) {
     // SAFETY: the provider hands back the context we gave it, once.
     let signal = unsafe { take(context) };

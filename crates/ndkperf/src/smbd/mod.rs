@@ -2,9 +2,9 @@
 //! SMB2-style READ/WRITE I/O over RDMA on top, verified byte for byte.
 
 pub mod client;
-mod conn;
-mod proto;
-mod remote;
+pub mod conn;
+pub mod proto;
+pub mod remote;
 mod workload;
 
 use std::net::SocketAddrV4;
