@@ -107,8 +107,8 @@ fn server_refuses_what_it_cannot_do() {
         "--transport mem",
     );
     fails_with(
-        &server_args(pw.path(), &["--size", "2M"]),
-        "larger than one fast registration",
+        &server_args(pw.path(), &["--size", "32M"]),
+        "--size 32M is larger than the 16M this client moves per I/O",
     );
     fails_with(&server_args_on("a\\b", pw.path(), &[]), "not a share name");
     fails_with(
@@ -140,5 +140,58 @@ fn server_that_never_answers_is_a_clear_error() {
     fails_with(
         &server_args(pw.path(), &["--timeout", "500ms", "--count", "1"]),
         "SMB Direct to \\\\127.0.0.1\\share as user (port 445)",
+    );
+}
+
+/// `smbd --server SERVER --local LOCAL` with a share, user and password.
+fn family_args<'a>(server: &'a str, local: Option<&'a str>, password: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["smbd", "--server", server];
+    if let Some(l) = local {
+        a.extend_from_slice(&["--local", l]);
+    }
+    a.extend_from_slice(&[
+        "--share",
+        "share",
+        "--user",
+        "user",
+        "--password-file",
+        password,
+        "--timeout",
+        "500ms",
+        "--count",
+        "1",
+    ]);
+    a
+}
+
+#[test]
+fn server_and_local_must_be_of_one_family() {
+    let pw = PasswordFile::new("families", "secret\n");
+    fails_with(
+        &family_args("127.0.0.1", Some("::1"), pw.path()),
+        "--server 127.0.0.1 and --local ::1 are of different address families",
+    );
+    fails_with(
+        &family_args("fd77::2", Some("127.0.0.2"), pw.path()),
+        "--server fd77::2 and --local 127.0.0.2 are of different address families",
+    );
+    fails_with(
+        &family_args("::1", None, pw.path()),
+        "--server ::1 needs --local",
+    );
+    fails_with(
+        &family_args("fd77::2", Some("fd77::1"), pw.path()),
+        "--local fd77::1 is not an address of this machine",
+    );
+}
+
+#[test]
+fn an_ipv6_server_that_never_answers_is_a_clear_error() {
+    let pw = PasswordFile::new("silent6", "secret\n");
+    // [::1] is ours: the adapter there holds port 4791 and no SMB Direct
+    // listener, so the connection fails with one line naming the server.
+    fails_with(
+        &family_args("::1", Some("::1"), pw.path()),
+        "SMB Direct to \\\\::1\\share as user (port 445)",
     );
 }

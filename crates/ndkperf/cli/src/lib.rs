@@ -4,7 +4,7 @@
 pub mod ping;
 pub mod units;
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -284,17 +284,18 @@ pub struct SmbdArgs {
     /// READs, WRITEs or both.
     #[arg(long, value_enum, default_value = "mixed")]
     pub mix: Mix,
-    /// A real SMB 3 server over SMB Direct (ksmbd, Windows) at ADDR,
-    /// port --port (default 445), instead of ndkperf's own: sign in,
-    /// write --count I/Os of --size to --file on --share, read them back
-    /// and check every byte.
+    /// A real SMB 3 server over SMB Direct (ksmbd, Windows) at ADDR
+    /// (IPv4 or IPv6), port --port (default 445), instead of ndkperf's
+    /// own: sign in, write --count I/Os of --size (up to what the server
+    /// grants, 16M at most) to --file on --share, read them back and
+    /// check every byte.
     #[arg(
         long,
         value_name = "ADDR",
         requires_all = ["share", "user", "password_file"],
         conflicts_with_all = ["mix", "inline_threshold", "fr_pages", "no_verify", "server_addr", "client_addr"]
     )]
-    pub server: Option<Ipv4Addr>,
+    pub server: Option<IpAddr>,
     /// --server: the share to connect (TREE_CONNECT \\ADDR\NAME).
     #[arg(long, value_name = "NAME", requires = "server")]
     pub share: Option<String>,
@@ -304,10 +305,11 @@ pub struct SmbdArgs {
     /// --server: the file holding the user's password (its first line).
     #[arg(long, value_name = "FILE", requires = "server")]
     pub password_file: Option<PathBuf>,
-    /// --server: this machine's address for the adapter (default: the
-    /// source address of the route to the server).
+    /// --server: this machine's address for the adapter, of the
+    /// server's family (default: the source address of the route to the
+    /// server).
     #[arg(long, value_name = "ADDR", requires = "server")]
-    pub local: Option<Ipv4Addr>,
+    pub local: Option<IpAddr>,
     /// --server: the file on the share, created or overwritten.
     #[arg(
         long,

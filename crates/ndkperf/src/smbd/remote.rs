@@ -4,13 +4,12 @@
 //! the RDMA channel, read them back, check every byte, sign out.
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use ndkperf_cli::{SmbdArgs, TransportKind};
-use ndkpi::PAGE_SIZE;
 use sha2::{Digest as _, Sha256};
 
 use super::client::connection::Config as SessionConfig;
@@ -28,11 +27,13 @@ use crate::verify::Pattern;
 /// SMB's port ([MS-SMBD] 2.1: SMB Direct over RoCE listens on 445).
 pub const SMB_PORT: u16 = 445;
 
-/// The largest I/O: one fast registration of the adapter (256 pages).
-/// Larger I/Os would need several descriptors and local invalidation of
-/// all but the one the server invalidates; one registration keeps each
-/// I/O to a single token.
-const MAX_IO: u64 = 1 << 20;
+/// The largest I/O the client offers to move: 16 MiB, the largest SMB
+/// Direct MaxReadWriteSize ksmbd can be configured to (SMBD_MAX_IOSIZE,
+/// Linux 6.1 fs/smb/server/transport_rdma.h:12; Windows grants 8 MiB).
+/// An I/O takes one buffer descriptor (fast registration) per
+/// FRMRPageCount pages; the server's NEGOTIATE grants bound it further
+/// ([`super::client::file_io::check_io_size`], once connected).
+const MAX_IO: u64 = 16 << 20;
 
 /// What the flags ask for, checked.
 #[derive(Debug)]
@@ -56,7 +57,7 @@ pub fn read_password(path: &Path) -> Result<String> {
     Ok(line.to_owned())
 }
 
-fn plan(a: &SmbdArgs, server: Ipv4Addr) -> Result<Plan> {
+fn plan(a: &SmbdArgs, server: IpAddr) -> Result<Plan> {
     if a.fabric.transport == Some(TransportKind::Mem) {
         return Err(Error::msg(
             "--server reaches a real SMB Direct server over UDP: --transport mem cannot",
@@ -67,7 +68,7 @@ fn plan(a: &SmbdArgs, server: Ipv4Addr) -> Result<Plan> {
     }
     if a.io_size > MAX_IO {
         return Err(Error::msg(format!(
-            "--size {} is larger than one fast registration ({}) that --server uses per I/O",
+            "--size {} is larger than the {} this client moves per I/O (the largest SMB Direct MaxReadWriteSize)",
             ndkperf_cli::units::format_size(a.io_size),
             ndkperf_cli::units::format_size(MAX_IO)
         )));
@@ -90,25 +91,28 @@ fn plan(a: &SmbdArgs, server: Ipv4Addr) -> Result<Plan> {
         )));
     }
     let password = read_password(password_file)?;
-    let local = match a.local {
-        Some(l) => l,
-        None => match crate::ping::default_local(server.into())? {
-            IpAddr::V4(l) => l,
-            IpAddr::V6(l) => {
-                return Err(Error::msg(format!(
-                    "the route to {server} leaves from {l}: give --local"
-                )));
-            }
-        },
+    let local = match (a.local, server) {
+        (Some(l), _) => l,
+        (None, IpAddr::V6(v6)) if v6.is_loopback() => {
+            return Err(Error::msg(
+                "--server ::1 needs --local: [::1] is the only IPv6 loopback address",
+            ));
+        }
+        (None, _) => crate::ping::default_local(server)?,
     };
-    setup::check_local(local.into(), "--local")?;
+    if local.is_ipv4() != server.is_ipv4() {
+        return Err(Error::msg(format!(
+            "--server {server} and --local {local} are of different address families: give a --local of the server's family"
+        )));
+    }
+    setup::check_local(local, "--local")?;
     if let Some(path) = &a.fabric.pcap {
         setup::check_pcap_path(path)?;
     }
     Ok(Plan {
         target: Target {
             local,
-            server: SocketAddrV4::new(server, a.fabric.port.unwrap_or(SMB_PORT)),
+            server: SocketAddr::new(server, a.fabric.port.unwrap_or(SMB_PORT)),
             share: share.clone(),
             file: a.file.clone(),
             timeout: a.fabric.timeout,
@@ -145,7 +149,7 @@ pub fn written_sha256(job: &FileIo) -> String {
 }
 
 /// `smbd --server ADDR`.
-pub fn run(a: &SmbdArgs, server: Ipv4Addr) -> Result<ExitCode> {
+pub fn run(a: &SmbdArgs, server: IpAddr) -> Result<ExitCode> {
     let plan = plan(a, server)?;
     let options = AdapterOptions {
         pmtu: a.fabric.pmtu,
@@ -156,7 +160,7 @@ pub fn run(a: &SmbdArgs, server: Ipv4Addr) -> Result<ExitCode> {
     };
     let adapter = Arc::new(Adapter::open(&setup::config_string(
         TransportKind::Udp,
-        plan.target.local.into(),
+        plan.target.local,
         &options,
     ))?);
     let smbd = Config {
@@ -201,7 +205,7 @@ pub fn run(a: &SmbdArgs, server: Ipv4Addr) -> Result<ExitCode> {
             a.fabric.pmtu
         ),
         format!(
-            "SMB {}.{}.{}, signing {} by the server; RDMA channel (SMB2_CHANNEL_RDMA_V1_INVALIDATE, one {}-page registration per I/O), depth {}, every byte read back checked",
+            "SMB {}.{}.{}, signing {} by the server; RDMA channel (SMB2_CHANNEL_RDMA_V1_INVALIDATE, {} descriptor(s) of up to {} pages per I/O: the server invalidates the first, the client the others), depth {}, every byte read back checked",
             report.dialect >> 8,
             (report.dialect >> 4) & 0xF,
             report.dialect & 0xF,
@@ -210,7 +214,8 @@ pub fn run(a: &SmbdArgs, server: Ipv4Addr) -> Result<ExitCode> {
             } else {
                 "enabled"
             },
-            a.io_size.div_ceil(PAGE_SIZE as u64),
+            report.descriptors_per_io,
+            adapter.info().FRMRPageCount,
             plan.job.depth
         ),
     ];
@@ -268,6 +273,8 @@ fn row(a: &SmbdArgs, job: &FileIo, report: &FileIoReport, stats: &Stats, read: b
     r.set_extra("iops", r.msgs_per_sec);
     r.set_extra("mb_per_sec", r.bytes as f64 / seconds.max(1e-9) / 1e6);
     r.set_extra("remote_invalidations", report.remote_invalidations);
+    r.set_extra("local_invalidations", report.local_invalidations);
+    r.set_extra("descriptors_per_io", report.descriptors_per_io);
     if read {
         r.set_extra(
             "length_prefixed_read_signatures",

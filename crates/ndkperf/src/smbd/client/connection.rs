@@ -457,7 +457,6 @@ impl<T: Transport> Connection<T> {
     }
 
     /// Credits on hand.
-    #[cfg(test)]
     pub fn credits_available(&self) -> u32 {
         self.credits.available()
     }

@@ -73,7 +73,7 @@ pub(super) struct Server {
     file_open: bool,
     log: Vec<String>,
     /// Credits each response grants, in order (the script).
-    grants: VecDeque<u16>,
+    pub(super) grants: VecDeque<u16>,
     /// Hold responses until this many are ready, then answer them in
     /// reverse order (0: answer at once).
     hold: usize,
@@ -81,6 +81,8 @@ pub(super) struct Server {
     /// Answer READs with an interim STATUS_PENDING first, then an async
     /// final response.
     interim_reads: bool,
+    /// MaxTransactSize, MaxReadSize and MaxWriteSize granted.
+    pub(super) max_io: u32,
 }
 
 impl Server {
@@ -293,7 +295,7 @@ impl Server {
         body.extend_from_slice(&[0x5A; 16]);
         put_u32(&mut body, 0x4); // LARGE_MTU
         for _ in 0..3 {
-            put_u32(&mut body, 8 << 20);
+            put_u32(&mut body, self.max_io);
         }
         put_u64(&mut body, 0);
         put_u64(&mut body, 0);
@@ -506,17 +508,25 @@ impl Server {
         )?;
         let (ci_at, ci_len) = (usize::from(r.u16(104)?), usize::from(r.u16(106)?));
         Self::check(
-            ci_at >= 0x70 && ci_len == 16,
-            "one descriptor after the fixed part",
+            ci_at >= 0x70 && ci_len >= DESCRIPTOR_LEN && ci_len % DESCRIPTOR_LEN == 0,
+            "descriptors after the fixed part",
         )?;
         let d = Self::descriptors(&r, ci_at, ci_len)?;
-        Self::check(d[0].length == n, "descriptor length = RemainingBytes")?;
+        Self::check(
+            d.iter().map(|d| u64::from(d.length)).sum::<u64>() == u64::from(n),
+            "descriptor lengths add up to RemainingBytes",
+        )?;
         let offset = r.u64(72)? as usize;
-        let pulled = self
-            .memory
-            .borrow_mut()
-            .remove(&d[0].token)
-            .ok_or_else(|| Error::msg("unknown token (or reused after invalidation)"))?;
+        let mut pulled = Vec::with_capacity(n as usize);
+        for d in &d {
+            let piece = self
+                .memory
+                .borrow_mut()
+                .remove(&d.token)
+                .ok_or_else(|| Error::msg("unknown token (or reused after invalidation)"))?;
+            Self::check(piece.len() == d.length as usize, "a descriptor's bytes")?;
+            pulled.extend_from_slice(&piece);
+        }
         self.file
             .resize(self.file.len().max(offset + pulled.len()), 0);
         self.file[offset..offset + pulled.len()].copy_from_slice(&pulled);
@@ -581,11 +591,22 @@ impl Server {
         Self::check(r.u32(100)? == 2, "Channel RDMA_V1_INVALIDATE")?;
         let d = Self::descriptors(&r, usize::from(r.u16(108)?), usize::from(r.u16(110)?))?;
         Self::check(
-            d.len() == 1 && d[0].length >= n,
-            "a descriptor as large as the READ",
+            !d.is_empty() && d.iter().map(|d| u64::from(d.length)).sum::<u64>() >= u64::from(n),
+            "descriptors as large as the READ",
         )?;
-        let data = self.file[offset..offset + n as usize].to_vec();
-        self.memory.borrow_mut().insert(d[0].token, data);
+        // The file's bytes, split over the descriptors in order (as
+        // ksmbd's smb_direct_rdma_xmit does).
+        let mut at = offset;
+        let end = offset + n as usize;
+        for d in &d {
+            let take = (d.length as usize).min(end - at);
+            if take == 0 {
+                break;
+            }
+            let piece = self.file[at..at + take].to_vec();
+            self.memory.borrow_mut().insert(d.token, piece);
+            at += take;
+        }
         let mut body = Vec::new();
         put_u16(&mut body, 17);
         body.push(0x50);
@@ -648,6 +669,7 @@ pub(super) fn server(dialect: u16, password: &str, memory: &Memory) -> Rc<RefCel
         hold: 0,
         held: Vec::new(),
         interim_reads: false,
+        max_io: 8 << 20,
     }))
 }
 
