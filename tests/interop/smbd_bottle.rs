@@ -10,7 +10,7 @@
 //! bugcheck.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -177,12 +177,9 @@ fn smbd_config() -> SmbdConfig {
 }
 
 fn target(host_part: u8, share: &str) -> Target {
-    let IpAddr::V4(local) = Family::V4.lab_addr(host_part) else {
-        unreachable!("an IPv4 lab address")
-    };
     Target {
-        local,
-        server: SocketAddrV4::new(shared_lab().guest().ipv4(), SMB_PORT),
+        local: Family::V4.lab_addr(host_part),
+        server: SocketAddr::V4(SocketAddrV4::new(shared_lab().guest().ipv4(), SMB_PORT)),
         share: share.to_owned(),
         file: FILE.to_owned(),
         timeout: Duration::from_secs(10),
