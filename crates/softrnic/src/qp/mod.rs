@@ -373,7 +373,8 @@ pub(crate) struct ReadResource {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Owed {
     None,
-    /// ACK of everything before `epsn`.
+    /// ACK at `ack_psn`: everything up to the last SEND or WRITE packet
+    /// executed.
     Ack,
     /// PSN sequence error NAK at `epsn`.
     SeqNak,
@@ -386,6 +387,13 @@ pub(crate) enum Owed {
 pub(crate) struct Responder {
     /// Expected PSN.
     pub epsn: u32,
+    /// The PSN an ACK names: the last SEND or WRITE packet executed (one
+    /// before the first PSN while there is none). Never a READ's: its
+    /// responses acknowledge it, and an ACK naming a READ tells Linux rxe
+    /// that the READ completed, without its data (rxe_comp.c completes a
+    /// pending READ whose last PSN an ACK carries), as rxe's own responder
+    /// never does (its `ack_psn`).
+    pub ack_psn: u32,
     /// Message sequence number (24 bits).
     pub msn: u32,
     /// A PSN sequence error (or RNR) NAK was sent: drop out-of-order
@@ -514,6 +522,7 @@ impl Connection {
             },
             resp: Responder {
                 epsn: path.recv_psn & crate::wire::PSN_MASK,
+                ack_psn: crate::wire::psn_sub(path.recv_psn, 1),
                 msn: 0,
                 nak_sent: false,
                 msg: InMessage::None,

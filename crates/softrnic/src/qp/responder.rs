@@ -50,7 +50,7 @@ use crate::train::{
 };
 use crate::wire::{
     Aeth, Bth, ExtHeaders, Headers, NakCode, Opcode, Operation, PSN_MASK, Packet, Position,
-    Syndrome, psn_add, psn_diff, psn_sub, segment_count,
+    Syndrome, psn_add, psn_diff, segment_count,
 };
 
 /// READ response packets emitted inline when the request arrives.
@@ -107,7 +107,7 @@ fn flush_owed(cx: &Context<'_>, conn: &mut Connection) {
     let epsn = conn.resp.epsn;
     let (syndrome, psn) = match conn.resp.owed {
         Owed::None => return,
-        Owed::Ack => (Syndrome::ACK, psn_sub(epsn, 1)),
+        Owed::Ack => (Syndrome::ACK, conn.resp.ack_psn),
         Owed::SeqNak => (Syndrome::Nak(NakCode::PsnSequenceError), epsn),
         Owed::Rnr => (Syndrome::RnrNak(conn.rc.min_rnr_timer), epsn),
     };
@@ -304,8 +304,11 @@ fn handle(
     }
 }
 
+/// The SEND or WRITE packet at `psn` was executed: the next is expected,
+/// and ACKs name it from now on.
 fn executed(conn: &mut Connection, psn: u32) {
     conn.resp.epsn = psn_add(psn, 1);
+    conn.resp.ack_psn = psn;
     conn.resp.nak_sent = false;
 }
 
@@ -574,7 +577,9 @@ fn duplicate(
     let psn = p.bth.psn;
     match p.info.operation {
         Operation::Send | Operation::Write => {
-            // Already executed: acknowledge again, place nothing (C9-105).
+            // Already executed: acknowledge again, place nothing (C9-105),
+            // at the last SEND or WRITE executed: a READ executed since is
+            // acknowledged by its responses only (see `ack_psn`).
             if p.bth.ack_req {
                 owe(cx, conn, Owed::Ack);
             }

@@ -8,6 +8,7 @@ mod busy_poll;
 mod outbox;
 mod rc_ack_hold;
 mod rc_basic;
+mod rc_duplicate_ack;
 mod rc_errors;
 mod rc_loss;
 mod rc_proptest;
