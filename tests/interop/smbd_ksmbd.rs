@@ -1,8 +1,11 @@
 //! `ndkperf smbd --server` against Linux's ksmbd over SMB Direct on rxe:
 //! the binary, as a user runs it, signs in to guest 0's share, writes a
 //! few MiB over the RDMA channel, reads them back and checks them; the
-//! server's copy on its disk has the SHA-256 the tool says it wrote. A
-//! wrong password ends in the server's status and a nonzero exit.
+//! server's copy on its disk has the SHA-256 the tool says it wrote: 1
+//! MiB I/Os (one buffer descriptor each) at depth 1 and 4, 4 MiB I/Os
+//! (four descriptors each: ksmbd invalidates the first, the client the
+//! other three) and a run over IPv6. A wrong password ends in the
+//! server's status and a nonzero exit.
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -11,7 +14,7 @@ use std::time::Instant;
 use lab::KsmbdConfig;
 
 use crate::ndkperf_ping::run_ndkperf;
-use crate::peer::serial;
+use crate::peer::{Family, serial};
 use crate::{check, shared_lab};
 
 /// I/Os of 1 MiB written and read back: a few MiB, under TCG a few
@@ -21,14 +24,18 @@ const COUNT: u32 = 4;
 /// I/Os of the run with four in flight.
 const DEEP_COUNT: u32 = 8;
 
+/// I/Os of 4 MiB (ksmbd's NEGOTIATE MaxReadSize/MaxWriteSize, four fast
+/// registrations of 256 pages each).
+const LARGE_COUNT: u32 = 3;
+
 const FILE: &str = "ndkperf.dat";
 
 /// A password file for this test (the host's filesystem is the
 /// namespace's too), removed when dropped.
-struct PasswordFile(PathBuf);
+pub struct PasswordFile(PathBuf);
 
 impl PasswordFile {
-    fn new(name: &str, password: &str) -> Self {
+    pub fn new(name: &str, password: &str) -> Self {
         let path =
             std::env::temp_dir().join(format!("rsndk-smbd-{name}-{}.txt", std::process::id()));
         std::fs::write(&path, format!("{password}\n"))
@@ -43,14 +50,23 @@ impl Drop for PasswordFile {
     }
 }
 
-fn args(config: &KsmbdConfig, password: &PasswordFile, extra: &[&str]) -> Vec<String> {
-    let server = shared_lab().guest();
+pub fn args(config: &KsmbdConfig, password: &PasswordFile, extra: &[&str]) -> Vec<String> {
+    args_over(Family::V4, config, password, extra)
+}
+
+/// [`args`] with the server's and our addresses of `family`.
+fn args_over(
+    family: Family,
+    config: &KsmbdConfig,
+    password: &PasswordFile,
+    extra: &[&str],
+) -> Vec<String> {
     let mut a: Vec<String> = [
         "smbd",
         "--server",
-        &server.ipv4().to_string(),
+        &family.guest().to_string(),
         "--local",
-        "10.77.0.1",
+        &family.lab_addr(1).to_string(),
         "--share",
         &config.share,
         "--user",
@@ -188,6 +204,66 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
         "at depth 4 the file on ksmbd's disk differs from what ndkperf wrote:\n{deep_stdout}"
     );
 
+    // I/Os of four fast registrations each: four descriptors per READ
+    // and WRITE, one token invalidated by ksmbd, three by the client.
+    let large = run_ndkperf(&args(
+        &config,
+        &good,
+        &[
+            "--size",
+            "4M",
+            "--count",
+            &LARGE_COUNT.to_string(),
+            "--depth",
+            "2",
+        ],
+    ));
+    assert!(
+        large.status.success(),
+        "ndkperf smbd --server --size 4M against ksmbd: {}\nguest's kernel log:\n{}",
+        text(&large),
+        dmesg()
+    );
+    let large_stdout = String::from_utf8_lossy(&large.stdout).into_owned();
+    assert!(
+        large_stdout.contains("4 descriptor(s) of up to 256 pages per I/O"),
+        "4 MiB I/Os in four descriptors:\n{large_stdout}"
+    );
+    let large_sha = written_sha(&large_stdout);
+    let large_on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
+    assert_eq!(
+        large_on_server, large_sha,
+        "with 4 MiB I/Os the file on ksmbd's disk differs from what ndkperf wrote:\n{large_stdout}"
+    );
+
+    // The same over IPv6 (fd77::1 -> fd77::2).
+    let v6 = run_ndkperf(&args_over(
+        Family::V6,
+        &config,
+        &good,
+        &[
+            "--size",
+            "1M",
+            "--count",
+            &COUNT.to_string(),
+            "--depth",
+            "1",
+        ],
+    ));
+    assert!(
+        v6.status.success(),
+        "ndkperf smbd --server over IPv6 against ksmbd: {}\nguest's kernel log:\n{}",
+        text(&v6),
+        dmesg()
+    );
+    let v6_stdout = String::from_utf8_lossy(&v6.stdout).into_owned();
+    let v6_sha = written_sha(&v6_stdout);
+    let v6_on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
+    assert_eq!(
+        v6_on_server, v6_sha,
+        "over IPv6 the file on ksmbd's disk differs from what ndkperf wrote:\n{v6_stdout}"
+    );
+
     let bad = PasswordFile::new("bad", "not the password");
     let refused = run_ndkperf(&args(&config, &bad, &["--size", "64K", "--count", "1"]));
     let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
@@ -204,7 +280,7 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
     );
     check(server.stop_ksmbd());
     eprintln!(
-        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}at depth 4:\n{deep_stdout}{capture_summary}",
+        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}at depth 4:\n{deep_stdout}4 MiB I/Os:\n{large_stdout}over IPv6:\n{v6_stdout}{capture_summary}",
         elapsed.as_secs_f64()
     );
 }

@@ -10,8 +10,8 @@
 //! `apt-get download`ed and unpacked under the cache. The modules carry
 //! the guest kernel's vermagic and load unsigned (the kernel only taints).
 //!
-//! Two fixes to Debian's ksmbd 6.1.192 are made to the unpacked source
-//! ([`SOURCE_EDITS`]); the result is cached by the packages' versions, the
+//! Two fixes to Debian's ksmbd 6.1.192 and a dual-stack SMB Direct
+//! listener are made to the unpacked source ([`SOURCE_EDITS`]); the result is cached by the packages' versions, the
 //! edits and the build's options ([`cache_key`]).
 
 use std::fmt::Write as _;
@@ -29,7 +29,7 @@ use crate::source_edit::SourceEdit;
 const BUILD_VERSION: u32 = 1;
 
 /// The edits made to the kernel source before building.
-pub const SOURCE_EDITS: [SourceEdit; 2] = [
+pub const SOURCE_EDITS: [SourceEdit; 4] = [
     // ksmbd-tools 3.4.7 (Debian 12) lays out `struct
     // ksmbd_share_config_response` with `reserved[112]` and no
     // `payload_sz`; Debian's kernel 6.1.192 has a stable backport with
@@ -54,6 +54,28 @@ pub const SOURCE_EDITS: [SourceEdit; 2] = [
         anchor: "void opinfo_put(struct oplock_info *opinfo)\n{\n",
         insert: "\tif (!opinfo)\n\t\treturn;\n\n",
         why: "NULL opinfo in opinfo_put",
+    },
+    // ksmbd's SMB Direct listener binds AF_INET INADDR_ANY
+    // (transport_rdma.c:2158-2171, smb_direct_listen; mainline too), and
+    // rdma_cm makes an AF_INET listener IPv4-only (cma.c:3989-3990 sets
+    // afonly; cma_match_private_data, cma.c:1690-1698, then refuses a
+    // RoCEv2 REQ over IPv6): SMB Direct over IPv6 is refused
+    // (STATUS_CONNECTION_REFUSED). The lab binds in6addr_any instead,
+    // which takes both families (the guest's bindv6only is 0), so
+    // clients are tested over IPv6 too. The first edit declares the IPv6
+    // address, the second binds it and skips the IPv4 bind (`if (0)`
+    // guards the original statement that follows).
+    SourceEdit {
+        file: "fs/smb/server/transport_rdma.c",
+        anchor: "\t\t.sin_port\t\t= htons(port),\n\t};\n",
+        insert: "\t/* rsndk lab: SMB Direct over IPv6 and IPv4 alike. */\n\tstruct sockaddr_in6 sin6 = {\n\t\t.sin6_family\t\t= AF_INET6,\n\t\t.sin6_port\t\t= htons(port),\n\t};\n",
+        why: "SMB Direct listener on in6addr_any: its address",
+    },
+    SourceEdit {
+        file: "fs/smb/server/transport_rdma.c",
+        anchor: "\t\treturn PTR_ERR(cm_id);\n\t}\n\n",
+        insert: "\t/* rsndk lab: bind in6addr_any, not the IPv4-only sin below. */\n\tret = rdma_bind_addr(cm_id, (struct sockaddr *)&sin6);\n\tif (0)\n",
+        why: "SMB Direct listener on in6addr_any: its bind",
     },
 ];
 
@@ -446,6 +468,22 @@ mod tests {
         assert_eq!(
             SOURCE_EDITS[1].apply_to(oplock).unwrap(),
             "void opinfo_put(struct oplock_info *opinfo)\n{\n\tif (!opinfo)\n\t\treturn;\n\n\tif (!atomic_dec_and_test(&opinfo->refcount))\n"
+        );
+    }
+
+    #[test]
+    fn the_listener_binds_in6addr_any() {
+        let listen = "static int smb_direct_listen(int port)\n{\n\tint ret;\n\tstruct rdma_cm_id *cm_id;\n\tstruct sockaddr_in sin = {\n\t\t.sin_family\t\t= AF_INET,\n\t\t.sin_addr.s_addr\t= htonl(INADDR_ANY),\n\t\t.sin_port\t\t= htons(port),\n\t};\n\n\tcm_id = rdma_create_id(&init_net, smb_direct_listen_handler,\n\t\t\t       &smb_direct_listener, RDMA_PS_TCP, IB_QPT_RC);\n\tif (IS_ERR(cm_id)) {\n\t\tpr_err(\"Can't create cm id: %ld\\n\", PTR_ERR(cm_id));\n\t\treturn PTR_ERR(cm_id);\n\t}\n\n\tret = rdma_bind_addr(cm_id, (struct sockaddr *)&sin);\n\tif (ret) {\n";
+        let edited = SOURCE_EDITS[3]
+            .apply_to(&SOURCE_EDITS[2].apply_to(listen).unwrap())
+            .unwrap();
+        assert!(
+            edited.contains("\t.sin_port\t\t= htons(port),\n\t};\n\t/* rsndk lab: SMB Direct over IPv6 and IPv4 alike. */\n\tstruct sockaddr_in6 sin6 = {\n\t\t.sin6_family\t\t= AF_INET6,\n\t\t.sin6_port\t\t= htons(port),\n\t};\n\n\tcm_id = "),
+            "{edited}"
+        );
+        assert!(
+            edited.contains("\t}\n\n\t/* rsndk lab: bind in6addr_any, not the IPv4-only sin below. */\n\tret = rdma_bind_addr(cm_id, (struct sockaddr *)&sin6);\n\tif (0)\n\tret = rdma_bind_addr(cm_id, (struct sockaddr *)&sin);\n\tif (ret) {\n"),
+            "{edited}"
         );
     }
 

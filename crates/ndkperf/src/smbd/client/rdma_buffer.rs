@@ -14,6 +14,20 @@
 //! the other segments itself ([`RdmaBuffer::invalidated`] posts one
 //! signalled NdkInvalidate each) and reuses the buffer only once every
 //! one of those completed ([`RdmaBuffer::locally_invalidated`]).
+//!
+//! ksmbd 6.1.192 takes several descriptors: `smb_direct_rdma_xmit`
+//! (fs/smb/server/transport_rdma.c:1346-1477) walks them in order, cuts
+//! its own buffer into pieces of each descriptor's length (a zero length
+//! is EINVAL, :1375; a descriptor longer than what is left is shortened,
+//! :1378-1381), builds one rdma_rw context per descriptor and posts them
+//! all in one chain (:1456). The whole I/O must fit
+//! `max_rdma_rw_size` (8 MiB, :1364), and it waits for RDMA read/write
+//! credits: one per 256 pages of each descriptor's piece (:1004-1008;
+//! 256 = min(the device's max_fast_reg_page_list_len, 256), :1693-1697),
+//! 9 per connection (ceil(8 MiB / 255 pages), :1724-1728). Its RDMA
+//! channel READ/WRITE size check is that 8 MiB (smb2pdu.c:6523/6780),
+//! not the NEGOTIATE MaxReadSize/MaxWriteSize of 4 MiB it grants
+//! (smb2pdu.c:1245-1246, SMB3_DEFAULT_IOSIZE); the client keeps to both.
 
 use ndkpi::{
     NDK_LOGICAL_ADDRESS, NDK_OP_FLAG_ALLOW_LOCAL_WRITE, NDK_OP_FLAG_ALLOW_REMOTE_READ,
