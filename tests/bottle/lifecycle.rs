@@ -311,6 +311,32 @@ fn open_ndk_adapter(machine: &Machine, a: AdapterId) -> *mut NDK_ADAPTER {
     ndk_adapter
 }
 
+/// Both edges come from the one `DriverEntry` of the one service both
+/// INFs install (rsndkp.inx, rsndk_mp.inx: `AddService = rsndkp`): the
+/// intermediate miniport driver, and the protocol under the service's own
+/// name (NDIS finds a protocol's bindings under its service key,
+/// `Services\rsndkp\Parameters\Adapters`), associated with each other.
+/// A second service would load a second image whose `DriverEntry` ran
+/// again, which this boot would not show.
+fn check_one_service(machine: &Machine) {
+    let r = machine.registrations();
+    assert_eq!(r.service, kbottle::machine::SERVICE);
+    assert!(
+        r.miniport_from_driver_entry && r.intermediate,
+        "the intermediate miniport driver from DriverEntry: {r:?}"
+    );
+    assert!(
+        r.protocol_from_driver_entry,
+        "the protocol from DriverEntry: {r:?}"
+    );
+    assert_eq!(
+        r.protocol_name.as_deref(),
+        Some(r.service.as_str()),
+        "the protocol's name is the service's"
+    );
+    assert!(r.associated, "NdisIMAssociateMiniport: {r:?}");
+}
+
 #[test]
 fn full_lifecycle() {
     if !is_child() {
@@ -318,6 +344,7 @@ fn full_lifecycle() {
         return;
     }
     let machine = Machine::boot(&image()).unwrap_or_else(|e| panic!("boot: {e}"));
+    check_one_service(&machine);
 
     // A NIC, the bind, V's MiniportInitializeEx with the INF's keywords,
     // then MiniportRestart: NDK enabled from the start.

@@ -201,8 +201,11 @@ const DRIVER_OBJECT_SIZE: usize = 0x150;
 const IO_TYPE_DRIVER: u16 = 4;
 /// How long unload waits for a work item routine that is running.
 const WORKER_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// The driver's one service (rsndkp.inx and rsndk_mp.inx both name it:
+/// the protocol edge and the virtual miniport run in one image).
+pub const SERVICE: &str = "rsndkp";
 /// The service key `DriverEntry` is given.
-const REGISTRY_PATH: &str = r"\Registry\Machine\System\CurrentControlSet\Services\rsndk";
+const REGISTRY_PATH: &str = r"\Registry\Machine\System\CurrentControlSet\Services\rsndkp";
 
 /// The `DRIVER_OBJECT` the I/O manager would create: zeroed but for
 /// `Type`, `Size`, `DriverStart` and `DriverSize`.
@@ -250,6 +253,27 @@ impl RegistryPath {
     fn as_ptr(&self) -> *mut UNICODE_STRING {
         self.string.get()
     }
+}
+
+/// What `DriverEntry` registered, and from where ([`Machine::registrations`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts a test asserts one by one, not a state"
+)]
+pub struct Registrations {
+    /// The service whose key `DriverEntry` was given.
+    pub service: String,
+    /// The miniport driver was registered inside `DriverEntry`.
+    pub miniport_from_driver_entry: bool,
+    /// ... with `NDIS_INTERMEDIATE_DRIVER`.
+    pub intermediate: bool,
+    /// The registered protocol's name.
+    pub protocol_name: Option<String>,
+    /// The protocol was registered inside `DriverEntry`.
+    pub protocol_from_driver_entry: bool,
+    /// `NdisIMAssociateMiniport` tied that protocol to that miniport driver.
+    pub associated: bool,
 }
 
 /// One loaded driver.
@@ -446,6 +470,7 @@ impl Machine {
         state::with(|n| {
             n.driver_object = driver_object.as_ptr() as usize;
             n.registry_path = registry_path.as_ptr() as usize;
+            n.in_driver_entry = true;
         });
         workitem::start();
         // SAFETY: the image's entry point is its `DriverEntry`, an
@@ -465,6 +490,7 @@ impl Machine {
         // SAFETY: DriverEntry called once, at PASSIVE_LEVEL, with a driver
         // object and registry path that live as long as the machine.
         let status = unsafe { driver_entry(driver_object.as_ptr(), registry_path.as_ptr()) };
+        state::with(|n| n.in_driver_entry = false);
         if cpu::current() != entered {
             crate::ndis::checks::returned_at_raised_irql(
                 "DriverEntry",
@@ -486,6 +512,29 @@ impl Machine {
             registry_path,
             baseline,
             default_segment: segment::create(segment::DEFAULT_MTU),
+        })
+    }
+
+    /// How `DriverEntry` registered the driver's edges: what a MUX
+    /// intermediate driver installed as one service must show.
+    pub fn registrations(&self) -> Registrations {
+        state::with(|n| Registrations {
+            service: REGISTRY_PATH
+                .rsplit('\\')
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            miniport_from_driver_entry: n.driver.as_ref().is_some_and(|d| d.from_driver_entry),
+            intermediate: n
+                .driver
+                .as_ref()
+                .is_some_and(|d| d.characteristics.Flags & ndis::NDIS_INTERMEDIATE_DRIVER != 0),
+            protocol_name: n.protocol.as_ref().map(|p| p.name.clone()),
+            protocol_from_driver_entry: n.protocol.as_ref().is_some_and(|p| p.from_driver_entry),
+            associated: match (&n.driver, &n.protocol) {
+                (Some(d), Some(p)) => p.associated == Some(d.handle.addr()),
+                _ => false,
+            },
         })
     }
 

@@ -150,6 +150,7 @@ pub unsafe extern "win64" fn NdisRegisterProtocolDriver(
                 context: ProtocolDriverContext as usize,
                 name,
                 associated: None,
+                from_driver_entry: n.in_driver_entry,
             });
         });
         let status = match characteristics.SetOptionsHandler {

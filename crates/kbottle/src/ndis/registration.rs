@@ -158,6 +158,7 @@ pub unsafe extern "win64" fn NdisMRegisterMiniportDriver(
                 context: MiniportDriverContext as usize,
                 ndk: None,
                 in_set_options: true,
+                from_driver_entry: n.in_driver_entry,
             });
         });
         let status = match characteristics.SetOptionsHandler {

@@ -63,6 +63,8 @@ pub struct Driver {
     pub ndk: Option<NdkHandlers>,
     /// `MiniportSetOptions` is running (optional handlers may be set).
     pub in_set_options: bool,
+    /// Registered from inside `DriverEntry`.
+    pub from_driver_entry: bool,
 }
 
 /// Where an adapter is in the NDIS state machine.
@@ -221,6 +223,8 @@ pub struct Protocol {
     pub name: String,
     /// The miniport driver handle `NdisIMAssociateMiniport` tied it to.
     pub associated: Option<usize>,
+    /// Registered from inside `DriverEntry`.
+    pub from_driver_entry: bool,
 }
 
 // SAFETY: the characteristics hold function pointers and integers; the
@@ -406,6 +410,8 @@ pub struct Ndis {
     pub driver_object: usize,
     /// The registry path the bottle passed to `DriverEntry`.
     pub registry_path: usize,
+    /// `DriverEntry` is running (registrations made now are its own).
+    pub in_driver_entry: bool,
     /// The registered protocol driver.
     pub protocol: Option<Protocol>,
     /// Bindings by handle, including closed ones (their handles stay
