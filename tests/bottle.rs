@@ -30,6 +30,8 @@ mod lifecycle;
 mod low_resources;
 #[path = "bottle/ndk.rs"]
 mod ndk;
+#[path = "bottle/ndk_teardown.rs"]
+mod ndk_teardown;
 #[path = "bottle/network.rs"]
 mod network;
 #[path = "bottle/oid_tables.rs"]

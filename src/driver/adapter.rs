@@ -57,9 +57,10 @@ pub const MAC_OPTIONS: u32 = NDIS_MAC_OPTION_COPY_LOOKAHEAD_DATA
 const TASK_NDK_EVENT: u32 = 2;
 /// `work_state` bit: the work item is queued or running.
 const WORK_QUEUED: u32 = 1 << 31;
-/// How long the unbind waits for NDK consumers to close their adapters
-/// after `NetEventNDKDisable`, in ms, before it goes on (and says so).
-const NDK_CLOSE_WAIT_MS: u64 = 30_000;
+/// How often a wait for NDK consumers to close their adapters says it is
+/// still waiting, in ms. It never gives up: the RNIC those adapters use is
+/// freed only once the last one is closed.
+const NDK_CLOSE_LOG_MS: u64 = 30_000;
 
 /// The context NDIS passes to every handler of V.
 pub struct Adapter {
@@ -378,8 +379,9 @@ impl Adapter {
 
     /// The unbind's first step (`PASSIVE_LEVEL`, outside any OID request
     /// of V's): NDK is disabled for good, consumers are told
-    /// (`NetEventNDKDisable`), and their NDK adapters are waited for, up to
-    /// [`NDK_CLOSE_WAIT_MS`].
+    /// (`NetEventNDKDisable`, which has NDIS and the drivers above close
+    /// their NDK adapters), and every NDK adapter is waited for, however
+    /// long its consumer takes: V's halt frees the RNIC they use.
     pub fn disable_ndk_and_wait(&self) {
         self.ndk_stopped.store(true, Ordering::SeqCst);
         // A queued NDK event would race ours: let it run first.
@@ -388,15 +390,25 @@ impl Adapter {
             log_info!("rsndk: NDK disabled for the unbind");
             self.indicate_ndk_state();
         }
-        let start = super::clock::now_ns();
+        self.wait_ndk_closed("unbind");
+    }
+
+    /// Waits (`PASSIVE_LEVEL`) until no NDK adapter is open, saying every
+    /// [`NDK_CLOSE_LOG_MS`] that it still waits. NDIS documents that
+    /// `NetEventNDKDisable` stays pending until every NDK adapter is
+    /// closed; this wait does not rely on it, and never gives up, since
+    /// going on would free the RNIC under adapters still in use.
+    fn wait_ndk_closed(&self, during: &str) {
+        let mut since = super::clock::now_ns();
         loop {
             let open = self.open_ndk_adapters.load(Ordering::Acquire);
             if open == 0 {
                 return;
             }
-            if super::clock::now_ns().saturating_sub(start) > NDK_CLOSE_WAIT_MS * 1_000_000 {
-                log_error!("rsndk: unbinding with {open} NDK adapter(s) still open");
-                return;
+            let now = super::clock::now_ns();
+            if now.saturating_sub(since) > NDK_CLOSE_LOG_MS * 1_000_000 {
+                log_error!("rsndk: {during} still waits for {open} NDK adapter(s) to close");
+                since = now;
             }
             super::platform_wait();
         }
@@ -515,10 +527,10 @@ impl Adapter {
             watcher.stop();
         }
         self.wait_work();
-        let open = self.open_ndk_adapters.load(Ordering::Acquire);
-        if open != 0 {
-            log_error!("rsndk: halting with {open} NDK adapter(s) still open");
-        }
+        // NDIS has the consumers close before a halt, and the unbind
+        // waited for them; a halt that still finds one open waits too
+        // rather than free the RNIC under it.
+        self.wait_ndk_closed("halt");
         if let Some(device) = self.device.take() {
             // Afterwards the RNIC transmits nothing more.
             device.shutdown();

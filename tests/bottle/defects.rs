@@ -48,14 +48,14 @@ use testkit::adapter::*;
 const VERSION: NDK_VERSION = NDK_VERSION_1_2;
 
 /// This child's machine.
-fn boot() -> Machine {
+pub(crate) fn boot() -> Machine {
     Machine::boot(&image()).unwrap_or_else(|e| panic!("boot {}: {e}", image().display()))
 }
 
 /// A new V of `machine` (this child's; its addresses are the child's own
 /// block) on the default segment, NDK enabled, at a fresh address the
 /// driver serves.
-fn add_adapter(machine: &Machine) -> (AdapterId, Ipv4Addr) {
+pub(crate) fn add_adapter(machine: &Machine) -> (AdapterId, Ipv4Addr) {
     add_adapter_framed(machine, None)
 }
 
@@ -75,7 +75,7 @@ fn add_adapter_framed(machine: &Machine, frame: Option<u32>) -> (AdapterId, Ipv4
 }
 
 /// Unloads `machine` and fails unless it left nothing behind.
-fn unload_clean(machine: Machine) {
+pub(crate) fn unload_clean(machine: Machine) {
     let report = machine.unload();
     assert!(report.is_clean(), "the driver left: {report}");
 }
@@ -83,10 +83,10 @@ fn unload_clean(machine: Machine) {
 // ---------------------------------------------------------------- NDK
 
 /// One open NDK adapter of a bottled adapter.
-type Nic = Ndk;
+pub(crate) type Nic = Ndk;
 
 /// Opens an NDK adapter on bottled adapter `id` of `machine`.
-fn open_nic(machine: &Machine, id: AdapterId, ip: Ipv4Addr) -> Nic {
+pub(crate) fn open_nic(machine: &Machine, id: AdapterId, ip: Ipv4Addr) -> Nic {
     let adapter = machine
         .open_ndk(id, VERSION)
         .unwrap_or_else(|s| panic!("open NDK at {ip}: {:#010x}", s as u32));
@@ -99,16 +99,16 @@ fn open_nic(machine: &Machine, id: AdapterId, ip: Ipv4Addr) -> Nic {
 
 /// A PD, one CQ for both directions and a QP.
 #[derive(Clone, Copy)]
-struct Queue {
-    pd: *mut NDK_PD,
-    cq: *mut NDK_CQ,
-    qp: *mut NDK_QP,
+pub(crate) struct Queue {
+    pub(crate) pd: *mut NDK_PD,
+    pub(crate) cq: *mut NDK_CQ,
+    pub(crate) qp: *mut NDK_QP,
     /// The PD's privileged token: local SGEs name logical addresses.
-    token: u32,
+    pub(crate) token: u32,
 }
 
 impl Queue {
-    fn new(nic: &Nic, depth: u32, notify: &Recorder) -> Self {
+    pub(crate) fn new(nic: &Nic, depth: u32, notify: &Recorder) -> Self {
         let pd = nic.create_pd();
         let cq = nic.create_cq(4 * depth, notify);
         let qp = create_qp(pd, cq, cq, 0x0def, depth, depth, 4, 4, 0).expect("NdkCreateQp");
@@ -120,7 +120,7 @@ impl Queue {
         }
     }
 
-    fn close(self) {
+    pub(crate) fn close(self) {
         close_wait(self.qp);
         close_wait(self.cq);
         close_wait(self.pd);
@@ -134,13 +134,13 @@ const MDL_BYTES: usize = 8 << 20;
 /// may touch it until the end of the process whatever a failing test
 /// leaves running.
 #[derive(Clone, Copy)]
-struct Buffer {
-    va: usize,
+pub(crate) struct Buffer {
+    pub(crate) va: usize,
     len: usize,
 }
 
 impl Buffer {
-    fn new(len: usize, fill: u8) -> Self {
+    pub(crate) fn new(len: usize, fill: u8) -> Self {
         let bytes: &'static mut [u8] = Box::leak(vec![fill; len].into_boxed_slice());
         Self {
             va: bytes.as_mut_ptr() as usize,
@@ -150,12 +150,12 @@ impl Buffer {
 
     /// A local SGE: the logical (physical, in the bottle's model) address
     /// with the PD's privileged token.
-    fn local(&self, offset: usize, len: usize, token: u32) -> NDK_SGE {
+    pub(crate) fn local(&self, offset: usize, len: usize, token: u32) -> NDK_SGE {
         assert!(offset + len <= self.len);
         sge(mm::phys_of(self.va + offset), len as u32, token)
     }
 
-    fn bytes(&self) -> Vec<u8> {
+    pub(crate) fn bytes(&self) -> Vec<u8> {
         // SAFETY: the leaked buffer; read after the completions that wrote it.
         unsafe { std::slice::from_raw_parts(self.va as *const u8, self.len) }.to_vec()
     }
@@ -206,7 +206,7 @@ impl Buffer {
 }
 
 /// A connection from QP `a` (of `from`) to QP `b` (of `to`).
-struct Connection {
+pub(crate) struct Connection {
     listener: *mut NDK_LISTENER,
     active: *mut NDK_CONNECTOR,
     passive: *mut NDK_CONNECTOR,
@@ -246,7 +246,7 @@ impl Connection {
         }
     }
 
-    fn close(self) {
+    pub(crate) fn close(self) {
         close_wait(self.active);
         close_wait(self.passive);
         close_wait(self.listener);
@@ -254,7 +254,7 @@ impl Connection {
 }
 
 /// Takes `n` completions from `cq`, each successful; their contexts.
-fn complete(cq: *mut NDK_CQ, n: usize) -> Vec<usize> {
+pub(crate) fn complete(cq: *mut NDK_CQ, n: usize) -> Vec<usize> {
     let mut got = Vec::new();
     wait_until("completions", || {
         for r in results(cq, n - got.len()) {
@@ -272,20 +272,25 @@ fn complete(cq: *mut NDK_CQ, n: usize) -> Vec<usize> {
 
 /// Two bottled adapters of `machine`, a QP on each, connected; and a
 /// remotely writable and readable region of the second.
-struct Pair {
-    a: Nic,
-    b: Nic,
-    qa: Queue,
-    qb: Queue,
-    conn: Connection,
-    region: Buffer,
-    region_mr: *mut NDK_MR,
-    region_token: u32,
-    ids: [AdapterId; 2],
+pub(crate) struct Pair {
+    pub(crate) a: Nic,
+    pub(crate) b: Nic,
+    pub(crate) qa: Queue,
+    pub(crate) qb: Queue,
+    pub(crate) conn: Connection,
+    pub(crate) region: Buffer,
+    pub(crate) region_mr: *mut NDK_MR,
+    pub(crate) region_token: u32,
+    pub(crate) ids: [AdapterId; 2],
 }
 
 impl Pair {
-    fn new(machine: &Machine, frame: Option<u32>, depth: u32, region_len: usize) -> Self {
+    pub(crate) fn new(
+        machine: &Machine,
+        frame: Option<u32>,
+        depth: u32,
+        region_len: usize,
+    ) -> Self {
         let (ida, ipa) = add_adapter_framed(machine, frame);
         let (idb, ipb) = add_adapter_framed(machine, frame);
         let a = open_nic(machine, ida, ipa);

@@ -7,6 +7,8 @@
 )]
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use ndis::LARGE_INTEGER;
 use ndkpi::PVOID;
@@ -16,7 +18,20 @@ use super::stall::hook;
 use crate::cpu::{self};
 use crate::verifier::{self, firewall};
 
-/// `KeQueryPerformanceCounter` (10 MHz, `CLOCK_MONOTONIC`).
+/// How far [`advance_performance_counter`] moved the counter ahead, in ns.
+static COUNTER_AHEAD_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Moves `KeQueryPerformanceCounter` ahead by `by` for good, as if that
+/// much time had passed at once: what a test uses to reach a driver's
+/// timeout measured on the counter without waiting it out. (Kernel timers
+/// keep the bottle's real clock.)
+pub fn advance_performance_counter(by: Duration) {
+    let ns = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+    COUNTER_AHEAD_NS.fetch_add(ns, Ordering::SeqCst);
+}
+
+/// `KeQueryPerformanceCounter` (10 MHz, `CLOCK_MONOTONIC`, plus what
+/// [`advance_performance_counter`] added).
 pub unsafe extern "win64" fn KeQueryPerformanceCounter(
     PerformanceFrequency: *mut LARGE_INTEGER,
 ) -> LARGE_INTEGER {
@@ -26,7 +41,8 @@ pub unsafe extern "win64" fn KeQueryPerformanceCounter(
             // SAFETY: a non-null pointer to a LARGE_INTEGER.
             unsafe { PerformanceFrequency.write_unaligned(PERFORMANCE_FREQUENCY) };
         }
-        (cpu::now_ns() / 100) as i64
+        let ns = cpu::now_ns().saturating_add(COUNTER_AHEAD_NS.load(Ordering::SeqCst));
+        (ns / 100) as i64
     })
 }
 

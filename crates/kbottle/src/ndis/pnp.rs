@@ -9,6 +9,13 @@
 //! provider (NDK characteristics and NDK attributes set), and
 //! `NetEventNDKEnable` only when `*NetworkDirect` allows NDK (0x7C / 0x22
 //! otherwise).
+//!
+//! NDIS documents that `NetEventNDKDisable` has NDIS and the drivers
+//! above start closing their NDK adapters and stays pending until all are
+//! closed. The bottle records the event and returns at once: the NDK
+//! consumers are the tests, which close when they choose, and a driver
+//! must not free what an open NDK adapter uses on the strength of the
+//! event having returned.
 
 // Each import's safety contract is its WDK documentation, and the caller is
 // the driver; the per-function docs say what the bottle checks instead.

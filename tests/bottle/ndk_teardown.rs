@@ -1,0 +1,151 @@
+//! The NDK disable → close sequence when V goes away with NDK adapters
+//! open (issue 23, item 5): an unbind raises `NetEventNDKDisable`, which
+//! has the consumers close their adapters, and V's halt frees the RNIC
+//! only after the last `CloseNDKAdapterHandler`, however long the consumer
+//! takes (SMB keeps its adapters open while it has I/O in flight).
+//!
+//! The bottle's `NdisMNetPnPEvent` returns at once (`kbottle::ndis::pnp`),
+//! the harder case for the driver: NDIS documents that the event stays
+//! pending until every adapter is closed, and a driver that relied on it
+//! would free the RNIC under open adapters should NDIS ever return early.
+//!
+//! Each test runs in a child process with a machine of its own.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kbottle::machine::AdapterId;
+use kbottle::ndis::state::{self, AdapterState};
+use kbottle::ndis::types::NetEventNDKDisable;
+use kbottle::{ke, verifier};
+use ndkpi::*;
+
+use crate::common::{READY, child_passes, is_child};
+use crate::defects::{Buffer, Pair, boot, complete, unload_clean};
+use crate::ndk::close_wait;
+use testkit::adapter::*;
+
+/// Longer than any bound the driver ever put on the wait for consumers
+/// (it gave up after 30 s).
+const SLOW_CONSUMER: Duration = Duration::from_secs(120);
+
+/// What the bottle's NDIS knows of adapter `id`: its state and the NDK
+/// adapters open on it.
+fn bottle_view(id: AdapterId) -> Option<(AdapterState, Vec<usize>)> {
+    state::with(|n| n.adapter_by_id(id.0).map(|a| (a.state, a.open_ndk.clone())))
+}
+
+/// An RDMA WRITE of 4 KiB from the first adapter of `pair` into the
+/// second's region, checked on arrival: the second's RNIC is alive.
+fn write_lands(pair: &Pair, context: usize, fill: u8) {
+    const LEN: usize = 4096;
+    let source = Buffer::new(LEN, fill);
+    let sges = [source.local(0, LEN, pair.qa.token)];
+    assert_eq!(
+        write(
+            pair.qa.qp,
+            context,
+            &sges,
+            pair.region.va as u64,
+            pair.region_token,
+            0
+        ),
+        STATUS_SUCCESS,
+        "NdkWrite"
+    );
+    assert_eq!(complete(pair.qa.cq, 1), vec![context]);
+    assert!(
+        pair.region.bytes()[..LEN].iter().all(|b| *b == fill),
+        "the WRITE landed in the second adapter's region"
+    );
+}
+
+/// An unbind of an adapter whose NDK consumer has a connected QP and a
+/// registered region open does not halt V until the consumer closed
+/// everything, even when the consumer takes longer than any timeout (the
+/// performance counter is moved past it): meanwhile the consumer's QP
+/// still takes requests, the bottle still has the NDK adapter open, and V
+/// is neither pausing nor halting. Once the consumer closes, the unbind
+/// finishes, nothing is left behind and nothing bugchecked (special
+/// checks on pool, timers and DPCs at free and unload).
+///
+/// Failed before the fix: the driver gave up waiting after 30 s of the
+/// performance counter and halted V; the bottle's halt then closed the
+/// NDK adapter on the consumer's behalf, under the consumer's open QP.
+#[test]
+fn unbind_waits_for_the_ndk_consumer_to_close() {
+    if !is_child() {
+        child_passes("ndk_teardown::unbind_waits_for_the_ndk_consumer_to_close");
+        return;
+    }
+    let machine = Arc::new(boot());
+    let pair = Pair::new(&machine, None, 8, 1 << 16);
+    write_lands(&pair, 1, 0x5a);
+    let b = pair.ids[1];
+    let seen = machine.pnp_events(b).len();
+    let unbound = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&unbound);
+    let unbinder = Arc::clone(&machine);
+    // Not scoped: a driver that hangs the unbind must fail this test, not
+    // hang it.
+    let unbind = std::thread::spawn(move || {
+        unbinder.halt(b);
+        done.store(true, Ordering::SeqCst);
+    });
+    let events = machine.wait_pnp_events(b, seen + 1, READY);
+    assert_eq!(
+        events.get(seen),
+        Some(&NetEventNDKDisable),
+        "the unbind's first step disables NDK: {events:?}"
+    );
+    ke::advance_performance_counter(SLOW_CONSUMER);
+    std::thread::sleep(Duration::from_secs(1));
+    let view = bottle_view(b);
+    assert!(
+        !unbound.load(Ordering::SeqCst),
+        "the unbind finished while the consumer still had its NDK adapter open"
+    );
+    assert!(
+        view.as_ref()
+            .is_some_and(|(s, open)| *s == AdapterState::Running
+                && open.contains(&(pair.b.adapter as usize))),
+        "V went on to pause or halt, or the NDK adapter was closed for the consumer, while the \
+         consumer still used it: {view:?}"
+    );
+    // The consumer still posts to its QP. (No transfer now: NDIS paused
+    // the binding below V before the unbind.)
+    assert_eq!(receive(pair.qb.qp, 3, &[]), STATUS_SUCCESS, "NdkReceive");
+    assert!(verifier::bugchecks().is_empty());
+
+    // The consumer closes everything on the second adapter, last the
+    // adapter itself; only then does the unbind finish.
+    let Pair {
+        a,
+        b: nic_b,
+        qa,
+        qb,
+        conn,
+        region_mr,
+        ids,
+        ..
+    } = pair;
+    close_wait(region_mr);
+    conn.close();
+    qb.close();
+    assert!(!unbound.load(Ordering::SeqCst), "unbound before the close");
+    machine.close_ndk(ids[1], nic_b.adapter);
+    unbind.join().expect("the unbind");
+    assert!(unbound.load(Ordering::SeqCst));
+    assert_eq!(
+        bottle_view(ids[1]).map(|v| v.0),
+        Some(AdapterState::Gone),
+        "V halted after the close"
+    );
+    qa.close();
+    machine.close_ndk(ids[0], a.adapter);
+    machine.halt(ids[0]);
+    assert!(verifier::bugchecks().is_empty());
+    let machine = Arc::into_inner(machine).expect("the unbind thread ended");
+    unload_clean(machine);
+}
