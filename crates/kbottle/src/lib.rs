@@ -79,6 +79,7 @@ pub mod pe;
 pub mod pool;
 pub mod segment;
 pub mod shared;
+pub mod special_pool;
 pub mod tap;
 pub mod tcpip;
 pub mod trap;

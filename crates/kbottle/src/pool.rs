@@ -7,7 +7,9 @@
 //! `POOL_FLAG_CACHE_ALIGNED`), page-aligned from a page up. Freed blocks
 //! are filled with [`FREED_FILL`] and held in a quarantine for a while, so
 //! a double free is told apart from a free of a foreign address and a
-//! use-after-free reads poison. Freeing a block that still holds an armed
+//! use-after-free reads poison. With special pool on
+//! ([`crate::special_pool`]) blocks sit against guard pages and freed
+//! ones are inaccessible, so the same mistakes fault at once. Freeing a block that still holds an armed
 //! timer, a queued DPC or a held spin lock stops the machine.
 
 // Each import's safety contract is its WDK documentation, and the caller is
@@ -27,6 +29,7 @@ use crate::cpu::{self, APC_LEVEL, DISPATCH_LEVEL};
 use crate::export;
 use crate::ke::{self, LiveKind};
 use crate::pe::Export;
+use crate::special_pool;
 use crate::verifier::{
     self, BAD_POOL_CALLER, DRIVER_VERIFIER_DETECTED_VIOLATION, KMODE_EXCEPTION_NOT_HANDLED,
     TIMER_OR_DPC_INVALID, firewall, lock,
@@ -82,8 +85,17 @@ struct Block {
     tag: u32,
     size: usize,
     flags: u64,
-    layout: Layout,
+    backing: Backing,
     caller: usize,
+}
+
+/// Where a block's memory came from.
+#[derive(Clone, Copy, Debug)]
+enum Backing {
+    /// The process heap, with this layout.
+    Heap(Layout),
+    /// Pages of its own ([`crate::special_pool`]).
+    Special,
 }
 
 #[derive(Debug, Default)]
@@ -203,11 +215,7 @@ pub fn allocate(flags: u64, size: usize, tag: u32, caller: usize) -> *mut u8 {
     } else {
         16
     };
-    let Ok(layout) = Layout::from_size_align(size, align) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: `layout` has a non-zero size (checked above).
-    let p = unsafe { std::alloc::alloc(layout) };
+    let (p, backing) = place(size, align);
     if p.is_null() {
         return p;
     }
@@ -225,12 +233,29 @@ pub fn allocate(flags: u64, size: usize, tag: u32, caller: usize) -> *mut u8 {
                 tag,
                 size,
                 flags,
-                layout,
+                backing,
                 caller,
             },
         );
     });
     p
+}
+
+/// Memory for a block of `size` (> 0) bytes aligned to `align`: on pages
+/// of its own with special pool on, else from the heap; null if there
+/// is none.
+fn place(size: usize, align: usize) -> (*mut u8, Backing) {
+    if let Some(special) = special_pool::config() {
+        return (
+            special_pool::allocate(size, align, special),
+            Backing::Special,
+        );
+    }
+    let Ok(layout) = Layout::from_size_align(size, align) else {
+        return (std::ptr::null_mut(), Backing::Special);
+    };
+    // SAFETY: `layout` has a non-zero size (the caller's contract).
+    (unsafe { std::alloc::alloc(layout) }, Backing::Heap(layout))
 }
 
 /// `ExFreePoolWithTag`: a naked thunk that passes the caller's return
@@ -255,9 +280,15 @@ pub fn free(addr: usize, tag: Option<u32>, caller: usize) {
     let block = with_pool(|pool| pool.live.remove(&addr));
     let Some(block) = block else { return };
     ke::forget_objects_in(addr..addr + block.size);
-    // SAFETY: `addr` was a live block of `size` bytes (it was in the
-    // table), now ours again.
-    unsafe { std::ptr::write_bytes(addr as *mut u8, FREED_FILL, block.size) };
+    match block.backing {
+        // SAFETY: `addr` was a live block of `size` bytes (it was in the
+        // table), now ours again.
+        Backing::Heap(_) => unsafe {
+            std::ptr::write_bytes(addr as *mut u8, FREED_FILL, block.size);
+        },
+        // Inaccessible from now on: a later access faults (0xD5).
+        Backing::Special => special_pool::free(addr),
+    }
     let released = with_pool(|pool| {
         pool.quarantine_bytes += block.size;
         pool.quarantine.push_back((addr, block));
@@ -267,7 +298,10 @@ pub fn free(addr: usize, tag: Option<u32>, caller: usize) {
                 break;
             };
             pool.quarantine_bytes -= b.size;
-            out.push((a, b.layout));
+            // Special blocks leave their own quarantine (special_pool).
+            if let Backing::Heap(layout) = b.backing {
+                out.push((a, layout));
+            }
         }
         out
     });

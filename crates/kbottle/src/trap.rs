@@ -23,7 +23,8 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::verifier::{
-    self, DRIVER_IRQL_NOT_LESS_OR_EQUAL, KERNEL_SECURITY_CHECK_FAILURE,
+    self, DRIVER_IRQL_NOT_LESS_OR_EQUAL, DRIVER_PAGE_FAULT_BEYOND_END_OF_ALLOCATION,
+    DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL, KERNEL_SECURITY_CHECK_FAILURE,
     KMODE_EXCEPTION_NOT_HANDLED, PAGE_FAULT_IN_NONPAGED_AREA, UNMODELLED,
 };
 
@@ -250,6 +251,13 @@ extern "C" fn trap_landing(what: u64, rip: u64, a: u64, b: u64, c: u64, d: u64) 
     let kind = Trapped::from_u8(what as u8);
     let reg = GPR_NAMES[((what >> 8) & 15) as usize];
     let at = crate::pe::describe(rip as usize);
+    let special = matches!(kind, Trapped::AccessRaised | Trapped::AccessPassive)
+        .then(|| crate::special_pool::classify(a as usize))
+        .flatten();
+    if let Some(fault) = special {
+        let (code, params, rule) = special_pool_fault(fault, a, c, rip, &at);
+        verifier::bugcheck(code, params, rule)
+    }
     let (code, params, rule) = match kind {
         Trapped::Cr8Read | Trapped::Cr8Write => (
             UNMODELLED,
@@ -306,6 +314,49 @@ extern "C" fn trap_landing(what: u64, rip: u64, a: u64, b: u64, c: u64, d: u64) 
         ),
     };
     verifier::bugcheck(code, params, rule)
+}
+
+/// A driver access `addr` that special pool caught: beyond a live
+/// block's end (0xD6) or into a freed one (0xD5); `access` is the trap's
+/// read (0) / write (1) / fetch (2 or 8) code.
+fn special_pool_fault(
+    fault: crate::special_pool::Fault,
+    addr: u64,
+    access: u64,
+    rip: u64,
+    at: &str,
+) -> (u32, [u64; 4], String) {
+    use crate::special_pool::Fault;
+    let write = u64::from(access == 1);
+    let verb = if write == 1 { "write" } else { "read" };
+    match fault {
+        Fault::BeyondEnd { block, size } => (
+            DRIVER_PAGE_FAULT_BEYOND_END_OF_ALLOCATION,
+            [addr, write, rip, 0],
+            format!(
+                "special pool: driver {verb} of {addr:#x}, outside the {size}-byte block at {block:#x} (offset {}), at {at}",
+                signed_offset(addr, block)
+            ),
+        ),
+        Fault::Freed { block, size } => (
+            DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL,
+            [addr, write, rip, 0],
+            format!(
+                "special pool: driver {verb} of {addr:#x} in the freed {size}-byte block at {block:#x} (offset {}), at {at}",
+                signed_offset(addr, block)
+            ),
+        ),
+    }
+}
+
+/// `addr - block` as `+0x..` or `-0x..`.
+fn signed_offset(addr: u64, block: usize) -> String {
+    let block = block as u64;
+    if addr >= block {
+        format!("+{:#x}", addr - block)
+    } else {
+        format!("-{:#x}", block - addr)
+    }
 }
 
 /// The handler of SIGSEGV, SIGILL, SIGTRAP and SIGBUS.

@@ -36,6 +36,10 @@ pub const DRIVER_VERIFIER_IOMANAGER_VIOLATION: u32 = 0xC9;
 pub const DRIVER_IRQL_NOT_LESS_OR_EQUAL: u32 = 0xD1;
 /// `PAGE_FAULT_IN_NONPAGED_AREA`.
 pub const PAGE_FAULT_IN_NONPAGED_AREA: u32 = 0x50;
+/// `DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL` (special pool).
+pub const DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL: u32 = 0xD5;
+/// `DRIVER_PAGE_FAULT_BEYOND_END_OF_ALLOCATION` (special pool).
+pub const DRIVER_PAGE_FAULT_BEYOND_END_OF_ALLOCATION: u32 = 0xD6;
 /// Not a Windows code ("KBOT"): the driver did something the bottle does
 /// not model (an inline CR8 move, a user-mode mapping, a wait on an object
 /// type it does not know). The rule text says what.
