@@ -42,6 +42,8 @@ mod pe_conformance;
 mod rping;
 #[path = "bottle/segment.rs"]
 mod segment;
+#[path = "bottle/shell_conformance.rs"]
+mod shell_conformance;
 #[path = "bottle/suite.rs"]
 mod suite;
 #[path = "bottle/tap.rs"]

@@ -21,6 +21,12 @@ use super::dma::KernelDma;
 use super::engine::{Engine, EngineWaker};
 use super::l2::L2Port;
 
+/// `FRMRPageCount` of V's RNIC: SMB Direct registers each I/O buffer,
+/// which need not start on a page, with one fast registration, and an
+/// unaligned 1 MiB buffer spans 257 pages (smbdirect logs an event for
+/// FRMR page counts it finds too small, at an unpublished threshold).
+pub const FRMR_PAGES: u32 = 512;
+
 /// A running software RNIC. Teardown order is [`RnicDevice::shutdown`]'s.
 #[derive(Debug)]
 pub struct RnicDevice {
@@ -51,14 +57,10 @@ impl RnicDevice {
             boxed(KernelDma::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?)?;
         let link: Box<dyn Link> = L2Port::link(port)?;
         let waker: Box<dyn Wake> = boxed(EngineWaker::new(&engine))?;
-        let rnic = SoftRnic::new(
-            DeviceConfig::new(Ipv4Addr::UNSPECIFIED, pmtu),
-            dma,
-            link,
-            clock::now_us(),
-            waker,
-        )
-        .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        let mut config = DeviceConfig::new(Ipv4Addr::UNSPECIFIED, pmtu);
+        config.max_fast_register_pages = FRMR_PAGES;
+        let rnic = SoftRnic::new(config, dma, link, clock::now_us(), waker)
+            .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         // The provider raises to DISPATCH_LEVEL around commands (the hwq
         // contract's IRQL rule); the device counts connection outcomes in

@@ -314,7 +314,7 @@ impl Pair {
     }
 
     /// Closes every NDK object and adapter, then halts both adapters.
-    fn close_and_halt(self, machine: &Machine) {
+    pub(crate) fn close_and_halt(self, machine: &Machine) {
         close_wait(self.region_mr);
         self.conn.close();
         self.qa.close();

@@ -57,6 +57,8 @@ pub struct DeviceConfig {
     /// whole datagram (the in-memory fabric): a UDP socket sends from the
     /// port it is bound to, and the ICRC covers the source port.
     pub per_qp_source_port: bool,
+    /// Pages one fast registration maps at most (`FRMRPageCount`).
+    pub max_fast_register_pages: u32,
 }
 
 impl DeviceConfig {
@@ -71,6 +73,8 @@ impl DeviceConfig {
             max_pds: 256,
             max_keys: 16384,
             per_qp_source_port: false,
+            // 1 MiB of page-aligned buffer.
+            max_fast_register_pages: 256,
         }
     }
 
@@ -84,7 +88,7 @@ impl DeviceConfig {
             max_srq_depth: 16384,
             max_cq_depth: 65536,
             max_registration: 1 << 32,
-            max_fast_register_pages: 256,
+            max_fast_register_pages: self.max_fast_register_pages,
             max_transfer: 1 << 30,
             max_inbound_reads: 16,
             max_outbound_reads: 16,

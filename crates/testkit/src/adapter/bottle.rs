@@ -227,9 +227,12 @@ pub fn open(v6: bool) -> (Bottled, *mut NDK_ADAPTER) {
 
 /// The capabilities of the software RNIC of a bottled adapter: the driver
 /// builds it from the same configuration (with no address: its addresses
-/// come later, from the stack).
+/// come later, from the stack), with 512 fast-register pages
+/// (`FRMR_PAGES` of the driver's `device.rs`).
 pub fn caps() -> hwq::device::DeviceCaps {
-    softrnic::device::DeviceConfig::new(Ipv4Addr::UNSPECIFIED, PMTU).caps()
+    let mut config = softrnic::device::DeviceConfig::new(Ipv4Addr::UNSPECIFIED, PMTU);
+    config.max_fast_register_pages = 512;
+    config.caps()
 }
 
 /// Another `NDK_ADAPTER` on the same miniport adapter, at `major.minor`.
