@@ -13,7 +13,7 @@
 //! (`com`, `cfg(windows)`): `no_std` with no C runtime, linked by rust-lld
 //! like `rsndk.sys`, exporting `DllGetClassObject`, `DllCanUnloadNow`,
 //! `DllRegisterServer` and `DllUnregisterServer` and nothing else. Its
-//! COM declarations (`sys`) are hand-written and checked against
+//! COM declarations ([`sys`]) are hand-written and checked against
 //! mingw-w64's `netcfgx.idl`/`netcfgn.idl` (`tests/com_layout.rs`).
 //!
 //! Build: `cargo build -p rsndknotify --target x86_64-pc-windows-msvc
@@ -30,6 +30,7 @@ pub mod guid;
 pub mod netcfg;
 pub mod notify;
 pub mod record;
+pub mod sys;
 
 pub use guid::Guid;
 pub use netcfg::{AdapterMedia, AdapterRegistry, BindingPath, Component, Failure, NetCfg};
