@@ -295,7 +295,7 @@ impl Model {
     fn add_protocol(&self, id: &str) -> Guid {
         let mut guid = Guid::default();
         self.session(false, |m| {
-            guid = m.add_node(id, 0, Kind::Protocol, AdapterMedia::default())
+            guid = m.add_node(id, 0, Kind::Protocol, AdapterMedia::default());
         });
         guid
     }
@@ -740,7 +740,7 @@ fn a_protocol_installed_while_muxed_binds_to_v_and_later_to_p() {
     let v = assert_muxed(&model, &p);
     let mut rspndr = Guid::default();
     model.session(false, |m| {
-        rspndr = m.add_node("ms_rspndr", 0, Kind::Protocol, AdapterMedia::default())
+        rspndr = m.add_node("ms_rspndr", 0, Kind::Protocol, AdapterMedia::default());
     });
     assert_eq!(model.enabled("ms_rspndr", &p), Some(false));
     assert_eq!(model.enabled("ms_rspndr", &v), Some(true));
