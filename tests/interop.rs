@@ -23,6 +23,8 @@ mod ndkperf_ping;
 mod netem;
 #[path = "interop/peer.rs"]
 mod peer;
+#[path = "interop/smb_compare.rs"]
+mod smb_compare;
 #[path = "interop/smb_lab.rs"]
 mod smb_lab;
 #[path = "interop/smbd_bottle.rs"]

@@ -18,39 +18,61 @@ const HOST_PART: u8 = 1;
 /// the root package has no `CARGO_BIN_EXE_` of another package's binary).
 fn ndkperf() -> &'static PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(&cargo)
-            .args(["build", "-q", "-p", "ndkperf", "--bin", "ndkperf"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run {cargo} to build ndkperf: {e}"));
-        assert!(
-            status.success(),
-            "`cargo build -p ndkperf` failed: {status}"
-        );
-        // This test binary is target/<profile>/deps/interop-HASH.
-        let exe = std::env::current_exe().expect("the test's own path");
-        let bin = exe
-            .parent()
-            .and_then(|deps| deps.parent())
-            .map(|profile| profile.join("ndkperf"))
-            .expect("target/<profile>/deps/");
-        assert!(
-            bin.is_file(),
-            "no ndkperf at {} after building it",
-            bin.display()
-        );
-        bin
-    })
+    BIN.get_or_init(|| build_ndkperf(false))
+}
+
+/// The `ndkperf` binary built with `--release`, as users run it (for
+/// CPU figures that compare with an optimized kernel client).
+pub fn release_ndkperf() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| build_ndkperf(true))
+}
+
+fn build_ndkperf(release: bool) -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(&cargo);
+    command
+        .args(["build", "-q", "-p", "ndkperf", "--bin", "ndkperf"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if release {
+        command.arg("--release");
+    }
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {cargo} to build ndkperf: {e}"));
+    assert!(
+        status.success(),
+        "`cargo build -p ndkperf` (release: {release}) failed: {status}"
+    );
+    // This test binary is target/<profile>/deps/interop-HASH.
+    let exe = std::env::current_exe().expect("the test's own path");
+    let target = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .and_then(|profile| profile.parent())
+        .expect("target/<profile>/deps/");
+    let bin = target
+        .join(if release { "release" } else { "debug" })
+        .join("ndkperf");
+    assert!(
+        bin.is_file(),
+        "no ndkperf at {} after building it",
+        bin.display()
+    );
+    bin
 }
 
 /// Runs `ndkperf ARGS` inside the lab's namespace.
 pub fn run_ndkperf(args: &[String]) -> Output {
-    let mut command = Command::new(ndkperf());
+    run_binary(ndkperf(), args)
+}
+
+/// Runs `bin ARGS` inside the lab's namespace.
+pub fn run_binary(bin: &PathBuf, args: &[String]) -> Output {
+    let mut command = Command::new(bin);
     command.args(args);
     check(shared_lab().netns().run(move || command.output()))
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", ndkperf().display()))
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()))
 }
 
 /// Panics with the tool's output unless it exited 0.

@@ -31,14 +31,14 @@ use crate::{check, shared_lab};
 const FILE: &str = "bottled.dat";
 
 /// A bottled V on a new tap of the lab's bridge at `host_part`.
-fn bottled_v(host_part: u8) -> TapV {
+pub fn bottled_v(host_part: u8) -> TapV {
     let fd = check(shared_lab().create_tap(&format!("rssmbd{host_part}")));
     TapV::join(fd, &[(Family::V4.lab_addr(host_part), 24)])
 }
 
 /// An `NDK_ADAPTER` of `v` as ndkperf's adapter: the bottle's page
 /// numbers, closed through the driver when the last holder drops it.
-fn ndkperf_adapter(v: &TapV) -> Arc<Adapter> {
+pub fn ndkperf_adapter(v: &TapV) -> Arc<Adapter> {
     let raw = v.open_ndk();
     let (machine, id) = (v.machine(), v.id);
     // SAFETY: `raw` was just opened on V, whose NDK entry points take
@@ -144,7 +144,7 @@ fn warmed_baseline(v: &TapV, host_part: u8, config: &KsmbdConfig) -> (Held, Stri
     (warm, kept)
 }
 
-fn session(server: Ipv4Addr, user: &str, password: &str) -> SessionConfig {
+pub fn session(server: Ipv4Addr, user: &str, password: &str) -> SessionConfig {
     // Unique per session is all a ClientGuid must be.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -165,7 +165,7 @@ fn session(server: Ipv4Addr, user: &str, password: &str) -> SessionConfig {
 }
 
 /// SMB Direct as `ndkperf smbd --server` offers it by default.
-fn smbd_config() -> SmbdConfig {
+pub fn smbd_config() -> SmbdConfig {
     SmbdConfig {
         credits: 255,
         max_send_size: 1364,
@@ -176,7 +176,7 @@ fn smbd_config() -> SmbdConfig {
     }
 }
 
-fn target(host_part: u8, share: &str) -> Target {
+pub fn target(host_part: u8, share: &str) -> Target {
     Target {
         local: Family::V4.lab_addr(host_part),
         server: SocketAddr::V4(SocketAddrV4::new(shared_lab().guest().ipv4(), SMB_PORT)),
@@ -186,7 +186,7 @@ fn target(host_part: u8, share: &str) -> Target {
     }
 }
 
-fn job(ops: u64, depth: usize, seed: u32) -> FileIo {
+pub fn job(ops: u64, depth: usize, seed: u32) -> FileIo {
     FileIo {
         io_size: 1 << 20,
         ops,
