@@ -3,9 +3,11 @@
 //! Per packet (each check a function of `checks.rs`): PSN check
 //! (expected → execute; ahead → one PSN sequence
 //! error NAK, then silence until the expected PSN arrives; behind →
-//! duplicate: SEND/WRITE are re-acknowledged without placing anything,
-//! READs are replayed from the saved IRD resource after the key is checked
-//! again), opcode sequence, length, key checks, then placement, completion
+//! duplicate: SEND/WRITE are re-acknowledged without placing anything, at
+//! the last SEND or WRITE executed (an ACK never names a READ's PSN: Linux
+//! rxe would complete the READ by it, without its data), READs are
+//! replayed from the saved IRD resource after the key is checked again),
+//! opcode sequence, length, key checks, then placement, completion
 //! of the receive, and an ACK (on AckReq, after `ack_coalesce` packets, or
 //! when the coalescing timer expires). Every refusal of the peer's request
 //! (class C: invalid request, remote access, remote operational) sends a
