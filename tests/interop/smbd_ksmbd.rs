@@ -126,6 +126,37 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// One `ndkperf smbd --server` run over `family` with `extra` flags that
+/// must succeed, the file on ksmbd's disk having the SHA-256 the tool
+/// printed; returns its stdout.
+fn verified_run(
+    family: Family,
+    config: &KsmbdConfig,
+    password: &PasswordFile,
+    extra: &[&str],
+    dmesg: &dyn Fn() -> String,
+) -> String {
+    let out = run_ndkperf(&args_over(family, config, password, extra));
+    assert!(
+        out.status.success(),
+        "ndkperf smbd --server {extra:?} ({family:?}) against ksmbd: {}\nguest's kernel log:\n{}",
+        text(&out),
+        dmesg()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let written = written_sha(&stdout);
+    let on_server = check(
+        shared_lab()
+            .guest()
+            .sha256(&format!("{}/{FILE}", config.share_path())),
+    );
+    assert_eq!(
+        on_server, written,
+        "{extra:?} ({family:?}): the file on ksmbd's disk differs from what ndkperf wrote:\n{stdout}"
+    );
+    stdout
+}
+
 #[test]
 fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
     let _serial = serial();
@@ -147,122 +178,44 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
     let pcap = lab.run_dir().join("smbd_ksmbd.pcap");
     let capture = check(lab.capture(lab.bridge(), &pcap));
     let started = Instant::now();
-    let out = run_ndkperf(&args(
-        &config,
-        &good,
-        &[
-            "--size",
-            "1M",
-            "--count",
-            &COUNT.to_string(),
-            "--depth",
-            "1",
-        ],
-    ));
+    let (count, deep_count, large_count) = (
+        COUNT.to_string(),
+        DEEP_COUNT.to_string(),
+        LARGE_COUNT.to_string(),
+    );
+    let one_by_one = ["--size", "1M", "--count", &count, "--depth", "1"];
+    let stdout = verified_run(Family::V4, &config, &good, &one_by_one, &dmesg);
     let elapsed = started.elapsed();
     let captured = check(capture.stop());
-    assert!(
-        out.status.success(),
-        "ndkperf smbd --server against ksmbd: {}\nguest's kernel log:\n{}",
-        text(&out),
-        dmesg()
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let written = written_sha(&stdout);
-    let on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
-    assert_eq!(
-        on_server, written,
-        "the file on ksmbd's disk differs from what ndkperf wrote:\n{stdout}"
-    );
-
     let capture_summary = decode(&captured.path);
 
     // Several I/Os in flight: ksmbd's credits and out-of-order answers.
-    let deep = run_ndkperf(&args(
-        &config,
-        &good,
-        &[
-            "--size",
-            "1M",
-            "--count",
-            &DEEP_COUNT.to_string(),
-            "--depth",
-            "4",
-        ],
-    ));
-    assert!(
-        deep.status.success(),
-        "ndkperf smbd --server --depth 4 against ksmbd: {}\nguest's kernel log:\n{}",
-        text(&deep),
-        dmesg()
-    );
-    let deep_stdout = String::from_utf8_lossy(&deep.stdout).into_owned();
-    let deep_sha = written_sha(&deep_stdout);
-    let deep_on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
-    assert_eq!(
-        deep_on_server, deep_sha,
-        "at depth 4 the file on ksmbd's disk differs from what ndkperf wrote:\n{deep_stdout}"
-    );
+    let deep = ["--size", "1M", "--count", &deep_count, "--depth", "4"];
+    let deep_stdout = verified_run(Family::V4, &config, &good, &deep, &dmesg);
 
     // I/Os of four fast registrations each: four descriptors per READ
     // and WRITE, one token invalidated by ksmbd, three by the client.
-    let large = run_ndkperf(&args(
-        &config,
-        &good,
-        &[
-            "--size",
-            "4M",
-            "--count",
-            &LARGE_COUNT.to_string(),
-            "--depth",
-            "2",
-        ],
-    ));
-    assert!(
-        large.status.success(),
-        "ndkperf smbd --server --size 4M against ksmbd: {}\nguest's kernel log:\n{}",
-        text(&large),
-        dmesg()
-    );
-    let large_stdout = String::from_utf8_lossy(&large.stdout).into_owned();
+    let large = ["--size", "4M", "--count", &large_count, "--depth", "2"];
+    let large_stdout = verified_run(Family::V4, &config, &good, &large, &dmesg);
     assert!(
         large_stdout.contains("4 descriptor(s) of up to 256 pages per I/O"),
         "4 MiB I/Os in four descriptors:\n{large_stdout}"
     );
-    let large_sha = written_sha(&large_stdout);
-    let large_on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
-    assert_eq!(
-        large_on_server, large_sha,
-        "with 4 MiB I/Os the file on ksmbd's disk differs from what ndkperf wrote:\n{large_stdout}"
+
+    // Above ksmbd's NEGOTIATE grant (MaxReadSize/MaxWriteSize 4 MiB):
+    // refused in one line before any I/O.
+    let too_large = run_ndkperf(&args(&config, &good, &["--size", "8M", "--count", "1"]));
+    let too_large_err = String::from_utf8_lossy(&too_large.stderr).into_owned();
+    assert!(
+        too_large.status.code() == Some(2)
+            && too_large_err.lines().count() == 1
+            && too_large_err.contains("--size 8M is more than the server takes per I/O (4M)"),
+        "--size 8M against ksmbd's 4 MiB grant: {}",
+        text(&too_large)
     );
 
-    // The same over IPv6 (fd77::1 -> fd77::2).
-    let v6 = run_ndkperf(&args_over(
-        Family::V6,
-        &config,
-        &good,
-        &[
-            "--size",
-            "1M",
-            "--count",
-            &COUNT.to_string(),
-            "--depth",
-            "1",
-        ],
-    ));
-    assert!(
-        v6.status.success(),
-        "ndkperf smbd --server over IPv6 against ksmbd: {}\nguest's kernel log:\n{}",
-        text(&v6),
-        dmesg()
-    );
-    let v6_stdout = String::from_utf8_lossy(&v6.stdout).into_owned();
-    let v6_sha = written_sha(&v6_stdout);
-    let v6_on_server = check(server.sha256(&format!("{}/{FILE}", config.share_path())));
-    assert_eq!(
-        v6_on_server, v6_sha,
-        "over IPv6 the file on ksmbd's disk differs from what ndkperf wrote:\n{v6_stdout}"
-    );
+    // The first run over IPv6 (fd77::1 -> fd77::2).
+    let v6_stdout = verified_run(Family::V6, &config, &good, &one_by_one, &dmesg);
 
     let bad = PasswordFile::new("bad", "not the password");
     let refused = run_ndkperf(&args(&config, &bad, &["--size", "64K", "--count", "1"]));
@@ -280,8 +233,9 @@ fn ndkperf_smbd_client_round_trips_a_file_through_ksmbd() {
     );
     check(server.stop_ksmbd());
     eprintln!(
-        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}at depth 4:\n{deep_stdout}4 MiB I/Os:\n{large_stdout}over IPv6:\n{v6_stdout}{capture_summary}",
-        elapsed.as_secs_f64()
+        "ndkperf smbd --server against ksmbd ({:.1} s in all):\n{stdout}at depth 4:\n{deep_stdout}4 MiB I/Os:\n{large_stdout}over IPv6:\n{v6_stdout}--size 8M: {}{capture_summary}",
+        elapsed.as_secs_f64(),
+        too_large_err
     );
 }
 

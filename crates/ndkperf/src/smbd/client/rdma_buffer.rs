@@ -28,6 +28,10 @@
 //! channel READ/WRITE size check is that 8 MiB (smb2pdu.c:6523/6780),
 //! not the NEGOTIATE MaxReadSize/MaxWriteSize of 4 MiB it grants
 //! (smb2pdu.c:1245-1246, SMB3_DEFAULT_IOSIZE); the client keeps to both.
+//! Older ksmbd (the 2022 "validate buffer descriptor structures" change,
+//! before multiple descriptors were handled) refused any count but one
+//! with EINVAL: against such a server keep `--size` within one fast
+//! registration.
 
 use ndkpi::{
     NDK_LOGICAL_ADDRESS, NDK_OP_FLAG_ALLOW_LOCAL_WRITE, NDK_OP_FLAG_ALLOW_REMOTE_READ,
