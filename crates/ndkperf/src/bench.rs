@@ -3,7 +3,7 @@
 //! Protocol: the client's connect private data carries the run's
 //! parameters ([`Params`], 56 bytes); the server sizes its buffers from
 //! them and answers in the accept private data with its buffer's address
-//! and token ([`Welcome`]). The client runs the measured loop, then sends a
+//! and token (`Welcome`). The client runs the measured loop, then sends a
 //! DONE control message; the server checks what it must check and answers
 //! with an ACK carrying its mismatch count. The same code runs both sides
 //! in one process (two threads, two adapters) or in two processes.
