@@ -21,12 +21,9 @@ use ndis::{
     NDIS_MINIPORT_ADAPTER_ATTRIBUTES, NDIS_MINIPORT_ADAPTER_GENERAL_ATTRIBUTES,
     NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES, NDIS_MINIPORT_ADAPTER_REGISTRATION_ATTRIBUTES,
     NDIS_MINIPORT_ATTRIBUTES_NO_HALT_ON_SUSPEND, NDIS_MINIPORT_INIT_PARAMETERS,
-    NDIS_NDK_CAPABILITIES, NDIS_STATISTICS_GEN_STATISTICS_SUPPORTED,
-    NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED, NDIS_STATISTICS_RCV_OK_SUPPORTED,
-    NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED, NDIS_STATISTICS_XMIT_ERROR_SUPPORTED,
-    NDIS_STATISTICS_XMIT_OK_SUPPORTED, NET_PNP_EVENT_NOTIFICATION, NdisAllocateIoWorkItem,
-    NdisFreeIoWorkItem, NdisIfAddIfStackEntry, NdisIfDeleteIfStackEntry, NdisInterfaceInternal,
-    NdisMNetPnPEvent, NdisMSetMiniportAttributes, NdisMedium802_3, NdisPauseFunctionsUnsupported,
+    NDIS_NDK_CAPABILITIES, NET_PNP_EVENT_NOTIFICATION, NdisAllocateIoWorkItem, NdisFreeIoWorkItem,
+    NdisIfAddIfStackEntry, NdisIfDeleteIfStackEntry, NdisInterfaceInternal, NdisMNetPnPEvent,
+    NdisMSetMiniportAttributes, NdisMedium802_3, NdisPauseFunctionsUnsupported,
     NdisQueueIoWorkItem, NetEventNDKDisable, NetEventNDKEnable,
 };
 use ndkpi::{
@@ -43,7 +40,7 @@ use super::config::{AdapterConfig, read_config};
 use super::device::RnicDevice;
 use super::l2::L2Port;
 use super::log::{log_error, log_info};
-use super::mux::{INSTANCE_HALTING, INSTANCE_NONE, INSTANCE_UP, Mux};
+use super::mux::{INSTANCE_HALTING, INSTANCE_NONE, INSTANCE_UP, Mux, SUPPORTED_STATISTICS};
 use super::oid::SUPPORTED_OIDS;
 use super::protocol::oid_forward::ForwardSlot;
 
@@ -313,13 +310,8 @@ impl Adapter {
         general.IfType = lower.if_type;
         // RFC 2665: TRUE only for a physical adapter.
         general.IfConnectorPresent = 0;
-        // OID_GEN_STATISTICS answers these (see `oid`).
-        general.SupportedStatistics = NDIS_STATISTICS_GEN_STATISTICS_SUPPORTED
-            | NDIS_STATISTICS_XMIT_OK_SUPPORTED
-            | NDIS_STATISTICS_RCV_OK_SUPPORTED
-            | NDIS_STATISTICS_XMIT_ERROR_SUPPORTED
-            | NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED
-            | NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED;
+        // What OID_GEN_STATISTICS and the counter OIDs answer.
+        general.SupportedStatistics = SUPPORTED_STATISTICS;
         general.SupportedPauseFunctions = NdisPauseFunctionsUnsupported as u32;
         general.SupportedOidList = SUPPORTED_OIDS.as_ptr().cast_mut();
         general.SupportedOidListLength = size_of_val(SUPPORTED_OIDS) as u32;

@@ -21,7 +21,11 @@ use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+
+mod traffic;
+
+pub use traffic::{Direction, SUPPORTED_STATISTICS, TrafficStats};
 
 use ndis::{
     NDIS_HANDLE, NDIS_LINK_STATE, NDIS_STATUS_INDICATION, NDIS_STATUS_LINK_STATE, NDIS_STRING,
@@ -45,22 +49,6 @@ pub const INSTANCE_HALTING: u32 = 3;
 
 /// `NdisDeviceStateD0`.
 pub const DEVICE_STATE_D0: i32 = 1;
-
-/// V's frame counters (`OID_GEN_XMIT_OK`, `OID_GEN_RCV_OK`,
-/// `OID_GEN_STATISTICS`), counted by the data path per NBL.
-#[derive(Debug, Default)]
-pub struct TrafficStats {
-    /// Sends P completed with success.
-    pub out_ok: AtomicU64,
-    /// Sends P completed with a failure, or that could not be sent.
-    pub out_errors: AtomicU64,
-    /// Sends refused because V or the binding was paused.
-    pub out_discards: AtomicU64,
-    /// Receives indicated up on V.
-    pub in_ok: AtomicU64,
-    /// Receives not indicated because V was paused or in low power.
-    pub in_discards: AtomicU64,
-}
 
 /// V as the protocol edge sees it.
 pub struct Virtual {

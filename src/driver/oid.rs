@@ -31,11 +31,7 @@ use ndis::{
     OID_GEN_VENDOR_DRIVER_VERSION, OID_GEN_VENDOR_ID, OID_GEN_XMIT_ERROR, OID_GEN_XMIT_OK,
     OID_NDK_CONNECTIONS, OID_NDK_LOCAL_ENDPOINTS, OID_NDK_SET_STATE, OID_NDK_STATISTICS,
 };
-use ndis::{
-    NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS, NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS,
-    NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR, NDIS_STATISTICS_INFO, OID_GEN_LINK_SPEED,
-    OID_GEN_STATISTICS, OID_PNP_QUERY_POWER, OID_PNP_SET_POWER,
-};
+use ndis::{OID_GEN_LINK_SPEED, OID_GEN_STATISTICS, OID_PNP_QUERY_POWER, OID_PNP_SET_POWER};
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_NOT_SUPPORTED, NDIS_STATUS_SUCCESS};
 
 use super::adapter::{Adapter, MAC_OPTIONS};
@@ -191,29 +187,17 @@ fn query(adapter: &Adapter, query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION) -> N
             },
         ),
         OID_GEN_MAXIMUM_SEND_PACKETS => u32_answer(query, MAX_SEND_PACKETS),
-        OID_GEN_XMIT_OK => answer(query, &stats.out_ok.load(Ordering::Relaxed).to_ne_bytes()),
-        OID_GEN_RCV_OK => answer(query, &stats.in_ok.load(Ordering::Relaxed).to_ne_bytes()),
-        OID_GEN_XMIT_ERROR => answer(
-            query,
-            &stats.out_errors.load(Ordering::Relaxed).to_ne_bytes(),
-        ),
-        OID_GEN_RCV_NO_BUFFER => answer(
-            query,
-            &stats.in_discards.load(Ordering::Relaxed).to_ne_bytes(),
-        ),
+        OID_GEN_XMIT_OK => answer(query, &stats.frames_out().to_ne_bytes()),
+        OID_GEN_RCV_OK => answer(query, &stats.frames_in().to_ne_bytes()),
+        OID_GEN_XMIT_ERROR => answer(query, &stats.out_errors().to_ne_bytes()),
+        OID_GEN_RCV_NO_BUFFER => answer(query, &stats.in_discards().to_ne_bytes()),
         // Frames are not checked for errors or collisions here (P does).
         OID_GEN_RCV_ERROR
         | OID_802_3_RCV_ERROR_ALIGNMENT
         | OID_802_3_XMIT_ONE_COLLISION
         | OID_802_3_XMIT_MORE_COLLISIONS => answer(query, &0u64.to_ne_bytes()),
         OID_GEN_STATISTICS => {
-            let mut info = NDIS_STATISTICS_INFO::new();
-            info.SupportedStatistics = NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS
-                | NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR
-                | NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS;
-            info.ifInDiscards = stats.in_discards.load(Ordering::Relaxed);
-            info.ifOutErrors = stats.out_errors.load(Ordering::Relaxed);
-            info.ifOutDiscards = stats.out_discards.load(Ordering::Relaxed);
+            let info = stats.statistics_info();
             answer(query, bytes_of(&info))
         }
         OID_802_3_PERMANENT_ADDRESS | OID_802_3_CURRENT_ADDRESS => answer(query, &lower.mac),

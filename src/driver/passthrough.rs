@@ -39,7 +39,7 @@ use ndis::{
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_RESOURCES, NDIS_STATUS_SUCCESS, ULONG};
 
 use super::alloc::POOL_TAG;
-use super::mux::{DEVICE_STATE_D0, Mux};
+use super::mux::{DEVICE_STATE_D0, Direction, Mux, TrafficStats};
 
 /// What a sent NBL carries in its context area while P has it (the
 /// sample's `IM_NBL_ENTRY`), padded to `MEMORY_ALLOCATION_ALIGNMENT`.
@@ -114,6 +114,30 @@ unsafe fn chain_len(mut at: *mut NET_BUFFER_LIST) -> u32 {
     count
 }
 
+/// Counts the frames of a chain V refuses as discarded.
+///
+/// # Safety
+/// `lists` is a chain the caller holds for the call.
+unsafe fn discard_chain(stats: &TrafficStats, lists: NonNull<NET_BUFFER_LIST>) {
+    let mut at = lists.as_ptr();
+    while let Some(nbl) = NonNull::new(at) {
+        // SAFETY: an NBL of the caller's chain, held for the call (this
+        // function's contract).
+        let nbl = unsafe { nbl.as_ref() };
+        stats.out_discard(nbl);
+        at = nbl.Next;
+    }
+}
+
+/// Counts the frames of an NBL P completed: sent, or failed.
+fn count_completed(stats: &TrafficStats, nbl: &NET_BUFFER_LIST) {
+    if nbl.Status == NDIS_STATUS_SUCCESS {
+        stats.count(Direction::Out, nbl);
+    } else {
+        stats.out_error(nbl);
+    }
+}
+
 /// Completes a whole chain up on V with `status`.
 ///
 /// # Safety
@@ -175,14 +199,16 @@ pub unsafe fn send(
     let count = unsafe { chain_len(lists.as_ptr()) };
     let stats = &mux.virt.stats;
     if !mux.virt.nbls_out(count) {
-        stats.out_discards.fetch_add(u64::from(count), Relaxed);
+        // SAFETY: V holds the chain for the call.
+        unsafe { discard_chain(stats, lists) };
         // SAFETY: V's chain, completed once.
         unsafe { complete_up(miniport, lists, NDIS_STATUS_PAUSED, complete_flags) };
         return;
     }
     let binding = &mux.binding;
     if !binding.is_powered() || !binding.enter_sends(count) {
-        stats.out_discards.fetch_add(u64::from(count), Relaxed);
+        // SAFETY: V holds the chain for the call.
+        unsafe { discard_chain(stats, lists) };
         // SAFETY: V's handle and the chain NDIS handed V (this function's
         // contract), not yet completed; completed once here.
         unsafe { complete_up(miniport, lists, NDIS_STATUS_PAUSED, complete_flags) };
@@ -204,6 +230,8 @@ pub unsafe fn send(
         if status != NDIS_STATUS_SUCCESS {
             // SAFETY: V holds the NBL.
             unsafe { (*nbl.as_ptr()).Status = NDIS_STATUS_RESOURCES };
+            // SAFETY: V holds the NBL.
+            stats.out_error(unsafe { nbl.as_ref() });
             failed.push(nbl);
             continue;
         }
@@ -221,7 +249,6 @@ pub unsafe fn send(
         down.push(nbl);
     }
     if let Some(head) = failed.head() {
-        stats.out_errors.fetch_add(u64::from(failed.count), Relaxed);
         binding.sends_completed(failed.count);
         // SAFETY: V's NBLs that were not sent, completed once.
         unsafe { NdisMSendNetBufferListsComplete(miniport, head.as_ptr(), complete_flags) };
@@ -259,6 +286,8 @@ pub unsafe fn send_complete(mux: &Mux, lists: NonNull<NET_BUFFER_LIST>, flags: U
         if let Some(port) = port
             && port.owns(nbl_ref)
         {
+            // The RNIC's frames count as V's traffic too.
+            count_completed(stats, nbl_ref);
             port.send_complete(nbl);
             own += 1;
             continue;
@@ -271,11 +300,7 @@ pub unsafe fn send_complete(mux: &Mux, lists: NonNull<NET_BUFFER_LIST>, flags: U
         unsafe { NdisFreeNetBufferListContext(nbl.as_ptr(), SEND_CONTEXT_SIZE) };
         // SAFETY: the NBL is ours until completed up.
         unsafe { (*nbl.as_ptr()).SourceHandle = previous_source };
-        if nbl_ref.Status == NDIS_STATUS_SUCCESS {
-            stats.out_ok.fetch_add(1, Relaxed);
-        } else {
-            stats.out_errors.fetch_add(1, Relaxed);
-        }
+        count_completed(stats, nbl_ref);
         up.push(nbl);
     }
     let complete_flags = if flags & NDIS_SEND_COMPLETE_FLAGS_DISPATCH_LEVEL != 0 {
@@ -342,8 +367,11 @@ pub unsafe fn receive(
             let taken = port.is_some_and(|port| port.take_received(unsafe { nbl.as_ref() }));
             if taken {
                 // The RNIC has it; P gets it back.
+                // SAFETY: P's NBL, ours for the call.
+                virt.stats.count(Direction::In, unsafe { nbl.as_ref() });
             } else if virt.power_state.load(Relaxed) == DEVICE_STATE_D0 && virt.nbls_out(1) {
-                virt.stats.in_ok.fetch_add(1, Relaxed);
+                // SAFETY: P's NBL, ours until indicated below.
+                virt.stats.count(Direction::In, unsafe { nbl.as_ref() });
                 let up_flags = if can_pend {
                     flags
                 } else {
@@ -368,7 +396,8 @@ pub unsafe fn receive(
                     virt.nbls_returned(1);
                 }
             } else {
-                virt.stats.in_discards.fetch_add(1, Relaxed);
+                // SAFETY: P's NBL, ours for the call.
+                virt.stats.in_discard(unsafe { nbl.as_ref() });
             }
         }
         if keep {

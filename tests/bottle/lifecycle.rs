@@ -200,8 +200,8 @@ fn check_general_oids(machine: &Machine, a: AdapterId) {
     assert_eq!(query(machine, a, OID_GEN_CURRENT_PACKET_FILTER, 4), filter);
 }
 
-/// `OID_GEN_STATISTICS` after three sends V discarded (its binding to the
-/// NIC paused: completed `NDIS_STATUS_PAUSED`), `OID_NDK_STATISTICS`, and
+/// `OID_GEN_STATISTICS` after three (empty) sends V discarded (its binding
+/// to the NIC paused: completed `NDIS_STATUS_PAUSED`), `OID_NDK_STATISTICS`, and
 /// the (empty) `OID_NDK_CONNECTIONS` / `OID_NDK_LOCAL_ENDPOINTS`. The
 /// stack above V may send frames of its own (neighbour discovery) while
 /// the binding is paused: V discards those too, and the stack sees them
@@ -227,10 +227,10 @@ fn check_statistics_oids(machine: &Machine, a: AdapterId) {
     }
     let discarded = out_discards(machine) - discarded;
     let stack_failed = machine.upper_sends(a).failed - stack_failed;
+    // V counts frames (NET_BUFFERs); the bottle's three lists carry none.
     assert!(
-        (3..=3 + stack_failed).contains(&discarded),
-        "{discarded} sends discarded: our three and at most the {stack_failed} of the stack's \
-         that failed"
+        discarded <= stack_failed,
+        "{discarded} frames discarded: at most the {stack_failed} of the stack's that failed"
     );
     let stats: NDIS_STATISTICS_INFO = read(&query(machine, a, OID_GEN_STATISTICS, 512));
     assert_eq!(

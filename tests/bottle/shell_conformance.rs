@@ -5,7 +5,39 @@
 //!
 //! Tests that boot their own machine run in a child process.
 
+use std::time::Duration;
+
+use kbottle::Machine;
+use kbottle::machine::AdapterId;
 use kbottle::mm;
+use kbottle::ndis::types::{
+    NDIS_STATISTICS_BROADCAST_BYTES_RCV_SUPPORTED, NDIS_STATISTICS_BROADCAST_BYTES_XMIT_SUPPORTED,
+    NDIS_STATISTICS_BROADCAST_FRAMES_RCV_SUPPORTED,
+    NDIS_STATISTICS_BROADCAST_FRAMES_XMIT_SUPPORTED, NDIS_STATISTICS_BYTES_RCV_SUPPORTED,
+    NDIS_STATISTICS_BYTES_XMIT_SUPPORTED, NDIS_STATISTICS_DIRECTED_BYTES_RCV_SUPPORTED,
+    NDIS_STATISTICS_DIRECTED_BYTES_XMIT_SUPPORTED, NDIS_STATISTICS_DIRECTED_FRAMES_RCV_SUPPORTED,
+    NDIS_STATISTICS_DIRECTED_FRAMES_XMIT_SUPPORTED,
+    NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_RCV,
+    NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_XMIT,
+    NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_RCV,
+    NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_XMIT, NDIS_STATISTICS_FLAGS_VALID_BYTES_RCV,
+    NDIS_STATISTICS_FLAGS_VALID_BYTES_XMIT, NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_RCV,
+    NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_XMIT,
+    NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_RCV,
+    NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_XMIT,
+    NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_RCV,
+    NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_XMIT,
+    NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_RCV,
+    NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_XMIT, NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS,
+    NDIS_STATISTICS_FLAGS_VALID_RCV_ERROR, NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS,
+    NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR, NDIS_STATISTICS_INFO,
+    NDIS_STATISTICS_MULTICAST_BYTES_RCV_SUPPORTED, NDIS_STATISTICS_MULTICAST_BYTES_XMIT_SUPPORTED,
+    NDIS_STATISTICS_MULTICAST_FRAMES_RCV_SUPPORTED,
+    NDIS_STATISTICS_MULTICAST_FRAMES_XMIT_SUPPORTED, NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED,
+    NDIS_STATISTICS_RCV_ERROR_SUPPORTED, NDIS_STATISTICS_RCV_OK_SUPPORTED,
+    NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED, NDIS_STATISTICS_XMIT_ERROR_SUPPORTED,
+    NDIS_STATISTICS_XMIT_OK_SUPPORTED, OID_GEN_RCV_OK, OID_GEN_STATISTICS, OID_GEN_XMIT_OK,
+};
 use ndkpi::*;
 
 use crate::common::{child_passes, is_child};
@@ -101,4 +133,250 @@ fn an_unaligned_mebibyte_takes_one_fast_registration() {
     assert!(kbottle::verifier::bugchecks().is_empty());
     pair.close_and_halt(&machine);
     unload_clean(machine);
+}
+
+/// Each `NDIS_STATISTICS_*_SUPPORTED` flag of V's general attributes that
+/// `OID_GEN_STATISTICS` answers, with the `NDIS_STATISTICS_FLAGS_VALID_*`
+/// flags that answer it.
+const STATISTICS: [(u32, &str, u32); 20] = [
+    (
+        NDIS_STATISTICS_XMIT_OK_SUPPORTED,
+        "XMIT_OK",
+        NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_XMIT
+            | NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_XMIT
+            | NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_RCV_OK_SUPPORTED,
+        "RCV_OK",
+        NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_RCV
+            | NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_RCV
+            | NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_XMIT_ERROR_SUPPORTED,
+        "XMIT_ERROR",
+        NDIS_STATISTICS_FLAGS_VALID_XMIT_ERROR,
+    ),
+    (
+        NDIS_STATISTICS_RCV_ERROR_SUPPORTED,
+        "RCV_ERROR",
+        NDIS_STATISTICS_FLAGS_VALID_RCV_ERROR,
+    ),
+    (
+        NDIS_STATISTICS_DIRECTED_BYTES_XMIT_SUPPORTED,
+        "DIRECTED_BYTES_XMIT",
+        NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_DIRECTED_FRAMES_XMIT_SUPPORTED,
+        "DIRECTED_FRAMES_XMIT",
+        NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_MULTICAST_BYTES_XMIT_SUPPORTED,
+        "MULTICAST_BYTES_XMIT",
+        NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_MULTICAST_FRAMES_XMIT_SUPPORTED,
+        "MULTICAST_FRAMES_XMIT",
+        NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_BROADCAST_BYTES_XMIT_SUPPORTED,
+        "BROADCAST_BYTES_XMIT",
+        NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_BROADCAST_FRAMES_XMIT_SUPPORTED,
+        "BROADCAST_FRAMES_XMIT",
+        NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_DIRECTED_BYTES_RCV_SUPPORTED,
+        "DIRECTED_BYTES_RCV",
+        NDIS_STATISTICS_FLAGS_VALID_DIRECTED_BYTES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_DIRECTED_FRAMES_RCV_SUPPORTED,
+        "DIRECTED_FRAMES_RCV",
+        NDIS_STATISTICS_FLAGS_VALID_DIRECTED_FRAMES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_MULTICAST_BYTES_RCV_SUPPORTED,
+        "MULTICAST_BYTES_RCV",
+        NDIS_STATISTICS_FLAGS_VALID_MULTICAST_BYTES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_MULTICAST_FRAMES_RCV_SUPPORTED,
+        "MULTICAST_FRAMES_RCV",
+        NDIS_STATISTICS_FLAGS_VALID_MULTICAST_FRAMES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_BROADCAST_BYTES_RCV_SUPPORTED,
+        "BROADCAST_BYTES_RCV",
+        NDIS_STATISTICS_FLAGS_VALID_BROADCAST_BYTES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_BROADCAST_FRAMES_RCV_SUPPORTED,
+        "BROADCAST_FRAMES_RCV",
+        NDIS_STATISTICS_FLAGS_VALID_BROADCAST_FRAMES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_BYTES_RCV_SUPPORTED,
+        "BYTES_RCV",
+        NDIS_STATISTICS_FLAGS_VALID_BYTES_RCV,
+    ),
+    (
+        NDIS_STATISTICS_BYTES_XMIT_SUPPORTED,
+        "BYTES_XMIT",
+        NDIS_STATISTICS_FLAGS_VALID_BYTES_XMIT,
+    ),
+    (
+        NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED,
+        "RCV_DISCARDS",
+        NDIS_STATISTICS_FLAGS_VALID_RCV_DISCARDS,
+    ),
+    (
+        NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED,
+        "XMIT_DISCARDS",
+        NDIS_STATISTICS_FLAGS_VALID_XMIT_DISCARDS,
+    ),
+];
+
+/// `OID_GEN_STATISTICS` of adapter `a`.
+fn statistics(machine: &Machine, a: AdapterId) -> NDIS_STATISTICS_INFO {
+    let mut buf = vec![0u8; size_of::<NDIS_STATISTICS_INFO>()];
+    let n = machine
+        .oid_query(a, OID_GEN_STATISTICS, &mut buf)
+        .unwrap_or_else(|s| panic!("OID_GEN_STATISTICS: {:#010x}", s as u32));
+    assert_eq!(n, buf.len(), "OID_GEN_STATISTICS answer size");
+    // SAFETY: a buffer of the structure's size, read unaligned.
+    unsafe { buf.as_ptr().cast::<NDIS_STATISTICS_INFO>().read_unaligned() }
+}
+
+/// A 64-bit counter OID of adapter `a`.
+fn counter(machine: &Machine, a: AdapterId, oid: u32) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = machine
+        .oid_query(a, oid, &mut buf)
+        .unwrap_or_else(|s| panic!("OID {oid:#010x}: {:#010x}", s as u32));
+    assert_eq!(n, 8, "OID {oid:#010x} answer size");
+    u64::from_ne_bytes(buf)
+}
+
+/// V's general attributes advertise exactly the statistics
+/// `OID_GEN_STATISTICS` fills (every `SUPPORTED` flag with a `VALID`
+/// counterpart has it, and every `VALID` flag is advertised), as NDIS 6
+/// asks of a miniport ("must support all statistics"); after pings
+/// between two adapters the counters are what went through V: unicast
+/// frames both ways, the ARP broadcast, octets of every class, and
+/// `OID_GEN_XMIT_OK`/`OID_GEN_RCV_OK` the sums of the frame counters.
+/// Failed before the fix: XMIT_OK/RCV_OK advertised, but only the discard
+/// and error counters valid.
+#[test]
+fn statistics_advertised_are_the_statistics_filled() {
+    let machine = crate::common::machine();
+    let (a, _) = crate::common::adapter();
+    let (b, ip_b) = crate::common::adapter();
+    let advertised = machine
+        .general_attributes(a)
+        .expect("general attributes")
+        .supported_statistics;
+    let valid = statistics(machine, a).SupportedStatistics;
+    let mut mismatches = Vec::new();
+    let mut covered = 0;
+    for (supported, name, flags) in &STATISTICS {
+        covered |= flags;
+        let advertises = advertised & supported != 0;
+        let fills = valid & flags == *flags;
+        if advertises != fills {
+            mismatches.push(format!(
+                "{name}: advertised {advertises}, filled (VALID {flags:#x}) {fills}"
+            ));
+        }
+    }
+    if valid & !covered != 0 {
+        mismatches.push(format!(
+            "VALID flags {:#x} not advertised",
+            valid & !covered
+        ));
+    }
+    assert!(
+        mismatches.is_empty(),
+        "advertised {advertised:#x}, valid {valid:#x}:\n{}",
+        mismatches.join("\n")
+    );
+    assert!(
+        advertised & NDIS_STATISTICS_XMIT_OK_SUPPORTED != 0
+            && advertised & NDIS_STATISTICS_RCV_OK_SUPPORTED != 0,
+        "V counts its frames: {advertised:#x}"
+    );
+
+    let before = statistics(machine, a);
+    for _ in 0..3 {
+        assert!(
+            machine.ping(a, ip_b.into(), Duration::from_secs(5)),
+            "ping {ip_b}"
+        );
+    }
+    let after = statistics(machine, a);
+    let grew = |name: &str, x: u64, y: u64| assert!(y > x, "{name} did not grow: {x} -> {y}");
+    grew(
+        "ifHCOutUcastPkts",
+        before.ifHCOutUcastPkts,
+        after.ifHCOutUcastPkts,
+    );
+    grew(
+        "ifHCInUcastPkts",
+        before.ifHCInUcastPkts,
+        after.ifHCInUcastPkts,
+    );
+    grew(
+        "ifHCOutUcastOctets",
+        before.ifHCOutUcastOctets,
+        after.ifHCOutUcastOctets,
+    );
+    grew(
+        "ifHCInUcastOctets",
+        before.ifHCInUcastOctets,
+        after.ifHCInUcastOctets,
+    );
+    // The first ping resolved b's address: an ARP (or neighbour
+    // solicitation) broadcast went out.
+    assert!(
+        after.ifHCOutBroadcastPkts + after.ifHCOutMulticastPkts > 0,
+        "no broadcast or multicast frame out: {after:?}"
+    );
+    assert_eq!(
+        after.ifHCOutOctets,
+        after.ifHCOutUcastOctets + after.ifHCOutMulticastOctets + after.ifHCOutBroadcastOctets,
+        "ifHCOutOctets"
+    );
+    assert_eq!(
+        after.ifHCInOctets,
+        after.ifHCInUcastOctets + after.ifHCInMulticastOctets + after.ifHCInBroadcastOctets,
+        "ifHCInOctets"
+    );
+    // Nothing moves on a while V is idle between the queries below.
+    let xmit_ok = counter(machine, a, OID_GEN_XMIT_OK);
+    let rcv_ok = counter(machine, a, OID_GEN_RCV_OK);
+    let now = statistics(machine, a);
+    assert!(
+        xmit_ok <= now.ifHCOutUcastPkts + now.ifHCOutMulticastPkts + now.ifHCOutBroadcastPkts,
+        "OID_GEN_XMIT_OK {xmit_ok} against {now:?}"
+    );
+    assert!(
+        rcv_ok <= now.ifHCInUcastPkts + now.ifHCInMulticastPkts + now.ifHCInBroadcastPkts,
+        "OID_GEN_RCV_OK {rcv_ok} against {now:?}"
+    );
+    assert!(
+        xmit_ok >= after.ifHCOutUcastPkts + after.ifHCOutMulticastPkts + after.ifHCOutBroadcastPkts
+            && rcv_ok
+                >= after.ifHCInUcastPkts + after.ifHCInMulticastPkts + after.ifHCInBroadcastPkts,
+        "OID_GEN_XMIT_OK {xmit_ok} / OID_GEN_RCV_OK {rcv_ok} count frames as \
+         OID_GEN_STATISTICS does: {after:?}"
+    );
+    let _ = b;
 }
