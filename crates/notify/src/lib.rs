@@ -23,6 +23,8 @@
 // Windows: the DLL has no std (no MSVC C runtime to link on a Linux
 // host). Tests on Windows would bring std; they run on Linux.
 #![cfg_attr(all(windows, not(test)), no_std)]
+// Unsafe code lives in the COM layer only.
+#![deny(unsafe_code)]
 
 extern crate alloc;
 
@@ -31,6 +33,10 @@ pub mod netcfg;
 pub mod notify;
 pub mod record;
 pub mod sys;
+
+#[cfg(windows)]
+#[allow(unsafe_code)]
+mod com;
 
 pub use guid::Guid;
 pub use netcfg::{AdapterMedia, AdapterRegistry, BindingPath, Component, Failure, NetCfg};

@@ -17,8 +17,8 @@
 //! on Linux.
 //!
 //! Every method takes its interface pointer as `*mut c_void`; interface
-//! pointers in and out are `*mut c_void` too (the callee's vtable is
-//! reached through [`vtable`] with the interface's vtable type).
+//! pointers in and out are `*mut c_void` too (the COM layer reads a
+//! callee's vtable with the interface's vtable type).
 
 #![allow(non_snake_case)]
 
@@ -378,18 +378,4 @@ pub struct INetCfgComponentNotifyGlobalVtbl {
     pub SysNotifyBindingPath: unsafe extern "system" fn(*mut c_void, u32, *mut c_void) -> HRESULT,
     /// `SysNotifyComponent(dwChangeFlag, pIComp)`.
     pub SysNotifyComponent: unsafe extern "system" fn(*mut c_void, u32, *mut c_void) -> HRESULT,
-}
-
-/// The vtable of the COM object at `this`, read as `V`.
-///
-/// # Safety
-/// `this` is a live interface pointer whose vtable has `V`'s layout (the
-/// interface `V` declares, or one derived from it), and the vtable
-/// outlives the returned reference (vtables are static in practice).
-pub unsafe fn vtable<'a, V>(this: *mut c_void) -> &'a V {
-    // SAFETY: a COM interface pointer points at its vtable pointer (the
-    // caller's contract).
-    let vtbl = unsafe { *this.cast::<*const V>() };
-    // SAFETY: the vtable pointer of a live object is valid and static.
-    unsafe { &*vtbl }
 }
