@@ -262,7 +262,11 @@ fn bottled_smbd_client_round_trips_a_file_through_ksmbd() {
     let ndk_before = v.ndk_counters();
     let adapter = ndkperf_adapter(&v);
     let target = target(8, &config.share);
+    let lab = shared_lab();
+    let pcap = lab.run_dir().join("smbd_bottle.pcap");
+    let capture = check(lab.capture(lab.bridge(), &pcap));
     let (_, single) = round_trip(&adapter, &target, &config, &job(4, 1, 11));
+    let decoded = crate::smbd_ksmbd::decode(&check(capture.stop()).path);
     let (_, deep) = round_trip(&adapter, &target, &config, &job(8, 4, 12));
 
     let wrong = session(server.ipv4(), &config.user, "not the password");
@@ -280,7 +284,7 @@ fn bottled_smbd_client_round_trips_a_file_through_ksmbd() {
     let tap = v.leave();
     eprintln!(
         "bottled rsndk.sys SMB Direct client against ksmbd:\n  {single}\n  {deep}\n  \
-         wrong password: {refused}\n  the first session on V kept {first_kept}, later ones \
+         wrong password: {refused}\n  {decoded}\n  the first session on V kept {first_kept}, later ones \
          nothing\n  rsndk.sys: RDMA frames in {} out {}, octets in {} out {}, \
          connection errors {}, CQ errors {}; tap {tap:?}",
         ndk_after.RDMAInFrames - ndk_before.RDMAInFrames,

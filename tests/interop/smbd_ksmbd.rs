@@ -97,7 +97,7 @@ fn written_sha(stdout: &str) -> String {
 
 /// tshark's view of the capture: SMB Direct and SMB2 inside RoCEv2,
 /// nothing malformed. Returns the summary line.
-fn decode(pcap: &std::path::Path) -> String {
+pub fn decode(pcap: &std::path::Path) -> String {
     let decoded = check(lab::decode_check(pcap));
     let smb_direct = decoded.protocols.get("smb_direct").copied().unwrap_or(0);
     let smb2 = decoded.protocols.get("smb2").copied().unwrap_or(0);
