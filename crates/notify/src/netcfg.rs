@@ -149,15 +149,18 @@ pub struct AdapterMedia {
 }
 
 impl AdapterMedia {
-    /// Ethernet: `*IfType` 6, and a physical medium that is 802.3 or
-    /// unspecified (Wi-Fi is `*IfType` 71, mobile broadband 243, both
-    /// of which also bind as `ndis5`).
-    pub fn is_ethernet(&self) -> bool {
-        self.if_type == Some(IF_TYPE_ETHERNET_CSMACD)
-            && matches!(
-                self.physical_medium,
-                None | Some(PHYSICAL_MEDIUM_UNSPECIFIED | PHYSICAL_MEDIUM_802_3)
-            )
+    /// Whether the keywords say the adapter is not Ethernet: an `*IfType`
+    /// other than 6, or a physical medium other than 802.3 or
+    /// unspecified (Wi-Fi is `*IfType` 71, mobile broadband 243; both
+    /// also bind as `ndis5`). Missing keywords rule nothing out: the
+    /// sample takes every `NCF_PHYSICAL` adapter, and whether
+    /// `OpenParamKey` of an adapter shows its driver key's keywords is
+    /// for a Windows run to confirm.
+    pub fn rules_out_ethernet(&self) -> bool {
+        self.if_type.is_some_and(|t| t != IF_TYPE_ETHERNET_CSMACD)
+            || self
+                .physical_medium
+                .is_some_and(|m| !matches!(m, PHYSICAL_MEDIUM_UNSPECIFIED | PHYSICAL_MEDIUM_802_3))
     }
 }
 

@@ -12,7 +12,8 @@
 //!   Disabling or removing that binding, removing P, or removing the
 //!   protocol removes V and enables exactly the paths it disabled.
 //! - The protocol never binds to its own V, nor to an adapter that is not
-//!   a physical Ethernet NIC (`*IfType` 6).
+//!   physical or whose keywords say it is not Ethernet (`*IfType` other
+//!   than 6, e.g. Wi-Fi's 71).
 //! - Filters' paths to P stay: a filter sits below every protocol and
 //!   takes no address (the sample disables everything but itself).
 //! - A path to P that some component wants enabled while P is muxed is
@@ -372,7 +373,8 @@ impl Notify {
 }
 
 /// An adapter the protocol may mux: physical, not virtual, not its own V,
-/// and Ethernet by its media keywords (an unreadable driver key is no).
+/// and not ruled out as Ethernet by its media keywords (keywords that
+/// cannot be read rule nothing out, as in the sample).
 fn eligible<H>(host: &H, adapter: &Component) -> bool
 where
     H: NetCfg + ?Sized,
@@ -380,7 +382,7 @@ where
     adapter.characteristics & NCF_PHYSICAL != 0
         && adapter.characteristics & NCF_VIRTUAL == 0
         && !adapter.is(MINIPORT_ID)
-        && host
+        && !host
             .adapter_media(&adapter.instance)
-            .is_ok_and(|media| media.is_ethernet())
+            .is_ok_and(|media| media.rules_out_ethernet())
 }

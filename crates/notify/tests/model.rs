@@ -720,6 +720,15 @@ fn a_nic_that_is_not_ethernet_gets_no_v() {
 }
 
 #[test]
+fn a_nic_without_media_keywords_is_taken_as_the_sample_would() {
+    let (model, _) = machine();
+    let q = model.add_nic(AdapterMedia::default());
+    assert!(model.set_binding(PROTOCOL_ID, &q, true));
+    assert_muxed(&model, &q);
+    model.assert_no_failure();
+}
+
+#[test]
 fn the_protocol_never_binds_to_its_own_v() {
     let (model, p) = machine();
     model.set_binding(PROTOCOL_ID, &p, true);
