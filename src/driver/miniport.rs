@@ -267,7 +267,12 @@ unsafe extern "win64" fn device_pnp_event_notify(
 /// touches nothing (there is no hardware to quiesce).
 unsafe extern "win64" fn shutdown(_context: NDIS_HANDLE, _action: NDIS_SHUTDOWN_ACTION) {}
 
-/// `MiniportCancelOidRequest`: a request forwarded to P completes when P
-/// completes it (the sample marks it cancelled and does the same once it
-/// is down); nothing else pends.
-unsafe extern "win64" fn cancel_oid_request(_context: NDIS_HANDLE, _request_id: PVOID) {}
+/// `MiniportCancelOidRequest` (`<= DISPATCH_LEVEL`): a request V
+/// forwarded to P is cancelled at P, and completes when P completes it;
+/// nothing else pends.
+unsafe extern "win64" fn cancel_oid_request(context: NDIS_HANDLE, request_id: PVOID) {
+    // SAFETY: NDIS passes the adapter context V registered, V not halted
+    // (NDIS halts V only after its OID requests completed).
+    let adapter = unsafe { Adapter::from_context(context) };
+    adapter.forward.cancel(request_id);
+}

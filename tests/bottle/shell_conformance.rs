@@ -5,7 +5,8 @@
 //!
 //! Tests that boot their own machine run in a child process.
 
-use std::time::Duration;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use kbottle::Machine;
 use kbottle::machine::AdapterId;
@@ -36,12 +37,14 @@ use kbottle::ndis::types::{
     NDIS_STATISTICS_MULTICAST_FRAMES_XMIT_SUPPORTED, NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED,
     NDIS_STATISTICS_RCV_ERROR_SUPPORTED, NDIS_STATISTICS_RCV_OK_SUPPORTED,
     NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED, NDIS_STATISTICS_XMIT_ERROR_SUPPORTED,
-    NDIS_STATISTICS_XMIT_OK_SUPPORTED, OID_GEN_RCV_OK, OID_GEN_STATISTICS, OID_GEN_XMIT_OK,
+    NDIS_STATISTICS_XMIT_OK_SUPPORTED, NDIS_STATUS_REQUEST_ABORTED, OID_GEN_CURRENT_LOOKAHEAD,
+    OID_GEN_RCV_OK, OID_GEN_STATISTICS, OID_GEN_XMIT_OK,
 };
+use kbottle::ndis::{lower_oid, miniport};
 use ndkpi::*;
 
-use crate::common::{child_passes, is_child};
-use crate::defects::{Buffer, Pair, boot, complete, unload_clean};
+use crate::common::{READY, child_passes, is_child};
+use crate::defects::{Buffer, Pair, add_adapter, boot, complete, unload_clean};
 use crate::ndk::close_wait;
 use testkit::adapter::*;
 
@@ -379,4 +382,68 @@ fn statistics_advertised_are_the_statistics_filled() {
          OID_GEN_STATISTICS does: {after:?}"
     );
     let _ = b;
+}
+
+/// NDIS cancels an OID request V forwarded to P: V cancels the request it
+/// forwarded (`NdisCancelOidRequest` with its `RequestId`, as the MUX
+/// sample's `MPCancelOidRequest` does), P aborts it, and V's request
+/// completes with `NDIS_STATUS_REQUEST_ABORTED`; V forwards the next one
+/// normally. Failed before the fix: `MiniportCancelOidRequest` did
+/// nothing and V's request stayed pending for as long as P held it.
+#[test]
+fn a_cancelled_oid_request_is_cancelled_at_p() {
+    if !is_child() {
+        child_passes("shell_conformance::a_cancelled_oid_request_is_cancelled_at_p");
+        return;
+    }
+    let machine = Arc::new(boot());
+    let (id, _) = add_adapter(&machine);
+    let nic = machine.nic_of(id).expect("V's NIC");
+    let mut lookahead = [0u8; 4];
+    assert_eq!(
+        machine.oid_query(id, OID_GEN_CURRENT_LOOKAHEAD, &mut lookahead),
+        Ok(4)
+    );
+    lower_oid::hold_oid(nic, OID_GEN_CURRENT_LOOKAHEAD);
+    let (done, outcome) = mpsc::channel();
+    let setter = Arc::clone(&machine);
+    std::thread::spawn(move || {
+        let _ = done.send(setter.oid_set(id, OID_GEN_CURRENT_LOOKAHEAD, &lookahead));
+    });
+    let deadline = Instant::now() + READY;
+    while lower_oid::held_requests(nic) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(lower_oid::held_requests(nic), 1, "V forwarded the set to P");
+    assert!(
+        outcome.try_recv().is_err(),
+        "V's request completed while P held it"
+    );
+    assert!(
+        miniport::cancel_oid_request(id.0),
+        "V's request was pending"
+    );
+    let result = outcome.recv_timeout(Duration::from_secs(5));
+    if result.is_err() {
+        // Let P answer, so that this child ends without an NDIS watchdog.
+        lower_oid::release_held(nic);
+        let _ = outcome.recv_timeout(READY);
+        panic!("the cancel did not reach P: V's request was still pending 5 s after it");
+    }
+    assert_eq!(
+        result.expect("checked"),
+        Err(NDIS_STATUS_REQUEST_ABORTED),
+        "V's request completed as P aborted it"
+    );
+    assert_eq!(lower_oid::held_requests(nic), 0);
+    lower_oid::release_held(nic);
+    assert_eq!(
+        machine.oid_set(id, OID_GEN_CURRENT_LOOKAHEAD, &lookahead),
+        Ok(4),
+        "the next request goes through"
+    );
+    assert!(kbottle::verifier::bugchecks().is_empty());
+    machine.halt(id);
+    let machine = Arc::into_inner(machine).expect("the setter thread ended");
+    unload_clean(machine);
 }

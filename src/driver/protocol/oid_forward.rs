@@ -20,16 +20,16 @@
 
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 use ndis::{
-    NDIS_HANDLE, NDIS_OID_REQUEST, NdisMOidRequestComplete, NdisRequestQueryInformation,
-    NdisRequestQueryStatistics, NdisRequestSetInformation, OID_GEN_CURRENT_LOOKAHEAD,
-    OID_GEN_CURRENT_PACKET_FILTER,
+    NDIS_HANDLE, NDIS_OID_REQUEST, NdisCancelOidRequest, NdisMOidRequestComplete,
+    NdisRequestQueryInformation, NdisRequestQueryStatistics, NdisRequestSetInformation,
+    OID_GEN_CURRENT_LOOKAHEAD, OID_GEN_CURRENT_PACKET_FILTER,
 };
 use ndkpi::{
     NDIS_STATUS, NDIS_STATUS_ADAPTER_NOT_READY, NDIS_STATUS_FAILURE, NDIS_STATUS_NOT_SUPPORTED,
-    NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS,
+    NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS, PVOID,
 };
 
 /// Phase: `MiniportOidRequest` is forwarding (has not returned).
@@ -60,6 +60,9 @@ pub struct ForwardSlot {
     phase: AtomicU32,
     /// P's status of an inline completion.
     inline_status: AtomicI32,
+    /// The `RequestId` of V's request while P has its clone (the clone
+    /// carries it, so NDIS's cancel can be passed down), else 0.
+    forwarded_id: AtomicUsize,
     /// The lookahead P last accepted.
     pub lookahead: AtomicU32,
 }
@@ -94,6 +97,7 @@ impl ForwardSlot {
             original: AtomicPtr::new(ptr::null_mut()),
             phase: AtomicU32::new(FORWARDING),
             inline_status: AtomicI32::new(NDIS_STATUS_SUCCESS),
+            forwarded_id: AtomicUsize::new(0),
             lookahead: AtomicU32::new(mux.binding.lower.lookahead),
         }
     }
@@ -146,7 +150,11 @@ impl ForwardSlot {
             return NDIS_STATUS_FAILURE;
         }
         self.phase.store(FORWARDING, Ordering::SeqCst);
-        let clone = new_request(original.RequestType, oid, buffer, length);
+        let mut clone = new_request(original.RequestType, oid, buffer, length);
+        // V's cancel names V's request by this id; P's by the clone's.
+        clone.RequestId = original.RequestId;
+        self.forwarded_id
+            .store(original.RequestId as usize, Ordering::Release);
         // `request` is the first field of the repr(C) OwnedRequest.
         let owned = self.owned.get();
         // SAFETY: the slot is ours (`original` was null and is now set), P
@@ -169,6 +177,29 @@ impl ForwardSlot {
         let status = self.inline_status.load(Ordering::SeqCst);
         self.original.store(ptr::null_mut(), Ordering::Release);
         status
+    }
+}
+
+impl ForwardSlot {
+    /// `MiniportCancelOidRequest` (`<= DISPATCH_LEVEL`): if V's request
+    /// `request_id` is with P, P is asked to cancel the clone
+    /// (`NdisCancelOidRequest`, the sample's `MPCancelOidRequest`); V's
+    /// request then completes with the status P completes the clone with.
+    /// Requests V answers itself never pend, so there is nothing else to
+    /// cancel.
+    pub fn cancel(&self, request_id: PVOID) {
+        let id = request_id as usize;
+        if id == 0 || self.forwarded_id.load(Ordering::Acquire) != id {
+            return;
+        }
+        // SAFETY: the pairing outlives V (see `new`).
+        let binding = unsafe { &*self.mux }.binding.handle();
+        if binding.is_null() {
+            return;
+        }
+        // SAFETY: <= DISPATCH_LEVEL; P's open binding handle; a cancel of
+        // a request P already completed is no-op for NDIS.
+        unsafe { NdisCancelOidRequest(binding, request_id) };
     }
 }
 
@@ -224,6 +255,7 @@ unsafe fn forwarded_complete(request: NonNull<OwnedRequest>, status: NDIS_STATUS
         orig.BytesWritten = done.BytesWritten;
         orig.BytesNeeded = done.BytesNeeded;
     }
+    slot.forwarded_id.store(0, Ordering::Release);
     // Written before the phase moves, so `forward` finds it.
     slot.inline_status.store(status, Ordering::SeqCst);
     if slot

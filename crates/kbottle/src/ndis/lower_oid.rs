@@ -17,6 +17,12 @@
 //! Every other request pends (`NDIS_STATUS_PENDING`, completed from the
 //! NIC's thread at DISPATCH_LEVEL); the rest complete synchronously. A
 //! request already pending on the binding sent again is 0x7C / 0x26.
+//!
+//! A test can have a NIC hold the requests for an OID pending
+//! ([`hold_oid`]), as a NIC waiting on its hardware does: they complete
+//! only when the protocol cancels them (`NdisCancelOidRequest` with their
+//! `RequestId`: `NDIS_STATUS_REQUEST_ABORTED`, from the NIC's thread) or
+//! the test lets them go ([`release_held`]: their answer).
 
 // Each import's safety contract is its WDK documentation, and the caller is
 // the driver; the per-function docs say what the bottle checks instead.
@@ -33,13 +39,16 @@ use ndis::{
     NDIS_SIZEOF_OID_REQUEST_REVISION_1, NDIS_SIZEOF_OID_REQUEST_REVISION_2,
     NDIS_STATUS_BUFFER_TOO_SHORT, NDIS_STATUS_CLOSING, NDIS_STATUS_INVALID_DATA,
     NDIS_STATUS_INVALID_LENGTH, NDIS_STATUS_MULTICAST_FULL, NDIS_STATUS_NOT_SUPPORTED,
-    NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS, NdisRequestQueryInformation,
-    NdisRequestSetInformation, OID_802_3_CURRENT_ADDRESS, OID_802_3_MAXIMUM_LIST_SIZE,
-    OID_802_3_MULTICAST_LIST, OID_802_3_PERMANENT_ADDRESS, OID_GEN_CURRENT_LOOKAHEAD,
-    OID_GEN_CURRENT_PACKET_FILTER, OID_GEN_LINK_SPEED, OID_GEN_LINK_STATE, OID_GEN_MAC_OPTIONS,
-    OID_GEN_MAXIMUM_FRAME_SIZE, OID_GEN_MAXIMUM_TOTAL_SIZE, OID_GEN_MEDIA_CONNECT_STATUS,
-    OID_GEN_RCV_LINK_SPEED, OID_GEN_XMIT_LINK_SPEED,
+    NDIS_STATUS_PENDING, NDIS_STATUS_REQUEST_ABORTED, NDIS_STATUS_SUCCESS,
+    NdisRequestQueryInformation, NdisRequestSetInformation, OID_802_3_CURRENT_ADDRESS,
+    OID_802_3_MAXIMUM_LIST_SIZE, OID_802_3_MULTICAST_LIST, OID_802_3_PERMANENT_ADDRESS,
+    OID_GEN_CURRENT_LOOKAHEAD, OID_GEN_CURRENT_PACKET_FILTER, OID_GEN_LINK_SPEED,
+    OID_GEN_LINK_STATE, OID_GEN_MAC_OPTIONS, OID_GEN_MAXIMUM_FRAME_SIZE,
+    OID_GEN_MAXIMUM_TOTAL_SIZE, OID_GEN_MEDIA_CONNECT_STATUS, OID_GEN_RCV_LINK_SPEED,
+    OID_GEN_XMIT_LINK_SPEED,
 };
+use std::sync::{Mutex, PoisonError};
+
 use ndkpi::{NDIS_STATUS, PVOID};
 
 use super::checks::{
@@ -366,6 +375,25 @@ pub unsafe extern "win64" fn NdisOidRequest(
         };
         // SAFETY: the driver's live request, of a query or set type.
         let status = unsafe { answer(nic, OidRequest, &asked) };
+        if holds(nic, asked.oid) {
+            state::with(|n| {
+                if let Some(b) = n.live_binding(binding) {
+                    b.oids_pending.push(request);
+                }
+            });
+            HOLDING
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .1
+                .push(Held {
+                    nic,
+                    binding,
+                    request,
+                    request_id: req.RequestId as usize,
+                    status,
+                });
+            return NDIS_STATUS_PENDING;
+        }
         if call % 2 == 0 {
             state::with(|n| {
                 if let Some(b) = n.live_binding(binding) {
@@ -377,6 +405,61 @@ pub unsafe extern "win64" fn NdisOidRequest(
         }
         status
     })
+}
+
+/// A request a NIC holds pending ([`hold_oid`]).
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    nic: u32,
+    binding: usize,
+    request: usize,
+    request_id: usize,
+    /// What the NIC answered (given back on release).
+    status: NDIS_STATUS,
+}
+
+/// What NICs hold: (NIC id, OID) pairs whose requests are held, and the
+/// requests held.
+type Holding = (Vec<(u32, NDIS_OID)>, Vec<Held>);
+
+/// What the NICs hold now.
+static HOLDING: Mutex<Holding> = Mutex::new((Vec::new(), Vec::new()));
+
+/// From now on NIC `nic` holds every request for `oid` pending until the
+/// protocol cancels it or [`release_held`].
+pub fn hold_oid(nic: u32, oid: NDIS_OID) {
+    HOLDING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .0
+        .push((nic, oid));
+}
+
+/// Requests NIC `nic` holds now.
+pub fn held_requests(nic: u32) -> usize {
+    let holding = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
+    holding.1.iter().filter(|h| h.nic == nic).count()
+}
+
+/// NIC `nic` holds nothing any more: the requests it held complete with
+/// their answer, from its thread.
+pub fn release_held(nic: u32) {
+    let released: Vec<Held> = {
+        let mut holding = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
+        holding.0.retain(|(n, _)| *n != nic);
+        let (mine, rest) = holding.1.iter().partition(|h| h.nic == nic);
+        holding.1 = rest;
+        mine
+    };
+    for h in released {
+        nic::defer_oid(h.nic, h.binding, h.request, h.status);
+    }
+}
+
+/// Whether NIC `nic` holds requests for `oid`.
+fn holds(nic: u32, oid: NDIS_OID) -> bool {
+    let holding = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
+    holding.0.contains(&(nic, oid))
 }
 
 /// Completes a pended request through `ProtocolOidRequestComplete`.
@@ -406,11 +489,14 @@ pub(crate) fn complete(binding: usize, request: usize, status: NDIS_STATUS) {
     };
 }
 
-/// `NdisCancelOidRequest`: pended requests complete promptly from the
-/// NIC's thread, so nothing is cancelled; the handle is checked.
+/// `NdisCancelOidRequest`: a request the NIC holds ([`hold_oid`]) with
+/// that `RequestId` on that binding completes with
+/// `NDIS_STATUS_REQUEST_ABORTED` from the NIC's thread; other pended
+/// requests complete promptly anyway, so nothing else is cancelled. The
+/// handle is checked.
 pub unsafe extern "win64" fn NdisCancelOidRequest(
     NdisBindingHandle: NDIS_HANDLE,
-    _RequestId: PVOID,
+    RequestId: PVOID,
 ) {
     const API: &str = "NdisCancelOidRequest";
     guarded(API, || {
@@ -418,6 +504,18 @@ pub unsafe extern "win64" fn NdisCancelOidRequest(
         let binding = NdisBindingHandle as usize;
         if state::with(|n| n.live_binding(binding).is_none()) {
             invalid_handle(API, binding, "binding");
+        }
+        let cancelled: Vec<Held> = {
+            let mut holding = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
+            let (hit, rest) = holding
+                .1
+                .iter()
+                .partition(|h| h.binding == binding && h.request_id == RequestId as usize);
+            holding.1 = rest;
+            hit
+        };
+        for h in cancelled {
+            nic::defer_oid(h.nic, h.binding, h.request, NDIS_STATUS_REQUEST_ABORTED);
         }
     });
 }

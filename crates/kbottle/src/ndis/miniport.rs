@@ -28,7 +28,7 @@ use ndis::{
     NET_LUID, NdisHaltDeviceDisabled, NdisRequestQueryInformation, NdisRequestSetInformation,
     OID_NDK_SET_STATE, PASSIVE_LEVEL,
 };
-use ndkpi::{NDIS_STATUS, NDK_ADAPTER, NDK_VERSION};
+use ndkpi::{NDIS_STATUS, NDK_ADAPTER, NDK_VERSION, PVOID};
 
 use super::checks::{
     NDIS_BUGCHECK_ILLEGAL_PAUSE_RESTART_COMPLETE, NDIS_BUGCHECK_INVALID_OID_COMPLETION,
@@ -546,6 +546,35 @@ pub fn oid_request_outcome(id: u32, kind: OidKind, oid: u32, buffer: &mut [u8]) 
         bytes_done: done,
         bytes_needed: needed,
     }
+}
+
+/// Cancels the OID request pending on adapter `id` (one an
+/// [`oid_request`] on another thread is waiting for), as NDIS does when
+/// its originator gives up: `MiniportCancelOidRequest` with the request's
+/// `RequestId`. Whether a request was pending.
+pub fn cancel_oid_request(id: u32) -> bool {
+    let Some((handle, context)) = adapter(id) else {
+        return false;
+    };
+    let Some(handler) = driver().and_then(|(c, _)| c.CancelOidRequestHandler) else {
+        return false;
+    };
+    // The bottle's requests carry their own address as `RequestId`
+    // (`new_request`).
+    let Some(request_id) = state::with(|n| {
+        n.adapters
+            .get(&handle)
+            .and_then(|a| a.pending_oid)
+            .map(|(r, _)| r)
+    }) else {
+        return false;
+    };
+    call_passive("MiniportCancelOidRequest", handler as usize, || {
+        // SAFETY: the driver's MiniportCancelOidRequest on its live
+        // adapter context, PASSIVE_LEVEL (<= DISPATCH_LEVEL is allowed).
+        unsafe { handler(context as NDIS_HANDLE, request_id as PVOID) };
+    });
+    true
 }
 
 /// A revision-2 request of `kind` for `oid` over `buffer`, as NDIS builds
