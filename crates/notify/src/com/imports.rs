@@ -87,6 +87,9 @@ pub const ERROR_SUCCESS: Win32Status = 0;
 pub const ERROR_FILE_NOT_FOUND: Win32Status = 2;
 /// `ERROR_MORE_DATA`.
 pub const ERROR_MORE_DATA: Win32Status = 234;
+/// `ERROR_UNSUPPORTED_TYPE`: `RegGetValueW` found the value with a type
+/// its flags exclude.
+pub const ERROR_UNSUPPORTED_TYPE: Win32Status = 1630;
 /// `ERROR_NO_MORE_ITEMS`.
 pub const ERROR_NO_MORE_ITEMS: Win32Status = 259;
 
@@ -118,7 +121,8 @@ pub const HEAP_ZERO_MEMORY: u32 = 0x0000_0008;
 // come from ntdll.dll, which exports all six on x64 (mingw-w64's
 // `mingw-w64-crt/lib-common/ntdllcrt.def.in`: the string and memory
 // routines since Windows NT 3.5, `__chkstk` on 64-bit since Windows XP
-// x64 / Server 2003 SP1).
+// x64 / Server 2003 SP1; Wine's `dlls/ntdll/ntdll.spec` exports
+// `__chkstk` for every architecture but i386, as Windows does).
 #[link(name = "ntdll", kind = "raw-dylib")]
 unsafe extern "C" {
     fn memcpy(dest: *mut c_void, src: *const c_void, n: usize) -> *mut c_void;

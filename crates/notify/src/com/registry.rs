@@ -8,9 +8,10 @@ use core::ffi::c_void;
 use core::ptr;
 
 use super::imports::{
-    ERROR_FILE_NOT_FOUND, ERROR_MORE_DATA, ERROR_NO_MORE_ITEMS, ERROR_SUCCESS, REG_DWORD,
-    REG_MULTI_SZ, REG_OPTION_NON_VOLATILE, REG_SZ, RegCloseKey, RegCreateKeyExW, RegDeleteKeyW,
-    RegDeleteTreeW, RegEnumKeyExW, RegGetValueW, RegOpenKeyExW, RegSetValueExW, Win32Status,
+    ERROR_FILE_NOT_FOUND, ERROR_MORE_DATA, ERROR_NO_MORE_ITEMS, ERROR_SUCCESS,
+    ERROR_UNSUPPORTED_TYPE, REG_DWORD, REG_MULTI_SZ, REG_OPTION_NON_VOLATILE, REG_SZ, RegCloseKey,
+    RegCreateKeyExW, RegDeleteKeyW, RegDeleteTreeW, RegEnumKeyExW, RegGetValueW, RegOpenKeyExW,
+    RegSetValueExW, Win32Status,
 };
 use super::ptr::wide;
 use crate::netcfg::Failure;
@@ -111,7 +112,9 @@ impl Key {
 
     /// Value `name` of subkey `subkey` (or of this key), as its type and
     /// bytes, if it exists with one of the types `flags` (`RRF_RT_*`)
-    /// allows. Strings come NUL-terminated (RegGetValueW's guarantee).
+    /// allows (a value of another type counts as absent: a malformed
+    /// record must not stop the others from loading). Strings come
+    /// NUL-terminated (RegGetValueW's guarantee).
     pub fn value(
         &self,
         subkey: Option<&str>,
@@ -139,7 +142,7 @@ impl Key {
                     &raw mut size,
                 )
             };
-            if status == ERROR_FILE_NOT_FOUND {
+            if status == ERROR_FILE_NOT_FOUND || status == ERROR_UNSUPPORTED_TYPE {
                 return Ok(None);
             }
             win32(status, "RegGetValueW")?;
@@ -159,7 +162,7 @@ impl Key {
             if status == ERROR_MORE_DATA {
                 continue;
             }
-            if status == ERROR_FILE_NOT_FOUND {
+            if status == ERROR_FILE_NOT_FOUND || status == ERROR_UNSUPPORTED_TYPE {
                 return Ok(None);
             }
             win32(status, "RegGetValueW")?;
