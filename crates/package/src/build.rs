@@ -23,6 +23,8 @@ pub enum BuildError {
     Stamp(&'static str, stamp::StampError),
     /// Reading or writing a file failed.
     Io(PathBuf, std::io::Error),
+    /// A signed image's PE checksum is wrong (or it is no PE image).
+    Checksum(PathBuf, String),
 }
 
 impl fmt::Display for BuildError {
@@ -38,6 +40,9 @@ impl fmt::Display for BuildError {
             Self::Tool(e) => write!(f, "{e}"),
             Self::Stamp(inf, e) => write!(f, "stamping {inf}: {e}"),
             Self::Io(path, e) => write!(f, "{}: {e}", path.display()),
+            Self::Checksum(path, why) => {
+                write!(f, "{}: PE checksum after signing: {why}", path.display())
+            }
         }
     }
 }
@@ -178,6 +183,17 @@ fn sign_all(signing: &TestSigning, dir: &Path) -> Result<Vec<(String, String)>, 
         let file = dir.join(binary.file);
         sign::sign(signing, &file, "rsndk (test signed)")?;
         let report = sign::verify(&signing.ca_pem, &file)?;
+        let image = io(&file, std::fs::read(&file))?;
+        match crate::pe::checksums(&image) {
+            Ok((stored, computed)) if stored == computed => {}
+            Ok((stored, computed)) => {
+                return Err(BuildError::Checksum(
+                    file,
+                    format!("{stored:#x}, computed {computed:#x}"),
+                ));
+            }
+            Err(why) => return Err(BuildError::Checksum(file, why.to_owned())),
+        }
         verified.push((binary.file.to_owned(), report));
     }
     Ok(verified)

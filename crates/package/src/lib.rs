@@ -11,6 +11,7 @@ pub mod build;
 pub mod inf;
 pub mod layout;
 pub mod makefile;
+pub mod pe;
 pub mod sign;
 pub mod stamp;
 pub mod zip;
