@@ -24,6 +24,8 @@ mod common;
 mod conn;
 #[path = "bottle/defects.rs"]
 mod defects;
+#[path = "bottle/dma_mapping.rs"]
+mod dma_mapping;
 #[path = "bottle/lifecycle.rs"]
 mod lifecycle;
 #[path = "bottle/low_resources.rs"]

@@ -8,10 +8,14 @@
 //! registers is locked by the consumer's own MDL for the registration's
 //! life (the NDK contract); that is what makes mapping it here sound.
 //!
-//! To copy, a request's pages are mapped into system space through one of
-//! a few driver-owned mapping MDLs (`MmMapLockedPagesSpecifyCache`, legal
-//! at `DISPATCH_LEVEL`), copied, and unmapped. The processor stays at
-//! `DISPATCH_LEVEL` while it owns a mapping MDL, so an owner is never
+//! To copy, a request's pages are looked up in the mappings every
+//! registration made when it was registered ([`super::dma_map`]): the
+//! per-packet path maps nothing. Only a logical address outside every
+//! registration (which a consumer can only make up from a PFN, not get
+//! from `NdkBuildLAM` or an MR) is mapped for the copy alone through one
+//! of a few driver-owned mapping MDLs (`MmMapLockedPagesSpecifyCache`,
+//! legal at `DISPATCH_LEVEL`), copied, and unmapped. The processor stays
+//! at `DISPATCH_LEVEL` while it owns a mapping MDL, so an owner is never
 //! preempted and waiting for one is a short spin.
 //!
 //! What the documentation allows, and which rule this relies on. MSDN
@@ -36,9 +40,9 @@
 //! `IoAllocateMdl`; nothing else of the MDL is touched (the allocator's
 //! own flags, `Size` and `MappedSystemVa` are the kernel's).
 //!
-//! Cost: a map and unmap (with its TLB flush) per request chunk of up to
-//! [`MAP_PAGES`] pages. Mapping each registration once at registration time
-//! would avoid it; that needs a provider hook and is future work.
+//! Cost: none per copy for registered memory; for a made-up logical
+//! address, a map and unmap (with its TLB flush) per chunk of up to
+//! [`MAP_PAGES`] pages.
 
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -50,6 +54,7 @@ use ndis::{
 };
 use ndkpi::{MDL, MDL_PAGES_LOCKED, PAGE_SHIFT, PAGE_SIZE, mdl_pfn_array};
 
+use super::dma_map::MAPPINGS;
 use super::irql;
 
 /// Pages one mapping covers at most.
@@ -126,6 +131,16 @@ impl KernelDma {
         if addr == 0 || addr.checked_add(len as u64).is_none() {
             return Err(fault);
         }
+        // Registered memory (MRs, LAMs, page lists): mapped already.
+        let done = MAPPINGS.with_mapped(addr, len, &mut f);
+        if done == len {
+            return Ok(());
+        }
+        // The rest names memory outside every registration: only a
+        // logical address a consumer made up itself (from a PFN) reaches
+        // here, mapped for this copy alone.
+        let (addr, len) = (addr + done as u64, len - done);
+        let mut f = |va, at, n| f(va, done + at, n);
         let old = irql::raise_to_dispatch();
         let result = self.claim().map_or(Err(fault), |slot| {
             let mut done = 0;

@@ -36,6 +36,7 @@ pub mod clock;
 pub mod config;
 pub mod device;
 pub mod dma;
+pub mod dma_map;
 pub mod engine;
 mod glue;
 pub mod irql;

@@ -13,7 +13,8 @@
 //!   at DISPATCH_LEVEL and that no consumer callback runs with one held
 //!   (a per-processor count is exact here: a lock holder cannot migrate at
 //!   DISPATCH_LEVEL); release builds leave that to Driver Verifier.
-//! * Memory: logical = physical ([`super::dma`]).
+//! * Memory: logical = physical ([`super::dma`]); registrations are
+//!   mapped for the device when they are made ([`super::dma_map`]).
 
 use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, Ordering};
 
@@ -25,7 +26,7 @@ use ndis::{
 use ndkpi::{PAGE_SHIFT, PAGE_SIZE};
 use provider::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
 
-use super::{clock, dma::KernelDma, irql};
+use super::{clock, dma::KernelDma, dma_map::MAPPINGS, irql};
 
 /// Processors whose provider-lock count is tracked in debug builds.
 const TRACKED_CPUS: usize = 64;
@@ -220,6 +221,14 @@ impl Platform for KernelPlatform {
             }
         }
         Some(first)
+    }
+
+    fn dma_map(&self, owner: usize, pages: &mut dyn ExactSizeIterator<Item = u64>) -> bool {
+        MAPPINGS.map(owner, pages)
+    }
+
+    fn dma_unmap(&self, owner: usize) {
+        MAPPINGS.unmap(owner);
     }
 
     fn copy_from_va(&self, va: u64, buf: &mut [u8]) -> bool {

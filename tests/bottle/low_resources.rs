@@ -3,7 +3,9 @@
 //! association) → a NIC appears and the driver binds to it (V
 //! initialised) → the stack gives V's interface an address → open an NDK
 //! adapter → listen at that address (once the driver serves it) → create
-//! a PD, a CQ and a QP through the dispatch tables → close them all →
+//! a PD, a CQ and a QP through the dispatch tables; register an MR, build
+//! a LAM and initialise a fast-register MR (each mapped for the device
+//! when it is made) → release and close them all →
 //! unbind → unload" is run once with no fault to count its fault points
 //! (every allocating import: pool, MDLs, mappings, work items,
 //! configuration, NBL pools and lists, bindings, IP helper registrations
@@ -34,17 +36,19 @@ use std::time::{Duration, Instant};
 
 use kbottle::Machine;
 use kbottle::machine::{AdapterId, BootError, Report};
+use kbottle::mm;
 use kbottle::verifier::{self, FaultPlan};
 use ndkpi::{
-    NDK_ADAPTER, NDK_CQ, NDK_LISTENER, NDK_PD, NDK_QP, NDK_VERSION_1_2, NTSTATUS,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_ADDRESS, STATUS_PENDING, STATUS_SUCCESS,
+    NDK_ADAPTER, NDK_CQ, NDK_LISTENER, NDK_MR, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_PD, NDK_QP,
+    NDK_VERSION_1_2, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_ADDRESS,
+    STATUS_PENDING, STATUS_SUCCESS,
 };
 
 use crate::common::{image, is_child, keywords};
 use testkit::adapter::bottle::PREFIX_V4;
 use testkit::adapter::{
     Recorder, SockAddr, adapter_table, close, connect_cb, cq_cb, create_cb, create_qp,
-    listener_table, request_cb,
+    listener_table, mr_table, pd_table, request_cb,
 };
 
 /// Time the sweep may take (the whole test stays under about a minute).
@@ -190,7 +194,101 @@ fn ndk_objects(adapter: *mut NDK_ADAPTER, steps: &mut Vec<(&'static str, NTSTATU
         }
         close_object(cq, "close CQ", steps);
     }
+    memory_objects(adapter, pd, steps);
     close_object(pd, "close PD", steps);
+}
+
+/// Registers an MR (then deregisters it), builds a LAM (then releases
+/// it) and initialises a fast-register MR on `pd`, closing the MRs: each
+/// registration maps its pages for the device when it is made, so its
+/// mapping calls are fault points of their own.
+fn memory_objects(
+    adapter: *mut NDK_ADAPTER,
+    pd: *mut NDK_PD,
+    steps: &mut Vec<(&'static str, NTSTATUS)>,
+) {
+    const LEN: usize = 5 * 4096 - 0x123;
+    let buf: &'static mut [u8] = Box::leak(vec![0u8; LEN + 0x123].into_boxed_slice());
+    // Starting inside a page, so the registration spans one page more.
+    let va = buf.as_mut_ptr().wrapping_add(0x123);
+    let create_mr = pd_table(pd).NdkCreateMr.unwrap();
+    for fast in [false, true] {
+        let mut mr: *mut NDK_MR = ptr::null_mut();
+        // SAFETY: an open PD of the bottled provider; a valid out-pointer.
+        let status = unsafe {
+            create_mr(
+                pd,
+                u8::from(fast),
+                Some(create_cb),
+                ptr::null_mut(),
+                &raw mut mr,
+            )
+        };
+        steps.push(("NdkCreateMr", status));
+        if status != STATUS_SUCCESS {
+            continue;
+        }
+        if fast {
+            let rec = Recorder::new();
+            let init = mr_table(mr).NdkInitializeFastRegisterMr.unwrap();
+            // SAFETY: our fast-register MR; the recorder lives for the
+            // whole test binary.
+            let status = unsafe { init(mr, 8, 1, Some(request_cb), rec.ctx()) };
+            let status = settled(status, rec, "NdkInitializeFastRegisterMr");
+            steps.push(("NdkInitializeFastRegisterMr", status));
+        } else {
+            let mdl = mm::OwnedMdl::describe(va, LEN);
+            let rec = Recorder::new();
+            let register = mr_table(mr).NdkRegisterMr.unwrap();
+            // SAFETY: our MR, an MDL over the leaked buffer; the recorder
+            // lives for the whole test binary.
+            let status = unsafe {
+                register(
+                    mr,
+                    mdl.as_ptr(),
+                    LEN,
+                    NDK_MR_FLAG_ALLOW_LOCAL_WRITE,
+                    Some(request_cb),
+                    rec.ctx(),
+                )
+            };
+            let status = settled(status, rec, "NdkRegisterMr");
+            steps.push(("NdkRegisterMr", status));
+            if status == STATUS_SUCCESS {
+                let rec = Recorder::new();
+                let deregister = mr_table(mr).NdkDeregisterMr.unwrap();
+                // SAFETY: our registered MR; the recorder lives on.
+                let status = unsafe { deregister(mr, Some(request_cb), rec.ctx()) };
+                steps.push(("NdkDeregisterMr", settled(status, rec, "NdkDeregisterMr")));
+            }
+        }
+        close_object(mr, "close MR", steps);
+    }
+    let mdl = mm::OwnedMdl::describe(va, LEN);
+    let mut lam = vec![0u64; 16];
+    let mut size = (lam.len() * 8) as u32;
+    let mut fbo = 0u32;
+    let build = adapter_table(adapter).NdkBuildLAM.unwrap();
+    // SAFETY: an open adapter of the bottled provider, an MDL over the
+    // leaked buffer, a LAM buffer of `size` bytes, NULL completion.
+    let status = unsafe {
+        build(
+            adapter,
+            mdl.as_ptr(),
+            LEN,
+            None,
+            ptr::null_mut(),
+            lam.as_mut_ptr().cast(),
+            &raw mut size,
+            &raw mut fbo,
+        )
+    };
+    steps.push(("NdkBuildLAM", status));
+    if status == STATUS_SUCCESS {
+        let release = adapter_table(adapter).NdkReleaseLAM.unwrap();
+        // SAFETY: the LAM just built on this adapter, released once.
+        unsafe { release(adapter, lam.as_mut_ptr().cast()) };
+    }
 }
 
 /// The scenario, with whatever fault plan is set.

@@ -394,6 +394,14 @@ impl Platform for HostPlatform {
         Some(va as u64)
     }
 
+    fn dma_map(&self, _owner: usize, _pages: &mut dyn ExactSizeIterator<Item = u64>) -> bool {
+        // Logical addresses are host virtual addresses here: the device
+        // reaches them without a mapping.
+        true
+    }
+
+    fn dma_unmap(&self, _owner: usize) {}
+
     fn copy_from_va(&self, va: u64, buf: &mut [u8]) -> bool {
         self.dma.read(va, buf).is_ok()
     }

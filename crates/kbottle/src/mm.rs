@@ -16,6 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ndkpi::{
     MDL, MDL_MAPPED_TO_SYSTEM_VA, MDL_PAGES_LOCKED, MDL_PARTIAL, MDL_SOURCE_IS_NONPAGED_POOL,
@@ -59,6 +60,15 @@ static ALLOCATED: Mutex<Option<HashMap<usize, std::alloc::Layout>>> = Mutex::new
 static MAPPED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 /// MDLs the bottle built itself ([`OwnedMdl`]).
 static OWNED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+/// Calls of `MmMapLockedPagesSpecifyCache` by the driver so far.
+static MAP_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times the driver called `MmMapLockedPagesSpecifyCache` (in
+/// this process): what a test counts to show a path maps nothing.
+pub fn map_calls() -> u64 {
+    MAP_CALLS.load(Ordering::SeqCst)
+}
 
 /// MDLs from `IoAllocateMdl` not yet freed.
 pub fn outstanding_mdls() -> usize {
@@ -343,6 +353,7 @@ pub unsafe extern "win64" fn MmMapLockedPagesSpecifyCache(
     Priority: u32,
 ) -> PVOID {
     let _ = CacheType;
+    MAP_CALLS.fetch_add(1, Ordering::SeqCst);
     firewall("MmMapLockedPagesSpecifyCache", || {
         let mdl = MemoryDescriptorList;
         let irql = cpu::current();

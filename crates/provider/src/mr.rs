@@ -87,6 +87,38 @@ struct FastState {
     pages: PoolVec<u64>,
 }
 
+impl FastState {
+    /// The page list as the owner of its device mapping.
+    fn list_owner(&self) -> usize {
+        self.pages.as_ptr() as usize
+    }
+}
+
+/// Maps the page list of `fast` for the device ([`Platform::dma_map`]),
+/// page by page of its provider memory.
+fn map_page_list(platform: &'static dyn Platform, fast: &FastState) -> Result<(), NTSTATUS> {
+    let va = fast.pages.as_ptr() as usize;
+    let len = core::mem::size_of_val(&fast.pages[..]);
+    let first = va / PAGE_SIZE * PAGE_SIZE;
+    let count = mdl::span_pages(va as u64, len as u64) as usize;
+    let mut logical =
+        PoolVec::with_capacity(platform, tags::MR, count).map_err(status::alloc_error)?;
+    for k in 0..count {
+        let page = first + k * PAGE_SIZE;
+        let at = page.max(va);
+        let n = (page + PAGE_SIZE).min(va + len) - at;
+        let address = platform
+            .logical_of(at, n)
+            .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        let _ = logical.push(address / PAGE * PAGE);
+    }
+    if platform.dma_map(fast.list_owner(), &mut logical.iter().copied()) {
+        Ok(())
+    } else {
+        Err(STATUS_INSUFFICIENT_RESOURCES)
+    }
+}
+
 #[derive(Debug, Default)]
 struct MrState {
     /// `NdkRegisterMr` registration, or the current fast registration.
@@ -143,7 +175,13 @@ impl Object for Mr {
 
     fn teardown(&self) {
         self.device().free_key(self.key());
-        // The page list goes with the object's memory; nothing else to do.
+        // The device no longer reaches the registration or the page list:
+        // their mappings go (the page list's memory goes with the object).
+        let platform = self.platform();
+        platform.dma_unmap(self.owner());
+        if let Some(fast) = &self.state.lock().fast {
+            platform.dma_unmap(fast.list_owner());
+        }
     }
 
     fn release_antecedents(&self) {
@@ -220,6 +258,11 @@ impl Mr {
         self.pd.get().adapter().ctx().device()
     }
 
+    /// This MR as the owner of its registration's device mapping.
+    fn owner(&self) -> usize {
+        core::ptr::from_ref(self) as usize
+    }
+
     /// The current key.
     pub fn key(&self) -> MemoryKey {
         MemoryKey(self.token.load(Ordering::Acquire))
@@ -272,6 +315,11 @@ impl Mr {
         if state.region.is_some() {
             return Err(STATUS_INVALID_DEVICE_STATE);
         }
+        // Mapped once here, for the registration's life: the device's
+        // copies only look the pages up.
+        if !platform.dma_map(self.owner(), &mut pages.iter().copied()) {
+            return Err(STATUS_INSUFFICIENT_RESOURCES);
+        }
         let key = self
             .device()
             .register(
@@ -285,7 +333,10 @@ impl Mr {
                     pages: &pages,
                 },
             )
-            .map_err(status::device_error)?;
+            .map_err(|e| {
+                platform.dma_unmap(self.owner());
+                status::device_error(e)
+            })?;
         self.token.store(key.0, Ordering::Release);
         state.region = Some(Region {
             va: span.va,
@@ -308,6 +359,7 @@ impl Mr {
             .deregister(self.key())
             .map_err(status::device_error)?;
         state.region = None;
+        self.platform().dma_unmap(self.owner());
         Ok(())
     }
 
@@ -327,17 +379,28 @@ impl Mr {
         if max_pages > adapter.ctx().caps().max_fast_register_pages {
             return Err(STATUS_IMPLEMENTATION_LIMIT);
         }
-        let pages = PoolVec::filled(adapter.platform(), tags::MR, max_pages as usize, 0u64)
+        let platform = adapter.platform();
+        let pages = PoolVec::filled(platform, tags::MR, max_pages as usize, 0u64)
             .map_err(status::alloc_error)?;
-        self.device()
-            .init_fast_register(self.key(), max_pages, remote_access)
-            .map_err(status::device_error)?;
-        let old = self.state.lock().fast.replace(FastState {
+        let fast = FastState {
             max_pages,
             remote_access,
             pages,
-        });
-        drop(old);
+        };
+        // The device reads the page list at every fast registration: map
+        // it once, for the list's life.
+        map_page_list(platform, &fast)?;
+        if let Err(e) = self
+            .device()
+            .init_fast_register(self.key(), max_pages, remote_access)
+        {
+            platform.dma_unmap(fast.list_owner());
+            return Err(status::device_error(e));
+        }
+        let old = self.state.lock().fast.replace(fast);
+        if let Some(old) = old {
+            platform.dma_unmap(old.list_owner());
+        }
         Ok(())
     }
 

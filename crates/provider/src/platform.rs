@@ -129,6 +129,21 @@ pub trait Platform: Send + Sync + core::fmt::Debug {
     /// contiguous logical range for it.
     fn logical_of(&self, va: usize, len: usize) -> Option<u64>;
 
+    /// Makes the pages at the logical addresses `pages` yields
+    /// (page-aligned, the pages of one registration in order) reachable by the device's DMA
+    /// until [`Platform::dma_unmap`] of the same `owner` (a registration's
+    /// address: an MR, a LAM, a fast-register page list). Called when the
+    /// registration is made, so that the device's copies find the pages
+    /// mapped and never map anything themselves. `false` if the system
+    /// has no resources for it: the registration then fails with
+    /// `STATUS_INSUFFICIENT_RESOURCES`. A second call for the same
+    /// `owner` replaces the first.
+    fn dma_map(&self, owner: usize, pages: &mut dyn ExactSizeIterator<Item = u64>) -> bool;
+
+    /// Undoes [`Platform::dma_map`] for `owner` (nothing if it has no
+    /// mapping), after the device has stopped using the pages.
+    fn dma_unmap(&self, owner: usize);
+
     /// Copies `buf.len()` bytes from the consumer's virtual address `va`
     /// (inline send data, readable only while the post runs). `false` if the
     /// memory cannot be read.

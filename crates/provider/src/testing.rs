@@ -87,6 +87,11 @@ impl Platform for TestPlatform {
     fn logical_of(&self, va: usize, _len: usize) -> Option<u64> {
         Some(va as u64)
     }
+    fn dma_map(&self, _owner: usize, _pages: &mut dyn ExactSizeIterator<Item = u64>) -> bool {
+        // No device memory access to prepare: `dma` reaches nothing.
+        true
+    }
+    fn dma_unmap(&self, _owner: usize) {}
     fn copy_from_va(&self, _va: u64, _buf: &mut [u8]) -> bool {
         false
     }

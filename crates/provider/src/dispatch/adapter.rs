@@ -11,8 +11,9 @@ use hwq::{SharedDevice, TryArc};
 use ndkpi::{
     GUID, MDL, NDK_ADAPTER, NDK_ADAPTER_DISPATCH, NDK_ADAPTER_INFO, NDK_EXTENSION_INTERFACE,
     NDK_FN_REQUEST_COMPLETION, NDK_LOGICAL_ADDRESS, NDK_LOGICAL_ADDRESS_MAPPING, NDK_OBJECT_HEADER,
-    NDK_VERSION, NTSTATUS, NdkObjectTypeAdapter, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS,
+    NDK_VERSION, NTSTATUS, NdkObjectTypeAdapter, STATUS_BUFFER_TOO_SMALL,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER,
+    STATUS_NOT_SUPPORTED, STATUS_SUCCESS,
 };
 
 use ndkpi::{
@@ -233,6 +234,20 @@ unsafe extern "win64" fn build_lam(
     if lam::fill(adapter, chain, length as u64, &mut pages).is_err() {
         return STATUS_INVALID_PARAMETER;
     }
+    let mut written = (0..span.pages).map(|i| {
+        // SAFETY: entry `i` of the consumer's array, which holds
+        // `span.pages` entries (checked above) that `fill` just wrote and
+        // the consumer does not touch while the call runs (NDK contract);
+        // unaligned, as NDK does not promise more.
+        let address = unsafe { array.wrapping_add(i).read_unaligned() };
+        address as u64
+    });
+    // The device reaches these pages by their logical addresses (privileged
+    // token, fast registrations) until the LAM is released: mapped once,
+    // here.
+    if !adapter.platform().dma_map(lam as usize, &mut written) {
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
     // SAFETY: `lam` is non-null and holds at least the header (`need` bytes
     // include it, checked above); unaligned, as NDK does not promise more.
     unsafe { context_ptr(lam).write_unaligned(lam::owner_tag(adapter)) };
@@ -265,6 +280,7 @@ unsafe extern "win64" fn release_lam(
     // SAFETY: the same header is the consumer's and writable; clearing the
     // tag marks the LAM released, so a second release is ignored.
     unsafe { context_ptr(lam).write_unaligned(core::ptr::null_mut()) };
+    adapter.platform().dma_unmap(lam as usize);
     adapter.unhold();
 }
 
