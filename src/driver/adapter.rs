@@ -10,6 +10,8 @@
 //! the L2 port on the binding ([`super::l2`]) and learns V's IP addresses
 //! from the IP stack ([`super::addresses`]).
 
+pub mod event_log;
+
 use alloc::boxed::Box;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -237,8 +239,17 @@ impl Adapter {
         // frame size, capped by what P's MTU carries with RoCEv2's headers
         // (a larger one would have every full-size frame dropped as too
         // long for the link).
-        let link_pmtu = softrnic::l2::path_mtu_for(mux.binding.mtu()).unwrap_or(256);
-        let device = RnicDevice::create(self.handle, port, self.config.pmtu.min(link_pmtu))?;
+        let link_mtu = mux.binding.mtu();
+        let link_pmtu = softrnic::l2::path_mtu_for(link_mtu).unwrap_or(256);
+        let pmtu = self.config.pmtu.min(link_pmtu);
+        if pmtu != self.config.pmtu {
+            log_info!(
+                "rsndk: RoCE frame size {} capped to {pmtu} by P's MTU {link_mtu}",
+                self.config.pmtu
+            );
+            event_log::roce_frame_size_capped(self.config.pmtu, pmtu, link_mtu);
+        }
+        let device = RnicDevice::create(self.handle, port, pmtu)?;
         self.device = Some(device);
         self.set_all_attributes()?;
         let lower = mux.binding.lower.bound_if_index;

@@ -60,6 +60,7 @@ pub unsafe fn register(
         Flags: NDIS_INTERMEDIATE_DRIVER,
         ..NDIS_MINIPORT_DRIVER_CHARACTERISTICS::new(DRIVER_MAJOR, DRIVER_MINOR)
     };
+    super::adapter::event_log::set_driver_object(driver);
     let mut handle: NDIS_HANDLE = ptr::null_mut();
     // SAFETY: DriverEntry's objects; revision-2 characteristics that NDIS
     // copies; a valid out-pointer.
@@ -149,6 +150,7 @@ unsafe extern "win64" fn unload(_driver: *mut DRIVER_OBJECT) {
         unsafe { NdisMDeregisterMiniportDriver(handle) };
     }
     super::free_platform();
+    super::adapter::event_log::set_driver_object(ptr::null_mut());
 }
 
 /// `MiniportPause`: V stops taking sends and indicating receives; pends

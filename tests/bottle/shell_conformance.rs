@@ -9,7 +9,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use kbottle::Machine;
-use kbottle::machine::AdapterId;
+use kbottle::machine::{AdapterId, Keyword};
 use kbottle::mm;
 use kbottle::ndis::types::{
     NDIS_STATISTICS_BROADCAST_BYTES_RCV_SUPPORTED, NDIS_STATISTICS_BROADCAST_BYTES_XMIT_SUPPORTED,
@@ -40,10 +40,10 @@ use kbottle::ndis::types::{
     NDIS_STATISTICS_XMIT_OK_SUPPORTED, NDIS_STATUS_REQUEST_ABORTED, OID_GEN_CURRENT_LOOKAHEAD,
     OID_GEN_RCV_OK, OID_GEN_STATISTICS, OID_GEN_XMIT_OK,
 };
-use kbottle::ndis::{lower_oid, miniport};
+use kbottle::ndis::{eventlog, lower_oid, miniport};
 use ndkpi::*;
 
-use crate::common::{READY, child_passes, is_child};
+use crate::common::{READY, adapter_with, child_passes, fresh_address, is_child, keywords};
 use crate::defects::{Buffer, Pair, add_adapter, boot, complete, unload_clean};
 use crate::ndk::close_wait;
 use testkit::adapter::*;
@@ -445,5 +445,55 @@ fn a_cancelled_oid_request_is_cancelled_at_p() {
     assert!(kbottle::verifier::bugchecks().is_empty());
     machine.halt(id);
     let machine = Arc::into_inner(machine).expect("the setter thread ended");
+    unload_clean(machine);
+}
+
+/// A `*NetworkDirectRoCEFrameSize` larger than P's MTU carries is capped,
+/// and the cap is written to the system event log (`NdisWriteEventLogEntry`,
+/// as the NDKPI INF requirements ask when the operational RoCE frame size
+/// differs from the configured one): the configured size, the operational
+/// one and P's MTU, as strings and as data. A frame size that fits logs
+/// nothing. Failed before the fix: the size was capped silently.
+#[test]
+fn a_capped_roce_frame_size_is_logged() {
+    if !is_child() {
+        child_passes("shell_conformance::a_capped_roce_frame_size_is_logged");
+        return;
+    }
+    let machine = boot();
+    // 1500 bytes carry RoCEv2 frames of 1024 bytes of payload, not 2048.
+    let segment = machine.add_segment_with_mtu(1500);
+    let framed = |frame: u32| {
+        let mut kw = keywords();
+        kw.push(("*NetworkDirectRoCEFrameSize", Keyword::Int(frame)));
+        adapter_with(&machine, segment, &kw, fresh_address().into())
+    };
+    let before = eventlog::entries().len();
+    let capped = framed(4096);
+    let logged = eventlog::entries()[before..].to_vec();
+    assert_eq!(
+        logged.len(),
+        1,
+        "one event for the capped adapter: {logged:?}"
+    );
+    // Warning severity, customer code 1 (the driver's event_log.rs).
+    assert_eq!(logged[0].code as u32, 0xA000_0001, "{logged:?}");
+    assert_eq!(logged[0].strings, ["4096", "1024", "1500"], "{logged:?}");
+    let data: Vec<u8> = [4096u32, 1024, 1500]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(logged[0].data, data, "{logged:?}");
+
+    let fits = framed(1024);
+    assert_eq!(
+        eventlog::entries().len(),
+        before + 1,
+        "nothing logged for a frame size that fits: {:?}",
+        eventlog::entries()
+    );
+    assert!(kbottle::verifier::bugchecks().is_empty());
+    machine.halt(capped);
+    machine.halt(fits);
     unload_clean(machine);
 }

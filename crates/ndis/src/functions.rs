@@ -303,6 +303,22 @@ unsafe extern "system" {
     /// Cancels a pended OID request by its `RequestId` (`<= DISPATCH_LEVEL`).
     pub fn NdisCancelOidRequest(NdisBindingHandle: NDIS_HANDLE, RequestId: PVOID);
 
+    /// Writes an entry to the system event log (`<= DISPATCH_LEVEL`):
+    /// `LogHandle` is the driver object `DriverEntry` got; `StringsList`
+    /// holds `NumStrings` NUL-terminated UTF-16 strings one after another
+    /// (null and 0 for none), `Data` `DataSize` bytes of binary data (null
+    /// and 0 for none). `NDIS_STATUS_BUFFER_TOO_SHORT` when strings and
+    /// data exceed `MAX_EVENT_LOG_DATA_SIZE`.
+    pub fn NdisWriteEventLogEntry(
+        LogHandle: PVOID,
+        EventCode: NDIS_STATUS,
+        UniqueEventValue: ULONG,
+        NumStrings: USHORT,
+        StringsList: PVOID,
+        DataSize: ULONG,
+        Data: PVOID,
+    ) -> NDIS_STATUS;
+
     /// Completes a network PnP event that `ProtocolNetPnPEvent` pended
     /// (`PASSIVE_LEVEL`).
     pub fn NdisCompleteNetPnPEvent(

@@ -17,6 +17,7 @@
 //! - [`completions`] holds `NdisMOidRequestComplete`,
 //!   `NdisMDirectOidRequestComplete`, `NdisMPauseComplete`,
 //!   `NdisMRestartComplete` and `NdisMResetComplete`.
+//! - [`eventlog`] holds `NdisWriteEventLogEntry` and the entries written.
 //! - [`datapath`] holds `NdisMSendNetBufferListsComplete` and
 //!   `NdisMIndicateReceiveNetBufferLists`.
 //! - [`checks`] holds the IRQL, header and handle rules and the bug checks
@@ -59,6 +60,7 @@ pub mod checks;
 pub mod completions;
 pub mod config;
 pub mod datapath;
+pub mod eventlog;
 pub mod im;
 pub mod lower;
 pub mod lower_oid;
@@ -91,6 +93,7 @@ pub use completions::{
 };
 pub use config::{NdisCloseConfiguration, NdisOpenConfigurationEx, NdisReadConfiguration};
 pub use datapath::{NdisMIndicateReceiveNetBufferLists, NdisMSendNetBufferListsComplete};
+pub use eventlog::NdisWriteEventLogEntry;
 pub use im::{
     NdisIMCancelInitializeDeviceInstance, NdisIMDeInitializeDeviceInstance,
     NdisIMInitializeDeviceInstanceEx, NdisIfAddIfStackEntry, NdisIfDeleteIfStackEntry, NdisMSleep,
@@ -171,5 +174,6 @@ pub fn exports() -> Vec<Export> {
         export!("NDIS.SYS", NdisIfAddIfStackEntry),
         export!("NDIS.SYS", NdisIfDeleteIfStackEntry),
         export!("NDIS.SYS", NdisMSleep),
+        export!("NDIS.SYS", NdisWriteEventLogEntry),
     ]
 }
