@@ -14,7 +14,10 @@
 //! like `rsndk.sys`, exporting `DllGetClassObject`, `DllCanUnloadNow`,
 //! `DllRegisterServer` and `DllUnregisterServer` and nothing else. Its
 //! COM declarations ([`sys`]) are hand-written and checked against
-//! mingw-w64's `netcfgx.idl`/`netcfgn.idl` (`tests/com_layout.rs`).
+//! mingw-w64's `netcfgx.idl`/`netcfgn.idl` (`tests/com_layout.rs`); the
+//! linked DLL's PE headers are checked in `tests/pe.rs`, and
+//! `tests/wine.rs` runs it under Wine through its class factory against a
+//! fake netcfg (`harness/`).
 //!
 //! Build: `cargo build -p rsndknotify --target x86_64-pc-windows-msvc
 //! --release` writes `target/x86_64-pc-windows-msvc/release/rsndknotify.dll`
