@@ -268,13 +268,14 @@ impl Adapter {
         if let (Some(device), Some(port)) = (&self.device, &self.port) {
             // Without address notifications the RNIC would never serve an
             // address: V fails to initialise rather than come up so.
-            let watcher = AddressWatcher::start(params.NetLuid.Value, &device.rnic, port)
-                .inspect_err(|status| {
-                    log_error!(
-                        "rsndk: address notifications failed: {:#010x}",
-                        *status as u32
-                    );
-                })?;
+            let watcher =
+                AddressWatcher::start(self.handle, params.NetLuid.Value, &device.rnic, port)
+                    .inspect_err(|status| {
+                        log_error!(
+                            "rsndk: address notifications failed: {:#010x}",
+                            *status as u32
+                        );
+                    })?;
             self.watcher = Some(watcher);
         }
         Ok(())

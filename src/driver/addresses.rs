@@ -18,22 +18,27 @@
 //! (no retry timer: the stack notifies on every change, and the first
 //! change after a failure brings everything up to date).
 //!
-//! The callbacks run at PASSIVE_LEVEL, one at a time (the IP helper
-//! serialises them). [`AddressWatcher::stop`] (`CancelMibChangeNotify2`,
-//! which waits for a running callback) comes first in V's halt, before
-//! the RNIC and the port it feeds can go.
+//! Microsoft documents that the callbacks are serialised, not the IRQL
+//! they run at, so a callback does nothing but queue the watcher's work
+//! item (`NdisQueueIoWorkItem`, `<= DISPATCH_LEVEL`); its routine reads the
+//! table at PASSIVE_LEVEL, as `GetUnicastIpAddressTable` requires.
+//! Notifications that arrive while a read is queued or running cause one
+//! more read after it. [`AddressWatcher::stop`] (`CancelMibChangeNotify2`,
+//! which waits for a running callback, then the wait for the work item)
+//! comes first in V's halt, before the RNIC and the port it feeds can go.
 
 use alloc::boxed::Box;
 use core::ffi::c_void;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use hwq::TryArc;
 use ndis::{
     AF_UNSPEC, CancelMibChangeNotify2, FreeMibTable, GetUnicastIpAddressTable,
     IpDadStateDeprecated, IpDadStatePreferred, MIB_NOTIFICATION_TYPE, MIB_UNICASTIPADDRESS_ROW,
-    MIB_UNICASTIPADDRESS_TABLE, NL_DAD_STATE, NotifyUnicastIpAddressChange, SOCKADDR_INET,
+    MIB_UNICASTIPADDRESS_TABLE, NDIS_HANDLE, NL_DAD_STATE, NdisAllocateIoWorkItem,
+    NdisFreeIoWorkItem, NdisQueueIoWorkItem, NotifyUnicastIpAddressChange, SOCKADDR_INET,
 };
 use ndkpi::{AF_INET, AF_INET6, NTSTATUS, PVOID, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::addresses::MAX_ADDRESSES;
@@ -43,6 +48,11 @@ use super::alloc::try_box;
 use super::irql;
 use super::l2::L2Port;
 use super::log::{log_error, log_info};
+
+/// `work_state` bit: the work item is queued or running.
+const WORK_QUEUED: u32 = 1 << 31;
+/// `work_state` bit: a notification came; read the table (again).
+const WORK_READ: u32 = 1;
 
 /// Watches the IP stack's unicast addresses of one interface.
 pub struct AddressWatcher {
@@ -56,6 +66,11 @@ pub struct AddressWatcher {
     /// interface's changes wake every watcher; only a change of this one's
     /// set is logged).
     applied: AtomicU64,
+    /// Reads the table at PASSIVE_LEVEL for the callbacks.
+    work_item: NDIS_HANDLE,
+    /// [`WORK_QUEUED`] and [`WORK_READ`]; one word, so that the routine
+    /// can finish and drop the flag in one atomic step.
+    work_state: AtomicU32,
 }
 
 impl core::fmt::Debug for AddressWatcher {
@@ -118,21 +133,35 @@ impl AddressList {
 impl AddressWatcher {
     /// Starts watching the addresses of the interface `net_luid` for `rnic`
     /// and `port` (`PASSIVE_LEVEL`, V's initialisation, after the RNIC
-    /// exists). The initial notification delivers the addresses the
-    /// interface already has (possibly before this returns).
+    /// exists; `adapter` is V's NDIS handle, which owns the work item).
+    /// The initial notification delivers the addresses the interface
+    /// already has (possibly before this returns).
     pub fn start(
+        adapter: NDIS_HANDLE,
         net_luid: u64,
         rnic: &TryArc<SoftRnic>,
         port: &TryArc<L2Port>,
     ) -> Result<Box<Self>, NTSTATUS> {
+        // SAFETY: PASSIVE_LEVEL; V's adapter handle, in its
+        // initialisation.
+        let work_item = unsafe { NdisAllocateIoWorkItem(adapter) };
+        if work_item.is_null() {
+            return Err(STATUS_INSUFFICIENT_RESOURCES);
+        }
         let watcher = try_box(Self {
             net_luid,
             rnic: rnic.clone(),
             port: port.clone(),
             handle: AtomicPtr::new(ptr::null_mut()),
             applied: AtomicU64::new(0),
+            work_item,
+            work_state: AtomicU32::new(0),
         })
-        .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
+        .map_err(|_| {
+            // SAFETY: allocated above, never queued.
+            unsafe { NdisFreeIoWorkItem(work_item) };
+            STATUS_INSUFFICIENT_RESOURCES
+        })?;
         let context = ptr::from_ref::<Self>(&watcher).cast_mut().cast::<c_void>();
         let mut handle: *mut c_void = ptr::null_mut();
         // SAFETY: PASSIVE_LEVEL; the context is the boxed watcher, which
@@ -154,25 +183,75 @@ impl AddressWatcher {
     }
 
     /// Stops watching (`PASSIVE_LEVEL`, never from the callback): when it
-    /// returns no callback runs or will run. Idempotent.
+    /// returns no callback or table read runs or will run. Idempotent.
     pub fn stop(&self) {
         let handle = self.handle.swap(ptr::null_mut(), Ordering::AcqRel);
-        if handle.is_null() {
-            return;
+        if !handle.is_null() {
+            // SAFETY: PASSIVE_LEVEL, outside the callback; the handle of
+            // our registration, cancelled once (the swap took it). It
+            // waits for a callback in progress.
+            let status = unsafe { CancelMibChangeNotify2(handle) };
+            if status < 0 {
+                log_error!(
+                    "rsndk: CancelMibChangeNotify2 failed: {:#010x}",
+                    status as u32
+                );
+            }
         }
-        // SAFETY: PASSIVE_LEVEL, outside the callback; the handle of our
-        // registration, cancelled once (the swap took it). It waits for a
-        // callback in progress.
-        let status = unsafe { CancelMibChangeNotify2(handle) };
-        if status < 0 {
-            log_error!(
-                "rsndk: CancelMibChangeNotify2 failed: {:#010x}",
-                status as u32
-            );
+        // No callback queues the work item any more: wait out a queued
+        // or running read.
+        while self.work_state.load(Ordering::Acquire) & WORK_QUEUED != 0 {
+            super::platform_wait();
         }
     }
 
-    /// Reads the interface's addresses and hands them on (the callback,
+    /// A notification came (the callback, at an IRQL Microsoft does not
+    /// document, `<= DISPATCH_LEVEL`): the work item reads the table.
+    fn request_read(&self) {
+        let old = self
+            .work_state
+            .fetch_or(WORK_READ | WORK_QUEUED, Ordering::AcqRel);
+        if old & WORK_QUEUED != 0 {
+            // Queued or running: the routine sees the new bit before it
+            // can drop the flag.
+            return;
+        }
+        let context = ptr::from_ref(self).cast_mut().cast();
+        // SAFETY: <= DISPATCH_LEVEL; the watcher's work item, not queued
+        // now (the flag was clear); the watcher outlives it (`stop` waits
+        // for the flag to clear).
+        unsafe { NdisQueueIoWorkItem(self.work_item, read_work, context) };
+    }
+
+    /// The work item's routine (`PASSIVE_LEVEL`): reads until no
+    /// notification is left unanswered.
+    fn run_work(&self) {
+        loop {
+            let state = self.work_state.load(Ordering::Acquire);
+            if state & WORK_READ == 0 {
+                // Nothing left: drop the flag, and touch nothing after it
+                // (`stop` may free the watcher as soon as it sees it
+                // clear).
+                if self
+                    .work_state
+                    .compare_exchange(state, 0, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    return;
+                }
+                continue;
+            }
+            if self
+                .work_state
+                .compare_exchange(state, WORK_QUEUED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.refresh();
+            }
+        }
+    }
+
+    /// Reads the interface's addresses and hands them on (the work item,
     /// `PASSIVE_LEVEL`).
     fn refresh(&self) {
         let Some(list) = self.read() else { return };
@@ -265,6 +344,9 @@ impl AddressWatcher {
 impl Drop for AddressWatcher {
     fn drop(&mut self) {
         self.stop();
+        // SAFETY: allocated in `start`, neither queued nor running (`stop`
+        // waited), freed once.
+        unsafe { NdisFreeIoWorkItem(self.work_item) };
     }
 }
 
@@ -291,8 +373,9 @@ fn ip_of(address: &SOCKADDR_INET) -> Option<IpAddr> {
     }
 }
 
-/// `PUNICAST_IPADDRESS_CHANGE_CALLBACK` (`PASSIVE_LEVEL`, serialised):
-/// whatever changed, re-read.
+/// `PUNICAST_IPADDRESS_CHANGE_CALLBACK` (serialised; at an IRQL
+/// Microsoft does not document, so only `<= DISPATCH_LEVEL` work here):
+/// whatever changed, the work item re-reads.
 unsafe extern "win64" fn changed(
     context: PVOID,
     _row: *mut MIB_UNICASTIPADDRESS_ROW,
@@ -302,5 +385,13 @@ unsafe extern "win64" fn changed(
     // alive until `stop` cancelled the registration, which waits for this
     // callback to return.
     let watcher = unsafe { &*context.cast::<AddressWatcher>() };
-    watcher.refresh();
+    watcher.request_read();
+}
+
+/// The work item's routine (`PASSIVE_LEVEL`).
+unsafe extern "win64" fn read_work(context: PVOID, _item: NDIS_HANDLE) {
+    // SAFETY: the watcher queued itself, and `stop` waits for this routine
+    // before the watcher can go.
+    let watcher = unsafe { &*context.cast::<AddressWatcher>() };
+    watcher.run_work();
 }

@@ -497,3 +497,43 @@ fn a_capped_roce_frame_size_is_logged() {
     machine.halt(fits);
     unload_clean(machine);
 }
+
+/// Microsoft documents no IRQL for the unicast address change callback:
+/// with the bottle delivering it at DISPATCH_LEVEL, V still learns its
+/// addresses (the RNIC serves them: two adapters connect a QP and an RDMA
+/// WRITE lands) and nothing bugchecks. Failed before the fix: the
+/// callback read the table itself (`GetUnicastIpAddressTable`, which
+/// needs `< DISPATCH_LEVEL`: 0xC4); the driver now reads it in a work
+/// item at PASSIVE_LEVEL.
+#[test]
+fn addresses_are_learnt_whatever_the_callback_irql() {
+    if !is_child() {
+        child_passes("shell_conformance::addresses_are_learnt_whatever_the_callback_irql");
+        return;
+    }
+    kbottle::netio::deliver_address_changes_at(kbottle::cpu::DISPATCH_LEVEL);
+    let machine = boot();
+    let pair = Pair::new(&machine, None, 8, 4096);
+    let source = Buffer::new(4096, 0x3c);
+    let sges = [source.local(0, 4096, pair.qa.token)];
+    assert_eq!(
+        write(
+            pair.qa.qp,
+            9,
+            &sges,
+            pair.region.va as u64,
+            pair.region_token,
+            0
+        ),
+        STATUS_SUCCESS,
+        "NdkWrite"
+    );
+    assert_eq!(complete(pair.qa.cq, 1), vec![9]);
+    assert!(
+        pair.region.bytes().iter().all(|b| *b == 0x3c),
+        "the WRITE landed"
+    );
+    assert!(kbottle::verifier::bugchecks().is_empty());
+    pair.close_and_halt(&machine);
+    unload_clean(machine);
+}

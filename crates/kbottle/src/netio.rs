@@ -24,6 +24,9 @@ pub use iphelper::{
     CancelMibChangeNotify2, FreeMibTable, GetUnicastIpAddressEntry, GetUnicastIpAddressTable,
     NotifyUnicastIpAddressChange,
 };
+/// The IRQL unicast address change callbacks run at (PASSIVE_LEVEL unless
+/// a test chooses another).
+pub use iphelper_notify::deliver_at as deliver_address_changes_at;
 
 /// `MIB_UNICASTIPADDRESS_TABLE`s `GetUnicastIpAddressTable` returned and
 /// `FreeMibTable` never freed (a leak at unload).

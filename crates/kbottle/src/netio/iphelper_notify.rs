@@ -10,12 +10,18 @@
 //! for, is queued before the call returns, so it may run before the
 //! caller has stored its handle, as on Windows.
 //!
+//! Microsoft documents no IRQL for the callback. The bottle calls it at
+//! PASSIVE_LEVEL unless a test asks for another level
+//! ([`deliver_at`], e.g. DISPATCH_LEVEL: the worst a driver must expect
+//! from a kernel callback it is not told about).
+//!
 //! `CancelMibChangeNotify2` drops what is queued, waits for a running
 //! callback to return and ends the thread. Called from the handle's own
 //! callback it would wait for itself (a deadlock, the documentation warns):
 //! the bottle reports it.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, ThreadId};
 
@@ -184,8 +190,18 @@ fn deliver(handle: usize) {
     }
 }
 
-/// Calls the driver's callback at PASSIVE_LEVEL with a row that lives for
-/// the call only (the memory "is managed by the operating system").
+/// The IRQL callbacks are delivered at ([`deliver_at`]).
+static CALLBACK_IRQL: AtomicU8 = AtomicU8::new(PASSIVE_LEVEL);
+
+/// From now on every unicast address change callback of this process runs
+/// at `irql` (PASSIVE_LEVEL or DISPATCH_LEVEL).
+pub fn deliver_at(irql: ndis::KIRQL) {
+    CALLBACK_IRQL.store(irql, Ordering::SeqCst);
+}
+
+/// Calls the driver's callback at the delivery IRQL ([`deliver_at`]) with
+/// a row that lives for the call only (the memory "is managed by the
+/// operating system").
 fn call(
     callback: Callback,
     context: usize,
@@ -196,18 +212,21 @@ fn call(
     let row_ptr = row
         .as_deref_mut()
         .map_or(std::ptr::null_mut(), std::ptr::from_mut);
+    let at = CALLBACK_IRQL.load(Ordering::SeqCst);
+    let old = cpu::raise(at);
     // SAFETY: the driver's PUNICAST_IPADDRESS_CHANGE_CALLBACK, called at
-    // PASSIVE_LEVEL on this processor with the context it registered and
-    // a row (or null for the initial notification) valid for the call.
+    // the delivery IRQL on this processor with the context it registered
+    // and a row (or null for the initial notification) valid for the call.
     unsafe { callback(context as *mut _, row_ptr, kind) };
     let irql = cpu::current();
-    if irql != PASSIVE_LEVEL {
+    if irql != at {
         crate::ndis::checks::returned_at_raised_irql(
             "the unicast address change callback",
             callback as usize,
-            PASSIVE_LEVEL,
+            at,
         );
     }
+    cpu::lower(old);
     drop(row);
 }
 
