@@ -94,6 +94,10 @@ unsafe extern "win64" fn close_ndk_adapter(context: NDIS_HANDLE, ndk: *mut NDK_A
     // with no other call on it running.
     let status = unsafe { provider::close_adapter(ndk) };
     if status < 0 {
+        // The provider refuses only a pointer that is not an open adapter
+        // of ours (one with children open is closed once they are): the
+        // adapters counted are all still open, and lowering the count
+        // would let an unbind free the RNIC under them.
         log_error!("rsndk: NDK adapter close failed: {:#010x}", status as u32);
         return;
     }

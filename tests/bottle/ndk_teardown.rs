@@ -149,3 +149,65 @@ fn unbind_waits_for_the_ndk_consumer_to_close() {
     let machine = Arc::into_inner(machine).expect("the unbind thread ended");
     unload_clean(machine);
 }
+
+/// A `CloseNDKAdapterHandler` that comes while the consumer still has
+/// objects open on the adapter (a connected QP, its CQ and PD, a
+/// registered region, a listener and a connector) neither fails nor frees
+/// them: it returns once the consumer has closed them, the driver counts
+/// the adapter closed, and the unbind that follows completes at once
+/// (nothing left for it to wait for) and leaves nothing behind.
+///
+/// The review (issue 23, item 5) feared a failed close that never lowers
+/// the open count; the provider's close fails only for a pointer that is
+/// not an adapter of ours, which NDIS never passes, and for which lowering
+/// the count would let an unbind free the RNIC under the real adapters.
+/// This test passed before any change: it pins the behaviour down.
+#[test]
+fn adapter_close_with_children_open_waits_for_them() {
+    if !is_child() {
+        child_passes("ndk_teardown::adapter_close_with_children_open_waits_for_them");
+        return;
+    }
+    let machine = Arc::new(boot());
+    let Pair {
+        a,
+        b,
+        qa,
+        qb,
+        conn,
+        region_mr,
+        ids,
+        ..
+    } = Pair::new(&machine, None, 8, 1 << 16);
+    let closed = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&closed);
+    let closer = Arc::clone(&machine);
+    let adapter_b = b.adapter as usize;
+    let close = std::thread::spawn(move || {
+        closer.close_ndk(ids[1], adapter_b as *mut NDK_ADAPTER);
+        done.store(true, Ordering::SeqCst);
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !closed.load(Ordering::SeqCst),
+        "the adapter close returned while its QP, CQ, PD, MR, listener and connector were open"
+    );
+    close_wait(region_mr);
+    conn.close();
+    qb.close();
+    close.join().expect("the adapter close");
+    assert!(closed.load(Ordering::SeqCst));
+    let started = std::time::Instant::now();
+    machine.halt(ids[1]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the unbind took {:?} with no NDK adapter open",
+        started.elapsed()
+    );
+    qa.close();
+    machine.close_ndk(ids[0], a.adapter);
+    machine.halt(ids[0]);
+    assert!(verifier::bugchecks().is_empty());
+    let machine = Arc::into_inner(machine).expect("the close thread ended");
+    unload_clean(machine);
+}
