@@ -335,6 +335,12 @@ impl Notify {
 
     /// Removes P's V and enables the paths disabled for it. Every step is
     /// tried; the first failure is returned.
+    ///
+    /// A recorded token that names no path of a P still present means the
+    /// tokens changed since they were recorded (netcfg does not document
+    /// them as stable): then every disabled path to P that is neither the
+    /// protocol's nor a filter's is enabled, as the sample does, rather
+    /// than leaving P without its protocols.
     fn detach<H>(&self, host: &H, p: &Guid) -> Result<(), Failure>
     where
         H: NetCfg + ?Sized,
@@ -348,10 +354,17 @@ impl Notify {
             record
         };
         let mut first_failure = host.remove_adapter(&record.virtual_miniport).err();
+        let mut lost_token = false;
         for token in &record.disabled_paths {
-            if let Err(failure) = host.set_path_enabled(p, token, true) {
-                first_failure.get_or_insert(failure);
+            match host.set_path_enabled(p, token, true) {
+                Ok(found) => lost_token |= !found,
+                Err(failure) => {
+                    first_failure.get_or_insert(failure);
+                }
             }
+        }
+        if lost_token && let Err(failure) = enable_foreign_paths(host, p) {
+            first_failure.get_or_insert(failure);
         }
         first_failure.map_or(Ok(()), Err)
     }
@@ -370,6 +383,22 @@ impl Notify {
         }
         first_failure.map_or(Ok(()), Err)
     }
+}
+
+/// Enables every disabled path to P that neither runs through the
+/// protocol nor belongs to a filter (nothing when P is gone).
+fn enable_foreign_paths<H>(host: &H, p: &Guid) -> Result<(), Failure>
+where
+    H: NetCfg + ?Sized,
+{
+    for path in host.paths_above(p)? {
+        let foreign =
+            !path.contains(PROTOCOL_ID) && !path.owner().is_some_and(Component::is_filter);
+        if foreign && !path.enabled {
+            host.set_path_enabled(p, &path.token, true)?;
+        }
+    }
+    Ok(())
 }
 
 /// An adapter the protocol may mux: physical, not virtual, not its own V,

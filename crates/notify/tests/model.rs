@@ -606,6 +606,21 @@ fn a_binding_the_admin_had_disabled_stays_disabled() {
 }
 
 #[test]
+fn tokens_that_changed_since_recorded_still_give_p_its_protocols_back() {
+    let (model, p) = machine();
+    model.set_binding(PROTOCOL_ID, &p, true);
+    assert_muxed(&model, &p);
+    // netcfg names the same paths differently in a later session.
+    for path in &mut model.world.borrow_mut().paths {
+        path.token.push_str("#renamed");
+    }
+    model.set_binding(PROTOCOL_ID, &p, false);
+    assert!(model.miniports().is_empty());
+    assert_untouched(&model, &p);
+    model.assert_no_failure();
+}
+
+#[test]
 fn a_second_nic_gets_its_own_v() {
     let (model, p) = machine();
     let q = model.add_nic(ETHERNET);
