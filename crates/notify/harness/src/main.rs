@@ -4,7 +4,8 @@
 //! rsndk's protocol): the binding comes up disabled, enabling it installs
 //! V, disables TCP/IP on P and records `UpperBindings` in the registry; a
 //! second session loads that record, and disabling the binding removes V,
-//! enables TCP/IP on P again and deletes the record. Every reference the
+//! enables TCP/IP on P again and deletes the record; a third enables it
+//! again and removes the protocol (`Removing`). Every reference the
 //! DLL took on the fake objects must be given back, and the DLL must be
 //! unloadable at the end. Prints one line per check; exit code 0 when all
 //! pass, 1 at the first failure.
@@ -286,6 +287,31 @@ fn run() {
     check(world.enabled(tcpip), "ms_tcpip->P enabled again");
     apply(&session);
     check(record(&p).is_none(), "the record of P is deleted");
+    session.release();
+
+    // Session 3: enabled again, then the protocol is removed
+    // (INetCfgComponentSetup::Removing): V goes, TCP/IP comes back.
+    let session = create(factory);
+    initialize(&session, &world);
+    world.set_enabled(own, true);
+    let hr = notify_path(&session, NCN_ENABLE, own);
+    check(
+        hr == S_OK,
+        &format!("NotifyBindingPath(ENABLE) again = {hr:#x}"),
+    );
+    check(
+        world.miniport_guid().is_some() && !world.enabled(tcpip),
+        "V again, TCP/IP off P",
+    );
+    // SAFETY: the setup interface.
+    let setup: &INetCfgComponentSetupVtbl = unsafe { win::vtable(session.setup) };
+    // SAFETY: a method without arguments.
+    let hr = unsafe { (setup.Removing)(session.setup) };
+    check(hr == S_OK, &format!("Removing = {hr:#x}"));
+    check(world.miniport_guid().is_none(), "Removing removed V");
+    check(world.enabled(tcpip), "Removing enabled ms_tcpip->P again");
+    apply(&session);
+    check(record(&p).is_none(), "no record of P after Removing");
     session.release();
 
     // SAFETY: the factory: give back DllGetClassObject's reference.
