@@ -32,7 +32,7 @@ use crate::pe::Export;
 use crate::special_pool;
 use crate::verifier::{
     self, BAD_POOL_CALLER, DRIVER_VERIFIER_DETECTED_VIOLATION, KMODE_EXCEPTION_NOT_HANDLED,
-    TIMER_OR_DPC_INVALID, firewall, lock,
+    SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION, TIMER_OR_DPC_INVALID, firewall, lock,
 };
 
 /// `POOL_FLAG_USE_QUOTA`.
@@ -286,8 +286,30 @@ pub fn free(addr: usize, tag: Option<u32>, caller: usize) {
         Backing::Heap(_) => unsafe {
             std::ptr::write_bytes(addr as *mut u8, FREED_FILL, block.size);
         },
-        // Inaccessible from now on: a later access faults (0xD5).
-        Backing::Special => special_pool::free(addr),
+        // Inaccessible from now on: a later access faults (0xD5). A write
+        // into the block's pages outside it that faulted nothing (the
+        // alignment bytes) shows now, as Verifier checks at free.
+        Backing::Special => {
+            if let Some(c) = special_pool::free(addr) {
+                let where_ = crate::pe::describe(caller);
+                verifier::bugcheck(
+                    SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION,
+                    [
+                        addr as u64,
+                        c.at as u64,
+                        0,
+                        if c.after_block { 0x24 } else { 0x23 },
+                    ],
+                    format!(
+                        "special pool: the {}-byte block at {addr:#x} (tag {}) was written {} it, at {:#x}; found when it was freed at {where_}",
+                        block.size,
+                        tag_name(block.tag),
+                        if c.after_block { "after" } else { "before" },
+                        c.at
+                    ),
+                );
+            }
+        }
     }
     let released = with_pool(|pool| {
         pool.quarantine_bytes += block.size;

@@ -13,7 +13,10 @@
 //! [`set`]. Blocks keep the pool's alignment (16 bytes, 64 with
 //! `POOL_FLAG_CACHE_ALIGNED`), so an end-aligned block of a size that is
 //! not a multiple of it leaves a few bytes before its guard page, as on
-//! Windows. From a page up a block is page-aligned either way (the pool's
+//! Windows; those, and the rest of the block's pages, are filled with
+//! [`SLACK_FILL`] and checked when the block is freed (0xC1
+//! `SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION`, 0x24 after the block, 0x23
+//! before it). From a page up a block is page-aligned either way (the pool's
 //! contract) and its guard page follows its last page.
 //!
 //! Each block is its own `mmap` (a guard page on each side, the block's
@@ -78,6 +81,19 @@ pub enum Fault {
         /// Its size.
         size: usize,
     },
+}
+
+/// Byte the rest of a block's pages (its alignment bytes, before or
+/// after it) is filled with; checked when the block is freed.
+pub const SLACK_FILL: u8 = 0xBD;
+
+/// A write into a block's pages outside the block, found at its free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Corruption {
+    /// The first byte found changed.
+    pub at: usize,
+    /// After the block's end (else before its start).
+    pub after_block: bool,
 }
 
 /// The setting in force.
@@ -189,6 +205,12 @@ pub(crate) fn allocate(size: usize, align: usize, config: SpecialPool) -> *mut u
     } else {
         (first + PAGE - size) & !(align - 1)
     };
+    let end = first + pages * PAGE;
+    // SAFETY: the bytes of the block's pages before the block, readable
+    // and writable (opened above), handed to nobody yet.
+    unsafe { std::ptr::write_bytes(first as *mut u8, SLACK_FILL, block - first) };
+    // SAFETY: as above, the bytes after the block.
+    unsafe { std::ptr::write_bytes((block + size) as *mut u8, SLACK_FILL, end - block - size) };
     with_regions(|r| {
         r.by_base.insert(
             base,
@@ -203,10 +225,26 @@ pub(crate) fn allocate(size: usize, align: usize, config: SpecialPool) -> *mut u
     block as *mut u8
 }
 
+/// The first byte of `range` that is not [`SLACK_FILL`].
+///
+/// # Safety
+/// `range` is readable.
+unsafe fn changed(range: std::ops::Range<usize>) -> Option<usize> {
+    let len = range.end - range.start;
+    // SAFETY: per the contract.
+    let bytes = unsafe { std::slice::from_raw_parts(range.start as *const u8, len) };
+    bytes
+        .iter()
+        .position(|&b| b != SLACK_FILL)
+        .map(|i| range.start + i)
+}
+
 /// Frees the special block at `block` (the pool checked it is live):
 /// its pages become inaccessible, and the oldest quarantined blocks
-/// beyond the quarantine's size are unmapped.
-pub(crate) fn free(block: usize) {
+/// beyond the quarantine's size are unmapped. What was written into its
+/// pages outside the block, if anything.
+pub(crate) fn free(block: usize) -> Option<Corruption> {
+    let mut corruption = None;
     let quarantine_blocks = config().map_or(DEFAULT_QUARANTINE_BLOCKS, |c| c.quarantine_blocks);
     let released = with_regions(|r| {
         let Some((&base, region)) = r.by_base.range_mut(..=block).next_back() else {
@@ -216,6 +254,21 @@ pub(crate) fn free(block: usize) {
             return Vec::new();
         }
         region.freed = true;
+        let first = base + PAGE;
+        let end = base + region.len - PAGE;
+        // SAFETY: the block's pages before it, still readable.
+        let before = unsafe { changed(first..block) };
+        // SAFETY: the block's pages after it, still readable.
+        let after = unsafe { changed(block + region.size..end) };
+        corruption = before
+            .map(|at| Corruption {
+                at,
+                after_block: false,
+            })
+            .or(after.map(|at| Corruption {
+                at,
+                after_block: true,
+            }));
         // SAFETY: our own mapping of `len` bytes at `base`.
         unsafe { libc::mprotect(base as *mut libc::c_void, region.len, libc::PROT_NONE) };
         r.quarantine.push_back(base);
@@ -235,6 +288,7 @@ pub(crate) fn free(block: usize) {
         // lives in it any more.
         unsafe { libc::munmap(base as *mut libc::c_void, len) };
     }
+    corruption
 }
 
 /// What `addr` lies in, if it is inside a special pool mapping but not

@@ -3,7 +3,8 @@
 //! registered as an image) writes past a block's end, before its start or
 //! reads a freed block on a processor thread under `Policy::Park`; with
 //! special pool on each access is a 0xD6 or 0xD5 report naming the
-//! address, and with it off the same accesses pass unnoticed (what the
+//! address (a write into a block's alignment bytes, which faults nothing,
+//! a 0xC1 report when the block is freed), and with it off the same accesses pass unnoticed (what the
 //! option is for).
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #![allow(unsafe_code)]
@@ -171,6 +172,56 @@ fn a_driver_use_after_free_is_a_0xd5_report_with_the_address() {
     // A double free is still told apart from a foreign free.
     let v = pool::check_free(p, Some(TAG)).expect("a violation");
     assert_eq!((v.code, v.params[0]), (0xC4, 0x13));
+}
+
+/// Frees `p` on a new processor: the bugcheck the free hits, if any.
+fn free_on_processor(label: &str, p: usize) -> Option<Bugcheck> {
+    verifier::set_policy(Policy::Park);
+    let name = format!("{label}#{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    let n2 = name.clone();
+    let done = std::thread::spawn(move || {
+        cpu::enter(&n2);
+        pool::free(p, Some(TAG), 0);
+    });
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(b) = verifier::bugchecks()
+            .into_iter()
+            .find(|b| b.processor == name)
+        {
+            return Some(b);
+        }
+        if done.is_finished() {
+            return None;
+        }
+        assert!(
+            Instant::now() < end,
+            "{name}: neither returned nor bugchecked"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_write_into_the_alignment_bytes_is_a_0xc1_report_at_free() {
+    let _s = serial();
+    special_pool::set(Some(SpecialPool::DEFAULT));
+    let write = driver_code(&WRITE_BYTE);
+    // 40 bytes end-aligned to 16: 8 bytes between the block and its guard.
+    let p = alloc(40);
+    assert_eq!((p + 48) % 4096, 0);
+    assert_eq!(run("into-slack", 0, write, p + 41), None, "no fault there");
+    let b = free_on_processor("free-after-slack-write", p).expect("the free stops");
+    assert_eq!(
+        b.code,
+        verifier::SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION,
+        "{}",
+        b.rule
+    );
+    assert_eq!(b.params, [p as u64, (p + 41) as u64, 0, 0x24]);
+    // An untouched block frees quietly.
+    let q = alloc(40);
+    assert_eq!(free_on_processor("clean-free", q), None);
 }
 
 #[test]
