@@ -122,7 +122,9 @@ impl Guest {
         script.push_str(&load_modules_script(KSMBD_MODULE_LIST));
         let _ = write!(
             script,
-            "ksmbd.control --shutdown >/dev/null 2>&1 || true\n\
+            "echo 'step: ksmbd.control --shutdown' >&2\n\
+             ksmbd.control --shutdown >/dev/null 2>&1 || true\n\
+             echo 'step: stop ksmbd.mountd' >&2\n\
              pids=$(pidof ksmbd.mountd || true); [ -z \"$pids\" ] || {{ kill $pids; sleep 1; }}\n\
              mkdir -p {shares}\n\
              grep -qs ' {shares} ' /proc/mounts || mount -t tmpfs -o size=512m,mode=0755 ksmbd {shares}\n\
@@ -133,14 +135,18 @@ impl Guest {
              mkdir -p /etc/ksmbd\n\
              cat >/etc/ksmbd/ksmbd.conf <<'LAB_EOF'\n{conf}LAB_EOF\n\
              rm -f /etc/ksmbd/ksmbdpwd.db\n\
+             echo 'step: ksmbd.adduser' >&2\n\
              ksmbd.adduser -a {user} -p {password}\n\
+             echo 'step: ksmbd.mountd' >&2\n\
              ksmbd.mountd\n\
+             echo 'step: wait for TCP 445' >&2\n\
              tries=0\n\
              until cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q ':01BD [0-9A-F:]* 0A '; do\n\
              \x20   tries=$((tries + 1))\n\
              \x20   [ $tries -lt {polls} ] || {{ echo 'ksmbd does not listen on TCP port 445' >&2; exit 1; }}\n\
              \x20   sleep 0.2\n\
              done\n\
+             echo 'step: wait for the RDMA listener' >&2\n\
              tries=0\n\
              until rdma resource show cm_id 2>/dev/null | grep -q 'state LISTEN.*:445'; do\n\
              \x20   tries=$((tries + 1))\n\
@@ -156,10 +162,33 @@ impl Guest {
         );
         self.run_checked(
             &script,
-            Duration::from_secs(u64::from(LISTEN_TIMEOUT_SECONDS) + 60),
+            Duration::from_secs(u64::from(LISTEN_TIMEOUT_SECONDS) + 150),
             "start ksmbd",
         )
         .map(drop)
+        .map_err(|e| self.with_ksmbd_state(&e))
+    }
+
+    /// `error` with what the guest's kernel and ksmbd's processes were
+    /// doing (a hung shutdown leaves a task in D state).
+    fn with_ksmbd_state(&self, error: &Error) -> Error {
+        let state = self
+            .run_timeout(
+                "for p in /proc/[0-9]*; do\n\
+                 \x20 s=$(sed -n 's/^State:[[:space:]]*//p' $p/status 2>/dev/null)\n\
+                 \x20 case \"$s\" in D*) echo \"$(cat $p/comm) ${p#/proc/} $s:\"; cat $p/stack 2>/dev/null;; esac\n\
+                 done\n\
+                 pidof ksmbd.mountd ksmbd.control || true\n\
+                 dmesg | tail -n 25",
+                Duration::from_secs(20),
+            )
+            .map_or_else(
+                |e| format!("(the state could not be read: {e})"),
+                |o| o.stdout_text(),
+            );
+        Error::Guest(format!(
+            "{error}\nguest state (D-state tasks, ksmbd's processes, kernel log):\n{state}"
+        ))
     }
 
     /// Stops ksmbd (`ksmbd.control --shutdown`) and `ksmbd.mountd`; the
