@@ -157,9 +157,12 @@ impl AddressWatcher {
             work_item,
             work_state: AtomicU32::new(0),
         })
-        .map_err(|_| {
-            // SAFETY: allocated above, never queued.
-            unsafe { NdisFreeIoWorkItem(work_item) };
+        .map_err(|unboxed| {
+            // Its Drop frees the work item (allocated above, never
+            // queued; `stop` has no registration to cancel): freeing it
+            // here as well was a double free (0x50 under the
+            // low-resources sweep).
+            drop(unboxed);
             STATUS_INSUFFICIENT_RESOURCES
         })?;
         let context = ptr::from_ref::<Self>(&watcher).cast_mut().cast::<c_void>();
