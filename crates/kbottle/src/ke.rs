@@ -18,7 +18,8 @@
 //!
 //! Files: `dpc` (DPC objects and per-processor queues), `dispatcher`
 //! (timers, events, waits, the timer thread), `spinlock` (spin locks and
-//! the IRQL imports), `system` (time, processor numbers, bug checks),
+//! the IRQL imports), `lock_order` (Verifier's deadlock detection over
+//! spin locks), `system` (time, processor numbers, bug checks),
 //! `live` (live objects in a memory range), `stall` (call counters and the
 //! test stall), `layout` (the x64 object layouts the bottle fills in).
 
@@ -26,6 +27,7 @@ mod dispatcher;
 mod dpc;
 mod layout;
 mod live;
+mod lock_order;
 mod spinlock;
 mod stall;
 mod system;
@@ -34,6 +36,7 @@ pub use dispatcher::*;
 pub use dpc::*;
 pub use layout::system_time;
 pub use live::*;
+pub use lock_order::{OrderViolation, lock_order_edges};
 pub use spinlock::*;
 pub use stall::*;
 pub use system::*;

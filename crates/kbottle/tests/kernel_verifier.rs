@@ -241,6 +241,107 @@ fn spin_lock_misuse() {
         unsafe { ke::KeReleaseSpinLock(l, 0) };
     });
     assert_eq!((b.code, b.params[0], b.params[1]), (0xC4, 0x32, 0));
+    let b = bugcheck_of("acquire-above-dispatch", || {
+        let l = new_lock() as *mut KSPIN_LOCK;
+        cpu::raise(5);
+        // SAFETY: the bad call under test (a spin lock at device IRQL).
+        unsafe { ke::KeAcquireSpinLockRaiseToDpc(l) };
+    });
+    assert_eq!((b.code, b.params[0], b.params[1]), (0xC4, 0x42, 5));
+}
+
+/// The address of a leaked, aligned, free spin lock (an address, so
+/// closures on other processors may carry it).
+fn new_lock() -> usize {
+    let l: &'static mut KSPIN_LOCK = Box::leak(Box::new(0));
+    (&raw mut *l).addr()
+}
+
+/// Acquires the lock at `outer`, then the one at `inner`, and releases
+/// both (last in, first out).
+fn nest(outer: usize, inner: usize) {
+    let (outer, inner) = (outer as *mut KSPIN_LOCK, inner as *mut KSPIN_LOCK);
+    // SAFETY: leaked, aligned locks, released below in reverse order.
+    let a = unsafe { ke::KeAcquireSpinLockRaiseToDpc(outer) };
+    // SAFETY: as above.
+    let b = unsafe { ke::KeAcquireSpinLockRaiseToDpc(inner) };
+    // SAFETY: held, at the IRQL the acquire left.
+    unsafe { ke::KeReleaseSpinLock(inner, b) };
+    // SAFETY: held, at the IRQL the acquire left.
+    unsafe { ke::KeReleaseSpinLock(outer, a) };
+}
+
+#[test]
+fn lock_order_inversion_is_a_deadlock() {
+    // Two code paths take A and B in opposite orders, one after the
+    // other, never contending: Verifier reports the second one.
+    let (a, b) = (new_lock(), new_lock());
+    let bc = bugcheck_of("inversion", move || {
+        nest(a, b);
+        nest(b, a);
+    });
+    assert_eq!(
+        (bc.code, bc.params),
+        (0xC4, [0x1001, a as u64, b as u64, 0]),
+        "{}",
+        bc.rule
+    );
+    // The same through three locks and three processors.
+    let (first, second, third) = (new_lock(), new_lock(), new_lock());
+    std::thread::spawn(move || {
+        cpu::enter("order-xy");
+        nest(first, second);
+    })
+    .join()
+    .expect("x then y is legal");
+    std::thread::spawn(move || {
+        cpu::enter("order-yz");
+        nest(second, third);
+    })
+    .join()
+    .expect("y then z is legal");
+    let bc = bugcheck_of("inversion3", move || nest(third, first));
+    assert_eq!(
+        (bc.code, bc.params),
+        (0xC4, [0x1001, first as u64, third as u64, 0]),
+        "{}",
+        bc.rule
+    );
+    assert!(bc.rule.contains("deadlock detected"), "{}", bc.rule);
+}
+
+#[test]
+fn a_consistent_lock_order_is_legal_and_freed_locks_are_forgotten() {
+    let (a, b) = (new_lock(), new_lock());
+    std::thread::spawn(move || {
+        cpu::enter("consistent");
+        nest(a, b);
+        nest(a, b);
+    })
+    .join()
+    .expect("the same order twice is legal");
+    assert!(ke::lock_order_edges().contains(&(a, b)));
+    // A lock in pool memory leaves the graph when its block is freed, so
+    // a later lock at the same address starts with no history.
+    let block = alloc(16);
+    // SAFETY: a fresh 16-byte pool block, aligned for a KSPIN_LOCK; zero
+    // is a free lock.
+    unsafe { block.cast::<KSPIN_LOCK>().write_unaligned(0) };
+    let (pooled, held) = (block.addr(), new_lock());
+    std::thread::spawn(move || {
+        cpu::enter("pool-lock");
+        nest(held, pooled);
+    })
+    .join()
+    .expect("nesting a pool lock is legal");
+    assert!(ke::lock_order_edges().contains(&(held, pooled)));
+    free(block, b"VrfT");
+    assert!(
+        !ke::lock_order_edges()
+            .iter()
+            .any(|&(f, t)| f == pooled || t == pooled),
+        "a freed lock stays in the lock-order graph"
+    );
 }
 
 type BugCheckFn = unsafe extern "win64" fn(u32, usize, usize, usize, usize) -> !;

@@ -97,6 +97,7 @@ pub fn routines_in(range: Range<usize>) -> Vec<LiveObject> {
 /// being freed or unmapped), so a later object at the same address
 /// starts fresh.
 pub fn forget_objects_in(range: Range<usize>) {
+    super::lock_order::forget(range.clone());
     dpcs()
         .objects
         .retain(|a, o| !range.contains(a) || o.queued.is_some());

@@ -1,5 +1,6 @@
 //! Spin locks (`KeAcquireSpinLockRaiseToDpc`, `KeReleaseSpinLock`) with
-//! the Verifier's lock rules, and the IRQL imports.
+//! the Verifier's lock rules (IRQL, recursion, owner, and the lock order
+//! of `lock_order`), and the IRQL imports.
 
 #![expect(
     clippy::missing_safety_doc,
@@ -11,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 use ndis::{KIRQL, KSPIN_LOCK};
 
+use super::lock_order;
 use crate::cpu::{self, DISPATCH_LEVEL};
 use crate::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall, lock};
 
@@ -48,6 +50,25 @@ pub unsafe extern "win64" fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LO
                 format!(
                     "self-deadlock: processor {} acquires spin lock {lock_addr:#x} it holds",
                     cpu::current_name()
+                ),
+            );
+        }
+        let held: Vec<usize> = lock(&SPIN_LOCKS)
+            .iter()
+            .filter(|&&(_, p, _)| p == me)
+            .map(|&(l, _, _)| l)
+            .collect();
+        if let Err(v) = lock_order::check_acquire(lock_addr, &held) {
+            let cycle: Vec<String> = v.cycle.iter().map(|l| format!("{l:#x}")).collect();
+            verifier::bugcheck(
+                DRIVER_VERIFIER_DETECTED_VIOLATION,
+                [0x1001, lock_addr as u64, v.held as u64, 0],
+                format!(
+                    "deadlock detected: processor {} acquires spin lock {lock_addr:#x} holding {:#x}, but {lock_addr:#x} was held when {:#x} was acquired elsewhere (cycle {})",
+                    cpu::current_name(),
+                    v.held,
+                    v.held,
+                    cycle.join(" -> ")
                 ),
             );
         }
