@@ -26,6 +26,8 @@ mod conn;
 mod defects;
 #[path = "bottle/dma_mapping.rs"]
 mod dma_mapping;
+#[path = "bottle/kernel_locks.rs"]
+mod kernel_locks;
 #[path = "bottle/lifecycle.rs"]
 mod lifecycle;
 #[path = "bottle/low_resources.rs"]

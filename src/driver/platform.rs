@@ -9,6 +9,10 @@
 //!   outstanding) for the debugger; the memory itself (paged or not: all
 //!   of it is non-paged here) comes from the global allocator ([`super::alloc`], tag `RsNk`), and Driver Verifier's
 //!   low-resources simulation is what injects failures.
+//! * Spin locks: a provider lock is a `KSPIN_LOCK` taken with
+//!   `KeAcquireSpinLockRaiseToDpc` and released with `KeReleaseSpinLock`
+//!   (what `KeAcquireSpinLock` expands to), so Driver Verifier checks each
+//!   one's IRQL and its order against every other driver lock.
 //! * Locks and callouts: debug builds check that provider locks are taken
 //!   at DISPATCH_LEVEL and that no consumer callback runs with one held
 //!   (a per-processor count is exact here: a lock holder cannot migrate at
@@ -16,15 +20,16 @@
 //! * Memory: logical = physical ([`super::dma`]); registrations are
 //!   mapped for the device when they are made ([`super::dma_map`]).
 
-use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 
 use hwq::DmaAccess;
 use ndis::{
-    DISPATCH_LEVEL, KIRQL, KeDelayExecutionThread, KeGetCurrentProcessorNumberEx, KernelMode,
-    MmGetPhysicalAddress, PASSIVE_LEVEL,
+    DISPATCH_LEVEL, KIRQL, KeAcquireSpinLockRaiseToDpc, KeDelayExecutionThread,
+    KeGetCurrentProcessorNumberEx, KeReleaseSpinLock, KernelMode, MmGetPhysicalAddress,
+    PASSIVE_LEVEL,
 };
 use ndkpi::{PAGE_SHIFT, PAGE_SIZE};
-use provider::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
+use provider::platform::{Irql, LockClass, LockToken, Platform, PoolTag, PoolType};
 
 use super::{clock, dma::KernelDma, dma_map::MAPPINGS, irql};
 
@@ -151,6 +156,26 @@ impl Platform for KernelPlatform {
     fn pool_release(&self, _tag: PoolTag, _pool: PoolType, bytes: usize) {
         self.pool_blocks.fetch_sub(1, Ordering::Relaxed);
         self.pool_bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
+    }
+
+    fn acquire_spin_lock(&self, word: &AtomicUsize, class: &'static LockClass) -> LockToken {
+        // SAFETY: `word` is a KSPIN_LOCK (an aligned ULONG_PTR, zero when
+        // free) inside a provider lock that outlives its guard; the
+        // kernel changes it only atomically, as `AtomicUsize` expects;
+        // provider locks are taken at or below DISPATCH_LEVEL.
+        let old = unsafe { KeAcquireSpinLockRaiseToDpc(word.as_ptr()) };
+        self.lock_acquired(class, core::ptr::from_ref(word).addr());
+        LockToken(u32::from(old))
+    }
+
+    fn release_spin_lock(&self, word: &AtomicUsize, class: &'static LockClass, token: LockToken) {
+        self.lock_released(class, core::ptr::from_ref(word).addr());
+        let old = KIRQL::try_from(token.0).unwrap_or(DISPATCH_LEVEL);
+        // SAFETY: this processor holds the lock (the guard releasing it
+        // was made by `acquire_spin_lock` here, and a holder cannot
+        // migrate at DISPATCH_LEVEL); `old` is the IRQL its acquire
+        // returned.
+        unsafe { KeReleaseSpinLock(word.as_ptr(), old) };
     }
 
     fn lock_acquired(&self, class: &'static LockClass, _lock: usize) {

@@ -38,8 +38,13 @@
 //! * **DMA** ([`dma::DmaAccess`]): the device reaches host memory only through
 //!   logical addresses and this safe interface, never through raw pointers.
 //!
+//! * **Locks** ([`lock`]): the device's spin locks are taken through the
+//!   platform's [`lock::SpinLockOps`] (kernel spin locks in the driver), so
+//!   one lock-order check covers the device's and the provider's locks.
+//!
 //! `unsafe` in this crate is confined to [`mem`] (a fallible, reference-counted
-//! allocation, because a kernel must survive allocation failure), [`ring`]
+//! allocation, because a kernel must survive allocation failure), [`lock`]
+//! (the data a held lock guards), [`ring`]
 //! (the shared slot memory), [`device::events`] (the event sink, a pointer to
 //! the driver's handler) and [`device::shared`] (the device handle, its
 //! owner's type erased).
@@ -54,6 +59,7 @@ pub mod device;
 pub mod dma;
 pub mod id;
 pub mod key;
+pub mod lock;
 pub mod mem;
 pub mod ring;
 mod sync;

@@ -1,6 +1,14 @@
-//! The provider's spin lock: an atomic test-and-set that raises the thread
-//! to `DISPATCH_LEVEL` while held (as `KeAcquireSpinLock` does) and reports
-//! acquire/release to the platform's lock checker.
+//! The provider's spin lock: a lock word whose acquire and release are the
+//! platform's ([`Platform::acquire_spin_lock`]): in the kernel a
+//! `KSPIN_LOCK` taken with `KeAcquireSpinLockRaiseToDpc`, so Driver
+//! Verifier checks its IRQL and its order against every other driver lock;
+//! on the host a test-and-test-and-set lock reported to the checked
+//! platform's lock-order checker. Either way the thread is at
+//! `DISPATCH_LEVEL` while it holds the lock.
+//!
+//! Not an in-stack queued spin lock: its `KLOCK_QUEUE_HANDLE` must stay at
+//! one address from acquire to release (later waiters link to it), which
+//! a guard returned by value cannot promise.
 //!
 //! Rules for users: hold a lock only for bounded, non-blocking work; never
 //! call into the consumer while holding one (collect what to deliver, drop
@@ -10,20 +18,22 @@
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::platform::{Irql, LockClass, Platform};
+use crate::platform::{LockClass, LockToken, Platform};
 
 /// A spin lock protecting a `T`.
 pub struct SpinLock<T> {
-    locked: AtomicBool,
+    /// The platform's lock state (a `KSPIN_LOCK` in the kernel); zero is
+    /// free.
+    word: AtomicUsize,
     class: &'static LockClass,
     platform: &'static dyn Platform,
     value: UnsafeCell<T>,
 }
 
 // SAFETY: the lock hands out access to `value` to one thread at a time (the
-// test-and-set in `SpinLock::lock`), so sharing the lock is sound when `T`
+// platform's acquire in `SpinLock::lock`), so sharing the lock is sound when `T`
 // may be sent between threads, exactly like `std::sync::Mutex`.
 unsafe impl<T: Send> Sync for SpinLock<T> {}
 
@@ -31,7 +41,7 @@ impl<T> SpinLock<T> {
     /// A new, unlocked lock of `class`.
     pub const fn new(platform: &'static dyn Platform, class: &'static LockClass, value: T) -> Self {
         Self {
-            locked: AtomicBool::new(false),
+            word: AtomicUsize::new(0),
             class,
             platform,
             value: UnsafeCell::new(value),
@@ -40,33 +50,13 @@ impl<T> SpinLock<T> {
 
     /// Raises to `DISPATCH_LEVEL` and spins until the lock is ours.
     pub fn lock(&self) -> SpinGuard<'_, T> {
-        let old_irql = self.platform.raise_to_dispatch();
-        while self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            // Spin on a plain load so contended waiters do not keep the
-            // cache line in exclusive state.
-            while self.locked.load(Ordering::Relaxed) {
-                core::hint::spin_loop();
-            }
-        }
-        self.platform.lock_acquired(self.class, self.address());
-        SpinGuard {
-            lock: self,
-            old_irql,
-        }
+        let token = self.platform.acquire_spin_lock(&self.word, self.class);
+        SpinGuard { lock: self, token }
     }
 
     /// Mutable access without locking: `&mut self` proves exclusivity.
     pub fn get_mut(&mut self) -> &mut T {
         self.value.get_mut()
-    }
-
-    /// The lock's identity for the platform's checker.
-    fn address(&self) -> usize {
-        core::ptr::from_ref(self).addr()
     }
 
     /// The platform this lock reports to.
@@ -79,7 +69,7 @@ impl<T> fmt::Debug for SpinLock<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SpinLock")
             .field("class", &self.class.name)
-            .field("locked", &self.locked.load(Ordering::Relaxed))
+            .field("locked", &(self.word.load(Ordering::Relaxed) != 0))
             .finish_non_exhaustive()
     }
 }
@@ -88,7 +78,7 @@ impl<T> fmt::Debug for SpinLock<T> {
 /// drop.
 pub struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
-    old_irql: Irql,
+    token: LockToken,
 }
 
 impl<T> Deref for SpinGuard<'_, T> {
@@ -113,11 +103,9 @@ impl<T> DerefMut for SpinGuard<'_, T> {
 
 impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
-        self.lock
-            .platform
-            .lock_released(self.lock.class, self.lock.address());
-        self.lock.locked.store(false, Ordering::Release);
-        self.lock.platform.lower_irql(self.old_irql);
+        let lock = self.lock;
+        lock.platform
+            .release_spin_lock(&lock.word, lock.class, self.token);
     }
 }
 

@@ -5,6 +5,8 @@
 //! implements it for user space so the same provider code runs in tests. The
 //! provider only ever sees a `&'static dyn Platform`.
 
+use core::sync::atomic::AtomicUsize;
+
 use hwq::DmaAccess;
 
 /// Interrupt request levels the provider distinguishes.
@@ -42,35 +44,7 @@ pub enum PoolType {
     Paged,
 }
 
-/// A class of locks, for a lock-order checker: every lock of one kind (all
-/// SQ locks, all CQ state locks...) shares one `'static` class.
-#[derive(Debug)]
-pub struct LockClass {
-    /// Human-readable name of the class.
-    pub name: &'static str,
-    /// Whether two locks of this class may be held at once by one thread
-    /// (the code that nests them orders them itself). A checker reports
-    /// nesting of a class that does not declare it.
-    pub nestable: bool,
-}
-
-impl LockClass {
-    /// A new class whose locks are never nested in each other.
-    pub const fn new(name: &'static str) -> Self {
-        Self {
-            name,
-            nestable: false,
-        }
-    }
-
-    /// A new class whose locks may be nested in each other.
-    pub const fn nestable(name: &'static str) -> Self {
-        Self {
-            name,
-            nestable: true,
-        }
-    }
-}
+pub use hwq::lock::{LockClass, LockToken};
 
 /// Kernel services used by the provider. Every method may be called at
 /// `DISPATCH_LEVEL` except [`Platform::wait_briefly`] and
@@ -94,6 +68,38 @@ pub trait Platform: Send + Sync + core::fmt::Debug {
 
     /// Gives back a charge made by [`Platform::pool_charge`].
     fn pool_release(&self, tag: PoolTag, pool: PoolType, bytes: usize);
+
+    /// Raises to `DISPATCH_LEVEL` and acquires the spin lock whose state
+    /// is `word` (zero when free: a `KSPIN_LOCK` after
+    /// `KeInitializeSpinLock`), of `class`, spinning while another thread
+    /// holds it; what it returns goes to the matching
+    /// [`Platform::release_spin_lock`].
+    ///
+    /// The kernel uses its own spin lock here, so Driver Verifier sees
+    /// every acquire (lock order, IRQL) and the kernel's wait loop does
+    /// what a spinning virtual processor should. This default, for user
+    /// space, is a test-and-test-and-set lock that reports to
+    /// [`Platform::lock_acquired`]: a user thread can be pre-empted while
+    /// it holds the lock, and a queued (FIFO) lock would then make every
+    /// waiter wait for that thread's turn as well.
+    fn acquire_spin_lock(&self, word: &AtomicUsize, class: &'static LockClass) -> LockToken {
+        let old = self.raise_to_dispatch();
+        hwq::lock::test_and_set(word);
+        self.lock_acquired(class, core::ptr::from_ref(word).addr());
+        LockToken(u32::from(old == Irql::Dispatch))
+    }
+
+    /// Releases a spin lock [`Platform::acquire_spin_lock`] acquired and
+    /// returns to the IRQL before it (`token`, what the acquire returned).
+    fn release_spin_lock(&self, word: &AtomicUsize, class: &'static LockClass, token: LockToken) {
+        self.lock_released(class, core::ptr::from_ref(word).addr());
+        hwq::lock::clear(word);
+        self.lower_irql(if token.0 == 0 {
+            Irql::Passive
+        } else {
+            Irql::Dispatch
+        });
+    }
 
     /// The lock at address `lock`, of `class`, was just acquired by the
     /// calling thread (after raising to `DISPATCH_LEVEL`).

@@ -7,6 +7,7 @@
     reason = "imports follow the WDK contract of the same name"
 )]
 
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
@@ -18,6 +19,10 @@ use crate::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall, lock};
 
 /// Held spin locks: lock address → (processor, IRQL before the acquire).
 pub(super) static SPIN_LOCKS: Mutex<Vec<(usize, u32, KIRQL)>> = Mutex::new(Vec::new());
+
+/// Every lock address ever acquired (which of the driver's locks are
+/// kernel spin locks, for tests).
+static ACQUIRED: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
 /// `KeAcquireSpinLockRaiseToDpc`: raises to `DISPATCH_LEVEL`, spins until
 /// the lock is free, returns the previous IRQL.
@@ -84,6 +89,7 @@ pub unsafe extern "win64" fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LO
             std::hint::spin_loop();
         }
         lock(&SPIN_LOCKS).push((lock_addr, me, old));
+        lock(&ACQUIRED).insert(lock_addr);
         old
     })
 }
@@ -131,6 +137,11 @@ pub unsafe extern "win64" fn KeReleaseSpinLock(SpinLock: *mut KSPIN_LOCK, NewIrq
         word.store(0, Ordering::Release);
         cpu::lower(NewIrql);
     });
+}
+
+/// How many different spin locks (by address) were ever acquired.
+pub fn distinct_spin_locks() -> usize {
+    lock(&ACQUIRED).len()
 }
 
 /// Spin locks held now (all processors).
