@@ -11,10 +11,12 @@
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ndkpi::{NDK_RESULT_EX, NdkOperationTypeReceive};
 
+use crate::cpu::{Mark, SideCpu};
 use crate::error::{Error, Result};
 use crate::link::{DATA_ACCESS, Link, RecvPool, Sgl, connect_with_retry, context_of, tag};
 use crate::ndk::{Adapter, Connector, Listener, QpLimits, Region, show_duration};
@@ -25,6 +27,9 @@ use ndkperf_cli::Op;
 
 /// Bytes of a control message.
 pub const CTRL: usize = 64;
+/// `Params::iters` of a run bounded by time (`--duration`): a cap no run
+/// reaches; the client's DONE says how many it ran.
+pub const UNTIL_STOPPED: u64 = 1 << 40;
 /// Memory budget of a side's data slots.
 const SLOT_BUDGET: u64 = 64 << 20;
 
@@ -182,7 +187,8 @@ impl Params {
         }
     }
 
-    /// A short description: `bw read 1M x 1000`.
+    /// A short description: `bw read 1M x 1000` (`x until stopped` for a
+    /// run bounded by time).
     pub fn describe(&self) -> String {
         format!(
             "{} {} {} x {}",
@@ -192,7 +198,11 @@ impl Params {
             },
             self.op.name(),
             ndkperf_cli::units::format_size(self.size),
-            self.iters
+            if self.iters == UNTIL_STOPPED {
+                "until stopped".to_owned()
+            } else {
+                self.iters.to_string()
+            }
         )
     }
 }
@@ -241,18 +251,51 @@ impl Welcome {
     }
 }
 
-fn ctrl_message(kind: u32, mismatches: u64, checked: u64) -> [u8; CTRL] {
+/// A control message's fields. DONE (client to server): `count` is the
+/// operations the client completed (fewer than asked when a run was
+/// stopped early). ACK (server to client): what the server checked and
+/// what its side cost in CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Ctrl {
+    mismatches: u64,
+    checked: u64,
+    count: u64,
+    cpu: SideCpu,
+}
+
+fn ctrl_message(kind: u32, c: &Ctrl) -> [u8; CTRL] {
     let mut m = [0u8; CTRL];
     m[0..4].copy_from_slice(&MAGIC_CTRL.to_le_bytes());
     m[4..8].copy_from_slice(&kind.to_le_bytes());
-    m[8..16].copy_from_slice(&mismatches.to_le_bytes());
-    m[16..24].copy_from_slice(&checked.to_le_bytes());
+    let fields = [
+        c.mismatches,
+        c.checked,
+        c.count,
+        c.cpu.consumer_ns,
+        c.cpu.engine_ns,
+        c.cpu.wall_ns,
+    ];
+    for (i, v) in fields.iter().enumerate() {
+        m[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+    }
     m
 }
 
-fn parse_ctrl(b: &[u8], kind: u32) -> Result<(u64, u64)> {
-    if b.len() >= 24 && u32_at(b, 0) == MAGIC_CTRL && u32_at(b, 4) == kind {
-        Ok((u64_at(b, 8), u64_at(b, 16)))
+/// A control message of `kind`. Data never parses as one: a pattern is
+/// a run of rising bytes and unverified data is zeros, while a control
+/// message starts with "NDKC".
+fn parse_ctrl(b: &[u8], kind: u32) -> Result<Ctrl> {
+    if b.len() >= CTRL && u32_at(b, 0) == MAGIC_CTRL && u32_at(b, 4) == kind {
+        Ok(Ctrl {
+            mismatches: u64_at(b, 8),
+            checked: u64_at(b, 16),
+            count: u64_at(b, 24),
+            cpu: SideCpu {
+                consumer_ns: u64_at(b, 32),
+                engine_ns: u64_at(b, 40),
+                wall_ns: u64_at(b, 48),
+            },
+        })
     } else {
         Err(Error::msg(format!(
             "expected a {} control message from the peer",
@@ -261,11 +304,46 @@ fn parse_ctrl(b: &[u8], kind: u32) -> Result<(u64, u64)> {
     }
 }
 
+/// How a client run is bounded and watched, besides its [`Params`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Control<'a> {
+    /// Stop after this long (`--duration`) rather than after
+    /// `Params::iters` operations (which then only caps the run).
+    pub duration: Option<Duration>,
+    /// Counts completed operations as they complete (interval lines).
+    pub meter: Option<&'a AtomicU64>,
+    /// Show a progress bar (on a terminal, for runs over a second).
+    pub progress: bool,
+}
+
+impl Control<'_> {
+    /// The loop should stop posting: `done` operations of `p` are
+    /// complete, time is up or the user pressed Ctrl-C.
+    fn stop(&self, done: u64, p: &Params, start: Instant) -> bool {
+        done >= p.iters
+            || crate::interrupt::requested()
+            || self.duration.is_some_and(|d| start.elapsed() >= d)
+    }
+
+    fn count(&self, n: u64) {
+        if let Some(m) = self.meter {
+            m.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+}
+
 /// What the client measured.
 #[derive(Debug)]
 pub struct Outcome {
     /// The run.
     pub params: Params,
+    /// Operations completed in the measured loop (`params.iters` unless
+    /// stopped early by `--duration` or Ctrl-C).
+    pub completed: u64,
+    /// The loop was stopped by Ctrl-C.
+    pub interrupted: bool,
+    /// When the measured loop started and ended.
+    pub span: (Instant, Instant),
     /// Wall time of the measured loop.
     pub seconds: f64,
     /// Per-operation latencies.
@@ -276,6 +354,15 @@ pub struct Outcome {
     pub checked: u64,
     /// Times the client slept waiting for a completion.
     pub sleeps: u64,
+    /// The client side's CPU time over the loop: its thread and its
+    /// adapter's engine threads.
+    pub client_cpu: SideCpu,
+    /// The client's adapter (whose engine time several connections on
+    /// one adapter share).
+    pub client_adapter: usize,
+    /// The server side's CPU time over its serving of this connection,
+    /// as its ACK reported it.
+    pub server_cpu: SideCpu,
 }
 
 /// One side's resources for a run. Field order is drop order: regions
@@ -323,7 +410,8 @@ impl Side {
         })
     }
 
-    fn send_ctrl(&mut self, msg: &[u8; CTRL]) -> Result<()> {
+    fn send_ctrl(&mut self, kind: u32, c: &Ctrl) -> Result<()> {
+        let msg = &ctrl_message(kind, c);
         self.ctrl.buf.bytes_mut(0, CTRL).copy_from_slice(msg);
         let sgl = Sgl::new(&self.ctrl, 0, CTRL, 1);
         self.link.qp.send(tag::CTRL, sgl.as_slice(), 0)
@@ -363,7 +451,9 @@ pub fn serve_one(adapter: &Arc<Adapter>, listener: &Listener, wait: Duration) ->
     serve(adapter, connector)
 }
 
-fn serve(adapter: &Arc<Adapter>, mut connector: Connector) -> Result<String> {
+/// Serves the run `connector` (a client's connection request) asks for.
+/// Returns a one-line description of what was served.
+pub fn serve(adapter: &Arc<Adapter>, mut connector: Connector) -> Result<String> {
     let (_, _, hello) = connector.connection_data()?;
     let p = match Params::decode(&hello) {
         Ok(p) => p,
@@ -388,32 +478,80 @@ fn serve(adapter: &Arc<Adapter>, mut connector: Connector) -> Result<String> {
     };
     side.link
         .accept(connector, &welcome.encode(), Duration::from_secs(10))?;
-    let (mismatches, checked) = serve_loop(&mut side, &p, &pattern)?;
-    side.send_ctrl(&ctrl_message(CTRL_ACK, mismatches, checked))?;
+    let consumer = Mark::this_thread();
+    let engine = Mark::now(adapter.threads());
+    let served = serve_loop(&mut side, &p, &pattern)
+        .map_err(|e| e.context(format!("client {peer} ({})", p.describe())))?;
+    let ack = Ctrl {
+        cpu: SideCpu::since(&consumer, Some(&engine)),
+        ..served
+    };
+    side.send_ctrl(CTRL_ACK, &ack)?;
     side.wait_ctrl_sent()?;
     let _ = side.link.disconnect();
     let verdict = if !p.verify {
         String::new()
-    } else if mismatches == 0 {
-        format!(", {checked} bytes verified")
+    } else if served.mismatches == 0 {
+        format!(", {} bytes checked, all correct", served.checked)
     } else {
-        format!(", {mismatches} of {checked} bytes WRONG")
+        format!(
+            ", {} of {} bytes checked WRONG",
+            served.mismatches, served.checked
+        )
     };
-    Ok(format!("served {} from {peer}{verdict}", p.describe()))
+    let ops = if served.count < p.iters {
+        format!(" (stopped by the client after {} operations)", served.count)
+    } else {
+        String::new()
+    };
+    Ok(format!("served {} from {peer}{ops}{verdict}", p.describe()))
 }
 
-/// The server's loop: take messages until DONE; returns (mismatches,
-/// bytes checked) of what the server checks.
-fn serve_loop(side: &mut Side, p: &Params, pattern: &Pattern) -> Result<(u64, u64)> {
+/// How long a server waits for the next message of its client before it
+/// gives the connection up as stalled.
+const CLIENT_SILENCE: Duration = crate::link::STALL_TIMEOUT;
+
+/// Takes completions like [`Link::drain`], but gives up early, in words,
+/// when the client disconnects, and after [`CLIENT_SILENCE`] without a
+/// completion.
+fn wait_for_client(
+    side: &mut Side,
+    received: u64,
+    each: impl FnMut(&NDK_RESULT_EX) -> Result<()>,
+) -> Result<()> {
+    let mut each = each;
+    let since = Instant::now();
+    loop {
+        if side.link.drain_for(Duration::from_millis(200), &mut each)? > 0 {
+            return Ok(());
+        }
+        if side.link.peer_disconnected() {
+            return Err(Error::msg(format!(
+                "the client disconnected before its run ended ({received} messages received)"
+            )));
+        }
+        if since.elapsed() >= CLIENT_SILENCE {
+            return Err(Error::msg(format!(
+                "the client went silent: nothing from it for {} ({received} messages received); \
+                 it was killed or lost its network, and this connection is given up",
+                show_duration(CLIENT_SILENCE)
+            )));
+        }
+    }
+}
+
+/// The server's loop: take messages until DONE; returns what the server
+/// checked and how many operations the client reported.
+fn serve_loop(side: &mut Side, p: &Params, pattern: &Pattern) -> Result<Ctrl> {
     let size = p.size as usize;
     let slots = p.slots() as u64;
     let mut received = 0u64;
-    let mut done = false;
+    let mut done = None;
     let (mut mismatches, mut checked) = (0u64, 0u64);
     let mut pongs_in_flight = 0u32;
-    while !done || pongs_in_flight > 0 {
+    while done.is_none() || pongs_in_flight > 0 {
         let mut events = Vec::new();
-        side.link.drain(|r| {
+        wait_for_client(side, received, |r| {
             events.push(*r);
             Ok(())
         })?;
@@ -422,7 +560,16 @@ fn serve_loop(side: &mut Side, p: &Params, pattern: &Pattern) -> Result<(u64, u6
             match tag::kind(ctx) {
                 tag::RECV => {
                     let i = tag::index(ctx);
-                    let data_message = p.op == Op::Send && received < p.iters;
+                    let got = side.recv.bytes(i, CTRL);
+                    let is_done =
+                        r.BytesTransferred as usize == CTRL && parse_ctrl(got, CTRL_DONE).is_ok();
+                    let data_message = p.op == Op::Send && !is_done;
+                    if data_message && received >= p.iters {
+                        return Err(Error::msg(format!(
+                            "the client sent more than the {} messages it asked for",
+                            p.iters
+                        )));
+                    }
                     if data_message {
                         if r.BytesTransferred as usize != size {
                             return Err(Error::msg(format!(
@@ -447,8 +594,7 @@ fn serve_loop(side: &mut Side, p: &Params, pattern: &Pattern) -> Result<(u64, u6
                             pongs_in_flight += 1;
                         }
                     } else {
-                        parse_ctrl(side.recv.bytes(i, CTRL), CTRL_DONE)?;
-                        done = true;
+                        done = Some(parse_ctrl(got, CTRL_DONE)?.count);
                     }
                 }
                 tag::SEND => pongs_in_flight -= 1,
@@ -456,14 +602,22 @@ fn serve_loop(side: &mut Side, p: &Params, pattern: &Pattern) -> Result<(u64, u6
             }
         }
     }
+    let count = done.unwrap_or_default().min(p.iters);
     if p.op == Op::Write && p.verify {
-        for slot in 0..slots.min(p.iters) {
+        // WRITEs land without telling the target: what can be checked is
+        // each slot's last WRITE, once, at the end.
+        for slot in 0..slots.min(count) {
             let got = side.data.buf.bytes(slot as usize * size, size);
             mismatches += pattern.mismatches(slot, got);
             checked += p.size;
         }
     }
-    Ok((mismatches, checked))
+    Ok(Ctrl {
+        mismatches,
+        checked,
+        count,
+        cpu: SideCpu::default(),
+    })
 }
 
 /// Connects to the server at `server` from `local` and runs `p`.
@@ -473,7 +627,7 @@ pub fn run_client(
     server: SocketAddrV4,
     p: &Params,
     timeout: Duration,
-    show_progress: bool,
+    ctl: &Control<'_>,
 ) -> Result<Outcome> {
     // Both sides allocate and register their buffers inside the connect
     // (the server once it has read the request): allow for that on top of
@@ -495,13 +649,25 @@ pub fn run_client(
     if p.verify && matches!(p.op, Op::Send | Op::Write) {
         side.fill(p, &pattern);
     }
-    let mut progress = Progress::new(p.iters, &p.describe(), !show_progress);
+    let mut progress = Progress::new(
+        p.iters,
+        &p.describe(),
+        !ctl.progress || ctl.duration.is_some(),
+    );
+    let consumer = Mark::this_thread();
+    let engine = Mark::now(adapter.threads());
     let mut out = match p.test {
-        Test::Bw => client_bw(&mut side, p, &welcome, &pattern, &mut progress)?,
-        Test::Lat => client_lat(&mut side, p, &welcome, &pattern, &mut progress)?,
+        Test::Bw => client_bw(&mut side, p, &welcome, &pattern, &mut progress, ctl)?,
+        Test::Lat => client_lat(&mut side, p, &welcome, &pattern, &mut progress, ctl)?,
     };
+    out.client_cpu = SideCpu::since(&consumer, Some(&engine));
+    out.client_adapter = Arc::as_ptr(adapter) as usize;
     progress.finish();
-    side.send_ctrl(&ctrl_message(CTRL_DONE, 0, 0))?;
+    let done = Ctrl {
+        count: out.completed,
+        ..Ctrl::default()
+    };
+    side.send_ctrl(CTRL_DONE, &done)?;
     // The ACK: the last message the server sends.
     let mut ack = None;
     while ack.is_none() {
@@ -516,9 +682,10 @@ pub fn run_client(
             ack = Some(parse_ctrl(side.recv.bytes(i, CTRL), CTRL_ACK)?);
         }
     }
-    let (m, c) = ack.unwrap_or_default();
-    out.mismatches += m;
-    out.checked += c;
+    let ack = ack.unwrap_or_default();
+    out.mismatches += ack.mismatches;
+    out.checked += ack.checked;
+    out.server_cpu = ack.cpu;
     out.sleeps = side.link.cq.sleeps();
     let _ = side.link.disconnect();
     Ok(out)
@@ -530,6 +697,7 @@ fn client_bw(
     w: &Welcome,
     pattern: &Pattern,
     progress: &mut Progress,
+    ctl: &Control<'_>,
 ) -> Result<Outcome> {
     let size = p.size as usize;
     let slots = p.slots() as u64;
@@ -554,13 +722,13 @@ fn client_bw(
         }
     };
     let start = Instant::now();
-    while posted < p.iters && posted < u64::from(p.depth) {
+    while !ctl.stop(posted, p, start) && posted < u64::from(p.depth) {
         in_flight.push_back((posted, Instant::now()));
         post(side, posted)?;
         posted += 1;
     }
     let mut done = Vec::new();
-    while completed < p.iters {
+    while completed < posted {
         done.clear();
         side.link.drain(|r| {
             done.push(*r);
@@ -595,20 +763,28 @@ fn client_bw(
             }
             completed += 1;
             progress.inc(1);
-            if posted < p.iters {
+            ctl.count(1);
+            if !ctl.stop(posted, p, start) {
                 in_flight.push_back((posted, Instant::now()));
                 post(side, posted)?;
                 posted += 1;
             }
         }
     }
+    let end = Instant::now();
     Ok(Outcome {
         params: *p,
-        seconds: start.elapsed().as_secs_f64(),
+        completed,
+        interrupted: completed < p.iters && crate::interrupt::requested(),
+        span: (start, end),
+        seconds: (end - start).as_secs_f64(),
         samples,
         mismatches,
         checked,
         sleeps: 0,
+        client_cpu: SideCpu::default(),
+        client_adapter: 0,
+        server_cpu: SideCpu::default(),
     })
 }
 
@@ -618,6 +794,7 @@ fn client_lat(
     w: &Welcome,
     pattern: &Pattern,
     progress: &mut Progress,
+    ctl: &Control<'_>,
 ) -> Result<Outcome> {
     let size = p.size as usize;
     let mut samples = Samples::with_capacity(p.iters.min(1 << 22) as usize);
@@ -626,7 +803,8 @@ fn client_lat(
     let mut sends_in_flight = 0u32;
     let mut done: Vec<NDK_RESULT_EX> = Vec::new();
     let start = Instant::now();
-    for n in 0..p.iters {
+    let mut n = 0u64;
+    while !ctl.stop(n, p, start) {
         let t0 = Instant::now();
         match p.op {
             Op::Send => {
@@ -683,8 +861,11 @@ fn client_lat(
             }
         }
         progress.inc(1);
+        ctl.count(1);
+        n += 1;
     }
-    let seconds = start.elapsed().as_secs_f64();
+    let end = Instant::now();
+    let seconds = (end - start).as_secs_f64();
     while sends_in_flight > 0 {
         side.link.drain(|r| {
             if tag::kind(context_of(r)) == tag::SEND {
@@ -695,11 +876,17 @@ fn client_lat(
     }
     Ok(Outcome {
         params: *p,
+        completed: n,
+        interrupted: n < p.iters && crate::interrupt::requested(),
+        span: (start, end),
         seconds,
         samples,
         mismatches,
         checked,
         sleeps: 0,
+        client_cpu: SideCpu::default(),
+        client_adapter: 0,
+        server_cpu: SideCpu::default(),
     })
 }
 
@@ -729,11 +916,27 @@ mod tests {
             slots: 16,
         };
         assert_eq!(Welcome::decode(&w.encode()).unwrap(), w);
+        let ack = Ctrl {
+            mismatches: 3,
+            checked: 4,
+            count: 5,
+            cpu: SideCpu {
+                consumer_ns: 6,
+                engine_ns: 7,
+                wall_ns: 8,
+            },
+        };
         assert_eq!(
-            parse_ctrl(&ctrl_message(CTRL_ACK, 3, 4), CTRL_ACK).unwrap(),
-            (3, 4)
+            parse_ctrl(&ctrl_message(CTRL_ACK, &ack), CTRL_ACK).unwrap(),
+            ack
         );
-        assert!(parse_ctrl(&ctrl_message(CTRL_ACK, 3, 4), CTRL_DONE).is_err());
+        assert!(parse_ctrl(&ctrl_message(CTRL_ACK, &ack), CTRL_DONE).is_err());
+        // Data is never taken for a DONE: patterns rise byte by byte.
+        let pattern = Pattern::new(CTRL, 7);
+        for slot in 0..300 {
+            assert!(parse_ctrl(pattern.expected(slot), CTRL_DONE).is_err());
+        }
+        assert!(parse_ctrl(&[0; CTRL], CTRL_DONE).is_err());
     }
 
     #[test]

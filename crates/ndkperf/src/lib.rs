@@ -10,9 +10,12 @@
 #![allow(clippy::cast_precision_loss)]
 
 pub mod bench;
+pub mod cpu;
 pub mod error;
+pub mod interrupt;
 pub mod link;
 pub mod ndk;
+pub mod output;
 pub mod perf;
 pub mod ping;
 pub mod plot;

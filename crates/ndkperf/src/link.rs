@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ndkpi::{
     NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NDK_MR_FLAG_ALLOW_REMOTE_READ, NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-    NDK_RESULT_EX, NDK_SGE, STATUS_CONNECTION_REFUSED, STATUS_SUCCESS,
+    NDK_RESULT_EX, NDK_SGE, STATUS_CONNECTION_REFUSED, STATUS_IO_TIMEOUT, STATUS_SUCCESS,
 };
 
 use crate::error::{Context, Error, Result, describe_status};
@@ -357,7 +357,19 @@ pub fn connect_with_retry<T>(
         ))
         .context(what())
     };
+    let not_taken = || {
+        Error::msg(format!(
+            "the server did not take the connection request within {} ({}): nothing answers \
+             on that ND port, or the server's connection manager took the request for one \
+             of an earlier client from this address (a client that was killed); \
+             try again, or from another --client-addr",
+            show_duration(timeout),
+            describe_status(STATUS_IO_TIMEOUT)
+        ))
+        .context(what())
+    };
     let mut refused = None;
+    let mut timed_out: Option<Error> = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match attempt(left.max(Duration::from_millis(1))) {
@@ -369,7 +381,23 @@ pub fn connect_with_retry<T>(
                 refused = Some(e);
                 thread::sleep(Duration::from_millis(50));
             }
+            // The server's connection manager gave up on this request (its
+            // CM retries ran out): a new request has a new communication
+            // ID. A server can take a request for an old connection's
+            // duplicate when a killed client's process had the same ID
+            // from the same address; the next one is fresh.
+            Err(e)
+                if e.status() == Some(STATUS_IO_TIMEOUT)
+                    && Instant::now() + Duration::from_millis(50) < deadline =>
+            {
+                crate::error::trace!("connect: {e}; trying again");
+                timed_out = Some(e);
+            }
+            Err(e) if e.status() == Some(STATUS_IO_TIMEOUT) => return Err(not_taken()),
             Err(e) if e.to_string().contains("did not complete within") => {
+                if timed_out.is_some() {
+                    return Err(not_taken());
+                }
                 // The last retry may get only what was left of the time
                 // (on a loaded machine less than a refusal takes): the
                 // peer's last answer was still a refusal.

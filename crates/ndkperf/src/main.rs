@@ -121,8 +121,8 @@ fn info(a: &InfoArgs) -> Result<ExitCode> {
 
 fn run(cli: &Cli) -> Result<ExitCode> {
     match &cli.command {
-        Command::Bw(a) => perf::perf(bench::Test::Bw, a),
-        Command::Lat(a) => perf::perf(bench::Test::Lat, a),
+        Command::Bw(a) => perf::perf(bench::Test::Bw, &a.perf, a.depth),
+        Command::Lat(a) => perf::perf(bench::Test::Lat, a, None),
         Command::Sweep(a) => perf::sweep(a),
         Command::Smbd(a) => smbd::run(a),
         Command::Tcp(a) => tcp::tcp(a),

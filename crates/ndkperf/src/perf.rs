@@ -5,17 +5,22 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use crate::bench::{Outcome, Params, Test, run_client, serve_one};
+use serde_json::{Value, json};
+
+use crate::bench::{Control, Outcome, Params, Test, UNTIL_STOPPED, run_client, serve};
+use crate::cpu::SideCpu;
 use crate::error::{Error, Result};
+use crate::interrupt;
 use crate::link::listen;
-use crate::ndk::{Adapter, Listener};
+use crate::ndk::{Adapter, Listener, show_duration};
 use crate::report::{Kind, PerfResult, Printer};
 use crate::setup::{self, Pair, Role};
 use ndkperf_cli::{FabricArgs, Op, PerfArgs, SweepArgs, TransportKind};
 
-/// How long a `--server` process waits for its client.
+/// How long a one-process run's server waits for its client.
 const SERVER_WAIT: Duration = Duration::from_secs(60);
 
 /// A seed per run, so that stale data never passes verification.
@@ -26,75 +31,335 @@ fn seed() -> u32 {
     t ^ std::process::id()
 }
 
+/// The address `i` after `base` (`--threads`' client adapters).
+fn nth_addr(base: Ipv4Addr, i: u32) -> Result<Ipv4Addr> {
+    u32::from(base)
+        .checked_add(i)
+        .map(Ipv4Addr::from)
+        .ok_or_else(|| Error::msg(format!("no address {i} after {base}")))
+}
+
+/// How a run is shaped: connections and how they are bounded.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Connections per client adapter (`--qps`).
+    qps: u32,
+    /// Client adapters (`--threads`).
+    threads: u32,
+    /// `--duration`.
+    duration: Option<Duration>,
+    /// `--interval`.
+    interval: Duration,
+    /// Progress bar and interval lines (not for JSON).
+    show: bool,
+}
+
+impl Shape {
+    fn connections(&self) -> u32 {
+        self.qps * self.threads
+    }
+
+    fn single() -> Self {
+        Self {
+            qps: 1,
+            threads: 1,
+            duration: None,
+            interval: Duration::from_secs(1),
+            show: false,
+        }
+    }
+}
+
+/// The client side of a run: its adapters and where the server is.
+struct Clients {
+    adapters: Vec<(Arc<Adapter>, Ipv4Addr)>,
+    server: SocketAddrV4,
+    timeout: Duration,
+}
+
+impl Clients {
+    /// `--client`'s adapters (`--threads` of them) towards a `--server`
+    /// process at `server`, which may be another machine: this side's
+    /// addresses must be this machine's.
+    fn open(a: &PerfArgs, transport: TransportKind, server: Ipv4Addr) -> Result<Self> {
+        if let Some(path) = &a.fabric.pcap {
+            setup::check_pcap_path(path)?;
+        }
+        let mut adapters = Vec::new();
+        for i in 0..a.threads {
+            let addr = nth_addr(a.fabric.client_addr, i)?;
+            setup::check_local(addr.into(), "--client-addr")?;
+            let config = setup::config(&a.fabric, transport, Role::Client, addr);
+            adapters.push((Arc::new(Adapter::open(&config)?), addr));
+        }
+        Ok(Self {
+            adapters,
+            server: SocketAddrV4::new(server, a.fabric.port()),
+            timeout: a.fabric.timeout,
+        })
+    }
+
+    /// Runs `p` over every connection of `shape` at once; `on_error` is
+    /// called when a client fails (to release a waiting server).
+    fn run(
+        &self,
+        p: &Params,
+        shape: &Shape,
+        intervals: &mut Vec<Value>,
+        on_error: &(dyn Fn() + Sync),
+    ) -> Result<Vec<Outcome>> {
+        let meter = AtomicU64::new(0);
+        let finished = AtomicBool::new(false);
+        let ctl = Control {
+            duration: shape.duration,
+            meter: Some(&meter),
+            progress: shape.show && shape.connections() == 1,
+        };
+        std::thread::scope(|s| {
+            let reporter = shape
+                .duration
+                .map(|_| s.spawn(|| report_intervals(&meter, &finished, shape, p.size)));
+            let runs: Vec<_> = (0..shape.connections())
+                .map(|i| {
+                    let (adapter, addr) = &self.adapters[(i / shape.qps) as usize];
+                    let ctl = &ctl;
+                    s.spawn(move || {
+                        let out = run_client(adapter, *addr, self.server, p, self.timeout, ctl);
+                        if out.is_err() {
+                            on_error();
+                        }
+                        out
+                    })
+                })
+                .collect();
+            let outs: Vec<Result<Outcome>> = runs
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::msg("a client thread failed")))
+                })
+                .collect();
+            finished.store(true, Ordering::Release);
+            if let Some(r) = reporter {
+                intervals.extend(r.join().unwrap_or_default());
+            }
+            outs.into_iter().collect()
+        })
+    }
+}
+
+/// `--duration`'s lines: every `--interval`, the operations completed in
+/// it and their bandwidth, printed (table) and returned (JSON).
+fn report_intervals(
+    meter: &AtomicU64,
+    finished: &AtomicBool,
+    shape: &Shape,
+    size: u64,
+) -> Vec<Value> {
+    let mut lines = Vec::new();
+    // The first interval starts with the first completion (after the
+    // connections are up).
+    while meter.load(Ordering::Relaxed) == 0 {
+        if finished.load(Ordering::Acquire) {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The operations before this first look count into the first interval.
+    let start = Instant::now();
+    let (mut last_t, mut last_n) = (start, 0);
+    let mut next = start + shape.interval;
+    loop {
+        let stop = finished.load(Ordering::Acquire);
+        if !stop && Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(5).min(shape.interval));
+            continue;
+        }
+        let now = Instant::now();
+        let n = meter.load(Ordering::Relaxed);
+        let secs = (now - last_t).as_secs_f64().max(1e-9);
+        let ops = n - last_n;
+        if ops > 0 || !stop {
+            let at = (now - start).as_secs_f64();
+            let gbps = (ops * size) as f64 / secs / 1e9;
+            if shape.show {
+                println!(
+                    " [{at:7.2} s] {ops:>10} ops in {secs:5.2} s  {gbps:9.3} GB/s  {:12.0} ops/s",
+                    ops as f64 / secs
+                );
+            }
+            lines.push(json!({"t_s": at, "seconds": secs, "ops": ops, "gbytes_per_sec": gbps}));
+        }
+        if stop {
+            return lines;
+        }
+        (last_t, last_n) = (now, n);
+        next += shape.interval;
+    }
+}
+
 /// One process, both sides: the server adapter listens and serves each
-/// run on a scoped thread while the client runs it.
+/// run on scoped threads while the client adapters run it.
 /// Field order is drop order: the listener closes before its adapter.
 struct Local {
     listener: Listener,
     pair: Pair,
-    fabric: FabricArgs,
+    clients: Clients,
 }
 
 impl Local {
-    fn open(fabric: &FabricArgs) -> Result<Self> {
+    fn open(fabric: &FabricArgs, threads: u32) -> Result<Self> {
         let pair = Pair::open(fabric)?;
         let listener = listen(&pair.server, fabric.server_addr, fabric.port())?;
+        let mut adapters = vec![(pair.client.clone(), fabric.client_addr)];
+        let transport = setup::transport(fabric, false)?;
+        for i in 1..threads {
+            let addr = nth_addr(fabric.client_addr, i)?;
+            if addr == fabric.server_addr {
+                return Err(Error::msg(format!(
+                    "--threads {threads}: client address {addr} is the server's (--server-addr)"
+                )));
+            }
+            setup::check_adapter_addr(transport, addr, "--threads' client address")?;
+            let config = setup::config(fabric, transport, Role::Client, addr);
+            adapters.push((Arc::new(Adapter::open(&config)?), addr));
+        }
         Ok(Self {
             listener,
             pair,
-            fabric: fabric.clone(),
+            clients: Clients {
+                adapters,
+                server: SocketAddrV4::new(fabric.server_addr, fabric.port()),
+                timeout: fabric.timeout,
+            },
         })
     }
 
-    fn run(&self, p: &Params, progress: bool) -> Result<Outcome> {
-        let server = SocketAddrV4::new(self.fabric.server_addr, self.fabric.port());
+    fn run(&self, p: &Params, shape: &Shape, intervals: &mut Vec<Value>) -> Result<Vec<Outcome>> {
+        let n = shape.connections();
         std::thread::scope(|s| {
-            let serving = s.spawn(|| serve_one(&self.pair.server, &self.listener, SERVER_WAIT));
-            let client = run_client(
-                &self.pair.client,
-                self.fabric.client_addr,
-                server,
-                p,
-                self.fabric.timeout,
-                progress,
-            );
-            if client.is_err() {
-                self.listener.cancel_waits();
-            }
+            let serving = s.spawn(|| -> Result<()> {
+                let mut served = Vec::new();
+                for _ in 0..n {
+                    let Some(connector) = self.listener.next(SERVER_WAIT)? else {
+                        return Err(Error::msg(format!(
+                            "no client connected within {}",
+                            show_duration(SERVER_WAIT)
+                        )));
+                    };
+                    let adapter = &self.pair.server;
+                    served.push(s.spawn(move || serve(adapter, connector)));
+                }
+                for h in served {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::msg("a server thread failed")))?;
+                }
+                Ok(())
+            });
+            let client = self
+                .clients
+                .run(p, shape, intervals, &|| self.listener.cancel_waits());
             let served = serving
                 .join()
                 .unwrap_or_else(|_| Err(Error::msg("the server thread failed")));
             crate::error::trace!("client: {:?}", client.as_ref().map(|_| ()));
             crate::error::trace!("server: {:?}", served);
             match (client, served) {
-                (Ok(out), Ok(_)) => Ok(out),
-                (Err(e), Ok(_)) => Err(e),
+                (Ok(out), Ok(())) => Ok(out),
+                (Err(e), Ok(())) => Err(e),
                 (Err(e), Err(s)) => Err(Error::msg(format!("{e} (server side: {s})"))),
                 (Ok(_), Err(e)) => Err(e.context("server side")),
             }
         })
     }
+
+    /// One connection, one run (sweep).
+    fn run_one(&self, p: &Params, show: bool) -> Result<Outcome> {
+        let shape = Shape {
+            show,
+            ..Shape::single()
+        };
+        let mut outs = self.run(p, &shape, &mut Vec::new())?;
+        outs.pop()
+            .ok_or_else(|| Error::msg("the run produced no outcome"))
+    }
 }
 
-/// The result row of an outcome.
-pub fn result_of(out: &Outcome, kind: Kind, transport: &str) -> PerfResult {
-    let p = &out.params;
+/// The result row of several connections' outcomes of one run: their
+/// operations and bytes summed over the span from the first start to
+/// the last end, their latency samples pooled, each side's CPU time
+/// (engine time once per adapter).
+pub fn result_of_all(outs: &[Outcome], kind: Kind, transport: &str) -> Result<PerfResult> {
+    let first = outs
+        .first()
+        .ok_or_else(|| Error::msg("the run produced no outcome"))?;
+    let p = &first.params;
+    let start = outs.iter().map(|o| o.span.0).min().unwrap_or(first.span.0);
+    let end = outs.iter().map(|o| o.span.1).max().unwrap_or(first.span.1);
+    let completed: u64 = outs.iter().map(|o| o.completed).sum();
+    let mut samples = crate::stats::Samples::default();
+    for o in outs {
+        samples.extend(&o.samples);
+    }
     let one_way = p.test == Test::Lat && p.op == Op::Send;
-    let mut r = PerfResult::new(kind, p.op.name(), transport, p.size, p.iters, out.seconds)
+    let scale = if one_way { 0.5 } else { 1.0 };
+    let seconds = (end - start).as_secs_f64();
+    let mut r = PerfResult::new(kind, p.op.name(), transport, p.size, completed, seconds)
         .with_latency(
-            out.samples.summary(if one_way { 0.5 } else { 1.0 }),
+            samples.summary(scale),
             if one_way { "one-way" } else { "completion" },
         );
     r.depth = p.depth;
     r.sge = p.sge;
-    r.errors = out.mismatches;
-    r.verified = p.verify && out.mismatches == 0 && out.checked > 0;
-    r.set_extra("bytes_checked", out.checked);
-    r.set_extra("cq_sleeps", out.sleeps);
-    r
+    r.errors = outs.iter().map(|o| o.mismatches).sum();
+    r.bytes_checked = outs.iter().map(|o| o.checked).sum();
+    r.verified = p.verify && r.errors == 0 && r.bytes_checked > 0;
+    r.interrupted = outs.iter().any(|o| o.interrupted);
+    r.iterations_requested = if p.iters == UNTIL_STOPPED {
+        0
+    } else {
+        p.iters * outs.len() as u64
+    };
+    let mut engines: Vec<(usize, u64)> = Vec::new();
+    for o in outs {
+        match engines.iter_mut().find(|(a, _)| *a == o.client_adapter) {
+            Some((_, ns)) => *ns = (*ns).max(o.client_cpu.engine_ns),
+            None => engines.push((o.client_adapter, o.client_cpu.engine_ns)),
+        }
+    }
+    let wall_ns = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
+    let client = SideCpu {
+        consumer_ns: outs.iter().map(|o| o.client_cpu.consumer_ns).sum(),
+        engine_ns: engines.iter().map(|e| e.1).sum(),
+        wall_ns,
+    };
+    // One server adapter: its engine time over overlapping connections
+    // is the longest connection's.
+    let server = SideCpu {
+        consumer_ns: outs.iter().map(|o| o.server_cpu.consumer_ns).sum(),
+        engine_ns: outs
+            .iter()
+            .map(|o| o.server_cpu.engine_ns)
+            .max()
+            .unwrap_or(0),
+        wall_ns: outs.iter().map(|o| o.server_cpu.wall_ns).max().unwrap_or(0),
+    };
+    r.set_cpu(client, server);
+    r.set_extra("cq_sleeps", outs.iter().map(|o| o.sleeps).sum::<u64>());
+    if outs.len() > 1 {
+        r.set_extra("connections", outs.len());
+    }
+    Ok(r)
 }
 
-fn params(test: Test, a: &PerfArgs) -> Params {
+/// The result row of an outcome.
+pub fn result_of(out: &Outcome, kind: Kind, transport: &str) -> PerfResult {
+    // One outcome always makes a row.
+    result_of_all(std::slice::from_ref(out), kind, transport)
+        .unwrap_or_else(|_| PerfResult::new(kind, "", transport, 0, 0, 0.0))
+}
+
+fn params(test: Test, a: &PerfArgs, depth: Option<u32>) -> Params {
     Params {
         test,
         op: a.op,
@@ -102,9 +367,13 @@ fn params(test: Test, a: &PerfArgs) -> Params {
             Test::Bw => 64 << 10,
             Test::Lat => 64,
         }),
-        iters: a.iters.unwrap_or(1000),
+        iters: if a.duration.is_some() {
+            UNTIL_STOPPED
+        } else {
+            a.iters.unwrap_or(1000)
+        },
         depth: match test {
-            Test::Bw => a.depth.unwrap_or(16),
+            Test::Bw => depth.unwrap_or(16),
             Test::Lat => 1,
         },
         sge: a.sge,
@@ -145,10 +414,285 @@ fn banner(
             if p.verify { "on" } else { "off" }
         ),
     ];
+    if p.test == Test::Bw {
+        v.push(format!(
+            "c_p50/c_p99: each operation's post-to-completion time with {} in flight (queueing included; unloaded latency is lat's)",
+            p.depth
+        ));
+    }
     if let Some(l) = fabric.loss {
         v.push(format!("injected loss {l}"));
     }
     v
+}
+
+/// The verification line: what was checked, where, and what went wrong.
+fn verification_line(r: &PerfResult, p: &Params, retransmitted: Option<u64>) -> String {
+    let retx = retransmitted.map_or_else(
+        || "retransmissions not known".to_owned(),
+        |n| format!("{n} packets retransmitted"),
+    );
+    if !p.verify {
+        return format!(
+            "verification: off (--verify checks the data); {} operations, {} error completions, {retx}",
+            r.iterations, r.errors
+        );
+    }
+    let how = match (p.test, p.op) {
+        (_, Op::Read) => "the client checked every READ on completion",
+        (Test::Bw, Op::Send) => "the server checked every SEND on arrival",
+        (Test::Lat, Op::Send) => "the server checked every ping, the client every pong",
+        (_, Op::Write) => {
+            "the server checked the last WRITE into each slot at the end (WRITEs do not notify the target)"
+        }
+    };
+    format!(
+        "verification: {}: {} operations, {} bytes checked ({how}), {} bytes wrong, {retx}",
+        if r.errors == 0 { "passed" } else { "FAILED" },
+        r.iterations,
+        r.bytes_checked,
+        r.errors
+    )
+}
+
+/// Median, min and max of one figure over the rounds.
+fn spread(rows: &[PerfResult], f: impl Fn(&PerfResult) -> f64) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = rows.iter().map(f).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        f64::midpoint(v[n / 2 - 1], v[n / 2])
+    };
+    (median, v[0], v[n - 1])
+}
+
+/// A figure of a result: its JSON key, its label and how to read it.
+type Figure = (&'static str, &'static str, fn(&PerfResult) -> f64);
+
+/// `--rounds`' summary: median, min and max of the main figures.
+fn rounds_summary(rows: &[PerfResult], gbits: bool) -> (Value, Vec<String>) {
+    let figures: [Figure; 6] = [
+        ("gbytes_per_sec", "GB/s", |r| r.gbytes_per_sec),
+        ("gbits_per_sec", "Gb/s", |r| r.gbits_per_sec),
+        ("msgs_per_sec", "msg/s", |r| r.msgs_per_sec),
+        ("lat_p50_us", "p50[us]", |r| r.lat_p50_us),
+        ("lat_p99_us", "p99[us]", |r| r.lat_p99_us),
+        ("cpu_seconds_per_gb", "CPU-s/GB", |r| r.cpu_seconds_per_gb),
+    ];
+    let mut obj = serde_json::Map::new();
+    obj.insert("summary".into(), "rounds".into());
+    obj.insert("rounds".into(), rows.len().into());
+    let mut lines = vec![format!(
+        "{} rounds: median, min, max of the rows above",
+        rows.len()
+    )];
+    for (key, label, f) in figures {
+        let (median, min, max) = spread(rows, f);
+        obj.insert(
+            key.into(),
+            json!({"median": median, "min": min, "max": max}),
+        );
+        let shown = match key {
+            "gbytes_per_sec" => !gbits,
+            "gbits_per_sec" => gbits,
+            _ => true,
+        };
+        if shown {
+            lines.push(format!(
+                "  {label:<9} median {median:>12.3}   min {min:>12.3}   max {max:>12.3}"
+            ));
+        }
+    }
+    (Value::Object(obj), lines)
+}
+
+/// The latency histogram's lines.
+fn histogram_lines(outs: &[Outcome], one_way: bool) -> (Value, Vec<String>) {
+    let mut all = crate::stats::Samples::default();
+    for o in outs {
+        all.extend(&o.samples);
+    }
+    let h = all.histogram(if one_way { 0.5 } else { 1.0 });
+    let most = h.iter().map(|b| b.1).max().unwrap_or(1).max(1);
+    let mut lines = vec![format!(
+        "latency histogram ({}, power-of-two buckets, us):",
+        if one_way {
+            "one-way"
+        } else {
+            "post to completion"
+        }
+    )];
+    let mut prev = 0.0;
+    for &(le, count) in &h {
+        let bar = "#".repeat((count * 40).div_ceil(most) as usize);
+        lines.push(format!("  {prev:>10.3} .. {le:>10.3}  {count:>10}  {bar}"));
+        prev = le;
+    }
+    let v = h
+        .iter()
+        .map(|&(le, count)| json!({"le_us": le, "count": count}))
+        .collect();
+    (Value::Array(v), lines)
+}
+
+/// `bw` and `lat`.
+pub fn perf(test: Test, a: &PerfArgs, depth: Option<u32>) -> Result<ExitCode> {
+    let p = params(test, a, depth);
+    let two_process = a.server.is_some() || a.client.is_some();
+    let transport = setup::transport(&a.fabric, two_process)?;
+    if let Some(server) = a.server {
+        return serve_process(a, server.unwrap_or(a.fabric.server_addr));
+    }
+    if let Some(path) = &a.output {
+        crate::output::check_path(path)?;
+    }
+    // From here on Ctrl-C stops the measurement rather than the process.
+    interrupt::install();
+    let show = !a.json;
+    let shape = Shape {
+        qps: a.qps,
+        threads: a.threads,
+        duration: a.duration,
+        interval: a.interval,
+        show,
+    };
+    let mut printer =
+        Printer::new(a.json, banner(&p, transport, &a.fabric, two_process)).gbits(a.gbits);
+    let mut local = None;
+    let clients = if let Some(server) = a.client {
+        Some(Clients::open(a, transport, server)?)
+    } else {
+        local = Some(Local::open(&a.fabric, a.threads)?);
+        None
+    };
+    let kind = match test {
+        Test::Bw => Kind::Bw,
+        Test::Lat => Kind::Lat,
+    };
+    let mut rows = Vec::new();
+    let mut last = Vec::new();
+    for round in 0..a.rounds {
+        if interrupt::requested() {
+            break;
+        }
+        let p = Params { seed: seed(), ..p };
+        let mut intervals = Vec::new();
+        let outs = match (&local, &clients) {
+            (Some(l), _) => l.run(&p, &shape, &mut intervals)?,
+            (None, Some(c)) => c.run(&p, &shape, &mut intervals, &|| ())?,
+            (None, None) => unreachable!("either side is set up"),
+        };
+        let mut r = result_of_all(&outs, kind, transport.name())?;
+        if a.rounds > 1 {
+            r.set_extra("round", round + 1);
+        }
+        if !intervals.is_empty() {
+            r.set_extra("intervals", intervals);
+        }
+        let adapters: Vec<&Arc<Adapter>> = match (&local, &clients) {
+            (Some(l), _) => l.clients.adapters.iter().map(|x| &x.0).collect(),
+            (None, Some(c)) => c.adapters.iter().map(|x| &x.0).collect(),
+            (None, None) => Vec::new(),
+        };
+        for (k, v) in setup::device_counters(adapters[0]) {
+            r.extra.insert(k, v);
+        }
+        let retransmitted = retransmissions(&adapters, local.as_ref().map(|l| &l.pair.server));
+        r.set_extra("retransmitted_total", retransmitted);
+        if a.histogram {
+            let (h, _) = histogram_lines(&outs, p.test == Test::Lat && p.op == Op::Send);
+            r.set_extra("histogram", h);
+        }
+        printer.row(&r);
+        rows.push(r);
+        last = outs;
+    }
+    printer.finish();
+    end_of_run(a, &p, &printer, &rows, &last, transport)
+}
+
+/// What follows the table: the verification line, the histogram, an
+/// interruption, the rounds' summary, the `--output` file; the exit code.
+fn end_of_run(
+    a: &PerfArgs,
+    p: &Params,
+    printer: &Printer,
+    rows: &[PerfResult],
+    last: &[Outcome],
+    transport: TransportKind,
+) -> Result<ExitCode> {
+    let Some(r) = rows.last() else {
+        eprintln!("ndkperf: interrupted before the first measurement");
+        return Ok(ExitCode::from(interrupt::EXIT_INTERRUPTED));
+    };
+    let retx = r.extra.get("retransmitted_total").and_then(Value::as_u64);
+    printer.note(&verification_line(r, p, retx));
+    if a.histogram {
+        let (_, lines) = histogram_lines(last, p.test == Test::Lat && p.op == Op::Send);
+        for l in lines {
+            printer.note(&l);
+        }
+    }
+    let interrupted = interrupt::requested();
+    if interrupted {
+        let line = match (a.duration, r.iterations_requested) {
+            (Some(d), _) => format!(
+                "INTERRUPTED (Ctrl-C) after {:.2} of {} s, {} operations, round {} of {}: the figures are of the part measured",
+                r.seconds,
+                d.as_secs_f64(),
+                r.iterations,
+                rows.len(),
+                a.rounds
+            ),
+            (None, m) => format!(
+                "INTERRUPTED (Ctrl-C) after {} of {m} operations, round {} of {}: the figures are of the part measured",
+                r.iterations,
+                rows.len(),
+                a.rounds
+            ),
+        };
+        printer.note(&line);
+        if a.json {
+            println!("{}", json!({"interrupted": true, "note": line}));
+        }
+    }
+    let summary = (rows.len() > 1).then(|| {
+        let (v, lines) = rounds_summary(rows, a.gbits);
+        for l in &lines {
+            printer.note(l);
+        }
+        if a.json {
+            println!("{v}");
+        }
+        v
+    });
+    if let Some(path) = &a.output {
+        let meta = crate::output::metadata(transport.name());
+        crate::output::write(path, a.format, &meta, rows, summary.as_ref())?;
+        if !a.json {
+            println!(" results written to {}", path.display());
+        }
+    }
+    if interrupted {
+        return Ok(ExitCode::from(interrupt::EXIT_INTERRUPTED));
+    }
+    Ok(finish(rows))
+}
+
+/// Packets the adapters of this process retransmitted.
+fn retransmissions(clients: &[&Arc<Adapter>], server: Option<&Arc<Adapter>>) -> u64 {
+    clients
+        .iter()
+        .copied()
+        .chain(server)
+        .filter_map(|a| {
+            setup::device_counters(a)
+                .get("retransmitted")
+                .and_then(Value::as_u64)
+        })
+        .sum()
 }
 
 fn finish(results: &[PerfResult]) -> ExitCode {
@@ -160,57 +704,9 @@ fn finish(results: &[PerfResult]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `bw` and `lat`.
-pub fn perf(test: Test, a: &PerfArgs) -> Result<ExitCode> {
-    let p = params(test, a);
-    let two_process = a.server.is_some() || a.client.is_some();
-    let transport = setup::transport(&a.fabric, two_process)?;
-    if let Some(server) = a.server {
-        return serve_process(a, server.unwrap_or(a.fabric.server_addr));
-    }
-    let show = !a.json;
-    let mut printer = Printer::new(a.json, banner(&p, transport, &a.fabric, two_process));
-    let (out, client_adapter) = if let Some(server) = a.client {
-        // The server may be another machine; this side's address must be
-        // this machine's.
-        setup::check_local(a.fabric.client_addr.into(), "--client-addr")?;
-        if let Some(path) = &a.fabric.pcap {
-            setup::check_pcap_path(path)?;
-        }
-        let adapter = Arc::new(Adapter::open(&setup::config(
-            &a.fabric,
-            transport,
-            Role::Client,
-            a.fabric.client_addr,
-        ))?);
-        let out = run_client(
-            &adapter,
-            a.fabric.client_addr,
-            SocketAddrV4::new(server, a.fabric.port()),
-            &p,
-            a.fabric.timeout,
-            show,
-        )?;
-        (out, adapter)
-    } else {
-        let local = Local::open(&a.fabric)?;
-        let out = local.run(&p, show)?;
-        (out, local.pair.client.clone())
-    };
-    let kind = match test {
-        Test::Bw => Kind::Bw,
-        Test::Lat => Kind::Lat,
-    };
-    let mut r = result_of(&out, kind, transport.name());
-    for (k, v) in setup::device_counters(&client_adapter) {
-        r.extra.insert(k, v);
-    }
-    printer.row(&r);
-    printer.finish();
-    Ok(finish(&[r]))
-}
-
-/// `--server`: one adapter, one listener, one run.
+/// `--server`: one adapter, one listener, every client that connects
+/// served on a thread of its own, until `--server-timeout` passes
+/// without a new client (by default never).
 fn serve_process(a: &PerfArgs, addr: Ipv4Addr) -> Result<ExitCode> {
     setup::check_local(addr.into(), "--server")?;
     let adapter = Arc::new(Adapter::open(&setup::config(
@@ -221,13 +717,41 @@ fn serve_process(a: &PerfArgs, addr: Ipv4Addr) -> Result<ExitCode> {
     ))?);
     let listener = listen(&adapter, addr, a.fabric.port())?;
     println!(
-        "ndkperf server: listening on {addr}:{} (udp)",
-        a.fabric.port()
+        "ndkperf server: listening on {addr}:{} (udp){}",
+        a.fabric.port(),
+        a.server_timeout.map_or_else(
+            || ", until stopped".to_owned(),
+            |t| format!(", until {} without a client", show_duration(t))
+        )
     );
-    let served = serve_one(&adapter, &listener, SERVER_WAIT)?;
-    println!("ndkperf server: {served}");
-    drop(listener);
-    Ok(ExitCode::SUCCESS)
+    let served = AtomicU64::new(0);
+    std::thread::scope(|s| -> Result<ExitCode> {
+        let mut idle_since = Instant::now();
+        loop {
+            let Some(connector) = listener.next(Duration::from_millis(500))? else {
+                if a.server_timeout.is_some_and(|t| idle_since.elapsed() >= t) {
+                    println!(
+                        "ndkperf server: no new client for {}, {} served: stopping",
+                        show_duration(a.server_timeout.unwrap_or_default()),
+                        served.load(Ordering::Relaxed)
+                    );
+                    return Ok(ExitCode::SUCCESS);
+                }
+                continue;
+            };
+            idle_since = Instant::now();
+            let (adapter, served) = (&adapter, &served);
+            s.spawn(move || {
+                match serve(adapter, connector) {
+                    Ok(line) => println!("ndkperf server: {line}"),
+                    Err(e) => {
+                        println!("ndkperf server: a client's run failed, still listening: {e}");
+                    }
+                }
+                served.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    })
 }
 
 /// `sweep`: every power of two from min to max size, bandwidth and
@@ -243,7 +767,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     if let Some(path) = &a.plot {
         crate::plot::check_path(path)?;
     }
-    let local = Local::open(&a.fabric)?;
+    let local = Local::open(&a.fabric, 1)?;
     let mut sizes = Vec::new();
     let mut size = a.min_size.next_power_of_two();
     if size != a.min_size {
@@ -263,7 +787,13 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         verify: a.verify,
         seed: seed(),
     };
-    let mut printer = Printer::new(a.json, banner(&first, transport, &a.fabric, false));
+    let mut lines = banner(&first, transport, &a.fabric, false);
+    lines.retain(|l| !l.starts_with("c_p50"));
+    lines.push(format!(
+        "BW and CPU from runs at depth {}; d1_p50/d1_p99 from latency runs at depth 1 (one operation at a time)",
+        a.depth
+    ));
+    let mut printer = Printer::new(a.json, lines).gbits(a.gbits);
     let mut rows = Vec::new();
     for &size in &sizes {
         let bw = Params {
@@ -278,19 +808,22 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
             iters: a.iters.min((a.max_bytes / size).max(8)),
             ..first
         };
-        let bw_out = local.run(&bw, !a.json)?;
-        let lat_out = local.run(&lat, !a.json)?;
+        let bw_out = local.run_one(&bw, !a.json)?;
+        let lat_out = local.run_one(&lat, !a.json)?;
         let mut r = result_of(&bw_out, Kind::Sweep, transport.name());
         let l = result_of(&lat_out, Kind::Lat, transport.name());
         r.lat_min_us = l.lat_min_us;
         r.lat_avg_us = l.lat_avg_us;
         r.lat_p50_us = l.lat_p50_us;
         r.lat_p99_us = l.lat_p99_us;
+        r.lat_p999_us = l.lat_p999_us;
+        r.lat_stdev_us = l.lat_stdev_us;
         r.lat_max_us = l.lat_max_us;
         r.lat_kind = l.lat_kind;
         r.errors += l.errors;
         r.verified = r.verified && l.verified;
         r.set_extra("lat_iterations", lat.iters);
+        r.set_extra("lat_depth", 1);
         printer.row(&r);
         rows.push(r);
     }
@@ -302,4 +835,39 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         }
     }
     Ok(finish(&rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(gbps: f64) -> PerfResult {
+        let mut r = PerfResult::new(Kind::Bw, "read", "mem", 1, 1, 1.0);
+        r.gbytes_per_sec = gbps;
+        r
+    }
+
+    #[test]
+    fn rounds_report_median_min_and_max() {
+        let rows: Vec<PerfResult> = [3.0, 1.0, 2.0, 5.0, 4.0].into_iter().map(row).collect();
+        assert_eq!(spread(&rows, |r| r.gbytes_per_sec), (3.0, 1.0, 5.0));
+        assert_eq!(spread(&rows[..4], |r| r.gbytes_per_sec), (2.5, 1.0, 5.0));
+        let (v, lines) = rounds_summary(&rows, false);
+        assert_eq!(v["rounds"], 5);
+        assert_eq!(v["gbytes_per_sec"]["median"], 3.0);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("GB/s") && l.contains("median"))
+        );
+    }
+
+    #[test]
+    fn thread_addresses_follow_the_first() {
+        assert_eq!(
+            nth_addr(Ipv4Addr::new(127, 0, 0, 2), 3).unwrap(),
+            Ipv4Addr::new(127, 0, 0, 5)
+        );
+        assert!(nth_addr(Ipv4Addr::BROADCAST, 1).is_err());
+    }
 }

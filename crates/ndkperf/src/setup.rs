@@ -215,7 +215,7 @@ mod tests {
         let mut v = vec!["ndkperf", "bw"];
         v.extend_from_slice(args);
         match Cli::parse_from(v).command {
-            Command::Bw(a) => a.fabric,
+            Command::Bw(a) => a.perf.fabric,
             _ => unreachable!(),
         }
     }

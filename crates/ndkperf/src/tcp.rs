@@ -7,6 +7,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::cpu::{Mark, SideCpu};
 use crate::error::{Context, Error, Result};
 use crate::progress::Progress;
 use crate::report::{Kind, PerfResult, Printer};
@@ -30,9 +31,10 @@ fn server(
     size: usize,
     iters: u64,
     verify: bool,
-) -> Result<Checked> {
+) -> Result<(Checked, SideCpu)> {
     let (mut s, _) = listener.accept().context("tcp accept")?;
     s.set_nodelay(true)?;
+    let mark = Mark::this_thread();
     let pattern = Pattern::new(size, SEED);
     let mut buf = vec![0u8; size];
     let mut checked = Checked::default();
@@ -47,7 +49,7 @@ fn server(
             TcpMode::Lat => s.write_all(&buf).context("tcp server reply")?,
         }
     }
-    Ok(checked)
+    Ok((checked, SideCpu::since(&mark, None)))
 }
 
 fn client(
@@ -55,7 +57,7 @@ fn client(
     a: &TcpArgs,
     size: usize,
     iters: u64,
-) -> Result<(f64, Samples, Checked)> {
+) -> Result<(f64, Samples, Checked, SideCpu)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).context("tcp connect")?;
     s.set_nodelay(true)?;
     let pattern = Pattern::new(size, SEED);
@@ -65,6 +67,7 @@ fn client(
     let mut samples = Samples::with_capacity(iters.min(1 << 22) as usize);
     let mut checked = Checked::default();
     let mut progress = Progress::new(iters, "tcp", a.json);
+    let mark = Mark::this_thread();
     let start = Instant::now();
     match a.mode {
         TcpMode::Bw => {
@@ -118,8 +121,10 @@ fn client(
             }
         }
     }
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu = SideCpu::since(&mark, None);
     progress.finish();
-    Ok((start.elapsed().as_secs_f64(), samples, checked))
+    Ok((seconds, samples, checked, cpu))
 }
 
 /// `tcp`.
@@ -145,8 +150,8 @@ pub fn tcp(a: &TcpArgs) -> Result<ExitCode> {
             .unwrap_or_else(|_| Err(Error::msg("the tcp server thread failed")));
         (c, sv)
     });
-    let (seconds, samples, mut checked) = client_result?;
-    let served = server_result.context("tcp server")?;
+    let (seconds, samples, mut checked, client_cpu) = client_result?;
+    let (served, server_cpu) = server_result.context("tcp server")?;
     checked.mismatches += served.mismatches;
     checked.bytes += served.bytes;
     let (kind, lat_kind, scale, depth) = match a.mode {
@@ -158,7 +163,8 @@ pub fn tcp(a: &TcpArgs) -> Result<ExitCode> {
     r.depth = depth;
     r.errors = checked.mismatches;
     r.verified = a.verify && checked.mismatches == 0 && checked.bytes > 0;
-    r.set_extra("bytes_checked", checked.bytes);
+    r.bytes_checked = checked.bytes;
+    r.set_cpu(client_cpu, server_cpu);
     let banner = vec![
         format!(
             "ndkperf TCP {} over loopback ({addr}), TCP_NODELAY",
@@ -171,8 +177,9 @@ pub fn tcp(a: &TcpArgs) -> Result<ExitCode> {
             "depth {depth}, verify {}",
             if a.verify { "on" } else { "off" }
         ),
+        "CPU: each side's thread, user and system time (the kernel's TCP work is system time of the thread it runs on)".into(),
     ];
-    let mut printer = Printer::new(a.json, banner);
+    let mut printer = Printer::new(a.json, banner).gbits(a.gbits);
     printer.row(&r);
     printer.finish();
     if r.errors > 0 {
@@ -184,12 +191,13 @@ pub fn tcp(a: &TcpArgs) -> Result<ExitCode> {
 
 /// Single-thread memcpy bandwidth over `size`-byte buffers (source and
 /// destination apart by more than the caches when they are large).
-pub fn memcpy_bandwidth(size: usize, iters: u64) -> (f64, Samples) {
+pub fn memcpy_bandwidth(size: usize, iters: u64) -> (f64, Samples, SideCpu) {
     let src: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
     let mut dst = vec![0u8; size];
     // Fault the destination in before timing.
     dst.copy_from_slice(&src);
     let mut samples = Samples::with_capacity(iters.min(1 << 22) as usize);
+    let mark = Mark::this_thread();
     let start = Instant::now();
     for _ in 0..iters {
         let t0 = Instant::now();
@@ -197,14 +205,17 @@ pub fn memcpy_bandwidth(size: usize, iters: u64) -> (f64, Samples) {
         std::hint::black_box(&mut dst);
         samples.push(t0.elapsed());
     }
-    (start.elapsed().as_secs_f64(), samples)
+    let seconds = start.elapsed().as_secs_f64();
+    (seconds, samples, SideCpu::since(&mark, None))
 }
 
 /// `memcpy`.
 pub fn memcpy(a: &MemcpyArgs) -> ExitCode {
-    let (seconds, samples) = memcpy_bandwidth(a.size as usize, a.iters);
-    let r = PerfResult::new(Kind::Bw, "memcpy", "cpu", a.size, a.iters, seconds)
+    let (seconds, samples, cpu) = memcpy_bandwidth(a.size as usize, a.iters);
+    let mut r = PerfResult::new(Kind::Bw, "memcpy", "cpu", a.size, a.iters, seconds)
         .with_latency(samples.summary(1.0), "completion");
+    // One thread copies: it is the "client"; there is no other side.
+    r.set_cpu(cpu, SideCpu::default());
     let mut printer = Printer::new(
         a.json,
         vec!["ndkperf memcpy: one thread copying between two buffers".into()],

@@ -9,6 +9,7 @@ use std::net::UdpSocket;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use crate::cpu::{Mark, SideCpu};
 use crate::error::{Context, Error, Result};
 use crate::progress::Progress;
 use crate::report::{Kind, PerfResult, Printer};
@@ -60,34 +61,40 @@ pub fn udp(a: &UdpArgs) -> Result<ExitCode> {
     let size = a.size as usize;
     let (client, server) = bound_pair(a.server_addr)?;
     let iters = a.iters;
-    let (seconds, samples) = std::thread::scope(|s| -> Result<(f64, Samples)> {
-        let echo = s.spawn(|| -> Result<()> {
-            let mut buf = vec![0u8; size];
+    let (seconds, samples, cpu) =
+        std::thread::scope(|s| -> Result<(f64, Samples, [SideCpu; 2])> {
+            let echo = s.spawn(|| -> Result<SideCpu> {
+                let mut buf = vec![0u8; size];
+                let mark = Mark::this_thread();
+                for _ in 0..iters {
+                    receive(&server, &mut buf, size)?;
+                    server.send(&buf).context("udp echo send")?;
+                }
+                Ok(SideCpu::since(&mark, None))
+            });
+            let mut buf = vec![0x5Au8; size];
+            let mut samples = Samples::with_capacity(iters.min(1 << 22) as usize);
+            let mut progress = Progress::new(iters, "udp", a.json);
+            let mark = Mark::this_thread();
+            let start = Instant::now();
             for _ in 0..iters {
-                receive(&server, &mut buf, size)?;
-                server.send(&buf).context("udp echo send")?;
+                let t0 = Instant::now();
+                client.send(&buf).context("udp send")?;
+                receive(&client, &mut buf, size)?;
+                samples.push(t0.elapsed());
+                progress.inc(1);
             }
-            Ok(())
-        });
-        let mut buf = vec![0x5Au8; size];
-        let mut samples = Samples::with_capacity(iters.min(1 << 22) as usize);
-        let mut progress = Progress::new(iters, "udp", a.json);
-        let start = Instant::now();
-        for _ in 0..iters {
-            let t0 = Instant::now();
-            client.send(&buf).context("udp send")?;
-            receive(&client, &mut buf, size)?;
-            samples.push(t0.elapsed());
-            progress.inc(1);
-        }
-        progress.finish();
-        let seconds = start.elapsed().as_secs_f64();
-        echo.join()
-            .unwrap_or_else(|_| Err(Error::msg("the udp echo thread failed")))?;
-        Ok((seconds, samples))
-    })?;
-    let r = PerfResult::new(Kind::Lat, "udp", "udp", a.size, iters, seconds)
+            let seconds = start.elapsed().as_secs_f64();
+            let client_cpu = SideCpu::since(&mark, None);
+            progress.finish();
+            let server_cpu = echo
+                .join()
+                .unwrap_or_else(|_| Err(Error::msg("the udp echo thread failed")))?;
+            Ok((seconds, samples, [client_cpu, server_cpu]))
+        })?;
+    let mut r = PerfResult::new(Kind::Lat, "udp", "udp", a.size, iters, seconds)
         .with_latency(samples.summary(0.5), "one-way");
+    r.set_cpu(cpu[0], cpu[1]);
     let banner = vec![format!(
         "ndkperf UDP latency over loopback ({}), bare sockets, ping-pong, one-way = RTT/2",
         a.server_addr

@@ -32,7 +32,7 @@ pub struct Cli {
 pub enum Command {
     /// Bandwidth: a window of --depth operations of --size bytes in flight
     /// (like ib_send_bw / ib_read_bw / ib_write_bw).
-    Bw(PerfArgs),
+    Bw(BwArgs),
     /// Latency: one operation at a time (send: ping-pong, reported as half
     /// the round trip; read/write: post to completion).
     Lat(PerfArgs),
@@ -102,6 +102,52 @@ impl TransportKind {
     }
 }
 
+/// `--format` of `--output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// One JSON document: `metadata` and `results`.
+    Json,
+    /// A header line, then one line per result; every line carries the
+    /// run's metadata columns.
+    Csv,
+}
+
+/// `--port`: 1 to 65535 (0 would ask for a port nobody can connect to).
+fn parse_port(text: &str) -> Result<u16, String> {
+    match text.trim().parse::<u16>() {
+        Ok(0) => Err("port 0 is not a port a client can reach (use 1 to 65535)".into()),
+        Ok(v) => Ok(v),
+        Err(_) => Err(format!("'{text}' is not a port from 1 to 65535")),
+    }
+}
+
+fn parse_connections(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(v @ 1..=64) => Ok(v),
+        _ => Err(format!("'{text}' is not a count from 1 to 64")),
+    }
+}
+
+fn parse_rounds(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(v @ 1..=1000) => Ok(v),
+        _ => Err(format!("'{text}' is not a round count from 1 to 1000")),
+    }
+}
+
+/// `--duration`: a positive time (a bare number is seconds).
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let d = match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Duration::from_secs_f64(v),
+        Ok(_) => return Err(format!("'{text}' is not a duration from 0 to 86400 s")),
+        Err(_) => parse_duration(text)?,
+    };
+    if d.is_zero() {
+        return Err("must be longer than 0".into());
+    }
+    Ok(d)
+}
+
 /// `--pmtu`: one of the five IB MTUs.
 pub(crate) fn parse_pmtu_value(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
@@ -139,7 +185,7 @@ fn parse_sge(text: &str) -> Result<u32, String> {
 #[derive(Debug, Clone, Args)]
 pub struct FabricArgs {
     /// mem: an in-memory fabric in this process; udp: RoCEv2 over UDP
-    /// (default: mem, or udp with --server/--client).
+    /// (default: mem, or udp when the sides are two processes).
     #[arg(long, value_enum)]
     pub transport: Option<TransportKind>,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
@@ -169,8 +215,9 @@ pub struct FabricArgs {
     /// loopback one).
     #[arg(long, default_value = "127.0.0.2", value_name = "IPV4")]
     pub client_addr: Ipv4Addr,
-    /// ND port the server listens on [default: 5445; smbd --server: 445].
-    #[arg(long)]
+    /// ND port the server listens on, 1 to 65535 [default: 5445; 445 for
+    /// a real SMB 3 server].
+    #[arg(long, value_parser = parse_port)]
     pub port: Option<u16>,
     /// How long to wait for the peer when connecting (e.g. 500ms, 5s).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
@@ -184,7 +231,20 @@ impl FabricArgs {
     }
 }
 
+/// Flags of `bw`: those of `lat` and the window's depth.
+#[derive(Debug, Clone, Args)]
+pub struct BwArgs {
+    /// Operations in flight [default: 16].
+    #[arg(long, value_parser = parse_depth)]
+    pub depth: Option<u32>,
+    /// The rest, shared with `lat`.
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
 /// Flags of `bw` and `lat`.
+// Each bool is an independent command-line switch, not a state.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Args)]
 pub struct PerfArgs {
     /// Operation to measure.
@@ -194,23 +254,62 @@ pub struct PerfArgs {
     /// 64K for bw, 64 for lat].
     #[arg(long, value_parser = parse_size)]
     pub size: Option<u64>,
-    /// Number of operations (lat: round trips) [default: 1000].
-    #[arg(long, value_parser = parse_count)]
+    /// Number of operations (lat: round trips) per connection [default:
+    /// 1000].
+    #[arg(long, value_parser = parse_count, conflicts_with = "duration")]
     pub iters: Option<u64>,
-    /// Operations in flight (bw only) [default: 16].
-    #[arg(long, value_parser = parse_depth)]
-    pub depth: Option<u32>,
+    /// Run for this long instead of --iters (a number of seconds, or 500ms,
+    /// 2m), printing a line per --interval (perftest -D).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<Duration>,
+    /// The interval of --duration's lines.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, requires = "duration")]
+    pub interval: Duration,
+    /// Repeat the measurement N times (each a fresh connection) and report
+    /// the median, min and max of the rounds.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_rounds)]
+    pub rounds: u32,
+    /// N connections (queue pairs) between the one adapter pair, each run by
+    /// its own client thread (perftest -q); results are their sum.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_connections)]
+    pub qps: u32,
+    /// N client adapters (at --client-addr and the N-1 addresses after
+    /// it), each run by its own thread, towards the one server adapter
+    /// (N:1, as Test-NetStack's NDKPerf stage); combines with --qps.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_connections)]
+    pub threads: u32,
     /// Scatter/gather entries per operation (the message is split evenly).
     #[arg(long, default_value = "1", value_parser = parse_sge)]
     pub sge: u32,
-    /// Fill the source with a pattern and check every byte at the target.
+    /// Fill the source with a pattern and check it at the target: each
+    /// SEND on arrival and each READ on completion, byte for byte; WRITEs
+    /// land without telling the target, so the server checks the last
+    /// WRITE into each slot (one per operation in flight) once, at the end.
     #[arg(long)]
     pub verify: bool,
     /// One JSON object per result instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Bandwidth in Gb/s (10^9 bits per second) instead of GB/s.
+    #[arg(long)]
+    pub gbits: bool,
+    /// Print a latency histogram (power-of-two buckets) below the table.
+    #[arg(long)]
+    pub histogram: bool,
+    /// Also write the results with the run's metadata (version, commit,
+    /// transport, options, host) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The format of --output.
+    #[arg(long, value_enum, default_value = "json", requires = "output")]
+    pub format: OutputFormat,
+    /// --server: stop after this long without a client (default: wait
+    /// for clients until stopped).
+    #[arg(long, value_parser = parse_duration, requires = "server")]
+    pub server_timeout: Option<Duration>,
     /// Run only the server side, listening on ADDR (default
-    /// --server-addr) over UDP; a --client process connects to it.
+    /// --server-addr) over UDP: it serves every --client process that
+    /// connects, several at once, until stopped (or --server-timeout).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, conflicts_with = "client")]
     pub server: Option<Option<Ipv4Addr>>,
     /// Run only the client side, connecting over UDP to a --server
@@ -247,12 +346,15 @@ pub struct SweepArgs {
     /// Scatter/gather entries per operation.
     #[arg(long, default_value = "1", value_parser = parse_sge)]
     pub sge: u32,
-    /// Check every byte at the target.
+    /// Check the data at the target (as bw/lat --verify).
     #[arg(long)]
     pub verify: bool,
     /// One JSON object per size.
     #[arg(long)]
     pub json: bool,
+    /// Bandwidth in Gb/s (10^9 bits per second) instead of GB/s.
+    #[arg(long)]
+    pub gbits: bool,
     /// Draw bandwidth and p50 latency against size into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
@@ -273,6 +375,8 @@ pub enum Mix {
 }
 
 /// Flags of `smbd`.
+// Each bool is an independent command-line switch, not a state.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Args)]
 pub struct SmbdArgs {
     /// Number of I/Os (--server: per direction).
@@ -350,6 +454,9 @@ pub struct SmbdArgs {
     /// One JSON object per result.
     #[arg(long)]
     pub json: bool,
+    /// Bandwidth in Gb/s (10^9 bits per second) instead of GB/s.
+    #[arg(long)]
+    pub gbits: bool,
     /// Adapters and transport.
     #[command(flatten)]
     pub fabric: FabricArgs,
@@ -385,6 +492,9 @@ pub struct TcpArgs {
     /// One JSON object per result.
     #[arg(long)]
     pub json: bool,
+    /// Bandwidth in Gb/s (10^9 bits per second) instead of GB/s.
+    #[arg(long)]
+    pub gbits: bool,
     /// The listening side's loopback address.
     #[arg(long, default_value = "127.0.0.1", value_name = "IPV4")]
     pub server_addr: Ipv4Addr,
@@ -450,12 +560,21 @@ mod tests {
         let Command::Bw(a) = cli.command else {
             panic!()
         };
-        assert_eq!(a.server, Some(None));
+        assert_eq!(a.perf.server, Some(None));
         let cli = Cli::try_parse_from(["ndkperf", "bw", "--server", "127.0.0.9"]).unwrap();
         let Command::Bw(a) = cli.command else {
             panic!()
         };
-        assert_eq!(a.server, Some(Some(Ipv4Addr::new(127, 0, 0, 9))));
+        assert_eq!(a.perf.server, Some(Some(Ipv4Addr::new(127, 0, 0, 9))));
+        assert!(Cli::try_parse_from(["ndkperf", "bw", "--port", "0"]).is_err());
+        assert!(Cli::try_parse_from(["ndkperf", "lat", "--depth", "4"]).is_err());
+        assert!(Cli::try_parse_from(["ndkperf", "bw", "--duration", "2", "--iters", "5"]).is_err());
+        assert!(Cli::try_parse_from(["ndkperf", "bw", "--duration", "0"]).is_err());
+        let cli = Cli::try_parse_from(["ndkperf", "lat", "--duration", "1.5"]).unwrap();
+        let Command::Lat(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(a.duration, Some(Duration::from_millis(1500)));
         assert!(
             Cli::try_parse_from(["ndkperf", "bw", "--server", "--client", "127.0.0.1"]).is_err()
         );

@@ -31,6 +31,9 @@ pub struct Adapter {
     pfn_offset: u64,
     /// `None`: `RsNdkCloseAdapter`.
     close: Option<CloseAdapter>,
+    /// Threads of this process that appeared while the adapter opened:
+    /// its engine (and any other threads of its runtime).
+    threads: Vec<u32>,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -60,8 +63,10 @@ impl Adapter {
         }
         let text = CString::new(config).map_err(|_| Error::msg(what()))?;
         let mut raw = ptr::null_mut();
+        let before = crate::cpu::threads();
         // SAFETY: a NUL-terminated string and a valid out-pointer.
         let status = unsafe { RsNdkOpenAdapter(text.as_ptr(), &raw mut raw) };
+        let threads = crate::cpu::threads().difference(&before).copied().collect();
         if status != STATUS_SUCCESS {
             let why = match status {
                 STATUS_SHARING_VIOLATION => format!(
@@ -87,6 +92,7 @@ impl Adapter {
             config: config.to_owned(),
             pfn_offset: 0,
             close: None,
+            threads,
         };
         adapter.info = adapter.query_info()?;
         Ok(adapter)
@@ -115,6 +121,7 @@ impl Adapter {
             config: name.to_owned(),
             pfn_offset,
             close: Some(close),
+            threads: Vec::new(),
         };
         adapter.info = adapter.query_info()?;
         Ok(adapter)
@@ -129,6 +136,12 @@ impl Adapter {
     /// The configuration string it was opened with.
     pub fn config(&self) -> &str {
         &self.config
+    }
+
+    /// The threads that appeared while the adapter opened (its engine
+    /// threads; none for an adapter taken over with `from_raw`).
+    pub fn threads(&self) -> &[u32] {
+        &self.threads
     }
 
     /// The raw object (for host statistics lookups).

@@ -11,6 +11,7 @@ use std::net::SocketAddrV4;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::cpu::{Mark, SideCpu};
 use crate::error::{Error, Result};
 use crate::link::listen;
 use crate::report::{Kind, PerfResult, Printer};
@@ -76,9 +77,19 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
     let pair = Pair::open(&a.fabric)?;
     let listener = listen(&pair.server, a.fabric.server_addr, a.fabric.port())?;
     let server_addr = SocketAddrV4::new(a.fabric.server_addr, a.fabric.port());
+    // CPU from the connect to the end (the whole run: SMB Direct's
+    // negotiation is part of what an SMB client pays).
+    let engines = (
+        Mark::now(pair.client.threads()),
+        Mark::now(pair.server.threads()),
+    );
+    let client_mark = Mark::this_thread();
     let (client, server) = std::thread::scope(|s| {
-        let serving =
-            s.spawn(|| serve_one(&pair.server, &listener, config, Duration::from_secs(60)));
+        let serving = s.spawn(|| {
+            let mark = Mark::this_thread();
+            let served = serve_one(&pair.server, &listener, config, Duration::from_secs(60));
+            served.map(|sv| (sv, SideCpu::since(&mark, Some(&engines.1))))
+        });
         let c = run_client(
             &pair.client,
             a.fabric.client_addr,
@@ -88,6 +99,7 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
             a.fabric.timeout,
             !a.json,
         );
+        let c = c.map(|c| (c, SideCpu::since(&client_mark, Some(&engines.0))));
         if c.is_err() {
             listener.cancel_waits();
         }
@@ -98,12 +110,8 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
     });
     crate::error::trace!("smbd client: {:?}", client.as_ref().map(|_| ()));
     crate::error::trace!("smbd server: {:?}", server.as_ref().map(|_| ()));
-    for (side, adapter) in [("client", &pair.client), ("server", &pair.server)] {
-        if let Some(rnic) = host::adapters::device_of(adapter.raw()) {
-            crate::error::trace!("{side} device: {:?}", rnic.stats());
-        }
-    }
-    let (c, sv) = match (client, server) {
+    trace_devices(&pair);
+    let ((c, client_cpu), (sv, server_cpu)) = match (client, server) {
         (Ok(c), Ok(sv)) => (c, sv),
         (Err(e), Ok(_)) => return Err(e),
         (Err(e), Err(s)) => return Err(Error::msg(format!("{e} (server side: {s})"))),
@@ -111,11 +119,12 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
     };
     drop(listener);
     let mut r = result(a, &job, &c, &sv, transport.name());
+    r.set_cpu(client_cpu, server_cpu);
     for (k, v) in setup::device_counters(&pair.client) {
         r.extra.insert(k, v);
     }
     let banner = banner(a, &job, &c, transport.name());
-    let mut printer = Printer::new(a.json, banner);
+    let mut printer = Printer::new(a.json, banner).gbits(a.gbits);
     printer.row(&r);
     printer.finish();
     if r.errors > 0 {
@@ -126,6 +135,15 @@ pub fn run(a: &SmbdArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `NDKPERF_TRACE=1`: both devices' counters.
+fn trace_devices(pair: &Pair) {
+    for (side, adapter) in [("client", &pair.client), ("server", &pair.server)] {
+        if let Some(rnic) = host::adapters::device_of(adapter.raw()) {
+            crate::error::trace!("{side} device: {:?}", rnic.stats());
+        }
+    }
 }
 
 /// The lines above the table.
@@ -183,6 +201,7 @@ fn result(
     r.set_extra("reads", c.reads);
     r.set_extra("writes", c.ops - c.reads);
     r.set_extra("bytes_checked", c.checked + sv.checked);
+    r.bytes_checked = c.checked + sv.checked;
     r.set_extra("rdma", job_rdma(job));
     r.set_extra("fast_registers", c.fast_registers);
     r.set_extra("local_invalidates", c.local_invalidates);

@@ -18,6 +18,7 @@ use super::client::negotiate::DIALECTS;
 use super::client::ntlm::Credentials;
 use super::client::run::{Target, run_file_io};
 use super::conn::{Config, Stats};
+use crate::cpu::{Mark, SideCpu};
 use crate::error::{Context as _, Error, Result};
 use crate::ndk::Adapter;
 use crate::report::{Kind, PerfResult, Printer};
@@ -181,6 +182,8 @@ pub fn run(a: &SmbdArgs, server: IpAddr) -> Result<ExitCode> {
         credit_target: 512,
         client_guid,
     };
+    let consumer = Mark::this_thread();
+    let engine = Mark::now(adapter.threads());
     let (report, stats) = run_file_io(&adapter, &plan.target, smbd, &session, &plan.job)
         .with_context(|| {
             format!(
@@ -191,6 +194,7 @@ pub fn run(a: &SmbdArgs, server: IpAddr) -> Result<ExitCode> {
                 plan.target.server.port()
             )
         })?;
+    let client_cpu = SideCpu::since(&consumer, Some(&engine));
     let sha = written_sha256(&plan.job);
     let banner = vec![
         format!(
@@ -218,14 +222,17 @@ pub fn run(a: &SmbdArgs, server: IpAddr) -> Result<ExitCode> {
             adapter.info().FRMRPageCount,
             plan.job.depth
         ),
+        "CPU: this machine's side only, over the whole session (the server's is the server machine's); CPU-s/GB per both directions' bytes".into(),
     ];
-    let mut printer = Printer::new(a.json, banner);
+    let mut printer = Printer::new(a.json, banner).gbits(a.gbits);
     for read in [false, true] {
         let mut r = row(a, &plan.job, &report, &stats, read);
         for (k, v) in setup::device_counters(&adapter) {
             r.extra.insert(k, v);
         }
         r.set_extra("sha256", sha.clone());
+        r.set_cpu(client_cpu, SideCpu::default());
+        r.cpu_seconds_per_gb = r.cpu_seconds / (2.0 * report.bytes as f64 / 1e9).max(1e-9);
         printer.row(&r);
     }
     printer.finish();
