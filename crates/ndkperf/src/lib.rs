@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod cpu;
 pub mod error;
+pub mod info;
 pub mod interrupt;
 pub mod link;
 pub mod ndk;

@@ -13,8 +13,8 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 use ndkperf::error::Result;
-use ndkperf::{bench, ndk, perf, ping, smbd, tcp, udp};
-use ndkperf_cli::{Cli, Command, InfoArgs};
+use ndkperf::{bench, info, perf, ping, smbd, tcp, udp};
+use ndkperf_cli::{Cli, Command};
 
 /// Exit code of every error that ends a run.
 const EXIT_ERROR: u8 = 2;
@@ -56,69 +56,6 @@ fn one_line(err: &clap::Error) -> String {
     parts.join(" ")
 }
 
-fn info(a: &InfoArgs) -> Result<ExitCode> {
-    let adapter = ndk::Adapter::open(&a.config)?;
-    let i = *adapter.info();
-    let fields: Vec<(&str, String)> = vec![
-        (
-            "version",
-            format!("{}.{}", i.Version.Major, i.Version.Minor),
-        ),
-        ("vendor_id", format!("{:#x}", i.VendorId)),
-        ("device_id", format!("{:#x}", i.DeviceId)),
-        ("max_registration_size", i.MaxRegistrationSize.to_string()),
-        ("max_window_size", i.MaxWindowSize.to_string()),
-        ("frmr_page_count", i.FRMRPageCount.to_string()),
-        (
-            "max_initiator_request_sge",
-            i.MaxInitiatorRequestSge.to_string(),
-        ),
-        (
-            "max_receive_request_sge",
-            i.MaxReceiveRequestSge.to_string(),
-        ),
-        ("max_read_request_sge", i.MaxReadRequestSge.to_string()),
-        ("max_transfer_length", i.MaxTransferLength.to_string()),
-        ("max_inline_data_size", i.MaxInlineDataSize.to_string()),
-        ("max_inbound_read_limit", i.MaxInboundReadLimit.to_string()),
-        (
-            "max_outbound_read_limit",
-            i.MaxOutboundReadLimit.to_string(),
-        ),
-        (
-            "max_receive_queue_depth",
-            i.MaxReceiveQueueDepth.to_string(),
-        ),
-        (
-            "max_initiator_queue_depth",
-            i.MaxInitiatorQueueDepth.to_string(),
-        ),
-        ("max_srq_depth", i.MaxSrqDepth.to_string()),
-        ("max_cq_depth", i.MaxCqDepth.to_string()),
-        (
-            "large_request_threshold",
-            i.LargeRequestThreshold.to_string(),
-        ),
-        ("max_caller_data", i.MaxCallerData.to_string()),
-        ("max_callee_data", i.MaxCalleeData.to_string()),
-        ("adapter_flags", format!("{:#x}", i.AdapterFlags)),
-        ("rdma_technology", i.RdmaTechnology.to_string()),
-    ];
-    if a.json {
-        let map: serde_json::Map<String, serde_json::Value> = fields
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.into()))
-            .collect();
-        println!("{}", serde_json::Value::Object(map));
-    } else {
-        println!("adapter {}", adapter.config());
-        for (k, v) in fields {
-            println!("  {k:<28} {v}");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 fn run(cli: &Cli) -> Result<ExitCode> {
     match &cli.command {
         Command::Bw(a) => perf::perf(bench::Test::Bw, &a.perf, a.depth),
@@ -128,7 +65,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Tcp(a) => tcp::tcp(a),
         Command::Udp(a) => udp::udp(a),
         Command::Memcpy(a) => Ok(tcp::memcpy(a)),
-        Command::Info(a) => info(a),
+        Command::Info(a) => info::run(a),
         Command::Ping(a) => ping::run(a),
     }
 }

@@ -73,7 +73,7 @@ pub fn draw(path: &Path, rows: &[PerfResult], op: &str, transport: &str) -> Resu
         .map_err(plot_error)?;
     bw.configure_mesh()
         .x_desc("message size [bytes]")
-        .y_desc("bandwidth [GB/s]")
+        .y_desc("bandwidth [GB/s = 10^9 B/s]")
         .x_label_formatter(&size_label)
         .draw()
         .map_err(plot_error)?;
@@ -108,8 +108,9 @@ pub fn draw(path: &Path, rows: &[PerfResult], op: &str, transport: &str) -> Resu
         .map_err(plot_error)?;
     lat.configure_mesh()
         .x_desc("message size [bytes]")
-        .y_desc("p50 latency [usec]")
+        .y_desc("p50 latency at depth 1 [usec]")
         .x_label_formatter(&size_label)
+        .y_label_formatter(&|v: &f64| log_label(*v))
         .draw()
         .map_err(plot_error)?;
     let points: Vec<(f64, f64)> = rows
@@ -129,4 +130,41 @@ pub fn draw(path: &Path, rows: &[PerfResult], op: &str, transport: &str) -> Resu
         .map_err(plot_error)?;
     root.present().map_err(plot_error)?;
     Ok(())
+}
+
+/// A log axis' label: only 1, 2 and 5 times a power of ten get one (the
+/// axis' other ticks, 3, 4, 6 ... 9, stay unlabelled, as they crowded
+/// each other).
+fn log_label(v: f64) -> String {
+    if !(v.is_finite() && v > 0.0) {
+        return String::new();
+    }
+    let decade = 10f64.powf(v.log10().floor());
+    let mantissa = v / decade;
+    if [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6 * m)
+    {
+        format!("{}", (v * 1e6).round() / 1e6)
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axis_labels_only_one_two_and_five() {
+        let shown: Vec<String> = [
+            0.2, 0.3, 0.5, 1.0, 3.0, 4.0, 10.0, 20.0, 40.0, 50.0, 60.0, 90.0, 100.0, 200.0,
+        ]
+        .iter()
+        .map(|&v| log_label(v))
+        .filter(|l| !l.is_empty())
+        .collect();
+        assert_eq!(shown, ["0.2", "0.5", "1", "10", "20", "50", "100", "200"]);
+        assert_eq!(log_label(0.0), "");
+    }
 }
