@@ -3,6 +3,10 @@
 //! and system ticks where the kernel keeps no schedstat), so a run can
 //! say what each side cost: its consumer threads (the workload's own,
 //! busy polling included) and its adapter's engine threads.
+//!
+//! Resolution: the kernel adds a running thread's time to its count at
+//! scheduler ticks and switches, so a reading can lag by a few
+//! milliseconds; runs shorter than about 100 ms read coarsely.
 
 use std::collections::BTreeSet;
 use std::time::Instant;

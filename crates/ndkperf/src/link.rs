@@ -292,9 +292,9 @@ impl Link {
         let n = self.drain_for(STALL_TIMEOUT, each)?;
         if n == 0 {
             let peer = if self.peer_disconnected() {
-                " (the peer disconnected)"
+                ": the peer disconnected"
             } else {
-                ""
+                ": the peer stopped answering (its process was stopped or killed, or the network between went away)"
             };
             return Err(Error::msg(format!(
                 "no completion for {}{peer}",

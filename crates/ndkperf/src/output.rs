@@ -79,10 +79,16 @@ pub fn write(
 /// then the result's plain fields (`extra` as one JSON text column).
 fn csv(meta: &Map<String, Value>, rows: &[Value]) -> String {
     let mut columns: Vec<String> = meta.keys().cloned().collect();
+    // A result field the metadata also has (transport) is one column.
     let fields: Vec<String> = rows
         .first()
         .and_then(Value::as_object)
-        .map(|o| o.keys().cloned().collect())
+        .map(|o| {
+            o.keys()
+                .filter(|k| !meta.contains_key(*k))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     columns.extend(fields.iter().cloned());
     let mut out = columns
@@ -152,5 +158,10 @@ mod tests {
             lines[1]
         );
         assert!(lines[0].contains("cpu_seconds_per_gb"));
+        let mut columns: Vec<&str> = lines[0].split(',').collect();
+        let n = columns.len();
+        columns.sort_unstable();
+        columns.dedup();
+        assert_eq!(columns.len(), n, "a column twice: {}", lines[0]);
     }
 }

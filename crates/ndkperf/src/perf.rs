@@ -52,6 +52,8 @@ struct Shape {
     interval: Duration,
     /// Progress bar and interval lines (not for JSON).
     show: bool,
+    /// Interval lines in Gb/s.
+    gbits: bool,
 }
 
 impl Shape {
@@ -66,6 +68,7 @@ impl Shape {
             duration: None,
             interval: Duration::from_secs(1),
             show: false,
+            gbits: false,
         }
     }
 }
@@ -183,8 +186,13 @@ fn report_intervals(
             let at = (now - start).as_secs_f64();
             let gbps = (ops * size) as f64 / secs / 1e9;
             if shape.show {
+                let (rate, unit) = if shape.gbits {
+                    (gbps * 8.0, "Gb/s")
+                } else {
+                    (gbps, "GB/s")
+                };
                 println!(
-                    " [{at:7.2} s] {ops:>10} ops in {secs:5.2} s  {gbps:9.3} GB/s  {:12.0} ops/s",
+                    " [{at:7.2} s] {ops:>10} ops in {secs:5.2} s  {rate:9.3} {unit}  {:12.0} ops/s",
                     ops as f64 / secs
                 );
             }
@@ -443,7 +451,7 @@ fn verification_line(r: &PerfResult, p: &Params, retransmitted: Option<u64>) -> 
         (Test::Bw, Op::Send) => "the server checked every SEND on arrival",
         (Test::Lat, Op::Send) => "the server checked every ping, the client every pong",
         (_, Op::Write) => {
-            "the server checked the last WRITE into each slot at the end (WRITEs do not notify the target)"
+            "the server checked the last WRITE into each slot at the end, as WRITEs do not notify the target"
         }
     };
     format!(
@@ -557,6 +565,7 @@ pub fn perf(test: Test, a: &PerfArgs, depth: Option<u32>) -> Result<ExitCode> {
         duration: a.duration,
         interval: a.interval,
         show,
+        gbits: a.gbits,
     };
     let mut printer =
         Printer::new(a.json, banner(&p, transport, &a.fabric, two_process)).gbits(a.gbits);

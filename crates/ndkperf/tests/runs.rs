@@ -107,7 +107,8 @@ fn cpu_of_each_side_in_every_result_and_table() {
         "{}",
         r[0]
     );
-    let r = json_results(&["memcpy", "--size", "64K", "--iters", "3000"]);
+    // Long enough (tens of ms) for the scheduler's per-thread count to move.
+    let r = json_results(&["memcpy", "--size", "64K", "--iters", "100000"]);
     assert!(r[0]["cpu_client_pct"].as_f64().unwrap() > 0.0, "{}", r[0]);
 }
 
