@@ -375,6 +375,9 @@ pub fn connect_with_retry<T>(
         match attempt(left.max(Duration::from_millis(1))) {
             Ok(v) => return Ok(v),
             Err(e) if e.status() == Some(STATUS_CONNECTION_REFUSED) => {
+                if crate::interrupt::requested() {
+                    return Err(Error::msg("interrupted (Ctrl-C) while connecting").context(what()));
+                }
                 if Instant::now() + Duration::from_millis(50) >= deadline {
                     return Err(refused_for(e));
                 }

@@ -93,6 +93,11 @@ fn main() -> ExitCode {
     };
     match run(&cli) {
         Ok(code) => code,
+        // Ctrl-C before anything was measured (while connecting).
+        Err(e) if ndkperf::interrupt::requested() => {
+            eprintln!("ndkperf: {e}");
+            ExitCode::from(ndkperf::interrupt::EXIT_INTERRUPTED)
+        }
         Err(e) => {
             eprintln!("ndkperf: {e}");
             ExitCode::from(EXIT_ERROR)

@@ -108,3 +108,69 @@ fn sigint_during_a_long_lat_run_over_udp_says_n_of_m() {
         "{note}"
     );
 }
+
+/// A child process killed (and waited for) on drop.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Ctrl-C while a client keeps retrying a refused connection ends it
+/// at once, with 130, rather than after --timeout.
+#[test]
+fn sigint_while_connecting_exits_130_promptly() {
+    // An adapter at 127.0.26.5 that listens on another port: the
+    // client's requests are refused, and it retries until --timeout.
+    let mut server = KilledOnDrop(
+        Command::new(assert_cmd::cargo::cargo_bin("ndkperf"))
+            .args(["bw", "--server", "127.0.26.5", "--port", "6101"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the server"),
+    );
+    let mut line = String::new();
+    BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("ndkperf"))
+        .args([
+            "bw",
+            "--client",
+            "127.0.26.5",
+            "--client-addr",
+            "127.0.26.6",
+            "--port",
+            "6100",
+            "--timeout",
+            "60s",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ndkperf");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let sent = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let code = child.wait().unwrap().code().expect("an exit code");
+    assert_eq!(code, 130, "{err}");
+    assert!(sent.elapsed() < std::time::Duration::from_secs(10), "{err}");
+    assert!(
+        err.contains("interrupted (Ctrl-C) while connecting"),
+        "{err}"
+    );
+}
