@@ -64,7 +64,7 @@ use provider::platform::Platform;
 use self::alloc::try_box;
 use self::dma::KernelDma;
 use self::log::{log_error, log_info};
-use self::platform::KernelPlatform;
+use self::platform::{KernelPlatform, KernelSpinLocks};
 
 /// The provider's platform, from `DriverEntry` until `MiniportDriverUnload`.
 static PLATFORM: AtomicPtr<KernelPlatform> = AtomicPtr::new(ptr::null_mut());
@@ -135,6 +135,10 @@ pub unsafe extern "win64" fn driver_entry(
     driver: *mut DRIVER_OBJECT,
     registry_path: *mut UNICODE_STRING,
 ) -> NTSTATUS {
+    // The device's locks are kernel spin locks from its first lock on
+    // (`false` only for a second DriverEntry of this image, when they
+    // already are).
+    softrnic::sync::use_lock_ops(&KernelSpinLocks);
     let Some(dma) = KernelDma::new() else {
         return STATUS_INSUFFICIENT_RESOURCES;
     };

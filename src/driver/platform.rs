@@ -9,7 +9,8 @@
 //!   outstanding) for the debugger; the memory itself (paged or not: all
 //!   of it is non-paged here) comes from the global allocator ([`super::alloc`], tag `RsNk`), and Driver Verifier's
 //!   low-resources simulation is what injects failures.
-//! * Spin locks: a provider lock is a `KSPIN_LOCK` taken with
+//! * Spin locks: a provider lock, and a device lock ([`KernelSpinLocks`],
+//!   installed for softrnic in `DriverEntry`), is a `KSPIN_LOCK` taken with
 //!   `KeAcquireSpinLockRaiseToDpc` and released with `KeReleaseSpinLock`
 //!   (what `KeAcquireSpinLock` expands to), so Driver Verifier checks each
 //!   one's IRQL and its order against every other driver lock.
@@ -23,6 +24,7 @@
 use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 
 use hwq::DmaAccess;
+use hwq::lock::SpinLockOps;
 use ndis::{
     DISPATCH_LEVEL, KIRQL, KeAcquireSpinLockRaiseToDpc, KeDelayExecutionThread,
     KeGetCurrentProcessorNumberEx, KeReleaseSpinLock, KernelMode, MmGetPhysicalAddress,
@@ -114,6 +116,30 @@ impl KernelPlatform {
     }
 }
 
+/// Kernel spin locks over lock words: `KeAcquireSpinLockRaiseToDpc` and
+/// `KeReleaseSpinLock`, the token being the IRQL before the acquire.
+#[derive(Debug)]
+pub struct KernelSpinLocks;
+
+impl SpinLockOps for KernelSpinLocks {
+    fn acquire(&self, word: &AtomicUsize, _class: &'static LockClass) -> LockToken {
+        // SAFETY: `word` is a KSPIN_LOCK (an aligned ULONG_PTR, zero when
+        // free) inside a lock that outlives its guard; the kernel changes
+        // it only atomically, as `AtomicUsize` expects; the driver takes
+        // its locks at or below DISPATCH_LEVEL.
+        let old = unsafe { KeAcquireSpinLockRaiseToDpc(word.as_ptr()) };
+        LockToken(u32::from(old))
+    }
+
+    fn release(&self, word: &AtomicUsize, _class: &'static LockClass, token: LockToken) {
+        let old = KIRQL::try_from(token.0).unwrap_or(DISPATCH_LEVEL);
+        // SAFETY: this processor holds the lock (the guard releasing it
+        // was made by `acquire` here, and a holder cannot migrate at
+        // DISPATCH_LEVEL); `old` is the IRQL its acquire returned.
+        unsafe { KeReleaseSpinLock(word.as_ptr(), old) };
+    }
+}
+
 impl Platform for KernelPlatform {
     fn current_irql(&self) -> Irql {
         if irql::current() >= DISPATCH_LEVEL {
@@ -159,23 +185,14 @@ impl Platform for KernelPlatform {
     }
 
     fn acquire_spin_lock(&self, word: &AtomicUsize, class: &'static LockClass) -> LockToken {
-        // SAFETY: `word` is a KSPIN_LOCK (an aligned ULONG_PTR, zero when
-        // free) inside a provider lock that outlives its guard; the
-        // kernel changes it only atomically, as `AtomicUsize` expects;
-        // provider locks are taken at or below DISPATCH_LEVEL.
-        let old = unsafe { KeAcquireSpinLockRaiseToDpc(word.as_ptr()) };
+        let token = KernelSpinLocks.acquire(word, class);
         self.lock_acquired(class, core::ptr::from_ref(word).addr());
-        LockToken(u32::from(old))
+        token
     }
 
     fn release_spin_lock(&self, word: &AtomicUsize, class: &'static LockClass, token: LockToken) {
         self.lock_released(class, core::ptr::from_ref(word).addr());
-        let old = KIRQL::try_from(token.0).unwrap_or(DISPATCH_LEVEL);
-        // SAFETY: this processor holds the lock (the guard releasing it
-        // was made by `acquire_spin_lock` here, and a holder cannot
-        // migrate at DISPATCH_LEVEL); `old` is the IRQL its acquire
-        // returned.
-        unsafe { KeReleaseSpinLock(word.as_ptr(), old) };
+        KernelSpinLocks.release(word, class, token);
     }
 
     fn lock_acquired(&self, class: &'static LockClass, _lock: usize) {

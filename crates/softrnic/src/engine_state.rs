@@ -6,7 +6,14 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use spin::{Mutex, RwLock};
+use hwq::lock::LockClass;
+
+use spin::RwLock;
+
+use crate::sync::Mutex;
+
+/// An outbox.
+static OUTBOX_LOCK: LockClass = LockClass::new("softrnic outbox");
 
 use crate::bitset::AtomicBitset;
 use crate::outbox::Outbox;
@@ -73,7 +80,7 @@ impl Engine {
                 Outbox::new()?,
                 Outbox::new()?,
             ]
-            .map(Mutex::new),
+            .map(|outbox| Mutex::new(&OUTBOX_LOCK, outbox)),
             tx_backlog: AtomicBool::new(false),
             earliest: AtomicU64::new(u64::MAX),
             defaults: RwLock::new(RcConfig::default()),

@@ -19,7 +19,12 @@ use alloc::vec::Vec;
 use core::cmp::Ordering;
 use core::net::IpAddr;
 
-use spin::Mutex;
+use hwq::lock::LockClass;
+
+use crate::sync::Mutex;
+
+/// The fabric's state.
+static FABRIC_LOCK: LockClass = LockClass::new("softrnic fabric");
 
 use crate::env::Clock;
 use crate::link::{Link, Load};
@@ -200,12 +205,15 @@ impl Fabric {
     /// An empty fabric.
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
-            state: Mutex::new(State {
-                queues: Vec::new(),
-                spare: Vec::new(),
-                seq: 0,
-                stats: FabricStats::default(),
-            }),
+            state: Mutex::new(
+                &FABRIC_LOCK,
+                State {
+                    queues: Vec::new(),
+                    spare: Vec::new(),
+                    seq: 0,
+                    stats: FabricStats::default(),
+                },
+            ),
         })
     }
 

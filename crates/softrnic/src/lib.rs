@@ -123,6 +123,7 @@ pub mod qp;
 mod signals;
 pub mod srq;
 mod stats;
+pub mod sync;
 pub mod table;
 pub mod train;
 pub mod wire;

@@ -3,7 +3,16 @@
 
 use alloc::vec::Vec;
 
-use spin::Mutex;
+use hwq::lock::LockClass;
+
+use crate::sync::Mutex;
+
+/// A table slot. Nestable: a command holds one table's slot while it
+/// takes another table's (a QP's and its CQ's), in one order the code
+/// keeps; the kernel's deadlock detection checks it per lock.
+static SLOT_LOCK: LockClass = LockClass::nestable("softrnic table slot");
+/// A table's free list.
+static FREE_LOCK: LockClass = LockClass::new("softrnic table free list");
 
 /// A table of objects with numbers in `first..first + capacity`.
 #[derive(Debug)]
@@ -18,14 +27,14 @@ impl<T> Table<T> {
     pub fn new(first: u32, capacity: u32) -> Option<Self> {
         let mut slots = Vec::new();
         slots.try_reserve_exact(capacity as usize).ok()?;
-        slots.resize_with(capacity as usize, || Mutex::new(None));
+        slots.resize_with(capacity as usize, || Mutex::new(&SLOT_LOCK, None));
         let mut free = Vec::new();
         free.try_reserve_exact(capacity as usize).ok()?;
         free.extend((0..capacity).rev().map(|i| first + i));
         Some(Self {
             first,
             slots,
-            free: Mutex::new(free),
+            free: Mutex::new(&FREE_LOCK, free),
         })
     }
 

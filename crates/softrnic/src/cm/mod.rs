@@ -137,9 +137,14 @@ pub(crate) mod timer;
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use hwq::lock::LockClass;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
-use spin::Mutex;
+
+use crate::sync::Mutex;
+
+/// The connection manager's state lock.
+static CM_LOCK: LockClass = LockClass::new("softrnic connection manager");
 
 use core::net::{IpAddr, SocketAddr};
 
@@ -361,20 +366,23 @@ impl CmState {
         let mad_psn = rng.next_u32() & crate::wire::PSN_MASK;
         let cursor = rng.next_u32();
         Some(Self {
-            inner: Mutex::new(Inner {
-                conns: ConnTable::new(capacity)?,
-                listeners: Listeners::new(MAX_LISTENERS, cursor)?,
-                io: Io {
-                    events: EventRing::new(capacity * 4)?,
-                    rng,
-                    comm_id_mask,
-                    mad_psn,
-                    stats: CmStats::default(),
-                    earliest: u64::MAX,
-                    wake: false,
-                    sent: false,
+            inner: Mutex::new(
+                &CM_LOCK,
+                Inner {
+                    conns: ConnTable::new(capacity)?,
+                    listeners: Listeners::new(MAX_LISTENERS, cursor)?,
+                    io: Io {
+                        events: EventRing::new(capacity * 4)?,
+                        rng,
+                        comm_id_mask,
+                        mad_psn,
+                        stats: CmStats::default(),
+                        earliest: u64::MAX,
+                        wake: false,
+                        sent: false,
+                    },
                 },
-            }),
+            ),
             next_deadline: AtomicU64::new(u64::MAX),
             events_pending: AtomicBool::new(false),
         })

@@ -6,7 +6,12 @@
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use spin::Mutex;
+use hwq::lock::LockClass;
+
+use crate::sync::Mutex;
+
+/// A loopback link's queue lock.
+static QUEUE_LOCK: LockClass = LockClass::new("softrnic loopback queue");
 
 #[derive(Debug)]
 struct Queue {
@@ -39,7 +44,7 @@ impl Loopback {
             free.push(buf);
         }
         Some(Self {
-            queue: Mutex::new(Queue { waiting, free }),
+            queue: Mutex::new(&QUEUE_LOCK, Queue { waiting, free }),
             buffer_len,
         })
     }

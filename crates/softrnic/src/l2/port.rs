@@ -10,7 +10,17 @@ use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use spin::{Mutex, RwLock};
+use hwq::lock::LockClass;
+
+use spin::RwLock;
+
+use crate::sync::Mutex;
+/// A frame held for address resolution.
+static HELD_LOCK: LockClass = LockClass::new("softrnic port held frame");
+/// A scratch frame.
+static SCRATCH_LOCK: LockClass = LockClass::new("softrnic port scratch frame");
+/// Datagrams too big for the link.
+static TOO_BIG_LOCK: LockClass = LockClass::new("softrnic port too-big datagrams");
 use zerocopy::IntoBytes;
 
 use super::classify::{Frame, classify};
@@ -91,7 +101,7 @@ pub struct EthernetPort<S: FrameSink> {
 /// Datagrams kept for the device as never sent: a few, without
 /// allocating (more before the device looks are counted only; their QPs
 /// have failed already or fail on their next packet).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct TooBig {
     kept: Mutex<[Option<SendFailure>; TOO_BIG_KEPT]>,
     any: AtomicBool,
@@ -185,18 +195,24 @@ impl<S: FrameSink> EthernetPort<S> {
             now_us: AtomicU64::new(0),
             neighbours: RwLock::new(NeighbourCache::new(config.neighbours, config.held)?),
             held: preallocate(config.held, || {
-                Some(Mutex::new(HeldFrame {
-                    bytes: zeroed(MAX_FRAME_LEN)?,
-                    len: 0,
-                }))
+                Some(Mutex::new(
+                    &HELD_LOCK,
+                    HeldFrame {
+                        bytes: zeroed(MAX_FRAME_LEN)?,
+                        len: 0,
+                    },
+                ))
             })?,
             scratch: preallocate(config.scratch.max(1), || {
-                zeroed(MAX_FRAME_LEN).map(Mutex::new)
+                zeroed(MAX_FRAME_LEN).map(|frame| Mutex::new(&SCRATCH_LOCK, frame))
             })?,
             next_scratch: AtomicUsize::new(0),
             loopback: Loopback::new(config.loopback, MAX_DATAGRAM_LEN)?,
             stats: Counters::default(),
-            too_big: TooBig::default(),
+            too_big: TooBig {
+                kept: Mutex::new(&TOO_BIG_LOCK, [None; TOO_BIG_KEPT]),
+                any: AtomicBool::new(false),
+            },
         })
     }
 
@@ -389,16 +405,13 @@ impl<S: FrameSink> EthernetPort<S> {
         })
     }
 
-    /// Runs `f` on a free scratch frame (waiting for one if all are
-    /// taken).
+    /// Runs `f` on the next scratch frame in turn (waiting for it if
+    /// another sender has it).
     fn with_scratch<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        // No try-lock to look for a free frame: device locks are the
+        // platform's spin locks, which offer acquire and release only.
         let n = self.scratch.len();
         let start = self.next_scratch.fetch_add(1, Ordering::Relaxed) % n.max(1);
-        for i in 0..n {
-            if let Some(mut buf) = self.scratch.get((start + i) % n).and_then(Mutex::try_lock) {
-                return f(&mut buf);
-            }
-        }
         match self.scratch.get(start) {
             Some(slot) => f(&mut slot.lock()),
             // `with_config` made at least one.

@@ -8,7 +8,13 @@ use alloc::vec::Vec;
 use core::net::{SocketAddrV4, SocketAddrV6};
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use spin::{Mutex, RwLock};
+use hwq::lock::LockClass;
+
+use spin::RwLock;
+
+use crate::sync::Mutex;
+/// The capture's scratch buffer.
+static CAPTURE_SCRATCH_LOCK: LockClass = LockClass::new("softrnic capture scratch");
 
 use super::{Arrival, Link, Received};
 use crate::env::{Capture, Direction};
@@ -58,7 +64,7 @@ impl<L> CaptureLink<L> {
             inner,
             capture: RwLock::new(None),
             installed: AtomicBool::new(false),
-            scratch: Mutex::new(Vec::new()),
+            scratch: Mutex::new(&CAPTURE_SCRATCH_LOCK, Vec::new()),
         }
     }
 
@@ -214,6 +220,8 @@ impl<L: Link> Link for CaptureLink<L> {
 
 #[cfg(test)]
 mod tests {
+    use spin::Mutex;
+
     use super::*;
     use alloc::sync::Arc;
     use alloc::vec;

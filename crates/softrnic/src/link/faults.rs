@@ -24,9 +24,16 @@ use core::cmp::Ordering;
 use core::net::{IpAddr, SocketAddrV4, SocketAddrV6};
 use core::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
+use hwq::lock::LockClass;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
-use spin::Mutex;
+
+use crate::sync::Mutex;
+
+/// A fault link's random draws.
+static DRAWS_LOCK: LockClass = LockClass::new("softrnic fault draws");
+/// A fault link's held-back datagrams.
+static HELD_BACK_LOCK: LockClass = LockClass::new("softrnic fault held back");
 
 use super::{Arrival, Link, Load, Received};
 use crate::env::Clock;
@@ -142,11 +149,14 @@ impl FaultInjector {
     /// A generator seeded with `faults.seed`, drawing `faults`.
     pub fn new(faults: Faults) -> Arc<Self> {
         Arc::new(Self {
-            draws: Mutex::new(Draws {
-                faults,
-                rng: Xoshiro256PlusPlus::seed_from_u64(faults.seed),
-                stats: FaultStats::default(),
-            }),
+            draws: Mutex::new(
+                &DRAWS_LOCK,
+                Draws {
+                    faults,
+                    rng: Xoshiro256PlusPlus::seed_from_u64(faults.seed),
+                    stats: FaultStats::default(),
+                },
+            ),
             active: AtomicBool::new(faults.any()),
             per_packet: AtomicBool::new(faults.per_packet()),
         })
@@ -261,7 +271,7 @@ impl<L: Link> FaultLink<L> {
             inner,
             injector,
             clock,
-            held: Mutex::new(HeldBack::default()),
+            held: Mutex::new(&HELD_BACK_LOCK, HeldBack::default()),
             holding: AtomicBool::new(false),
         }
     }
@@ -468,6 +478,8 @@ impl<L: Link> Link for FaultLink<L> {
 
 #[cfg(test)]
 mod tests {
+    use spin::Mutex;
+
     use super::*;
     use crate::env::{Capture, Direction};
     use crate::link::CaptureLink;
