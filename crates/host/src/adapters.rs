@@ -22,7 +22,7 @@ use softrnic::link::Faults;
 use crate::busy::BusyPoll;
 use crate::config::{AdapterConfig, FaultConfig, Transport};
 use crate::pcap::{PcapCapture, SharedCapture};
-use crate::platform::{DeviceLease, HostDma};
+use crate::platform::{DeviceLease, HostDma, HostPlatform};
 use crate::runtime::{DeviceThreads, FabricHub, HostClock, SharedWaker, ThreadWaker, start_udp};
 use crate::udp::{UdpLink, UdpPort};
 
@@ -105,6 +105,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     // The fabric carries whole datagrams, so per-QP source ports are real
     // there; a UDP socket sends from 4791 (see softrnic's engine docs).
     dev_config.per_qp_source_port = matches!(config.transport, Transport::Memory { .. });
+    HostPlatform::check_device_locks();
     let new_rnic = |link: Box<dyn softrnic::link::Link>| {
         // SAFETY: this RNIC serves only NDK consumers through the provider;
         // it reaches memory only inside regions the provider registered

@@ -33,7 +33,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::AtomicUsize;
+
 use hwq::DmaAccess;
+use hwq::lock::{LockToken, SpinLockOps};
 use provider::platform::{Irql, LockClass, Platform, PoolTag, PoolType};
 
 use crate::checker::{LockTracker, Mode, Rule, Violation, Violations, locks_held};
@@ -116,6 +119,14 @@ impl HostPlatform {
     /// The process-wide instance.
     pub fn global() -> &'static Self {
         &GLOBAL
+    }
+
+    /// Makes the device's locks (softrnic's) the process-wide instance's
+    /// checked spin locks, so its lock-order graph and IRQL rules cover
+    /// them with the provider's, as Driver Verifier does in the kernel.
+    /// Called before any device is made; later calls do nothing.
+    pub fn check_device_locks() {
+        softrnic::sync::use_lock_ops(&GLOBAL);
     }
 
     /// A fresh instance that lives for the rest of the process (one per
@@ -249,6 +260,18 @@ fn irql_name(irql: Irql) -> &'static str {
     match irql {
         Irql::Passive => "PASSIVE_LEVEL",
         Irql::Dispatch => "DISPATCH_LEVEL",
+    }
+}
+
+/// The device's locks: the provider's spin lock ([`Platform::acquire_spin_lock`]),
+/// with its IRQL raise and lock checks.
+impl SpinLockOps for HostPlatform {
+    fn acquire(&self, word: &AtomicUsize, class: &'static LockClass) -> LockToken {
+        self.acquire_spin_lock(word, class)
+    }
+
+    fn release(&self, word: &AtomicUsize, class: &'static LockClass, token: LockToken) {
+        self.release_spin_lock(word, class, token);
     }
 }
 
@@ -436,6 +459,33 @@ mod tests {
     use hwq::DmaFault;
 
     const TAG: PoolTag = PoolTag(*b"Test");
+
+    /// The device's locks report to the checker once the host installs
+    /// its checked spin lock for them: nesting two records an edge of the
+    /// process-wide lock-order graph, and the holder is at DISPATCH_LEVEL.
+    #[test]
+    fn device_locks_are_checked_spin_locks() {
+        static OUTER: LockClass = LockClass::new("test.device_outer");
+        static INNER: LockClass = LockClass::new("test.device_inner");
+        HostPlatform::check_device_locks();
+        let outer = softrnic::sync::Mutex::new(&OUTER, 1);
+        let inner = softrnic::sync::Mutex::new(&INNER, 2);
+        {
+            let a = outer.lock();
+            let b = inner.lock();
+            assert_eq!(*a + *b, 3);
+            assert_eq!(HostPlatform::irql(), Irql::Dispatch);
+            assert_eq!(
+                LockTracker::held_names(),
+                ["test.device_outer", "test.device_inner"]
+            );
+        }
+        assert_eq!(HostPlatform::irql(), Irql::Passive);
+        assert!(
+            crate::checker::lock_order_edges()
+                .contains(&("test.device_outer", "test.device_inner"))
+        );
+    }
 
     #[test]
     fn accounting_balances_per_tag() {
