@@ -1,12 +1,11 @@
-//! CPU time of threads of this process, read from `/proc` (Linux): a
-//! thread's time on a CPU in nanoseconds (`schedstat`, or `stat`'s user
-//! and system ticks where the kernel keeps no schedstat), so a run can
-//! say what each side cost: its consumer threads (the workload's own,
-//! busy polling included) and its adapter's engine threads.
-//!
-//! Resolution: the kernel adds a running thread's time to its count at
-//! scheduler ticks and switches, so a reading can lag by a few
-//! milliseconds; runs shorter than about 100 ms read coarsely.
+//! CPU time of threads of this process (Linux), so a run can say what
+//! each side cost: its consumer threads (the workload's own, busy polling
+//! included) and its adapter's engine threads. A thread's time on a CPU
+//! in nanoseconds comes from its CPU-time clock (`clock_gettime` of the
+//! thread's clock id, which brings a running thread's count up to date),
+//! else from `/proc/self/task/TID/schedstat` (up to a scheduler tick
+//! behind for a running thread), else `stat`'s user and system ticks.
+//! Threads are listed from `/proc/self/task`.
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -33,6 +32,9 @@ pub fn threads() -> BTreeSet<u32> {
 /// Nanoseconds thread `tid` of this process has run on a CPU; `None`
 /// once it has exited (or without `/proc`).
 pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
+    if let Some(ns) = clock_ns(tid) {
+        return Some(ns);
+    }
     if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")) {
         if let Some(ns) = text.split_whitespace().next().and_then(|v| v.parse().ok()) {
             return Some(ns);
@@ -40,6 +42,28 @@ pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
     }
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
     ticks_of_stat(&stat).map(|t| t * (1_000_000_000 / USER_HZ))
+}
+
+/// The CPU-time clock of thread `tid` of this process: Linux's
+/// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`, `(~tid << 3) | 6`
+/// (include/linux/posix-timers.h), which `clock_gettime` accepts for any
+/// thread of the caller's process.
+fn clock_ns(tid: u32) -> Option<u64> {
+    let tid = i32::try_from(tid).ok()?;
+    let clock: libc::clockid_t = (!tid << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; a clock id of no thread of this
+    // process makes the call fail (EINVAL), nothing else.
+    let rc = unsafe { libc::clock_gettime(clock, &raw mut ts) };
+    if rc != 0 {
+        return None;
+    }
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u64::try_from(ts.tv_nsec).ok()?;
+    Some(secs * 1_000_000_000 + nanos)
 }
 
 /// utime + stime (fields 14 and 15) of a `stat` line; the command name
@@ -134,6 +158,26 @@ impl SideCpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The thread clock and schedstat agree (within the scheduler tick
+    /// schedstat may lag), and a thread of no process reads nothing.
+    #[test]
+    fn the_thread_clock_reads_this_threads_time() {
+        let tid = current_tid().unwrap();
+        let clock = clock_ns(tid).expect("the thread's CPU clock");
+        let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap();
+        let sched: u64 = text.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(
+            clock >= sched && clock - sched < 50_000_000,
+            "{clock} {sched}"
+        );
+        // A short burst is seen at once by the clock.
+        let before = clock_ns(tid).unwrap();
+        let until = Instant::now() + std::time::Duration::from_millis(2);
+        while Instant::now() < until {}
+        assert!(clock_ns(tid).unwrap() - before >= 1_000_000);
+        assert_eq!(clock_ns(u32::MAX), None);
+    }
 
     #[test]
     fn stat_fields_count_from_the_command_name() {

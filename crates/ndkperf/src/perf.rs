@@ -581,6 +581,7 @@ pub fn perf(test: Test, a: &PerfArgs, depth: Option<u32>) -> Result<ExitCode> {
         Test::Lat => Kind::Lat,
     };
     let mut rows = Vec::new();
+    let mut baselines = Vec::new();
     let mut last = Vec::new();
     for round in 0..a.rounds {
         if interrupt::requested() {
@@ -615,11 +616,40 @@ pub fn perf(test: Test, a: &PerfArgs, depth: Option<u32>) -> Result<ExitCode> {
             r.set_extra("histogram", h);
         }
         printer.row(&r);
+        if a.tcp_baseline && !interrupt::requested() {
+            let tcp = tcp_baseline(&p, r.iterations / u64::from(shape.connections()), a)?;
+            printer.row(&tcp);
+            printer.note("  (the row above: the same pattern over TCP loopback, --tcp-baseline)");
+            baselines.push(tcp);
+        }
         rows.push(r);
         last = outs;
     }
     printer.finish();
-    end_of_run(a, &p, &printer, &rows, &last, transport)
+    if a.tcp_baseline {
+        printer.note(crate::tcp::TCP_CPU);
+    }
+    end_of_run(a, &p, &printer, (&rows, &baselines), &last, transport)
+}
+
+/// `--tcp-baseline`: `p`'s pattern over TCP loopback, `iters` messages.
+fn tcp_baseline(p: &Params, iters: u64, a: &PerfArgs) -> Result<PerfResult> {
+    let args = ndkperf_cli::TcpArgs {
+        mode: match p.test {
+            Test::Bw => ndkperf_cli::TcpMode::Bw,
+            Test::Lat => ndkperf_cli::TcpMode::Lat,
+        },
+        size: Some(p.size),
+        iters: Some(iters.max(1)),
+        depth: p.depth,
+        verify: p.verify,
+        json: true,
+        gbits: a.gbits,
+        server_addr: Ipv4Addr::LOCALHOST,
+    };
+    let (mut r, _) = crate::tcp::measure(&args)?;
+    r.set_extra("baseline", true);
+    Ok(r)
 }
 
 /// What follows the table: the verification line, the histogram, an
@@ -628,7 +658,7 @@ fn end_of_run(
     a: &PerfArgs,
     p: &Params,
     printer: &Printer,
-    rows: &[PerfResult],
+    (rows, baselines): (&[PerfResult], &[PerfResult]),
     last: &[Outcome],
     transport: TransportKind,
 ) -> Result<ExitCode> {
@@ -679,7 +709,8 @@ fn end_of_run(
     });
     if let Some(path) = &a.output {
         let meta = crate::output::metadata(transport.name());
-        crate::output::write(path, a.format, &meta, rows, summary.as_ref())?;
+        let all = [rows, baselines].concat();
+        crate::output::write(path, a.format, &meta, &all, summary.as_ref())?;
         if !a.json {
             println!(" results written to {}", path.display());
         }
@@ -687,7 +718,7 @@ fn end_of_run(
     if interrupted {
         return Ok(ExitCode::from(interrupt::EXIT_INTERRUPTED));
     }
-    Ok(finish(rows))
+    Ok(finish(&[rows, baselines].concat()))
 }
 
 /// Packets the adapters of this process retransmitted.

@@ -129,6 +129,38 @@ fn client(
 
 /// `tcp`.
 pub fn tcp(a: &TcpArgs) -> Result<ExitCode> {
+    let (r, addr) = measure(a)?;
+    let depth = r.depth;
+    let banner = vec![
+        format!(
+            "ndkperf TCP {} over loopback ({addr}), TCP_NODELAY",
+            match a.mode {
+                TcpMode::Bw => "bandwidth (window of --depth messages, 1-byte acks)",
+                TcpMode::Lat => "latency (ping-pong, one-way = RTT/2)",
+            }
+        ),
+        format!(
+            "depth {depth}, verify {}",
+            if a.verify { "on" } else { "off" }
+        ),
+        TCP_CPU.into(),
+    ];
+    let mut printer = Printer::new(a.json, banner).gbits(a.gbits);
+    printer.row(&r);
+    printer.finish();
+    if r.errors > 0 {
+        eprintln!("ndkperf: verification failed: {} bytes differ", r.errors);
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How TCP's CPU columns are measured.
+pub const TCP_CPU: &str = "TCP's CPU: each side's thread, user and system time (the kernel's TCP work is system time of the thread it runs on)";
+
+/// Runs `a`'s pattern over TCP loopback; returns its row and the
+/// listening address.
+pub fn measure(a: &TcpArgs) -> Result<(PerfResult, SocketAddr)> {
     check_loopback(a.server_addr, "--server-addr")?;
     let size = a.size.unwrap_or(match a.mode {
         TcpMode::Bw => 64 << 10,
@@ -165,28 +197,7 @@ pub fn tcp(a: &TcpArgs) -> Result<ExitCode> {
     r.verified = a.verify && checked.mismatches == 0 && checked.bytes > 0;
     r.bytes_checked = checked.bytes;
     r.set_cpu(client_cpu, server_cpu);
-    let banner = vec![
-        format!(
-            "ndkperf TCP {} over loopback ({addr}), TCP_NODELAY",
-            match a.mode {
-                TcpMode::Bw => "bandwidth (window of --depth messages, 1-byte acks)",
-                TcpMode::Lat => "latency (ping-pong, one-way = RTT/2)",
-            }
-        ),
-        format!(
-            "depth {depth}, verify {}",
-            if a.verify { "on" } else { "off" }
-        ),
-        "CPU: each side's thread, user and system time (the kernel's TCP work is system time of the thread it runs on)".into(),
-    ];
-    let mut printer = Printer::new(a.json, banner).gbits(a.gbits);
-    printer.row(&r);
-    printer.finish();
-    if r.errors > 0 {
-        eprintln!("ndkperf: verification failed: {} bytes differ", r.errors);
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((r, addr))
 }
 
 /// Single-thread memcpy bandwidth over `size`-byte buffers (source and

@@ -33,6 +33,7 @@ fn help_names_each_subcommands_own_flags() {
         "--output",
         "--format",
         "--server-timeout",
+        "--tcp-baseline",
     ] {
         assert!(bw.contains(flag), "bw --help lacks {flag}");
     }

@@ -339,3 +339,41 @@ fn the_table_says_what_was_verified() {
         assert!(t.contains("verification: off"), "{t}");
     }
 }
+
+#[test]
+fn tcp_baseline_rows_come_in_the_same_run() {
+    for (i, (test, transport)) in SIDES.into_iter().enumerate() {
+        let cmd = args(
+            test,
+            transport,
+            36 + i as u8,
+            &[
+                "--size",
+                "16K",
+                "--iters",
+                "200",
+                "--tcp-baseline",
+                "--rounds",
+                "2",
+            ],
+        );
+        let rows = json(&cmd);
+        // Round 1, its TCP row, round 2, its TCP row, the summary.
+        assert_eq!(rows.len(), 5, "{rows:?}");
+        for pair in rows[..4].chunks(2) {
+            assert_eq!(pair[0]["transport"], transport);
+            assert_eq!(pair[1]["transport"], "tcp");
+            assert_eq!(pair[1]["extra"]["baseline"], true);
+            assert_eq!(pair[1]["iterations"], pair[0]["iterations"]);
+            assert_eq!(pair[1]["test"], test);
+            check_cpu(&pair[0]);
+            check_cpu(&pair[1]);
+        }
+        assert_eq!(rows[4]["rounds"], 2, "the summary is rsndk's rounds only");
+        let text = table(&cmd);
+        assert!(
+            text.contains("the same pattern over TCP loopback"),
+            "{text}"
+        );
+    }
+}

@@ -293,6 +293,12 @@ pub struct PerfArgs {
     /// Bandwidth in Gb/s (10^9 bits per second) instead of GB/s.
     #[arg(long)]
     pub gbits: bool,
+    /// After each measurement, the same pattern over TCP loopback (as
+    /// `ndkperf tcp`: the same message size, count, window and
+    /// verification), its row in the same table: bandwidth and CPU in the
+    /// same conditions.
+    #[arg(long)]
+    pub tcp_baseline: bool,
     /// Print a latency histogram (power-of-two buckets) below the table.
     #[arg(long)]
     pub histogram: bool,

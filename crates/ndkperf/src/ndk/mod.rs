@@ -3,7 +3,8 @@
 //! Each wrapper owns one NDK object and closes it on drop (waiting for a
 //! pending close); every failed call becomes an [`Error`] naming the NDK
 //! function and the status. This module is the tool's `unsafe` code, with
-//! the SIGINT handler of [`crate::interrupt`]. Objects must be dropped children first (QP before CQ and PD,
+//! the SIGINT handler of [`crate::interrupt`] and the thread CPU clock
+//! of [`crate::cpu`]. Objects must be dropped children first (QP before CQ and PD,
 //! everything before its adapter); the structs that hold them list their
 //! fields in that order.
 //!
