@@ -493,7 +493,7 @@ fn rounds_summary(rows: &[PerfResult], gbits: bool) -> (Value, Vec<String>) {
     obj.insert("summary".into(), "rounds".into());
     obj.insert("rounds".into(), rows.len().into());
     let mut lines = vec![format!(
-        "{} rounds: median, min, max of the rows above",
+        "{} rounds: median, min, max of the rsndk rows above",
         rows.len()
     )];
     for (key, label, f) in figures {
