@@ -105,6 +105,10 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     // The fabric carries whole datagrams, so per-QP source ports are real
     // there; a UDP socket sends from 4791 (see softrnic's engine docs).
     dev_config.per_qp_source_port = matches!(config.transport, Transport::Memory { .. });
+    // The host clock starts at zero in each process: without this a new
+    // process would reuse a killed one's comm IDs (softrnic's
+    // `DeviceConfig::cm_entropy`).
+    dev_config.cm_entropy = process_entropy();
     HostPlatform::check_device_locks();
     let new_rnic = |link: Box<dyn softrnic::link::Link>| {
         // SAFETY: this RNIC serves only NDK consumers through the provider;
@@ -241,4 +245,15 @@ pub fn fabric_of(adapter: *mut NDK_ADAPTER) -> Option<Arc<FabricHub>> {
         .adapters
         .get(&(adapter as usize))
         .and_then(|d| d.hub.clone())
+}
+
+/// Bits that differ between processes and between adapters of one
+/// process: std's per-process random hash keys over the process id and
+/// the wall clock.
+fn process_entropy() -> u64 {
+    use std::hash::BuildHasher;
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::collections::hash_map::RandomState::new().hash_one((std::process::id(), wall))
 }

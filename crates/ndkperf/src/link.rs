@@ -388,7 +388,9 @@ pub fn connect_with_retry<T>(
             // CM retries ran out): a new request has a new communication
             // ID. A server can take a request for an old connection's
             // duplicate when a killed client's process had the same ID
-            // from the same address; the next one is fresh.
+            // from the same address (librsndk seeds its IDs per process,
+            // `DeviceConfig::cm_entropy`; other clients may not); the next
+            // one is fresh.
             Err(e)
                 if e.status() == Some(STATUS_IO_TIMEOUT)
                     && Instant::now() + Duration::from_millis(50) < deadline =>

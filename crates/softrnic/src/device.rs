@@ -59,6 +59,14 @@ pub struct DeviceConfig {
     pub per_qp_source_port: bool,
     /// Pages one fast registration maps at most (`FRMRPageCount`).
     pub max_fast_register_pages: u32,
+    /// Mixed into the seed of connection management's identifiers (comm
+    /// IDs, PSNs, transaction IDs, ephemeral ports) with the start time and
+    /// the address. A runtime whose clock starts at zero in each process
+    /// must give each process its own: a peer that still remembers a dead
+    /// process's connection takes the next process's first REQ, carrying
+    /// the same comm ID, for a duplicate (Linux's IB CM draws its comm IDs
+    /// at random for this reason).
+    pub cm_entropy: u64,
 }
 
 impl DeviceConfig {
@@ -75,6 +83,7 @@ impl DeviceConfig {
             per_qp_source_port: false,
             // 1 MiB of page-aligned buffer.
             max_fast_register_pages: 256,
+            cm_entropy: 0,
         }
     }
 
@@ -179,7 +188,7 @@ impl SoftRnic {
         waker: Box<dyn Wake>,
     ) -> Option<Self> {
         let qp_bound = FIRST_QPN + config.max_qps;
-        let cm_seed = now ^ (addr_bits(config.addr) << 32);
+        let cm_seed = now ^ (addr_bits(config.addr) << 32) ^ config.cm_entropy;
         Some(Self {
             config,
             addresses: RwLock::new(AddressSet::initial(config.addr)),

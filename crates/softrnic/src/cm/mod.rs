@@ -442,6 +442,18 @@ mod tests {
     }
 
     #[test]
+    fn each_seed_numbers_its_connections_apart() {
+        let first_comm_id = |seed| {
+            let cm = CmState::new(16, seed).expect("tables");
+            let inner = cm.inner.lock();
+            inner.io.comm_id(slot_id(0, 0))
+        };
+        assert_eq!(first_comm_id(7), first_comm_id(7));
+        let ids: alloc::collections::BTreeSet<u32> = (0..64u64).map(first_comm_id).collect();
+        assert!(ids.len() > 60, "64 seeds gave {} first comm IDs", ids.len());
+    }
+
+    #[test]
     fn slot_ids_carry_the_generation() {
         assert_eq!(slot_id(0, 0), 1);
         assert_eq!(slot_index(slot_id(41, 7)), Some(41));
