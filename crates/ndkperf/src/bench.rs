@@ -11,7 +11,6 @@
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ndkpi::{NDK_RESULT_EX, NdkOperationTypeReceive};
@@ -19,6 +18,7 @@ use ndkpi::{NDK_RESULT_EX, NdkOperationTypeReceive};
 use crate::cpu::{Mark, SideCpu};
 use crate::error::{Error, Result};
 use crate::link::{DATA_ACCESS, Link, RecvPool, Sgl, connect_with_retry, context_of, tag};
+use crate::meter::Meter;
 use crate::ndk::{Adapter, Connector, Listener, QpLimits, Region, show_duration};
 use crate::progress::Progress;
 use crate::stats::Samples;
@@ -310,8 +310,9 @@ pub struct Control<'a> {
     /// Stop after this long (`--duration`) rather than after
     /// `Params::iters` operations (which then only caps the run).
     pub duration: Option<Duration>,
-    /// Counts completed operations as they complete (interval lines).
-    pub meter: Option<&'a AtomicU64>,
+    /// Counts completed operations and their latencies as they complete
+    /// (interval lines).
+    pub meter: Option<&'a Meter>,
     /// Show a progress bar (on a terminal, for runs over a second).
     pub progress: bool,
 }
@@ -325,9 +326,9 @@ impl Control<'_> {
             || self.duration.is_some_and(|d| start.elapsed() >= d)
     }
 
-    fn count(&self, n: u64) {
+    fn record(&self, latency: Duration) {
         if let Some(m) = self.meter {
-            m.fetch_add(n, Ordering::Relaxed);
+            m.record(latency);
         }
     }
 }
@@ -755,6 +756,7 @@ fn client_bw(
                 )));
             }
             samples.push(now - t0);
+            ctl.record(now - t0);
             if p.op == Op::Read && p.verify {
                 let slot = n % slots;
                 mismatches +=
@@ -763,7 +765,6 @@ fn client_bw(
             }
             completed += 1;
             progress.inc(1);
-            ctl.count(1);
             if !ctl.stop(posted, p, start) {
                 in_flight.push_back((posted, Instant::now()));
                 post(side, posted)?;
@@ -846,10 +847,12 @@ fn client_lat(
                         }
                         side.recv.post(&side.link.qp, i)?;
                         samples.push(now - t0);
+                        ctl.record(now - t0);
                         finished = true;
                     }
                     (Op::Read, tag::READ) | (Op::Write, tag::WRITE) => {
                         samples.push(now - t0);
+                        ctl.record(now - t0);
                         if p.op == Op::Read && p.verify {
                             mismatches += pattern.mismatches(0, side.data.buf.bytes(0, size));
                             checked += p.size;
@@ -861,7 +864,6 @@ fn client_lat(
             }
         }
         progress.inc(1);
-        ctl.count(1);
         n += 1;
     }
     let end = Instant::now();

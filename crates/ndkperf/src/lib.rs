@@ -15,6 +15,7 @@ pub mod error;
 pub mod info;
 pub mod interrupt;
 pub mod link;
+pub mod meter;
 pub mod ndk;
 pub mod output;
 pub mod perf;

@@ -15,6 +15,7 @@ use crate::cpu::SideCpu;
 use crate::error::{Error, Result};
 use crate::interrupt;
 use crate::link::listen;
+use crate::meter::Meter;
 use crate::ndk::{Adapter, Listener, show_duration};
 use crate::report::{Kind, PerfResult, Printer};
 use crate::setup::{self, Pair, Role};
@@ -111,7 +112,7 @@ impl Clients {
         intervals: &mut Vec<Value>,
         on_error: &(dyn Fn() + Sync),
     ) -> Result<Vec<Outcome>> {
-        let meter = AtomicU64::new(0);
+        let meter = Meter::new();
         let finished = AtomicBool::new(false);
         let ctl = Control {
             duration: shape.duration,
@@ -121,7 +122,7 @@ impl Clients {
         std::thread::scope(|s| {
             let reporter = shape
                 .duration
-                .map(|_| s.spawn(|| report_intervals(&meter, &finished, shape, p.size)));
+                .map(|_| s.spawn(|| report_intervals(&meter, &finished, shape, p)));
             let runs: Vec<_> = (0..shape.connections())
                 .map(|i| {
                     let (adapter, addr) = &self.adapters[(i / shape.qps) as usize];
@@ -152,17 +153,15 @@ impl Clients {
 }
 
 /// `--duration`'s lines: every `--interval`, the operations completed in
-/// it and their bandwidth, printed (table) and returned (JSON).
-fn report_intervals(
-    meter: &AtomicU64,
-    finished: &AtomicBool,
-    shape: &Shape,
-    size: u64,
-) -> Vec<Value> {
+/// it, their bandwidth and their latency (`lat`: p50 and p99 of the
+/// interval's round trips, one-way for SEND as in the table; `bw`: the
+/// median completion time at the run's depth), printed (table) and
+/// returned (JSON).
+fn report_intervals(meter: &Meter, finished: &AtomicBool, shape: &Shape, p: &Params) -> Vec<Value> {
     let mut lines = Vec::new();
     // The first interval starts with the first completion (after the
     // connections are up).
-    while meter.load(Ordering::Relaxed) == 0 {
+    while meter.ops() == 0 {
         if finished.load(Ordering::Acquire) {
             return lines;
         }
@@ -172,6 +171,8 @@ fn report_intervals(
     let start = Instant::now();
     let (mut last_t, mut last_n) = (start, 0);
     let mut next = start + shape.interval;
+    let lat = p.test == Test::Lat;
+    let scale = if lat && p.op == Op::Send { 0.5 } else { 1.0 };
     loop {
         let stop = finished.load(Ordering::Acquire);
         if !stop && Instant::now() < next {
@@ -179,24 +180,37 @@ fn report_intervals(
             continue;
         }
         let now = Instant::now();
-        let n = meter.load(Ordering::Relaxed);
+        let (n, latencies) = meter.take();
         let secs = (now - last_t).as_secs_f64().max(1e-9);
         let ops = n - last_n;
         if ops > 0 || !stop {
             let at = (now - start).as_secs_f64();
-            let gbps = (ops * size) as f64 / secs / 1e9;
+            let gbps = (ops * p.size) as f64 / secs / 1e9;
+            let l = latencies.summary(scale);
             if shape.show {
                 let (rate, unit) = if shape.gbits {
                     (gbps * 8.0, "Gb/s")
                 } else {
                     (gbps, "GB/s")
                 };
+                let latency = if lat {
+                    format!("p50 {:8.2} us  p99 {:8.2} us", l.p50, l.p99)
+                } else {
+                    format!("c_p50 {:8.2} us", l.p50)
+                };
                 println!(
-                    " [{at:7.2} s] {ops:>10} ops in {secs:5.2} s  {rate:9.3} {unit}  {:12.0} ops/s",
+                    " [{at:7.2} s] {ops:>10} ops in {secs:5.2} s  {rate:9.3} {unit}  {:12.0} ops/s  {latency}",
                     ops as f64 / secs
                 );
             }
-            lines.push(json!({"t_s": at, "seconds": secs, "ops": ops, "gbytes_per_sec": gbps}));
+            let mut line = json!({"t_s": at, "seconds": secs, "ops": ops, "gbytes_per_sec": gbps});
+            if lat {
+                line["p50_us"] = json!(l.p50);
+                line["p99_us"] = json!(l.p99);
+            } else {
+                line["completion_p50_us"] = json!(l.p50);
+            }
+            lines.push(line);
         }
         if stop {
             return lines;

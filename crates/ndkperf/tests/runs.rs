@@ -128,6 +128,14 @@ fn duration_runs_for_its_time_with_interval_lines() {
             "{test} {transport}: {lines} interval lines:\n{t}"
         );
         assert!(t.contains("GB/s") && t.contains("ops in"), "{t}");
+        // Each interval line shows its own latency.
+        let latency = if test == "lat" { "p99" } else { "c_p50" };
+        assert!(
+            t.lines()
+                .filter(|l| l.starts_with(" ["))
+                .all(|l| l.contains(latency) && l.ends_with(" us")),
+            "{test} {transport}: no {latency} on every interval line:\n{t}"
+        );
         let r = json(&a);
         let s = r[0]["seconds"].as_f64().unwrap();
         assert!((1.1..4.0).contains(&s), "{test} {transport}: {s} s");
@@ -137,6 +145,36 @@ fn duration_runs_for_its_time_with_interval_lines() {
         assert!(iv.len() >= 3, "{iv:?}");
         let ops: u64 = iv.iter().map(|v| v["ops"].as_u64().unwrap()).sum();
         assert_eq!(ops, r[0]["iterations"].as_u64().unwrap(), "{}", r[0]);
+        check_interval_latency(test, &r[0], iv);
+    }
+}
+
+/// Every interval's latency (`lat`: p50 and p99, `bw`: completion p50)
+/// lies within the whole run's min and max, with the run's scale
+/// (one-way for a SEND ping-pong).
+fn check_interval_latency(test: &str, run: &Value, intervals: &[Value]) {
+    let (min, max) = (
+        run["lat_min_us"].as_f64().unwrap(),
+        run["lat_max_us"].as_f64().unwrap(),
+    );
+    let keys: &[&str] = if test == "lat" {
+        &["p50_us", "p99_us"]
+    } else {
+        &["completion_p50_us"]
+    };
+    for v in intervals.iter().filter(|v| v["ops"].as_u64() > Some(0)) {
+        for key in keys {
+            let us = v[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no {key} in interval {v}"));
+            assert!(
+                us > 0.0 && (min..=max).contains(&us),
+                "{test}: interval {key} {us} outside the run's {min}..{max}: {v}"
+            );
+        }
+        if test == "lat" {
+            assert!(v["p50_us"].as_f64() <= v["p99_us"].as_f64(), "{v}");
+        }
     }
 }
 
