@@ -321,12 +321,20 @@ impl Control<'_> {
     /// The loop should stop posting: `done` operations of `p` are
     /// complete, time is up or the user pressed Ctrl-C.
     fn stop(&self, done: u64, p: &Params, start: Instant) -> bool {
-        done >= p.iters
+        self.stop_after(done, p.iters, start)
+    }
+
+    /// The loop should stop: `done` of `iters` operations are complete,
+    /// time is up (run started at `start`) or the user pressed Ctrl-C.
+    pub fn stop_after(&self, done: u64, iters: u64, start: Instant) -> bool {
+        done >= iters
             || crate::interrupt::requested()
             || self.duration.is_some_and(|d| start.elapsed() >= d)
     }
 
-    fn record(&self, latency: Duration) {
+    /// Counts one completed operation that took `latency` (interval
+    /// lines).
+    pub fn record(&self, latency: Duration) {
         if let Some(m) = self.meter {
             m.record(latency);
         }

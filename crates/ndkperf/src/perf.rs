@@ -5,7 +5,7 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -15,7 +15,7 @@ use crate::cpu::SideCpu;
 use crate::error::{Error, Result};
 use crate::interrupt;
 use crate::link::listen;
-use crate::meter::Meter;
+use crate::meter::{IntervalLines, with_intervals};
 use crate::ndk::{Adapter, Listener, show_duration};
 use crate::report::{Kind, PerfResult, Printer};
 use crate::setup::{self, Pair, Role};
@@ -112,111 +112,48 @@ impl Clients {
         intervals: &mut Vec<Value>,
         on_error: &(dyn Fn() + Sync),
     ) -> Result<Vec<Outcome>> {
-        let meter = Meter::new();
-        let finished = AtomicBool::new(false);
-        let ctl = Control {
-            duration: shape.duration,
-            meter: Some(&meter),
-            progress: shape.show && shape.connections() == 1,
-        };
-        std::thread::scope(|s| {
-            let reporter = shape
-                .duration
-                .map(|_| s.spawn(|| report_intervals(&meter, &finished, shape, p)));
-            let runs: Vec<_> = (0..shape.connections())
-                .map(|i| {
-                    let (adapter, addr) = &self.adapters[(i / shape.qps) as usize];
-                    let ctl = &ctl;
-                    s.spawn(move || {
-                        let out = run_client(adapter, *addr, self.server, p, self.timeout, ctl);
-                        if out.is_err() {
-                            on_error();
-                        }
-                        out
-                    })
-                })
-                .collect();
-            let outs: Vec<Result<Outcome>> = runs
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::msg("a client thread failed")))
-                })
-                .collect();
-            finished.store(true, Ordering::Release);
-            if let Some(r) = reporter {
-                intervals.extend(r.join().unwrap_or_default());
-            }
-            outs.into_iter().collect()
-        })
-    }
-}
-
-/// `--duration`'s lines: every `--interval`, the operations completed in
-/// it, their bandwidth and their latency (`lat`: p50 and p99 of the
-/// interval's round trips, one-way for SEND as in the table; `bw`: the
-/// median completion time at the run's depth), printed (table) and
-/// returned (JSON).
-fn report_intervals(meter: &Meter, finished: &AtomicBool, shape: &Shape, p: &Params) -> Vec<Value> {
-    let mut lines = Vec::new();
-    // The first interval starts with the first completion (after the
-    // connections are up).
-    while meter.ops() == 0 {
-        if finished.load(Ordering::Acquire) {
-            return lines;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    // The operations before this first look count into the first interval.
-    let start = Instant::now();
-    let (mut last_t, mut last_n) = (start, 0);
-    let mut next = start + shape.interval;
-    let lat = p.test == Test::Lat;
-    let scale = if lat && p.op == Op::Send { 0.5 } else { 1.0 };
-    loop {
-        let stop = finished.load(Ordering::Acquire);
-        if !stop && Instant::now() < next {
-            std::thread::sleep(Duration::from_millis(5).min(shape.interval));
-            continue;
-        }
-        let now = Instant::now();
-        let (n, latencies) = meter.take();
-        let secs = (now - last_t).as_secs_f64().max(1e-9);
-        let ops = n - last_n;
-        if ops > 0 || !stop {
-            let at = (now - start).as_secs_f64();
-            let gbps = (ops * p.size) as f64 / secs / 1e9;
-            let l = latencies.summary(scale);
-            if shape.show {
-                let (rate, unit) = if shape.gbits {
-                    (gbps * 8.0, "Gb/s")
-                } else {
-                    (gbps, "GB/s")
-                };
-                let latency = if lat {
-                    format!("p50 {:8.2} us  p99 {:8.2} us", l.p50, l.p99)
-                } else {
-                    format!("c_p50 {:8.2} us", l.p50)
-                };
-                println!(
-                    " [{at:7.2} s] {ops:>10} ops in {secs:5.2} s  {rate:9.3} {unit}  {:12.0} ops/s  {latency}",
-                    ops as f64 / secs
-                );
-            }
-            let mut line = json!({"t_s": at, "seconds": secs, "ops": ops, "gbytes_per_sec": gbps});
-            if lat {
-                line["p50_us"] = json!(l.p50);
-                line["p99_us"] = json!(l.p99);
+        let lines = shape.duration.map(|_| IntervalLines {
+            every: shape.interval,
+            show: shape.show,
+            gbits: shape.gbits,
+            size: p.size,
+            round_trips: p.test == Test::Lat,
+            scale: if p.test == Test::Lat && p.op == Op::Send {
+                0.5
             } else {
-                line["completion_p50_us"] = json!(l.p50);
-            }
-            lines.push(line);
-        }
-        if stop {
-            return lines;
-        }
-        (last_t, last_n) = (now, n);
-        next += shape.interval;
+                1.0
+            },
+        });
+        let (outs, lines) = with_intervals(lines, |meter| {
+            let ctl = Control {
+                duration: shape.duration,
+                meter,
+                progress: shape.show && shape.connections() == 1,
+            };
+            std::thread::scope(|s| {
+                (0..shape.connections())
+                    .map(|i| {
+                        let (adapter, addr) = &self.adapters[(i / shape.qps) as usize];
+                        let ctl = &ctl;
+                        s.spawn(move || {
+                            let out = run_client(adapter, *addr, self.server, p, self.timeout, ctl);
+                            if out.is_err() {
+                                on_error();
+                            }
+                            out
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(Error::msg("a client thread failed")))
+                    })
+                    .collect::<Vec<Result<Outcome>>>()
+            })
+        });
+        intervals.extend(lines);
+        outs.into_iter().collect()
     }
 }
 
@@ -493,8 +430,41 @@ fn spread(rows: &[PerfResult], f: impl Fn(&PerfResult) -> f64) -> (f64, f64, f64
 /// A figure of a result: its JSON key, its label and how to read it.
 type Figure = (&'static str, &'static str, fn(&PerfResult) -> f64);
 
-/// `--rounds`' summary: median, min and max of the main figures.
-fn rounds_summary(rows: &[PerfResult], gbits: bool) -> (Value, Vec<String>) {
+/// After Ctrl-C: the line saying how much of the run the last of `rows`
+/// measured (of `duration` or of its requested operations, round
+/// `rows.len()` of `rounds`), under the table and, for JSON output, as
+/// a last object `{"interrupted": true, "note": ...}`.
+pub(crate) fn note_interrupted(
+    printer: &Printer,
+    json: bool,
+    duration: Option<Duration>,
+    rows: &[PerfResult],
+    rounds: u32,
+) {
+    let Some(r) = rows.last() else { return };
+    let line = match (duration, r.iterations_requested) {
+        (Some(d), _) => format!(
+            "INTERRUPTED (Ctrl-C) after {:.2} of {} s, {} operations, round {} of {rounds}: the figures are of the part measured",
+            r.seconds,
+            d.as_secs_f64(),
+            r.iterations,
+            rows.len(),
+        ),
+        (None, m) => format!(
+            "INTERRUPTED (Ctrl-C) after {} of {m} operations, round {} of {rounds}: the figures are of the part measured",
+            r.iterations,
+            rows.len(),
+        ),
+    };
+    printer.note(&line);
+    if json {
+        println!("{}", json!({"interrupted": true, "note": line}));
+    }
+}
+
+/// `--rounds`' summary: median, min and max of the main figures of
+/// `rows` (`what`'s rows: "rsndk", "tcp").
+pub(crate) fn rounds_summary(rows: &[PerfResult], gbits: bool, what: &str) -> (Value, Vec<String>) {
     let figures: [Figure; 6] = [
         ("gbytes_per_sec", "GB/s", |r| r.gbytes_per_sec),
         ("gbits_per_sec", "Gb/s", |r| r.gbits_per_sec),
@@ -507,7 +477,7 @@ fn rounds_summary(rows: &[PerfResult], gbits: bool) -> (Value, Vec<String>) {
     obj.insert("summary".into(), "rounds".into());
     obj.insert("rounds".into(), rows.len().into());
     let mut lines = vec![format!(
-        "{} rounds: median, min, max of the rsndk rows above",
+        "{} rounds: median, min, max of the {what} rows above",
         rows.len()
     )];
     for (key, label, f) in figures {
@@ -655,6 +625,9 @@ fn tcp_baseline(p: &Params, iters: u64, a: &PerfArgs) -> Result<PerfResult> {
         },
         size: Some(p.size),
         iters: Some(iters.max(1)),
+        duration: None,
+        interval: Duration::from_secs(1),
+        rounds: 1,
         depth: p.depth,
         verify: p.verify,
         json: true,
@@ -690,29 +663,10 @@ fn end_of_run(
     }
     let interrupted = interrupt::requested();
     if interrupted {
-        let line = match (a.duration, r.iterations_requested) {
-            (Some(d), _) => format!(
-                "INTERRUPTED (Ctrl-C) after {:.2} of {} s, {} operations, round {} of {}: the figures are of the part measured",
-                r.seconds,
-                d.as_secs_f64(),
-                r.iterations,
-                rows.len(),
-                a.rounds
-            ),
-            (None, m) => format!(
-                "INTERRUPTED (Ctrl-C) after {} of {m} operations, round {} of {}: the figures are of the part measured",
-                r.iterations,
-                rows.len(),
-                a.rounds
-            ),
-        };
-        printer.note(&line);
-        if a.json {
-            println!("{}", json!({"interrupted": true, "note": line}));
-        }
+        note_interrupted(printer, a.json, a.duration, rows, a.rounds);
     }
     let summary = (rows.len() > 1).then(|| {
-        let (v, lines) = rounds_summary(rows, a.gbits);
+        let (v, lines) = rounds_summary(rows, a.gbits, "rsndk");
         for l in &lines {
             printer.note(l);
         }
@@ -906,7 +860,7 @@ mod tests {
         let rows: Vec<PerfResult> = [3.0, 1.0, 2.0, 5.0, 4.0].into_iter().map(row).collect();
         assert_eq!(spread(&rows, |r| r.gbytes_per_sec), (3.0, 1.0, 5.0));
         assert_eq!(spread(&rows[..4], |r| r.gbytes_per_sec), (2.5, 1.0, 5.0));
-        let (v, lines) = rounds_summary(&rows, false);
+        let (v, lines) = rounds_summary(&rows, false, "rsndk");
         assert_eq!(v["rounds"], 5);
         assert_eq!(v["gbytes_per_sec"]["median"], 3.0);
         assert!(

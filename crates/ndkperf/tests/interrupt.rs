@@ -174,3 +174,30 @@ fn sigint_while_connecting_exits_130_promptly() {
         "{err}"
     );
 }
+
+#[test]
+fn sigint_during_a_30s_tcp_run_prints_the_partial_result() {
+    for mode in ["bw", "lat"] {
+        let (code, out) = interrupt(
+            &[
+                "tcp",
+                "--mode",
+                mode,
+                "--size",
+                "4K",
+                "--duration",
+                "30",
+                "--interval",
+                "200ms",
+            ],
+            " [",
+        );
+        assert_eq!(code, 130, "{mode}: {out}");
+        assert!(out.contains("ndkperf TCP"), "{mode}: no table: {out}");
+        let line = out
+            .lines()
+            .find(|l| l.contains("INTERRUPTED"))
+            .unwrap_or_else(|| panic!("{mode}: {out}"));
+        assert!(line.contains("of 30 s"), "{line}");
+    }
+}

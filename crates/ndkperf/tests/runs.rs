@@ -179,6 +179,53 @@ fn check_interval_latency(test: &str, run: &Value, intervals: &[Value]) {
 }
 
 #[test]
+fn tcp_duration_lines_and_rounds() {
+    for (mode, latency) in [("bw", "c_p50"), ("lat", "p99")] {
+        let a: Vec<String> = ["tcp", "--mode", mode, "--size", "1K"]
+            .iter()
+            .chain(&["--duration", "1", "--interval", "250ms"])
+            .map(ToString::to_string)
+            .collect();
+        let t = table(&a);
+        let lines: Vec<&str> = t.lines().filter(|l| l.starts_with(" [")).collect();
+        assert!(lines.len() >= 3, "{mode}: {t}");
+        assert!(lines.iter().all(|l| l.contains(latency)), "{mode}: {t}");
+        let r = json(&a);
+        assert_eq!(r[0]["iterations_requested"], 0, "{}", r[0]);
+        assert_eq!(r[0]["interrupted"], false);
+        let s = r[0]["seconds"].as_f64().unwrap();
+        assert!((0.9..4.0).contains(&s), "{mode}: {s} s");
+        let iv = r[0]["extra"]["intervals"].as_array().expect("intervals");
+        let ops: u64 = iv.iter().map(|v| v["ops"].as_u64().unwrap()).sum();
+        assert_eq!(ops, r[0]["iterations"].as_u64().unwrap(), "{}", r[0]);
+        check_interval_latency(mode, &r[0], iv);
+
+        let r = json_results(&["tcp", "--mode", mode, "--iters", "200", "--rounds", "3"]);
+        assert_eq!(r.len(), 4, "three rounds and a summary: {r:?}");
+        let mut p50: Vec<f64> = r[..3]
+            .iter()
+            .enumerate()
+            .map(|(n, x)| {
+                assert_eq!(x["extra"]["round"], n + 1);
+                assert_eq!(x["iterations"], 200);
+                x["lat_p50_us"].as_f64().unwrap()
+            })
+            .collect();
+        p50.sort_by(f64::total_cmp);
+        let s = &r[3];
+        assert_eq!(s["summary"], "rounds");
+        assert_eq!(s["lat_p50_us"]["median"], Value::from(p50[1]));
+        assert_eq!(s["lat_p50_us"]["min"], Value::from(p50[0]));
+        assert_eq!(s["lat_p50_us"]["max"], Value::from(p50[2]));
+    }
+    let t = table(&["tcp".into(), "--rounds".into(), "2".into()]);
+    assert!(
+        t.contains("2 rounds: median, min, max of the tcp rows"),
+        "{t}"
+    );
+}
+
+#[test]
 fn rounds_report_each_round_and_median_min_max() {
     for (i, (test, transport)) in SIDES.into_iter().enumerate() {
         let a = args(

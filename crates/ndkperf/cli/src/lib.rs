@@ -487,8 +487,19 @@ pub struct TcpArgs {
     #[arg(long, value_parser = parse_size)]
     pub size: Option<u64>,
     /// Messages (lat: round trips) [default: 1000].
-    #[arg(long, value_parser = parse_count)]
+    #[arg(long, value_parser = parse_count, conflicts_with = "duration")]
     pub iters: Option<u64>,
+    /// Run for this long instead of --iters (a number of seconds, or 500ms,
+    /// 2m), printing a line per --interval.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<Duration>,
+    /// The interval of --duration's lines.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, requires = "duration")]
+    pub interval: Duration,
+    /// Repeat the measurement N times (each a fresh connection) and report
+    /// the median, min and max of the rounds.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_rounds)]
+    pub rounds: u32,
     /// Messages in flight before waiting for acknowledgements (bw).
     #[arg(long, default_value = "16", value_parser = parse_depth)]
     pub depth: u32,
