@@ -776,15 +776,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         crate::plot::check_path(path)?;
     }
     let local = Local::open(&a.fabric, 1)?;
-    let mut sizes = Vec::new();
-    let mut size = a.min_size.next_power_of_two();
-    if size != a.min_size {
-        sizes.push(a.min_size);
-    }
-    while size <= a.max_size {
-        sizes.push(size);
-        size *= 2;
-    }
+    let sizes = sweep_sizes(a.min_size, a.max_size);
     let first = Params {
         test: Test::Bw,
         op: a.op,
@@ -802,8 +794,11 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         a.depth
     ));
     let mut printer = Printer::new(a.json, lines).gbits(a.gbits);
+    // From here on Ctrl-C stops the sweep rather than the process.
+    interrupt::install();
     let mut rows = Vec::new();
-    for &size in &sizes {
+    let mut cut_short = None;
+    'sizes: for &size in &sizes {
         let bw = Params {
             size,
             iters: a.iters.min((a.max_bytes / size).max(8)),
@@ -816,33 +811,139 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
             iters: a.iters.min((a.max_bytes / size).max(8)),
             ..first
         };
-        let bw_out = local.run_one(&bw, !a.json)?;
-        let lat_out = local.run_one(&lat, !a.json)?;
-        let mut r = result_of(&bw_out, Kind::Sweep, transport.name());
-        let l = result_of(&lat_out, Kind::Lat, transport.name());
-        r.lat_min_us = l.lat_min_us;
-        r.lat_avg_us = l.lat_avg_us;
-        r.lat_p50_us = l.lat_p50_us;
-        r.lat_p99_us = l.lat_p99_us;
-        r.lat_p999_us = l.lat_p999_us;
-        r.lat_stdev_us = l.lat_stdev_us;
-        r.lat_max_us = l.lat_max_us;
-        r.lat_kind = l.lat_kind;
-        r.errors += l.errors;
-        r.verified = r.verified && l.verified;
-        r.set_extra("lat_iterations", lat.iters);
-        r.set_extra("lat_depth", 1);
+        let mut rounds = Vec::new();
+        for _ in 0..a.rounds {
+            if interrupt::requested() {
+                cut_short = Some(size);
+                break 'sizes;
+            }
+            let bw_out = local.run_one(&bw, !a.json)?;
+            if bw_out.interrupted || interrupt::requested() {
+                cut_short = Some(size);
+                break 'sizes;
+            }
+            let lat_out = local.run_one(&lat, !a.json)?;
+            if lat_out.interrupted {
+                cut_short = Some(size);
+                break 'sizes;
+            }
+            rounds.push(sweep_row(&bw_out, &lat_out, transport));
+        }
+        let r = if rounds.len() == 1 {
+            rounds.remove(0)
+        } else {
+            median_row(&rounds, a.gbits)
+        };
         printer.row(&r);
         rows.push(r);
     }
+    if let Some(size) = cut_short {
+        if rows.is_empty() {
+            eprintln!("ndkperf: interrupted before the first size was measured");
+            return Ok(ExitCode::from(interrupt::EXIT_INTERRUPTED));
+        }
+        printer.finish();
+        let line = format!(
+            "INTERRUPTED (Ctrl-C) after {} of {} sizes: the rows above are complete; {size} bytes was cut short and is left out, larger sizes were not run",
+            rows.len(),
+            sizes.len()
+        );
+        printer.note(&line);
+        if a.json {
+            println!("{}", json!({"interrupted": true, "note": line}));
+        }
+        draw_sweep(a, &rows, transport)?;
+        return Ok(ExitCode::from(interrupt::EXIT_INTERRUPTED));
+    }
     printer.finish();
+    if a.rounds > 1 {
+        printer.note(&format!(
+            "each row: the median of {} rounds of each figure (JSON: extra.rounds, median/min/max)",
+            a.rounds
+        ));
+    }
+    draw_sweep(a, &rows, transport)?;
+    Ok(finish(&rows))
+}
+
+/// The sweep's sizes: `min`, then each power of two above it up to `max`.
+fn sweep_sizes(min: u64, max: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut size = min.next_power_of_two();
+    if size != min {
+        sizes.push(min);
+    }
+    while size <= max {
+        sizes.push(size);
+        size *= 2;
+    }
+    sizes
+}
+
+/// `--plot`: the sweep's rows as an SVG.
+fn draw_sweep(a: &SweepArgs, rows: &[PerfResult], transport: TransportKind) -> Result<()> {
     if let Some(path) = &a.plot {
-        crate::plot::draw(path, &rows, a.op.name(), transport.name())?;
+        crate::plot::draw(path, rows, a.op.name(), transport.name())?;
         if !a.json {
             println!(" plot written to {}", path.display());
         }
     }
-    Ok(finish(&rows))
+    Ok(())
+}
+
+/// A sweep row: bandwidth and CPU of the `bw` run, latency of the
+/// depth-1 `lat` run at the same size.
+fn sweep_row(bw: &Outcome, lat: &Outcome, transport: TransportKind) -> PerfResult {
+    let mut r = result_of(bw, Kind::Sweep, transport.name());
+    let l = result_of(lat, Kind::Lat, transport.name());
+    r.lat_min_us = l.lat_min_us;
+    r.lat_avg_us = l.lat_avg_us;
+    r.lat_p50_us = l.lat_p50_us;
+    r.lat_p99_us = l.lat_p99_us;
+    r.lat_p999_us = l.lat_p999_us;
+    r.lat_stdev_us = l.lat_stdev_us;
+    r.lat_max_us = l.lat_max_us;
+    r.lat_kind = l.lat_kind;
+    r.errors += l.errors;
+    r.verified = r.verified && l.verified;
+    r.set_extra("lat_iterations", lat.params.iters);
+    r.set_extra("lat_depth", 1);
+    r
+}
+
+/// `sweep --rounds`: one size's row whose figures are each the median of
+/// `rounds` (same size and operations each), with their median, min and
+/// max in `extra.rounds`. Seconds and the message rate follow from the
+/// median bandwidth, so that bytes / seconds stays the row's bandwidth.
+fn median_row(rounds: &[PerfResult], gbits: bool) -> PerfResult {
+    let median = |f: fn(&PerfResult) -> f64| spread(rounds, f).0;
+    let mut r = rounds[0].clone();
+    r.gbytes_per_sec = median(|x| x.gbytes_per_sec);
+    r.gbits_per_sec = r.gbytes_per_sec * 8.0;
+    r.seconds = r.bytes as f64 / (r.gbytes_per_sec * 1e9);
+    r.msgs_per_sec = r.iterations as f64 / r.seconds;
+    r.lat_min_us = median(|x| x.lat_min_us);
+    r.lat_avg_us = median(|x| x.lat_avg_us);
+    r.lat_p50_us = median(|x| x.lat_p50_us);
+    r.lat_p99_us = median(|x| x.lat_p99_us);
+    r.lat_p999_us = median(|x| x.lat_p999_us);
+    r.lat_stdev_us = median(|x| x.lat_stdev_us);
+    r.lat_max_us = median(|x| x.lat_max_us);
+    r.cpu_client_pct = median(|x| x.cpu_client_pct);
+    r.cpu_client_engine_pct = median(|x| x.cpu_client_engine_pct);
+    r.cpu_server_pct = median(|x| x.cpu_server_pct);
+    r.cpu_server_engine_pct = median(|x| x.cpu_server_engine_pct);
+    r.cpu_seconds_per_gb = median(|x| x.cpu_seconds_per_gb);
+    r.cpu_seconds = r.cpu_seconds_per_gb * r.bytes as f64 / 1e9;
+    r.errors = rounds.iter().map(|x| x.errors).sum();
+    r.bytes_checked = rounds.iter().map(|x| x.bytes_checked).sum();
+    r.verified = rounds.iter().all(|x| x.verified);
+    let (mut spread, _) = rounds_summary(rounds, gbits, "sweep");
+    if let Some(o) = spread.as_object_mut() {
+        o.remove("summary");
+    }
+    r.set_extra("rounds", spread);
+    r
 }
 
 #[cfg(test)]

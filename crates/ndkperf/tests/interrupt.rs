@@ -201,3 +201,40 @@ fn sigint_during_a_30s_tcp_run_prints_the_partial_result() {
         assert!(line.contains("of 30 s"), "{line}");
     }
 }
+
+#[test]
+fn sigint_during_a_sweep_prints_the_sizes_done() {
+    let (code, out) = interrupt(
+        &[
+            "sweep",
+            "--min-size",
+            "64",
+            "--max-size",
+            "1M",
+            "--iters",
+            "20000",
+            "--json",
+        ],
+        "\"size\":64,",
+    );
+    assert_eq!(code, 130, "{out}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let (note, sizes) = rows.split_last().unwrap();
+    assert_eq!(note["interrupted"], true, "{out}");
+    assert!(!sizes.is_empty() && sizes.len() < 15, "{out}");
+    for (i, r) in sizes.iter().enumerate() {
+        assert_eq!(r["size"], 64u64 << i, "{out}");
+        assert_eq!(
+            r["interrupted"], false,
+            "a size cut short is left out: {out}"
+        );
+    }
+    let text = note["note"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("after {} of 15 sizes", sizes.len())),
+        "{text}"
+    );
+}

@@ -226,6 +226,43 @@ fn tcp_duration_lines_and_rounds() {
 }
 
 #[test]
+fn sweep_rounds_report_each_sizes_median_with_min_and_max() {
+    let r = json_results(&[
+        "sweep",
+        "--min-size",
+        "64",
+        "--max-size",
+        "256",
+        "--iters",
+        "40",
+        "--rounds",
+        "3",
+    ]);
+    assert_eq!(r.len(), 3, "a row per size: {r:?}");
+    for row in &r {
+        common::check_result(row, "send", row["size"].as_u64().unwrap(), 40);
+        let spread = &row["extra"]["rounds"];
+        assert_eq!(spread["rounds"], 3, "{row}");
+        for key in ["gbytes_per_sec", "msgs_per_sec", "lat_p50_us", "lat_p99_us"] {
+            let (median, min, max) = (
+                spread[key]["median"].as_f64().unwrap(),
+                spread[key]["min"].as_f64().unwrap(),
+                spread[key]["max"].as_f64().unwrap(),
+            );
+            assert!(min <= median && median <= max, "{key}: {row}");
+            let shown = row[key].as_f64().unwrap();
+            assert!((shown - median).abs() <= 1e-9 * median, "{key}: {row}");
+        }
+        let (bytes, seconds) = (
+            row["bytes"].as_f64().unwrap(),
+            row["seconds"].as_f64().unwrap(),
+        );
+        let gbps = row["gbytes_per_sec"].as_f64().unwrap();
+        assert!((bytes / seconds / 1e9 - gbps).abs() <= 1e-9 * gbps, "{row}");
+    }
+}
+
+#[test]
 fn rounds_report_each_round_and_median_min_max() {
     for (i, (test, transport)) in SIDES.into_iter().enumerate() {
         let a = args(

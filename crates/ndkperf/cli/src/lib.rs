@@ -346,6 +346,10 @@ pub struct SweepArgs {
     /// Byte budget per size of the bandwidth runs.
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     pub max_bytes: u64,
+    /// Measure each size N times (bandwidth and latency runs alike) and
+    /// report the median of each figure (min and max in the JSON).
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_rounds)]
+    pub rounds: u32,
     /// Operations in flight for the bandwidth runs.
     #[arg(long, default_value = "16", value_parser = parse_depth)]
     pub depth: u32,
