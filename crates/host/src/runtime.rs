@@ -815,16 +815,21 @@ mod tests {
         let waker = Arc::new(ThreadWaker::default());
         waker.use_eventfd().unwrap();
         let (tx, rx) = mpsc::channel();
+        let (decided_tx, decided_rx) = mpsc::channel();
         let w = waker.clone();
         let handle = thread::spawn(move || {
             assert!(w.may_park_long());
+            decided_tx.send(()).unwrap();
             w.park(LONG, None::<&OwnedFd>);
             w.unpark_long();
             tx.send(()).unwrap();
         });
-        while !waker.parked_long.load(Ordering::SeqCst) {
-            thread::yield_now();
-        }
+        // Not `parked_long` alone: `may_park_long` sets it before it looks
+        // for busy polling, so a poll noted in between made it (rightly)
+        // refuse, and the test failed (seen once in CI).
+        decided_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the engine decided to park long");
         // A consumer starts polling, and a doorbell rings: the engine,
         // asleep for long, must still be woken.
         waker.note_busy_poll(HostClock.now_us());
