@@ -65,24 +65,14 @@
 // Kernel names are kept verbatim (KeInsertQueueDpc, IRP, MDL).
 #![allow(non_snake_case, non_camel_case_types, clippy::upper_case_acronyms)]
 
-pub mod cpu;
-pub mod crt;
-pub mod image;
-pub mod io;
-pub mod ke;
+pub mod kernel;
+pub mod loader;
 pub mod machine;
-mod machine_ip;
-pub mod mm;
 pub mod ndis;
 pub mod netio;
-pub mod pe;
-pub mod pool;
-pub mod segment;
-pub mod shared;
-pub mod special_pool;
-pub mod tap;
-pub mod tcpip;
-pub mod trap;
-pub mod verifier;
+pub mod world;
 
-pub use machine::Machine;
+pub use kernel::{cpu, crt, io, ke, mm, pool, special_pool, trap, verifier};
+pub use loader::{image, pe};
+pub use machine::{Machine, shared};
+pub use world::{segment, tap, tcpip};

@@ -40,7 +40,7 @@ use super::checks::{
 use super::config::text_of;
 use super::nbl::{self, Holder};
 use super::state::{self, Binding, BindingState, Handle};
-use crate::verifier;
+use crate::kernel::verifier;
 
 /// How long the bottle's "other thread" waits before completing a pended
 /// open or close (long enough that the protocol is already waiting).
@@ -53,7 +53,7 @@ pub(crate) fn later(name: &str, f: impl FnOnce() + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name(name.clone())
         .spawn(move || {
-            crate::cpu::enter(&name);
+            crate::kernel::cpu::enter(&name);
             std::thread::sleep(COMPLETION_DELAY);
             f();
         });

@@ -1,6 +1,6 @@
 //! The rules every NDIS import enforces: IRQL, object headers, handles,
 //! and the bug check codes they end in. A violation is reported through
-//! [`crate::verifier::bugcheck`] with the code Windows (or NDIS's own
+//! [`crate::kernel::verifier::bugcheck`] with the code Windows (or NDIS's own
 //! checks) would raise, and never returns.
 
 use std::any::Any;
@@ -8,10 +8,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ndis::{DISPATCH_LEVEL, KIRQL, NDIS_OBJECT_HEADER, PASSIVE_LEVEL};
 
-use crate::verifier::{
+use crate::kernel::verifier::{
     DRIVER_VERIFIER_DETECTED_VIOLATION, IRQL_UNEXPECTED_VALUE, PAGE_FAULT_IN_NONPAGED_AREA,
 };
-use crate::{cpu, verifier};
+use crate::kernel::{cpu, verifier};
 
 /// `NDIS_INTERNAL_ERROR`: raised when the bottle's own NDIS code fails
 /// (a panic caught at the import boundary), never for a driver bug.

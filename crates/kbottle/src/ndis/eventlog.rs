@@ -25,7 +25,7 @@ use ndkpi::{NDIS_STATUS, PVOID, ULONG, USHORT};
 
 use super::checks::{guarded, invalid_handle, require_dispatch_or_below};
 use super::state;
-use crate::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION};
+use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION};
 
 /// `MAX_EVENT_LOG_DATA_SIZE` on x64: `(ERROR_LOG_MAXIMUM_SIZE (240) -
 /// sizeof(IO_ERROR_LOG_PACKET) (48) + sizeof(ULONG)) & ~3`.

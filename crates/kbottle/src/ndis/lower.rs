@@ -44,8 +44,8 @@ use super::checks::{
 use super::nbl::{self, Holder, LedgerError};
 use super::nic;
 use super::state::{self, BindingState};
-use crate::segment::{self, ETH_HEADER};
-use crate::{cpu, verifier};
+use crate::kernel::{cpu, verifier};
+use crate::world::segment::{self, ETH_HEADER};
 
 /// `NDIS_STATUS_INVALID_PACKET` (`ndis.h`: `((NDIS_STATUS)0xC001000FL)`;
 /// not yet in crates/ndis).

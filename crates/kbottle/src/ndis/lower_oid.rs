@@ -57,7 +57,7 @@ use super::checks::{
 };
 use super::nic::{self, LINK_SPEED};
 use super::state::{self, BindingState};
-use crate::segment::{ETH_HEADER, is_group};
+use crate::world::segment::{ETH_HEADER, is_group};
 
 /// Multicast addresses the NIC filters on at most.
 pub const MAX_MULTICAST: usize = 32;

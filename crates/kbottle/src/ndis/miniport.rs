@@ -38,7 +38,7 @@ use super::checks::{
 use super::datapath::NblChain;
 use super::state::{self, Adapter, AdapterState, Handle};
 use super::upper::{self, VInfo};
-use crate::cpu;
+use crate::kernel::cpu;
 use crate::machine::AdapterId;
 use crate::machine::Keyword;
 

@@ -34,7 +34,7 @@
 //!   unbinds and PnP events; [`im`] `NdisIMInitializeDeviceInstanceEx`
 //!   and friends, the interface stack, `NdisMSleep`.
 //! - [`nic`] runs the NICs the bottle plays, each with a thread, on a
-//!   [`crate::segment`]; [`lower`] the binding's data path
+//!   [`crate::world::segment`]; [`lower`] the binding's data path
 //!   (`NdisSendNetBufferLists`, `NdisReturnNetBufferLists`); [`lower_oid`]
 //!   `NdisOidRequest` on a binding.
 //! - [`nbl`] holds `NET_BUFFER_LIST`s with the real layouts and the ledger of
@@ -121,7 +121,7 @@ pub use workitem::{NdisAllocateIoWorkItem, NdisFreeIoWorkItem, NdisQueueIoWorkIt
 pub use ::ndis as types;
 
 use crate::export;
-use crate::pe::Export;
+use crate::loader::pe::Export;
 
 /// Every NDIS.SYS export the bottle binds (all the imports `crates/ndis`
 /// declares).

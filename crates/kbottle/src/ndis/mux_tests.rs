@@ -44,10 +44,10 @@ use super::{
     NdisReadConfiguration, NdisRegisterProtocolDriver, NdisReturnNetBufferLists,
     NdisSendNetBufferLists, nbl, nblpool, nic,
 };
-use crate::cpu;
+use crate::kernel::cpu;
+use crate::kernel::mm::OwnedMdl;
 use crate::machine::Keyword;
-use crate::mm::OwnedMdl;
-use crate::segment;
+use crate::world::segment;
 
 /// The fault a child run of a test makes the fake driver commit.
 struct Fault;

@@ -28,7 +28,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use ndis::{MEMORY_ALLOCATION_ALIGNMENT, NET_BUFFER, NET_BUFFER_LIST, NET_BUFFER_LIST_CONTEXT};
 use ndkpi::{MDL, MDL_PAGES_LOCKED, MDL_SOURCE_IS_NONPAGED_POOL, mdl_pfn_array};
 
-use crate::mm::{self, OwnedMdl};
+use crate::kernel::mm::{self, OwnedMdl};
 
 /// Who holds a list, or one hand-over of it that must come back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

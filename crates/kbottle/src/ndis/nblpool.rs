@@ -43,7 +43,7 @@ use super::checks::{
 };
 use super::nbl::{self, Allocation, Holder};
 use super::state::{self, Handle};
-use crate::verifier;
+use crate::kernel::verifier;
 
 /// One pool.
 #[derive(Debug)]

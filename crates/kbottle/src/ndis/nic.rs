@@ -1,7 +1,7 @@
 //! The NICs the bottle plays (P, the miniport below an intermediate
 //! driver's protocol edge): each has a MAC, an MTU, a link state, a
 //! receive filter set through the binding's OIDs, a port on a
-//! [`crate::segment`], and a thread of its own (the processor
+//! [`crate::world::segment`], and a thread of its own (the processor
 //! `nic-<n>`) that does what a NIC's interrupt and DPC would, always at
 //! DISPATCH_LEVEL: indicates the frames the segment delivers, completes
 //! sends and OID requests the bottle deferred, and indicates link changes.
@@ -36,8 +36,8 @@ use ndis::{
 use super::checks::{NDIS_BUGCHECK_LEAKED_NBL, ndis_bugcheck};
 use super::nbl::{self, Holder};
 use super::state::{self, BindingState};
-use crate::cpu;
-use crate::segment::{self, PortId, SegmentId, Station};
+use crate::kernel::cpu;
+use crate::world::segment::{self, PortId, SegmentId, Station};
 
 /// Frames indicated in one chain at most.
 pub const RECEIVE_BATCH: usize = 16;

@@ -26,7 +26,7 @@ use super::checks::{
     check_header, guarded, invalid_handle, require_passive, returned_at_raised_irql,
 };
 use super::state::{self, Handle, Protocol};
-use crate::{cpu, verifier};
+use crate::kernel::{cpu, verifier};
 
 /// NDIS 6 minor versions a protocol may declare.
 const NDIS6_MINORS: &[u8] = &[

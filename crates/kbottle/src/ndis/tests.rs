@@ -37,7 +37,7 @@ use super::{
     NdisMSetMiniportAttributes, NdisOpenConfigurationEx, NdisQueueIoWorkItem,
     NdisReadConfiguration, NdisSetOptionalHandlers, workitem,
 };
-use crate::cpu;
+use crate::kernel::cpu;
 use crate::machine::Keyword;
 
 /// The NDIS table is process-global: one test at a time.

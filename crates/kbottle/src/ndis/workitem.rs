@@ -27,7 +27,7 @@ use super::checks::{
     require_dispatch_or_below,
 };
 use super::state::{self, Handle, WorkItem};
-use crate::{cpu, verifier};
+use crate::kernel::{cpu, verifier};
 
 /// `DelayedWorkQueue`, the queue NDIS I/O work items go to (0xE4's P3).
 const DELAYED_WORK_QUEUE: u64 = 1;
