@@ -443,7 +443,7 @@ struct Sentinel {
 }
 
 struct Hostile {
-    hub: Arc<rsndk::runtime::FabricHub>,
+    hub: Arc<rsndk::hub::FabricHub>,
     rnic: Arc<softrnic::device::SoftRnic>,
     src: [u8; 4],
     dst: [u8; 4],

@@ -19,12 +19,15 @@ use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::Clock;
 use softrnic::link::Faults;
 
-use crate::busy::BusyPoll;
+use crate::busy::{BusyPoll, SharedWaker};
+use crate::clock::HostClock;
 use crate::config::{AdapterConfig, FaultConfig, Transport};
+use crate::engine::{DeviceThreads, start_udp};
+use crate::hub::FabricHub;
 use crate::pcap::{PcapCapture, SharedCapture};
 use crate::platform::{DeviceLease, HostDma, HostPlatform};
-use crate::runtime::{DeviceThreads, FabricHub, HostClock, SharedWaker, ThreadWaker, start_udp};
 use crate::udp::{UdpLink, UdpPort};
+use crate::waker::ThreadWaker;
 
 /// How far a reordered or duplicated packet lags on an in-memory fabric.
 const REORDER_WINDOW_US: u64 = 200;

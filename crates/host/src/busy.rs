@@ -7,14 +7,16 @@
 //! its own posts and takes its own arrivals, as a TCP application does its
 //! own `send` and `recv`. The device only offers the pass
 //! ([`RunPass::try_pass`]); this module decides when a consumer runs one,
-//! and the engine thread ([`crate::runtime`]) stands aside while consumers
+//! and the engine thread ([`crate::engine`]) stands aside while consumers
 //! poll.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use softrnic::env::{PassPlan, RunPass};
+use softrnic::env::{Clock, PassPlan, RunPass, Wake};
 
-use crate::runtime::ThreadWaker;
+use crate::clock::HostClock;
+use crate::waker::ThreadWaker;
 
 /// A consumer's pass: never delivers events (from inside the consumer's
 /// CQ poll a notification callback could deadlock it on its own lock);
@@ -57,7 +59,7 @@ pub struct BusyStats {
 #[derive(Debug, Default)]
 pub struct BusyPoll {
     allowed: AtomicBool,
-    /// Busy polling is off until then ([`crate::runtime::HostClock`] µs):
+    /// Busy polling is off until then ([`crate::clock::HostClock`] µs):
     /// a bulk transfer was found.
     bulk_until: AtomicU64,
     /// Packets consumer passes took since `span_start`. Concurrent polls
@@ -116,6 +118,41 @@ impl BusyPoll {
         self.span_packets
             .store(if found { 0 } else { packets }, Ordering::Relaxed);
         found
+    }
+}
+
+/// What a device asks of this runtime: wake-ups go to the engine's
+/// [`ThreadWaker`], consumers' polls to the device's [`BusyPoll`] policy.
+#[derive(Debug, Clone)]
+pub struct SharedWaker {
+    engine: Arc<ThreadWaker>,
+    busy: Arc<BusyPoll>,
+}
+
+impl SharedWaker {
+    /// The hooks of a device whose engine parks on `engine` and whose
+    /// consumers poll as `busy` allows.
+    pub fn new(engine: Arc<ThreadWaker>, busy: Arc<BusyPoll>) -> Self {
+        Self { engine, busy }
+    }
+}
+
+impl Wake for SharedWaker {
+    fn wake(&self) {
+        self.engine.wake();
+    }
+
+    fn wake_engine(&self) {
+        self.engine.wake_engine();
+    }
+
+    fn consumer_poll(&self, device: &dyn RunPass) -> bool {
+        self.busy
+            .consumer_poll(HostClock.now_us(), device, &self.engine)
+    }
+
+    fn cq_armed(&self) {
+        self.engine.end_busy_poll();
     }
 }
 

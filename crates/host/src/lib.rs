@@ -7,13 +7,16 @@
 pub mod adapters;
 pub mod busy;
 pub mod checker;
+pub mod clock;
 pub mod config;
+pub mod engine;
 pub mod entry;
+pub mod hub;
 pub mod mdl;
 pub mod pcap;
 pub mod platform;
-pub mod runtime;
 pub mod udp;
+pub mod waker;
 
 pub use config::{AdapterConfig, ConfigError, FaultConfig, Transport};
 pub use entry::{RsNdkCloseAdapter, RsNdkOpenAdapter, RsNdkOpenAdapterEx, parse_config};

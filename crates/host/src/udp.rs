@@ -830,8 +830,10 @@ mod tests {
         use softrnic::env::Clock;
         use std::sync::Arc;
 
+        use crate::busy::SharedWaker;
+        use crate::clock::HostClock;
         use crate::platform::HostDma;
-        use crate::runtime::{HostClock, SharedWaker, ThreadWaker};
+        use crate::waker::ThreadWaker;
 
         let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 4), Ipv4Addr::new(127, 0, 80, 5));
         let port = Arc::new(UdpPort::bind(at).unwrap());

@@ -14,8 +14,10 @@ use softrnic::env::Clock;
 use softrnic::link::{Arrival, Link};
 
 use super::{UdpLink, UdpPort};
+use crate::busy::SharedWaker;
+use crate::clock::HostClock;
 use crate::platform::HostDma;
-use crate::runtime::{HostClock, SharedWaker, ThreadWaker};
+use crate::waker::ThreadWaker;
 
 /// A UD SEND Only to QP1 (a MAD, all zeros but its base version) from
 /// `src` to `dst`:4791 with identification `ident`, its ICRC computed
