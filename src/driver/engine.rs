@@ -1,7 +1,7 @@
 //! Running the software RNIC's engine in the kernel: a DPC polls it, a
 //! timer wakes it for its retransmission and connection-management timers.
 //!
-//! The host runs the same loop on a thread (`crates/host/src/runtime.rs`:
+//! The host runs the same loop on a thread (`crates/host/src/engine.rs`:
 //! poll while there is work, then sleep until woken or until the next
 //! timer). Here a doorbell or a received packet queues the DPC
 //! ([`EngineWaker`]); the DPC polls up to [`POLL_BUDGET`] passes or

@@ -3,6 +3,26 @@
 //! `include/rsndk_host.h`) through which a consumer opens software RNIC
 //! adapters and then drives them through the NDK dispatch tables, as a
 //! kernel consumer does on Windows.
+//!
+//! Its modules, one job each, grouped by what they do (no module import
+//! cycle among them: `.ci/module_cycles.py`):
+//!
+//! - Running a device: [`clock`] (`HostClock`, the time every device and
+//!   poller reads); [`waker`] (`ThreadWaker`, the engine's wake-up, with the
+//!   busy-poll state that makes the engine stand aside); [`busy`] (the
+//!   busy-polling policy, `BusyPoll`, and `SharedWaker`, the `Wake` a
+//!   device is given: wake-ups to the engine, consumers' polls to the
+//!   policy); [`engine`] (`DeviceThreads`: the one thread per device and
+//!   its loop; `start_udp` starts it for a device on a UDP socket).
+//! - Carrying its datagrams: [`udp`] (UDP 4791 sockets, `UdpPort` and
+//!   `UdpLink`); [`hub`] (`FabricHub`, the in-memory fabric of the process,
+//!   each device's `HubLink` onto it, and the start of a device's engine on
+//!   it); [`pcap`] (capture).
+//! - The Windows side it stands in for: [`checker`] and [`platform`] (the
+//!   checked `Platform`), [`mdl`] (MDLs for consumers).
+//! - Opening adapters: [`config`] (the configuration string), [`adapters`]
+//!   (the open adapters and their devices, built from the modules above),
+//!   [`entry`] (the C entry points).
 
 pub mod adapters;
 pub mod busy;
