@@ -65,6 +65,7 @@
 // Kernel names are kept verbatim (KeInsertQueueDpc, IRP, MDL).
 #![allow(non_snake_case, non_camel_case_types, clippy::upper_case_acronyms)]
 
+pub mod ids;
 pub mod kernel;
 pub mod loader;
 pub mod machine;

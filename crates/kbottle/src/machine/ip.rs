@@ -7,7 +7,8 @@
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
 
-use crate::machine::{AdapterId, Machine};
+use crate::ids::AdapterId;
+use crate::machine::Machine;
 use crate::ndis::datapath::{self, UpperSendCounters};
 use crate::ndis::miniport;
 use crate::world::tcpip;

@@ -25,6 +25,7 @@ use ndis::{
 };
 use ndkpi::{NDK_ADAPTER, NDK_VERSION, NTSTATUS};
 
+pub use crate::ids::{AdapterId, Keyword};
 use crate::kernel::verifier::{self, Bugcheck};
 use crate::kernel::{cpu, crt, io, ke, mm, pool, trap};
 use crate::loader::pe::{self, Image, LoadError};
@@ -33,19 +34,6 @@ use crate::ndis::miniport::{self, OidKind};
 use crate::ndis::{GeneralAttributes, NdkAttributes, RegistrationAttributes, nic, state, workitem};
 use crate::netio;
 use crate::world::segment::{self, SegmentId, SegmentStats};
-
-/// A registry keyword of an adapter, as the INF would store it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Keyword {
-    /// A `REG_DWORD` value.
-    Int(u32),
-    /// A `REG_SZ` value.
-    Str(String),
-}
-
-/// The bottle's number for one adapter of a machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AdapterId(pub u32);
 
 /// Why [`Machine::boot`] failed.
 #[derive(Debug)]

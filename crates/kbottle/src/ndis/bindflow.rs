@@ -53,8 +53,8 @@ use super::miniport::{self, ImStart};
 use super::nbl::{self, Holder};
 use super::nic::{self, LINK_SPEED};
 use super::state::{self, BindingState, Handle, ImState, NicInfo, Pends};
+use crate::ids::Keyword;
 use crate::kernel::cpu;
-use crate::machine::Keyword;
 use crate::world::segment::{self, SegmentId};
 
 /// How long a pended bind, unbind or PnP event may take (NDIS's

@@ -37,8 +37,8 @@ use ndkpi::NDIS_STATUS;
 
 use super::checks::{bad_header, check_header, guarded, invalid_handle, require_passive};
 use super::state::{self, Configuration, Handle};
+use crate::ids::Keyword;
 use crate::kernel::verifier;
-use crate::machine::Keyword;
 
 /// One value handed out by `NdisReadConfiguration`: the parameter and, for
 /// a string, the UTF-16 text its `NDIS_STRING` points into.

@@ -49,9 +49,9 @@ use super::nbl::{self, Holder};
 use super::state::{self, AdapterState};
 use super::upper;
 use super::workitem::run_on_worker;
+use crate::ids::AdapterId;
 use crate::kernel::cpu;
 use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION};
-use crate::machine::AdapterId;
 
 /// How long [`pause_upper`] waits for V to complete the stack's sends.
 const PAUSE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -38,9 +38,9 @@ use super::checks::{
 use super::datapath::NblChain;
 use super::state::{self, Adapter, AdapterState, Handle};
 use super::upper::{self, VInfo};
+use crate::ids::AdapterId;
+use crate::ids::Keyword;
 use crate::kernel::cpu;
-use crate::machine::AdapterId;
-use crate::machine::Keyword;
 
 /// How long a pended OID may take (the `NdisTimedOidComplete` rule of
 /// NDIS verification: 12 s).

@@ -44,9 +44,9 @@ use super::{
     NdisReadConfiguration, NdisRegisterProtocolDriver, NdisReturnNetBufferLists,
     NdisSendNetBufferLists, nbl, nblpool, nic,
 };
+use crate::ids::Keyword;
 use crate::kernel::cpu;
 use crate::kernel::mm::OwnedMdl;
-use crate::machine::Keyword;
 use crate::world::segment;
 
 /// The fault a child run of a test makes the fake driver commit.

@@ -43,7 +43,7 @@ use super::checks::{
 };
 use super::miniport::in_oid_request_of;
 use super::state;
-use crate::machine::Keyword;
+use crate::ids::Keyword;
 
 /// Whether the keywords leave NDK allowed (`*NetworkDirect` absent or
 /// nonzero).
@@ -247,7 +247,7 @@ pub unsafe extern "win64" fn NdisMIndicateStatusEx(
         });
         state::changed();
         if let (Some(id), Some(up), Some(stack)) = (id, up, super::upper::upper()) {
-            stack.link_state(crate::machine::AdapterId(id), up);
+            stack.link_state(crate::ids::AdapterId(id), up);
         }
     });
 }

@@ -13,7 +13,7 @@ use ndis::{
 };
 use ndkpi::{NDIS_STATUS, NDK_ADAPTER_INFO};
 
-use crate::machine::Keyword;
+use crate::ids::Keyword;
 
 /// The memory behind an NDIS handle: a real, unique, zeroed block, so a
 /// driver that dereferences a handle (it must not) reads zeros rather than

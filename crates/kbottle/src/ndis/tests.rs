@@ -37,8 +37,8 @@ use super::{
     NdisMSetMiniportAttributes, NdisOpenConfigurationEx, NdisQueueIoWorkItem,
     NdisReadConfiguration, NdisSetOptionalHandlers, workitem,
 };
+use crate::ids::Keyword;
 use crate::kernel::cpu;
-use crate::machine::Keyword;
 
 /// The NDIS table is process-global: one test at a time.
 pub(super) fn serial() -> MutexGuard<'static, ()> {

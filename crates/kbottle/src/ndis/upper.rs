@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::machine::AdapterId;
+use crate::ids::AdapterId;
 
 /// What the stack learns about a V when it binds to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -139,15 +139,15 @@ impl crate::ndis::upper::UpperProtocol for Upper {
         }
     }
 
-    fn unbound(&self, adapter: crate::machine::AdapterId) {
+    fn unbound(&self, adapter: crate::ids::AdapterId) {
         global().unbind(adapter.0);
     }
 
-    fn receive(&self, adapter: crate::machine::AdapterId, frame: &[u8]) {
+    fn receive(&self, adapter: crate::ids::AdapterId, frame: &[u8]) {
         global().receive(adapter.0, frame);
     }
 
-    fn link_state(&self, adapter: crate::machine::AdapterId, up: bool) {
+    fn link_state(&self, adapter: crate::ids::AdapterId, up: bool) {
         global().set_link(adapter.0, up);
     }
 }
