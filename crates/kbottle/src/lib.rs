@@ -65,12 +65,14 @@
 // Kernel names are kept verbatim (KeInsertQueueDpc, IRP, MDL).
 #![allow(non_snake_case, non_camel_case_types, clippy::upper_case_acronyms)]
 
+pub mod export;
 pub mod ids;
 pub mod kernel;
 pub mod loader;
 pub mod machine;
 pub mod ndis;
 pub mod netio;
+mod sync;
 pub mod world;
 
 pub use kernel::{cpu, crt, io, ke, mm, pool, special_pool, trap, verifier};

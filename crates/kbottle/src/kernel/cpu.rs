@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use crate::kernel::verifier::{
-    self, DRIVER_VERIFIER_DETECTED_VIOLATION, IRQL_UNEXPECTED_VALUE, lock,
-};
+use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, IRQL_UNEXPECTED_VALUE};
+use crate::sync::lock;
 
 /// Interrupt request level.
 pub type KIRQL = ndis::KIRQL;

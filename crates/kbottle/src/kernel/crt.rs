@@ -23,8 +23,9 @@ mod format;
 pub use format::{Args, format_windows};
 
 use crate::export;
-use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall, lock};
-use crate::loader::pe::Export;
+use crate::export::Export;
+use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall};
+use crate::sync::lock;
 
 /// `memcpy`: 0xC4/0xF0 if the buffers overlap.
 pub unsafe extern "win64" fn memcpy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8 {

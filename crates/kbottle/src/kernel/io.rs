@@ -21,12 +21,13 @@ use ndis::{
 use ndkpi::NTSTATUS;
 
 use crate::export;
+use crate::export::Export;
 use crate::kernel::cpu::{self, DISPATCH_LEVEL};
 use crate::kernel::verifier::{
     self, DRIVER_VERIFIER_DETECTED_VIOLATION, DRIVER_VERIFIER_IOMANAGER_VIOLATION,
-    NO_MORE_IRP_STACK_LOCATIONS, firewall, lock,
+    NO_MORE_IRP_STACK_LOCATIONS, firewall,
 };
-use crate::loader::pe::Export;
+use crate::sync::lock;
 
 /// `IO_TYPE_IRP`.
 const IO_TYPE_IRP: i16 = 6;

@@ -24,11 +24,10 @@ use ndkpi::{
 };
 
 use crate::export;
+use crate::export::Export;
 use crate::kernel::cpu::{self, DISPATCH_LEVEL};
-use crate::kernel::verifier::{
-    self, DRIVER_VERIFIER_DETECTED_VIOLATION, UNMODELLED, firewall, lock,
-};
-use crate::loader::pe::Export;
+use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, UNMODELLED, firewall};
+use crate::sync::lock;
 
 /// Physical address = virtual address + this.
 pub const PHYS_OFFSET: u64 = 0x1_0000_0000_0000;

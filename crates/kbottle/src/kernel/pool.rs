@@ -26,14 +26,15 @@ use std::sync::Mutex;
 use ndkpi::PVOID;
 
 use crate::export;
+use crate::export::Export;
 use crate::kernel::cpu::{self, APC_LEVEL, DISPATCH_LEVEL};
 use crate::kernel::ke::{self, LiveKind};
 use crate::kernel::special_pool;
 use crate::kernel::verifier::{
     self, BAD_POOL_CALLER, DRIVER_VERIFIER_DETECTED_VIOLATION, KMODE_EXCEPTION_NOT_HANDLED,
-    SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION, TIMER_OR_DPC_INVALID, firewall, lock,
+    SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION, TIMER_OR_DPC_INVALID, firewall,
 };
-use crate::loader::pe::Export;
+use crate::sync::lock;
 
 /// `POOL_FLAG_USE_QUOTA`.
 pub const POOL_FLAG_USE_QUOTA: u64 = 0x1;

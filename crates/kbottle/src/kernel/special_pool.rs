@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
-use crate::kernel::verifier::lock;
+use crate::sync::lock;
 
 const PAGE: usize = 4096;
 /// The environment variable that turns special pool on.

@@ -11,7 +11,9 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
+
+pub(crate) use crate::sync::lock;
 use std::time::Duration;
 
 /// `DRIVER_VERIFIER_DETECTED_VIOLATION`.
@@ -76,12 +78,6 @@ pub enum Policy {
 
 static POLICY: AtomicU8 = AtomicU8::new(0);
 static BUGCHECKS: Mutex<Vec<Bugcheck>> = Mutex::new(Vec::new());
-
-/// Locks a mutex even if a thread panicked while holding it: the bottle's
-/// tables stay usable for the report.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Sets what a bugcheck does from now on.
 pub fn set_policy(policy: Policy) {

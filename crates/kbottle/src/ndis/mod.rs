@@ -121,7 +121,7 @@ pub use workitem::{NdisAllocateIoWorkItem, NdisFreeIoWorkItem, NdisQueueIoWorkIt
 pub use ::ndis as types;
 
 use crate::export;
-use crate::loader::pe::Export;
+use crate::export::Export;
 
 /// Every NDIS.SYS export the bottle binds (all the imports `crates/ndis`
 /// declares).

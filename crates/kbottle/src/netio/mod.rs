@@ -10,7 +10,7 @@
 //! through NETIO: Winsock Kernel is not offered.
 
 use crate::export;
-use crate::loader::pe::Export;
+use crate::export::Export;
 
 mod checks;
 pub mod iphelper;

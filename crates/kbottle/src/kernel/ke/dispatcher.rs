@@ -24,8 +24,9 @@ use super::stall::{TIMER_FIRES, hook, hooked_on_return};
 use super::{STATUS_SUCCESS, STATUS_TIMEOUT, require_irql_at_most, uninitialised};
 use crate::kernel::cpu::{self, DISPATCH_LEVEL};
 use crate::kernel::verifier::{
-    self, DRIVER_VERIFIER_DETECTED_VIOLATION, TIMER_OR_DPC_INVALID, UNMODELLED, firewall, lock,
+    self, DRIVER_VERIFIER_DETECTED_VIOLATION, TIMER_OR_DPC_INVALID, UNMODELLED, firewall,
 };
+use crate::sync::lock;
 
 #[derive(Debug)]
 pub(super) enum Object {

@@ -20,9 +20,9 @@ use super::stall::{DPC_RUNS, hook, hooked_on_return};
 use super::{require_irql_at_most, uninitialised};
 use crate::kernel::cpu::{self, DISPATCH_LEVEL, Processor};
 use crate::kernel::verifier::{
-    self, DRIVER_VERIFIER_DETECTED_VIOLATION, IRQL_UNEXPECTED_VALUE, TIMER_OR_DPC_INVALID,
-    firewall, lock,
+    self, DRIVER_VERIFIER_DETECTED_VIOLATION, IRQL_UNEXPECTED_VALUE, TIMER_OR_DPC_INVALID, firewall,
 };
+use crate::sync::lock;
 
 #[derive(Debug)]
 pub(super) struct DpcObject {

@@ -5,7 +5,7 @@ use std::ops::Range;
 use super::dispatcher::{Object, objects};
 use super::dpc::{DpcState, dpcs};
 use super::spinlock::SPIN_LOCKS;
-use crate::kernel::verifier::lock;
+use crate::sync::lock;
 
 /// What [`live_objects_in`] finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ops::Range;
 use std::sync::Mutex;
 
-use crate::kernel::verifier::lock;
+use crate::sync::lock;
 
 /// Edges by source and by target, both keyed by lock address so a freed
 /// range leaves in one range query.

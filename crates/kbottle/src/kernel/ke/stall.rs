@@ -6,7 +6,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::kernel::cpu::{self};
-use crate::kernel::verifier::lock;
+use crate::sync::lock;
 
 pub(super) static DPC_RUNS: AtomicU64 = AtomicU64::new(0);
 pub(super) static TIMER_FIRES: AtomicU64 = AtomicU64::new(0);

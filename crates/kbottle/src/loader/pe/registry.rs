@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use super::symbols::Symbols;
 use super::{IMAGE_SCN_MEM_EXECUTE, IMAGE_SCN_MEM_READ, Image, Section};
-use crate::kernel::verifier::lock;
+use crate::sync::lock;
 
 const SLOTS: usize = 16;
 static SLOT_BASE: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
