@@ -73,9 +73,10 @@ pub mod machine;
 pub mod ndis;
 pub mod netio;
 mod sync;
+pub mod tcpip;
 pub mod world;
 
 pub use kernel::{cpu, crt, io, ke, mm, pool, special_pool, trap, verifier};
 pub use loader::{image, pe};
 pub use machine::{Machine, shared};
-pub use world::{segment, tap, tcpip};
+pub use world::{segment, tap};

@@ -1,5 +1,5 @@
 //! The IP side of a [`Machine`]: the addresses of each adapter's
-//! interface in the bottle's TCP/IP ([`crate::world::tcpip`]), ping, its
+//! interface in the bottle's TCP/IP ([`crate::tcpip`]), ping, its
 //! neighbours and counters. An adapter here is V (what
 //! [`Machine::add_adapter`] returns); its interface exists while V is
 //! bound.
@@ -11,7 +11,7 @@ use crate::ids::AdapterId;
 use crate::machine::Machine;
 use crate::ndis::datapath::{self, UpperSendCounters};
 use crate::ndis::miniport;
-use crate::world::tcpip;
+use crate::tcpip;
 
 impl Machine {
     /// Adds `ip` with on-link prefix `prefix_len` to `adapter`'s

@@ -458,7 +458,7 @@ impl Machine {
         crate::ndis::nbl::reset();
         crate::ndis::nblpool::reset();
         // The stack above every V (the bottle's TCP/IP).
-        crate::world::tcpip::install();
+        crate::tcpip::install();
         state::with(|n| {
             n.driver_object = driver_object.as_ptr() as usize;
             n.registry_path = registry_path.as_ptr() as usize;

@@ -1,7 +1,7 @@
 //! NETIO.SYS's IP Helper routines for unicast addresses (netioapi.h):
 //! `NotifyUnicastIpAddressChange`, `CancelMibChangeNotify2`,
 //! `GetUnicastIpAddressTable`, `GetUnicastIpAddressEntry` and
-//! `FreeMibTable`, over the bottle's TCP/IP ([`crate::world::tcpip`]): the
+//! `FreeMibTable`, over the bottle's TCP/IP ([`crate::tcpip`]): the
 //! loopback interface's addresses and those of every bound V.
 //!
 //! - IRQL: each routine is documented for `< DISPATCH_LEVEL`, but
@@ -42,7 +42,7 @@ use super::checks::{bad_object, irql_at_most};
 use super::iphelper_notify::{self, CancelError};
 use super::iphelper_rows::{Family as AddressFamily, full_row, ip_of};
 use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall};
-use crate::world::tcpip::{self, AddressRow};
+use crate::tcpip::{self, AddressRow};
 
 /// Bytes before the first row of a table (`NumEntries` and the padding
 /// to the row's 8-byte alignment).

@@ -5,7 +5,7 @@
 //! PASSIVE_LEVEL that calls the driver's callback once per queued change,
 //! one at a time ("the invocation of the callback function ... is
 //! serialized"). The stack's address changes reach every registration of
-//! the change's family through an observer on [`crate::world::tcpip::global`],
+//! the change's family through an observer on [`crate::tcpip::global`],
 //! in the order the table took them. The initial notification, when asked
 //! for, is queued before the call returns, so it may run before the
 //! caller has stored its handle, as on Windows.
@@ -32,7 +32,7 @@ use ndis::{
 
 use super::iphelper_rows::{Family, key_row};
 use crate::kernel::cpu;
-use crate::world::tcpip::{self, AddressChange, ChangeKind};
+use crate::tcpip::{self, AddressChange, ChangeKind};
 
 /// The callback type (`PUNICAST_IPADDRESS_CHANGE_CALLBACK`, non-null).
 pub type Callback = unsafe extern "win64" fn(

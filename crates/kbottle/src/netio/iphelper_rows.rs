@@ -1,4 +1,4 @@
-//! The bottle's address rows ([`crate::world::tcpip::AddressRow`]) as
+//! The bottle's address rows ([`crate::tcpip::AddressRow`]) as
 //! `MIB_UNICASTIPADDRESS_ROW`s (netioapi.h), whole as
 //! `GetUnicastIpAddressTable` and `GetUnicastIpAddressEntry` fill them, or
 //! reduced to their key as change notifications carry them, and the
@@ -13,7 +13,7 @@ use ndis::{
 };
 use ndkpi::{ADDRESS_FAMILY, IN_ADDR, IN6_ADDR, SOCKADDR_IN, SOCKADDR_IN6};
 
-use crate::world::tcpip::{AddressRow, PrefixOrigin, SuffixOrigin, ipv6};
+use crate::tcpip::{AddressRow, PrefixOrigin, SuffixOrigin, ipv6};
 
 /// `ValidLifetime` / `PreferredLifetime` of an address that does not
 /// expire (manual and well-known addresses).
@@ -155,7 +155,7 @@ mod tests {
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     use super::*;
-    use crate::world::tcpip::{Address, DadState};
+    use crate::tcpip::{Address, DadState};
 
     fn row(ip: IpAddr, dad: DadState) -> AddressRow {
         AddressRow {

@@ -21,7 +21,7 @@ use ndkpi::{NTSTATUS, PVOID, STATUS_INVALID_PARAMETER, STATUS_NOT_FOUND, STATUS_
 use super::iphelper::*;
 use super::iphelper_rows::{INFINITE_LIFETIME, ip_of, sockaddr_of};
 use crate::kernel::cpu;
-use crate::world::tcpip::{self, InterfaceInfo, LOOPBACK_LUID};
+use crate::tcpip::{self, InterfaceInfo, LOOPBACK_LUID};
 
 const WAIT: Duration = Duration::from_secs(5);
 

@@ -2,7 +2,7 @@
 //! addresses ([`iphelper`]: `NotifyUnicastIpAddressChange`,
 //! `CancelMibChangeNotify2`, `GetUnicastIpAddressTable`,
 //! `GetUnicastIpAddressEntry`, `FreeMibTable`) over the bottle's TCP/IP
-//! ([`crate::world::tcpip`]), with the checks of `checks`: IRQL rules, handles
+//! ([`crate::tcpip`]), with the checks of `checks`: IRQL rules, handles
 //! NETIO does not know or no longer knows, and a panic of the bottle's own
 //! code reported instead of unwinding into driver frames.
 //!

@@ -1,7 +1,5 @@
 //! The world around the driver: the emulated Ethernet segment the NICs
-//! sit on ([`segment`]), an optional Linux tap behind it ([`tap`]), and
-//! TCP/IP above each virtual miniport ([`tcpip`]).
+//! sit on ([`segment`]) and an optional Linux tap behind it ([`tap`]).
 
 pub mod segment;
 pub mod tap;
-pub mod tcpip;

@@ -70,7 +70,7 @@ mod tests {
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     use super::*;
-    use crate::world::tcpip::ipv4::PROTO_UDP;
+    use crate::tcpip::ipv4::PROTO_UDP;
 
     #[test]
     fn datagrams_round_trip_with_their_pseudo_header() {
