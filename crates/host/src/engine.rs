@@ -231,9 +231,9 @@ pub fn start_udp(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::Ipv4Addr;
     use std::sync::mpsc;
 
+    use crate::test_loopback::loopback;
     use crate::udp::RxBuffers;
 
     /// Bound on a wake-up that must happen (a liveness check, not a
@@ -257,8 +257,8 @@ mod tests {
 
     #[test]
     fn a_datagram_wakes_an_engine_parked_on_its_socket() {
-        let port = Arc::new(UdpPort::bind(Ipv4Addr::new(127, 0, 80, 10)).unwrap());
-        let sender = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 11)).unwrap();
+        let port = Arc::new(UdpPort::bind(loopback(10)).unwrap());
+        let sender = UdpPort::bind(loopback(11)).unwrap();
         let (_waker, rx, handle) = parked_engine(port.clone());
         sender.queue(port.local(), &[1, 2, 3]);
         sender.flush();

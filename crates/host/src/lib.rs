@@ -35,6 +35,8 @@ pub mod hub;
 pub mod mdl;
 pub mod pcap;
 pub mod platform;
+#[cfg(test)]
+mod test_loopback;
 pub mod udp;
 pub mod waker;
 

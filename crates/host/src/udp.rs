@@ -691,6 +691,8 @@ mod tests {
     use super::*;
     use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 
+    use crate::test_loopback::loopback;
+
     /// An IPv4 datagram from `src` to `dst`:4791 with identification
     /// `ident` (DF set, checksums left to the kernel).
     fn datagram(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, payload: &[u8]) -> Vec<u8> {
@@ -716,7 +718,7 @@ mod tests {
     #[test]
     fn ipv4_batches_travel_over_loopback_with_their_own_headers() {
         // Two ports on distinct loopback addresses, as two adapters would be.
-        let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 1), Ipv4Addr::new(127, 0, 80, 2));
+        let (at, peer_at) = (loopback(1), loopback(2));
         let a = UdpPort::bind(at).unwrap();
         let b = UdpPort::bind(peer_at).unwrap();
         let link = UdpLink(std::sync::Arc::new(a));
@@ -835,7 +837,7 @@ mod tests {
         use crate::platform::HostDma;
         use crate::waker::ThreadWaker;
 
-        let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 4), Ipv4Addr::new(127, 0, 80, 5));
+        let (at, peer_at) = (loopback(4), loopback(5));
         let port = Arc::new(UdpPort::bind(at).unwrap());
         let peer = UdpPort::bind(peer_at).unwrap();
         let waker = Arc::new(ThreadWaker::default());
@@ -963,8 +965,8 @@ mod tests {
 
     #[test]
     fn an_owned_address_cannot_be_bound_twice() {
-        let _a = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 3)).unwrap();
-        let e = UdpPort::bind(Ipv4Addr::new(127, 0, 80, 3)).unwrap_err();
+        let _a = UdpPort::bind(loopback(3)).unwrap();
+        let e = UdpPort::bind(loopback(3)).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
     }
 }

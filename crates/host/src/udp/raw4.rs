@@ -9,9 +9,9 @@
 //!   device's MTU with `EMSGSIZE`.
 //! * Receiving: an `IPPROTO_UDP` raw socket bound to the adapter's address
 //!   gets a copy of each UDP datagram to it, IP header included, before UDP
-//!   delivery; a classic BPF filter keeps destination port 4791 only, so
-//!   the host's other UDP traffic costs one filter run. `recvmmsg` takes a
-//!   batch at a time.
+//!   delivery; a classic BPF filter keeps those to the adapter's address
+//!   and port 4791 only, so the host's other UDP traffic costs one filter
+//!   run. `recvmmsg` takes a batch at a time.
 //!
 //! The kernel still delivers each datagram to the UDP socket bound to
 //! port 4791 (which keeps the port the adapter's and spares the peer an
@@ -46,8 +46,10 @@ const NARROW_SLOTS: usize = 2;
 /// truncated and is dropped.
 pub(super) const RX_SLOT_LEN: usize = MAX_SEGMENT;
 
-// Classic BPF opcodes (linux/filter.h), spelt out: the filter is five
+// Classic BPF opcodes (linux/filter.h), spelt out: the filter is seven
 // instructions.
+/// `ld [k]`: A = the 32-bit word at k.
+const BPF_LD_ABS: u16 = 0x20;
 /// `ldxb 4*([k]&0xf)`: X = the IPv4 header's length.
 const BPF_LDX_MSH: u16 = 0xb1;
 /// `ldh [x+k]`: A = the 16-bit word at X + k.
@@ -57,14 +59,22 @@ const BPF_JEQ_K: u16 = 0x15;
 /// `ret #k`: keep k bytes (0: drop).
 const BPF_RET_K: u16 = 0x06;
 
-/// Keeps IPv4 datagrams whose UDP destination port is 4791.
-const RAW_FILTER: [SockFilter; 5] = [
-    SockFilter::new(BPF_LDX_MSH, 0, 0, 0),
-    SockFilter::new(BPF_LDH_IND, 0, 0, 2),
-    SockFilter::new(BPF_JEQ_K, 0, 1, ROCEV2_UDP_PORT as u32),
-    SockFilter::new(BPF_RET_K, 0, 0, 0xFFFF),
-    SockFilter::new(BPF_RET_K, 0, 0, 0),
-];
+/// Keeps IPv4 datagrams to `local`:4791. The address check matters before
+/// the socket is bound: a raw socket takes every UDP datagram of the host
+/// until then, so without it another adapter's datagram (another process's
+/// too) that arrived in that moment would wait in this one's queue.
+fn raw_filter(local: Ipv4Addr) -> [SockFilter; 7] {
+    [
+        // The IPv4 destination address.
+        SockFilter::new(BPF_LD_ABS, 0, 0, 16),
+        SockFilter::new(BPF_JEQ_K, 0, 4, u32::from(local)),
+        SockFilter::new(BPF_LDX_MSH, 0, 0, 0),
+        SockFilter::new(BPF_LDH_IND, 0, 0, 2),
+        SockFilter::new(BPF_JEQ_K, 0, 1, u32::from(ROCEV2_UDP_PORT)),
+        SockFilter::new(BPF_RET_K, 0, 0, 0xFFFF),
+        SockFilter::new(BPF_RET_K, 0, 0, 0),
+    ]
+}
 
 /// Keeps nothing.
 pub(super) const DROP_ALL: [SockFilter; 1] = [SockFilter::new(BPF_RET_K, 0, 0, 0)];
@@ -107,7 +117,7 @@ impl Raw4 {
             Some(Protocol::UDP),
         )?;
         // Before the bind: no datagram is queued unfiltered.
-        recv.attach_filter(&RAW_FILTER)?;
+        recv.attach_filter(&raw_filter(local))?;
         recv.bind(&bound)?;
         // Without receive offload every packet is its own buffer, about
         // twice its size: room for a window of them. Past rmem_max when
@@ -352,4 +362,61 @@ fn recv_mmsg(socket: &Socket, slots: &mut [u8], lens: &mut [usize]) -> io::Resul
         *len = if truncated { 0 } else { msg.msg_len as usize };
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::time::{Duration, Instant};
+
+    use crate::test_loopback::loopback;
+
+    /// An unbound raw UDP socket is offered every UDP datagram of the host,
+    /// as a `Raw4`'s receive socket is until its bind: the filter keeps
+    /// only those to its address and port 4791.
+    #[test]
+    fn the_receive_filter_keeps_only_datagrams_to_its_address_and_port() {
+        let (mine, other) = (loopback(40), loopback(41));
+        let recv = Socket::new(Domain::IPV4, Type::RAW.nonblocking(), Some(Protocol::UDP))
+            .expect("a raw socket (the test needs CAP_NET_RAW)");
+        recv.attach_filter(&raw_filter(mine)).unwrap();
+        let sender = UdpSocket::bind(SocketAddrV4::new(other, 0)).unwrap();
+        // The two it must not keep first, so they are in its queue (if it
+        // kept them) by the time the one it keeps arrives.
+        let wanted = SocketAddrV4::new(mine, ROCEV2_UDP_PORT);
+        for to in [
+            SocketAddrV4::new(other, ROCEV2_UDP_PORT),
+            SocketAddrV4::new(mine, ROCEV2_UDP_PORT + 1),
+            wanted,
+        ] {
+            sender.send_to(b"x", to).unwrap();
+        }
+        let mut slots = vec![0u8; RX_SLOT_LEN * RX_SLOTS];
+        let mut lens = [0usize; RX_SLOTS];
+        let mut kept = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while kept.is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the datagram to {wanted} never came"
+            );
+            let n = match recv_mmsg(&recv, &mut slots, &mut lens) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                Err(e) => panic!("recvmmsg: {e}"),
+            };
+            for (i, &len) in lens.iter().enumerate().take(n) {
+                let d = &slots[RX_SLOT_LEN * i..RX_SLOT_LEN * i + len];
+                let udp = usize::from(d[0] & 0xF) * 4;
+                let dst = Ipv4Addr::new(d[16], d[17], d[18], d[19]);
+                kept.push(SocketAddrV4::new(
+                    dst,
+                    u16::from_be_bytes([d[udp + 2], d[udp + 3]]),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(kept, [wanted]);
+    }
 }
