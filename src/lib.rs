@@ -27,6 +27,3 @@ extern crate wdk_sys as _;
 
 #[cfg(windows)]
 mod driver;
-
-#[cfg(any(windows, test))]
-mod portable;

@@ -46,8 +46,9 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use hwq::TryArc;
 use ndis::{DISPATCH_LEVEL, NET_BUFFER_LIST};
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
+use softrnic::arrival::Arrival;
 use softrnic::device::SoftRnic;
-use softrnic::l2::{EthernetPort, FrameSink, Verdict};
+use softrnic::l2::{EthernetPort, FrameSink};
 use softrnic::link::Link;
 
 use self::pool::{GivenBack, SendPool};
@@ -57,7 +58,6 @@ use super::clock;
 use super::engine::{Engine, Pump};
 use super::irql;
 use super::log::log_info;
-use crate::portable::{rocev2_frame_payload_len, rocev2_payload_len};
 
 /// RoCEv2 counters of a port (`OID_NDK_STATISTICS`' RDMA frames and
 /// octets): RoCEv2 frames only, bytes counted as UDP payload (BTH through
@@ -127,10 +127,11 @@ impl core::fmt::Debug for Frames {
 
 impl Frames {
     /// Sends one frame (`<= DISPATCH_LEVEL`, as every caller of the port
-    /// runs); whether it went down to the NIC.
-    fn send(&self, frame: &[u8]) -> bool {
+    /// runs), counting `rdma` bytes of RoCEv2 payload (the port's, see
+    /// `FrameSink::send_frame`); whether it went down to the NIC.
+    fn send(&self, frame: &[u8], rdma: Option<usize>) -> bool {
         self.senders.fetch_add(1, Ordering::SeqCst);
-        let sent = !self.closed.load(Ordering::SeqCst) && self.send_open(frame);
+        let sent = !self.closed.load(Ordering::SeqCst) && self.send_open(frame, rdma);
         self.senders.fetch_sub(1, Ordering::SeqCst);
         if !sent {
             self.stats.send_drops.fetch_add(1, Ordering::Relaxed);
@@ -150,7 +151,7 @@ impl Frames {
         }
     }
 
-    fn send_open(&self, frame: &[u8]) -> bool {
+    fn send_open(&self, frame: &[u8], payload_len: Option<usize>) -> bool {
         let Some(claimed) = self.pool.claim() else {
             return false;
         };
@@ -163,7 +164,6 @@ impl Frames {
         let dispatch = irql::current() >= DISPATCH_LEVEL;
         // Counted before the frame leaves: whoever sees its effect (the
         // peer's completion) sees the count too.
-        let payload_len = rocev2_frame_payload_len(frame);
         self.count_sent(payload_len, true);
         if self.binding.send_own(nbl, dispatch) {
             // NDIS has the list now; the frame stays taken until the
@@ -211,8 +211,8 @@ impl Frames {
 }
 
 impl FrameSink for NblSink {
-    fn send_frame(&self, frame: &[u8]) -> bool {
-        self.0.send(frame)
+    fn send_frame(&self, frame: &[u8], rdma: Option<usize>) -> bool {
+        self.0.send(frame, rdma)
     }
 
     fn loopback_ready(&self) {
@@ -351,23 +351,21 @@ impl L2Port {
     }
 
     /// Classifies the frame of `nbl` and hands a RoCEv2 datagram to `rnic`
-    /// (`DISPATCH_LEVEL`).
+    /// (`DISPATCH_LEVEL`): the port's classification checks its IP and
+    /// UDP headers once, and the counters and the RNIC take that result as
+    /// it is (one crossing into softrnic per frame, no second parse).
     fn steer(&self, rnic: &SoftRnic, nbl: &NET_BUFFER_LIST) -> bool {
         let now = clock::now_us();
         let stats = &self.frames.stats;
         let taken = self.bounce.with_frame(nbl, |frame| {
-            let Verdict::Rnic { ip } = self.port.on_frame(frame, now) else {
-                return false;
-            };
-            let Some(datagram) = frame.get(ip) else {
+            let Some(arrival) = self.port.on_frame(frame, now).into_arrival() else {
                 return false;
             };
             // Counted before the RNIC has it: whoever sees its effect (a
             // completion) sees the count too.
-            if let Some(len) = rocev2_payload_len(datagram) {
-                L2Stats::count(&stats.received, &stats.received_bytes, len);
-            }
-            rnic.receive(now, datagram);
+            let len = arrival.udp_payload_len().unwrap_or(0);
+            L2Stats::count(&stats.received, &stats.received_bytes, len);
+            rnic.receive(now, arrival);
             true
         });
         taken.unwrap_or_else(|| {
@@ -462,7 +460,7 @@ impl Pump for L2Port {
             rnic.link_ready();
         }
         self.port
-            .poll_loopback(|datagram| rnic.receive(now, datagram))
+            .poll_loopback(|datagram| rnic.receive(now, Arrival::Datagram(datagram)))
             != 0
     }
 }

@@ -1,9 +1,11 @@
 //! The engine: how packets and time drive the RC transport of
 //! [`SoftRnic`].
 //!
-//! * [`SoftRnic::receive`] / [`SoftRnic::receive_udp_payload`] — one
-//!   inbound datagram, at the time its runtime passes in: parsed (malformed or bad-ICRC datagrams are counted
-//!   and dropped), demultiplexed by the BTH destination QP to connection
+//! * [`SoftRnic::receive`] — the one receive door: one [`Arrival`] (a
+//!   datagram, one whose IP and UDP headers its receiver checked, a
+//!   socket's UDP payload, or a train), at the time its runtime passes
+//!   in: parsed once, from where its receiver left off (malformed or
+//!   bad-ICRC datagrams are counted and dropped), demultiplexed by the BTH destination QP to connection
 //!   management (QP1), the responder (requests) or the completer (ACKs,
 //!   NAKs, READ responses). ACKs and the first READ responses leave
 //!   before the call returns, drained from the QP's outbox once the QP is
@@ -72,9 +74,9 @@
 //! 0xC000..=0xFFFF instead, for ECMP entropy.
 //!
 //! A received packet's ICRC is checked against the header it arrived
-//! with, never a stand-in: [`SoftRnic::receive`] takes whole datagrams;
-//! [`SoftRnic::receive_udp_payload`] takes what an IPv6 UDP socket
-//! delivers (the socket addresses and the payload are every field the
+//! with, never a stand-in: [`Arrival::Datagram`] and [`Arrival::Checked`]
+//! are whole datagrams; [`Arrival::UdpPayload`] is what an IPv6 UDP
+//! socket delivers (the socket addresses and the payload are every field the
 //! IPv6 ICRC covers: the traffic class, flow label and hop limit are
 //! masked, the payload length and next header follow from a RoCEv2
 //! datagram's having no extension headers) and refuses IPv4, whose
@@ -86,10 +88,11 @@ use core::sync::atomic::Ordering;
 
 use hwq::device::DeviceError;
 
+use crate::arrival::Arrival;
 use crate::device::{FIRST_QPN, SoftRnic};
 use crate::engine_state::Engine;
 use crate::env::Capture;
-use crate::link::{Arrival, Link};
+use crate::link::Link;
 use crate::outbox::Outbox;
 use crate::qp::{self, Connection, Negotiated, Path, QpState, QueuePair, RcConfig};
 pub use crate::stats::EngineStats;
@@ -265,47 +268,35 @@ impl SoftRnic {
         Ok(())
     }
 
-    /// Hands one received IPv4 or IPv6 datagram (IP header through ICRC)
-    /// to the engine at time `now` (µs, the runtime's monotonic clock).
-    /// Never panics, whatever the bytes.
-    pub fn receive(&self, now: u64, datagram: &[u8]) {
-        self.link.show_arrival(Arrival::Datagram(datagram));
-        self.arrive_datagram(now, datagram);
+    /// The device's one receive door: hands one [`Arrival`] to the engine
+    /// at time `now` (µs, the runtime's monotonic clock). It is shown to
+    /// the capture, then parsed once, from where its receiver left off (a
+    /// [`Arrival::Checked`] datagram from its BTH, its headers' ICRC part
+    /// carried with it), and dispatched; a malformed or bad-ICRC datagram
+    /// is counted and dropped. Never panics, whatever the bytes.
+    pub fn receive(&self, now: u64, arrival: Arrival<'_>) {
+        self.link.show_arrival(&arrival);
+        self.arrive(now, arrival);
     }
 
-    /// [`SoftRnic::receive`] of a datagram the capture has seen (it came
-    /// through the link wrapper's [`crate::link::Link::receive`]).
-    pub(crate) fn arrive_datagram(&self, now: u64, datagram: &[u8]) {
-        self.dispatch(now, wire::parse(datagram));
+    /// [`SoftRnic::receive`] of an arrival the capture has seen (a pass
+    /// took it through the link wrapper's [`Link::receive`]).
+    pub(crate) fn arrive(&self, now: u64, arrival: Arrival<'_>) {
+        match arrival {
+            Arrival::Datagram(datagram) => self.dispatch(now, wire::parse(datagram)),
+            Arrival::Checked(datagram) => self.dispatch(now, wire::parse_checked(&datagram)),
+            Arrival::UdpPayload { src, dst, payload } => {
+                self.arrive_udp_payload(now, src, dst, payload);
+            }
+            Arrival::Train(train) => self.arrive_train(now, train),
+        }
     }
 
-    /// Hands one received UDP payload (BTH through ICRC) to the engine, as
-    /// an IPv6 UDP socket delivers it from `src` to `dst`; the ICRC is
-    /// checked over the IPv6 and UDP headers those give (see the module
-    /// docs). An IPv4 payload (its identification unknown) or a mixed
-    /// pair counts as malformed and is dropped. `now` as for
-    /// [`SoftRnic::receive`].
-    pub fn receive_udp_payload(
-        &self,
-        now: u64,
-        src: impl Into<SocketAddr>,
-        dst: impl Into<SocketAddr>,
-        payload: &[u8],
-    ) {
-        let (src, dst) = (src.into(), dst.into());
-        self.link
-            .show_arrival(Arrival::UdpPayload { src, dst, payload });
-        self.arrive_udp_payload(now, src, dst, payload);
-    }
-
-    /// [`SoftRnic::receive_udp_payload`] of a payload the capture has seen.
-    pub(crate) fn arrive_udp_payload(
-        &self,
-        now: u64,
-        src: SocketAddr,
-        dst: SocketAddr,
-        payload: &[u8],
-    ) {
+    /// A UDP payload as an IPv6 socket delivers it from `src` to `dst`: the
+    /// ICRC is checked over the IPv6 and UDP headers those give (see the
+    /// module docs). An IPv4 payload (its identification unknown) or a
+    /// mixed pair counts as malformed and is dropped.
+    fn arrive_udp_payload(&self, now: u64, src: SocketAddr, dst: SocketAddr, payload: &[u8]) {
         let fields = IpUdpFields::between(src, dst).filter(|f| f.as_v6().is_some());
         let Some(fields) = fields else {
             self.engine.stats.rx_packets.inc();
@@ -314,16 +305,9 @@ impl SoftRnic {
         self.dispatch(now, wire::parse_udp_payload(&fields, payload));
     }
 
-    /// Hands a train ([`crate::train`]) to the engine: each segment meets
-    /// the checks its packet would, and is placed straight from the
-    /// sender's memory. `now` as for [`SoftRnic::receive`].
-    pub fn receive_train(&self, now: u64, train: &Train) {
-        self.link.show_arrival(Arrival::Train(train));
-        self.arrive_train(now, train);
-    }
-
-    /// [`SoftRnic::receive_train`] of a train the capture has seen.
-    pub(crate) fn arrive_train(&self, now: u64, train: &Train) {
+    /// A train ([`crate::train`]): each segment meets the checks its
+    /// packet would, and is placed straight from the sender's memory.
+    fn arrive_train(&self, now: u64, train: &Train) {
         let stats = &self.engine.stats;
         let n = u64::from(train.segments());
         stats.rx_packets.add(n);
@@ -333,7 +317,7 @@ impl SoftRnic {
         let request = !train.is_read_response();
         let now = self.engine.advance_to(now);
         let (src, dst) = (train.src(), train.dst());
-        if !self.arrive(
+        if !self.deliver_to_qp(
             now,
             train.dest_qp(),
             src,
@@ -368,7 +352,7 @@ impl SoftRnic {
             return stats.rx_dropped.inc();
         }
         let (src, dst) = (p.ip.src(), p.ip.dst());
-        if !self.arrive(now, qpn, src, dst, op.is_request(), Arrived::Packet(&p)) {
+        if !self.deliver_to_qp(now, qpn, src, dst, op.is_request(), Arrived::Packet(&p)) {
             stats.rx_dropped.inc();
         }
     }
@@ -376,7 +360,7 @@ impl SoftRnic {
     /// Hands what arrived for QP `qpn` from `src` at `dst` (requests to the
     /// responder, responses to the completer) to the QP at time `now`;
     /// whether the QP took it.
-    fn arrive(
+    fn deliver_to_qp(
         &self,
         now: u64,
         qpn: u32,

@@ -100,7 +100,7 @@ pub enum Direction {
 /// A packet tap: sees every datagram the device sends and receives, as a
 /// whole IPv4 or IPv6 datagram (IP header through ICRC), so the host can
 /// write a pcap. Datagrams that arrived as a bare UDP payload
-/// ([`crate::device::SoftRnic::receive_udp_payload`]) are shown with the
+/// ([`crate::arrival::Arrival::UdpPayload`]) are shown with the
 /// IP and UDP headers the ICRC convention assumes (IPv4: identification 0,
 /// DF, TTL 64; IPv6: traffic class and flow label 0, hop limit 64; the
 /// socket's addresses and ports).

@@ -18,7 +18,8 @@
 //!    surroundings' traits in [`env`](mod@env) (wake, pass, tap, and the
 //!    clock a delaying link reads).
 //! 3. The transport: [`train`] (packets whose payload stays at the
-//!    sender), [`link`] (the [`link::Link`] trait, the transmitter every
+//!    sender), [`arrival`] (what the device's one receive door takes),
+//!    [`link`] (the [`link::Link`] trait, the transmitter every
 //!    sent packet goes through, which says whether packets to a
 //!    destination leave as a train or as datagrams, and the link wrappers:
 //!    [`link::CaptureLink`], which shows what passes to a packet capture,
@@ -82,10 +83,13 @@
 //!    [`link::Link`] the runtime gave the device: a UDP socket
 //!    (`crates/host`), the Ethernet port of [`l2`], or the in-memory
 //!    [`fabric`]. No packet reaches the link while a QP's slot is held.
-//! 5. At the peer the link's runtime hands the datagram to
-//!    [`device::SoftRnic::receive`] (a train to
-//!    [`device::SoftRnic::receive_train`]): [`engine`] parses it (the ICRC
-//!    checked), finds the destination QP, and passes the request to the
+//! 5. At the peer the link's runtime hands what arrived to the device's
+//!    one receive door, [`device::SoftRnic::receive`], as an
+//!    [`arrival::Arrival`]: a datagram, one whose IP and UDP headers were
+//!    checked on the way in (the Ethernet port's classification,
+//!    [`l2::Verdict::Rnic`]), a socket's UDP payload, or a train.
+//!    [`engine`] parses it once, from where the receiver left off (the
+//!    ICRC checked), finds the destination QP, and passes the request to the
 //!    responder (`qp/responder.rs`) with that device's own context.
 //! 6. The responder's checks (`qp/checks.rs`: PSN, opcode sequence,
 //!    length) pass; it takes a receive from the QP's receive ring (or its
@@ -106,6 +110,7 @@
 extern crate alloc;
 
 pub mod addresses;
+pub mod arrival;
 pub mod bitset;
 pub mod cm;
 pub mod cq;

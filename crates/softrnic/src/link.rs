@@ -12,8 +12,8 @@
 //! The host (or the kernel shell) implements [`Link`]; tests implement it
 //! deterministically (an in-memory fabric). What a link carries arrives at
 //! the peer through its runtime: pushed into
-//! [`crate::device::SoftRnic::receive`] (or `receive_udp_payload`,
-//! `receive_train`), or taken by a pass from [`Link::receive`].
+//! [`crate::device::SoftRnic::receive`] (the device's one receive door,
+//! taking an [`Arrival`]), or taken by a pass from [`Link::receive`].
 //!
 //! ## Wrappers
 //!
@@ -52,6 +52,8 @@ use crate::train::{Segments, Train};
 
 mod capture;
 mod faults;
+
+pub use crate::arrival::Arrival;
 
 pub use capture::CaptureLink;
 pub use faults::{FaultInjector, FaultLink, FaultStats, Faults};
@@ -300,25 +302,6 @@ impl SendFailure {
         let (dest, payload) = crate::wire::ip_udp::split_datagram(datagram)?;
         Self::of_udp_payload(dest.ip(), payload)
     }
-}
-
-/// One datagram a polled [`Link`] took.
-#[derive(Clone, Copy, Debug)]
-pub enum Arrival<'a> {
-    /// A whole IPv4 or IPv6 datagram (IP header through ICRC).
-    Datagram(&'a [u8]),
-    /// A UDP payload (BTH through ICRC) as a socket delivers it.
-    UdpPayload {
-        /// Where it came from.
-        src: core::net::SocketAddr,
-        /// Where it was sent (of `src`'s family; a mixed pair is dropped).
-        dst: core::net::SocketAddr,
-        /// The payload.
-        payload: &'a [u8],
-    },
-    /// Packets whose payload is still at the sender
-    /// ([`Link::transmit_train`]).
-    Train(&'a Train),
 }
 
 /// A datagram or a train, as a link holds it for later delivery.

@@ -16,7 +16,7 @@ use core::sync::atomic::Ordering;
 
 use crate::device::SoftRnic;
 use crate::env::{Pass, PassPlan, RunPass};
-use crate::link::{Arrival, Link};
+use crate::link::Link;
 
 /// Holds the device's turn; gives it back on drop.
 struct Turn<'a>(&'a SoftRnic);
@@ -60,13 +60,7 @@ impl SoftRnic {
         for _ in 0..plan.rx_batches {
             // The device's link is its capture wrapper: what it hands out
             // has been shown to the capture.
-            let got = self.link.receive(&mut |arrival| match arrival {
-                Arrival::Datagram(d) => self.arrive_datagram(now, d),
-                Arrival::Train(t) => self.arrive_train(now, t),
-                Arrival::UdpPayload { src, dst, payload } => {
-                    self.arrive_udp_payload(now, src, dst, payload);
-                }
-            });
+            let got = self.link.receive(&mut |arrival| self.arrive(now, arrival));
             pass.received += got.count;
             pass.next_due_us = got.next_due_us;
             if !got.more {

@@ -53,7 +53,7 @@ macro_rules! counters {
 }
 
 counters! {
-    /// Datagrams handed to `receive` or `receive_udp_payload`.
+    /// Packets handed to `receive` (a train counts each of its segments).
     rx_packets,
     /// Dropped by the parser (any reason but the ICRC).
     rx_malformed,

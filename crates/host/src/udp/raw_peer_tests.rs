@@ -103,7 +103,7 @@ fn a_foreign_peers_changing_identifications_are_checked_as_they_arrived() {
         link.receive(&mut |arrival| {
             if let Arrival::Datagram(d) = arrival {
                 seen.push(u16::from_be_bytes([d[4], d[5]]));
-                rnic.receive(HostClock.now_us(), d);
+                rnic.receive(HostClock.now_us(), Arrival::Datagram(d));
             }
         });
         std::thread::sleep(Duration::from_millis(1));

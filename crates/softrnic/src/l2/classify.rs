@@ -1,28 +1,36 @@
 //! What a received frame is, by its headers alone: a RoCEv2 datagram for
 //! one of the port's addresses, an ARP packet, a Neighbor Solicitation or
 //! Advertisement, or something else. Never panics, whatever the bytes.
+//!
+//! A frame that carries UDP to port 4791 has its IP and UDP headers
+//! checked here, once, by the device's own parser
+//! ([`CheckedDatagram::parse`]); the checked datagram is what the port
+//! hands on ([`super::Verdict::Rnic`]) and what the device goes on from,
+//! so no header is read twice on the way in. One whose headers do not
+//! check (IPv4 options, a fragment, a bad header checksum, lengths that
+//! disagree) is not the RNIC's: it goes up, where the host's stack drops
+//! it.
 
-use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use core::ops::Range;
+use core::net::IpAddr;
 
+use crate::wire::CheckedDatagram;
 use crate::wire::arp::{ArpPacket, parse_arp};
 use crate::wire::ethernet::{
-    ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MacAddr, parse_ethernet,
+    ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MacAddr, parse_ethernet,
 };
-use crate::wire::ipv4_udp::{IPPROTO_UDP, IPV4_HEADER_LEN, ROCEV2_PORT, UDP_HEADER_LEN};
+use crate::wire::ipv4_udp::{IPPROTO_UDP, ROCEV2_PORT};
 use crate::wire::ipv6_udp::IPV6_HEADER_LEN;
 use crate::wire::ndp::{IPPROTO_ICMPV6, Neighbor, parse_ndp};
 
 /// A classified frame.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) enum Frame<'a> {
     /// RoCEv2 for one of our addresses.
     Rocev2 {
-        /// The IP datagram's bytes in the frame, cut to its IP length.
-        ip: Range<usize>,
-        /// The frame's source MAC address and the datagram's source.
+        /// The IP datagram, its headers checked, cut to its IP length.
+        datagram: CheckedDatagram<'a>,
+        /// The frame's source MAC address.
         mac: MacAddr,
-        src: IpAddr,
     },
     /// An Ethernet/IPv4 ARP request or reply.
     Arp(&'a ArpPacket),
@@ -39,16 +47,15 @@ pub(super) fn classify(frame: &[u8], own: impl Fn(IpAddr) -> bool) -> Frame<'_> 
         return Frame::Other;
     };
     let classified = match eth.ethertype.get() {
-        ETHERTYPE_IPV4 => ipv4(payload, &own),
+        ETHERTYPE_IPV4 => ipv4(payload).and_then(|d| rocev2(d, &own)),
         ETHERTYPE_IPV6 => ipv6(payload, &own),
         ETHERTYPE_ARP => parse_arp(payload).map(Frame::Arp),
         _ => None,
     };
     match classified {
-        Some(Frame::Rocev2 { ip, src, .. }) => Frame::Rocev2 {
-            ip: ip.start + ETHERNET_HEADER_LEN..ip.end + ETHERNET_HEADER_LEN,
+        Some(Frame::Rocev2 { datagram, .. }) => Frame::Rocev2 {
+            datagram,
             mac: eth.src,
-            src,
         },
         Some(other) => other,
         None => Frame::Other,
@@ -66,59 +73,43 @@ fn to_rocev2_port(udp: &[u8]) -> bool {
     be16(udp, 2) == Some(ROCEV2_PORT)
 }
 
-/// An IPv4 datagram (Ethernet payload): RoCEv2 for us if its header is
-/// whole (IHL at least 5, within the total length, which the payload
-/// holds), it is no fragment, and it carries UDP to port 4791 at one of
-/// our addresses.
-fn ipv4<'a>(payload: &'a [u8], own: &impl Fn(IpAddr) -> bool) -> Option<Frame<'a>> {
-    let first = *payload.first()?;
-    let header_len = usize::from(first & 0x0F) * 4;
-    let total = usize::from(be16(payload, 2)?);
-    let whole = first >> 4 == 4
-        && header_len >= IPV4_HEADER_LEN
-        && header_len + UDP_HEADER_LEN <= total
-        && total <= payload.len();
-    let flags_frag = be16(payload, 6)?;
-    // More fragments, or a fragment offset.
-    let fragment = flags_frag & 0x3FFF != 0;
-    if !whole || fragment || *payload.get(9)? != IPPROTO_UDP {
-        return None;
-    }
-    let src: [u8; 4] = payload.get(12..16)?.try_into().ok()?;
-    let dst: [u8; 4] = payload.get(16..20)?.try_into().ok()?;
-    let rocev2 = to_rocev2_port(payload.get(header_len..)?) && own(Ipv4Addr::from(dst).into());
-    rocev2.then(|| Frame::Rocev2 {
-        ip: 0..total,
+/// The checked datagram, if it is one of ours.
+fn rocev2<'a>(datagram: CheckedDatagram<'a>, own: &impl Fn(IpAddr) -> bool) -> Option<Frame<'a>> {
+    own(datagram.fields().dst()).then_some(Frame::Rocev2 {
+        datagram,
         mac: MacAddr::ZERO,
-        src: Ipv4Addr::from(src).into(),
     })
 }
 
+/// An IPv4 datagram (Ethernet payload) carrying UDP to port 4791, its
+/// headers checked. The protocol and port are looked at first, so the
+/// host's other traffic costs two reads, no header checksum.
+fn ipv4(payload: &[u8]) -> Option<CheckedDatagram<'_>> {
+    let header_len = usize::from(payload.first()? & 0x0F) * 4;
+    let udp = *payload.get(9)? == IPPROTO_UDP && to_rocev2_port(payload.get(header_len..)?);
+    udp.then(|| CheckedDatagram::parse(payload).ok()).flatten()
+}
+
 /// An IPv6 datagram (Ethernet payload): RoCEv2 for us if it carries UDP
-/// (directly after its header) to port 4791 at one of our addresses,
-/// within a payload that holds it; Neighbor Discovery if ICMPv6 follows
-/// the header and it validates.
+/// (directly after its header) to port 4791 at one of our addresses and
+/// its headers check; Neighbor Discovery if ICMPv6 follows the header and
+/// it validates.
 fn ipv6<'a>(payload: &'a [u8], own: &impl Fn(IpAddr) -> bool) -> Option<Frame<'a>> {
     if payload.first()? >> 4 != 6 {
         return None;
     }
-    let total = IPV6_HEADER_LEN + usize::from(be16(payload, 4)?);
-    let datagram = payload.get(..total)?;
-    match *datagram.get(6)? {
+    match *payload.get(6)? {
         IPPROTO_UDP => {
-            let dst: [u8; 16] = datagram.get(24..40)?.try_into().ok()?;
-            let src: [u8; 16] = datagram.get(8..24)?.try_into().ok()?;
-            let udp = datagram.get(IPV6_HEADER_LEN..)?;
-            let rocev2 = udp.len() >= UDP_HEADER_LEN
-                && to_rocev2_port(udp)
-                && own(Ipv6Addr::from(dst).into());
-            rocev2.then(|| Frame::Rocev2 {
-                ip: 0..total,
-                mac: MacAddr::ZERO,
-                src: Ipv6Addr::from(src).into(),
-            })
+            let udp = payload.get(IPV6_HEADER_LEN..)?;
+            if !to_rocev2_port(udp) {
+                return None;
+            }
+            rocev2(CheckedDatagram::parse(payload).ok()?, own)
         }
-        IPPROTO_ICMPV6 => parse_ndp(datagram).map(Frame::Ndp),
+        IPPROTO_ICMPV6 => {
+            let total = IPV6_HEADER_LEN + usize::from(be16(payload, 4)?);
+            parse_ndp(payload.get(..total)?).map(Frame::Ndp)
+        }
         _ => None,
     }
 }
@@ -165,27 +156,29 @@ mod tests {
         frame
     }
 
+    /// The datagram and MAC address of a RoCEv2 frame.
+    fn rocev2_of(frame: &[u8]) -> (&[u8], MacAddr, IpAddr, usize) {
+        let Frame::Rocev2 { datagram, mac } = classify(frame, own) else {
+            panic!("not RoCEv2: {:?}", classify(frame, own))
+        };
+        let src = datagram.fields().src();
+        (datagram.bytes(), mac, src, datagram.udp_payload().len())
+    }
+
     #[test]
     fn rocev2_to_us_is_cut_to_its_ip_length() {
-        // 28 + 4 bytes: padded to a 60-byte frame; the range drops the pad.
+        // 28 + 4 bytes: padded to a 60-byte frame; the datagram drops the
+        // pad.
         let f = udp_frame("10.0.0.2", "10.0.0.1", ROCEV2_PORT, &[1, 2, 3, 4]);
         assert_eq!(f.len(), 60);
         assert_eq!(
-            classify(&f, own),
-            Frame::Rocev2 {
-                ip: 14..46,
-                mac: PEER,
-                src: IpAddr::from([10, 0, 0, 2])
-            }
+            rocev2_of(&f),
+            (&f[14..46], PEER, IpAddr::from([10, 0, 0, 2]), 4)
         );
         let f6 = udp_frame("fd00::2", "fd00::1", ROCEV2_PORT, &[9; 20]);
         assert_eq!(
-            classify(&f6, own),
-            Frame::Rocev2 {
-                ip: 14..14 + 68,
-                mac: PEER,
-                src: "fd00::2".parse().unwrap()
-            }
+            rocev2_of(&f6),
+            (&f6[14..14 + 68], PEER, "fd00::2".parse().unwrap(), 20)
         );
     }
 
@@ -220,6 +213,8 @@ mod tests {
         edit("total length past the frame", 14 + 2, 0xFF);
         edit("total length below the headers", 14 + 3, 20);
         edit("not UDP", 14 + 9, 6);
+        edit("a bad header checksum", 14 + 10, 0);
+        edit("a UDP length that disagrees", 14 + 20 + 5, 9);
         edit("a VLAN tag", 12, (ETHERTYPE_VLAN >> 8) as u8);
         let mut v6 = udp_frame("fd00::2", "fd00::1", ROCEV2_PORT, &[0; 8]);
         v6[14 + 6] = 0; // hop-by-hop options first
@@ -228,11 +223,14 @@ mod tests {
         v6[14 + 5] = 200; // payload length past the frame
         cases.push(("IPv6 payload past the frame", v6));
         for (what, frame) in &cases {
-            assert_eq!(classify(frame, own), Frame::Other, "{what}");
+            assert!(matches!(classify(frame, own), Frame::Other), "{what}");
         }
         // Every cut of a good frame is Other, never a panic.
         for n in 0..to_us.len() {
-            assert_eq!(classify(&to_us[..n], own), Frame::Other, "cut at {n}");
+            assert!(
+                matches!(classify(&to_us[..n], own), Frame::Other),
+                "cut at {n}"
+            );
         }
     }
 
@@ -250,9 +248,9 @@ mod tests {
             &mut frame,
         )
         .unwrap();
-        assert_eq!(classify(&frame, own), Frame::Arp(&arp));
+        assert!(matches!(classify(&frame, own), Frame::Arp(a) if *a == arp));
         let mut ns = [0u8; 72];
-        let target: Ipv6Addr = "fd00::1".parse().unwrap();
+        let target: core::net::Ipv6Addr = "fd00::1".parse().unwrap();
         crate::wire::ndp::write_neighbor_solicitation(
             "fd00::2".parse().unwrap(),
             PEER,

@@ -14,8 +14,10 @@
 //!   drop their frames.
 //! * Receive ([`EthernetPort::on_frame`]): a frame carrying an
 //!   unfragmented IPv4, or IPv6 with UDP right after its header, to UDP
-//!   port 4791 at one of the port's addresses is the RNIC's
-//!   ([`Verdict::Rnic`]); everything else goes up to the host's stack
+//!   port 4791 at one of the port's addresses, whose headers check, is
+//!   the RNIC's ([`Verdict::Rnic`], the checked datagram the device's
+//!   receive takes as it is: headers are parsed once on the way in);
+//!   everything else goes up to the host's stack
 //!   ([`Verdict::PassUp`]), ARP and Neighbor Discovery included, after the
 //!   port learnt from them. 802.1Q-tagged frames are passed up untouched:
 //!   NICs strip VLAN tags into out-of-band data, so a tag in the frame
@@ -74,14 +76,20 @@ pub use stats::PortStats;
 
 pub use crate::wire::ethernet::MacAddr;
 
+use crate::arrival::Arrival;
+use crate::wire::CheckedDatagram;
+
 /// Where the port's frames go (the NIC) and how it asks for loopback
 /// work to be done. Both are called at up to `DISPATCH_LEVEL`, possibly
 /// from inside the RNIC's transmit (holding its locks): they must not
 /// block or call back into the RNIC.
 pub trait FrameSink: Send + Sync {
-    /// Sends one whole Ethernet frame (no FCS). `false`: it was not taken
-    /// (counted; the RC transport retransmits).
-    fn send_frame(&self, frame: &[u8]) -> bool;
+    /// Sends one whole Ethernet frame (no FCS). `rdma` is the UDP payload
+    /// length (BTH through ICRC) of the RoCEv2 datagram it carries, for a
+    /// NIC's RDMA octet counters; `None` for the port's neighbour traffic
+    /// (ARP, Neighbor Solicitation). `false`: it was not taken (counted;
+    /// the RC transport retransmits).
+    fn send_frame(&self, frame: &[u8], rdma: Option<usize>) -> bool;
 
     /// Whether [`FrameSink::send_frame`] takes another frame now (the
     /// port's [`crate::link::Link::can_transmit`]). A sink with a bounded
@@ -100,17 +108,27 @@ pub trait FrameSink: Send + Sync {
 }
 
 /// What to do with a received frame.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// A RoCEv2 datagram for the RNIC: `frame[ip]` is the IP datagram, cut
-    /// to its IP length (Ethernet padding removed). The frame is not
+#[derive(Clone, Debug)]
+pub enum Verdict<'f> {
+    /// A RoCEv2 datagram for the RNIC, cut to its IP length (Ethernet
+    /// padding removed), its IP and UDP headers checked: the runtime hands
+    /// it to [`crate::device::SoftRnic::receive`] as it is
+    /// ([`Verdict::into_arrival`]), and the device goes on from its BTH.
+    /// Its UDP payload's length is the RDMA octet count. The frame is not
     /// passed up.
-    Rnic {
-        /// Where the IP datagram lies in the frame.
-        ip: core::ops::Range<usize>,
-    },
+    Rnic(CheckedDatagram<'f>),
     /// Anything else: hand the frame to the host's stack.
     PassUp,
+}
+
+impl<'f> Verdict<'f> {
+    /// The device's arrival, for the RNIC's datagram.
+    pub fn into_arrival(self) -> Option<Arrival<'f>> {
+        match self {
+            Self::Rnic(datagram) => Some(Arrival::Checked(datagram)),
+            Self::PassUp => None,
+        }
+    }
 }
 
 /// The largest RoCEv2 datagram the port carries: the largest path MTU

@@ -36,6 +36,8 @@ use crate::wire::ethernet::{
     write_frame,
 };
 use crate::wire::ip_udp::{datagram_destination, datagram_source};
+use crate::wire::ipv4_udp::{IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::wire::ipv6_udp::IPV6_HEADER_LEN;
 use crate::wire::ndp::{
     NdpKind, Neighbor, SOLICITATION_DATAGRAM_LEN, solicited_node, write_neighbor_solicitation,
 };
@@ -163,6 +165,17 @@ fn preallocate<T>(n: usize, mut make: impl FnMut() -> Option<T>) -> Option<Vec<T
         v.push(make()?);
     }
     Some(v)
+}
+
+/// The UDP payload length (BTH through ICRC) of a device datagram of
+/// `len` bytes sent with `ethertype`: the device builds IPv4 headers
+/// without options, so its headers are 28 or 48 bytes.
+fn rocev2_payload_len(ethertype: u16, len: usize) -> Option<usize> {
+    match ethertype {
+        ETHERTYPE_IPV4 => len.checked_sub(IPV4_HEADER_LEN + UDP_HEADER_LEN),
+        ETHERTYPE_IPV6 => len.checked_sub(IPV6_HEADER_LEN + UDP_HEADER_LEN),
+        _ => None,
+    }
 }
 
 /// The EtherType of a datagram to `dst`.
@@ -334,15 +347,16 @@ impl<S: FrameSink> EthernetPort<S> {
         let now = self.now();
         let ethertype = ethertype_of(dst);
         let known = self.neighbours.read().reachable(dst, now);
+        let rdma = rocev2_payload_len(ethertype, datagram.len());
         if let Some(mac) = known {
-            self.send_framed(mac, ethertype, datagram);
+            self.send_framed(mac, ethertype, datagram, rdma);
             return;
         }
         let resolved = self.resolve(dst, ethertype, datagram, now);
         let source = datagram_source(datagram);
         match resolved {
             Resolved::Known { mac, solicit } => {
-                self.send_framed(mac, ethertype, datagram);
+                self.send_framed(mac, ethertype, datagram, rdma);
                 if solicit {
                     self.solicit(dst, source);
                 }
@@ -396,11 +410,18 @@ impl<S: FrameSink> EthernetPort<S> {
     }
 
     /// Frames `payload` for `dst` in a scratch buffer and hands it to the
-    /// sink; whether the sink took it.
-    fn send_framed(&self, dst: MacAddr, ethertype: u16, payload: &[u8]) -> bool {
+    /// sink, with the RoCEv2 payload length `rdma` of a device datagram
+    /// ([`FrameSink::send_frame`]); whether the sink took it.
+    fn send_framed(
+        &self,
+        dst: MacAddr,
+        ethertype: u16,
+        payload: &[u8],
+        rdma: Option<usize>,
+    ) -> bool {
         let header = EthernetHeader::new(dst, self.mac, ethertype);
         self.with_scratch(|buf| match write_frame(&header, payload, buf) {
-            Some(n) => self.hand_to_sink(buf.get(..n).unwrap_or_default()),
+            Some(n) => self.hand_to_sink(buf.get(..n).unwrap_or_default(), rdma),
             None => false,
         })
     }
@@ -420,8 +441,8 @@ impl<S: FrameSink> EthernetPort<S> {
     }
 
     /// Gives a finished frame to the sink, counting the outcome.
-    fn hand_to_sink(&self, frame: &[u8]) -> bool {
-        let taken = !frame.is_empty() && self.sink.send_frame(frame);
+    fn hand_to_sink(&self, frame: &[u8], rdma: Option<usize>) -> bool {
+        let taken = !frame.is_empty() && self.sink.send_frame(frame, rdma);
         if taken {
             inc(&self.stats.frames_sent);
         } else {
@@ -444,7 +465,7 @@ impl<S: FrameSink> EthernetPort<S> {
             return inc(&self.stats.solicit_no_source);
         };
         let arp = ArpPacket::request(self.mac, from, target);
-        if self.send_framed(MacAddr::BROADCAST, ETHERTYPE_ARP, arp.as_bytes()) {
+        if self.send_framed(MacAddr::BROADCAST, ETHERTYPE_ARP, arp.as_bytes(), None) {
             inc(&self.stats.arp_sent);
         }
     }
@@ -458,7 +479,7 @@ impl<S: FrameSink> EthernetPort<S> {
             return;
         }
         let group = MacAddr::ipv6_multicast(solicited_node(target));
-        if self.send_framed(group, ETHERTYPE_IPV6, &datagram) {
+        if self.send_framed(group, ETHERTYPE_IPV6, &datagram, None) {
             inc(&self.stats.ns_sent);
         }
     }
@@ -475,7 +496,14 @@ impl<S: FrameSink> EthernetPort<S> {
                 dst.copy_from_slice(mac.as_bytes());
             }
             let frame = held.bytes.get(..len).unwrap_or_default();
-            if self.hand_to_sink(frame) {
+            // Only the device's datagrams are held (never ARP or NS).
+            let ethertype = frame
+                .get(12..14)
+                .map_or(0, |t| u16::from_be_bytes([t[0], t[1]]));
+            let rdma = len
+                .checked_sub(ETHERNET_HEADER_LEN)
+                .and_then(|n| rocev2_payload_len(ethertype, n));
+            if self.hand_to_sink(frame, rdma) {
                 inc(&self.stats.held_sent);
             }
         }
@@ -485,20 +513,20 @@ impl<S: FrameSink> EthernetPort<S> {
     // ---- receiving ----
 
     /// Looks at one received Ethernet frame (FCS stripped) at `now_us`:
-    /// the RNIC's ([`Verdict::Rnic`], with where its IP datagram lies) or
+    /// the RNIC's ([`Verdict::Rnic`], its datagram's headers checked) or
     /// the host's ([`Verdict::PassUp`]). ARP and Neighbor Discovery
     /// frames are learnt from on the way up. Never panics, whatever the
     /// bytes.
-    pub fn on_frame(&self, frame: &[u8], now_us: u64) -> Verdict {
+    pub fn on_frame<'f>(&self, frame: &'f [u8], now_us: u64) -> Verdict<'f> {
         self.note_time(now_us);
         let now = self.now();
         let own = self.own.read();
         let learn = match classify(frame, |ip| own.contains(ip)) {
-            Frame::Rocev2 { ip, mac, src } => {
+            Frame::Rocev2 { datagram, mac } => {
                 drop(own);
                 inc(&self.stats.steered);
-                self.confirm(src, mac, now);
-                return Verdict::Rnic { ip };
+                self.confirm(datagram.fields().src(), mac, now);
+                return Verdict::Rnic(datagram);
             }
             Frame::Arp(arp) => {
                 let sender: IpAddr = arp.sender_ip().into();

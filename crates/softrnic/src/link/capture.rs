@@ -96,11 +96,12 @@ impl<L> CaptureLink<L> {
     /// what [`Link::receive`] hands out passes here, and so must what a
     /// push runtime hands the device directly. A UDP payload from a mixed
     /// pair of families is no datagram: it is not shown.
-    pub fn show_arrival(&self, arrival: Arrival<'_>) {
+    pub fn show_arrival(&self, arrival: &Arrival<'_>) {
         self.with_capture(|cap| match arrival {
             Arrival::Datagram(d) => cap.capture(Direction::Receive, d),
+            Arrival::Checked(d) => cap.capture(Direction::Receive, d.bytes()),
             Arrival::UdpPayload { src, dst, payload } => {
-                if let Some(fields) = IpUdpFields::between(src, dst) {
+                if let Some(fields) = IpUdpFields::between(*src, *dst) {
                     self.udp_payload(cap, &fields, payload);
                 }
             }
@@ -212,7 +213,7 @@ impl<L: Link> Link for CaptureLink<L> {
 
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
         self.inner.receive(&mut |arrival| {
-            self.show_arrival(arrival);
+            self.show_arrival(&arrival);
             deliver(arrival);
         })
     }

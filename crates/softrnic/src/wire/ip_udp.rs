@@ -214,6 +214,7 @@ impl IpUdpFields {
 
 /// The checked IP and UDP headers of a received datagram: its facts, the
 /// ICRC hasher that has consumed them, and the UDP payload.
+#[derive(Clone, Debug)]
 pub(crate) struct IpUdpView<'a> {
     pub fields: IpUdpFields,
     pub hasher: IcrcHasher,
@@ -242,6 +243,52 @@ pub(crate) fn parse_ip_udp(datagram: &[u8]) -> Result<IpUdpView<'_>, ParseError>
             })
         }
         Some(_) => Err(ParseError::BadVersion),
+    }
+}
+
+/// A received IPv4 or IPv6 datagram to UDP port 4791 whose IP and UDP
+/// headers have been checked, once ([`CheckedDatagram::parse`]): what
+/// whoever received it (the Ethernet port's classification, a raw
+/// socket) learnt from them, carried on to the device, which goes on from
+/// the BTH ([`super::parse_checked`]) with the ICRC already fed the
+/// headers. The checks are [`super::parse`]'s: IPv4 without options or
+/// fragmentation with a good header checksum, IPv6 with UDP as its first
+/// next header, and a UDP length that matches the IP length.
+#[derive(Clone, Debug)]
+pub struct CheckedDatagram<'a> {
+    /// The datagram, cut to its IP length (link padding dropped).
+    bytes: &'a [u8],
+    view: IpUdpView<'a>,
+}
+
+impl<'a> CheckedDatagram<'a> {
+    /// Checks the IP and UDP headers at the start of `datagram`; anything
+    /// after the IP length (Ethernet padding) is left out.
+    pub fn parse(datagram: &'a [u8]) -> Result<Self, ParseError> {
+        let view = parse_ip_udp(datagram)?;
+        let len = view.fields.header_len() + view.udp_payload.len();
+        let bytes = datagram.get(..len).ok_or(ParseError::Truncated)?;
+        Ok(Self { bytes, view })
+    }
+
+    /// The IP and UDP facts its headers carry.
+    pub fn fields(&self) -> &IpUdpFields {
+        &self.view.fields
+    }
+
+    /// The UDP payload (BTH through ICRC).
+    pub fn udp_payload(&self) -> &'a [u8] {
+        self.view.udp_payload
+    }
+
+    /// The whole datagram, IP header through ICRC.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The checked headers, for the transport parse.
+    pub(crate) fn view(&self) -> &IpUdpView<'a> {
+        &self.view
     }
 }
 

@@ -5,7 +5,8 @@
 //! its opcode calls for, payload, 0–3 pad bytes, and a 4-byte invariant CRC.
 //!
 //! * [`packet`] — build ([`PacketBuilder`], [`build`], [`build_udp_payload`])
-//!   and parse ([`parse`], [`parse_udp_payload`]) whole packets.
+//!   and parse ([`parse`], [`parse_udp_payload`], [`parse_checked`]) whole
+//!   packets.
 //! * [`opcode`] — the opcode table ([`Opcode::info`]).
 //! * [`bth`], [`ext`], [`syndrome`] — the transport headers.
 //! * [`ipv4_udp`] — IPv4 and UDP headers and the IPv4 checksum;
@@ -53,14 +54,14 @@ pub use ext::{Aeth, AtomicEth, Deth, ExtHeaders, GSI_QKEY, Reth};
 pub use fields::U24;
 pub use framing::{Carrying, read_response_framing, request_opcode};
 pub use icrc::{ICRC_LEN, IcrcHasher, icrc_from_wire, icrc_to_wire};
-pub use ip_udp::IpUdpFields;
+pub use ip_udp::{CheckedDatagram, IpUdpFields};
 pub use ipv4_udp::{Ipv4UdpFields, ROCEV2_PORT, ipv4_ident};
 pub use ipv6_udp::Ipv6UdpFields;
 pub use mad::{GSI_QPN, MAD_LEN, Mad, MadHeader, gsi_headers};
 pub use opcode::{HeaderSet, Opcode, OpcodeInfo, Operation, Position};
 pub use packet::{
     Headers, Packet, PacketBuilder, PayloadHasher, build, build_udp_payload, datagram_len, parse,
-    parse_udp_payload, udp_payload_len,
+    parse_checked, parse_udp_payload, udp_payload_len,
 };
 pub use pmtu::{Pmtu, pad_len, segment_count};
 pub use psn::{PSN_MASK, psn_add, psn_after, psn_before, psn_diff, psn_sub};

@@ -29,7 +29,7 @@ use super::bth::{BTH_LEN, Bth, BthHeader, QPN_MASK};
 use super::error::{BuildError, ParseError};
 use super::ext::ExtHeaders;
 use super::icrc::{ICRC_LEN, IcrcHasher, icrc_from_wire, icrc_to_wire};
-use super::ip_udp::{IpUdpFields, parse_ip_udp};
+use super::ip_udp::{CheckedDatagram, IpUdpFields, parse_ip_udp};
 use super::opcode::OpcodeInfo;
 use super::pmtu::pad_len;
 use zerocopy::{FromBytes, IntoBytes};
@@ -301,6 +301,14 @@ pub fn build_udp_payload(
 pub fn parse(datagram: &[u8]) -> Result<Packet<'_>, ParseError> {
     let view = parse_ip_udp(datagram)?;
     parse_transport(view.fields, view.hasher, view.udp_payload)
+}
+
+/// [`parse`] of a datagram whose IP and UDP headers were checked already
+/// ([`CheckedDatagram::parse`]): goes on from the BTH, the ICRC having
+/// consumed the headers.
+pub fn parse_checked<'a>(datagram: &CheckedDatagram<'a>) -> Result<Packet<'a>, ParseError> {
+    let view = datagram.view();
+    parse_transport(view.fields, view.hasher.clone(), view.udp_payload)
 }
 
 /// Parses and verifies a UDP payload (BTH through ICRC) received from

@@ -24,6 +24,7 @@ use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{
     Consumer, Cqe, Cqn, DmaAccess, DmaFault, MemoryKey, Pdn, Producer, Qpn, RecvWqe, SendWqe, Sge,
 };
+use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::{Clock, Wake};
 use softrnic::fabric::{Fabric, FabricPort};
@@ -289,9 +290,14 @@ impl Node {
         }
     }
 
+    /// Hands an arrival to the device now (its one receive door).
+    pub fn arrive(&self, arrival: Arrival<'_>) {
+        self.dev.receive(self.clock.now(), arrival);
+    }
+
     /// Hands a received datagram to the device now.
     pub fn receive(&self, datagram: &[u8]) {
-        self.dev.receive(self.clock.now(), datagram);
+        self.arrive(Arrival::Datagram(datagram));
     }
 
     /// Hands a received UDP payload from `src` at `dst` to the device now.
@@ -301,13 +307,13 @@ impl Node {
         dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) {
-        self.dev
-            .receive_udp_payload(self.clock.now(), src, dst, payload);
+        let (src, dst) = (src.into(), dst.into());
+        self.arrive(Arrival::UdpPayload { src, dst, payload });
     }
 
     /// Hands a received train to the device now.
     pub fn receive_train(&self, train: &softrnic::train::Train) {
-        self.dev.receive_train(self.clock.now(), train);
+        self.arrive(Arrival::Train(train));
     }
 
     /// Polls the device now ([`SoftRnic::poll`]).

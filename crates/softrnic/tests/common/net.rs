@@ -13,6 +13,7 @@ use hwq::device::{
 };
 use hwq::ring::ring;
 use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn};
+use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::Clock;
 use softrnic::fabric::{Fabric, FabricPort};
@@ -333,7 +334,7 @@ impl Net {
         while let Some((dst, bytes)) = self.fabric.take_due(self.now()) {
             any = true;
             if let Some(node) = self.nodes.iter().find(|n| n.addr == dst) {
-                node.rnic.receive(self.now(), &bytes);
+                node.rnic.receive(self.now(), Arrival::Datagram(&bytes));
             }
         }
         for node in &self.nodes {

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
+use softrnic::arrival::Arrival;
 use softrnic::l2::{EthernetPort, FrameSink, MacAddr, Verdict};
 use softrnic::link::Link;
 use softrnic::qp::Path;
@@ -49,7 +50,7 @@ struct Wire(Mutex<Vec<Vec<u8>>>);
 struct Sink(Arc<Wire>);
 
 impl FrameSink for Sink {
-    fn send_frame(&self, frame: &[u8]) -> bool {
+    fn send_frame(&self, frame: &[u8], _rdma: Option<usize>) -> bool {
         self.0.0.lock().unwrap().push(frame.to_vec());
         true
     }
@@ -185,7 +186,7 @@ fn station() -> (Station, Buf) {
     reply.oper.set(ARP_REPLY);
     reply.tha = OUR_MAC;
     let arp = frame(OUR_MAC, PEER_MAC, ETHERTYPE_ARP, reply.as_bytes());
-    assert_eq!(port.on_frame(&arp, clock.now()), Verdict::PassUp);
+    assert!(matches!(port.on_frame(&arp, clock.now()), Verdict::PassUp));
     assert_eq!(port.neighbour(PEER_IP.into()), Some(PEER_MAC));
     let buf = node.register(4096, Access::LOCAL_WRITE);
     node.post_recv(&mut qp, 7, &[buf.sge(0, 4096)]);
@@ -206,7 +207,7 @@ impl Station {
     /// lets the RNIC run.
     fn deliver(&mut self, frame: &[u8]) {
         match self.port.on_frame(frame, self.node.clock.now()) {
-            Verdict::Rnic { ip } => self.node.receive(&frame[ip]),
+            Verdict::Rnic(datagram) => self.node.arrive(Arrival::Checked(datagram)),
             Verdict::PassUp => panic!("a RoCEv2 frame for us was passed up"),
         }
         for _ in 0..10 {

@@ -24,6 +24,7 @@ use softrnic::wire::ndp::{
 };
 use softrnic::wire::{
     Bth, ExtHeaders, Headers, IpUdpFields, Mad, Opcode, ReqMsg, build, gsi_headers, parse,
+    parse_checked,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -40,6 +41,8 @@ fn ip(s: &str) -> IpAddr {
 #[derive(Debug, Default)]
 struct Recorder {
     frames: Mutex<Vec<Vec<u8>>>,
+    /// The RoCEv2 payload length the port gave with each frame.
+    rdma: Mutex<Vec<Option<usize>>>,
     loopback_calls: AtomicUsize,
     refuse: AtomicBool,
     full: AtomicBool,
@@ -49,11 +52,12 @@ struct Recorder {
 struct Sink(Arc<Recorder>);
 
 impl FrameSink for Sink {
-    fn send_frame(&self, frame: &[u8]) -> bool {
+    fn send_frame(&self, frame: &[u8], rdma: Option<usize>) -> bool {
         if self.0.refuse.load(Ordering::SeqCst) {
             return false;
         }
         self.0.frames.lock().unwrap().push(frame.to_vec());
+        self.0.rdma.lock().unwrap().push(rdma);
         true
     }
 
@@ -69,6 +73,11 @@ impl FrameSink for Sink {
 impl Sink {
     fn take(&self) -> Vec<Vec<u8>> {
         std::mem::take(&mut *self.0.frames.lock().unwrap())
+    }
+
+    /// The RoCEv2 payload lengths of the frames sent so far (taken).
+    fn take_rdma(&self) -> Vec<Option<usize>> {
+        std::mem::take(&mut *self.0.rdma.lock().unwrap())
     }
 }
 
@@ -209,6 +218,11 @@ fn misses_send_known_good_arp_and_neighbor_solicitations_once_a_second() {
         sink.take(),
         [hex(ARP_REQUEST_FRAME), hex(NEIGHBOR_SOLICITATION_FRAME)]
     );
+    assert_eq!(
+        sink.take_rdma(),
+        [None, None],
+        "neighbour traffic is no RDMA"
+    );
     let s = p.stats();
     assert_eq!((s.arp_sent, s.ns_sent, s.held), (1, 1, 2));
     // Within the interval: no new request, and the first datagram is
@@ -238,10 +252,12 @@ fn a_frame_parses_back_and_its_rocev2_packet_verifies_in_both_families() {
         ),
     ] {
         let (p, sink) = port();
-        assert_eq!(p.on_frame(&learn, 2 * SECOND), Verdict::PassUp);
+        assert!(matches!(p.on_frame(&learn, 2 * SECOND), Verdict::PassUp));
         assert_eq!(p.neighbour(ip(peer)), Some(PEER));
+        let header_len = if ip(peer).is_ipv4() { 28 } else { 48 };
         for datagram in [rocev2(ours, peer), short_udp(ours, peer)] {
             p.transmit(&datagram);
+            assert_eq!(sink.take_rdma(), [Some(datagram.len() - header_len)]);
             let frames = sink.take();
             let [f] = frames.as_slice() else {
                 panic!("{frames:?}")
@@ -261,11 +277,17 @@ fn a_frame_parses_back_and_its_rocev2_packet_verifies_in_both_families() {
             // The peer's port steers it, cut to the IP length.
             let (peer_port, _) = port_with(PortConfig::new(PEER));
             peer_port.set_addresses(&[(ip(peer), if ip(peer).is_ipv4() { 15 } else { 64 })]);
-            let Verdict::Rnic { ip: range } = peer_port.on_frame(f, 3 * SECOND) else {
+            let Verdict::Rnic(steered) = peer_port.on_frame(f, 3 * SECOND) else {
                 panic!("not steered")
             };
-            assert_eq!(&f[range.clone()], &datagram[..]);
-            let packet = parse(&f[range]).expect("the ICRC verifies");
+            assert_eq!(steered.bytes(), &datagram[..]);
+            assert_eq!(steered.udp_payload().len(), datagram.len() - header_len);
+            let packet = parse_checked(&steered).expect("the ICRC verifies");
+            assert_eq!(
+                packet,
+                parse(steered.bytes()).unwrap(),
+                "one parse, same packet"
+            );
             assert_eq!(packet.ip.dst(), ip(peer));
         }
         assert_eq!(p.stats().frames_sent, 2);
@@ -282,11 +304,16 @@ fn the_held_datagram_goes_when_the_neighbour_answers_and_expires_otherwise() {
     sink.take();
     // The answers: the held datagrams leave, framed for the peer.
     let reply = arp(ARP_REPLY, PEER, "198.18.0.2", "198.18.0.1", US);
-    assert_eq!(p.on_frame(&reply, 2 * SECOND), Verdict::PassUp);
+    assert!(matches!(p.on_frame(&reply, 2 * SECOND), Verdict::PassUp));
     let na = neighbor_advertisement("fd00:5253::2", "fe80::1", "fd00:5253::2", PEER);
-    assert_eq!(p.on_frame(&na, 2 * SECOND), Verdict::PassUp);
+    assert!(matches!(p.on_frame(&na, 2 * SECOND), Verdict::PassUp));
     let frames = sink.take();
     assert_eq!(frames.len(), 2);
+    assert_eq!(
+        sink.take_rdma()[2..],
+        [Some(d4.len() - 28), Some(d6.len() - 48)],
+        "held datagrams count their RoCEv2 payload"
+    );
     for (f, d) in frames.iter().zip([&d4, &d6]) {
         let (eth, payload) = parse_ethernet(f).unwrap();
         assert_eq!((eth.dst, eth.src), (PEER, US));
@@ -424,7 +451,7 @@ fn entries_go_stale_then_unknown_and_peer_traffic_confirms_them() {
     );
     assert!(matches!(
         p.on_frame(&from_other, t1 + REACHABLE_US - 1),
-        Verdict::Rnic { .. }
+        Verdict::Rnic(_)
     ));
     p.tick(t1 + REACHABLE_US);
     p.transmit(&d);
@@ -518,8 +545,8 @@ fn anything_but_rocev2_for_us_passes_up() {
         ETHERTYPE_IPV6,
         &rocev2("fd00:5253::2", "fd00:5253::1"),
     );
-    assert!(matches!(p.on_frame(&good, 0), Verdict::Rnic { .. }));
-    assert!(matches!(p.on_frame(&good6, 0), Verdict::Rnic { .. }));
+    assert!(matches!(p.on_frame(&good, 0), Verdict::Rnic(_)));
+    assert!(matches!(p.on_frame(&good6, 0), Verdict::Rnic(_)));
     let edit = |base: &[u8], at: usize, value: u8| {
         let mut f = base.to_vec();
         f[at] = value;
@@ -551,6 +578,15 @@ fn anything_but_rocev2_for_us_passes_up() {
         ("a fragment offset", edit(&good, 14 + 7, 0x08)),
         ("IHL below 5", edit(&good, 14, 0x44)),
         ("not UDP", edit(&good, 14 + 9, 6)),
+        (
+            "a bad IPv4 header checksum",
+            edit(&good, 14 + 10, !good[14 + 10]),
+        ),
+        ("IPv4 options", edit(&good, 14, 0x46)),
+        (
+            "a UDP length past the IPv6 payload",
+            edit(&good6, 14 + 40 + 5, 0xff),
+        ),
         ("another UDP port", edit(&good, 14 + 20 + 3, 0xb8)),
         ("IPv6 next header not UDP", edit(&good6, 14 + 6, 44)),
         ("truncated", good[..good.len() - 10].to_vec()),
@@ -568,7 +604,7 @@ fn anything_but_rocev2_for_us_passes_up() {
         ("empty", Vec::new()),
     ];
     for (what, f) in &cases {
-        assert_eq!(p.on_frame(f, 0), Verdict::PassUp, "{what}");
+        assert!(matches!(p.on_frame(f, 0), Verdict::PassUp), "{what}");
     }
     let s = p.stats();
     assert_eq!((s.steered, s.passed_up), (2, cases.len() as u64));
@@ -743,11 +779,18 @@ fn seeds() -> Vec<Vec<u8>> {
 }
 
 /// What must hold of any verdict on `frame`.
-fn check_verdict(verdict: &Verdict, frame: &[u8]) -> Result<(), TestCaseError> {
-    if let Verdict::Rnic { ip } = verdict {
-        prop_assert!(ip.start == 14 && ip.end <= frame.len() && ip.end >= 14 + 28);
-        let dst = datagram_destination(&frame[ip.clone()]);
+fn check_verdict(verdict: &Verdict<'_>, frame: &[u8]) -> Result<(), TestCaseError> {
+    if let Verdict::Rnic(datagram) = verdict {
+        let bytes = datagram.bytes();
+        let at = (bytes.as_ptr() as usize).wrapping_sub(frame.as_ptr() as usize);
+        prop_assert!(at == 14 && 14 + bytes.len() <= frame.len() && bytes.len() >= 28);
+        let dst = datagram_destination(bytes);
         prop_assert!(dst.is_some_and(own_ip), "steered to {dst:?}");
+        prop_assert_eq!(Some(datagram.fields().dst()), dst);
+        prop_assert_eq!(
+            bytes.len() - datagram.fields().header_len(),
+            datagram.udp_payload().len()
+        );
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ use common::*;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
+use softrnic::arrival::Arrival;
 use softrnic::device::SoftRnic;
 use softrnic::l2::{EthernetPort, FrameSink, MacAddr, Verdict};
 use softrnic::link::Link;
@@ -45,7 +46,7 @@ struct Wire {
 struct WireSink(Arc<Wire>);
 
 impl FrameSink for WireSink {
-    fn send_frame(&self, frame: &[u8]) -> bool {
+    fn send_frame(&self, frame: &[u8], _rdma: Option<usize>) -> bool {
         self.0.frames.lock().unwrap().push_back(frame.to_vec());
         true
     }
@@ -241,7 +242,7 @@ impl Segment {
             for f in frames {
                 worked = true;
                 match to.port.on_frame(&f, now) {
-                    Verdict::Rnic { ip } => to.node.receive(&f[ip]),
+                    Verdict::Rnic(datagram) => to.node.arrive(Arrival::Checked(datagram)),
                     Verdict::PassUp => {
                         to.host_stack(&f);
                         to.passed_up.lock().unwrap().push(f.clone());
