@@ -4,6 +4,7 @@
 //! a fault of driver code into a bugcheck, and Driver Verifier's rules and
 //! their outcome.
 
+#[path = "processor.rs"]
 pub mod cpu;
 pub mod crt;
 pub mod io;
