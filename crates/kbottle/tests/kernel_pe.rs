@@ -328,6 +328,9 @@ fn the_entry_point_is_driver_entry_and_undoes_its_work_on_failure() {
             .iter()
             .all(|b| b.processor != me)
     );
+    // As Machine does before unmapping: the image's kernel objects die
+    // with it (the loader does not reach into ke).
+    ke::forget_objects_in(img.range());
 }
 
 // ---- Refusals of malformed variants ----

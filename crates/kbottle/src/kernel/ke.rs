@@ -25,7 +25,7 @@
 
 mod dispatcher;
 mod dpc;
-mod layout;
+pub(super) mod layout;
 mod live;
 mod lock_order;
 mod spinlock;

@@ -4,13 +4,16 @@
 //! a fault of driver code into a bugcheck, and Driver Verifier's rules and
 //! their outcome.
 
-#[path = "processor.rs"]
 pub mod cpu;
 pub mod crt;
+mod dpc_queue;
 pub mod io;
 pub mod ke;
 pub mod mm;
 pub mod pool;
+mod processor;
+mod signals;
 pub mod special_pool;
 pub mod trap;
 pub mod verifier;
+mod watchdog;

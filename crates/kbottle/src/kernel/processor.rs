@@ -1,5 +1,6 @@
 //! Processors: a *processor* is an OS thread that runs driver code, with
-//! its own IRQL and DPC queue (the queue itself lives in [`crate::kernel::ke`]).
+//! its own IRQL and DPC queue (the queue is [`super::dpc_queue`]; raising
+//! and lowering the IRQL, which runs that queue, is [`super::cpu`]).
 //!
 //! Each processor's state is thread-local for the fast path, and also in a
 //! global registry so that `KeFlushQueuedDpcs` can see every queue and the
@@ -7,13 +8,17 @@
 //! `DISPATCH_LEVEL` or inside one DPC. Processor numbers are small and
 //! reused: a new processor takes the lowest number no live one holds, as a
 //! machine has a fixed set of processors.
+//!
+//! The floor of the kernel: it imports only [`super::signals`] and
+//! [`crate::sync`], so the verifier, the trap handlers and the DPC queue
+//! can name the processor they run on.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, IRQL_UNEXPECTED_VALUE};
+use super::signals;
 use crate::sync::lock;
 
 /// Interrupt request level.
@@ -87,6 +92,16 @@ impl Processor {
     pub(crate) fn name(&self) -> String {
         lock(&self.name).clone()
     }
+
+    /// Its IRQL.
+    pub(crate) fn irql(&self) -> KIRQL {
+        self.irql.load(Ordering::Relaxed)
+    }
+
+    /// Whether a DPC routine runs on it.
+    pub(crate) fn in_dpc_routine(&self) -> bool {
+        self.dpc_since.load(Ordering::Relaxed) != 0
+    }
 }
 
 static REGISTRY: Mutex<Vec<Arc<Processor>>> = Mutex::new(Vec::new());
@@ -149,8 +164,7 @@ fn register(name: String) -> Arc<Processor> {
     });
     reg.push(Arc::clone(&p));
     drop(reg);
-    crate::kernel::trap::ensure_altstack();
-    verifier::start_watchdog();
+    signals::ensure_altstack();
     p
 }
 
@@ -216,7 +230,9 @@ pub fn current() -> KIRQL {
     IRQL_MIRROR.with(Cell::get)
 }
 
-fn set_irql(p: &Processor, new: KIRQL) {
+/// Sets `p`'s IRQL (the calling processor's) and starts or stops the
+/// watchdog's clock of its time at `DISPATCH_LEVEL`.
+pub(crate) fn set_irql(p: &Processor, new: KIRQL) {
     let old = p.irql.swap(new, Ordering::SeqCst);
     IRQL_MIRROR.with(|m| m.set(new));
     if old < DISPATCH_LEVEL && new >= DISPATCH_LEVEL {
@@ -225,74 +241,6 @@ fn set_irql(p: &Processor, new: KIRQL) {
     } else if old >= DISPATCH_LEVEL && new < DISPATCH_LEVEL {
         p.dispatch_since.store(0, Ordering::SeqCst);
     }
-}
-
-/// `KfRaiseIrql`: raises to `new` and returns the previous IRQL. Raising to
-/// a lower level or above `HIGH_LEVEL` is 0xC4/0x30.
-pub fn raise(new: KIRQL) -> KIRQL {
-    let p = this();
-    let old = p.irql.load(Ordering::Relaxed);
-    if new < old || new > HIGH_LEVEL {
-        verifier::bugcheck(
-            DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [0x30, u64::from(old), u64::from(new), 0],
-            format!("KeRaiseIrql/KfRaiseIrql to {new} from IRQL {old}: not a raise"),
-        );
-    }
-    set_irql(&p, new);
-    old
-}
-
-/// `KeLowerIrql`: lowers to `new`. Raising through it, or lowering below
-/// `DISPATCH_LEVEL` inside a DPC, is 0xC4/0x31. Dropping below
-/// `DISPATCH_LEVEL` first runs this processor's queued DPCs at
-/// `DISPATCH_LEVEL`.
-pub fn lower(new: KIRQL) {
-    let p = this();
-    let old = p.irql.load(Ordering::Relaxed);
-    if new > old || new > HIGH_LEVEL {
-        verifier::bugcheck(
-            DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [0x31, u64::from(old), u64::from(new), 0],
-            format!("KeLowerIrql to {new} from IRQL {old}: not a lowering"),
-        );
-    }
-    if new < DISPATCH_LEVEL && p.dpc_since.load(Ordering::Relaxed) != 0 {
-        verifier::bugcheck(
-            DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [0x31, u64::from(old), u64::from(new), 1],
-            format!("KeLowerIrql to {new} inside a DPC routine"),
-        );
-    }
-    if new < DISPATCH_LEVEL && old >= DISPATCH_LEVEL {
-        set_irql(&p, DISPATCH_LEVEL);
-        crate::kernel::ke::drain_dpcs(&p);
-    }
-    set_irql(&p, new);
-}
-
-/// Raises to `DISPATCH_LEVEL`, runs `f`, checks it returned at
-/// `DISPATCH_LEVEL` (0xC8 otherwise) and lowers back, delivering DPCs
-/// queued meanwhile: how a timer expiry, a network receive or a DPC
-/// delivery enters the driver. Already at `DISPATCH_LEVEL`, `f` just runs.
-pub fn run_at_dispatch<R>(f: impl FnOnce() -> R) -> R {
-    let old = raise(DISPATCH_LEVEL);
-    let r = f();
-    let now = current();
-    if now != DISPATCH_LEVEL {
-        verifier::bugcheck(
-            IRQL_UNEXPECTED_VALUE,
-            [
-                (u64::from(now) << 16) | (u64::from(DISPATCH_LEVEL) << 8) | 0xFF,
-                0,
-                0,
-                0,
-            ],
-            format!("driver code entered at DISPATCH_LEVEL returned at IRQL {now}"),
-        );
-    }
-    lower(old);
-    r
 }
 
 /// Marks the start (`Some`) or end (`None`) of a DPC routine on this
@@ -323,13 +271,6 @@ pub(crate) fn pause_watchdog(paused: bool) {
             p.dpc_since.store(now, Ordering::SeqCst);
         }
     }
-}
-
-/// Whether no DPC is queued or running on any processor
-/// (`KeFlushQueuedDpcs` waits for the DPCs queued before it; this is the
-/// stricter "all quiet" test).
-pub fn is_processor_idle_everywhere() -> bool {
-    crate::kernel::ke::dpcs_idle()
 }
 
 /// What the watchdog needs of one processor.
@@ -382,32 +323,11 @@ pub(crate) fn is_halted(id: u32) -> bool {
 
 /// Stops another processor after the watchdog's bugcheck (`Policy::Park`):
 /// it is marked halted and sent the park signal, whose handler never
-/// returns (see [`crate::kernel::trap`]).
+/// returns (see [`signals`]).
 pub(crate) fn stop_processor(id: u32) {
     let target = lock(&REGISTRY).iter().find(|p| p.id == id).cloned();
     if let Some(p) = target {
         p.halted.store(true, Ordering::SeqCst);
-        crate::kernel::trap::park_thread(p.thread);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn raise_and_lower_track_the_level() {
-        std::thread::spawn(|| {
-            enter("cpu-test");
-            assert_eq!(current(), PASSIVE_LEVEL);
-            assert_eq!(raise(DISPATCH_LEVEL), PASSIVE_LEVEL);
-            assert_eq!(current(), DISPATCH_LEVEL);
-            lower(PASSIVE_LEVEL);
-            assert_eq!(current(), PASSIVE_LEVEL);
-            assert_eq!(current_name(), "cpu-test");
-            assert_eq!(run_at_dispatch(current), DISPATCH_LEVEL);
-        })
-        .join()
-        .unwrap();
+        signals::park_thread(p.thread);
     }
 }

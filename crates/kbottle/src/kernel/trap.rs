@@ -12,10 +12,6 @@
 //! backtrace and policy of [`crate::kernel::verifier::bugcheck`]). Faults outside
 //! any image go to the handler that was installed before (Rust's own
 //! stack-overflow handler, or the default action).
-//!
-//! The same module owns the *park signal*: the watchdog stops a processor
-//! it reported (under `Policy::Park`) by sending it a signal whose handler
-//! never returns.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -41,12 +37,11 @@ unsafe impl Sync for Previous {}
 static PREVIOUS: Previous = Previous(UnsafeCell::new([MaybeUninit::uninit(); 4]));
 static INSTALL: Once = Once::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
-static PARK_INSTALL: Once = Once::new();
 
 /// Installs the trap handlers (once per process; later calls do nothing)
 /// and gives the calling thread an alternate signal stack if it has none.
 pub fn install() {
-    ensure_altstack();
+    super::signals::ensure_altstack();
     INSTALL.call_once(|| {
         for (i, &sig) in SIGNALS.iter().enumerate() {
             // SAFETY: an all-zero sigaction is a valid value to build on.
@@ -69,31 +64,6 @@ pub fn install() {
 /// Whether [`install`] ran.
 pub fn installed() -> bool {
     INSTALLED.load(Ordering::SeqCst)
-}
-
-/// Gives the calling thread an alternate signal stack unless it has one
-/// (std's threads have one for its stack-overflow handler). The stack is
-/// leaked: one per thread, 64 KiB.
-pub fn ensure_altstack() {
-    const SIZE: usize = 64 * 1024;
-    let mut current = MaybeUninit::<libc::stack_t>::uninit();
-    // SAFETY: querying the current alternate stack into `current`.
-    if unsafe { libc::sigaltstack(std::ptr::null(), current.as_mut_ptr()) } != 0 {
-        return;
-    }
-    // SAFETY: initialised by the successful call above.
-    let current = unsafe { current.assume_init() };
-    if current.ss_flags & libc::SS_DISABLE == 0 {
-        return;
-    }
-    let stack = Box::leak(vec![0u8; SIZE].into_boxed_slice());
-    let st = libc::stack_t {
-        ss_sp: stack.as_mut_ptr().cast(),
-        ss_flags: 0,
-        ss_size: SIZE,
-    };
-    // SAFETY: `stack` is leaked, so valid for the thread's life.
-    unsafe { libc::sigaltstack(&raw const st, std::ptr::null_mut()) };
 }
 
 // ---- Signal-safe text ----
@@ -397,7 +367,7 @@ extern "C" fn on_trap(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_vo
             // SAFETY: abort is async-signal-safe.
             unsafe { libc::abort() };
         }
-        let irql = crate::kernel::cpu::irql_signal_safe();
+        let irql = super::processor::irql_signal_safe();
         let err = gregs[libc::REG_ERR as usize] as u64;
         let write = err & 2 != 0;
         let fetch = err & 0x10 != 0;
@@ -405,7 +375,7 @@ extern "C" fn on_trap(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_vo
         args[1] = u64::from(irql);
         args[2] = if fetch { 8 } else { u64::from(write) };
         args[3] = 0;
-        if irql >= crate::kernel::cpu::DISPATCH_LEVEL {
+        if irql >= super::processor::DISPATCH_LEVEL {
             (Trapped::AccessRaised, 0)
         } else {
             args[2] = if fetch { 2 } else { u64::from(write) };
@@ -488,34 +458,4 @@ fn chain(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
         let f = unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(handler) };
         f(sig);
     }
-}
-
-// ---- The park signal ----
-
-/// The signal that parks a processor (a real-time signal).
-fn park_signal() -> i32 {
-    libc::SIGRTMIN() + 5
-}
-
-extern "C" fn on_park(_sig: i32) {
-    loop {
-        // SAFETY: pause is async-signal-safe; this thread never resumes.
-        unsafe { libc::pause() };
-    }
-}
-
-/// Stops `thread` for good: it takes the park signal, whose handler never
-/// returns (it runs on the thread's alternate stack).
-pub(crate) fn park_thread(thread: libc::pthread_t) {
-    PARK_INSTALL.call_once(|| {
-        // SAFETY: an all-zero sigaction is a valid value to build on.
-        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-        act.sa_sigaction = on_park as *const () as usize;
-        act.sa_flags = libc::SA_ONSTACK;
-        // SAFETY: installing a handler for a real-time signal nobody else
-        // in the bottle uses.
-        unsafe { libc::sigaction(park_signal(), &raw const act, std::ptr::null_mut()) };
-    });
-    // SAFETY: `thread` is a live processor thread (from the registry).
-    unsafe { libc::pthread_kill(thread, park_signal()) };
 }

@@ -1,7 +1,8 @@
 //! The rules' outcome: a would-be bugcheck is recorded with its code and
 //! parameters, reported on stderr, and ends the test (abort, or park the
 //! processor that hit it); low-resources simulation (fault points); the
-//! DPC watchdog.
+//! DPC watchdog's limits (the thread that applies them is
+//! `watchdog`).
 //!
 //! Codes and parameters follow the public bug check reference (0xC4
 //! `DRIVER_VERIFIER_DETECTED_VIOLATION` and its Parameter 1 table, 0xC7
@@ -10,8 +11,8 @@
 //! bottle cannot model what the driver did, the code is [`UNMODELLED`].
 
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 pub(crate) use crate::sync::lock;
 use std::time::Duration;
@@ -113,7 +114,7 @@ pub fn clear_bugchecks() {
 /// parameters, rule, processor, harness backtrace, driver return addresses
 /// found on the stack) and then aborts or parks this thread per [`policy`].
 pub fn bugcheck(code: u32, params: [u64; 4], rule: impl Into<String>) -> ! {
-    let processor = crate::kernel::cpu::current_name();
+    let processor = super::processor::current_name();
     record(code, params, rule.into(), processor, true);
     halt_this_processor()
 }
@@ -165,7 +166,7 @@ pub(crate) fn halt_this_processor() -> ! {
     match policy() {
         Policy::Abort => std::process::abort(),
         Policy::Park => {
-            crate::kernel::cpu::mark_halted();
+            super::processor::mark_halted();
             loop {
                 std::thread::park();
             }
@@ -245,9 +246,8 @@ pub fn faults_injected() -> Vec<&'static str> {
 
 // ---- DPC watchdog ----
 
-static SINGLE_LIMIT_NS: AtomicU64 = AtomicU64::new(1_000_000_000);
-static CUMULATIVE_LIMIT_NS: AtomicU64 = AtomicU64::new(2_000_000_000);
-static WATCHDOG: OnceLock<()> = OnceLock::new();
+pub(super) static SINGLE_LIMIT_NS: AtomicU64 = AtomicU64::new(1_000_000_000);
+pub(super) static CUMULATIVE_LIMIT_NS: AtomicU64 = AtomicU64::new(2_000_000_000);
 
 /// Sets the DPC watchdog's limits: how long one DPC may run, and how long
 /// a processor may stay at or above `DISPATCH_LEVEL` without a break
@@ -263,59 +263,4 @@ pub fn watchdog_limits() -> (Duration, Duration) {
         Duration::from_nanos(SINGLE_LIMIT_NS.load(Ordering::SeqCst)),
         Duration::from_nanos(CUMULATIVE_LIMIT_NS.load(Ordering::SeqCst)),
     )
-}
-
-/// Starts the watchdog thread once (the first processor does it).
-pub(crate) fn start_watchdog() {
-    WATCHDOG.get_or_init(|| {
-        let spawned = std::thread::Builder::new()
-            .name("kbottle-watchdog".into())
-            .spawn(watchdog_loop);
-        if let Err(e) = spawned {
-            eprintln!("kbottle: cannot start the DPC watchdog: {e}");
-        }
-    });
-}
-
-fn watchdog_loop() {
-    loop {
-        std::thread::sleep(Duration::from_millis(10));
-        let single = SINGLE_LIMIT_NS.load(Ordering::SeqCst);
-        let cumulative = CUMULATIVE_LIMIT_NS.load(Ordering::SeqCst);
-        for p in crate::kernel::cpu::watch_list() {
-            let (kind, spent, limit) = if p.in_dpc_ns > single {
-                (0, p.in_dpc_ns, single)
-            } else if p.at_dispatch_ns > cumulative {
-                (1, p.at_dispatch_ns, cumulative)
-            } else {
-                continue;
-            };
-            // Ticks of 100 ns, as the watchdog parameters count time.
-            let rule = if kind == 0 {
-                format!(
-                    "DPC watchdog: one DPC ran {} ms on processor {} (limit {} ms)",
-                    spent / 1_000_000,
-                    p.name,
-                    limit / 1_000_000
-                )
-            } else {
-                format!(
-                    "DPC watchdog: processor {} stayed at IRQL >= DISPATCH_LEVEL for {} ms (limit {} ms)",
-                    p.name,
-                    spent / 1_000_000,
-                    limit / 1_000_000
-                )
-            };
-            let params = if kind == 0 {
-                [0, spent / 100, limit / 100, 0]
-            } else {
-                [1, limit / 100, 0, 0]
-            };
-            record(DPC_WATCHDOG_VIOLATION, params, rule, p.name.clone(), false);
-            if policy() == Policy::Abort {
-                std::process::abort();
-            }
-            crate::kernel::cpu::stop_processor(p.id);
-        }
-    }
 }

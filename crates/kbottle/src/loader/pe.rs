@@ -187,8 +187,9 @@ impl Image {
 
 impl Drop for Image {
     fn drop(&mut self) {
+        // The owner tells ke to forget the kernel objects the driver kept
+        // in the image first (`Machine`): the loader is below the kernel.
         unregister(self.base);
-        crate::kernel::ke::forget_objects_in(self.range());
         // SAFETY: `base..base+size` is the mapping this Image created in
         // `load` and owns; nothing of the driver runs after its unload.
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
@@ -203,7 +204,12 @@ fn random_u64() -> u64 {
     if n == 8 {
         v
     } else {
-        crate::kernel::cpu::now_ns().wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        // No entropy from the kernel: the clock's nanoseconds still move
+        // the base between runs.
+        let ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        ns.wrapping_mul(0x9E37_79B9_7F4A_7C15)
     }
 }
 

@@ -424,6 +424,8 @@ fn finish(image: Image, baseline: &Baseline) -> Report {
         // fails the test; the process must not crash).
         std::mem::forget(image);
     } else {
+        // Kernel objects the driver kept in its image's data die with it.
+        ke::forget_objects_in(image.range());
         drop(image);
     }
     BOOTED.store(false, Ordering::SeqCst);

@@ -14,7 +14,7 @@ use std::time::Instant;
 use ndis::{KDPC, KTIMER, LARGE_INTEGER};
 use ndkpi::{BOOLEAN, NTSTATUS, PVOID};
 
-use super::dpc::{dpcs, insert_dpc};
+use super::dpc::insert_dpc;
 use super::layout::{
     DispatcherHeader, EVENT_NOTIFICATION_OBJECT, EVENT_SYNCHRONIZATION_OBJECT, KtimerLayout,
     TIMER_NOTIFICATION_OBJECT, TIMER_SYNCHRONIZATION_OBJECT, instant_of, store_signal_state,
@@ -23,6 +23,7 @@ use super::layout::{
 use super::stall::{TIMER_FIRES, hook, hooked_on_return};
 use super::{STATUS_SUCCESS, STATUS_TIMEOUT, require_irql_at_most, uninitialised};
 use crate::kernel::cpu::{self, DISPATCH_LEVEL};
+use crate::kernel::dpc_queue::dpcs;
 use crate::kernel::verifier::{
     self, DRIVER_VERIFIER_DETECTED_VIOLATION, TIMER_OR_DPC_INVALID, UNMODELLED, firewall,
 };

@@ -7,46 +7,20 @@
     reason = "imports follow the WDK contract of the same name"
 )]
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use ndis::{KDEFERRED_ROUTINE, KDPC};
 use ndkpi::{BOOLEAN, PVOID};
 
 use super::layout::{DPC_DATA, DPC_OBJECT, DPC_SYSTEM_ARGUMENT1, KdpcLayout, MEDIUM_IMPORTANCE};
-use super::stall::{DPC_RUNS, hook, hooked_on_return};
+use super::stall::{hook, hooked_on_return};
 use super::{require_irql_at_most, uninitialised};
-use crate::kernel::cpu::{self, DISPATCH_LEVEL, Processor};
+use crate::kernel::cpu::{self, DISPATCH_LEVEL};
+use crate::kernel::dpc_queue::{DPC_CV, DpcObject, dpcs};
 use crate::kernel::verifier::{
-    self, DRIVER_VERIFIER_DETECTED_VIOLATION, IRQL_UNEXPECTED_VALUE, TIMER_OR_DPC_INVALID, firewall,
+    self, DRIVER_VERIFIER_DETECTED_VIOLATION, TIMER_OR_DPC_INVALID, firewall,
 };
-use crate::sync::lock;
-
-#[derive(Debug)]
-pub(super) struct DpcObject {
-    pub(super) routine: usize,
-    pub(super) context: usize,
-    /// (processor, sequence number, SystemArgument1, SystemArgument2).
-    pub(super) queued: Option<(u32, u64, usize, usize)>,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct DpcState {
-    pub(super) objects: HashMap<usize, DpcObject>,
-    pub(super) queues: HashMap<u32, VecDeque<(usize, u64)>>,
-    /// Per processor: the DPC running there and its sequence number.
-    pub(super) running: HashMap<u32, (usize, u64)>,
-    pub(super) next_seq: u64,
-}
-
-pub(super) static DPCS: OnceLock<Mutex<DpcState>> = OnceLock::new();
-pub(super) static DPC_CV: Condvar = Condvar::new();
-
-pub(super) fn dpcs() -> std::sync::MutexGuard<'static, DpcState> {
-    lock(DPCS.get_or_init(Mutex::default))
-}
 
 /// Queues `dpc` on this processor; false if it is queued anywhere. Runs
 /// it (and anything else queued here) at once when below
@@ -77,73 +51,6 @@ pub(super) fn insert_dpc(dpc: usize, sa1: usize, sa2: usize, api: &str) -> bool 
         cpu::run_at_dispatch(|| ());
     }
     true
-}
-
-/// Runs every DPC queued on processor `p` (the caller is `p`, at
-/// `DISPATCH_LEVEL`, lowering below it).
-pub(crate) fn drain_dpcs(p: &Arc<Processor>) {
-    loop {
-        let (dpc, seq, routine, context, sa1, sa2) = {
-            let mut st = dpcs();
-            let Some((dpc, seq)) = st.queues.get_mut(&p.id).and_then(VecDeque::pop_front) else {
-                return;
-            };
-            let Some(obj) = st.objects.get_mut(&dpc) else {
-                continue;
-            };
-            let Some((_, _, sa1, sa2)) = obj.queued.take() else {
-                continue;
-            };
-            let (routine, context) = (obj.routine, obj.context);
-            st.running.insert(p.id, (dpc, seq));
-            // SAFETY: a queued KDPC is driver memory that must stay valid
-            // until it runs (freeing it while queued is caught by pool).
-            unsafe { ((dpc + DPC_DATA) as *mut usize).write_volatile(0) };
-            (dpc, seq, routine, context, sa1, sa2)
-        };
-        let _ = seq;
-        cpu::set_in_dpc(p, true);
-        // SAFETY: `routine` came from KeInitializeDpc, a KDEFERRED_ROUTINE
-        // of the loaded image (non-null: checked there).
-        let f: KDEFERRED_ROUTINE =
-            unsafe { std::mem::transmute::<usize, KDEFERRED_ROUTINE>(routine) };
-        // SAFETY: the DPC contract: called at DISPATCH_LEVEL with its
-        // object, context and the two insertion arguments.
-        unsafe {
-            f(
-                dpc as *mut KDPC,
-                context as PVOID,
-                sa1 as PVOID,
-                sa2 as PVOID,
-            );
-        }
-        cpu::set_in_dpc(p, false);
-        DPC_RUNS.fetch_add(1, Ordering::SeqCst);
-        let now = cpu::current();
-        if now != DISPATCH_LEVEL {
-            verifier::bugcheck(
-                IRQL_UNEXPECTED_VALUE,
-                [
-                    (u64::from(now) << 16) | (u64::from(DISPATCH_LEVEL) << 8) | 0xFE,
-                    routine as u64,
-                    dpc as u64,
-                    0,
-                ],
-                format!(
-                    "DPC routine {} returned at IRQL {now}, not DISPATCH_LEVEL",
-                    crate::loader::pe::describe(routine)
-                ),
-            );
-        }
-        dpcs().running.remove(&p.id);
-        DPC_CV.notify_all();
-    }
-}
-
-/// Whether no DPC is queued or running anywhere.
-pub(crate) fn dpcs_idle() -> bool {
-    let st = dpcs();
-    st.running.is_empty() && st.queues.values().all(VecDeque::is_empty)
 }
 
 /// DPCs queued now (all processors).

@@ -64,7 +64,7 @@ pub(super) const SIGNAL_STATE: usize = 4;
 /// Offset of `KDPC.SystemArgument1`.
 pub(super) const DPC_SYSTEM_ARGUMENT1: usize = 0x28;
 /// Offset of `KDPC.DpcData` (non-null while queued).
-pub(super) const DPC_DATA: usize = 0x38;
+pub(crate) const DPC_DATA: usize = 0x38;
 
 /// Stores `SignalState` in a dispatcher header.
 ///

@@ -3,8 +3,8 @@
 use std::ops::Range;
 
 use super::dispatcher::{Object, objects};
-use super::dpc::{DpcState, dpcs};
 use super::spinlock::SPIN_LOCKS;
+use crate::kernel::dpc_queue::{DpcState, dpcs};
 use crate::sync::lock;
 
 /// What [`live_objects_in`] finds.

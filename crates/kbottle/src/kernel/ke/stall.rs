@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 use crate::kernel::cpu::{self};
 use crate::sync::lock;
 
-pub(super) static DPC_RUNS: AtomicU64 = AtomicU64::new(0);
 pub(super) static TIMER_FIRES: AtomicU64 = AtomicU64::new(0);
 
 /// DPC routines run so far (all processors).
 pub fn dpc_runs() -> u64 {
-    DPC_RUNS.load(Ordering::SeqCst)
+    crate::kernel::dpc_queue::DPC_RUNS.load(Ordering::SeqCst)
 }
 
 /// Timer expirations so far.
