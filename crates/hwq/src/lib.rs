@@ -11,7 +11,12 @@
 //!   publishes its producer index with release ordering; the device reads
 //!   slots up to that index with acquire ordering and releases a slot only
 //!   once the work request has *completed*, so queue depth bounds the work in
-//!   flight.
+//!   flight. A send slot is written and read as a typed
+//!   [`wqe::SendRequest`] (one type per operation: what a SEND, WRITE,
+//!   READ, fast-register, bind or local invalidate carries), so the driver
+//!   and the device share one definition of the slot's fields
+//!   ([`wqe::request`]); the device decodes a slot it did not write as
+//!   untrusted memory, a malformed one becoming an error completion.
 //! * **Completion queues** are rings of [`cqe::Cqe`] the device produces and
 //!   the driver consumes.
 //! * **Doorbells** ([`device::Doorbells`]): the driver tells the device that
@@ -72,4 +77,4 @@ pub use id::{ConnId, Cqn, ListenId, Pdn, Qpn, Srqn};
 pub use key::MemoryKey;
 pub use mem::{AllocError, TryArc};
 pub use ring::{Consumer, Producer, RingFull};
-pub use wqe::{RecvWqe, SendWqe, Sge};
+pub use wqe::{RecvWqe, SendOp, SendRequest, SendWqe, Sge, WqeError};

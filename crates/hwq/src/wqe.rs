@@ -3,6 +3,19 @@
 //! Layouts are `#[repr(C)]`, little-endian host memory, fixed-size slots
 //! (like a real RNIC's WQE basic blocks), described with `zerocopy` so both
 //! sides can view them as bytes without `unsafe`.
+//!
+//! A send slot's header means different things for different opcodes; that
+//! meaning lives in one place, the typed [`SendRequest`] ([`request`]): the
+//! driver writes a slot with [`SendRequest::encode`] and the device reads it
+//! with [`SendWqe::decode`], which refuses (never panics on) a slot no
+//! encoder writes: an unknown opcode or flag, a field the opcode does not
+//! use that is not zero, a count past the slot. The scatter/gather entries
+//! or inline bytes are written next to the header by the driver and read
+//! through [`SendWqe::sge_list`] and [`SendWqe::inline_data`].
+
+pub mod request;
+
+pub use request::{Bind, Data, FastRegister, Gather, Remote, SendOp, SendRequest, WqeError};
 
 use bitflags::bitflags;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
@@ -97,18 +110,9 @@ bitflags! {
     }
 }
 
-/// A send-queue slot.
-///
-/// Field use by opcode:
-///
-/// | field | Send/SendInv | Write | Read | FastRegister | Bind | LocalInvalidate |
-/// |---|---|---|---|---|---|---|
-/// | `key` | key to invalidate (SendInv) | remote key | remote key | new MR key | new MW key | key |
-/// | `aux32` | | | | page count | MR key | |
-/// | `remote_addr` | | remote VA | remote VA | base VA | window VA | |
-/// | `length` | | | | region length | window length | |
-/// | `aux64` | | | | logical address of the page list | | |
-/// | `fbo` | | | | first byte offset | | |
+/// A send-queue slot: the raw layout. Which header fields an opcode uses,
+/// and what they hold, is [`SendRequest::encode`]'s business; read a slot
+/// with [`SendWqe::decode`], not field by field.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct SendWqe {
@@ -118,25 +122,25 @@ pub struct SendWqe {
     pub flags: u8,
     /// Valid entries in `sges` (zero for inline).
     pub sge_count: u8,
-    /// [`Access`] bits for FastRegister and Bind.
+    /// [`Access`] bits (fast-register and bind).
     pub access: u8,
     /// Bytes of inline payload in the scatter/gather area.
     pub inline_len: u16,
     /// Zero.
     pub reserved0: u16,
-    /// See the table above.
+    /// An operand (see [`SendRequest::encode`]).
     pub key: u32,
-    /// See the table above.
+    /// An operand (see [`SendRequest::encode`]).
     pub aux32: u32,
     /// Returned in the CQE (`NDK_RESULT.RequestContext`).
     pub wr_id: u64,
-    /// See the table above.
+    /// An operand (see [`SendRequest::encode`]).
     pub remote_addr: u64,
-    /// See the table above.
+    /// An operand (see [`SendRequest::encode`]).
     pub length: u64,
-    /// See the table above.
+    /// An operand (see [`SendRequest::encode`]).
     pub aux64: u64,
-    /// See the table above.
+    /// An operand (see [`SendRequest::encode`]).
     pub fbo: u32,
     /// Total payload bytes (sum of SGE lengths, or the inline length).
     pub total_len: u32,
@@ -153,29 +157,8 @@ impl Default for SendWqe {
 }
 
 impl SendWqe {
-    /// Zeroes the 64-byte header, leaving the scatter/gather area as it is
-    /// (only `sge_count` entries or `inline_len` bytes of it are valid), so a
-    /// reused slot carries nothing from its previous WQE at the cost of a
-    /// header write instead of a whole-slot one.
-    pub fn clear_header(&mut self) {
-        self.opcode = 0;
-        self.flags = 0;
-        self.sge_count = 0;
-        self.access = 0;
-        self.inline_len = 0;
-        self.reserved0 = 0;
-        self.key = 0;
-        self.aux32 = 0;
-        self.wr_id = 0;
-        self.remote_addr = 0;
-        self.length = 0;
-        self.aux64 = 0;
-        self.fbo = 0;
-        self.total_len = 0;
-        self.reserved1 = 0;
-    }
-
-    /// The opcode, if the byte is valid.
+    /// The opcode, if the byte is valid (what a completion reports even
+    /// for a slot [`SendWqe::decode`] refuses).
     pub fn op(&self) -> Option<SendOpcode> {
         SendOpcode::from_raw(self.opcode)
     }
@@ -185,13 +168,15 @@ impl SendWqe {
         WqeFlags::from_bits_truncate(self.flags)
     }
 
-    /// The valid scatter/gather entries (empty for an inline WQE).
+    /// The valid scatter/gather entries (empty for an inline WQE; clamped
+    /// to the slot, and exact once [`SendWqe::decode`] accepted it).
     pub fn sge_list(&self) -> &[Sge] {
         let n = usize::from(self.sge_count).min(MAX_SGE);
         &self.sges[..n]
     }
 
-    /// The inline payload bytes.
+    /// The inline payload bytes (clamped to the slot, and exact once
+    /// [`SendWqe::decode`] accepted it).
     pub fn inline_data(&self) -> &[u8] {
         let n = usize::from(self.inline_len).min(MAX_INLINE);
         &self.sges.as_bytes()[..n]

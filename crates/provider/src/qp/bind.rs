@@ -8,7 +8,7 @@
 //! at post time and readable when `NdkBind` returns. Invalidate targets only
 //! fast-register MRs and windows, never an `NdkRegisterMr` region.
 
-use hwq::wqe::{Access, SendOpcode};
+use hwq::wqe::{self, Access, SendOp};
 use ndkpi::{NTSTATUS, STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
 
 use super::{Qp, flags};
@@ -45,14 +45,14 @@ pub(crate) fn bind(
     }
     let result = qp.post_send(flags::defer(op_flags), |wqe| {
         let grant = mw.bind(mr, va, length, access)?;
-        wqe.opcode = SendOpcode::Bind as u8;
-        wqe.flags = flags::wqe_flags(op_flags).bits();
-        wqe.wr_id = wr_id;
-        wqe.access = access.bits();
-        wqe.key = grant.key.0;
-        wqe.aux32 = grant.mr_key.0;
-        wqe.remote_addr = va;
-        wqe.length = length;
+        let bind = wqe::Bind {
+            window: grant.key,
+            region: grant.mr_key,
+            access,
+            va,
+            length,
+        };
+        flags::request(op_flags, wr_id, SendOp::Bind(bind)).encode(wqe);
         Ok(())
     });
     match result {
@@ -93,10 +93,7 @@ pub(crate) fn invalidate(
         return qp.fail_post(status);
     }
     let result = qp.post_send(flags::defer(op_flags), |wqe| {
-        wqe.opcode = SendOpcode::LocalInvalidate as u8;
-        wqe.flags = flags::wqe_flags(op_flags).bits();
-        wqe.wr_id = wr_id;
-        wqe.key = key.0;
+        flags::request(op_flags, wr_id, SendOp::LocalInvalidate { key }).encode(wqe);
         Ok(())
     });
     match result {

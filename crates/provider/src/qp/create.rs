@@ -114,6 +114,7 @@ pub(crate) fn create(
         receive_cq: Dep::new(&abi::arc(receive_cq)),
         initiator_cq: Dep::new(&abi::arc(initiator_cq)),
         srq: srq.map(|s| Dep::new(&abi::arc(s))),
+        ctx: ctx.clone(),
         qpn,
         limits,
         sq: SpinLock::new(

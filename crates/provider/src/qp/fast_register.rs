@@ -11,7 +11,7 @@
 //! the MR's page buffer (allocated at initialisation) and the WQE carries
 //! that buffer's logical address.
 
-use hwq::wqe::SendOpcode;
+use hwq::wqe::{self, SendOp};
 use ndkpi::{NTSTATUS, STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
 
 use super::{Qp, flags};
@@ -75,16 +75,16 @@ impl Qp {
         let platform = crate::object::Object::platform(qp);
         let result = qp.post_send(flags::defer(op_flags), |wqe| {
             let grant = mr.fast_register(platform, &req)?;
-            wqe.opcode = SendOpcode::FastRegister as u8;
-            wqe.flags = flags::wqe_flags(op_flags).bits();
-            wqe.wr_id = wr_id;
-            wqe.access = access.bits();
-            wqe.key = grant.key.0;
-            wqe.aux32 = page_count;
-            wqe.remote_addr = req.va;
-            wqe.length = req.length;
-            wqe.aux64 = grant.page_list;
-            wqe.fbo = fbo;
+            let fr = wqe::FastRegister {
+                key: grant.key,
+                access,
+                va: req.va,
+                length: req.length,
+                fbo,
+                page_count,
+                page_list: grant.page_list,
+            };
+            flags::request(op_flags, wr_id, SendOp::FastRegister(fr)).encode(wqe);
             Ok(())
         });
         match result {

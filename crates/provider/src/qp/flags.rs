@@ -7,7 +7,7 @@
 //! `RDMA_READ_SINK_NOT_REQUIRED`, and NDK says the flag must then never
 //! cause a failure.
 
-use hwq::wqe::{Access, WqeFlags};
+use hwq::wqe::{Access, SendOp, SendRequest};
 use ndkpi::{
     NDK_OP_FLAG_ALLOW_LOCAL_WRITE, NDK_OP_FLAG_ALLOW_REMOTE_READ, NDK_OP_FLAG_ALLOW_REMOTE_WRITE,
     NDK_OP_FLAG_DEFER, NDK_OP_FLAG_INLINE, NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE,
@@ -58,23 +58,26 @@ pub fn inline(flags: u32) -> bool {
     flags & NDK_OP_FLAG_INLINE != 0
 }
 
-/// The WQE flags common to all initiator requests: signaled unless
-/// silent, read fence, solicited event.
-pub fn wqe_flags(flags: u32) -> WqeFlags {
-    let mut w = WqeFlags::empty();
-    if flags & NDK_OP_FLAG_SILENT_SUCCESS == 0 {
-        w |= WqeFlags::SIGNALED;
+/// A send request with `flags`' completion and fence: signaled unless
+/// silent, fenced behind earlier READs if asked.
+#[inline]
+pub fn request(flags: u32, wr_id: u64, op: SendOp) -> SendRequest {
+    SendRequest {
+        wr_id,
+        signaled: flags & NDK_OP_FLAG_SILENT_SUCCESS == 0,
+        read_fence: flags & NDK_OP_FLAG_READ_FENCE != 0,
+        op,
     }
-    if flags & NDK_OP_FLAG_READ_FENCE != 0 {
-        w |= WqeFlags::READ_FENCE;
-    }
-    if flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT != 0 {
-        w |= WqeFlags::SOLICITED;
-    }
-    if flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE != 0 {
-        w |= WqeFlags::READ_LOCAL_INVALIDATE;
-    }
-    w
+}
+
+/// Whether a SEND asks the peer for a solicited event.
+pub fn solicited(flags: u32) -> bool {
+    flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT != 0
+}
+
+/// Whether a READ invalidates its sink's token once it succeeded.
+pub fn invalidate_sink(flags: u32) -> bool {
+    flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE != 0
 }
 
 /// Access rights requested by a bind or fast register. The remote-write
@@ -128,11 +131,14 @@ mod tests {
 
     #[test]
     fn silent_success_clears_signaled() {
-        assert!(wqe_flags(0).contains(WqeFlags::SIGNALED));
-        assert!(!wqe_flags(NDK_OP_FLAG_SILENT_SUCCESS).contains(WqeFlags::SIGNALED));
-        assert_eq!(
-            wqe_flags(NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT),
-            WqeFlags::SIGNALED | WqeFlags::READ_FENCE | WqeFlags::SOLICITED
-        );
+        let op = SendOp::LocalInvalidate {
+            key: hwq::MemoryKey(1),
+        };
+        assert!(request(0, 1, op).signaled);
+        assert!(!request(NDK_OP_FLAG_SILENT_SUCCESS, 1, op).signaled);
+        let fenced = request(NDK_OP_FLAG_READ_FENCE, 1, op);
+        assert!(fenced.signaled && fenced.read_fence);
+        assert!(solicited(NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) && !solicited(0));
+        assert!(invalidate_sink(NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && !invalidate_sink(0));
     }
 }

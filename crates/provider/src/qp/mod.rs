@@ -40,7 +40,7 @@ use ndkpi::{NDK_QP, NTSTATUS, STATUS_CONNECTION_INVALID, STATUS_INSUFFICIENT_RES
 
 use crate::abi::NdkCell;
 use crate::cq::Cq;
-use crate::device::Raised;
+use crate::device::{DeviceContext, Raised};
 use crate::lock::SpinLock;
 use crate::object::{Dep, Life, Object};
 use crate::pd::Pd;
@@ -104,6 +104,9 @@ pub struct Qp {
     receive_cq: Dep<Cq>,
     initiator_cq: Dep<Cq>,
     srq: Option<Dep<Srq>>,
+    /// The device context, held here so that a post reaches the doorbell
+    /// in two loads rather than walking PD, adapter and context.
+    ctx: TryArc<DeviceContext>,
     qpn: Qpn,
     limits: QpLimits,
     sq: SpinLock<SendQueue>,
@@ -133,7 +136,7 @@ impl Object for Qp {
     }
 
     fn teardown(&self) {
-        let ctx = self.pd.get().adapter().ctx();
+        let ctx = &self.ctx;
         ctx.device().destroy_qp(self.qpn);
         drop(ctx.qps.remove(self.qpn));
     }
@@ -175,12 +178,12 @@ impl Qp {
 
     /// The device, raised for a command ([`crate::device::DeviceContext::device`]).
     fn device(&self) -> Raised<'_> {
-        self.pd.get().adapter().ctx().device()
+        self.ctx.device()
     }
 
     /// The device's doorbells, unraised ([`crate::device::DeviceContext::doorbells`]).
     fn doorbells(&self) -> &dyn hwq::Doorbells {
-        self.pd.get().adapter().ctx().doorbells()
+        self.ctx.doorbells()
     }
 
     /// The connection state.
@@ -230,16 +233,18 @@ impl Qp {
     }
 
     /// Runs one send-queue post under the SQ lock, with the DEFER rule.
-    /// `fill` builds the WQE after the connection and free-slot checks;
-    /// it may still refuse (then nothing is queued).
+    /// `fill` builds the WQE after the connection and free-slot checks,
+    /// ending with a [`hwq::SendRequest::encode`] of its header (the slot
+    /// holds its previous WQE until then); it may still refuse (then
+    /// nothing is queued).
     pub(crate) fn post_send(
         &self,
         defer: bool,
         fill: impl FnOnce(&mut SendWqe) -> Result<(), NTSTATUS>,
     ) -> Result<(), NTSTATUS> {
         // Looked up before locking: the lock's atomic test-and-set holds
-        // back every later load until it completes, so this chain of loads
-        // would otherwise sit on the post's critical path.
+        // back every later load until it completes, so these loads would
+        // otherwise sit on the post's critical path.
         let doorbells = self.doorbells();
         let mut sq = self.sq.lock();
         let result = self.post_locked(&mut sq, fill);
@@ -268,13 +273,11 @@ impl Qp {
         if self.conn_state() != ConnState::Connected {
             return Err(STATUS_CONNECTION_INVALID);
         }
-        // The WQE is written straight into its ring slot; a fill that
-        // fails (e.g. unreadable inline data) leaves the slot unpushed.
+        // The WQE is written straight into its ring slot (`fill` encodes
+        // the whole header with `SendRequest::encode`); a fill that fails
+        // (e.g. unreadable inline data) leaves the slot unpushed.
         sq.producer
-            .try_push_with(STATUS_INSUFFICIENT_RESOURCES, |wqe| {
-                wqe.clear_header();
-                fill(wqe)
-            })?;
+            .try_push_with(STATUS_INSUFFICIENT_RESOURCES, fill)?;
         sq.producer.publish();
         Ok(())
     }

@@ -9,8 +9,8 @@
 //! ignored, the SGE count is not limited by `MaxInitiatorRequestSge`, and
 //! the total must fit the QP's `InlineDataSize`.
 
-use hwq::wqe::{SendOpcode, WqeFlags};
-use hwq::{SendWqe, Sge};
+use hwq::wqe::{Data, Gather, Remote, SendOp, SendOpcode, SendRequest};
+use hwq::{MemoryKey, SendWqe, Sge};
 use ndkpi::{NTSTATUS, STATUS_ACCESS_VIOLATION, STATUS_INVALID_PARAMETER};
 
 use super::{Qp, flags};
@@ -96,29 +96,52 @@ impl Qp {
             Ok(total) => total,
             Err(status) => return Err(self.fail_post(status)),
         };
-        // Computed before the SQ lock is taken, outside the locked section.
-        let wflags = flags::wqe_flags(req.flags);
         self.post_send(flags::defer(req.flags), |wqe| {
-            wqe.opcode = req.opcode as u8;
-            wqe.wr_id = req.wr_id;
-            wqe.key = req.key;
-            wqe.remote_addr = req.remote_addr;
-            if flags::inline(req.flags) {
+            let data = if flags::inline(req.flags) {
                 let platform = crate::object::Object::platform(self);
                 let len = copy_inline(platform, wqe, req.sges)?;
-                wqe.flags = (wflags | WqeFlags::INLINE).bits();
-                wqe.inline_len = len as u16;
-                wqe.total_len = len;
-                wqe.sge_count = 0;
+                Data::Inline { len: len as u16 }
             } else {
                 // At most MAX_SGE (checked above); refused rather than
                 // trusted.
                 sge::copy_into(&mut wqe.sges, req.sges).ok_or(STATUS_INVALID_PARAMETER)?;
-                wqe.flags = wflags.bits();
-                wqe.sge_count = req.sges.len() as u8;
-                wqe.total_len = total_len;
-            }
+                Data::Gather(Gather {
+                    count: req.sges.len() as u8,
+                    total_len,
+                })
+            };
+            data_request(req, data)?.encode(wqe);
             Ok(())
         })
     }
+}
+
+/// The send request `req` asks for, moving `data`.
+#[inline]
+fn data_request(req: &DataRequest<'_>, data: Data) -> Result<SendRequest, NTSTATUS> {
+    let remote = Remote {
+        addr: req.remote_addr,
+        key: MemoryKey(req.key),
+    };
+    let op = match (req.opcode, data) {
+        (SendOpcode::Send, data) => SendOp::Send {
+            data,
+            solicited: flags::solicited(req.flags),
+            invalidate: None,
+        },
+        (SendOpcode::SendInvalidate, data) => SendOp::Send {
+            data,
+            solicited: flags::solicited(req.flags),
+            invalidate: Some(MemoryKey(req.key)),
+        },
+        (SendOpcode::Write, data) => SendOp::Write { data, remote },
+        (SendOpcode::Read, Data::Gather(sink)) => SendOp::Read {
+            sink,
+            remote,
+            invalidate_sink: flags::invalidate_sink(req.flags),
+        },
+        // A READ's flags refuse INLINE; the other opcodes move no data.
+        _ => return Err(STATUS_INVALID_PARAMETER),
+    };
+    Ok(flags::request(req.flags, req.wr_id, op))
 }

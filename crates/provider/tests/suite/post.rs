@@ -20,8 +20,8 @@
 //! that body on an IPv6 adapter (`Env::on_v6`).
 
 use host::platform::HostPlatform;
-use hwq::CqeStatus;
-use hwq::wqe::{Access, SendOpcode, WqeFlags};
+use hwq::wqe::{Access, Data, Gather, Remote, SendOp, SendOpcode, SendRequest, WqeFlags};
+use hwq::{CqeStatus, MemoryKey};
 use ndkpi::*;
 use testkit::adapter::*;
 
@@ -822,18 +822,23 @@ fn fast_register_checks_and_token_at_return(b: Backend) {
     if env.is_scripted() {
         let w = env.dev().sq_pending(qpn);
         assert_eq!(w.len(), 1, "only the good one was queued");
-        let w = w[0];
-        assert_eq!(w.op(), Some(SendOpcode::FastRegister));
+        let Ok(SendRequest {
+            op: SendOp::FastRegister(fr),
+            ..
+        }) = w[0].decode()
+        else {
+            panic!("a fast-register WQE: {:?}", w[0].decode());
+        };
         assert_eq!(
-            (w.key, w.aux32, w.remote_addr, w.length, w.fbo),
+            (fr.key.0, fr.page_count, fr.va, fr.length, fr.fbo),
             (local, 2, 0x5010, 8192 - 0x10, 0x10)
         );
-        assert_eq!(Access::from_bits_truncate(w.access), Access::LOCAL_WRITE);
+        assert_eq!(fr.access, Access::LOCAL_WRITE);
         // The WQE points at the MR's own copy of the page list.
         let mut copy = [0u64; 2];
         assert!(
             provider::Platform::dma(HostPlatform::global())
-                .read(w.aux64, bytemuck(&mut copy))
+                .read(fr.page_list, bytemuck(&mut copy))
                 .is_ok()
         );
         assert_eq!(copy, [0x7000_0000, 0x7100_0000]);
@@ -966,12 +971,19 @@ fn bind_checks_and_window_token_at_return(b: Backend) {
     assert_ne!(t1, t0, "new window token readable when Bind returns");
     if env.is_scripted() {
         let w = env.dev().sq_pending(qpn)[0];
-        assert_eq!(w.op(), Some(SendOpcode::Bind));
+        let Ok(SendRequest {
+            wr_id,
+            op: SendOp::Bind(b),
+            ..
+        }) = w.decode()
+        else {
+            panic!("a bind WQE: {:?}", w.decode());
+        };
         assert_eq!(
-            (w.key, w.aux32, w.remote_addr, w.length, w.wr_id),
+            (b.window.0, b.region.0, b.va, b.length, wr_id),
             (t1, mr_tokens(rw).0, va + 100, 200, 0x42)
         );
-        assert_eq!(Access::from_bits_truncate(w.access), Access::REMOTE_WRITE);
+        assert_eq!(b.access, Access::REMOTE_WRITE);
     } else {
         // The peer writes through the window.
         let r = env.device_completions(pair.active_qp.cq, 1);
@@ -1536,10 +1548,22 @@ fn wqe_fields_of_data_requests_on(env: Env) {
         );
     } else {
         let w = env.dev().sq_pending(qpn);
-        assert_eq!(w[0].op(), Some(SendOpcode::Send));
-        assert_eq!(w[0].wqe_flags(), WqeFlags::SIGNALED | WqeFlags::SOLICITED);
-        assert_eq!(w[0].wr_id, 0x10);
-        assert_eq!(w[0].sge_list().len(), 2);
+        let req: Vec<SendRequest> = w
+            .iter()
+            .map(|w| w.decode().expect("a WQE the device decodes"))
+            .collect();
+        let send = SendOp::Send {
+            data: Data::Gather(Gather {
+                count: 2,
+                total_len: 30,
+            }),
+            solicited: true,
+            invalidate: None,
+        };
+        assert_eq!(
+            (req[0].wr_id, req[0].signaled, req[0].read_fence, req[0].op),
+            (0x10, true, false, send)
+        );
         assert_eq!(
             (
                 w[0].sge_list()[1].addr,
@@ -1548,28 +1572,39 @@ fn wqe_fields_of_data_requests_on(env: Env) {
             ),
             (va + 0x222, 20, sk)
         );
-        assert_eq!(w[0].total_len, 30);
-        assert_eq!(
-            (w[1].op(), w[1].key),
-            (Some(SendOpcode::SendInvalidate), pt)
+        assert!(
+            matches!(req[1], SendRequest {
+                signaled: true,
+                read_fence: true,
+                op: SendOp::Send { invalidate: Some(k), solicited: false, .. },
+                ..
+            } if k.0 == pt),
+            "{:?}",
+            req[1]
         );
-        assert_eq!(w[1].wqe_flags(), WqeFlags::SIGNALED | WqeFlags::READ_FENCE);
-        assert_eq!(
-            (w[2].op(), w[2].remote_addr, w[2].key),
-            (Some(SendOpcode::Write), w_at, target.token)
+        let target = Remote {
+            addr: w_at,
+            key: MemoryKey(target.token),
+        };
+        assert!(
+            matches!(req[2], SendRequest {
+                signaled: false,
+                read_fence: false,
+                op: SendOp::Write { remote, .. },
+                ..
+            } if remote == target),
+            "silent success: not signaled; {:?}",
+            req[2]
         );
-        assert_eq!(
-            w[2].wqe_flags(),
-            WqeFlags::empty(),
-            "silent success: not signaled"
-        );
-        assert_eq!(
-            (w[3].op(), w[3].remote_addr, w[3].key),
-            (Some(SendOpcode::Read), r_at, target.token)
-        );
-        assert_eq!(
-            w[3].wqe_flags(),
-            WqeFlags::SIGNALED | WqeFlags::READ_LOCAL_INVALIDATE
+        assert!(
+            matches!(req[3], SendRequest {
+                signaled: true,
+                read_fence: false,
+                op: SendOp::Read { remote, invalidate_sink: true, .. },
+                ..
+            } if remote == Remote { addr: r_at, ..target }),
+            "{:?}",
+            req[3]
         );
     }
     // Read local invalidate needs an SGE whose token it invalidates.

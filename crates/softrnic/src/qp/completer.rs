@@ -9,8 +9,8 @@
 //! filled up to another one. A NAK or response for a PSN already
 //! acknowledged (a stale duplicate's answer) is ignored, never fatal.
 
-use hwq::wqe::{SendOpcode, WqeFlags};
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey};
+use hwq::wqe::{SendOp, SendOpcode};
+use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendRequest};
 
 use super::Context;
 use super::read_window::READ_WINDOW;
@@ -522,10 +522,24 @@ pub(crate) fn complete_ready(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) -> 
         let Some(wqe) = sq.read(index) else {
             return Err(Fatal);
         };
-        let flags = wqe.wqe_flags();
+        // The slot decoded when its WQE started; one the driver rewrote
+        // since fails (a refused slot completes with its raw `wr_id` and
+        // opcode, all a completion needs).
+        let request = wqe.decode().ok();
+        if request.is_none() && status == CqeStatus::Success {
+            status = CqeStatus::LocalQpOperation;
+        }
         if meta.kind == MetaKind::Read {
             req.reads_outstanding = req.reads_outstanding.saturating_sub(1);
-            if flags.contains(WqeFlags::READ_LOCAL_INVALIDATE) {
+            if let Some(SendRequest {
+                op:
+                    SendOp::Read {
+                        invalidate_sink: true,
+                        ..
+                    },
+                ..
+            }) = request
+            {
                 let key = wqe.sge_list().first().map_or(0, |s| s.key);
                 if cx.mem.keys.write().invalidate(MemoryKey(key), *pd).is_err() {
                     status = CqeStatus::MemoryManagement;
@@ -533,10 +547,10 @@ pub(crate) fn complete_ready(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) -> 
             }
         }
         let ok = status == CqeStatus::Success;
-        let cqe = (!ok || flags.contains(WqeFlags::SIGNALED)).then(|| Cqe {
+        let cqe = (!ok || request.is_some_and(|r| r.signaled)).then(|| Cqe {
             wr_id: wqe.wr_id,
             qp_context: *context,
-            byte_len: wqe.total_len,
+            byte_len: request.map_or(0, |r| r.op.byte_len()),
             qpn,
             opcode: send_cqe_opcode(wqe.op()) as u8,
             status: status as u8,

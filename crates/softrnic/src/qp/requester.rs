@@ -12,7 +12,7 @@
 //! covers the rest of the message, carried as one train. The first packet
 //! recorded arms the retransmit timer in the connection's timer table.
 
-use hwq::wqe::{Access, MAX_SGE, SendOpcode, WqeFlags};
+use hwq::wqe::{Data, MAX_SGE, Remote, SendOp};
 use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
 
 use super::Context;
@@ -20,7 +20,7 @@ use super::timers::Timer;
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
 use crate::link::Token;
 use crate::memory::Need;
-use crate::memory::sg::{self, SgError};
+use crate::memory::sg;
 use crate::outbox::Recorded;
 use crate::train::{Framing, Kind, MAX_TRAIN_SEGMENTS, Origin, Segments, build_segment};
 use crate::wire::{
@@ -122,14 +122,15 @@ pub(crate) fn run_requester(
                     let Some(wqe) = sq.read(index) else {
                         return Err(Fatal);
                     };
-                    if send_packet(cx, pd, conn, &wqe, meta).is_err() {
+                    if let Err(status) = send_packet(cx, pd, conn, &wqe, meta) {
                         // The source vanished under a started message (the
-                        // driver deregistered it): the WQE fails in order.
+                        // driver deregistered it), or the driver rewrote
+                        // the slot: the WQE fails in order.
                         let req = &mut conn.req;
                         req.set_meta(
                             index,
                             WqeMeta {
-                                kind: MetaKind::Done(CqeStatus::LocalProtection),
+                                kind: MetaKind::Done(status),
                                 ..meta
                             },
                         );
@@ -159,16 +160,16 @@ pub(crate) fn run_requester(
 /// Whether a WQE started and not yet completed names key index `key` in
 /// its local scatter/gather list (a local operation on that key must wait,
 /// or a retransmission would find the key changed).
-fn key_in_use(sq: &hwq::Consumer<SendWqe>, conn: &Connection, key: u32) -> bool {
+fn key_in_use(sq: &hwq::Consumer<SendWqe>, conn: &Connection, key: MemoryKey) -> bool {
     let req = &conn.req;
     let mut i = sq.released();
     while i != req.start_index {
         if matches!(req.meta(i).kind, MetaKind::SendWrite | MetaKind::Read)
             && sq.read_with(i, |w| {
-                !w.wqe_flags().contains(WqeFlags::INLINE)
+                w.decode().is_ok_and(|r| r.op.gather().is_some())
                     && w.sge_list()
                         .iter()
-                        .any(|s| MemoryKey(s.key).index() == MemoryKey(key).index())
+                        .any(|s| MemoryKey(s.key).index() == key.index())
             }) == Some(true)
         {
             return true;
@@ -205,98 +206,92 @@ fn start(
     index: u32,
     window: i32,
 ) -> Start {
-    let Some(op) = wqe.op() else {
+    // The slot is the driver's memory: one no encoder wrote fails here,
+    // in order, as a WQE the QP cannot execute.
+    let Ok(request) = wqe.decode() else {
         finish_local(conn, index, CqeStatus::LocalQpOperation);
         return Start::Started;
     };
-    let flags = wqe.wqe_flags();
-    match op {
-        SendOpcode::FastRegister | SendOpcode::Bind | SendOpcode::LocalInvalidate => {
-            if key_in_use(sq, conn, wqe.key) {
-                return Start::Blocked;
-            }
-            let status = execute_local(cx, pd, conn, wqe, op);
-            finish_local(conn, index, status);
-            Start::Started
-        }
-        SendOpcode::Send | SendOpcode::SendInvalidate | SendOpcode::Write | SendOpcode::Read => {
-            let read = op == SendOpcode::Read;
-            let ord = conn.path.outbound_reads;
-            let req = &mut conn.req;
-            if flags.contains(WqeFlags::READ_FENCE) && req.reads_outstanding > 0 {
-                return Start::Blocked;
-            }
-            if read && ord > 0 && req.reads_outstanding >= ord {
-                return Start::Blocked;
-            }
-            if psn_diff(req.next_psn, req.una) >= window {
-                return Start::Blocked;
-            }
-            let inline = !read && flags.contains(WqeFlags::INLINE);
-            let len = if inline {
-                wqe.inline_data().len() as u64
-            } else {
-                sg::total(wqe.sge_list())
-            };
-            let status = if read && ord == 0 {
-                Some(CqeStatus::LocalQpOperation)
-            } else if len > MAX_MESSAGE
-                || (inline && usize::from(wqe.inline_len) > hwq::wqe::MAX_INLINE)
+    let (read, data) = match request.op {
+        SendOp::Send { data, .. } | SendOp::Write { data, .. } => (false, data),
+        SendOp::Read { sink, .. } => (true, Data::Gather(sink)),
+        SendOp::FastRegister(_) | SendOp::Bind(_) | SendOp::LocalInvalidate { .. } => {
+            if request
+                .op
+                .local_key()
+                .is_some_and(|key| key_in_use(sq, conn, key))
             {
-                Some(CqeStatus::LocalLength)
-            } else if !inline {
-                let need = if read {
-                    Need::LocalWrite
-                } else {
-                    Need::LocalRead
-                };
-                let ok = sg::check_all(&cx.mem.keys.read(), pd, wqe.sge_list(), need);
-                (!ok).then_some(CqeStatus::LocalProtection)
-            } else {
-                None
-            };
-            if let Some(status) = status {
-                finish_local(conn, index, status);
-                return Start::Started;
+                return Start::Blocked;
             }
-            let req = &mut conn.req;
-            let npsn = segment_count(len as u32, conn.pmtu);
-            // A resend loop always ends at the allocation point.
-            req.next_psn = req.alloc_psn;
-            let meta = WqeMeta {
-                first_psn: req.alloc_psn,
-                npsn,
-                len: len as u32,
-                kind: if read {
-                    MetaKind::Read
-                } else {
-                    MetaKind::SendWrite
-                },
-            };
-            req.set_meta(index, meta);
-            req.alloc_psn = psn_add(req.alloc_psn, npsn);
-            req.start_index = index.wrapping_add(1);
-            req.send_index = index;
-            if read {
-                req.reads_outstanding += 1;
-            }
-            Start::Started
+            let status = execute_local(cx, pd, conn, &request.op);
+            finish_local(conn, index, status);
+            return Start::Started;
         }
+    };
+    let ord = conn.path.outbound_reads;
+    let req = &mut conn.req;
+    if request.read_fence && req.reads_outstanding > 0 {
+        return Start::Blocked;
     }
+    if read && ord > 0 && req.reads_outstanding >= ord {
+        return Start::Blocked;
+    }
+    if psn_diff(req.next_psn, req.una) >= window {
+        return Start::Blocked;
+    }
+    let inline = matches!(data, Data::Inline { .. });
+    let len = match data {
+        Data::Inline { len } => u64::from(len),
+        Data::Gather(_) => sg::total(wqe.sge_list()),
+    };
+    let status = if read && ord == 0 {
+        Some(CqeStatus::LocalQpOperation)
+    } else if len > MAX_MESSAGE {
+        Some(CqeStatus::LocalLength)
+    } else if !inline {
+        let need = if read {
+            Need::LocalWrite
+        } else {
+            Need::LocalRead
+        };
+        let ok = sg::check_all(&cx.mem.keys.read(), pd, wqe.sge_list(), need);
+        (!ok).then_some(CqeStatus::LocalProtection)
+    } else {
+        None
+    };
+    if let Some(status) = status {
+        finish_local(conn, index, status);
+        return Start::Started;
+    }
+    let req = &mut conn.req;
+    let npsn = segment_count(len as u32, conn.pmtu);
+    // A resend loop always ends at the allocation point.
+    req.next_psn = req.alloc_psn;
+    let meta = WqeMeta {
+        first_psn: req.alloc_psn,
+        npsn,
+        len: len as u32,
+        kind: if read {
+            MetaKind::Read
+        } else {
+            MetaKind::SendWrite
+        },
+    };
+    req.set_meta(index, meta);
+    req.alloc_psn = psn_add(req.alloc_psn, npsn);
+    req.start_index = index.wrapping_add(1);
+    req.send_index = index;
+    if read {
+        req.reads_outstanding += 1;
+    }
+    Start::Started
 }
 
 /// Executes a fast-register, bind or local invalidate.
-fn execute_local(
-    cx: &Context<'_>,
-    pd: u32,
-    conn: &mut Connection,
-    wqe: &SendWqe,
-    op: SendOpcode,
-) -> CqeStatus {
-    let access = Access::from_bits_truncate(wqe.access);
+fn execute_local(cx: &Context<'_>, pd: u32, conn: &mut Connection, op: &SendOp) -> CqeStatus {
     let result = match op {
-        SendOpcode::FastRegister => {
-            let n = wqe.aux32 as usize;
+        SendOp::FastRegister(fr) => {
+            let n = fr.page_count as usize;
             let bytes = n * 8;
             if n == 0 || n > MAX_FR_PAGES || bytes > conn.page_bytes.len() {
                 return CqeStatus::MemoryManagement;
@@ -304,7 +299,7 @@ fn execute_local(
             let Some(scratch) = conn.page_bytes.get_mut(..bytes) else {
                 return CqeStatus::MemoryManagement;
             };
-            if cx.mem.dma.read(wqe.aux64, scratch).is_err() {
+            if cx.mem.dma.read(fr.page_list, scratch).is_err() {
                 return CqeStatus::LocalProtection;
             }
             conn.pages.clear();
@@ -314,25 +309,24 @@ fn execute_local(
                     .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
             );
             cx.mem.keys.write().fast_register(
-                MemoryKey(wqe.key),
+                fr.key,
                 pd,
-                access,
-                wqe.remote_addr,
-                wqe.length,
-                wqe.fbo,
+                fr.access,
+                fr.va,
+                fr.length,
+                fr.fbo,
                 &conn.pages,
             )
         }
-        SendOpcode::Bind => cx.mem.keys.write().bind(
-            MemoryKey(wqe.key),
-            MemoryKey(wqe.aux32),
-            pd,
-            access,
-            wqe.remote_addr,
-            wqe.length,
-        ),
-        SendOpcode::LocalInvalidate => cx.mem.keys.write().invalidate(MemoryKey(wqe.key), pd),
-        _ => return CqeStatus::LocalQpOperation,
+        SendOp::Bind(b) => cx
+            .mem
+            .keys
+            .write()
+            .bind(b.window, b.region, pd, b.access, b.va, b.length),
+        SendOp::LocalInvalidate { key } => cx.mem.keys.write().invalidate(*key, pd),
+        SendOp::Send { .. } | SendOp::Write { .. } | SendOp::Read { .. } => {
+            return CqeStatus::LocalQpOperation;
+        }
     };
     match result {
         Ok(()) => CqeStatus::Success,
@@ -365,58 +359,36 @@ fn sent(conn: &mut Connection, now: u64, next: u32, close: bool, ack_req: bool) 
 /// SEND or WRITE as one run: as many packets as the window allows, up to
 /// [`MAX_TRAIN_SEGMENTS`], the last asking for an acknowledgement). A
 /// full outbox records nothing and changes nothing (the caller asked for
-/// room first).
+/// room first). An error is the status the WQE fails with: its source (or
+/// inline payload) no longer covers the message, or the slot no longer
+/// decodes to the operation it started as.
 fn send_packet(
     cx: &Context<'_>,
     pd: u32,
     conn: &mut Connection,
     wqe: &SendWqe,
     meta: WqeMeta,
-) -> Result<(), SgError> {
+) -> Result<(), CqeStatus> {
+    // Read again from the driver's memory, so decoded again.
+    let op = wqe.decode().map_err(|_| CqeStatus::LocalQpOperation)?.op;
+    if meta.kind == MetaKind::Read {
+        let SendOp::Read { remote, .. } = op else {
+            return Err(CqeStatus::LocalQpOperation);
+        };
+        return send_read_request(cx, conn, remote, meta);
+    }
+    let (data, kind) = message_kind(op, meta.len).ok_or(CqeStatus::LocalQpOperation)?;
     let now = cx.now;
-    let pmtu = conn.pmtu.bytes();
     let req = &mut conn.req;
     let psn = req.next_psn;
     let k = psn_diff(psn, meta.first_psn).max(0) as u32;
-    let offset = u64::from(k) * u64::from(pmtu);
     let window = req.window(&conn.rc);
     let resend = psn_before(psn, req.sent_hi);
-    if meta.kind == MetaKind::Read {
-        let mut headers = Headers {
-            ip: conn.ip.for_packet(psn),
-            bth: Bth::new(Opcode::RDMA_READ_REQUEST, conn.path.remote_qpn, psn),
-            ext: ExtHeaders::NONE,
-        };
-        // A READ is one request packet covering all its response PSNs;
-        // asked again after a lost response, it covers the hole from
-        // there to the first response already placed (or to the end).
-        let end = psn_add(meta.first_psn, meta.npsn);
-        let hole_end = if req.send_index == req.una_index && psn == req.una {
-            req.read_window.hole_end(psn, end)
-        } else {
-            end
-        };
-        let hole = u64::from(psn_diff(hole_end, psn).max(0) as u32) * u64::from(pmtu);
-        let rest = u64::from(meta.len).saturating_sub(offset);
-        headers.ext.reth = Some(Reth {
-            va: wqe.remote_addr.wrapping_add(offset),
-            rkey: wqe.key,
-            dma_len: rest.min(hole) as u32,
-        });
-        headers.bth.ack_req = true;
-        match cx
-            .out
-            .datagram(resend, |slot| crate::wire::build(&headers, &[], slot).ok())
-        {
-            Recorded::Yes => sent(conn, now, end, true, true),
-            Recorded::Refused => return Err(SgError::Length),
-            Recorded::Full => {}
-        }
-        return Ok(());
-    }
-    let inline = wqe.wqe_flags().contains(WqeFlags::INLINE);
-    // An inline payload is in the WQE, not in memory a train could
-    // point at: it always leaves as datagrams, built now.
+    let inline = matches!(data, Data::Inline { .. });
+    // An inline payload is in the WQE, not behind a gather list nor in
+    // memory a train could point at: it always leaves as datagrams, built
+    // now.
+    let sges = if inline { &[] } else { wqe.sge_list() };
     let train = !inline && matches!(cx.tx.token(conn.ip.dst()), Token::Train(_));
     let (count, ack_req) = if train {
         let room = (window - psn_diff(psn, req.una)).max(1) as u32;
@@ -434,17 +406,18 @@ fn send_packet(
             || psn_diff(psn_add(psn, 1), req.una) >= window;
         (1, ack_req)
     };
-    let segs = message_segments(conn, pd, wqe, meta, count, ack_req);
+    let segs = message_segments(conn, pd, sges, kind, meta, count, ack_req);
     let recorded = if inline || (count == 1 && segs.len <= BUILD_NOW_MAX) {
         // Built whole now: an inline payload is in the WQE, and a small
         // one costs less to copy than to describe and check twice.
         let seg = segs.segment(0);
         let headers = segs.headers(&seg);
         let chunk = if inline {
-            let data = wqe.inline_data();
+            let payload = wqe.inline_data();
             Some(
-                data.get(seg.at as usize..seg.at as usize + seg.len)
-                    .ok_or(SgError::Length)?,
+                payload
+                    .get(seg.at as usize..seg.at as usize + seg.len)
+                    .ok_or(CqeStatus::LocalProtection)?,
             )
         } else {
             None
@@ -455,8 +428,7 @@ fn send_packet(
         });
         match recorded {
             Recorded::Yes => true,
-            Recorded::Refused if inline => return Err(SgError::Length),
-            Recorded::Refused => return Err(SgError::Protection),
+            Recorded::Refused => return Err(CqeStatus::LocalProtection),
             Recorded::Full => false,
         }
     } else {
@@ -471,7 +443,7 @@ fn send_packet(
             segs.len as usize,
             |_, _| true,
         ) {
-            return Err(SgError::Protection);
+            return Err(CqeStatus::LocalProtection);
         }
         drop(keys);
         cx.out.segments(&segs, resend)
@@ -482,14 +454,92 @@ fn send_packet(
     Ok(())
 }
 
-/// The next `count` packets (from `next_psn`) of the SEND or WRITE `wqe`
-/// (`meta`), described once ([`Segments`]) for both ways of sending them:
+/// Records the READ request at `next_psn` of the WQE at `send_index`
+/// (`meta`), reading `remote`.
+fn send_read_request(
+    cx: &Context<'_>,
+    conn: &mut Connection,
+    remote: Remote,
+    meta: WqeMeta,
+) -> Result<(), CqeStatus> {
+    let now = cx.now;
+    let pmtu = conn.pmtu.bytes();
+    let req = &mut conn.req;
+    let psn = req.next_psn;
+    let k = psn_diff(psn, meta.first_psn).max(0) as u32;
+    let offset = u64::from(k) * u64::from(pmtu);
+    let resend = psn_before(psn, req.sent_hi);
+    let mut headers = Headers {
+        ip: conn.ip.for_packet(psn),
+        bth: Bth::new(Opcode::RDMA_READ_REQUEST, conn.path.remote_qpn, psn),
+        ext: ExtHeaders::NONE,
+    };
+    // A READ is one request packet covering all its response PSNs;
+    // asked again after a lost response, it covers the hole from
+    // there to the first response already placed (or to the end).
+    let end = psn_add(meta.first_psn, meta.npsn);
+    let hole_end = if req.send_index == req.una_index && psn == req.una {
+        req.read_window.hole_end(psn, end)
+    } else {
+        end
+    };
+    let hole = u64::from(psn_diff(hole_end, psn).max(0) as u32) * u64::from(pmtu);
+    let rest = u64::from(meta.len).saturating_sub(offset);
+    headers.ext.reth = Some(Reth {
+        va: remote.addr.wrapping_add(offset),
+        rkey: remote.key.0,
+        dma_len: rest.min(hole) as u32,
+    });
+    headers.bth.ack_req = true;
+    match cx
+        .out
+        .datagram(resend, |slot| crate::wire::build(&headers, &[], slot).ok())
+    {
+        Recorded::Yes => sent(conn, now, end, true, true),
+        Recorded::Refused => return Err(CqeStatus::LocalProtection),
+        Recorded::Full => {}
+    }
+    Ok(())
+}
+
+/// What the packets of SEND or WRITE `op` (of `len` bytes) are, and the
+/// data they carry (`None`: not a SEND or WRITE).
+fn message_kind(op: SendOp, len: u32) -> Option<(Data, Kind)> {
+    Some(match op {
+        SendOp::Send {
+            data,
+            solicited,
+            invalidate,
+        } => (
+            data,
+            Kind::Send {
+                invalidate: invalidate.map(|k| k.0),
+                solicited,
+            },
+        ),
+        SendOp::Write { data, remote } => (
+            data,
+            Kind::Write {
+                reth: Reth {
+                    va: remote.addr,
+                    rkey: remote.key.0,
+                    dma_len: len,
+                },
+            },
+        ),
+        _ => return None,
+    })
+}
+
+/// The next `count` packets (from `next_psn`) of the SEND or WRITE `kind`
+/// gathering `sges` (none: inline) (`meta`), described once ([`Segments`]) for both ways of sending them:
 /// built into a datagram here, or carried as a train. `ack_req`: the last
 /// of them asks for an acknowledgement.
 fn message_segments(
     conn: &Connection,
     pd: u32,
-    wqe: &SendWqe,
+    sges: &[Sge],
+    kind: Kind,
     meta: WqeMeta,
     count: u32,
     ack_req: bool,
@@ -501,27 +551,6 @@ fn message_segments(
     let len = u64::from(meta.len)
         .saturating_sub(offset)
         .min(u64::from(count) * u64::from(pmtu));
-    let op = wqe.op();
-    let kind = if matches!(op, Some(SendOpcode::Send | SendOpcode::SendInvalidate)) {
-        Kind::Send {
-            invalidate: (op == Some(SendOpcode::SendInvalidate)).then_some(wqe.key),
-            solicited: wqe.wqe_flags().contains(WqeFlags::SOLICITED),
-        }
-    } else {
-        Kind::Write {
-            reth: Reth {
-                va: wqe.remote_addr,
-                rkey: wqe.key,
-                dma_len: meta.len,
-            },
-        }
-    };
-    // An inline message's payload is in the WQE, not behind a gather list.
-    let sges = if wqe.wqe_flags().contains(WqeFlags::INLINE) {
-        &[]
-    } else {
-        wqe.sge_list()
-    };
     let mut gather = [Sge::default(); MAX_SGE];
     for (to, from) in gather.iter_mut().zip(sges) {
         *to = *from;

@@ -16,3 +16,4 @@ mod read_limits;
 mod transport_read_invalidate;
 mod transport_read_loss;
 mod transport_trains;
+mod wqe_malformed;
