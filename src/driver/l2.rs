@@ -21,10 +21,16 @@
 //!   stopped, and a burst larger than the pool is held, not dropped.
 //! * Receive: [`L2Port::take_received`] shows each received frame to the
 //!   port, in place or copied into a bounce buffer ([`receive`]), at
-//!   DISPATCH_LEVEL; a RoCEv2 datagram for one of V's addresses goes to the
-//!   RNIC (`SoftRnic::receive`) and the frame is consumed; everything else
-//!   (ARP and neighbour discovery included, after the port has learnt from
-//!   them) goes up V unchanged.
+//!   DISPATCH_LEVEL, in one call into softrnic
+//!   (`EthernetPort::receive_frame`): the port checks its headers once,
+//!   counts a RoCEv2 datagram for one of V's addresses (the RDMA octets
+//!   of `OID_NDK_STATISTICS`) and hands it to the RNIC's one receive door
+//!   (`SoftRnic::receive`), and the frame is consumed; everything else
+//!   (ARP and neighbour discovery included, after the port has learnt
+//!   from them) goes up V unchanged.
+//! * The RNIC's link is the port itself (`EthernetPort` is a
+//!   `softrnic::link::Link`, shared through a `TryArc`): a datagram the
+//!   RNIC sends crosses into the driver once, at [`NblSink`].
 //! * Loopback: a datagram to one of V's own addresses never reaches the
 //!   wire (the NIC does not hairpin frames); the port queues it and calls
 //!   [`NblSink::loopback_ready`], which kicks the engine, whose pass hands
@@ -46,7 +52,6 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use hwq::TryArc;
 use ndis::{DISPATCH_LEVEL, NET_BUFFER_LIST};
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
-use softrnic::arrival::Arrival;
 use softrnic::device::SoftRnic;
 use softrnic::l2::{EthernetPort, FrameSink};
 use softrnic::link::Link;
@@ -59,9 +64,11 @@ use super::engine::{Engine, Pump};
 use super::irql;
 use super::log::log_info;
 
-/// RoCEv2 counters of a port (`OID_NDK_STATISTICS`' RDMA frames and
-/// octets): RoCEv2 frames only, bytes counted as UDP payload (BTH through
-/// ICRC). ARP and neighbour discovery frames are not counted.
+/// Send counters of a port (`OID_NDK_STATISTICS`' RDMA frames and
+/// octets out): RoCEv2 frames only, bytes counted as UDP payload (BTH
+/// through ICRC); ARP and neighbour discovery frames are not counted. The
+/// receive side is the `EthernetPort`'s own (`steered`, `steered_bytes`,
+/// [`L2Port::rdma_in`]).
 #[derive(Debug, Default)]
 pub struct L2Stats {
     /// RoCEv2 frames handed to the NIC.
@@ -76,20 +83,9 @@ pub struct L2Stats {
     pub send_waits: AtomicU64,
     /// Times the pool had room again after running out (the RNIC was told).
     pub send_resumes: AtomicU64,
-    /// RoCEv2 datagrams taken from the NIC's receives and given to the RNIC.
-    pub received: AtomicU64,
-    /// UDP payload bytes of those datagrams.
-    pub received_bytes: AtomicU64,
     /// Received frames the port could not look at (no RNIC attached, or
     /// NDIS could not map a split frame); passed up.
     pub receive_drops: AtomicU64,
-}
-
-impl L2Stats {
-    fn count(count: &AtomicU64, bytes: &AtomicU64, len: usize) {
-        count.fetch_add(1, Ordering::Relaxed);
-        bytes.fetch_add(len as u64, Ordering::Relaxed);
-    }
 }
 
 /// What the port's sink works with, shared between the port and the sink
@@ -144,7 +140,8 @@ impl Frames {
         let Some(len) = payload_len else { return };
         let stats = &self.stats;
         if add {
-            L2Stats::count(&stats.sent, &stats.sent_bytes, len);
+            stats.sent.fetch_add(1, Ordering::Relaxed);
+            stats.sent_bytes.fetch_add(len as u64, Ordering::Relaxed);
         } else {
             stats.sent.fetch_sub(1, Ordering::Relaxed);
             stats.sent_bytes.fetch_sub(len as u64, Ordering::Relaxed);
@@ -226,7 +223,8 @@ impl FrameSink for NblSink {
 
 /// The RNIC's Ethernet port over one binding.
 pub struct L2Port {
-    port: EthernetPort<NblSink>,
+    /// Shared with the RNIC, whose link it is.
+    port: TryArc<EthernetPort<NblSink>>,
     frames: TryArc<Frames>,
     bounce: Bounce,
     /// The RNIC received datagrams go to, while attached.
@@ -275,6 +273,7 @@ impl L2Port {
         .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let port = EthernetPort::new(binding.mac(), NblSink(frames.clone()))
             .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        let port = TryArc::try_new_or_drop(port).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let this = Self {
             port,
             frames,
@@ -287,10 +286,10 @@ impl L2Port {
         TryArc::try_new_or_drop(this).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
     }
 
-    /// The RNIC's [`Link`] (what the device is built with):
-    /// `L2Port::link(&port)`.
+    /// The RNIC's [`Link`] (what the device is built with): the port
+    /// itself, `L2Port::link(&port)`.
     pub fn link(this: &TryArc<Self>) -> Result<Box<dyn Link>, NTSTATUS> {
-        super::alloc::try_box(PortLink(this.clone()))
+        super::alloc::try_box(this.port.clone())
             .map(|link| -> Box<dyn Link> { link })
             .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
     }
@@ -325,9 +324,16 @@ impl L2Port {
         }
     }
 
-    /// RoCEv2 counters.
+    /// Send counters.
     pub fn stats(&self) -> &L2Stats {
         &self.frames.stats
+    }
+
+    /// RoCEv2 frames and their UDP payload bytes handed to the RNIC (the
+    /// port's counts, made before the RNIC had each).
+    pub fn rdma_in(&self) -> (u64, u64) {
+        let stats = self.port.stats();
+        (stats.steered, stats.steered_bytes)
     }
 
     /// Looks at one received list (`<= DISPATCH_LEVEL`; P owns it for the
@@ -350,25 +356,17 @@ impl L2Port {
         taken
     }
 
-    /// Classifies the frame of `nbl` and hands a RoCEv2 datagram to `rnic`
-    /// (`DISPATCH_LEVEL`): the port's classification checks its IP and
-    /// UDP headers once, and the counters and the RNIC take that result as
-    /// it is (one crossing into softrnic per frame, no second parse).
+    /// Hands the frame of `nbl` to the port, which gives a RoCEv2
+    /// datagram to `rnic` (`DISPATCH_LEVEL`): one call into softrnic per
+    /// frame, its headers parsed once (classification, RDMA octets and the
+    /// RNIC all take that parse).
     fn steer(&self, rnic: &SoftRnic, nbl: &NET_BUFFER_LIST) -> bool {
         let now = clock::now_us();
-        let stats = &self.frames.stats;
-        let taken = self.bounce.with_frame(nbl, |frame| {
-            let Some(arrival) = self.port.on_frame(frame, now).into_arrival() else {
-                return false;
-            };
-            // Counted before the RNIC has it: whoever sees its effect (a
-            // completion) sees the count too.
-            let len = arrival.udp_payload_len().unwrap_or(0);
-            L2Stats::count(&stats.received, &stats.received_bytes, len);
-            rnic.receive(now, arrival);
-            true
-        });
+        let taken = self
+            .bounce
+            .with_frame(nbl, |frame| self.port.receive_frame(frame, now, rnic));
         taken.unwrap_or_else(|| {
+            let stats = &self.frames.stats;
             stats.receive_drops.fetch_add(1, Ordering::Relaxed);
             false
         })
@@ -437,12 +435,11 @@ impl L2Port {
         let stats = &self.frames.stats;
         log_info!(
             "rsndk: L2 port closed: sent {}, send drops {}, waits for a frame {}, resumes {}, \
-             received {}, receive drops {}; {:?}",
+             receive drops {}; {:?}",
             stats.sent.load(Ordering::Relaxed),
             stats.send_drops.load(Ordering::Relaxed),
             stats.send_waits.load(Ordering::Relaxed),
             stats.send_resumes.load(Ordering::Relaxed),
-            stats.received.load(Ordering::Relaxed),
             stats.receive_drops.load(Ordering::Relaxed),
             self.port.stats(),
         );
@@ -459,33 +456,6 @@ impl Pump for L2Port {
         if self.frames.room_again.swap(false, Ordering::SeqCst) {
             rnic.link_ready();
         }
-        self.port
-            .poll_loopback(|datagram| rnic.receive(now, Arrival::Datagram(datagram)))
-            != 0
-    }
-}
-
-/// The RNIC's [`Link`]: transmits through the port.
-#[derive(Debug)]
-struct PortLink(TryArc<L2Port>);
-
-impl Link for PortLink {
-    fn transmit(&self, datagram: &[u8]) {
-        self.0.port.transmit(datagram);
-    }
-
-    fn can_transmit(&self) -> bool {
-        self.0.port.can_transmit()
-    }
-
-    /// What the NIC's MTU carries (the port's, from the binding's MTU and
-    /// its link indications).
-    fn path_mtu_to(&self, _dst: core::net::IpAddr) -> Option<u32> {
-        self.0.port.path_mtu()
-    }
-
-    /// Datagrams the port dropped as longer than the NIC's MTU.
-    fn take_send_failures(&self, each: &mut dyn FnMut(softrnic::link::SendFailure)) {
-        Link::take_send_failures(&self.0.port, each);
+        self.port.loopback_into(rnic, now) != 0
     }
 }

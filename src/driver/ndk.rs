@@ -49,9 +49,8 @@ pub fn counters(adapter: &Adapter) -> NDIS_NDK_PERFORMANCE_COUNTERS {
         counters.CQError = rnic.cq_overflows;
         counters.ActiveConnection = device.ctx.active_connections() as u64;
         let wire = device.port.stats();
-        counters.RDMAInFrames = wire.received.load(Ordering::Relaxed);
+        (counters.RDMAInFrames, counters.RDMAInOctets) = device.port.rdma_in();
         counters.RDMAOutFrames = wire.sent.load(Ordering::Relaxed);
-        counters.RDMAInOctets = wire.received_bytes.load(Ordering::Relaxed);
         counters.RDMAOutOctets = wire.sent_bytes.load(Ordering::Relaxed);
     }
     counters

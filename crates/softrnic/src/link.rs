@@ -207,10 +207,11 @@ pub trait Link: Send + Sync {
 
 /// A link behind a pointer is the link it points to (every call forwarded,
 /// defaults included), so a device may own a `Box<dyn Link>` and a
-/// harness share an `Arc` of a wrapper it also drives.
+/// harness share an `Arc` of a wrapper it also drives (a kernel runtime a
+/// [`TryArc`] of the Ethernet port it also receives through).
 macro_rules! forward_link {
-    ($ptr:ident) => {
-        impl<L: Link + ?Sized> Link for $ptr<L> {
+    ($ptr:ident $(, $unsized:tt)?) => {
+        impl<L: Link $(+ $unsized Sized)?> Link for $ptr<L> {
             fn transmit(&self, datagram: &[u8]) {
                 (**self).transmit(datagram);
             }
@@ -264,8 +265,9 @@ macro_rules! forward_link {
     };
 }
 
-forward_link!(Box);
-forward_link!(Arc);
+forward_link!(Box, ?);
+forward_link!(Arc, ?);
+forward_link!(TryArc);
 
 /// A packet a link could not send ([`Link::take_send_failures`]): whom
 /// it was for, from its IP header (or socket address) and BTH.

@@ -29,6 +29,8 @@ use super::neighbours::{Learnt, NeighbourCache, Resolved};
 use super::own::OwnAddresses;
 use super::stats::{Counters, PortStats, inc};
 use super::{FrameSink, MAX_DATAGRAM_LEN, MAX_FRAME_LEN, Verdict, path_mtu_for};
+use crate::arrival::Arrival;
+use crate::device::SoftRnic;
 use crate::link::{Link, SendFailure};
 use crate::wire::arp::ArpPacket;
 use crate::wire::ethernet::{
@@ -525,6 +527,8 @@ impl<S: FrameSink> EthernetPort<S> {
             Frame::Rocev2 { datagram, mac } => {
                 drop(own);
                 inc(&self.stats.steered);
+                let bytes = datagram.udp_payload().len() as u64;
+                self.stats.steered_bytes.fetch_add(bytes, Ordering::Relaxed);
                 self.confirm(datagram.fields().src(), mac, now);
                 return Verdict::Rnic(datagram);
             }
@@ -544,6 +548,30 @@ impl<S: FrameSink> EthernetPort<S> {
             self.learn(ip, mac, create, now);
         }
         Verdict::PassUp
+    }
+
+    /// The port's receive for a runtime that hands the RNIC its frames
+    /// straight on (the kernel shell's, once per frame): looks at `frame`
+    /// at `now_us` as [`EthernetPort::on_frame`] does and, if it is the
+    /// RNIC's, hands its checked datagram to `rnic`'s one receive door
+    /// ([`SoftRnic::receive`]) at the same time; whether it did (`false`:
+    /// pass the frame up). Its RDMA octets are counted first
+    /// ([`PortStats::steered_bytes`]).
+    pub fn receive_frame(&self, frame: &[u8], now_us: u64, rnic: &SoftRnic) -> bool {
+        match self.on_frame(frame, now_us).into_arrival() {
+            Some(arrival) => {
+                rnic.receive(now_us, arrival);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Hands each datagram queued for loopback at the time of the call to
+    /// `rnic`'s receive at `now_us` ([`EthernetPort::poll_loopback`] for a
+    /// runtime that hands them straight on); returns how many.
+    pub fn loopback_into(&self, rnic: &SoftRnic, now_us: u64) -> usize {
+        self.poll_loopback(|datagram| rnic.receive(now_us, Arrival::Datagram(datagram)))
     }
 
     /// Learns that `ip` has `mac` (adding it if `create`), and sends the

@@ -57,6 +57,9 @@ counters! {
     neighbours_learnt,
     /// Received frames handed to the RNIC.
     steered,
+    /// UDP payload bytes (BTH through ICRC) of those frames: a NIC's RDMA
+    /// octets in, counted before the RNIC has them.
+    steered_bytes,
     /// Received frames passed up.
     passed_up,
     /// Datagrams to an own address queued for loopback.

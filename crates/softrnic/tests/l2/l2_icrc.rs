@@ -21,9 +21,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
-use softrnic::arrival::Arrival;
 use softrnic::l2::{EthernetPort, FrameSink, MacAddr, Verdict};
-use softrnic::link::Link;
 use softrnic::qp::Path;
 use softrnic::wire::arp::{ARP_REPLY, ArpPacket};
 use softrnic::wire::ethernet::{
@@ -56,14 +54,6 @@ impl FrameSink for Sink {
     }
 
     fn loopback_ready(&self) {}
-}
-
-struct PortLink(Arc<EthernetPort<Sink>>);
-
-impl Link for PortLink {
-    fn transmit(&self, datagram: &[u8]) {
-        self.0.transmit(datagram);
-    }
 }
 
 fn frame(dst: MacAddr, src: MacAddr, ethertype: u16, payload: &[u8]) -> Vec<u8> {
@@ -167,7 +157,7 @@ fn station() -> (Station, Buf) {
         1024,
         &clock,
         1 << 20,
-        Box::new(PortLink(port.clone())),
+        Box::new(port.clone()),
         Box::new(NoWake),
     );
     node.dev.set_default_rc_config(fast_rc());
@@ -202,14 +192,23 @@ fn station() -> (Station, Buf) {
 }
 
 impl Station {
-    /// Hands `frame` to the port and, if it steers it to the RNIC, the
-    /// datagram to the RNIC (as the driver's receive path does); then
-    /// lets the RNIC run.
+    /// Hands `frame` to the port, which hands it to the RNIC if it is its
+    /// (one call, as the driver's receive path makes), counting its RDMA
+    /// octets first; then lets the RNIC run.
     fn deliver(&mut self, frame: &[u8]) {
-        match self.port.on_frame(frame, self.node.clock.now()) {
-            Verdict::Rnic(datagram) => self.node.arrive(Arrival::Checked(datagram)),
-            Verdict::PassUp => panic!("a RoCEv2 frame for us was passed up"),
-        }
+        let before = self.port.stats();
+        let udp_payload = usize::from(u16::from_be_bytes([frame[16], frame[17]])) - 28;
+        assert!(
+            self.port
+                .receive_frame(frame, self.node.clock.now(), &self.node.dev),
+            "a RoCEv2 frame for us was passed up"
+        );
+        let after = self.port.stats();
+        assert_eq!(after.steered, before.steered + 1);
+        assert_eq!(
+            after.steered_bytes,
+            before.steered_bytes + udp_payload as u64
+        );
         for _ in 0..10 {
             self.node.poll();
         }

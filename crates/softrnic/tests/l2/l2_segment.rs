@@ -23,7 +23,6 @@ use hwq::{CqeOpcode, CqeStatus};
 use softrnic::arrival::Arrival;
 use softrnic::device::SoftRnic;
 use softrnic::l2::{EthernetPort, FrameSink, MacAddr, Verdict};
-use softrnic::link::Link;
 use softrnic::wire::arp::{ARP_REPLY, ARP_REQUEST, parse_arp};
 use softrnic::wire::ethernet::{
     ETHERTYPE_ARP, ETHERTYPE_IPV6, EthernetHeader, parse_ethernet, write_frame,
@@ -53,15 +52,6 @@ impl FrameSink for WireSink {
 
     fn loopback_ready(&self) {
         self.0.loopback_calls.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// The RNIC's link: the shared port.
-struct PortLink(Arc<EthernetPort<WireSink>>);
-
-impl Link for PortLink {
-    fn transmit(&self, datagram: &[u8]) {
-        self.0.transmit(datagram);
     }
 }
 
@@ -102,7 +92,7 @@ impl Station {
             pmtu,
             clock,
             4 << 20,
-            Box::new(PortLink(port.clone())),
+            Box::new(port.clone()),
             Box::new(NoWake),
         );
         node.dev.set_addresses(&ips).unwrap();
@@ -253,7 +243,7 @@ impl Segment {
         }
         for s in [&self.a, &self.b] {
             s.port.tick(now);
-            worked |= s.port.poll_loopback(|d| s.node.receive(d)) > 0;
+            worked |= s.port.loopback_into(&s.node.dev, s.node.clock.now()) > 0;
             worked |= s.node.poll();
         }
         if worked {
