@@ -133,7 +133,8 @@ pub unsafe extern "win64" fn NdisSendNetBufferLists(
             }
             complete_sends(binding, &outcome);
         } else {
-            nic::defer_completions(view.nic, binding, outcome);
+            let lists = outcome.len() as u64;
+            nic::defer(view.nic, lists, move || complete_sends(binding, &outcome));
         }
     });
 }

@@ -400,7 +400,7 @@ pub unsafe extern "win64" fn NdisOidRequest(
                     b.oids_pending.push(request);
                 }
             });
-            nic::defer_oid(nic, binding, request, status);
+            nic::defer(nic, 0, move || complete(binding, request, status));
             return NDIS_STATUS_PENDING;
         }
         status
@@ -452,7 +452,8 @@ pub fn release_held(nic: u32) {
         mine
     };
     for h in released {
-        nic::defer_oid(h.nic, h.binding, h.request, h.status);
+        let (binding, request, status) = (h.binding, h.request, h.status);
+        nic::defer(h.nic, 0, move || complete(binding, request, status));
     }
 }
 
@@ -515,7 +516,10 @@ pub unsafe extern "win64" fn NdisCancelOidRequest(
             hit
         };
         for h in cancelled {
-            nic::defer_oid(h.nic, h.binding, h.request, NDIS_STATUS_REQUEST_ABORTED);
+            let (binding, request) = (h.binding, h.request);
+            nic::defer(h.nic, 0, move || {
+                complete(binding, request, NDIS_STATUS_REQUEST_ABORTED);
+            });
         }
     });
 }

@@ -59,6 +59,7 @@ pub mod binding;
 pub mod checks;
 pub mod completions;
 pub mod config;
+pub mod config_value;
 pub mod datapath;
 pub mod eventlog;
 pub mod im;

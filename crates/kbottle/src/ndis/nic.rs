@@ -28,9 +28,9 @@ use ndis::{
     NDIS_LINK_STATE, NDIS_OBJECT_HEADER, NDIS_OBJECT_TYPE_STATUS_INDICATION,
     NDIS_PACKET_TYPE_ALL_MULTICAST, NDIS_PACKET_TYPE_BROADCAST, NDIS_PACKET_TYPE_DIRECTED,
     NDIS_PACKET_TYPE_MULTICAST, NDIS_PACKET_TYPE_PROMISCUOUS, NDIS_RECEIVE_FLAGS_DISPATCH_LEVEL,
-    NDIS_RECEIVE_FLAGS_RESOURCES, NDIS_SIZEOF_STATUS_INDICATION_REVISION_1, NDIS_STATUS,
-    NDIS_STATUS_INDICATION, NDIS_STATUS_INDICATION_REVISION_1, NDIS_STATUS_LINK_STATE,
-    NET_BUFFER_LIST, NetBufferListFrameType,
+    NDIS_RECEIVE_FLAGS_RESOURCES, NDIS_SIZEOF_STATUS_INDICATION_REVISION_1, NDIS_STATUS_INDICATION,
+    NDIS_STATUS_INDICATION_REVISION_1, NDIS_STATUS_LINK_STATE, NET_BUFFER_LIST,
+    NetBufferListFrameType,
 };
 
 use super::checks::{NDIS_BUGCHECK_LEAKED_NBL, ndis_bugcheck};
@@ -76,10 +76,13 @@ pub struct NicCounters {
 /// Work for a NIC's thread.
 enum Job {
     Frame(Arc<[u8]>),
-    /// Send lists of a binding to complete, with their statuses.
-    Complete(usize, Vec<(usize, NDIS_STATUS)>),
-    /// An OID request of a binding to complete.
-    OidDone(usize, usize, NDIS_STATUS),
+    /// A completion NDIS deferred to the NIC (send lists, an OID
+    /// request), run at DISPATCH_LEVEL; `lists` send lists are counted
+    /// as deferred completions once it ran.
+    Deferred {
+        complete: Box<dyn FnOnce() + Send>,
+        lists: u64,
+    },
     /// The link went up or down.
     Link(bool),
     Stop,
@@ -222,18 +225,17 @@ pub fn stop(id: u32) {
     }
 }
 
-/// Defers the completion of send lists of binding `binding` to NIC
-/// `id`'s thread.
-pub fn defer_completions(id: u32, binding: usize, lists: Vec<(usize, NDIS_STATUS)>) {
+/// Defers a completion to NIC `id`'s thread, which runs `complete` at
+/// DISPATCH_LEVEL as its DPC would: `lists` send lists (counted in
+/// [`NicCounters::deferred_completions`]), or a pended OID request
+/// (`lists` 0). The caller says what completes ([`super::lower`],
+/// [`super::lower_oid`]): the NIC is below them and names neither.
+pub fn defer(id: u32, lists: u64, complete: impl FnOnce() + Send + 'static) {
     if let Some(rt) = runtime(id) {
-        rt.post(Job::Complete(binding, lists));
-    }
-}
-
-/// Defers the completion of a pended OID request to NIC `id`'s thread.
-pub fn defer_oid(id: u32, binding: usize, request: usize, status: NDIS_STATUS) {
-    if let Some(rt) = runtime(id) {
-        rt.post(Job::OidDone(binding, request, status));
+        rt.post(Job::Deferred {
+            complete: Box::new(complete),
+            lists,
+        });
     }
 }
 
@@ -263,18 +265,11 @@ fn run(rt: &NicRuntime) {
                 other => {
                     receive(rt, std::mem::take(&mut frames));
                     match other {
-                        Job::Complete(binding, lists) => {
-                            cpu::run_at_dispatch(|| {
-                                super::lower::complete_sends(binding, &lists);
-                            });
+                        Job::Deferred { complete, lists } => {
+                            cpu::run_at_dispatch(complete);
                             rt.counters
                                 .deferred_completions
-                                .fetch_add(lists.len() as u64, Ordering::Relaxed);
-                        }
-                        Job::OidDone(binding, request, status) => {
-                            cpu::run_at_dispatch(|| {
-                                super::lower_oid::complete(binding, request, status);
-                            });
+                                .fetch_add(lists, Ordering::Relaxed);
                         }
                         Job::Link(up) => link_changed(rt.id, up),
                         Job::Stop => stop = true,

@@ -386,7 +386,7 @@ pub struct Configuration {
     pub keywords: Vec<(String, Keyword)>,
     /// Every `NDIS_CONFIGURATION_PARAMETER` handed out, with the UTF-16
     /// text of string values.
-    pub values: Vec<super::config::Value>,
+    pub values: Vec<super::config_value::Value>,
 }
 
 /// Everything NDIS tracks.
