@@ -17,6 +17,7 @@ use super::{UdpLink, UdpPort};
 use crate::busy::SharedWaker;
 use crate::clock::HostClock;
 use crate::platform::HostDma;
+use crate::test_loopback::loopback;
 use crate::waker::ThreadWaker;
 
 /// A UD SEND Only to QP1 (a MAD, all zeros but its base version) from
@@ -61,7 +62,7 @@ fn mad_datagram(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, psn: u32) -> Vec<u8> {
 
 #[test]
 fn a_foreign_peers_changing_identifications_are_checked_as_they_arrived() {
-    let (at, peer_at) = (Ipv4Addr::new(127, 0, 80, 30), Ipv4Addr::new(127, 0, 80, 31));
+    let (at, peer_at) = (loopback(30), loopback(31));
     let port = Arc::new(UdpPort::bind(at).unwrap());
     let link = UdpLink(port.clone());
     let waker = Arc::new(ThreadWaker::default());
