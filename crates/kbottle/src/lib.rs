@@ -3,40 +3,53 @@
 //! there the way Windows runs it, under checks at least as strict as
 //! Driver Verifier's.
 //!
-//! - [`pe`] maps the image, applies its base relocations, binds every
-//!   import to a Rust implementation with the Windows x64 calling
-//!   convention (`extern "win64"`), and refuses to load with the full list
-//!   of imports it cannot bind.
-//! - [`trap`] catches what the image executes that user space cannot
-//!   (privileged instructions, `int 29h`, `ud2`, faults in driver code) and
-//!   turns it into a bugcheck report.
-//! - The kernel: [`cpu`] (IRQL and the DPC queue of each processor), [`ke`]
-//!   (DPCs, timers, events, waits, time, `KeBugCheckEx`), [`pool`]
-//!   (tagged pool with leak, double-free and live-object checks, and
-//!   low-resources simulation), [`mm`] (MDLs and the physical address
-//!   model), [`io`] (IRPs and their completion), [`crt`] (the C runtime
-//!   routines ntoskrnl exports, `DbgPrintEx`).
-//! - [`ndis`] plays NDIS: miniport registration, configuration keywords,
+//! It is laid out as Wine lays out its DLLs: one room per emulated Windows
+//! module, each a folder whose `mod.rs` says what it emulates and what it
+//! may import, with one-way imports between rooms (bottom up; `.ci/
+//! module_cycles.py crates/kbottle/src`, with and without `--top`, finds
+//! no cycle):
+//!
+//! - Leaves, which import nothing of the crate: [`export`](mod@export) (the [`Export`
+//!   ](export::Export) every module's export table lists, and `export!`),
+//!   [`ids`] (an adapter's number, a registry keyword), `sync`.
+//! - [`loader`], the PE loader: [`pe`] maps the image, applies its base
+//!   relocations, binds every import to a Rust implementation with the
+//!   Windows x64 calling convention (`extern "win64"`), and refuses to
+//!   load with the full list of imports it cannot bind; [`image`] finds
+//!   or builds the image under test.
+//! - [`kernel`], ntoskrnl.exe: [`cpu`] (each processor's IRQL; its DPC
+//!   queue), [`ke`] (DPCs, timers, events, waits, spin locks, time,
+//!   `KeBugCheckEx`), [`pool`] (tagged pool with leak, double-free and
+//!   live-object checks, and low-resources simulation) and
+//!   [`special_pool`], [`mm`] (MDLs and the physical address model), [`io`]
+//!   (IRPs and their completion), [`crt`] (the C runtime routines
+//!   ntoskrnl exports, `DbgPrintEx`), [`trap`] (what the image executes
+//!   that user space cannot, privileged instructions, `int 29h`, `ud2`,
+//!   faults in driver code, turned into a bugcheck report) and
+//!   [`verifier`] (the rules' outcome: a would-be bugcheck is recorded
+//!   with its code and parameters and ends the test; the DPC watchdog).
+//! - [`world`], below the NICs: [`segment`], the emulated Ethernet the
+//!   NICs sit on (a learning switch with pcap capture; nothing leaves the
+//!   process unless [`tap`] joins a segment to a Linux tap device).
+//! - [`ndis`], NDIS.SYS: miniport registration, configuration keywords,
 //!   attributes, OIDs, work items, PnP events, and the adapter lifecycle;
 //!   for an intermediate driver also the protocol edge (registration,
 //!   binds and unbinds, the binding's data path, OIDs and PnP events), the
 //!   NICs below it and the virtual miniports over them, and
 //!   `NET_BUFFER_LIST`s with an ownership ledger.
-//! - [`segment`] is the emulated Ethernet the NICs sit on: a learning
-//!   switch with pcap capture; nothing leaves the process unless [`tap`]
-//!   joins a segment to a Linux tap device (a real Ethernet behind it).
-//! - [`tcpip`] is TCP/IP above each virtual miniport: the interface's
+//! - [`tcpip`], tcpip.sys above each virtual miniport: the interface's
 //!   addresses (duplicate address detection, the EUI-64 link-local), ARP
 //!   and IPv6 neighbor discovery, ICMP echo and port unreachable, and the
 //!   receive filter it sets on V.
-//! - [`netio`] plays NETIO's IP Helper: the unicast address table and its
+//! - [`netio`], NETIO.SYS's IP Helper: the unicast address table and its
 //!   change notifications, over [`tcpip`].
-//! - [`verifier`] holds the rules' outcome: a would-be bugcheck is
-//!   recorded with its code and parameters and ends the test.
-//! - [`image`] finds or builds the image under test; [`shared`] is the
-//!   one machine of a test process.
 //! - [`machine`] ties them together: load, `DriverEntry`, adapters, NDK
-//!   open/close, halt, unload, and the final leak report.
+//!   open/close, halt, unload, and the final leak report; [`shared`] is
+//!   the one machine of a test process.
+//!
+//! The kernel's, the loader's and the world's modules are also at the
+//! crate root (`kbottle::cpu`, `kbottle::pe`, `kbottle::segment`, ...), the
+//! paths tests and harnesses use.
 //!
 //! The model, in short:
 //! - A *processor* is an OS thread that runs driver code: the test thread,

@@ -9,6 +9,10 @@
 //! Kernel state is process-global, so a process holds one booted machine
 //! at a time; booting again after [`Machine::unload`] maps a fresh copy of
 //! the image.
+//!
+//! Rule: the top room. It imports every other room and no room imports
+//! it: what they share with it lives in leaves ([`crate::ids`]). Its IP
+//! side is `ip.rs`; [`shared`] is the one machine of a test process.
 
 mod ip;
 pub mod shared;

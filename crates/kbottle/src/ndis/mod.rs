@@ -2,6 +2,11 @@
 //! imports, with real semantics and NDIS's checks, and the side of NDIS
 //! that calls the miniport ([`miniport`]), used by [`crate::machine`].
 //!
+//! Rule: ndis imports the kernel, the world (a NIC's port on a segment)
+//! and the leaves ([`crate::ids`], [`crate::export`](mod@crate::export)); never TCP/IP, NETIO
+//! or the machine: TCP/IP binds above a virtual miniport through
+//! [`upper`], and the machine drives NDIS from above.
+//!
 //! - [`registration`] holds `NdisMRegisterMiniportDriver` (characteristics
 //!   checked for the declared NDIS version; `MiniportSetOptions` called
 //!   before it returns), `NdisMDeregisterMiniportDriver` and

@@ -8,6 +8,9 @@
 //!
 //! The driver reaches the network through its virtual miniport (V), not
 //! through NETIO: Winsock Kernel is not offered.
+//!
+//! Rule: netio imports TCP/IP, NDIS's checks, the kernel and
+//! [`crate::export`](mod@crate::export); only the machine is above it.
 
 use crate::export;
 use crate::export::Export;

@@ -28,6 +28,10 @@
 //! neighbour unreachability detection (a resolved neighbour stays until
 //! the link goes down). The loopback interface's addresses (127.0.0.1,
 //! ::1) are reported in the table, as Windows does, but carry nothing.
+//!
+//! Rule: tcpip.sys sits above NDIS: it imports ndis (a V's data path and
+//! OIDs), the kernel and [`crate::ids`]; NETIO and the machine are above
+//! it.
 
 pub mod addresses;
 pub mod arp;

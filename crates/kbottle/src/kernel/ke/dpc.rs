@@ -1,6 +1,6 @@
 //! DPCs: `KeInitializeDpc`, `KeInsertQueueDpc`, `KeRemoveQueueDpc`,
-//! `KeFlushQueuedDpcs`, and the per-processor queues that `cpu::lower`
-//! drains.
+//! `KeFlushQueuedDpcs`, over the per-processor queues (`dpc_queue`, with
+//! the processor) that `cpu::lower` drains.
 
 #![expect(
     clippy::missing_safety_doc,
