@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicI32, AtomicUsize};
 
 use hwq::DmaAccess;
 use hwq::lock::{LockToken, SpinLockOps};
@@ -272,6 +272,46 @@ impl SpinLockOps for HostPlatform {
 
     fn release(&self, word: &AtomicUsize, class: &'static LockClass, token: LockToken) {
         self.release_spin_lock(word, class, token);
+    }
+
+    // Reader/writer locks: the same raise and the same checks (IRQL,
+    // release order, re-acquire, class nesting, the order graph) as the
+    // exclusive ones, a shared hold counting as a hold: writer-preferring,
+    // the host's form can deadlock the way two nested readers can.
+
+    fn acquire_shared(&self, word: &AtomicI32, class: &'static LockClass) -> LockToken {
+        let old = self.raise_to_dispatch();
+        hwq::lock::rw::read_lock(word);
+        self.lock_acquired(class, core::ptr::from_ref(word).addr());
+        LockToken(u32::from(old == Irql::Dispatch))
+    }
+
+    fn release_shared(&self, word: &AtomicI32, class: &'static LockClass, token: LockToken) {
+        self.lock_released(class, core::ptr::from_ref(word).addr());
+        hwq::lock::rw::read_unlock(word);
+        self.lower_irql(irql_of(token));
+    }
+
+    fn acquire_exclusive(&self, word: &AtomicI32, class: &'static LockClass) -> LockToken {
+        let old = self.raise_to_dispatch();
+        hwq::lock::rw::write_lock(word);
+        self.lock_acquired(class, core::ptr::from_ref(word).addr());
+        LockToken(u32::from(old == Irql::Dispatch))
+    }
+
+    fn release_exclusive(&self, word: &AtomicI32, class: &'static LockClass, token: LockToken) {
+        self.lock_released(class, core::ptr::from_ref(word).addr());
+        hwq::lock::rw::write_unlock(word);
+        self.lower_irql(irql_of(token));
+    }
+}
+
+/// The IRQL a reader/writer acquire's token says it came from.
+fn irql_of(token: LockToken) -> Irql {
+    if token.0 == 0 {
+        Irql::Passive
+    } else {
+        Irql::Dispatch
     }
 }
 

@@ -10,12 +10,21 @@
 //! checker. [`TestAndSet`] is the plain lock for code that runs with no
 //! runtime at all (unit tests, fuzzing).
 //!
+//! A [`SpinRwLock`] ([`rw`]) is the reader/writer form: an `EX_SPIN_LOCK`
+//! in the kernel (`ExAcquireSpinLockShared`/`Exclusive`), writer-preferring
+//! on every platform, so a reader must never wait for a second lock of the
+//! same kind while holding one (a writer queued on each deadlocks them).
+//!
 //! `unsafe` here is the data access a held lock allows, as in any mutex.
 
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+pub mod rw;
+
+pub use rw::{SpinRwLock, SpinRwReadGuard, SpinRwWriteGuard};
 
 /// A class of locks, for a lock-order checker: every lock of one kind (all
 /// SQ locks, all outbox locks...) shares one `'static` class.
@@ -63,6 +72,23 @@ pub trait SpinLockOps: Sync {
     /// Releases what [`SpinLockOps::acquire`] acquired on this thread;
     /// `token` is what it returned.
     fn release(&self, word: &AtomicUsize, class: &'static LockClass, token: LockToken);
+
+    /// Acquires the reader/writer lock whose state is `word` (an
+    /// `EX_SPIN_LOCK`, zero when free) for shared access, spinning while a
+    /// writer holds it or waits for it.
+    fn acquire_shared(&self, word: &AtomicI32, class: &'static LockClass) -> LockToken;
+
+    /// Releases a shared hold [`SpinLockOps::acquire_shared`] made on this
+    /// thread; `token` is what it returned.
+    fn release_shared(&self, word: &AtomicI32, class: &'static LockClass, token: LockToken);
+
+    /// Acquires the reader/writer lock `word` for exclusive access,
+    /// spinning until no reader or writer holds it.
+    fn acquire_exclusive(&self, word: &AtomicI32, class: &'static LockClass) -> LockToken;
+
+    /// Releases an exclusive hold [`SpinLockOps::acquire_exclusive`] made
+    /// on this thread; `token` is what it returned.
+    fn release_exclusive(&self, word: &AtomicI32, class: &'static LockClass, token: LockToken);
 }
 
 /// Spins until `word` goes from free (0) to held (1).
@@ -97,6 +123,24 @@ impl SpinLockOps for TestAndSet {
 
     fn release(&self, word: &AtomicUsize, _class: &'static LockClass, _token: LockToken) {
         clear(word);
+    }
+
+    fn acquire_shared(&self, word: &AtomicI32, _class: &'static LockClass) -> LockToken {
+        rw::read_lock(word);
+        LockToken(0)
+    }
+
+    fn release_shared(&self, word: &AtomicI32, _class: &'static LockClass, _token: LockToken) {
+        rw::read_unlock(word);
+    }
+
+    fn acquire_exclusive(&self, word: &AtomicI32, _class: &'static LockClass) -> LockToken {
+        rw::write_lock(word);
+        LockToken(0)
+    }
+
+    fn release_exclusive(&self, word: &AtomicI32, _class: &'static LockClass, _token: LockToken) {
+        rw::write_unlock(word);
     }
 }
 

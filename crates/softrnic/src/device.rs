@@ -10,10 +10,11 @@
 use alloc::boxed::Box;
 
 use core::net::IpAddr;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use hwq::device::{DeviceCaps, DeviceError, EventSink};
+use hwq::lock::LockClass;
 use hwq::{Cqn, DmaAccess, MemoryKey, Qpn, Srqn, TryArc};
-use spin::RwLock;
 
 use crate::addresses::{AddressSet, addr_bits};
 use crate::bitset::AtomicBitset;
@@ -22,15 +23,21 @@ use crate::cq::CompletionQueue;
 use crate::engine_state::Engine;
 use crate::env::Wake;
 use crate::link::{CaptureLink, Link, Transmitter};
-use crate::memory::{DeviceMemory, KeyError, KeyTable};
+use crate::memory::{DeviceMemory, KEY_TABLE_LOCK, KeyError, KeyTable};
 use crate::outbox::Outbox;
 use crate::qp::{self, QueuePair};
 use crate::signals::{self, PendingEvents};
 use crate::srq::SharedReceiveQueue;
+use crate::sync::RwLock;
 use crate::table::Table;
 
 mod commands;
 mod contract;
+
+/// Every device's address set.
+static ADDRESSES_LOCK: LockClass = LockClass::new("softrnic addresses");
+/// Every device's event sink slot.
+static SINK_LOCK: LockClass = LockClass::new("softrnic event sink");
 
 /// Sizes of a device's tables and its network identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,7 +149,11 @@ pub struct SoftRnic {
     /// ([`SoftRnic::set_capture`]).
     pub(crate) link: CaptureLink<Box<dyn Link>>,
     waker: Box<dyn Wake>,
+    /// The driver's event sink. Deliveries copy it out and call it with
+    /// the lock released ([`SoftRnic::deliver_events`]).
     sink: RwLock<Option<EventSink>>,
+    /// Deliveries calling a sink they copied out; detach waits for none.
+    delivering: AtomicU32,
     pds: Table<ProtectionDomain>,
     pub(crate) cqs: Table<CompletionQueue>,
     pub(crate) srqs: Table<SharedReceiveQueue>,
@@ -191,17 +202,21 @@ impl SoftRnic {
         let cm_seed = now ^ (addr_bits(config.addr) << 32) ^ config.cm_entropy;
         Some(Self {
             config,
-            addresses: RwLock::new(AddressSet::initial(config.addr)),
+            addresses: RwLock::new(&ADDRESSES_LOCK, AddressSet::initial(config.addr)),
             // Fallible: in the kernel a failed allocation must be a
             // failed device creation, never an abort (a bugcheck).
             mem: TryArc::try_new_or_drop(DeviceMemory {
-                keys: RwLock::new(KeyTable::new(config.max_keys + config.max_pds).ok()?),
+                keys: RwLock::new(
+                    &KEY_TABLE_LOCK,
+                    KeyTable::new(config.max_keys + config.max_pds).ok()?,
+                ),
                 dma,
             })
             .ok()?,
             link: CaptureLink::new(link),
             waker,
-            sink: RwLock::new(None),
+            sink: RwLock::new(&SINK_LOCK, None),
+            delivering: AtomicU32::new(0),
             pds: Table::new(1, config.max_pds)?,
             cqs: Table::new(1, config.max_cqs)?,
             srqs: Table::new(1, config.max_srqs)?,
@@ -245,16 +260,32 @@ impl SoftRnic {
     // ---- events ----
 
     /// Delivers every pending event; returns whether there were any.
+    ///
+    /// The sink is called with no lock held: it is copied out of its slot
+    /// (counted in `delivering`, which detach waits out), so a consumer
+    /// callback may re-enter the device, even this delivery, and the
+    /// consumer's own locks never nest inside the device's. Events keep
+    /// their order: each set drains in order, as before.
     pub fn deliver_events(&self) -> bool {
-        let sink = self.sink.read();
+        let sink = {
+            let slot = self.sink.read();
+            if slot.is_some() {
+                // Counted before the slot's lock is released, so a detach
+                // (which takes it exclusively) sees every copy made.
+                self.delivering.fetch_add(1, Ordering::Acquire);
+            }
+            *slot
+        };
         let mut any = false;
-        let Some(sink) = sink.as_ref() else {
+        let Some(sink) = sink else {
             // Nobody listens: drop them, as a masked interrupt would be.
             for set in self.events.all() {
                 set.drain(|_| any = true);
             }
             return self.cm.deliver(None) || any;
         };
+        let _delivering = Delivering(&self.delivering);
+        let sink = &sink;
         let stats = &self.engine.stats;
         self.events.cq_overflow.drain(|cqn| {
             any = true;
@@ -275,6 +306,17 @@ impl SoftRnic {
             sink.qp_error(Qpn::from_raw(qpn));
         });
         self.cm.deliver(Some((sink, stats))) || any
+    }
+
+    /// Stops calling the event sink: when it returns no delivery is
+    /// calling it or will (deliveries that copied it before it left are
+    /// waited out). Not from inside a delivery (the contract's
+    /// `Device::detach` is called outside any event).
+    pub(crate) fn detach_sink(&self) {
+        *self.sink.write() = None;
+        while self.delivering.load(Ordering::Acquire) != 0 {
+            core::hint::spin_loop();
+        }
     }
 
     /// How the device asks for its engine to run.
@@ -345,5 +387,14 @@ impl SoftRnic {
     /// has more to send once an ACK, a credit or link room arrives).
     pub(crate) fn ring_sq(&self, qpn: u32) {
         self.ring(&self.sq_ready, qpn);
+    }
+}
+
+/// One delivery calling a copied sink; dropping it ends the count.
+struct Delivering<'a>(&'a AtomicU32);
+
+impl Drop for Delivering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
     }
 }

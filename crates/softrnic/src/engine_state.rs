@@ -8,12 +8,12 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hwq::lock::LockClass;
 
-use spin::RwLock;
-
-use crate::sync::Mutex;
+use crate::sync::{Mutex, RwLock};
 
 /// An outbox.
 static OUTBOX_LOCK: LockClass = LockClass::new("softrnic outbox");
+/// The RC defaults.
+static DEFAULTS_LOCK: LockClass = LockClass::new("softrnic RC defaults");
 
 use crate::bitset::AtomicBitset;
 use crate::outbox::Outbox;
@@ -83,7 +83,7 @@ impl Engine {
             .map(|outbox| Mutex::new(&OUTBOX_LOCK, outbox)),
             tx_backlog: AtomicBool::new(false),
             earliest: AtomicU64::new(u64::MAX),
-            defaults: RwLock::new(RcConfig::default()),
+            defaults: RwLock::new(&DEFAULTS_LOCK, RcConfig::default()),
             cq_moderation: AtomicBool::new(false),
             cq_timers: AtomicBool::new(false),
             last_cq_tick: AtomicU64::new(0),

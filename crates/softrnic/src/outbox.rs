@@ -373,12 +373,12 @@ mod tests {
     use std::sync::Mutex;
 
     use hwq::{DmaAccess, DmaFault, TryArc};
-    use spin::RwLock;
 
     use super::{ENTRIES, Outbox, Recorded};
     use crate::link::{Link, Transmitter};
-    use crate::memory::{DeviceMemory, KeyTable};
+    use crate::memory::{DeviceMemory, KEY_TABLE_LOCK, KeyTable};
     use crate::stats::Counters;
+    use crate::sync::RwLock;
 
     /// A link that takes `room` datagrams, then says it has no room.
     #[derive(Default)]
@@ -419,7 +419,7 @@ mod tests {
 
     fn memory() -> TryArc<DeviceMemory> {
         TryArc::try_new(DeviceMemory {
-            keys: RwLock::new(KeyTable::new(4).unwrap()),
+            keys: RwLock::new(&KEY_TABLE_LOCK, KeyTable::new(4).unwrap()),
             dma: Box::new(NoDma),
         })
         .unwrap()

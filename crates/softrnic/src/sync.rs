@@ -1,18 +1,21 @@
 //! The device's locks, taken through the spin-lock operations its runtime
-//! installs once ([`use_lock_ops`]): kernel spin locks in the driver, so
+//! installs once ([`use_lock_ops`]): kernel spin locks in the driver
+//! (`KSPIN_LOCK`s for [`Mutex`], `EX_SPIN_LOCK`s for [`RwLock`]), so
 //! Driver Verifier checks every device lock's IRQL and its order against
 //! the provider's and the shell's locks; the checked host platform's on
 //! Linux. With none installed (unit tests, fuzzing) a lock is a plain
-//! test-and-test-and-set lock.
+//! test-and-test-and-set lock (reader/writer for [`RwLock`]).
 //!
-//! Only the device's exclusive locks are these. Its reader/writer locks
-//! (the key table, addresses, event sink, neighbour cache, capture, RC
-//! defaults) stay `spin::RwLock`s: the engines of two devices hold their
-//! own key table and read each other's at once (`train::scatter_train`),
-//! which needs shared holds; their kernel form is an `EX_SPIN_LOCK`
-//! (`ExAcquireSpinLockShared`/`Exclusive`), not done yet.
+//! Reader/writer locks prefer writers on every platform (Windows' do), so
+//! no code holds one device's lock of a class while it takes another
+//! device's lock of the same class: a train's payload crosses from the
+//! sender's memory to the receiver's through a small buffer, each side
+//! under its own key table alone (`train::scatter_train`).
 
-use hwq::lock::{LockClass, SpinLockOps, SpinMutex, SpinMutexGuard, TestAndSet};
+use hwq::lock::{
+    LockClass, SpinLockOps, SpinMutex, SpinMutexGuard, SpinRwLock, SpinRwReadGuard,
+    SpinRwWriteGuard, TestAndSet,
+};
 
 /// The runtime's lock operations, once installed.
 static OPS: spin::Once<&'static dyn SpinLockOps> = spin::Once::new();
@@ -49,5 +52,28 @@ impl<T> Mutex<T> {
     /// Spins until the lock is held (at `DISPATCH_LEVEL` in the kernel).
     pub fn lock(&self) -> SpinMutexGuard<'_, T> {
         self.0.lock(ops())
+    }
+}
+
+/// A device reader/writer spin lock protecting a `T`.
+#[derive(Debug)]
+pub struct RwLock<T>(SpinRwLock<T>);
+
+impl<T> RwLock<T> {
+    /// A new, free lock of `class`.
+    pub const fn new(class: &'static LockClass, value: T) -> Self {
+        Self(SpinRwLock::new(class, value))
+    }
+
+    /// Spins until the lock is held shared (at `DISPATCH_LEVEL` in the
+    /// kernel).
+    pub fn read(&self) -> SpinRwReadGuard<'_, T> {
+        self.0.read(ops())
+    }
+
+    /// Spins until the lock is held exclusively (at `DISPATCH_LEVEL` in
+    /// the kernel).
+    pub fn write(&self) -> SpinRwWriteGuard<'_, T> {
+        self.0.write(ops())
     }
 }

@@ -40,10 +40,10 @@ use core::net::IpAddr;
 use hwq::TryArc;
 
 use hwq::wqe::MAX_SGE;
-use hwq::{DmaAccess, MemoryKey, Sge};
+use hwq::{MemoryKey, Sge};
 
 use crate::memory::sg::{self, SgError, walk};
-use crate::memory::{Chunks, DeviceMemory, KeyTable, Need};
+use crate::memory::{DeviceMemory, Need};
 use crate::wire::{
     Bth, Carrying, ExtHeaders, Headers, IpUdpFields, Opcode, Packet, PacketBuilder, Reth,
     datagram_len, psn_add, read_response_framing, request_opcode,
@@ -370,6 +370,28 @@ impl Train {
         }
     }
 
+    /// Reads `out.len()` bytes of segment `seg`'s payload, from byte
+    /// `skip` of it, into `out`, holding the source's key table (and no
+    /// other) after its key (or every key of the gather list) was found
+    /// to grant that range. `false` (`out` partly written at most) if it
+    /// no longer does or DMA faulted.
+    pub(crate) fn read_source_into(&self, seg: &Segment, skip: usize, out: &mut [u8]) -> bool {
+        let part = Segment {
+            at: seg.at.wrapping_add(skip as u64),
+            len: out.len(),
+            ..*seg
+        };
+        let dma = &*self.source.dma;
+        let mut at = 0usize;
+        self.read_source(&part, |addr, n| {
+            let Some(piece) = out.get_mut(at..at + n) else {
+                return false;
+            };
+            at += n;
+            dma.read(addr, piece).is_ok()
+        })
+    }
+
     /// Builds segment `i` as the datagram it stands for (headers, payload
     /// read from the source, ICRC) in `out`, resized to fit; its length,
     /// or `None` if the source key no longer grants the read.
@@ -500,19 +522,40 @@ pub(crate) fn build_read_response(
     b.finish().ok()
 }
 
+/// Bytes of a train segment that cross from the sender's memory to the
+/// receiver's per round ([`scatter_train`]): half the largest PMTU, so a
+/// 4096-byte segment takes two rounds, with a modest stack buffer (the
+/// kernel's engine runs on a 24 KiB kernel stack).
+const CROSSING: usize = 2048;
+
 /// Places train segment `seg` (payload still at the sender) at message
-/// byte `offset` of `sges`, each piece of which must grant `need`, copying
-/// straight from the source. Every destination piece is checked before
-/// the source is read; then the source key is checked (holding the
-/// sender's key table, while this device's is held too: both are
-/// reader-preferring spin locks and no thread holds one device's for
-/// writing while taking another's, so two engines placing each other's
-/// trains cannot deadlock). `Ok(false)`: the source no longer grants the
-/// read, nothing was placed.
-#[allow(clippy::too_many_arguments)] // `scatter`'s facts plus the train's
+/// byte `offset` of `sges` in `mem` (the receiver's memory), each piece of
+/// which must grant `need`. Every destination piece is checked before the
+/// source is read; then the payload crosses in rounds of at most
+/// [`CROSSING`] bytes: read from the source under the sender's key table
+/// alone (its key checked for that range), then written to the receiver
+/// under the receiver's key table alone (its pieces checked again).
+///
+/// Why this order is safe: a byte is read from the sender's memory only
+/// under the sender's table held shared, right after its key was found to
+/// grant it; a byte is written to the receiver's memory only under the
+/// receiver's table held shared, right after its key was found to grant
+/// it. Deregistration and invalidation take a table exclusively, so each
+/// either came first (the check fails: nothing is read, or nothing more is
+/// written) or waits until the access ends; between the two the bytes sit
+/// in a buffer on this stack that no one else sees. So no byte lands in
+/// (or comes from) memory whose key died, without both tables held at once:
+/// reader/writer spin locks prefer writers (an `EX_SPIN_LOCK` does), and
+/// two engines each holding its own table and waiting for the other's
+/// while a writer waits on each would deadlock (on loopback, the sender's
+/// table is the receiver's: taking it twice nested would too).
+///
+/// `Ok(false)`: the source no longer grants the read. The rounds before it
+/// may have placed bytes (read while the key was valid); the segment
+/// counts as lost all the same and its resend places it whole again, or
+/// meets the dead key.
 pub(crate) fn scatter_train(
-    keys: &KeyTable,
-    dma: &dyn DmaAccess,
+    mem: &DeviceMemory,
     pd: u32,
     sges: &[Sge],
     offset: u64,
@@ -520,41 +563,42 @@ pub(crate) fn scatter_train(
     train: &Train,
     seg: &Segment,
 ) -> Result<bool, SgError> {
-    walk(sges, offset, seg.len, |sge, addr, take, _| {
-        keys.check(MemoryKey(sge.key), pd, addr, take, need)
-            .map(|_| ())
-            .map_err(|_| SgError::Protection)
-    })?;
-    let mut at = 0usize;
-    let mut fault = None;
-    let read = train.read_source(seg, |src, n| {
-        let placed = walk(sges, offset + at as u64, n, |sge, addr, take, pos| {
-            let range = keys
-                .check(MemoryKey(sge.key), pd, addr, take, need)
-                .map_err(|_| SgError::Protection)?;
-            let mut from = src + pos as u64;
-            for (to, len) in Chunks::new(range) {
-                dma.copy(from, to, len).map_err(|_| SgError::Protection)?;
-                from += len as u64;
-            }
-            Ok(())
-        });
-        at += n;
-        fault = placed.err();
-        fault.is_none()
-    });
-    match fault {
-        Some(e) => Err(e),
-        None => Ok(read),
+    {
+        let keys = mem.keys.read();
+        walk(sges, offset, seg.len, |sge, addr, take, _| {
+            keys.check(MemoryKey(sge.key), pd, addr, take, need)
+                .map(|_| ())
+                .map_err(|_| SgError::Protection)
+        })?;
     }
+    let mut crossing = [0u8; CROSSING];
+    let mut done = 0usize;
+    while done < seg.len {
+        let n = (seg.len - done).min(CROSSING);
+        let piece = crossing.get_mut(..n).ok_or(SgError::Length)?;
+        if !train.read_source_into(seg, done, piece) {
+            return Ok(false);
+        }
+        let keys = mem.keys.read();
+        sg::place(
+            &keys,
+            &*mem.dma,
+            pd,
+            sges,
+            offset + done as u64,
+            piece,
+            need,
+        )?;
+        done += n;
+    }
+    Ok(true)
 }
 
 /// Places a SEND or WRITE train segment `seg` (payload still at the
 /// requester) at `va` of remote key `rkey` (a peer's WRITE): a one-piece
 /// [`scatter_train`] needing remote write.
 pub(crate) fn write_remote_train(
-    keys: &KeyTable,
-    dma: &dyn DmaAccess,
+    mem: &DeviceMemory,
     pd: u32,
     rkey: u32,
     va: u64,
@@ -566,25 +610,26 @@ pub(crate) fn write_remote_train(
         length: u32::try_from(seg.len).map_err(|_| SgError::Length)?,
         key: rkey,
     };
-    scatter_train(keys, dma, pd, &[target], 0, Need::RemoteWrite, train, seg)
+    scatter_train(mem, pd, &[target], 0, Need::RemoteWrite, train, seg)
 }
 
 /// Scatters a packet's payload (in the packet, or a train segment still
-/// at the sender) into local memory at message byte `offset` of `sges`.
-/// `Ok(false)`: a train's source no longer grants the read, nothing was
-/// placed.
+/// at the sender) into `mem` (local memory) at message byte `offset` of
+/// `sges`, taking its key table for the time it needs it. `Ok(false)`: a
+/// train's source no longer grants the read ([`scatter_train`]).
 pub(crate) fn scatter_payload(
-    keys: &KeyTable,
-    dma: &dyn DmaAccess,
+    mem: &DeviceMemory,
     pd: u32,
     sges: &[Sge],
     offset: u64,
     payload: Payload<'_>,
 ) -> Result<bool, SgError> {
     match payload {
-        Payload::Bytes(data) => sg::scatter(keys, dma, pd, sges, offset, data).map(|()| true),
+        Payload::Bytes(data) => {
+            sg::scatter(&mem.keys.read(), &*mem.dma, pd, sges, offset, data).map(|()| true)
+        }
         Payload::Train(train, ref seg) => {
-            scatter_train(keys, dma, pd, sges, offset, Need::LocalWrite, train, seg)
+            scatter_train(mem, pd, sges, offset, Need::LocalWrite, train, seg)
         }
     }
 }

@@ -33,7 +33,11 @@ pub trait DeviceEvents: Send + Sync {
 }
 
 /// The driver's [`DeviceEvents`] handed to the device, like an interrupt
-/// vector: it stays valid until [`Device::detach`] returns.
+/// vector: it stays valid until [`Device::detach`] returns. A copy is the
+/// same handle, valid as long as the original (a device copies it out of
+/// its slot to call it without holding the slot's lock, and its detach
+/// waits for such calls to end).
+#[derive(Clone, Copy)]
 pub struct EventSink {
     target: NonNull<()>,
     call: fn(NonNull<()>, SinkCall<'_>),

@@ -34,7 +34,7 @@ impl Device for SoftRnic {
     }
 
     fn detach(&self) {
-        *self.sink.write() = None;
+        self.detach_sink();
     }
 
     fn busy_poll(&self) -> bool {
@@ -64,7 +64,12 @@ impl Verbs for SoftRnic {
                 privileged: MemoryKey(0),
             })
             .ok_or(DeviceError::NoResources)?;
-        match self.mem.keys.write().alloc_privileged(pd) {
+        // The key table is released before the PD's slot is taken (a
+        // match on the guard's call would hold it through the arms): slots
+        // come before the key table (a QP's engine holds its slot and
+        // checks keys).
+        let privileged = self.mem.keys.write().alloc_privileged(pd);
+        match privileged {
             Ok(key) => {
                 self.pds.with(pd, |p| p.privileged = key);
                 Ok((Pdn::from_raw(pd), key))

@@ -12,9 +12,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering
 
 use hwq::lock::LockClass;
 
-use spin::RwLock;
-
-use crate::sync::Mutex;
+use crate::sync::{Mutex, RwLock};
+/// The port's own addresses.
+static OWN_LOCK: LockClass = LockClass::new("softrnic port own addresses");
+/// The neighbour cache.
+static NEIGHBOURS_LOCK: LockClass = LockClass::new("softrnic port neighbour cache");
 /// A frame held for address resolution.
 static HELD_LOCK: LockClass = LockClass::new("softrnic port held frame");
 /// A scratch frame.
@@ -204,11 +206,14 @@ impl<S: FrameSink> EthernetPort<S> {
         Some(Self {
             mac: config.mac,
             sink,
-            own: RwLock::new(OwnAddresses::EMPTY),
+            own: RwLock::new(&OWN_LOCK, OwnAddresses::EMPTY),
             link_up: AtomicBool::new(false),
             mtu: AtomicU32::new(1500),
             now_us: AtomicU64::new(0),
-            neighbours: RwLock::new(NeighbourCache::new(config.neighbours, config.held)?),
+            neighbours: RwLock::new(
+                &NEIGHBOURS_LOCK,
+                NeighbourCache::new(config.neighbours, config.held)?,
+            ),
             held: preallocate(config.held, || {
                 Some(Mutex::new(
                     &HELD_LOCK,

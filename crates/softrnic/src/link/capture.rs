@@ -10,9 +10,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::lock::LockClass;
 
-use spin::RwLock;
-
-use crate::sync::Mutex;
+use crate::sync::{Mutex, RwLock};
+/// The installed capture's slot.
+static CAPTURE_LOCK: LockClass = LockClass::new("softrnic capture");
 /// The capture's scratch buffer.
 static CAPTURE_SCRATCH_LOCK: LockClass = LockClass::new("softrnic capture scratch");
 
@@ -62,7 +62,7 @@ impl<L> CaptureLink<L> {
     pub fn new(inner: L) -> Self {
         Self {
             inner,
-            capture: RwLock::new(None),
+            capture: RwLock::new(&CAPTURE_LOCK, None),
             installed: AtomicBool::new(false),
             scratch: Mutex::new(&CAPTURE_SCRATCH_LOCK, Vec::new()),
         }

@@ -9,7 +9,12 @@
 use alloc::boxed::Box;
 
 use hwq::DmaAccess;
-use spin::RwLock;
+use hwq::lock::LockClass;
+
+use crate::sync::RwLock;
+
+/// Every device's key table.
+pub(crate) static KEY_TABLE_LOCK: LockClass = LockClass::new("softrnic key table");
 
 mod keys;
 pub(crate) mod sg;

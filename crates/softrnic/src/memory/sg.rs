@@ -90,15 +90,30 @@ pub(crate) fn scatter(
     offset: u64,
     data: &[u8],
 ) -> Result<(), SgError> {
+    place(keys, dma, pd, sges, offset, data, Need::LocalWrite)
+}
+
+/// Writes `data` at message byte `offset` of `sges`, each piece of which
+/// must grant `need` (local write for a receive or READ buffer, remote
+/// write for a peer's WRITE).
+pub(crate) fn place(
+    keys: &KeyTable,
+    dma: &dyn DmaAccess,
+    pd: u32,
+    sges: &[Sge],
+    offset: u64,
+    data: &[u8],
+    need: Need,
+) -> Result<(), SgError> {
     // Check every piece before writing any, so a refusal touches nothing.
     walk(sges, offset, data.len(), |sge, addr, take, _| {
-        keys.check(MemoryKey(sge.key), pd, addr, take, Need::LocalWrite)
+        keys.check(MemoryKey(sge.key), pd, addr, take, need)
             .map(|_| ())
             .map_err(|_| SgError::Protection)
     })?;
     walk(sges, offset, data.len(), |sge, addr, take, at| {
         let range = keys
-            .check(MemoryKey(sge.key), pd, addr, take, Need::LocalWrite)
+            .check(MemoryKey(sge.key), pd, addr, take, need)
             .map_err(|_| SgError::Protection)?;
         let src = data.get(at..at + take as usize).ok_or(SgError::Length)?;
         copy_to_host(dma, range, src).map_err(|_| SgError::Protection)

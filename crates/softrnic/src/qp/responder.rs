@@ -352,10 +352,7 @@ fn on_send(
         target.fail(cx, conn, CqeStatus::LocalLength, offset + n);
         return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
-    let placed = {
-        let keys = cx.mem.keys.read();
-        crate::train::scatter_payload(&keys, &*cx.mem.dma, pd, recv.sge_list(), offset, payload)
-    };
+    let placed = crate::train::scatter_payload(cx.mem, pd, recv.sge_list(), offset, payload);
     match placed {
         Ok(true) => {}
         Ok(false) => {
@@ -470,15 +467,14 @@ fn on_write(
     if !fits {
         return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
-    let placed = {
-        let keys = cx.mem.keys.read();
-        let dma = &*cx.mem.dma;
-        let at = va.wrapping_add(u64::from(offset));
-        match payload {
-            Payload::Bytes(data) => sg::write_remote(&keys, dma, pd, rkey, at, data).map(|()| true),
-            Payload::Train(train, ref seg) => {
-                crate::train::write_remote_train(&keys, dma, pd, rkey, at, train, seg)
-            }
+    let at = va.wrapping_add(u64::from(offset));
+    let placed = match payload {
+        Payload::Bytes(data) => {
+            sg::write_remote(&cx.mem.keys.read(), &*cx.mem.dma, pd, rkey, at, data).map(|()| true)
+        }
+        // Takes each key table alone (`train::scatter_train`).
+        Payload::Train(train, ref seg) => {
+            crate::train::write_remote_train(cx.mem, pd, rkey, at, train, seg)
         }
     };
     match placed {
