@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::Machine;
+use crate::machine::Machine;
 
 /// The machine of this process: `image::rsndk_sys()` booted on first use
 /// and never unloaded (a test that unloads boots its own machine, in a
