@@ -29,6 +29,7 @@ use ndis::{
 };
 use ndkpi::{NDK_ADAPTER, NDK_VERSION, NTSTATUS};
 
+use crate::export::Export;
 pub use crate::ids::{AdapterId, Keyword};
 use crate::kernel::verifier::{self, Bugcheck};
 use crate::kernel::{cpu, crt, io, ke, mm, pool, trap};
@@ -331,7 +332,7 @@ fn owned(keywords: &[(&str, Keyword)]) -> Vec<(String, Keyword)> {
 }
 
 /// Every export of the bottle's kernel modules.
-fn all_exports() -> Vec<pe::Export> {
+fn all_exports() -> Vec<Export> {
     let mut exports = ke::exports();
     exports.extend(pool::exports());
     exports.extend(mm::exports());
