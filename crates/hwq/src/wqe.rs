@@ -18,6 +18,8 @@ pub mod request;
 pub use request::{Bind, Data, FastRegister, Gather, Remote, SendOp, SendRequest, WqeError};
 
 use bitflags::bitflags;
+
+use crate::cqe::CqeOpcode;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 /// Scatter/gather entries a WQE slot holds.
@@ -74,6 +76,18 @@ impl SendOpcode {
             7 => Self::LocalInvalidate,
             _ => return None,
         })
+    }
+
+    /// The operation a completion of this request reports.
+    pub fn completion(self) -> CqeOpcode {
+        match self {
+            Self::Send | Self::SendInvalidate => CqeOpcode::Send,
+            Self::Write => CqeOpcode::Write,
+            Self::Read => CqeOpcode::Read,
+            Self::FastRegister => CqeOpcode::FastRegister,
+            Self::Bind => CqeOpcode::Bind,
+            Self::LocalInvalidate => CqeOpcode::LocalInvalidate,
+        }
     }
 }
 
@@ -163,6 +177,13 @@ impl SendWqe {
         SendOpcode::from_raw(self.opcode)
     }
 
+    /// The operation a completion of this slot reports, read from the
+    /// opcode byte alone, so that a slot [`SendWqe::decode`] refuses still
+    /// completes as what it claimed to be (an unknown opcode as a SEND).
+    pub fn completion_opcode(&self) -> CqeOpcode {
+        self.op().map_or(CqeOpcode::Send, SendOpcode::completion)
+    }
+
     /// The flags (unknown bits dropped).
     pub fn wqe_flags(&self) -> WqeFlags {
         WqeFlags::from_bits_truncate(self.flags)
@@ -235,6 +256,23 @@ mod tests {
             w.inline_data().len(),
             MAX_INLINE,
             "clamped, never out of bounds"
+        );
+    }
+
+    #[test]
+    fn completions_report_the_opcode_byte() {
+        let mut w = SendWqe {
+            opcode: SendOpcode::SendInvalidate as u8,
+            ..SendWqe::default()
+        };
+        assert_eq!(w.completion_opcode(), CqeOpcode::Send);
+        w.opcode = SendOpcode::Read as u8;
+        assert_eq!(w.completion_opcode(), CqeOpcode::Read);
+        w.opcode = 0xee;
+        assert_eq!(
+            w.completion_opcode(),
+            CqeOpcode::Send,
+            "an unknown opcode completes as a SEND"
         );
     }
 

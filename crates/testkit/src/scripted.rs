@@ -28,7 +28,7 @@ use hwq::device::{
     AcceptParams, CmEvent, ConnectParams, ConnectionInfo, DeviceCaps, DeviceError, EventSink,
     QpSetup, ReceiveSource, Registration,
 };
-use hwq::wqe::{SendOpcode, WqeFlags};
+
 use hwq::{
     ConnId, Connections, Consumer, Cqe, CqeOpcode, CqeStatus, Cqn, Device, Doorbells, ListenId,
     MemoryKey, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn, Verbs,
@@ -452,17 +452,6 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn send_cqe_opcode(wqe: &SendWqe) -> CqeOpcode {
-    match wqe.op() {
-        Some(SendOpcode::Write) => CqeOpcode::Write,
-        Some(SendOpcode::Read) => CqeOpcode::Read,
-        Some(SendOpcode::FastRegister) => CqeOpcode::FastRegister,
-        Some(SendOpcode::Bind) => CqeOpcode::Bind,
-        Some(SendOpcode::LocalInvalidate) => CqeOpcode::LocalInvalidate,
-        Some(SendOpcode::Send | SendOpcode::SendInvalidate) | None => CqeOpcode::Send,
-    }
-}
-
 impl State {
     fn id(&mut self) -> u32 {
         self.next_id += 1;
@@ -543,7 +532,7 @@ impl State {
                     qp.send_cqn,
                     Cqe {
                         wr_id: w.wr_id,
-                        opcode: send_cqe_opcode(&w) as u8,
+                        opcode: w.completion_opcode() as u8,
                         ..base
                     },
                 ));
@@ -780,8 +769,11 @@ impl ScriptedDevice {
 
     /// Completes the oldest outstanding send WQE of `qpn` with `status`:
     /// releases its slot and writes a CQE if it was signaled or failed
-    /// (`byte_len` = the WQE's `total_len`, as the contract asks of send-side
-    /// completions). Returns the WQE, or `None` if nothing was outstanding.
+    /// (`byte_len` = the bytes the request moves, as the contract asks of
+    /// send-side completions). A slot that does not decode
+    /// ([`SendWqe::decode`]) fails with `LocalQpOperation` whatever
+    /// `status` says, as a device fails it. Returns the WQE, or `None` if
+    /// nothing was outstanding.
     pub fn complete_next_send(&self, qpn: u32, status: CqeStatus) -> Option<SendWqe> {
         let done = {
             let mut s = self.st();
@@ -790,12 +782,17 @@ impl ScriptedDevice {
             let wqe = qp.sq.read(qp.sq.released())?;
             qp.sq.release(1);
             let cqn = qp.send_cqn;
+            let request = wqe.decode().ok();
+            let status = match request {
+                Some(_) => status,
+                None => CqeStatus::LocalQpOperation,
+            };
             let cqe = Cqe {
                 wr_id: wqe.wr_id,
                 qp_context: qp.context,
-                byte_len: wqe.total_len,
+                byte_len: request.map_or(0, |r| r.op.byte_len()),
                 qpn,
-                opcode: send_cqe_opcode(&wqe) as u8,
+                opcode: wqe.completion_opcode() as u8,
                 status: status as u8,
                 ..Cqe::default()
             };
@@ -803,7 +800,7 @@ impl ScriptedDevice {
             if failed {
                 qp.state = QpState::Error;
             }
-            if failed || wqe.wqe_flags().contains(WqeFlags::SIGNALED) {
+            if failed || request.is_some_and(|r| r.signaled) {
                 s.write_cqe(cqn, cqe, failed);
             }
             wqe

@@ -9,8 +9,8 @@
 //! filled up to another one. A NAK or response for a PSN already
 //! acknowledged (a stale duplicate's answer) is ignored, never fatal.
 
-use hwq::wqe::{SendOp, SendOpcode};
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendRequest};
+use hwq::wqe::SendOp;
+use hwq::{Cqe, CqeStatus, MemoryKey, SendRequest};
 
 use super::Context;
 use super::read_window::READ_WINDOW;
@@ -548,7 +548,7 @@ pub(crate) fn complete_ready(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) -> 
             qp_context: *context,
             byte_len: request.map_or(0, |r| r.op.byte_len()),
             qpn,
-            opcode: send_cqe_opcode(wqe.op()) as u8,
+            opcode: wqe.completion_opcode() as u8,
             status: status as u8,
             ..Cqe::default()
         });
@@ -559,18 +559,6 @@ pub(crate) fn complete_ready(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) -> 
         if !ok || !alive {
             return Err(Fatal);
         }
-    }
-}
-
-/// The CQE opcode of a send-queue WQE.
-pub(crate) fn send_cqe_opcode(op: Option<SendOpcode>) -> CqeOpcode {
-    match op {
-        Some(SendOpcode::Write) => CqeOpcode::Write,
-        Some(SendOpcode::Read) => CqeOpcode::Read,
-        Some(SendOpcode::FastRegister) => CqeOpcode::FastRegister,
-        Some(SendOpcode::Bind) => CqeOpcode::Bind,
-        Some(SendOpcode::LocalInvalidate) => CqeOpcode::LocalInvalidate,
-        Some(SendOpcode::Send | SendOpcode::SendInvalidate) | None => CqeOpcode::Send,
     }
 }
 
@@ -633,18 +621,4 @@ pub(crate) fn on_rnr_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) {
     let deadline = now.saturating_add(conn.rc.ack_timeout_us);
     conn.timers.set(Timer::Retransmit, Some(deadline));
     cx.sq_doorbell(qpn);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn opcodes_map() {
-        assert_eq!(
-            send_cqe_opcode(Some(SendOpcode::SendInvalidate)),
-            CqeOpcode::Send
-        );
-        assert_eq!(send_cqe_opcode(Some(SendOpcode::Read)), CqeOpcode::Read);
-    }
 }

@@ -1,13 +1,9 @@
 //! Flushing: every outstanding work request completes with a "flushed"
 //! CQE, signaled or not, and the QP stays in error.
 
-use hwq::{Cqe, CqeOpcode, CqeStatus, SendWqe};
+use hwq::{Cqe, CqeOpcode, CqeStatus};
 
 use super::{InMessage, Owed, QpState, QueuePair, Receives};
-
-fn send_cqe_opcode(wqe: &SendWqe) -> CqeOpcode {
-    super::completer::send_cqe_opcode(wqe.op())
-}
 
 /// Moves `qp` (number `qpn`) to error and hands a flushed CQE for each
 /// outstanding send (to `send_cq`) and own receive (to `recv_cq`), oldest
@@ -56,7 +52,7 @@ pub fn flush(
         if let Some(wqe) = qp.sq.read(start.wrapping_add(i)) {
             send_cq(Cqe {
                 wr_id: wqe.wr_id,
-                opcode: send_cqe_opcode(&wqe) as u8,
+                opcode: wqe.completion_opcode() as u8,
                 ..base
             });
         }
@@ -83,9 +79,9 @@ pub fn flush(
 mod tests {
     use super::*;
     use alloc::vec::Vec;
-    use hwq::RecvWqe;
     use hwq::ring::ring;
     use hwq::wqe::SendOpcode;
+    use hwq::{RecvWqe, SendWqe};
 
     #[test]
     fn flush_completes_everything_in_order() {
