@@ -1,10 +1,10 @@
 //! The IRQL of the calling processor: `KfRaiseIrql`, `KeLowerIrql` and
 //! the way into driver code at `DISPATCH_LEVEL`. Lowering below
-//! `DISPATCH_LEVEL` runs the processor's queued DPCs
-//! (`dpc_queue`); the first raise to `DISPATCH_LEVEL` starts the
-//! DPC watchdog (`watchdog`), which only ever counts time spent
-//! there. The processors themselves are `processor`, whose
-//! public names this module also carries (`kbottle::cpu::current`).
+//! `DISPATCH_LEVEL` runs the processor's queued DPCs (`dpc_queue`); the
+//! first raise to `DISPATCH_LEVEL` starts the DPC watchdog (`watchdog`),
+//! which only ever counts time spent there. The processors themselves are
+//! `processor`, whose public names this module also carries
+//! (`kbottle::cpu::current`).
 
 use super::processor::set_irql;
 pub use super::processor::{
