@@ -1,6 +1,8 @@
 //! The in-memory fabric hub: devices of this process that name the same
 //! hub exchange datagrams through a shared [`Fabric`], each through its
-//! [`HubLink`], with no socket and no thread of the hub's own.
+//! [`FabricEndpoint`] (the one endpoint type tests use too), with no
+//! socket and no thread of the hub's own: a transmit wakes the receiving
+//! device's engine, whose pass takes what is due.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -10,10 +12,9 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, Wake};
-use softrnic::fabric::Fabric;
-use softrnic::link::{Arrival, FaultInjector, FaultLink, Faults, Link, Load, Received};
-use softrnic::train::Train;
+use softrnic::env::Wake;
+use softrnic::fabric::{Fabric, FabricEndpoint, Queued};
+use softrnic::link::{FaultInjector, FaultLink, Faults};
 
 use crate::clock::HostClock;
 use crate::engine::{DeviceThreads, set_rc_defaults, spawn_engine};
@@ -132,17 +133,21 @@ impl FabricHub {
         None
     }
 
-    /// The link of a device at `addr` on this hub, injecting the hub's
-    /// faults.
-    pub fn link(self: &Arc<Self>, addr: impl Into<IpAddr>) -> FaultLink<HubLink> {
-        let addr = addr.into();
-        let link = HubLink {
-            hub: self.clone(),
-            addr,
-            batch: Mutex::new(Vec::with_capacity(RX_BURST)),
-            last_waker: Mutex::new(None),
-        };
-        FaultLink::new(link, self.faults.clone(), Arc::new(HostClock))
+    /// The link of a device at `addr` on this hub: its fabric endpoint
+    /// there (the one type tests use too), waking the device each load is
+    /// queued for, injecting the hub's faults.
+    pub fn link(self: &Arc<Self>, addr: impl Into<IpAddr>) -> FaultLink<FabricEndpoint> {
+        // Every device on a hub is in this process and reaches memory
+        // through [`crate::platform::HostDma`] (logical address = virtual
+        // address): one DMA space, so trains may cross it (the hub's
+        // [`FaultLink`] refuses them while it draws per-packet faults).
+        let endpoint = FabricEndpoint::with_trains(self.fabric.clone(), Arc::new(HostClock))
+            .receiving_at(addr, RX_BURST)
+            .notifying(Box::new(WakeReceiver {
+                hub: self.clone(),
+                last_waker: Mutex::new(None),
+            }));
+        FaultLink::new(endpoint, self.faults.clone(), Arc::new(HostClock))
     }
 
     /// Starts the engine thread of a device attached at `addr`
@@ -167,26 +172,21 @@ impl FabricHub {
     }
 }
 
-/// A device's [`Link`] onto a [`FabricHub`].
+/// Wakes the device on a [`FabricHub`] a load was just queued for: per
+/// packet, so the receiver starts on the first packet of a burst (waking
+/// per flush instead measured slower: the receiver then idles while the
+/// sender builds the burst).
 #[derive(Debug)]
-pub struct HubLink {
+struct WakeReceiver {
     hub: Arc<FabricHub>,
-    addr: IpAddr,
-    /// The last batch taken; its buffers go back to the fabric with the
-    /// next take.
-    batch: Mutex<Vec<Load>>,
     /// The last destination's waker, valid while the hub's generation is
     /// unchanged: a bulk transfer wakes its peer per packet without the
     /// hub's shared lock and map lookup.
     last_waker: Mutex<Option<(IpAddr, u64, Arc<ThreadWaker>)>>,
 }
 
-impl HubLink {
-    /// Wakes the device a datagram was just queued for. Per packet, so the
-    /// receiver starts on the first packet of a burst (waking per flush
-    /// instead measured slower: the receiver then idles while the sender
-    /// builds the burst).
-    fn sent_to(&self, dst: IpAddr) {
+impl Queued for WakeReceiver {
+    fn queued_for(&self, dst: IpAddr) {
         let mut last = self
             .last_waker
             .lock()
@@ -207,79 +207,10 @@ impl HubLink {
     }
 }
 
-impl Link for HubLink {
-    fn transmit(&self, datagram: &[u8]) {
-        if let Some(dst) = self.hub.fabric.transmit(HostClock.now_us(), datagram) {
-            self.sent_to(dst);
-        }
-    }
-
-    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
-        if let Some(dst) = self.hub.fabric.transmit_owned(HostClock.now_us(), buf, len) {
-            self.sent_to(dst);
-        }
-    }
-
-    /// The fabric queues it until due; the receiver, woken now, sleeps
-    /// until then (its pass reports when the next datagram is due).
-    fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
-        let due = HostClock.now_us().saturating_add(hold_us);
-        if let Some(dst) = self.hub.fabric.transmit_owned(due, buf, len) {
-            self.sent_to(dst);
-        }
-        true
-    }
-
-    /// Every device on a hub is in this process and reaches memory through
-    /// [`crate::platform::HostDma`] (logical address = virtual address):
-    /// one DMA space, so trains may cross it (the hub's
-    /// [`FaultLink`] refuses them while it draws per-packet faults).
-    fn carries_trains(&self, _dst: IpAddr) -> bool {
-        true
-    }
-
-    fn transmit_train(&self, train: Train) {
-        let dst = self.hub.fabric.transmit_train(HostClock.now_us(), train);
-        self.sent_to(dst);
-    }
-
-    fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
-        let due = HostClock.now_us().saturating_add(hold_us);
-        let dst = self.hub.fabric.transmit_train(due, train);
-        self.sent_to(dst);
-        None
-    }
-
-    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
-        let Ok(mut batch) = self.batch.try_lock() else {
-            return Received::default();
-        };
-        // One lock round gives back the last batch's buffers and takes
-        // the next batch.
-        let (count, next_due_us) =
-            self.hub
-                .fabric
-                .exchange_due_for(self.addr, HostClock.now_us(), &mut batch, RX_BURST);
-        // A train counts the packets it stands for.
-        let mut packets: usize = 0;
-        for load in batch.iter() {
-            packets = packets.saturating_add(usize::try_from(load.packets()).unwrap_or(usize::MAX));
-            match load {
-                Load::Datagram(bytes) => deliver(Arrival::Datagram(bytes)),
-                Load::Train(train) => deliver(Arrival::Train(train)),
-            }
-        }
-        Received {
-            count: packets,
-            more: count >= RX_BURST,
-            next_due_us,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use softrnic::link::Link;
     use std::net::Ipv4Addr;
 
     #[test]

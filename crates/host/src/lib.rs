@@ -16,7 +16,7 @@
 //!   its loop; `start_udp` starts it for a device on a UDP socket).
 //! - Carrying its datagrams: [`udp`] (UDP 4791 sockets, `UdpPort` and
 //!   `UdpLink`); [`hub`] (`FabricHub`, the in-memory fabric of the process,
-//!   each device's `HubLink` onto it, and the start of a device's engine on
+//!   each device's fabric endpoint on it, and the start of a device's engine on
 //!   it); [`pcap`] (capture).
 //! - The Windows side it stands in for: [`checker`] and [`platform`] (the
 //!   checked `Platform`), [`mdl`] (MDLs for consumers).

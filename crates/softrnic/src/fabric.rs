@@ -1,17 +1,20 @@
-//! An in-memory Ethernet-less fabric for deterministic tests: a delivery
-//! queue per destination. Devices transmit IPv4 or IPv6 datagrams into it,
-//! each due at a time its sender gives, and whoever drives the test takes
-//! them out when they are due and hands them to the destination device.
+//! An in-memory Ethernet-less fabric: a delivery queue per destination.
+//! Devices transmit IPv4 or IPv6 datagrams into it through their
+//! [`FabricEndpoint`], each due at a time its sender gives, and the
+//! destination's endpoint hands them to its device when they are due (the
+//! host's in-memory hub, whose engine passes take them), or whoever
+//! drives a test takes them out and hands them over itself.
 //!
 //! The fabric loses, duplicates and reorders nothing itself: faults are
-//! injected by a [`crate::link::FaultLink`] around a device's
-//! [`FabricPort`], which hands it what it delays
-//! ([`Link::transmit_owned_later`]) to queue until due.
+//! injected by a [`crate::link::FaultLink`] around a device's endpoint,
+//! which hands it what it delays ([`Link::transmit_owned_later`]) to queue
+//! until due.
 //!
 //! Devices that share one memory may also send trains
 //! ([`crate::train`]); whoever takes datagrams gets a train cut into the
 //! datagrams it stands for.
 
+use alloc::boxed::Box;
 use alloc::collections::BinaryHeap;
 use alloc::collections::binary_heap::PeekMut;
 use alloc::sync::Arc;
@@ -26,8 +29,9 @@ use crate::sync::Mutex;
 /// The fabric's state.
 static FABRIC_LOCK: LockClass = LockClass::new("softrnic fabric");
 
+use crate::arrival::Arrival;
 use crate::env::Clock;
-use crate::link::{Link, Load};
+use crate::link::{Link, Load, Received};
 use crate::train::Train;
 
 /// What the fabric did, for tests and reports. A train counts as the
@@ -370,57 +374,126 @@ impl Fabric {
     }
 }
 
-/// A device's attachment to a fabric. What it is given is due at once;
-/// what a [`crate::link::FaultLink`] around it delays
-/// ([`Link::transmit_owned_later`]) the fabric queues until due.
-pub struct FabricPort {
+/// Told of each destination a load was just queued for, so its runtime
+/// can wake the device there (the host's hub wakes that device's engine
+/// thread). Called from the sender's transmit: must not block.
+pub trait Queued: Send + Sync {
+    /// A datagram or train for `dst` was queued.
+    fn queued_for(&self, dst: IpAddr);
+}
+
+/// What an endpoint with an address of its own receives.
+struct Receiver {
+    addr: IpAddr,
+    /// Loads one [`Link::receive`] takes at most.
+    burst: usize,
+    /// The last batch taken; its buffers go back to the fabric with the
+    /// next take.
+    batch: Mutex<Vec<Load>>,
+}
+
+/// The endpoint batch a receive works through.
+static BATCH_LOCK: LockClass = LockClass::new("softrnic fabric endpoint batch");
+
+/// A device's endpoint on a [`Fabric`]: the one link type over a fabric,
+/// which tests and the host's in-memory hub give their devices alike.
+///
+/// What the device sends is queued for its destination, due at once, or
+/// later when a [`crate::link::FaultLink`] around the endpoint delays it
+/// ([`Link::transmit_owned_later`]): the fabric holds it until due. An
+/// endpoint at an address of its own ([`FabricEndpoint::receiving_at`])
+/// hands what is due there to [`Link::receive`] (a pass takes it); one
+/// without leaves it to whoever drives the test
+/// ([`Fabric::take_due_for`]). A runtime that wakes receivers gives a
+/// [`Queued`] ([`FabricEndpoint::notifying`]).
+pub struct FabricEndpoint {
     fabric: Arc<Fabric>,
     clock: Arc<dyn Clock>,
     trains: bool,
+    receiver: Option<Receiver>,
+    queued: Option<Box<dyn Queued>>,
 }
 
-impl FabricPort {
+impl FabricEndpoint {
     /// Attaches to `fabric`, stamping sends with `clock`. Sends packets
-    /// only (the devices may not share a DMA address space).
+    /// only (the devices may not share a DMA address space), receives
+    /// nothing itself, tells no one.
     pub fn new(fabric: Arc<Fabric>, clock: Arc<dyn Clock>) -> Self {
         Self {
             fabric,
             clock,
             trains: false,
+            receiver: None,
+            queued: None,
         }
     }
 
-    /// Like [`FabricPort::new`], for devices that reach memory through one
-    /// DMA address space: READ responses, SENDs and WRITEs may travel as
-    /// trains ([`crate::train`]).
+    /// Like [`FabricEndpoint::new`], for devices that reach memory through
+    /// one DMA address space: READ responses, SENDs and WRITEs may travel
+    /// as trains ([`crate::train`]).
     pub fn with_trains(fabric: Arc<Fabric>, clock: Arc<dyn Clock>) -> Self {
         Self {
             trains: true,
             ..Self::new(fabric, clock)
         }
     }
+
+    /// This endpoint at `addr`: [`Link::receive`] hands out what is due
+    /// for `addr`, up to `burst` loads per call.
+    #[must_use]
+    pub fn receiving_at(self, addr: impl Into<IpAddr>, burst: usize) -> Self {
+        Self {
+            receiver: Some(Receiver {
+                addr: addr.into(),
+                burst,
+                batch: Mutex::new(&BATCH_LOCK, Vec::new()),
+            }),
+            ..self
+        }
+    }
+
+    /// This endpoint telling `queued` of every load it queues.
+    #[must_use]
+    pub fn notifying(self, queued: Box<dyn Queued>) -> Self {
+        Self {
+            queued: Some(queued),
+            ..self
+        }
+    }
+
+    /// Tells the runtime a load for `dst` was queued.
+    fn queued(&self, dst: Option<IpAddr>) {
+        if let (Some(queued), Some(dst)) = (&self.queued, dst) {
+            queued.queued_for(dst);
+        }
+    }
 }
 
-impl core::fmt::Debug for FabricPort {
+impl core::fmt::Debug for FabricEndpoint {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("FabricPort")
+        f.debug_struct("FabricEndpoint")
             .field("fabric", &self.fabric)
+            .field("trains", &self.trains)
+            .field("addr", &self.receiver.as_ref().map(|r| r.addr))
             .finish_non_exhaustive()
     }
 }
 
-impl Link for FabricPort {
+impl Link for FabricEndpoint {
     fn transmit(&self, datagram: &[u8]) {
-        let _ = self.fabric.transmit(self.clock.now_us(), datagram);
+        self.queued(self.fabric.transmit(self.clock.now_us(), datagram));
     }
 
     fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
-        let _ = self.fabric.transmit_owned(self.clock.now_us(), buf, len);
+        let now = self.clock.now_us();
+        self.queued(self.fabric.transmit_owned(now, buf, len));
     }
 
+    /// The fabric queues it until due; a receiver woken now sleeps until
+    /// then (its pass reports when the next load is due).
     fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
         let due = self.clock.now_us().saturating_add(hold_us);
-        let _ = self.fabric.transmit_owned(due, buf, len);
+        self.queued(self.fabric.transmit_owned(due, buf, len));
         true
     }
 
@@ -429,13 +502,44 @@ impl Link for FabricPort {
     }
 
     fn transmit_train(&self, train: Train) {
-        let _ = self.fabric.transmit_train(self.clock.now_us(), train);
+        let dst = self.fabric.transmit_train(self.clock.now_us(), train);
+        self.queued(Some(dst));
     }
 
     fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
         let due = self.clock.now_us().saturating_add(hold_us);
-        let _ = self.fabric.transmit_train(due, train);
+        let dst = self.fabric.transmit_train(due, train);
+        self.queued(Some(dst));
         None
+    }
+
+    /// What is due for the endpoint's address, one lock round of the
+    /// fabric per batch (which also gives the last batch's buffers back);
+    /// a train counts the packets it stands for. An endpoint without an
+    /// address takes nothing.
+    fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
+        let Some(rx) = &self.receiver else {
+            return Received::default();
+        };
+        let mut batch = rx.batch.lock();
+        let now = self.clock.now_us();
+        let (count, next_due_us) = self
+            .fabric
+            .exchange_due_for(rx.addr, now, &mut batch, rx.burst);
+        let mut packets: usize = 0;
+        for load in batch.iter() {
+            let n = usize::try_from(load.packets()).unwrap_or(usize::MAX);
+            packets = packets.saturating_add(n);
+            match load {
+                Load::Datagram(bytes) => deliver(Arrival::Datagram(bytes)),
+                Load::Train(train) => deliver(Arrival::Train(train)),
+            }
+        }
+        Received {
+            count: packets,
+            more: count >= rx.burst,
+            next_due_us,
+        }
     }
 }
 
@@ -491,7 +595,7 @@ mod tests {
             let f = Fabric::new();
             let clock = Arc::new(TestClock::default());
             let port = FaultLink::new(
-                FabricPort::new(f.clone(), clock.clone()),
+                FabricEndpoint::new(f.clone(), clock.clone()),
                 FaultInjector::new(faults),
                 clock.clone(),
             );
@@ -519,6 +623,74 @@ mod tests {
         assert!(
             order_a.windows(2).any(|w| w[1] != w[0].wrapping_add(1)),
             "reordered"
+        );
+    }
+
+    /// Records the destinations it is told of.
+    #[derive(Default)]
+    struct Told(spin::Mutex<Vec<IpAddr>>);
+
+    impl Queued for Arc<Told> {
+        fn queued_for(&self, dst: IpAddr) {
+            self.0.lock().push(dst);
+        }
+    }
+
+    #[test]
+    fn an_endpoint_at_an_address_receives_what_is_due_there_and_tells_the_runtime() {
+        let f = Fabric::new();
+        let clock = Arc::new(TestClock::default());
+        let told = Arc::new(Told::default());
+        let (a4, b4) = (Ipv4Addr::new(127, 0, 0, 3), Ipv4Addr::new(127, 0, 0, 2));
+        let a = FabricEndpoint::new(f.clone(), clock.clone()).notifying(Box::new(told.clone()));
+        let b = FabricEndpoint::new(f.clone(), clock.clone()).receiving_at(b4, 2);
+        for tag in 1..=3 {
+            a.transmit(&datagram(b4.octets(), tag));
+        }
+        let mut buf = datagram(b4.octets(), 4);
+        let len = buf.len();
+        assert!(
+            a.transmit_owned_later(10, &mut buf, len),
+            "the fabric holds it"
+        );
+        a.transmit(&datagram(a4.octets(), 9));
+        assert_eq!(
+            *told.0.lock(),
+            [IpAddr::V4(b4); 4]
+                .iter()
+                .copied()
+                .chain([a4.into()])
+                .collect::<Vec<_>>()
+        );
+        let mut got = Vec::new();
+        let take = |got: &mut Vec<u8>| {
+            b.receive(&mut |arrival| match arrival {
+                Arrival::Datagram(d) => got.push(d[27]),
+                other => panic!("{other:?}"),
+            })
+        };
+        let first = take(&mut got);
+        assert_eq!(
+            (first.count, first.more, first.next_due_us),
+            (2, true, Some(0))
+        );
+        let second = take(&mut got);
+        assert_eq!(
+            (second.count, second.more, second.next_due_us),
+            (1, false, Some(10))
+        );
+        assert_eq!(got, [1, 2, 3], "in order, a burst at a time, only b's");
+        clock.0.store(10, AtomicOrdering::Relaxed);
+        assert_eq!(take(&mut got).count, 1);
+        assert_eq!(got, [1, 2, 3, 4], "the held one when due");
+        assert_eq!(
+            a.receive(&mut |_| panic!("a has no address")),
+            Received::default()
+        );
+        assert_eq!(
+            f.take_due_for(a4, 10).map(|d| d[27]),
+            Some(9),
+            "a's is left in the fabric"
         );
     }
 

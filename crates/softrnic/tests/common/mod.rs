@@ -27,7 +27,7 @@ use hwq::{
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::{Clock, Wake};
-use softrnic::fabric::{Fabric, FabricPort};
+use softrnic::fabric::{Fabric, FabricEndpoint};
 use softrnic::link::{FaultInjector, FaultLink, Faults, Link};
 use softrnic::qp::{Path, QpState, RcConfig};
 
@@ -243,7 +243,7 @@ impl Node {
         mem_size: usize,
     ) -> Self {
         let clock_dyn: Arc<dyn Clock> = clock.clone();
-        let port = FabricPort::new(fabric.clone(), clock_dyn.clone());
+        let port = FabricEndpoint::new(fabric.clone(), clock_dyn.clone());
         let link = Box::new(FaultLink::new(port, faults.clone(), clock_dyn));
         Self::custom(addr, pmtu, clock, mem_size, link, Box::new(NoWake))
     }

@@ -16,7 +16,7 @@ use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::Clock;
-use softrnic::fabric::{Fabric, FabricPort};
+use softrnic::fabric::{Fabric, FabricEndpoint};
 use softrnic::link::{FaultInjector, FaultLink, Faults};
 
 use super::{Dma, HostMem, NoWake, SimClock};
@@ -285,7 +285,7 @@ impl Net {
                         config,
                         Box::new(Dma(memory.clone())),
                         Box::new(FaultLink::new(
-                            FabricPort::new(fabric.clone(), clock_dyn.clone()),
+                            FabricEndpoint::new(fabric.clone(), clock_dyn.clone()),
                             faults.clone(),
                             clock_dyn.clone(),
                         )),

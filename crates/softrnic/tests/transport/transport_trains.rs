@@ -14,7 +14,7 @@ use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, Sge};
 use softrnic::env::{Capture, Clock, Direction};
-use softrnic::fabric::{Fabric, FabricPort};
+use softrnic::fabric::{Fabric, FabricEndpoint};
 use softrnic::link::{FaultInjector, FaultLink, Faults, Link, Load};
 use softrnic::qp::QpState;
 use softrnic::wire;
@@ -50,9 +50,9 @@ struct Bench {
 fn bench(trains: bool) -> Bench {
     bench_on(|fabric, faults, clock| {
         let port = if trains {
-            FabricPort::with_trains(fabric.clone(), clock.clone())
+            FabricEndpoint::with_trains(fabric.clone(), clock.clone())
         } else {
-            FabricPort::new(fabric.clone(), clock.clone())
+            FabricEndpoint::new(fabric.clone(), clock.clone())
         };
         Box::new(FaultLink::new(port, faults.clone(), clock))
     })
@@ -552,7 +552,7 @@ fn a_delaying_link_carries_trains_late() {
 
 /// A fabric port that delays nothing itself, as a UDP socket: a fault
 /// link around it holds what it delays until due.
-struct Prompt(FabricPort);
+struct Prompt(FabricEndpoint);
 
 impl Link for Prompt {
     fn transmit(&self, datagram: &[u8]) {
@@ -574,7 +574,7 @@ fn a_fault_link_holds_a_delayed_train_for_a_link_that_cannot() {
     let links = Arc::new(Mutex::new(Vec::new()));
     let made = links.clone();
     let mut b = bench_on(move |fabric, faults, clock| {
-        let port = Prompt(FabricPort::with_trains(fabric.clone(), clock.clone()));
+        let port = Prompt(FabricEndpoint::with_trains(fabric.clone(), clock.clone()));
         let link = Arc::new(FaultLink::new(port, faults.clone(), clock));
         made.lock().unwrap().push(link.clone());
         Box::new(link)
