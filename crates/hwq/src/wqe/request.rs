@@ -362,6 +362,17 @@ impl SendRequest {
     }
 }
 
+impl From<SendRequest> for SendWqe {
+    /// A fresh slot holding `request`, its scatter/gather area zero (a
+    /// local operation's whole slot; a data request's payload is written
+    /// next).
+    fn from(request: SendRequest) -> Self {
+        let mut slot = Self::default();
+        request.encode(&mut slot);
+        slot
+    }
+}
+
 /// `Ok` if `value` is zero, else the field's name as an error.
 fn zero<T: Copy + Default + PartialEq>(value: T, field: &'static str) -> Result<(), WqeError> {
     if value == T::default() {

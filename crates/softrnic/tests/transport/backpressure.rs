@@ -584,18 +584,20 @@ fn responses_waiting_for_link_room_leave_before_a_send_with_invalidate_kills_the
     let list_at = r.b.mem.alloc(list.len() as u64);
     r.b.mem.fill(list_at, &list);
     let va = 0x6600_0000_0000;
-    let fr = hwq::SendWqe {
-        opcode: SendOpcode::FastRegister as u8,
-        flags: hwq::wqe::WqeFlags::SIGNALED.bits(),
-        access: REMOTE.bits(),
-        key: key.0,
-        aux32: pages as u32,
-        aux64: list_at,
-        remote_addr: va,
-        length: u64::from(LEN),
+    let fr = hwq::SendWqe::from(hwq::SendRequest {
         wr_id: 900,
-        ..hwq::SendWqe::default()
-    };
+        signaled: true,
+        read_fence: false,
+        op: hwq::SendOp::FastRegister(hwq::wqe::FastRegister {
+            key,
+            access: REMOTE,
+            va,
+            length: u64::from(LEN),
+            fbo: 0,
+            page_count: pages as u32,
+            page_list: list_at,
+        }),
+    });
     r.b.post_send(&mut qb, fr);
     r.run_until(|| {
         qb.scq.drain();

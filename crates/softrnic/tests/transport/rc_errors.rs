@@ -6,8 +6,8 @@ use crate::common;
 use hwq::Verbs;
 
 use common::*;
-use hwq::wqe::{Access, SendOpcode, WqeFlags};
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendWqe};
+use hwq::wqe::{Access, Bind, FastRegister, SendOpcode, WqeFlags};
+use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
 use softrnic::link::Faults;
 use softrnic::qp::{QpState, RcConfig};
 
@@ -28,6 +28,16 @@ fn setup() -> (World, Qp, Qp) {
     let qb = w.b.qp(32);
     w.connect(&qa, &qb, 1024, 100, 200, 4);
     (w, qa, qb)
+}
+
+/// A signaled slot holding `op`.
+fn signaled(wr_id: u64, op: SendOp) -> SendWqe {
+    SendWqe::from(SendRequest {
+        wr_id,
+        signaled: true,
+        read_fence: false,
+        op,
+    })
 }
 
 fn statuses(cqes: &[Cqe]) -> Vec<(u64, CqeStatus)> {
@@ -298,18 +308,18 @@ fn fast_register(
         .map(|i| logical + i * PAGE)
         .collect();
     let list = page_list(node, &pages);
-    SendWqe {
-        opcode: SendOpcode::FastRegister as u8,
-        flags: WqeFlags::SIGNALED.bits(),
-        access: access.bits(),
-        key: key.0,
-        aux32: pages.len() as u32,
-        aux64: list,
-        remote_addr: 0x7777_0000_0000,
-        length: len,
+    signaled(
         wr_id,
-        ..SendWqe::default()
-    }
+        SendOp::FastRegister(FastRegister {
+            key,
+            access,
+            va: 0x7777_0000_0000,
+            length: len,
+            fbo: 0,
+            page_count: pages.len() as u32,
+            page_list: list,
+        }),
+    )
 }
 
 #[test]
@@ -416,17 +426,16 @@ fn bind_window_then_local_invalidate() {
     let (mut w, mut qa, mut qb) = setup();
     let mr = w.b.register(4 * PAGE, Access::LOCAL_WRITE);
     let window = w.b.dev.alloc_key(w.b.pd, true).unwrap().next_variant();
-    let bind = SendWqe {
-        opcode: SendOpcode::Bind as u8,
-        flags: WqeFlags::SIGNALED.bits(),
-        access: (Access::REMOTE_WRITE | Access::REMOTE_READ).bits(),
-        key: window.0,
-        aux32: mr.key.0,
-        remote_addr: mr.va + PAGE,
-        length: 2 * PAGE,
-        wr_id: 70,
-        ..SendWqe::default()
-    };
+    let bind = signaled(
+        70,
+        SendOp::Bind(Bind {
+            window,
+            region: mr.key,
+            access: Access::REMOTE_WRITE | Access::REMOTE_READ,
+            va: mr.va + PAGE,
+            length: 2 * PAGE,
+        }),
+    );
     w.b.post_send(&mut qb, bind);
     run_until_sends(&mut w, &mut qb, 1);
     assert_eq!(
@@ -451,13 +460,7 @@ fn bind_window_then_local_invalidate() {
     // B invalidates the window locally; A's next WRITE through it fails.
     w.b.post_send(
         &mut qb,
-        SendWqe {
-            opcode: SendOpcode::LocalInvalidate as u8,
-            flags: WqeFlags::SIGNALED.bits(),
-            key: window.0,
-            wr_id: 71,
-            ..SendWqe::default()
-        },
+        signaled(71, SendOp::LocalInvalidate { key: window }),
     );
     run_until_sends(&mut w, &mut qb, 2);
     assert_eq!(
@@ -481,17 +484,16 @@ fn window_bounds_are_enforced() {
     let window = w.b.dev.alloc_key(w.b.pd, true).unwrap().next_variant();
     w.b.post_send(
         &mut qb,
-        SendWqe {
-            opcode: SendOpcode::Bind as u8,
-            flags: WqeFlags::SIGNALED.bits(),
-            access: Access::REMOTE_WRITE.bits(),
-            key: window.0,
-            aux32: mr.key.0,
-            remote_addr: mr.va + PAGE,
-            length: PAGE,
-            wr_id: 1,
-            ..SendWqe::default()
-        },
+        signaled(
+            1,
+            SendOp::Bind(Bind {
+                window,
+                region: mr.key,
+                access: Access::REMOTE_WRITE,
+                va: mr.va + PAGE,
+                length: PAGE,
+            }),
+        ),
     );
     run_until_sends(&mut w, &mut qb, 1);
     let local = w.a.register(PAGE, Access::LOCAL_WRITE);

@@ -14,8 +14,8 @@ use crate::common;
 use hwq::Verbs;
 
 use common::*;
-use hwq::wqe::{Access, SendOpcode, WqeFlags};
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendWqe};
+use hwq::wqe::{Access, FastRegister, SendOpcode};
+use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
 use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
@@ -91,6 +91,25 @@ fn recorder(store: &mut Vec<Vec<u8>>) -> impl FnMut(&[u8]) -> Fate + '_ {
     }
 }
 
+/// A signaled fast-register of `LEN` bytes at `va`, `pages` pages listed at
+/// `list`, granting [`REMOTE_READ`].
+fn fast_register(wr_id: u64, key: MemoryKey, pages: u64, list: u64, va: u64) -> SendWqe {
+    SendWqe::from(SendRequest {
+        wr_id,
+        signaled: true,
+        read_fence: false,
+        op: SendOp::FastRegister(FastRegister {
+            key,
+            access: REMOTE_READ,
+            va,
+            length: u64::from(LEN),
+            fbo: 0,
+            page_count: pages as u32,
+            page_list: list,
+        }),
+    })
+}
+
 fn page_list(node: &Node, pages: &[u64]) -> u64 {
     let at = node.mem.alloc(pages.len() as u64 * 8);
     let bytes: Vec<u8> = pages.iter().flat_map(|p| p.to_le_bytes()).collect();
@@ -134,18 +153,7 @@ fn bench() -> Bench {
     let key: MemoryKey = entry.next_variant();
     let list: Vec<u64> = (0..pages).map(|i| backing + i * PAGE).collect();
     let va = 0x6600_0000_0000;
-    let fr = SendWqe {
-        opcode: SendOpcode::FastRegister as u8,
-        flags: WqeFlags::SIGNALED.bits(),
-        access: REMOTE_READ.bits(),
-        key: key.0,
-        aux32: pages as u32,
-        aux64: page_list(&w.b, &list),
-        remote_addr: va,
-        length: u64::from(LEN),
-        wr_id: 900,
-        ..SendWqe::default()
-    };
+    let fr = fast_register(900, key, pages, page_list(&w.b, &list), va);
     w.b.post_send(&mut qb, fr);
     let sink = w.a.register(u64::from(LEN), Access::LOCAL_WRITE);
     let mut b = Bench {
@@ -340,18 +348,7 @@ fn smbd_write_pattern_under_faults_keeps_the_connection() {
             let key = b.remote.key.next_variant();
             let pages = u64::from(LEN) / PAGE;
             let list: Vec<u64> = (0..pages).map(|i| b.remote.logical + i * PAGE).collect();
-            let fr = SendWqe {
-                opcode: SendOpcode::FastRegister as u8,
-                flags: WqeFlags::SIGNALED.bits(),
-                access: REMOTE_READ.bits(),
-                key: key.0,
-                aux32: pages as u32,
-                aux64: page_list(&b.w.b, &list),
-                remote_addr: b.remote.va,
-                length: u64::from(LEN),
-                wr_id: id + 2,
-                ..SendWqe::default()
-            };
+            let fr = fast_register(id + 2, key, pages, page_list(&b.w.b, &list), b.remote.va);
             b.w.b.post_send(&mut b.qb, fr);
             let qb = &mut b.qb;
             let n = qb.scq.seen.len() + 1;
