@@ -13,7 +13,9 @@
 //!   installed for softrnic in `DriverEntry`), is a `KSPIN_LOCK` taken with
 //!   `KeAcquireSpinLockRaiseToDpc` and released with `KeReleaseSpinLock`
 //!   (what `KeAcquireSpinLock` expands to), so Driver Verifier checks each
-//!   one's IRQL and its order against every other driver lock.
+//!   one's IRQL and its order against every other driver lock. A device's
+//!   reader/writer lock is an `EX_SPIN_LOCK` (`ExAcquireSpinLockShared` /
+//!   `ExAcquireSpinLockExclusive` and their releases), checked the same.
 //! * Locks and callouts: debug builds check that provider locks are taken
 //!   at DISPATCH_LEVEL and that no consumer callback runs with one held
 //!   (a per-processor count is exact here: a lock holder cannot migrate at
@@ -21,14 +23,15 @@
 //! * Memory: logical = physical ([`super::dma`]); registrations are
 //!   mapped for the device when they are made ([`super::dma_map`]).
 
-use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 
 use hwq::DmaAccess;
 use hwq::lock::SpinLockOps;
 use ndis::{
-    DISPATCH_LEVEL, KIRQL, KeAcquireSpinLockRaiseToDpc, KeDelayExecutionThread,
-    KeGetCurrentProcessorNumberEx, KeReleaseSpinLock, KernelMode, MmGetPhysicalAddress,
-    PASSIVE_LEVEL,
+    DISPATCH_LEVEL, ExAcquireSpinLockExclusive, ExAcquireSpinLockShared,
+    ExReleaseSpinLockExclusive, ExReleaseSpinLockShared, KIRQL, KeAcquireSpinLockRaiseToDpc,
+    KeDelayExecutionThread, KeGetCurrentProcessorNumberEx, KeReleaseSpinLock, KernelMode,
+    MmGetPhysicalAddress, PASSIVE_LEVEL,
 };
 use ndkpi::{PAGE_SHIFT, PAGE_SIZE};
 use provider::platform::{Irql, LockClass, LockToken, Platform, PoolTag, PoolType};
@@ -137,6 +140,36 @@ impl SpinLockOps for KernelSpinLocks {
         // was made by `acquire` here, and a holder cannot migrate at
         // DISPATCH_LEVEL); `old` is the IRQL its acquire returned.
         unsafe { KeReleaseSpinLock(word.as_ptr(), old) };
+    }
+
+    fn acquire_shared(&self, word: &AtomicI32, _class: &'static LockClass) -> LockToken {
+        // SAFETY: `word` is an EX_SPIN_LOCK (an aligned LONG, zero when
+        // free) inside a lock that outlives its guard, changed only
+        // atomically; the driver takes its locks at or below
+        // DISPATCH_LEVEL.
+        let old = unsafe { ExAcquireSpinLockShared(word.as_ptr()) };
+        LockToken(u32::from(old))
+    }
+
+    fn release_shared(&self, word: &AtomicI32, _class: &'static LockClass, token: LockToken) {
+        let old = KIRQL::try_from(token.0).unwrap_or(DISPATCH_LEVEL);
+        // SAFETY: this processor holds the lock shared (its guard was made
+        // by `acquire_shared` here; no migration at DISPATCH_LEVEL); `old`
+        // is the IRQL that acquire returned.
+        unsafe { ExReleaseSpinLockShared(word.as_ptr(), old) };
+    }
+
+    fn acquire_exclusive(&self, word: &AtomicI32, _class: &'static LockClass) -> LockToken {
+        // SAFETY: as in `acquire_shared`.
+        let old = unsafe { ExAcquireSpinLockExclusive(word.as_ptr()) };
+        LockToken(u32::from(old))
+    }
+
+    fn release_exclusive(&self, word: &AtomicI32, _class: &'static LockClass, token: LockToken) {
+        let old = KIRQL::try_from(token.0).unwrap_or(DISPATCH_LEVEL);
+        // SAFETY: this processor holds the lock exclusively (its guard was
+        // made by `acquire_exclusive` here); `old` is what that returned.
+        unsafe { ExReleaseSpinLockExclusive(word.as_ptr(), old) };
     }
 }
 

@@ -48,6 +48,9 @@ pub const DISPATCH_LEVEL: KIRQL = 2;
 
 /// A spin lock (`ULONG_PTR`; 0 = free, which `KeInitializeSpinLock` stores).
 pub type KSPIN_LOCK = ULONG_PTR;
+/// A reader/writer spin lock (`volatile LONG`, wdm.h:27111; 0 = free,
+/// which the driver stores: there is no initialiser).
+pub type EX_SPIN_LOCK = i32;
 /// `KernelMode` / `UserMode` (`CCHAR`).
 pub type KPROCESSOR_MODE = i8;
 /// `KernelMode`.
@@ -309,6 +312,19 @@ unsafe extern "system" {
     pub fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LOCK) -> KIRQL;
     /// Releases a spin lock and returns to `NewIrql`.
     pub fn KeReleaseSpinLock(SpinLock: *mut KSPIN_LOCK, NewIrql: KIRQL);
+
+    /// Takes a reader/writer spin lock for shared access, raising to
+    /// `DISPATCH_LEVEL` (from `<= DISPATCH_LEVEL`); returns the old IRQL.
+    /// Waits while a writer holds or waits for it (writers are preferred).
+    pub fn ExAcquireSpinLockShared(SpinLock: *mut EX_SPIN_LOCK) -> KIRQL;
+    /// Releases a shared hold and returns to `OldIrql` (at `DISPATCH_LEVEL`).
+    pub fn ExReleaseSpinLockShared(SpinLock: *mut EX_SPIN_LOCK, OldIrql: KIRQL);
+    /// Takes a reader/writer spin lock for exclusive access, raising to
+    /// `DISPATCH_LEVEL` (from `<= DISPATCH_LEVEL`); returns the old IRQL.
+    pub fn ExAcquireSpinLockExclusive(SpinLock: *mut EX_SPIN_LOCK) -> KIRQL;
+    /// Releases an exclusive hold and returns to `OldIrql` (at
+    /// `DISPATCH_LEVEL`).
+    pub fn ExReleaseSpinLockExclusive(SpinLock: *mut EX_SPIN_LOCK, OldIrql: KIRQL);
 
     /// Initialises a DPC object (any IRQL).
     pub fn KeInitializeDpc(

@@ -18,13 +18,15 @@
 //!
 //! Files: `dpc` (DPC objects and per-processor queues), `dispatcher`
 //! (timers, events, waits, the timer thread), `spinlock` (spin locks and
-//! the IRQL imports), `lock_order` (Verifier's deadlock detection over
-//! spin locks), `system` (time, processor numbers, bug checks),
-//! `live` (live objects in a memory range), `stall` (call counters and the
-//! test stall), `layout` (the x64 object layouts the bottle fills in).
+//! the IRQL imports), `ex_spinlock` (reader/writer spin locks),
+//! `lock_order` (Verifier's deadlock detection over spin locks), `system`
+//! (time, processor numbers, bug checks), `live` (live objects in a memory
+//! range), `stall` (call counters and the test stall), `layout` (the x64
+//! object layouts the bottle fills in).
 
 mod dispatcher;
 mod dpc;
+mod ex_spinlock;
 pub(super) mod layout;
 mod live;
 mod lock_order;
@@ -34,6 +36,7 @@ mod system;
 
 pub use dispatcher::*;
 pub use dpc::*;
+pub use ex_spinlock::*;
 pub use layout::system_time;
 pub use live::*;
 pub use lock_order::{OrderViolation, lock_order_edges};
@@ -104,5 +107,9 @@ pub fn exports() -> Vec<Export> {
         export!("ntoskrnl.exe", KeGetCurrentIrql),
         export!("ntoskrnl.exe", KeAcquireSpinLockRaiseToDpc),
         export!("ntoskrnl.exe", KeReleaseSpinLock),
+        export!("ntoskrnl.exe", ExAcquireSpinLockShared),
+        export!("ntoskrnl.exe", ExReleaseSpinLockShared),
+        export!("ntoskrnl.exe", ExAcquireSpinLockExclusive),
+        export!("ntoskrnl.exe", ExReleaseSpinLockExclusive),
     ]
 }

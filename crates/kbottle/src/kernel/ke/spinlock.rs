@@ -22,7 +22,7 @@ pub(super) static SPIN_LOCKS: Mutex<Vec<(usize, u32, KIRQL)>> = Mutex::new(Vec::
 
 /// Every lock address ever acquired (which of the driver's locks are
 /// kernel spin locks, for tests).
-static ACQUIRED: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+pub(super) static ACQUIRED: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
 /// `KeAcquireSpinLockRaiseToDpc`: raises to `DISPATCH_LEVEL`, spins until
 /// the lock is free, returns the previous IRQL.
