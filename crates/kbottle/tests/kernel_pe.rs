@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use kbottle::pe::{self, Export, LoadError};
+use kbottle::export::Export;
+use kbottle::pe::{self, LoadError};
 use kbottle::{crt, io, ke, mm, pool};
 
 /// Tests here share process-global kernel state (pool, processors).

@@ -16,7 +16,8 @@
 //! Timers fire on one timer thread (processor "timer"), which queues the
 //! timer's DPC there and runs it at `DISPATCH_LEVEL`.
 //!
-//! Files: `dpc` (DPC objects and per-processor queues), `dispatcher`
+//! Files: `dpc` (the DPC imports, over the per-processor queues of
+//! `kernel::dpc_queue`), `dispatcher`
 //! (timers, events, waits, the timer thread), `spinlock` (spin locks and
 //! the IRQL imports), `ex_spinlock` (reader/writer spin locks),
 //! `lock_order` (Verifier's deadlock detection over spin locks), `system`
@@ -48,9 +49,9 @@ use ndis::KIRQL;
 use ndkpi::NTSTATUS;
 
 use crate::export;
+use crate::export::Export;
 use crate::kernel::cpu;
 use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION};
-use crate::loader::pe::Export;
 
 /// `STATUS_SUCCESS`.
 pub const STATUS_SUCCESS: NTSTATUS = 0;

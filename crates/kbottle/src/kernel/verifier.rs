@@ -13,9 +13,9 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-
-pub(crate) use crate::sync::lock;
 use std::time::Duration;
+
+use crate::sync::lock;
 
 /// `DRIVER_VERIFIER_DETECTED_VIOLATION`.
 pub const DRIVER_VERIFIER_DETECTED_VIOLATION: u32 = 0xC4;

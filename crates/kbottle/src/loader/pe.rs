@@ -24,7 +24,7 @@ pub use registry::{CodeRange, describe, driver_frames_on_stack, image_base_of, i
 use registry::{register, unregister};
 use symbols::find_pdb;
 
-pub use crate::export::Export;
+use crate::export::Export;
 
 /// Why an image was not loaded.
 #[derive(Debug)]

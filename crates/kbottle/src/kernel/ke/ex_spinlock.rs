@@ -22,7 +22,8 @@ use ndis::{EX_SPIN_LOCK, KIRQL};
 use super::lock_order;
 use super::spinlock::{ACQUIRED, SPIN_LOCKS};
 use crate::kernel::cpu::{self, DISPATCH_LEVEL};
-use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall, lock};
+use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall};
+use crate::sync::lock;
 
 /// A writer holds the lock.
 const WRITER: i32 = i32::MIN;

@@ -15,7 +15,8 @@ use ndis::{KIRQL, KSPIN_LOCK};
 
 use super::lock_order;
 use crate::kernel::cpu::{self, DISPATCH_LEVEL};
-use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall, lock};
+use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall};
+use crate::sync::lock;
 
 /// Held spin locks: lock address → (processor, IRQL before the acquire).
 pub(super) static SPIN_LOCKS: Mutex<Vec<(usize, u32, KIRQL)>> = Mutex::new(Vec::new());
