@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Module import cycles of a crate (issue #15: none in softrnic).
 
-usage: module_cycles.py CRATE/src [--top] [--tests]
+usage: module_cycles.py CRATE/src[/MODULE] [--top] [--tests]
 
 Builds the graph of `use crate::`, `crate::`, `super::` and `self::` paths
 between the crate's files (each path resolved to the longest module prefix
@@ -13,9 +13,15 @@ A parent's `mod child;` is not an edge. Exit status 1 if any cycle exists.
 literals and `pub(in ...)` are not paths. Test code (`#[cfg(test)] mod`,
 inline or a file) is left out, as tests may reach across floors; `--tests`
 puts it back.
+A folder below `src/` (src/driver) is the module it holds: its own
+`crate::driver::...` paths are followed, paths elsewhere in the crate are not.
 """
 import os, re, sys
-root = sys.argv[1]  # crates/softrnic/src
+root = sys.argv[1]  # crates/softrnic/src, or src/driver
+# The module path of `root` inside its crate: '' for a crate's src/,
+# 'driver' for src/driver.
+_parts = os.path.normpath(root).split(os.sep)
+prefix = '::'.join(_parts[len(_parts) - _parts[::-1].index('src'):]) if 'src' in _parts else ''
 files = {}
 for dp, _, fns in os.walk(root):
     for fn in fns:
@@ -28,6 +34,12 @@ for dp, _, fns in os.walk(root):
             files['::'.join(parts)] = p
 def resolve(path):
     # longest prefix that is a module file
+    if prefix:
+        if path == prefix:
+            return ''
+        if not path.startswith(prefix + '::'):
+            return None
+        path = path[len(prefix) + 2:]
     segs = path.split('::')
     for i in range(len(segs), 0, -1):
         m = '::'.join(segs[:i])
@@ -116,7 +128,7 @@ for m in edges:
         # Test code is blanked out (kept as spaces, so offsets hold).
         for a, b, _, is_test in mods:
             if is_test: src = src[:a] + ' ' * (b - a) + src[b:]
-    here = m.split('::') if m else []
+    here = [x for x in (prefix.split('::') if prefix else []) + (m.split('::') if m else []) if x]
     def base_at(pos):
         inner = sorted((a, name) for a, b, name, _ in mods if a <= pos <= b)
         return here + [name for _, name in inner]

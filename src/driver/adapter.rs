@@ -13,38 +13,35 @@
 pub mod event_log;
 
 use alloc::boxed::Box;
-use core::ptr::{self, NonNull};
+use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use hwq::TryArc;
 use ndis::{
-    NDIS_HANDLE, NDIS_MAC_OPTION_COPY_LOOKAHEAD_DATA, NDIS_MAC_OPTION_NO_LOOPBACK,
+    NDIS_MAC_OPTION_COPY_LOOKAHEAD_DATA, NDIS_MAC_OPTION_NO_LOOPBACK,
     NDIS_MAC_OPTION_TRANSFERS_NOT_PEND, NDIS_MAX_PHYS_ADDRESS_LENGTH,
-    NDIS_MINIPORT_ADAPTER_ATTRIBUTES, NDIS_MINIPORT_ADAPTER_GENERAL_ATTRIBUTES,
-    NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES, NDIS_MINIPORT_ADAPTER_REGISTRATION_ATTRIBUTES,
-    NDIS_MINIPORT_ATTRIBUTES_NO_HALT_ON_SUSPEND, NDIS_MINIPORT_INIT_PARAMETERS,
-    NDIS_NDK_CAPABILITIES, NET_PNP_EVENT_NOTIFICATION, NdisAllocateIoWorkItem, NdisFreeIoWorkItem,
-    NdisIfAddIfStackEntry, NdisIfDeleteIfStackEntry, NdisInterfaceInternal, NdisMNetPnPEvent,
-    NdisMSetMiniportAttributes, NdisMedium802_3, NdisPauseFunctionsUnsupported,
-    NdisQueueIoWorkItem, NetEventNDKDisable, NetEventNDKEnable,
+    NDIS_MINIPORT_ADAPTER_GENERAL_ATTRIBUTES, NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES,
+    NDIS_MINIPORT_ADAPTER_REGISTRATION_ATTRIBUTES, NDIS_MINIPORT_ATTRIBUTES_NO_HALT_ON_SUSPEND,
+    NDIS_MINIPORT_INIT_PARAMETERS, NDIS_NDK_CAPABILITIES, NdisInterfaceInternal, NdisMedium802_3,
+    NdisPauseFunctionsUnsupported, NetEventNDKDisable, NetEventNDKEnable,
 };
-use ndkpi::{
-    NDIS_STATUS, NDIS_STATUS_FAILURE, NDIS_STATUS_RESOURCES, NDIS_STATUS_SUCCESS, NDK_ADAPTER_INFO,
-    PVOID,
-};
+use ndkpi::{NDIS_STATUS, NDIS_STATUS_RESOURCES, NDIS_STATUS_SUCCESS, NDK_ADAPTER_INFO};
 use provider::PROVIDER_VERSION;
 use provider::info::adapter_info;
 
 use super::addresses::AddressWatcher;
-use super::alloc::try_box;
 use super::binding::Binding;
 use super::config::{AdapterConfig, read_config};
 use super::device::RnicDevice;
+use super::kit::deferred::{Deferred, DeferredRoutines};
+use super::kit::kernel::wait_briefly;
+use super::kit::memory::try_box;
+use super::kit::ndis::{self as kit_ndis, AdapterHandle};
+use super::kit::oid::Forward;
 use super::l2::L2Port;
 use super::log::{log_error, log_info};
 use super::mux::{INSTANCE_HALTING, INSTANCE_NONE, INSTANCE_UP, Mux, SUPPORTED_STATISTICS};
-use super::oid::SUPPORTED_OIDS;
-use super::protocol::oid_forward::ForwardSlot;
+use super::supported_oids::SUPPORTED_OIDS;
 
 /// `NDIS_MAC_OPTION_*` of V (general attributes and
 /// `OID_GEN_MAC_OPTIONS`): NDIS loops sends back above V, V never does.
@@ -52,25 +49,70 @@ pub const MAC_OPTIONS: u32 = NDIS_MAC_OPTION_COPY_LOOKAHEAD_DATA
     | NDIS_MAC_OPTION_TRANSFERS_NOT_PEND
     | NDIS_MAC_OPTION_NO_LOOPBACK;
 
+/// Counters rsndk does not keep (bits of `MissingCounterMask` in the NDK
+/// capabilities): none. Every counter of `NDIS_NDK_PERFORMANCE_COUNTERS`
+/// is filled by [`super::ndk::counters`]; the reserved ones are not
+/// counters.
+pub const MISSING_COUNTERS: u64 = 0;
+
 /// Work-item task: tell NDIS NDK was enabled or disabled.
 const TASK_NDK_EVENT: u32 = 2;
-/// `work_state` bit: the work item is queued or running.
-const WORK_QUEUED: u32 = 1 << 31;
 /// How often a wait for NDK consumers to close their adapters says it is
 /// still waiting, in ms. It never gives up: the RNIC those adapters use is
 /// freed only once the last one is closed.
 const NDK_CLOSE_LOG_MS: u64 = 30_000;
 
+/// V's NDK state as the work item that raises its PnP events sees it.
+#[derive(Debug)]
+pub struct NdkEvents {
+    /// NDIS's handle of V.
+    handle: AdapterHandle,
+    /// NDK state set by `OID_NDK_SET_STATE` (starts as `*NetworkDirect`).
+    enabled: AtomicBool,
+}
+
+impl DeferredRoutines for NdkEvents {
+    const REQUEUE: bool = false;
+    const USES_DPC: bool = false;
+
+    fn dpc(_this: &Deferred<Self>) {}
+
+    /// Runs the queued tasks (`PASSIVE_LEVEL`, work item).
+    fn work(this: &Deferred<Self>, tasks: u32) {
+        if tasks & TASK_NDK_EVENT != 0 {
+            this.target().indicate();
+        }
+    }
+}
+
+impl NdkEvents {
+    /// Raises `NetEventNDKEnable`/`NetEventNDKDisable` for the current
+    /// state (`PASSIVE_LEVEL`, never inside an OID request).
+    fn indicate(&self) {
+        let event = if self.enabled.load(Ordering::Acquire) {
+            NetEventNDKEnable
+        } else {
+            NetEventNDKDisable
+        };
+        if let Err(status) = kit_ndis::net_pnp_event(self.handle, event) {
+            log_error!(
+                "rsndk: NDK PnP event {event} failed: {:#010x}",
+                status as u32
+            );
+        }
+    }
+}
+
 /// The context NDIS passes to every handler of V.
+#[derive(Debug)]
 pub struct Adapter {
     /// NDIS's handle of V.
-    pub handle: NDIS_HANDLE,
-    /// The pairing V lives over.
-    mux: NonNull<Mux>,
+    pub handle: AdapterHandle,
+    /// The pairing V lives over (it outlives V: the unbind waits for V's
+    /// halt).
+    mux: TryArc<Mux>,
     /// Registry keywords.
     pub config: AdapterConfig,
-    /// NDK state set by `OID_NDK_SET_STATE` (starts as `*NetworkDirect`).
-    pub ndk_enabled: AtomicBool,
     /// The unbind disabled NDK for good: no NDK adapter opens any more.
     ndk_stopped: AtomicBool,
     /// NDK adapters open now.
@@ -81,62 +123,20 @@ pub struct Adapter {
     /// while V is up).
     port: Option<TryArc<L2Port>>,
     /// V's addresses, fed to the RNIC.
-    watcher: Option<Box<AddressWatcher>>,
+    watcher: Option<AddressWatcher>,
     /// V's OID requests forwarded to P.
-    pub forward: Box<ForwardSlot>,
+    pub forward: Box<Forward<Mux>>,
     /// V's `ifIndex` once the `ifStack` entry V over P was added.
     if_stack: Option<u32>,
-    work_item: NDIS_HANDLE,
-    /// Pending `TASK_*` bits, plus [`WORK_QUEUED`] while the work item is
-    /// queued or running. One word, so that the routine can finish and
-    /// drop the flag in the same atomic step (see `run_work`).
-    work_state: AtomicU32,
-}
-
-impl core::fmt::Debug for Adapter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Adapter")
-            .field("config", &self.config)
-            .field("ndk_enabled", &self.ndk_enabled.load(Ordering::Relaxed))
-            .finish_non_exhaustive()
-    }
-}
-
-// SAFETY: the NDIS handles are opaque tokens NDIS allows on any thread;
-// the pairing is Sync and outlives V (the unbind waits for V's halt);
-// everything mutable is atomic or changed only at PASSIVE_LEVEL by
-// initialisation and halt, when NDIS runs no other handler of V.
-unsafe impl Send for Adapter {}
-// SAFETY: shared use reads immutable fields, atomics and the Sync pairing;
-// `&mut` use (initialisation, halt) happens while NDIS calls nothing else
-// of V's.
-unsafe impl Sync for Adapter {}
-
-fn set_attributes(
-    handle: NDIS_HANDLE,
-    attributes: impl Into<NDIS_MINIPORT_ADAPTER_ATTRIBUTES>,
-) -> NDIS_STATUS {
-    let mut attributes = attributes.into();
-    // SAFETY: PASSIVE_LEVEL inside MiniportInitializeEx; NDIS reads
-    // `Header.Size` bytes of the structure during the call.
-    unsafe { NdisMSetMiniportAttributes(handle, &raw mut attributes) }
+    /// NDK state and the work item that does what must not run inside an
+    /// NDIS callback (the NDK PnP events).
+    ndk: Pin<Box<Deferred<NdkEvents>>>,
 }
 
 impl Adapter {
-    /// The adapter behind V's context.
-    ///
-    /// # Safety
-    /// `context` is the context `initialize` registered, V not halted yet.
-    pub unsafe fn from_context<'a>(context: NDIS_HANDLE) -> &'a Self {
-        // SAFETY: per contract, a live `Box<Adapter>`'s address.
-        unsafe { &*context.cast::<Self>() }
-    }
-
     /// The pairing V lives over.
     pub fn mux(&self) -> &Mux {
-        // SAFETY: the pairing outlives V: the unbind frees it only after
-        // V's halt ended (`protocol::bind::stop_virtual`).
-        unsafe { self.mux.as_ref() }
+        &self.mux
     }
 
     /// The binding to P.
@@ -150,18 +150,12 @@ impl Adapter {
     /// binding. Either way the pairing learns initialisation finished (an
     /// unbind may be waiting for it).
     pub fn initialize(
-        handle: NDIS_HANDLE,
+        handle: AdapterHandle,
+        mux: &TryArc<Mux>,
         params: &NDIS_MINIPORT_INIT_PARAMETERS,
     ) -> Result<Box<Self>, NDIS_STATUS> {
-        let Some(mux) = NonNull::new(params.IMDeviceInstanceContext.cast::<Mux>()) else {
-            // V is only ever initialised by the protocol edge.
-            log_error!("rsndk: MiniportInitializeEx without an IM device instance context");
-            return Err(NDIS_STATUS_FAILURE);
-        };
-        // SAFETY: the context `NdisIMInitializeDeviceInstanceEx` was given:
-        // a pairing that outlives V.
-        let virt = &unsafe { mux.as_ref() }.virt;
-        let result = Self::build(handle, params, mux);
+        let result = Self::build(handle, params, mux.clone());
+        let virt = &mux.virt;
         match &result {
             Ok(adapter) => {
                 if let Some(port) = &adapter.port {
@@ -171,7 +165,7 @@ impl Adapter {
                         binding.mtu(),
                         binding.link.xmit_speed(),
                     );
-                    virt.attach(handle, adapter.context(), port);
+                    virt.attach(handle, &**adapter, port);
                 }
                 virt.set_instance(INSTANCE_UP);
             }
@@ -182,29 +176,30 @@ impl Adapter {
     }
 
     fn build(
-        handle: NDIS_HANDLE,
+        handle: AdapterHandle,
         params: &NDIS_MINIPORT_INIT_PARAMETERS,
-        mux: NonNull<Mux>,
+        mux: TryArc<Mux>,
     ) -> Result<Box<Self>, NDIS_STATUS> {
-        // SAFETY: the IMDeviceInstanceContext `initialize` checked: a
-        // pairing the protocol edge leaked, freed only after V's halt, so
-        // it outlives V and everything built here.
-        let mux_ref: &'static Mux = unsafe { mux.as_ref() };
         let config = read_config(handle);
-        // SAFETY: PASSIVE_LEVEL; the adapter handle is valid.
-        let work_item = unsafe { NdisAllocateIoWorkItem(handle) };
-        if work_item.is_null() {
-            return Err(NDIS_STATUS_RESOURCES);
-        }
-        let Ok(forward) = try_box(ForwardSlot::new(mux_ref, handle)) else {
-            Self::free_work_item(work_item);
+        let ndk = Deferred::create(
+            handle,
+            NdkEvents {
+                handle,
+                enabled: AtomicBool::new(config.network_direct),
+            },
+        )
+        .ok_or(NDIS_STATUS_RESOURCES)?;
+        let Ok(forward) = try_box(Forward::new(handle, mux.clone())) else {
             return Err(NDIS_STATUS_RESOURCES);
         };
+        // The lookahead P accepts for this V starts as P's own.
+        mux.virt
+            .lookahead
+            .store(mux.binding.lower.lookahead, Ordering::Relaxed);
         let adapter = try_box(Self {
             handle,
             mux,
             config,
-            ndk_enabled: AtomicBool::new(config.network_direct),
             ndk_stopped: AtomicBool::new(false),
             open_ndk_adapters: AtomicU32::new(0),
             device: None,
@@ -212,14 +207,12 @@ impl Adapter {
             watcher: None,
             forward,
             if_stack: None,
-            work_item,
-            work_state: AtomicU32::new(0),
+            ndk,
         });
         let Ok(mut adapter) = adapter else {
-            Self::free_work_item(work_item);
             return Err(NDIS_STATUS_RESOURCES);
         };
-        if let Err(status) = adapter.start(mux_ref, params) {
+        if let Err(status) = adapter.start(params) {
             adapter.teardown();
             return Err(status);
         }
@@ -228,11 +221,8 @@ impl Adapter {
 
     /// The RNIC with its L2 port, the attributes, the `ifStack` entry and
     /// the address watcher.
-    fn start(
-        &mut self,
-        mux: &'static Mux,
-        params: &NDIS_MINIPORT_INIT_PARAMETERS,
-    ) -> Result<(), NDIS_STATUS> {
+    fn start(&mut self, params: &NDIS_MINIPORT_INIT_PARAMETERS) -> Result<(), NDIS_STATUS> {
+        let mux = self.mux.clone();
         let port = L2Port::create(&mux.binding).map_err(|_| NDIS_STATUS_RESOURCES)?;
         let port = self.port.insert(port);
         // The RNIC's path MTU is fixed at creation: the configured RoCE
@@ -253,17 +243,15 @@ impl Adapter {
         self.device = Some(device);
         self.set_all_attributes()?;
         let lower = mux.binding.lower.bound_if_index;
-        // SAFETY: PASSIVE_LEVEL; V's and P's interface indexes.
-        let status = unsafe { NdisIfAddIfStackEntry(params.IfIndex, lower) };
-        if status == NDIS_STATUS_SUCCESS {
-            self.if_stack = Some(params.IfIndex);
-        } else {
+        if let Err(status) = kit_ndis::add_if_stack_entry(params.IfIndex, lower) {
             // The sample ignores this failure too: only the ifStack table
             // misses the entry.
             log_error!(
                 "rsndk: NdisIfAddIfStackEntry failed: {:#010x}",
                 status as u32
             );
+        } else {
+            self.if_stack = Some(params.IfIndex);
         }
         if let (Some(device), Some(port)) = (&self.device, &self.port) {
             // Without address notifications the RNIC would never serve an
@@ -281,18 +269,14 @@ impl Adapter {
         Ok(())
     }
 
-    fn context(&self) -> NDIS_HANDLE {
-        ptr::from_ref(self).cast_mut().cast()
-    }
-
     fn set_all_attributes(&mut self) -> Result<(), NDIS_STATUS> {
         let registration = NDIS_MINIPORT_ADAPTER_REGISTRATION_ATTRIBUTES::new(
-            self.context(),
+            core::ptr::from_ref(self).cast_mut().cast(),
             NDIS_MINIPORT_ATTRIBUTES_NO_HALT_ON_SUSPEND,
             0,
             NdisInterfaceInternal,
         );
-        check(set_attributes(self.handle, registration))?;
+        kit_ndis::set_attributes(self.handle, registration)?;
 
         let binding = self.binding();
         let lower = binding.lower;
@@ -327,17 +311,17 @@ impl Adapter {
         general.SupportedPauseFunctions = NdisPauseFunctionsUnsupported as u32;
         general.SupportedOidList = SUPPORTED_OIDS.as_ptr().cast_mut();
         general.SupportedOidListLength = size_of_val(SUPPORTED_OIDS) as u32;
-        check(set_attributes(self.handle, general))?;
+        kit_ndis::set_attributes(self.handle, general)?;
 
         // NDK attributes go in every initialisation, NDK enabled or not.
         if let Some(device) = &self.device {
             let mut info: NDK_ADAPTER_INFO = adapter_info(PROVIDER_VERSION, device.ctx.caps());
             let mut caps = capabilities(device, &raw mut info);
             let ndk = NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES::new(
-                self.ndk_enabled.load(Ordering::Acquire),
+                self.ndk.target().enabled.load(Ordering::Acquire),
                 &raw mut caps,
             );
-            check(set_attributes(self.handle, ndk))?;
+            kit_ndis::set_attributes(self.handle, ndk)?;
         }
         Ok(())
     }
@@ -348,7 +332,7 @@ impl Adapter {
     /// refused by the RNIC.
     pub fn ndk_ready(&self) -> bool {
         self.config.network_direct
-            && self.ndk_enabled.load(Ordering::Acquire)
+            && self.ndk.target().enabled.load(Ordering::Acquire)
             && !self.ndk_stopped.load(Ordering::Acquire)
             && self.device.is_some()
     }
@@ -371,13 +355,13 @@ impl Adapter {
         if requested && !enabled {
             log_info!("rsndk: NDK enable requested, but *NetworkDirect is 0: NDK stays disabled");
         }
-        let was = self.ndk_enabled.swap(enabled, Ordering::AcqRel);
+        let was = self.ndk.target().enabled.swap(enabled, Ordering::AcqRel);
         if was != enabled {
             log_info!(
                 "rsndk: NDK {}",
                 if enabled { "enabled" } else { "disabled" }
             );
-            self.queue_work(TASK_NDK_EVENT);
+            self.ndk.queue_work(TASK_NDK_EVENT);
         }
     }
 
@@ -389,10 +373,10 @@ impl Adapter {
     pub fn disable_ndk_and_wait(&self) {
         self.ndk_stopped.store(true, Ordering::SeqCst);
         // A queued NDK event would race ours: let it run first.
-        self.wait_work();
-        if self.ndk_enabled.swap(false, Ordering::AcqRel) {
+        self.ndk.wait_work();
+        if self.ndk.target().enabled.swap(false, Ordering::AcqRel) {
             log_info!("rsndk: NDK disabled for the unbind");
-            self.indicate_ndk_state();
+            self.ndk.target().indicate();
         }
         self.wait_ndk_closed("unbind");
     }
@@ -414,80 +398,7 @@ impl Adapter {
                 log_error!("rsndk: {during} still waits for {open} NDK adapter(s) to close");
                 since = now;
             }
-            super::platform_wait();
-        }
-    }
-
-    /// Queues the adapter's work item for `task` (`<= DISPATCH_LEVEL`);
-    /// the item is queued at most once at a time.
-    fn queue_work(&self, task: u32) {
-        let old = self
-            .work_state
-            .fetch_or(task | WORK_QUEUED, Ordering::AcqRel);
-        if old & WORK_QUEUED != 0 {
-            // Queued or running: the routine sees the new bit before it
-            // can drop the flag.
-            return;
-        }
-        let context = ptr::from_ref(self).cast_mut().cast();
-        // SAFETY: an allocated work item of a live adapter, not queued now
-        // (the flag was clear); the adapter outlives it (halt waits for the
-        // flag to clear).
-        unsafe { NdisQueueIoWorkItem(self.work_item, work, context) };
-    }
-
-    /// Runs the queued tasks (`PASSIVE_LEVEL`, work item).
-    fn run_work(&self) {
-        loop {
-            let state = self.work_state.load(Ordering::Acquire);
-            let tasks = state & !WORK_QUEUED;
-            if tasks == 0 {
-                // Nothing left: drop the flag, and touch nothing after it
-                // (halt may free the adapter as soon as it sees it clear).
-                if self
-                    .work_state
-                    .compare_exchange(state, 0, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return;
-                }
-                continue;
-            }
-            if self
-                .work_state
-                .compare_exchange(state, WORK_QUEUED, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                continue;
-            }
-            if tasks & TASK_NDK_EVENT != 0 {
-                self.indicate_ndk_state();
-            }
-        }
-    }
-
-    fn wait_work(&self) {
-        while self.work_state.load(Ordering::Acquire) & WORK_QUEUED != 0 {
-            super::platform_wait();
-        }
-    }
-
-    /// Raises `NetEventNDKEnable`/`NetEventNDKDisable` for the current
-    /// state (`PASSIVE_LEVEL`, never inside an OID request).
-    fn indicate_ndk_state(&self) {
-        let event = if self.ndk_enabled.load(Ordering::Acquire) {
-            NetEventNDKEnable
-        } else {
-            NetEventNDKDisable
-        };
-        let mut notification = NET_PNP_EVENT_NOTIFICATION::new(event);
-        // SAFETY: PASSIVE_LEVEL, outside any OID request.
-        let status = unsafe { NdisMNetPnPEvent(self.handle, &raw mut notification) };
-        if status != NDIS_STATUS_SUCCESS {
-            log_error!(
-                "rsndk: NDK PnP event {event} failed: {:#010x}",
-                status as u32
-            );
+            wait_briefly();
         }
     }
 
@@ -503,12 +414,11 @@ impl Adapter {
         if virt.packet_filter.swap(0, Ordering::SeqCst) != 0 {
             let binding = self.binding();
             binding.packet_filter.store(0, Ordering::SeqCst);
-            let mut filter: u32 = 0;
+            let mut filter = 0u32.to_ne_bytes();
             let status = binding.request_sync(
                 ndis::NdisRequestSetInformation,
                 ndis::OID_GEN_CURRENT_PACKET_FILTER,
-                (&raw mut filter).cast(),
-                4,
+                &mut filter,
             );
             if status != NDIS_STATUS_SUCCESS {
                 log_error!(
@@ -518,7 +428,7 @@ impl Adapter {
             }
         }
         while virt.gate.outstanding() != 0 {
-            super::platform_wait();
+            wait_briefly();
         }
         self.teardown();
         let virt = &self.mux().virt;
@@ -530,7 +440,7 @@ impl Adapter {
         if let Some(watcher) = self.watcher.take() {
             watcher.stop();
         }
-        self.wait_work();
+        self.ndk.wait_work();
         // NDIS has the consumers close before a halt, and the unbind
         // waited for them; a halt that still finds one open waits too
         // rather than free the RNIC under it.
@@ -549,27 +459,9 @@ impl Adapter {
         }
         if let Some(if_index) = self.if_stack.take() {
             let lower = self.binding().lower.bound_if_index;
-            // SAFETY: PASSIVE_LEVEL; the entry added in `build`.
-            unsafe { NdisIfDeleteIfStackEntry(if_index, lower) };
+            // The entry added in `start`.
+            kit_ndis::delete_if_stack_entry(if_index, lower);
         }
-        Self::free_work_item(self.work_item);
-        self.work_item = ptr::null_mut();
-    }
-
-    fn free_work_item(work_item: NDIS_HANDLE) {
-        if !work_item.is_null() {
-            // SAFETY: allocated by NdisAllocateIoWorkItem and not queued
-            // (the caller waited for the routine or never queued it).
-            unsafe { NdisFreeIoWorkItem(work_item) };
-        }
-    }
-}
-
-fn check(status: NDIS_STATUS) -> Result<(), NDIS_STATUS> {
-    if status == NDIS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(status)
     }
 }
 
@@ -586,13 +478,6 @@ fn capabilities(device: &RnicDevice, info: *mut NDK_ADAPTER_INFO) -> NDIS_NDK_CA
     // No adapter-wide read limits beyond the per-QP ones.
     caps.MaxInboundReadLimit = 0;
     caps.MaxOutboundReadLimit = 0;
-    caps.MissingCounterMask = super::ndk::MISSING_COUNTERS;
+    caps.MissingCounterMask = MISSING_COUNTERS;
     caps
-}
-
-/// The work-item routine (`PASSIVE_LEVEL`).
-unsafe extern "win64" fn work(context: PVOID, _item: NDIS_HANDLE) {
-    // SAFETY: the adapter queued itself and halt waits for this routine.
-    let adapter = unsafe { &*context.cast::<Adapter>() };
-    adapter.run_work();
 }

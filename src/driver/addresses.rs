@@ -27,56 +27,69 @@
 //! which waits for a running callback, then the wait for the work item)
 //! comes first in V's halt, before the RNIC and the port it feeds can go.
 
-use alloc::boxed::Box;
-use core::ffi::c_void;
-use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::net::{IpAddr, Ipv4Addr};
+use core::pin::Pin;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use hwq::TryArc;
-use ndis::{
-    AF_UNSPEC, CancelMibChangeNotify2, FreeMibTable, GetUnicastIpAddressTable,
-    IpDadStateDeprecated, IpDadStatePreferred, MIB_NOTIFICATION_TYPE, MIB_UNICASTIPADDRESS_ROW,
-    MIB_UNICASTIPADDRESS_TABLE, NDIS_HANDLE, NL_DAD_STATE, NdisAllocateIoWorkItem,
-    NdisFreeIoWorkItem, NdisQueueIoWorkItem, NotifyUnicastIpAddressChange, SOCKADDR_INET,
-};
-use ndkpi::{AF_INET, AF_INET6, NTSTATUS, PVOID, STATUS_INSUFFICIENT_RESOURCES};
+use ndis::{IpDadStateDeprecated, IpDadStatePreferred, MIB_UNICASTIPADDRESS_ROW, NL_DAD_STATE};
+use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::addresses::MAX_ADDRESSES;
 use softrnic::device::SoftRnic;
 
-use super::alloc::try_box;
 use super::irql;
+use super::kit::deferred::{Deferred, DeferredRoutines};
+use super::kit::ndis::{AdapterHandle, ip_of, with_unicast_addresses};
 use super::l2::L2Port;
 use super::log::{log_error, log_info};
 
-/// `work_state` bit: the work item is queued or running.
-const WORK_QUEUED: u32 = 1 << 31;
-/// `work_state` bit: a notification came; read the table (again).
+/// Work-item task: a notification came; read the table (again).
 const WORK_READ: u32 = 1;
 
 /// Watches the IP stack's unicast addresses of one interface.
 pub struct AddressWatcher {
+    /// The notification registration, the work item that reads the table
+    /// at PASSIVE_LEVEL for its callbacks, and what the reads feed.
+    deferred: Pin<alloc::boxed::Box<Deferred<Watched>>>,
+}
+
+/// What an [`AddressWatcher`] watches for and feeds.
+pub struct Watched {
     /// V's `NET_LUID` (`NDIS_MINIPORT_INIT_PARAMETERS.NetLuid`).
     net_luid: u64,
     rnic: TryArc<SoftRnic>,
     port: TryArc<L2Port>,
-    /// The notification handle while registered.
-    handle: AtomicPtr<c_void>,
     /// [`AddressList::fingerprint`] of the set last applied (every
     /// interface's changes wake every watcher; only a change of this one's
     /// set is logged).
     applied: AtomicU64,
-    /// Reads the table at PASSIVE_LEVEL for the callbacks.
-    work_item: NDIS_HANDLE,
-    /// [`WORK_QUEUED`] and [`WORK_READ`]; one word, so that the routine
-    /// can finish and drop the flag in one atomic step.
-    work_state: AtomicU32,
+}
+
+impl core::fmt::Debug for Watched {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Watched")
+            .field("net_luid", &format_args!("{:#018x}", self.net_luid))
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeferredRoutines for Watched {
+    const REQUEUE: bool = false;
+    const USES_DPC: bool = false;
+
+    fn dpc(_this: &Deferred<Self>) {}
+
+    /// The work item's routine (`PASSIVE_LEVEL`): reads until no
+    /// notification is left unanswered.
+    fn work(this: &Deferred<Self>, _tasks: u32) {
+        this.target().refresh();
+    }
 }
 
 impl core::fmt::Debug for AddressWatcher {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("AddressWatcher")
-            .field("net_luid", &format_args!("{:#018x}", self.net_luid))
+            .field("watched", self.deferred.target())
             .finish_non_exhaustive()
     }
 }
@@ -137,123 +150,43 @@ impl AddressWatcher {
     /// The initial notification delivers the addresses the interface
     /// already has (possibly before this returns).
     pub fn start(
-        adapter: NDIS_HANDLE,
+        adapter: AdapterHandle,
         net_luid: u64,
         rnic: &TryArc<SoftRnic>,
         port: &TryArc<L2Port>,
-    ) -> Result<Box<Self>, NTSTATUS> {
-        // SAFETY: PASSIVE_LEVEL; V's adapter handle, in its
-        // initialisation.
-        let work_item = unsafe { NdisAllocateIoWorkItem(adapter) };
-        if work_item.is_null() {
-            return Err(STATUS_INSUFFICIENT_RESOURCES);
-        }
-        let watcher = try_box(Self {
+    ) -> Result<Self, NTSTATUS> {
+        let watched = Watched {
             net_luid,
             rnic: rnic.clone(),
             port: port.clone(),
-            handle: AtomicPtr::new(ptr::null_mut()),
             applied: AtomicU64::new(0),
-            work_item,
-            work_state: AtomicU32::new(0),
-        })
-        .map_err(|unboxed| {
-            // Its Drop frees the work item (allocated above, never
-            // queued; `stop` has no registration to cancel): freeing it
-            // here as well was a double free (0x50 under the
-            // low-resources sweep).
-            drop(unboxed);
-            STATUS_INSUFFICIENT_RESOURCES
-        })?;
-        let context = ptr::from_ref::<Self>(&watcher).cast_mut().cast::<c_void>();
-        let mut handle: *mut c_void = ptr::null_mut();
-        // SAFETY: PASSIVE_LEVEL; the context is the boxed watcher, which
-        // stays at this address until `stop` (also run by `Drop`) has
-        // cancelled the registration and waited for a running callback;
-        // the callback matches PUNICAST_IPADDRESS_CHANGE_CALLBACK.
-        let status = unsafe {
-            NotifyUnicastIpAddressChange(AF_UNSPEC, Some(changed), context, 1, &raw mut handle)
         };
-        if status < 0 {
+        let deferred = Deferred::create(adapter, watched).ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        if let Err(status) = deferred.notify_address_changes(WORK_READ) {
             log_error!(
                 "rsndk: NotifyUnicastIpAddressChange failed: {:#010x}",
                 status as u32
             );
             return Err(status);
         }
-        watcher.handle.store(handle, Ordering::Release);
-        Ok(watcher)
+        Ok(Self { deferred })
     }
 
     /// Stops watching (`PASSIVE_LEVEL`, never from the callback): when it
-    /// returns no callback or table read runs or will run. Idempotent.
+    /// returns no callback or table read runs or will run (the
+    /// registration is cancelled, which waits for a callback in progress,
+    /// then a queued or running read is waited out). Idempotent.
     pub fn stop(&self) {
-        let handle = self.handle.swap(ptr::null_mut(), Ordering::AcqRel);
-        if !handle.is_null() {
-            // SAFETY: PASSIVE_LEVEL, outside the callback; the handle of
-            // our registration, cancelled once (the swap took it). It
-            // waits for a callback in progress.
-            let status = unsafe { CancelMibChangeNotify2(handle) };
-            if status < 0 {
-                log_error!(
-                    "rsndk: CancelMibChangeNotify2 failed: {:#010x}",
-                    status as u32
-                );
-            }
-        }
-        // No callback queues the work item any more: wait out a queued
-        // or running read.
-        while self.work_state.load(Ordering::Acquire) & WORK_QUEUED != 0 {
-            super::platform_wait();
+        if let Err(status) = self.deferred.close() {
+            log_error!(
+                "rsndk: CancelMibChangeNotify2 failed: {:#010x}",
+                status as u32
+            );
         }
     }
+}
 
-    /// A notification came (the callback, at an IRQL Microsoft does not
-    /// document, `<= DISPATCH_LEVEL`): the work item reads the table.
-    fn request_read(&self) {
-        let old = self
-            .work_state
-            .fetch_or(WORK_READ | WORK_QUEUED, Ordering::AcqRel);
-        if old & WORK_QUEUED != 0 {
-            // Queued or running: the routine sees the new bit before it
-            // can drop the flag.
-            return;
-        }
-        let context = ptr::from_ref(self).cast_mut().cast();
-        // SAFETY: <= DISPATCH_LEVEL; the watcher's work item, not queued
-        // now (the flag was clear); the watcher outlives it (`stop` waits
-        // for the flag to clear).
-        unsafe { NdisQueueIoWorkItem(self.work_item, read_work, context) };
-    }
-
-    /// The work item's routine (`PASSIVE_LEVEL`): reads until no
-    /// notification is left unanswered.
-    fn run_work(&self) {
-        loop {
-            let state = self.work_state.load(Ordering::Acquire);
-            if state & WORK_READ == 0 {
-                // Nothing left: drop the flag, and touch nothing after it
-                // (`stop` may free the watcher as soon as it sees it
-                // clear).
-                if self
-                    .work_state
-                    .compare_exchange(state, 0, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return;
-                }
-                continue;
-            }
-            if self
-                .work_state
-                .compare_exchange(state, WORK_QUEUED, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                self.refresh();
-            }
-        }
-    }
-
+impl Watched {
     /// Reads the interface's addresses and hands them on (the work item,
     /// `PASSIVE_LEVEL`).
     fn refresh(&self) {
@@ -297,30 +230,8 @@ impl AddressWatcher {
     /// The interface's usable addresses now, preferred first; `None` (the
     /// failure logged) if the table cannot be read.
     fn read(&self) -> Option<AddressList> {
-        let mut table: *mut MIB_UNICASTIPADDRESS_TABLE = ptr::null_mut();
-        // SAFETY: PASSIVE_LEVEL; on success the routine stores a table it
-        // allocated, which is freed below with FreeMibTable.
-        let status = unsafe { GetUnicastIpAddressTable(AF_UNSPEC, &raw mut table) };
-        if status < 0 {
-            log_error!(
-                "rsndk: GetUnicastIpAddressTable failed: {:#010x}; keeping the previous addresses",
-                status as u32
-            );
-            return None;
-        }
-        let table = NonNull::new(table)?;
         let mut list = AddressList::new();
-        {
-            // SAFETY: a table GetUnicastIpAddressTable returned: a count
-            // followed by that many rows, valid until FreeMibTable.
-            let header = unsafe { table.as_ref() };
-            let first = table
-                .as_ptr()
-                .wrapping_byte_add(core::mem::offset_of!(MIB_UNICASTIPADDRESS_TABLE, Table))
-                .cast::<MIB_UNICASTIPADDRESS_ROW>();
-            // SAFETY: `NumEntries` rows follow the count (the table's
-            // layout), inside the allocation, until FreeMibTable below.
-            let rows = unsafe { core::slice::from_raw_parts(first, header.NumEntries as usize) };
+        let read = with_unicast_addresses(|rows| {
             for wanted in [IpDadStatePreferred, IpDadStateDeprecated] {
                 for row in rows {
                     if let Some((addr, prefix_len)) = self.usable(row, wanted) {
@@ -328,11 +239,18 @@ impl AddressWatcher {
                     }
                 }
             }
+        });
+        match read {
+            Ok(true) => Some(list),
+            Ok(false) => None,
+            Err(status) => {
+                log_error!(
+                    "rsndk: GetUnicastIpAddressTable failed: {:#010x}; keeping the previous addresses",
+                    status as u32
+                );
+                None
+            }
         }
-        // SAFETY: the table GetUnicastIpAddressTable allocated, no longer
-        // borrowed (the block above ended), freed once.
-        unsafe { FreeMibTable(table.as_ptr().cast()) };
-        Some(list)
     }
 
     /// The address of `row` if it is one of V's in DAD state `wanted`.
@@ -342,59 +260,4 @@ impl AddressWatcher {
         }
         Some((ip_of(&row.Address)?, row.OnLinkPrefixLength))
     }
-}
-
-impl Drop for AddressWatcher {
-    fn drop(&mut self) {
-        self.stop();
-        // SAFETY: allocated in `start`, neither queued nor running (`stop`
-        // waited), freed once.
-        unsafe { NdisFreeIoWorkItem(self.work_item) };
-    }
-}
-
-/// The IP address of a `SOCKADDR_INET`, if IPv4 or IPv6.
-fn ip_of(address: &SOCKADDR_INET) -> Option<IpAddr> {
-    // SAFETY: the family tag is the first two bytes of every member, all
-    // initialised in a row the IP helper filled; any bit pattern is a
-    // valid u16.
-    let family = unsafe { address.si_family };
-    match family {
-        AF_INET => {
-            // SAFETY: AF_INET: the IPv4 member is the one written, and a
-            // SOCKADDR_IN of plain integers is valid for any bytes.
-            let v4 = unsafe { address.Ipv4 };
-            Some(IpAddr::V4(Ipv4Addr::from(v4.sin_addr.S_un)))
-        }
-        AF_INET6 => {
-            // SAFETY: AF_INET6: the IPv6 member is the one written, and a
-            // SOCKADDR_IN6 of plain integers is valid for any bytes.
-            let v6 = unsafe { address.Ipv6 };
-            Some(IpAddr::V6(Ipv6Addr::from(v6.sin6_addr.u)))
-        }
-        _ => None,
-    }
-}
-
-/// `PUNICAST_IPADDRESS_CHANGE_CALLBACK` (serialised; at an IRQL
-/// Microsoft does not document, so only `<= DISPATCH_LEVEL` work here):
-/// whatever changed, the work item re-reads.
-unsafe extern "win64" fn changed(
-    context: PVOID,
-    _row: *mut MIB_UNICASTIPADDRESS_ROW,
-    _kind: MIB_NOTIFICATION_TYPE,
-) {
-    // SAFETY: the context registered in `start` is the boxed watcher,
-    // alive until `stop` cancelled the registration, which waits for this
-    // callback to return.
-    let watcher = unsafe { &*context.cast::<AddressWatcher>() };
-    watcher.request_read();
-}
-
-/// The work item's routine (`PASSIVE_LEVEL`).
-unsafe extern "win64" fn read_work(context: PVOID, _item: NDIS_HANDLE) {
-    // SAFETY: the watcher queued itself, and `stop` waits for this routine
-    // before the watcher can go.
-    let watcher = unsafe { &*context.cast::<AddressWatcher>() };
-    watcher.run_work();
 }

@@ -5,7 +5,7 @@
 
 use core::sync::atomic::{AtomicI64, Ordering};
 
-use ndis::KeQueryPerformanceCounter;
+use super::kit::kernel;
 
 /// Counter ticks per second, read once (the frequency never changes
 /// while the system runs).
@@ -14,11 +14,10 @@ static FREQUENCY: AtomicI64 = AtomicI64::new(0);
 fn ticks_and_frequency() -> (u64, u64) {
     let mut freq = FREQUENCY.load(Ordering::Relaxed);
     let ticks = if freq > 0 {
-        // SAFETY: a null frequency pointer is allowed; any IRQL.
-        unsafe { KeQueryPerformanceCounter(core::ptr::null_mut()) }
+        kernel::performance_counter()
     } else {
-        // SAFETY: `freq` is a valid LARGE_INTEGER to write; any IRQL.
-        let t = unsafe { KeQueryPerformanceCounter(&raw mut freq) };
+        let (t, f) = kernel::performance_counter_and_frequency();
+        freq = f;
         FREQUENCY.store(freq, Ordering::Relaxed);
         t
     };

@@ -1,15 +1,9 @@
 //! V's registry keywords (`rsndk_mp.inx`'s `Ndi\Params`, under V's
-//! driver key), read once in `MiniportInitializeEx`, and the keyword
-//! reader the protocol edge shares (`UpperBindings`).
+//! driver key), read once in `MiniportInitializeEx`.
 
-use core::ptr;
+use ndis::{NETWORK_DIRECT_KEYWORD, ascii_to_utf16};
 
-use ndis::{
-    NDIS_CONFIGURATION_OBJECT, NDIS_CONFIGURATION_PARAMETER, NDIS_HANDLE, NDIS_STRING,
-    NETWORK_DIRECT_KEYWORD, NdisCloseConfiguration, NdisOpenConfigurationEx, NdisParameterInteger,
-    NdisReadConfiguration, UNICODE_STRING, ascii_to_utf16,
-};
-use ndkpi::{NDIS_STATUS, NDIS_STATUS_SUCCESS};
+use super::kit::ndis::{AdapterHandle, Configuration, ConfigurationOf};
 
 /// `*NetworkDirectRoCEFrameSize`: the RoCE path MTU.
 const ROCE_FRAME_SIZE_KEYWORD: [u16; 27] = ascii_to_utf16(b"*NetworkDirectRoCEFrameSize");
@@ -32,55 +26,21 @@ impl Default for AdapterConfig {
     }
 }
 
-/// Reads one keyword; `None` if absent or of another type. The value (and
-/// a string's buffer) stays valid until the handle is closed.
-///
-/// # Safety
-/// `handle` is an open configuration handle (PASSIVE_LEVEL).
-pub unsafe fn read(
-    handle: NDIS_HANDLE,
-    keyword: &'static [u16],
-    kind: i32,
-) -> Option<NDIS_CONFIGURATION_PARAMETER> {
-    let mut name: NDIS_STRING = UNICODE_STRING::from_static(keyword);
-    let mut status: NDIS_STATUS = NDIS_STATUS_SUCCESS;
-    let mut value: *mut NDIS_CONFIGURATION_PARAMETER = ptr::null_mut();
-    // SAFETY: open handle (caller), valid out-pointers and keyword.
-    unsafe { NdisReadConfiguration(&raw mut status, &raw mut value, handle, &raw mut name, kind) };
-    if status != NDIS_STATUS_SUCCESS || value.is_null() {
-        return None;
-    }
-    // SAFETY: NDIS returned a parameter valid until the handle closes.
-    let value = unsafe { *value };
-    (value.ParameterType == kind).then_some(value)
-}
-
 /// Reads the adapter's keywords (`PASSIVE_LEVEL`, from
 /// `MiniportInitializeEx`). A failure to open the configuration gives the
 /// defaults.
-pub fn read_config(adapter: NDIS_HANDLE) -> AdapterConfig {
+pub fn read_config(adapter: AdapterHandle) -> AdapterConfig {
     let mut config = AdapterConfig::default();
-    let mut object = NDIS_CONFIGURATION_OBJECT::new(adapter);
-    let mut handle: NDIS_HANDLE = ptr::null_mut();
-    // SAFETY: PASSIVE_LEVEL; a revision-1 object for our adapter handle.
-    let status = unsafe { NdisOpenConfigurationEx(&raw mut object, &raw mut handle) };
-    if status != NDIS_STATUS_SUCCESS {
+    let Ok(keys) = Configuration::open(ConfigurationOf::Adapter(adapter)) else {
         return config;
+    };
+    if let Some(value) = keys.integer(&NETWORK_DIRECT_KEYWORD) {
+        config.network_direct = value != 0;
     }
-    // SAFETY: `handle` is open until the close below.
-    if let Some(p) = unsafe { read(handle, &NETWORK_DIRECT_KEYWORD, NdisParameterInteger) } {
-        // SAFETY: an integer parameter's live member is IntegerData.
-        config.network_direct = unsafe { p.ParameterData.IntegerData } != 0;
+    if let Some(size) = keys.integer(&ROCE_FRAME_SIZE_KEYWORD)
+        && matches!(size, 256 | 512 | 1024 | 2048 | 4096)
+    {
+        config.pmtu = size;
     }
-    // SAFETY: `handle` is open until the close below.
-    if let Some(p) = unsafe { read(handle, &ROCE_FRAME_SIZE_KEYWORD, NdisParameterInteger) } {
-        // SAFETY: an integer parameter's live member is IntegerData.
-        let size = unsafe { p.ParameterData.IntegerData };
-        if matches!(size, 256 | 512 | 1024 | 2048 | 4096) {
-            config.pmtu = size;
-        }
-    }
-    // SAFETY: opened above, closed once.
-    unsafe { NdisCloseConfiguration(handle) };
     config
 }

@@ -8,17 +8,18 @@ use alloc::boxed::Box;
 use core::net::Ipv4Addr;
 
 use hwq::TryArc;
-use ndis::NDIS_HANDLE;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::Wake;
 use softrnic::link::Link;
 
-use super::alloc::try_box;
 use super::clock;
 use super::dma::KernelDma;
-use super::engine::{Engine, EngineWaker};
+use super::engine::Engine;
+use super::globals;
+use super::kit::memory::try_box;
+use super::kit::ndis::AdapterHandle;
 use super::l2::L2Port;
 
 /// `FRMRPageCount` of V's RNIC: SMB Direct registers each I/O buffer,
@@ -36,7 +37,7 @@ pub struct RnicDevice {
     pub rnic: TryArc<SoftRnic>,
     /// Its L2 port on the binding.
     pub port: TryArc<L2Port>,
-    engine: Box<Engine>,
+    engine: Engine<L2Port>,
 }
 
 fn boxed<T>(value: T) -> Result<Box<T>, NTSTATUS> {
@@ -48,15 +49,15 @@ impl RnicDevice {
     /// path MTU `pmtu`, and starts its engine (`PASSIVE_LEVEL`). It starts
     /// with no address: the address watcher gives it V's.
     pub fn create(
-        adapter: NDIS_HANDLE,
+        adapter: AdapterHandle,
         port: &TryArc<L2Port>,
         pmtu: u32,
     ) -> Result<Self, NTSTATUS> {
-        let mut engine = Engine::create(adapter)?;
+        let engine = Engine::create(adapter)?;
         let dma: Box<dyn hwq::DmaAccess> =
             boxed(KernelDma::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?)?;
         let link: Box<dyn Link> = L2Port::link(port)?;
-        let waker: Box<dyn Wake> = boxed(EngineWaker::new(&engine))?;
+        let waker: Box<dyn Wake> = boxed(engine.waker())?;
         let mut config = DeviceConfig::new(Ipv4Addr::UNSPECIFIED, pmtu);
         config.max_fast_register_pages = FRMR_PAGES;
         let rnic = SoftRnic::new(config, dma, link, clock::now_us(), waker)
@@ -66,9 +67,9 @@ impl RnicDevice {
         // contract's IRQL rule); the device counts connection outcomes in
         // its own statistics (`OID_NDK_STATISTICS` reads them).
         let device = hwq::SharedDevice::from_try_arc(rnic.clone());
-        port.attach(&rnic, &mut engine);
+        L2Port::attach(port, &rnic, &engine);
         engine.start(&rnic);
-        let ctx = match DeviceContext::new(device, super::platform()) {
+        let ctx = match DeviceContext::new(device, globals::platform()) {
             Ok(ctx) => ctx,
             Err(status) => {
                 port.detach();

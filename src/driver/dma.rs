@@ -44,36 +44,22 @@
 //! address, a map and unmap (with its TLB flush) per chunk of up to
 //! [`MAP_PAGES`] pages.
 
-use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use hwq::{DmaAccess, DmaFault};
-use ndis::{
-    IoAllocateMdl, IoFreeMdl, KernelMode, MdlMappingNoExecute, MmCached,
-    MmMapLockedPagesSpecifyCache, MmUnmapLockedPages, NormalPagePriority,
-};
-use ndkpi::{MDL, MDL_PAGES_LOCKED, PAGE_SHIFT, PAGE_SIZE, mdl_pfn_array};
+use ndkpi::{PAGE_SHIFT, PAGE_SIZE};
 
 use super::dma_map::MAPPINGS;
 use super::irql;
+use super::kit::kernel::{Claim, Claimable};
+use super::kit::memory::{PageMdl, View};
 
 /// Pages one mapping covers at most.
 pub const MAP_PAGES: usize = 16;
 /// Mapping MDLs, i.e. processors that can copy at once.
 const SLOTS: usize = 8;
-/// Page-aligned stand-in virtual address the mapping MDLs are built over;
-/// only its page offset (0) is ever used.
-const STUB_VA: usize = 0x10_0000;
-
-/// One mapping MDL and its owner flag.
-struct Slot {
-    mdl: NonNull<MDL>,
-    busy: AtomicBool,
-}
 
 /// The software RNIC's [`DmaAccess`] in the kernel.
 pub struct KernelDma {
-    slots: [Option<Slot>; SLOTS],
+    slots: [Option<Claimable<PageMdl>>; SLOTS],
 }
 
 impl core::fmt::Debug for KernelDma {
@@ -82,50 +68,30 @@ impl core::fmt::Debug for KernelDma {
     }
 }
 
-// SAFETY: the MDLs are owned by this value and used by one processor at a
-// time (the `busy` flag, taken with acquire and released with release).
-unsafe impl Send for KernelDma {}
-// SAFETY: `&KernelDma` only reads `slots` (never written after `new`)
-// and takes an MDL through its `busy` flag (acquire compare-exchange,
-// release store), so each MDL is used by one processor at a time.
-unsafe impl Sync for KernelDma {}
-
 impl KernelDma {
     /// Allocates the mapping MDLs (`PASSIVE_LEVEL` or `DISPATCH_LEVEL`).
     /// `None` if pool ran out.
     pub fn new() -> Option<Self> {
         // Filled in place, so that an allocation failing midway drops the
-        // value and its `Drop` frees the MDLs already allocated.
+        // value and the MDLs already allocated with it.
         let mut dma = Self {
             slots: [const { None }; SLOTS],
         };
         for slot in &mut dma.slots {
-            // SAFETY: IoAllocateMdl only computes the MDL's size from the
-            // (never dereferenced) address and length; no IRP.
-            let mdl = unsafe {
-                IoAllocateMdl(
-                    STUB_VA as *mut _,
-                    (MAP_PAGES * PAGE_SIZE) as u32,
-                    0,
-                    0,
-                    ptr::null_mut(),
-                )
-            };
-            *slot = Some(Slot {
-                mdl: NonNull::new(mdl)?,
-                busy: AtomicBool::new(false),
-            });
+            *slot = Some(Claimable::new(PageMdl::allocate(MAP_PAGES)?));
         }
         Some(dma)
     }
 
     /// Runs `f` on `len` bytes of memory at physical address `addr`,
-    /// mapped in chunks of at most [`MAP_PAGES`] pages.
+    /// mapped in chunks of at most [`MAP_PAGES`] pages: `f(window, offset,
+    /// at, n)` copies `n` bytes at `offset` of `window`, bytes `at..at + n`
+    /// of the range, and answers whether it could.
     fn with_mapped(
         &self,
         addr: u64,
         len: usize,
-        mut f: impl FnMut(*mut u8, usize, usize),
+        mut f: impl FnMut(View<'_>, usize, usize, usize) -> bool,
     ) -> Result<(), DmaFault> {
         let fault = DmaFault { addr, len };
         if addr == 0 || addr.checked_add(len as u64).is_none() {
@@ -140,31 +106,28 @@ impl KernelDma {
         // logical address a consumer made up itself (from a PFN) reaches
         // here, mapped for this copy alone.
         let (addr, len) = (addr + done as u64, len - done);
-        let mut f = |va, at, n| f(va, done + at, n);
+        let mut f = |window: View<'_>, offset, at, n| f(window, offset, done + at, n);
         let old = irql::raise_to_dispatch();
-        let result = self.claim().map_or(Err(fault), |slot| {
+        let result = self.claim().map_or(Err(fault), |mut slot| {
             let mut done = 0;
-            let mut ok = true;
             while done < len {
                 let at = addr + done as u64;
                 let offset = (at % PAGE_SIZE as u64) as usize;
                 let chunk = (len - done).min(MAP_PAGES * PAGE_SIZE - offset);
-                // SAFETY: the slot is ours (claimed) at DISPATCH_LEVEL and
-                // not mapped (every mapping is undone before the next).
-                let Some(va) =
-                    (unsafe { map(slot.mdl.as_ptr(), at - offset as u64, offset + chunk) })
-                else {
-                    ok = false;
-                    break;
+                let bytes = offset + chunk;
+                let first = (at - offset as u64) >> PAGE_SHIFT;
+                let pfns = (0..bytes.div_ceil(PAGE_SIZE)).map(|i| first + i as u64);
+                // The slot is ours (claimed) at DISPATCH_LEVEL and not
+                // mapped (every mapping is undone before the next).
+                let Some(mapping) = slot.map(pfns, bytes) else {
+                    return Err(fault);
                 };
-                // `va` maps `offset + chunk` bytes.
-                f(va.wrapping_add(offset), done, chunk);
-                // SAFETY: `va` is this MDL's mapping, made just above.
-                unsafe { unmap(slot.mdl.as_ptr(), va) };
+                if !f(mapping.view(), offset, done, chunk) {
+                    return Err(fault);
+                }
                 done += chunk;
             }
-            slot.busy.store(false, Ordering::Release);
-            if ok { Ok(()) } else { Err(fault) }
+            Ok(())
         });
         irql::lower(old);
         result
@@ -172,17 +135,13 @@ impl KernelDma {
 
     /// Takes a free mapping MDL, spinning while all are busy (owners run at
     /// DISPATCH_LEVEL and hold one only for a copy).
-    fn claim(&self) -> Option<&Slot> {
+    fn claim(&self) -> Option<Claim<'_, PageMdl>> {
         loop {
             let mut any = false;
             for slot in self.slots.iter().flatten() {
                 any = true;
-                if slot
-                    .busy
-                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    return Some(slot);
+                if let Some(claim) = slot.try_claim() {
+                    return Some(claim);
                 }
             }
             if !any {
@@ -193,101 +152,13 @@ impl KernelDma {
     }
 }
 
-/// Points `mdl` at the physical pages from page-aligned `base` for `bytes`
-/// bytes and maps them; the system address of `base`, or `None` (the MDL
-/// then describes nothing locked again).
-///
-/// # Safety
-/// `mdl` is a mapping MDL owned by the caller, neither mapped nor marked
-/// locked (fresh from `IoAllocateMdl` or last used through [`unmap`]),
-/// allocated for [`MAP_PAGES`] pages; `bytes <= MAP_PAGES * PAGE_SIZE`;
-/// the pages are locked by their owner for the duration of the mapping.
-unsafe fn map(mdl: *mut MDL, base: u64, bytes: usize) -> Option<*mut u8> {
-    let pages = bytes.div_ceil(PAGE_SIZE);
-    let pfns = mdl_pfn_array(mdl);
-    for i in 0..pages {
-        // SAFETY: the PFN array has room for MAP_PAGES entries.
-        unsafe {
-            pfns.wrapping_add(i)
-                .write(((base >> PAGE_SHIFT) as usize) + i);
-        };
-    }
-    // SAFETY: the caller owns the MDL; a plain header update of the
-    // documented fields (`StartVa` stays the page-aligned address it was
-    // allocated for; only its offset, 0, is meaningful).
-    let header = unsafe { &mut *mdl };
-    header.ByteCount = bytes as u32;
-    header.ByteOffset = 0;
-    // The MDL now describes pages locked by their owner (see the module
-    // docs); the flag goes again in `unmap` or below.
-    header.MdlFlags |= MDL_PAGES_LOCKED;
-    // SAFETY: a locked-pages MDL describing resident pages, not mapped.
-    let va = unsafe { map_locked_pages(mdl) };
-    if va.is_none() {
-        // SAFETY: the caller owns `mdl` (contract); `map_locked_pages`
-        // failed, so it is not mapped, as `release` requires.
-        unsafe { release(mdl) };
-    }
-    va
-}
-
-/// Undoes [`map`]: unmaps `va` and marks the MDL as describing nothing
-/// locked, as it was before `map`.
-///
-/// # Safety
-/// `va` is the mapping `map` made of `mdl`, still mapped; the caller
-/// owns the MDL.
-unsafe fn unmap(mdl: *mut MDL, va: *mut u8) {
-    // SAFETY: per the contract; <= DISPATCH_LEVEL. It clears
-    // MDL_MAPPED_TO_SYSTEM_VA.
-    unsafe { MmUnmapLockedPages(va.cast(), mdl) };
-    // SAFETY: per the contract.
-    unsafe { release(mdl) };
-}
-
-/// Clears `MDL_PAGES_LOCKED` of an unmapped mapping MDL (whose
-/// `MDL_MAPPED_TO_SYSTEM_VA` `MmUnmapLockedPages` cleared, or which was
-/// never mapped): its pages are their owner's alone again.
-///
-/// # Safety
-/// The caller owns `mdl`, which is not mapped.
-unsafe fn release(mdl: *mut MDL) {
-    // SAFETY: the caller owns the MDL; a plain flag update.
-    unsafe { (*mdl).MdlFlags &= !MDL_PAGES_LOCKED };
-}
-
-/// Maps an MDL's locked pages for kernel mode (cached, no-execute); the
-/// system address of its first page, or `None` if the system has no
-/// mapping to spare (failure returns null: no bugcheck, usable at
-/// `DISPATCH_LEVEL`). The mapping belongs to the MDL; its owner undoes it.
-///
-/// # Safety
-/// `mdl` is a valid MDL describing locked, resident pages.
-pub(super) unsafe fn map_locked_pages(mdl: *mut MDL) -> Option<*mut u8> {
-    // SAFETY: per the contract; kernel mode at or below DISPATCH_LEVEL.
-    let va = unsafe {
-        MmMapLockedPagesSpecifyCache(
-            mdl,
-            KernelMode,
-            MmCached,
-            ptr::null_mut(),
-            0,
-            NormalPagePriority | MdlMappingNoExecute,
-        )
-    };
-    (!va.is_null()).then_some(va.cast())
-}
-
 impl DmaAccess for KernelDma {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
         if buf.is_empty() {
             return Ok(());
         }
-        let dst = buf.as_mut_ptr();
-        self.with_mapped(addr, buf.len(), |src, at, n| {
-            // SAFETY: `src` maps `n` bytes; `dst + at` is inside `buf`
-            // (`at + n <= buf.len()`), which cannot overlap a mapping.
-            unsafe { ptr::copy_nonoverlapping(src, dst.wrapping_add(at), n) };
+        self.with_mapped(addr, buf.len(), |window, offset, at, n| {
+            window.read(offset, &mut buf[at..at + n])
         })
     }
 
@@ -295,21 +166,8 @@ impl DmaAccess for KernelDma {
         if data.is_empty() {
             return Ok(());
         }
-        let src = data.as_ptr();
-        self.with_mapped(addr, data.len(), |dst, at, n| {
-            // SAFETY: as in `read`, the other way round.
-            unsafe { ptr::copy_nonoverlapping(src.wrapping_add(at), dst, n) };
+        self.with_mapped(addr, data.len(), |window, offset, at, n| {
+            window.write(offset, &data[at..at + n])
         })
-    }
-}
-
-impl Drop for KernelDma {
-    fn drop(&mut self) {
-        for slot in self.slots.iter().flatten() {
-            // SAFETY: allocated by IoAllocateMdl in `new`; neither mapped
-            // nor marked locked (`unmap` and `map`'s failure path undo both
-            // before a slot is released), as IoFreeMdl requires.
-            unsafe { IoFreeMdl(slot.mdl.as_ptr()) };
-        }
     }
 }

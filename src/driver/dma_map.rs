@@ -27,41 +27,40 @@
 //! mapping, so an unmapping waits for the copies in flight.
 
 use alloc::vec::Vec;
-use core::cell::UnsafeCell;
-use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU64, Ordering};
 
-use ndis::{IoAllocateMdl, IoFreeMdl, KSPIN_LOCK, KeAcquireSpinLockRaiseToDpc, KeReleaseSpinLock};
-use ndkpi::{MDL, MDL_PAGES_LOCKED, PAGE_SHIFT, PAGE_SIZE, mdl_pfn_array};
+use ndkpi::{PAGE_SHIFT, PAGE_SIZE};
 
-use super::dma::map_locked_pages;
+use super::kit::kernel::SpinLock;
+use super::kit::memory::{OwnedMapping, PageMdl, View};
 
 /// Pages one mapping MDL describes at most (its `Size`, a `CSHORT`,
 /// covers the header and 8 bytes per page).
 const CHUNK_PAGES: usize = 2048;
-/// Page-aligned stand-in virtual address the mapping MDLs are built over;
-/// only its page offset (0) is ever used.
-const STUB_VA: usize = 0x10_0000;
 
-/// One mapped page of a registration.
+/// One mapped page of a registration: its frame, its owner, and where it
+/// is mapped (its chunk, and its page index there).
 #[derive(Clone, Copy, Debug)]
 struct Page {
     pfn: u64,
     owner: usize,
-    va: usize,
+    chunk: u64,
+    index: usize,
 }
 
 /// One mapping MDL of a registration and where it is mapped.
 #[derive(Debug)]
 struct Chunk {
+    id: u64,
     owner: usize,
-    mdl: NonNull<MDL>,
-    va: *mut u8,
+    mapping: OwnedMapping,
 }
 
 #[derive(Debug)]
 struct Table {
     /// Sorted by (pfn, owner).
     pages: Vec<Page>,
+    /// Every chunk, sorted by id.
     chunks: Vec<Chunk>,
 }
 
@@ -78,35 +77,30 @@ impl Table {
 
 /// The driver's table of registered mappings.
 pub struct Mappings {
-    lock: UnsafeCell<KSPIN_LOCK>,
-    table: UnsafeCell<Table>,
+    table: SpinLock<Table>,
 }
 
-// SAFETY: `table` is only touched with `lock` held (at DISPATCH_LEVEL);
-// the MDLs and mappings it names are the driver's, usable from any
-// processor.
-unsafe impl Sync for Mappings {}
+impl core::fmt::Debug for Mappings {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Mappings").finish_non_exhaustive()
+    }
+}
 
 /// The one table.
 pub static MAPPINGS: Mappings = Mappings {
-    lock: UnsafeCell::new(0),
-    table: UnsafeCell::new(Table {
+    table: SpinLock::new(Table {
         pages: Vec::new(),
         chunks: Vec::new(),
     }),
 };
 
+/// The id the next chunk gets (ids only grow).
+static NEXT_CHUNK: AtomicU64 = AtomicU64::new(0);
+
 impl Mappings {
     /// Runs `f` on the table with the spin lock held.
     fn locked<R>(&self, f: impl FnOnce(&mut Table) -> R) -> R {
-        // SAFETY: a valid spin lock (static, initialised to 0), acquired at
-        // <= DISPATCH_LEVEL (every caller's IRQL).
-        let old = unsafe { KeAcquireSpinLockRaiseToDpc(self.lock.get()) };
-        // SAFETY: the lock is held: nobody else touches the table.
-        let r = f(unsafe { &mut *self.table.get() });
-        // SAFETY: acquired above, released once, with its IRQL.
-        unsafe { KeReleaseSpinLock(self.lock.get(), old) };
-        r
+        self.table.locked(f)
     }
 
     /// Maps the pages `pages` yields for `owner`, replacing a mapping
@@ -128,37 +122,37 @@ impl Mappings {
             new_pages.push(Page {
                 pfn: pfn >> PAGE_SHIFT,
                 owner,
-                va: 0,
+                chunk: 0,
+                index: 0,
             });
         }
         for run in new_pages.chunk_by_mut(|a, b| b.pfn == a.pfn + 1) {
             for part in run.chunks_mut(CHUNK_PAGES) {
                 let Some(chunk) = map_chunk(owner, part) else {
-                    release(&chunks);
+                    // Drops (unmaps and frees) the chunks made so far.
                     return false;
                 };
                 for (i, page) in part.iter_mut().enumerate() {
-                    page.va = chunk.va as usize + i * PAGE_SIZE;
+                    page.chunk = chunk.id;
+                    page.index = i;
                 }
                 chunks.push(chunk);
             }
         }
-        let added = self.locked(|table| {
+        self.locked(|table| {
             if table.pages.try_reserve(new_pages.len()).is_err()
                 || table.chunks.try_reserve(chunks.len()).is_err()
             {
                 table.free_if_empty();
+                // `chunks` goes when this returns: unmapped and freed.
                 return false;
             }
             table.pages.extend_from_slice(&new_pages);
             table.pages.sort_unstable_by_key(|p| (p.pfn, p.owner));
             table.chunks.append(&mut chunks);
+            table.chunks.sort_unstable_by_key(|c| c.id);
             true
-        });
-        if !added {
-            release(&chunks);
-        }
-        added
+        })
     }
 
     /// Unmaps what `owner` mapped (nothing if it has no mapping).
@@ -168,29 +162,24 @@ impl Mappings {
                 return;
             }
             table.pages.retain(|p| p.owner != owner);
-            table.chunks.retain(|c| {
-                if c.owner != owner {
-                    return true;
-                }
-                // SAFETY: a chunk `map_chunk` mapped and the table held
-                // alone, now out of it; no copy uses it (the lock is
-                // held); at DISPATCH_LEVEL, where unmapping is legal.
-                unsafe { unmap_chunk(c) };
-                false
-            });
+            // The chunks out of the table are unmapped and freed here, the
+            // lock held: no copy uses them; at DISPATCH_LEVEL, where
+            // unmapping is legal.
+            table.chunks.retain(|c| c.owner != owner);
             table.free_if_empty();
         });
     }
 
-    /// Runs `f(system address, offset, bytes)` over the pages of `len`
-    /// bytes at logical address `addr`, in order, as far as they are
-    /// mapped, with the lock held (so no mapping goes meanwhile); the
-    /// bytes done (less than `len` if a page is not mapped).
+    /// Runs `f(window, offset, at, n)` over the pages of `len` bytes at
+    /// logical address `addr`, in order, as far as they are mapped (`n`
+    /// bytes at `offset` of `window` are bytes `at..at + n` of the range),
+    /// with the lock held (so no mapping goes meanwhile); the bytes done
+    /// (less than `len` if a page is not mapped, or `f` could not copy).
     pub fn with_mapped(
         &self,
         addr: u64,
         len: usize,
-        f: &mut dyn FnMut(*mut u8, usize, usize),
+        f: &mut dyn FnMut(View<'_>, usize, usize, usize) -> bool,
     ) -> usize {
         self.locked(|table| {
             if table.pages.is_empty() {
@@ -206,7 +195,13 @@ impl Mappings {
                 let Some(page) = table.pages.get(i).filter(|p| p.pfn == pfn) else {
                     break;
                 };
-                f((page.va + offset) as *mut u8, done, n);
+                let Ok(c) = table.chunks.binary_search_by_key(&page.chunk, |c| c.id) else {
+                    break;
+                };
+                let window = table.chunks[c].mapping.view();
+                if !f(window, page.index * PAGE_SIZE + offset, done, n) {
+                    break;
+                }
                 done += n;
             }
             done
@@ -216,53 +211,11 @@ impl Mappings {
 
 /// Maps `pages` (by their PFNs) through a new mapping MDL of `owner`.
 fn map_chunk(owner: usize, pages: &[Page]) -> Option<Chunk> {
-    let bytes = pages.len() * PAGE_SIZE;
-    // SAFETY: IoAllocateMdl only computes the MDL's size from the (never
-    // dereferenced) address and length; no IRP.
-    let mdl = unsafe { IoAllocateMdl(STUB_VA as *mut _, bytes as u32, 0, 0, ptr::null_mut()) };
-    let mdl = NonNull::new(mdl)?;
-    let array = mdl_pfn_array(mdl.as_ptr());
-    for (i, page) in pages.iter().enumerate() {
-        // SAFETY: the MDL was allocated for `pages.len()` pages.
-        unsafe { array.wrapping_add(i).write(page.pfn as usize) };
-    }
-    // SAFETY: ours, fresh from IoAllocateMdl.
-    let header = unsafe { &mut *mdl.as_ptr() };
-    header.ByteCount = bytes as u32;
-    header.ByteOffset = 0;
-    // It describes pages their owner keeps locked for the registration's
-    // life (see `super::dma`); cleared again before the MDL is freed.
-    header.MdlFlags |= MDL_PAGES_LOCKED;
-    // SAFETY: a locked-pages MDL describing resident pages, not mapped.
-    let Some(va) = (unsafe { map_locked_pages(mdl.as_ptr()) }) else {
-        header.MdlFlags &= !MDL_PAGES_LOCKED;
-        // SAFETY: from IoAllocateMdl, not mapped, not marked locked.
-        unsafe { IoFreeMdl(mdl.as_ptr()) };
-        return None;
-    };
-    Some(Chunk { owner, mdl, va })
-}
-
-/// Unmaps and frees a chunk's MDL.
-///
-/// # Safety
-/// `chunk` was made by [`map_chunk`], is mapped, and nothing uses the
-/// mapping any more.
-unsafe fn unmap_chunk(chunk: &Chunk) {
-    let mdl = chunk.mdl.as_ptr();
-    // SAFETY: per the contract; it clears MDL_MAPPED_TO_SYSTEM_VA.
-    unsafe { ndis::MmUnmapLockedPages(chunk.va.cast(), mdl) };
-    // SAFETY: ours, unmapped now.
-    unsafe { (*mdl).MdlFlags &= !MDL_PAGES_LOCKED };
-    // SAFETY: from IoAllocateMdl, neither mapped nor marked locked.
-    unsafe { IoFreeMdl(mdl) };
-}
-
-/// Unmaps chunks that never made it into the table.
-fn release(chunks: &[Chunk]) {
-    for chunk in chunks {
-        // SAFETY: made by `map_chunk` for a mapping that failed; nothing
-        // else knows it.
-        unsafe { unmap_chunk(chunk) };
-    }
+    let pfns = pages.iter().map(|p| p.pfn);
+    let mapping = PageMdl::allocate(pages.len())?.map_owned(pfns, pages.len() * PAGE_SIZE)?;
+    Some(Chunk {
+        id: NEXT_CHUNK.fetch_add(1, Ordering::Relaxed),
+        owner,
+        mapping,
+    })
 }

@@ -9,12 +9,13 @@
 //! run, exactly as the kernel defines it. No CR8 access is left in the
 //! image.
 
-use ndis::{DISPATCH_LEVEL, KIRQL, KeGetCurrentIrql, KeLowerIrql, KfRaiseIrql};
+use ndis::KIRQL;
+
+use super::kit::kernel;
 
 /// The current IRQL (`KeGetCurrentIrql`).
 pub fn current() -> KIRQL {
-    // SAFETY: KeGetCurrentIrql has no preconditions (any IRQL).
-    unsafe { KeGetCurrentIrql() }
+    kernel::current_irql()
 }
 
 /// Raises to `DISPATCH_LEVEL` (`KeRaiseIrqlToDpcLevel`, i.e.
@@ -22,19 +23,12 @@ pub fn current() -> KIRQL {
 /// for [`lower`]. Callers run at or below `DISPATCH_LEVEL` (every path of
 /// this driver does; raising from above would be Verifier's 0xC4/0x30).
 pub fn raise_to_dispatch() -> KIRQL {
-    // SAFETY: the caller is at or below DISPATCH_LEVEL (this function's
-    // contract), so this is a raise or a same-level call, both legal; the
-    // caller pairs it with `lower` on this processor, which it cannot
-    // leave at DISPATCH_LEVEL.
-    unsafe { KfRaiseIrql(DISPATCH_LEVEL) }
+    kernel::raise_to_dispatch()
 }
 
 /// Returns to `old`, the level a matching [`raise_to_dispatch`] returned
 /// (`KeLowerIrql`): PASSIVE, APC or DISPATCH, whichever it was. Lowering
 /// below `DISPATCH_LEVEL` runs this processor's pending DPCs.
 pub fn lower(old: KIRQL) {
-    // SAFETY: `old` is what the matching raise returned, so it is not
-    // above the current level (the raise left us at DISPATCH_LEVEL and
-    // every nested raise/lower pair in between is balanced).
-    unsafe { KeLowerIrql(old) };
+    kernel::lower_irql(old);
 }

@@ -46,11 +46,10 @@ mod receive;
 
 use alloc::boxed::Box;
 use core::net::IpAddr;
-use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use hwq::TryArc;
-use ndis::{DISPATCH_LEVEL, NET_BUFFER_LIST};
+use ndis::DISPATCH_LEVEL;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
 use softrnic::l2::{EthernetPort, FrameSink};
@@ -60,8 +59,12 @@ use self::pool::{GivenBack, SendPool};
 use self::receive::Bounce;
 use super::binding::Binding;
 use super::clock;
-use super::engine::{Engine, Pump};
+use super::engine::{self, Engine, EngineCore, Pump};
 use super::irql;
+use super::kit::deferred::Deferred;
+use super::kit::kernel::wait_briefly;
+use super::kit::memory::{Attached, try_box};
+use super::kit::nbl::Nbl;
 use super::log::log_info;
 
 /// Send counters of a port (`OID_NDK_STATISTICS`' RDMA frames and
@@ -92,14 +95,13 @@ pub struct L2Stats {
 /// the `EthernetPort` owns.
 struct Frames {
     pool: SendPool,
-    binding: &'static Binding,
-    /// The engine to kick for loopback and for room again, while attached.
-    engine: AtomicPtr<Engine>,
+    binding: TryArc<Binding>,
+    /// The engine to kick for loopback and for room again, while attached
+    /// (its users counted: the detach rundown).
+    engine: Attached<Deferred<EngineCore<L2Port>>>,
     /// The pool had room again after running out: the engine's next pass
     /// tells the RNIC (`SoftRnic::link_ready`).
     room_again: AtomicBool,
-    /// Sink calls using `engine` now (the detach rundown).
-    kickers: AtomicU32,
     /// No more sends (set by `shutdown`).
     closed: AtomicBool,
     /// Sink calls sending now (the shutdown rundown).
@@ -152,26 +154,30 @@ impl Frames {
         let Some(claimed) = self.pool.claim() else {
             return false;
         };
-        let Some(nbl) = claimed.fill(frame) else {
-            if claimed.release() {
-                self.note_room_again();
+        let nbl = match claimed.fill(frame) {
+            Ok(nbl) => nbl,
+            Err(claimed) => {
+                if claimed.release() {
+                    self.note_room_again();
+                }
+                return false;
             }
-            return false;
         };
         let dispatch = irql::current() >= DISPATCH_LEVEL;
         // Counted before the frame leaves: whoever sees its effect (the
         // peer's completion) sees the count too.
         self.count_sent(payload_len, true);
-        if self.binding.send_own(nbl, dispatch) {
+        match self.binding.send_own(nbl, dispatch) {
             // NDIS has the list now; the frame stays taken until the
             // completion gives it back.
-            true
-        } else {
-            self.count_sent(payload_len, false);
-            if claimed.release() {
-                self.note_room_again();
+            Ok(()) => true,
+            Err(nbl) => {
+                self.count_sent(payload_len, false);
+                if self.pool.completed(nbl) == GivenBack::RoomAgain {
+                    self.note_room_again();
+                }
+                false
             }
-            false
         }
     }
 
@@ -196,14 +202,9 @@ impl Frames {
 
     /// Kicks the attached engine (`<= DISPATCH_LEVEL`).
     fn kick(&self) {
-        self.kickers.fetch_add(1, Ordering::SeqCst);
-        if let Some(engine) = NonNull::new(self.engine.load(Ordering::SeqCst)) {
-            // SAFETY: `attach` stored a live engine and `detach` clears the
-            // pointer and waits for `kickers` to drain before the engine
-            // can go, so it is alive while counted here.
-            unsafe { engine.as_ref() }.kick();
+        if let Some(engine) = self.engine.enter() {
+            engine::kick(&engine);
         }
-        self.kickers.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -227,10 +228,9 @@ pub struct L2Port {
     port: TryArc<EthernetPort<NblSink>>,
     frames: TryArc<Frames>,
     bounce: Bounce,
-    /// The RNIC received datagrams go to, while attached.
-    rnic: AtomicPtr<SoftRnic>,
-    /// `take_received` calls using `rnic` now (the detach rundown).
-    receivers: AtomicU32,
+    /// The RNIC received datagrams go to, while attached (its users
+    /// counted: the detach rundown).
+    rnic: Attached<SoftRnic>,
     /// The attached RNIC's path MTU (0 before `attach`).
     rnic_pmtu: AtomicU32,
 }
@@ -243,29 +243,19 @@ impl core::fmt::Debug for L2Port {
     }
 }
 
-// SAFETY: the raw pointers are published and withdrawn atomically, and
-// their users are counted (`receivers`, `kickers`) so that `detach` can
-// wait for them; everything else is `Sync` or only shared through atomics.
-unsafe impl Send for L2Port {}
-// SAFETY: shared use reads the RNIC and engine pointers only while
-// counted in `receivers`/`kickers`, which `detach` waits to drain after
-// withdrawing them, and everything else it touches is `Sync` (the port,
-// the bounce buffers, the frames) or atomic.
-unsafe impl Sync for L2Port {}
-
 impl L2Port {
     /// The port of V over `binding` (`PASSIVE_LEVEL`, V's initialisation,
     /// the binding open): its NBL pool and frames on the binding, its MAC
-    /// the NIC's, its link state and MTU the binding's. `binding` outlives
-    /// the port (V halts before the binding closes).
-    pub fn create(binding: &'static Binding) -> Result<TryArc<Self>, NTSTATUS> {
-        let pool = SendPool::new(binding.handle(), binding.mtu())?;
+    /// the NIC's, its link state and MTU the binding's. The binding stays
+    /// open while the port sends (V halts before the binding closes).
+    pub fn create(binding: &TryArc<Binding>) -> Result<TryArc<Self>, NTSTATUS> {
+        let handle = binding.handle().ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        let pool = SendPool::new(handle, binding.mtu())?;
         let frames = TryArc::try_new_or_drop(Frames {
             pool,
-            binding,
-            engine: AtomicPtr::new(ptr::null_mut()),
+            binding: binding.clone(),
+            engine: Attached::new(),
             room_again: AtomicBool::new(false),
-            kickers: AtomicU32::new(0),
             closed: AtomicBool::new(false),
             senders: AtomicU32::new(0),
             stats: L2Stats::default(),
@@ -278,8 +268,7 @@ impl L2Port {
             port,
             frames,
             bounce: Bounce::new()?,
-            rnic: AtomicPtr::new(ptr::null_mut()),
-            receivers: AtomicU32::new(0),
+            rnic: Attached::new(),
             rnic_pmtu: AtomicU32::new(0),
         };
         this.port.set_link(binding.link.is_up(), binding.mtu());
@@ -289,7 +278,7 @@ impl L2Port {
     /// The RNIC's [`Link`] (what the device is built with): the port
     /// itself, `L2Port::link(&port)`.
     pub fn link(this: &TryArc<Self>) -> Result<Box<dyn Link>, NTSTATUS> {
-        super::alloc::try_box(this.port.clone())
+        try_box(this.port.clone())
             .map(|link| -> Box<dyn Link> { link })
             .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
     }
@@ -297,31 +286,21 @@ impl L2Port {
     /// Connects the port to its RNIC and engine (`PASSIVE_LEVEL`, after the
     /// device exists and before `engine.start`): received RoCEv2 datagrams
     /// go to `rnic`, and the engine's passes hand it the loopback queue.
-    /// Both must stay alive until [`L2Port::detach`] returned, and the port
-    /// until `engine.stop` returned.
-    pub fn attach(&self, rnic: &SoftRnic, engine: &mut Engine) {
-        // SAFETY: the port outlives the engine's `stop` (this function's
-        // contract), which is what `set_pump` asks.
-        unsafe { engine.set_pump(self) };
-        self.frames
-            .engine
-            .store(ptr::from_mut(engine), Ordering::SeqCst);
-        self.rnic_pmtu.store(rnic.config().pmtu, Ordering::Relaxed);
-        self.rnic
-            .store(ptr::from_ref(rnic).cast_mut(), Ordering::SeqCst);
+    /// The port holds both until [`L2Port::detach`], the engine the port
+    /// until its `stop`.
+    pub fn attach(this: &TryArc<Self>, rnic: &TryArc<SoftRnic>, engine: &Engine<Self>) {
+        engine.set_pump(this);
+        this.frames.engine.attach(engine.shared());
+        this.rnic_pmtu.store(rnic.config().pmtu, Ordering::Relaxed);
+        this.rnic.attach(rnic);
     }
 
     /// Disconnects the port from its RNIC and engine (`PASSIVE_LEVEL`):
     /// when it returns, no receive uses the RNIC and no send kicks the
     /// engine. Idempotent.
     pub fn detach(&self) {
-        self.rnic.store(ptr::null_mut(), Ordering::SeqCst);
-        self.frames.engine.store(ptr::null_mut(), Ordering::SeqCst);
-        while self.receivers.load(Ordering::SeqCst) != 0
-            || self.frames.kickers.load(Ordering::SeqCst) != 0
-        {
-            super::platform_wait();
-        }
+        self.rnic.detach();
+        self.frames.engine.detach();
     }
 
     /// Send counters.
@@ -341,17 +320,9 @@ impl L2Port {
     /// for one of V's addresses, now copied into the RNIC (the caller
     /// returns the list to P instead of indicating it up); `false`: pass
     /// it up.
-    pub fn take_received(&self, nbl: &NET_BUFFER_LIST) -> bool {
+    pub fn take_received(&self, nbl: &Nbl) -> bool {
         let old = irql::raise_to_dispatch();
-        self.receivers.fetch_add(1, Ordering::SeqCst);
-        let taken = match NonNull::new(self.rnic.load(Ordering::SeqCst)) {
-            // SAFETY: `attach` stored a live RNIC and `detach` clears the
-            // pointer and waits for `receivers` to drain before the RNIC
-            // can go, so it is alive while counted here.
-            Some(rnic) => self.steer(unsafe { rnic.as_ref() }, nbl),
-            None => false,
-        };
-        self.receivers.fetch_sub(1, Ordering::SeqCst);
+        let taken = self.rnic.enter().is_some_and(|rnic| self.steer(&rnic, nbl));
         irql::lower(old);
         taken
     }
@@ -360,7 +331,7 @@ impl L2Port {
     /// datagram to `rnic` (`DISPATCH_LEVEL`): one call into softrnic per
     /// frame, its headers parsed once (classification, RDMA octets and the
     /// RNIC all take that parse).
-    fn steer(&self, rnic: &SoftRnic, nbl: &NET_BUFFER_LIST) -> bool {
+    fn steer(&self, rnic: &SoftRnic, nbl: &Nbl) -> bool {
         let now = clock::now_us();
         let taken = self
             .bounce
@@ -374,14 +345,14 @@ impl L2Port {
 
     /// Whether `nbl`, a completed send, is one of the port's lists
     /// (`<= DISPATCH_LEVEL`).
-    pub fn owns(&self, nbl: &NET_BUFFER_LIST) -> bool {
+    pub fn owns(&self, nbl: &Nbl) -> bool {
         self.frames.pool.owns(nbl)
     }
 
     /// One of the port's lists came back from P (`<= DISPATCH_LEVEL`,
     /// `Next` cleared): its frame is free again, and if that gives a pool
     /// that ran out room again, the RNIC is told (through the engine).
-    pub fn send_complete(&self, nbl: NonNull<NET_BUFFER_LIST>) {
+    pub fn send_complete(&self, nbl: Nbl) {
         match self.frames.pool.completed(nbl) {
             GivenBack::Free => {}
             GivenBack::RoomAgain => self.frames.note_room_again(),
@@ -430,7 +401,7 @@ impl L2Port {
     pub fn shutdown(&self) {
         self.frames.closed.store(true, Ordering::SeqCst);
         while self.frames.senders.load(Ordering::SeqCst) != 0 || self.frames.pool.in_flight() != 0 {
-            super::platform_wait();
+            wait_briefly();
         }
         let stats = &self.frames.stats;
         log_info!(

@@ -7,8 +7,9 @@
 
 use core::fmt::{self, Write};
 
-use ndis::{DPFLTR_IHVNETWORK_ID, DbgPrintEx};
 use ndkpi::ULONG;
+
+use super::kit::kernel;
 
 /// One line of output: at most `CAPACITY - 1` bytes plus the terminator
 /// (DbgPrintEx itself stops at 512).
@@ -50,10 +51,9 @@ pub fn print(level: ULONG, args: fmt::Arguments<'_>) {
     let _ = line.write_str("\n");
     // `new` zeroed the buffer and `write_str` keeps the last byte free, so
     // the text is NUL-terminated.
-    let text = line.buf.as_ptr().cast::<core::ffi::c_char>();
-    // SAFETY: "%s" with one NUL-terminated string argument that lives for
-    // the call; DbgPrintEx may be called at any IRQL <= DIRQL.
-    unsafe { DbgPrintEx(DPFLTR_IHVNETWORK_ID, level, c"%s".as_ptr(), text) };
+    if let Ok(text) = core::ffi::CStr::from_bytes_until_nul(&line.buf) {
+        kernel::debug_print(level, text);
+    }
 }
 
 /// Information for a developer (shown when the filter mask allows).

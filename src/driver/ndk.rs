@@ -1,34 +1,15 @@
-//! NDK registration with NDIS: the provider characteristics registered in
-//! `MiniportSetOptions`, the open/close handlers that hand out the
-//! provider's `NDK_ADAPTER`, and the NDK counters of `OID_NDK_STATISTICS`.
+//! NDK on V: opening and closing the provider's `NDK_ADAPTER`s (the
+//! handlers of the NDK provider characteristics [`super::kit::entry`]
+//! registers in `MiniportSetOptions`), and the NDK counters of
+//! `OID_NDK_STATISTICS`.
 
 use core::sync::atomic::Ordering;
 
-use ndis::{
-    NDIS_HANDLE, NDIS_NDK_PERFORMANCE_COUNTERS, NDIS_NDK_PROVIDER_CHARACTERISTICS,
-    NDIS_OPEN_NDK_ADAPTER_PARAMETERS, NdisSetOptionalHandlers,
-};
-use ndkpi::{
-    NDIS_STATUS, NDIS_STATUS_ADAPTER_NOT_READY, NDIS_STATUS_INVALID_PARAMETER, NDK_ADAPTER,
-};
+use ndis::NDIS_NDK_PERFORMANCE_COUNTERS;
+use ndkpi::{NDIS_STATUS, NDIS_STATUS_ADAPTER_NOT_READY, NDK_ADAPTER, NDK_VERSION, NTSTATUS};
 
 use super::adapter::Adapter;
 use super::log::log_error;
-
-/// Counters rsndk does not keep (bits of `MissingCounterMask`): none.
-/// Every counter of `NDIS_NDK_PERFORMANCE_COUNTERS` is filled by
-/// [`counters`]; the reserved ones are not counters.
-pub const MISSING_COUNTERS: u64 = 0;
-
-/// Registers the NDK provider characteristics (`MiniportSetOptions`,
-/// `PASSIVE_LEVEL`).
-pub fn register(driver_handle: NDIS_HANDLE) -> NDIS_STATUS {
-    let mut characteristics =
-        NDIS_NDK_PROVIDER_CHARACTERISTICS::new(open_ndk_adapter, close_ndk_adapter);
-    // SAFETY: PASSIVE_LEVEL inside MiniportSetOptions; NDIS copies the
-    // characteristics (a header-prefixed structure) during the call.
-    unsafe { NdisSetOptionalHandlers(driver_handle, characteristics.as_optional_handlers()) }
-}
 
 /// The counters NDIS publishes as the "RDMA Activity" performance set:
 /// connection outcomes and events the RNIC counted in its statistics
@@ -58,40 +39,18 @@ pub fn counters(adapter: &Adapter) -> NDIS_NDK_PERFORMANCE_COUNTERS {
 
 /// `OpenNDKAdapterHandler` (`PASSIVE_LEVEL`): a new `NDK_ADAPTER` on the
 /// adapter's device, at the version the consumer asks for.
-unsafe extern "win64" fn open_ndk_adapter(
-    context: NDIS_HANDLE,
-    parameters: *mut NDIS_OPEN_NDK_ADAPTER_PARAMETERS,
-    out: *mut *mut NDK_ADAPTER,
-) -> NDIS_STATUS {
-    // SAFETY: NDIS passes the adapter context it got from us.
-    let adapter = unsafe { &*context.cast::<Adapter>() };
-    if parameters.is_null() || out.is_null() {
-        return NDIS_STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: NDIS's parameters, valid for the call.
-    let version = unsafe { (*parameters).Version };
+pub fn open(adapter: &Adapter, version: NDK_VERSION) -> Result<*mut NDK_ADAPTER, NDIS_STATUS> {
     let Some(device) = adapter.device.as_ref().filter(|_| adapter.ndk_ready()) else {
-        return NDIS_STATUS_ADAPTER_NOT_READY;
+        return Err(NDIS_STATUS_ADAPTER_NOT_READY);
     };
-    match provider::open_adapter(&device.ctx, version) {
-        Ok(ndk) => {
-            adapter.open_ndk_adapters.fetch_add(1, Ordering::AcqRel);
-            // SAFETY: NDIS's out-pointer, valid for the call.
-            unsafe { out.write(ndk) };
-            ndkpi::NDIS_STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
+    let ndk = provider::open_adapter(&device.ctx, version)?;
+    adapter.open_ndk_adapters.fetch_add(1, Ordering::AcqRel);
+    Ok(ndk)
 }
 
-/// `CloseNDKAdapterHandler` (`PASSIVE_LEVEL`): closes an adapter opened
-/// above; returns once no callback into its consumer can run.
-unsafe extern "win64" fn close_ndk_adapter(context: NDIS_HANDLE, ndk: *mut NDK_ADAPTER) {
-    // SAFETY: NDIS passes the adapter context it got from us.
-    let adapter = unsafe { &*context.cast::<Adapter>() };
-    // SAFETY: NDIS closes each adapter it opened through us exactly once,
-    // with no other call on it running.
-    let status = unsafe { provider::close_adapter(ndk) };
+/// `CloseNDKAdapterHandler` (`PASSIVE_LEVEL`) closed an adapter opened
+/// above with `status`.
+pub fn closed(adapter: &Adapter, status: NTSTATUS) {
     if status < 0 {
         // The provider refuses only a pointer that is not an open adapter
         // of ours (one with children open is closed once they are): the

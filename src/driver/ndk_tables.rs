@@ -21,19 +21,18 @@
 
 use core::mem::offset_of;
 use core::net::SocketAddr;
-use core::ptr;
 
 use ndis::{
     NDIS_NDK_CONNECTION_ENTRY, NDIS_NDK_CONNECTIONS, NDIS_NDK_CONNECTIONS_REVISION_1,
     NDIS_NDK_LOCAL_ENDPOINT_ENTRY, NDIS_NDK_LOCAL_ENDPOINTS, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1,
-    NDIS_OBJECT_HEADER, NDIS_OBJECT_TYPE_DEFAULT, NDIS_OID_REQUEST_QUERY_INFORMATION,
-    NDIS_STATUS_BUFFER_TOO_SHORT, SOCKADDR_INET, ndk_variable_header_size,
+    NDIS_OBJECT_HEADER, NDIS_OBJECT_TYPE_DEFAULT, NDIS_STATUS_BUFFER_TOO_SHORT,
+    ndk_variable_header_size,
 };
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_SUCCESS, UCHAR};
 use provider::snapshot::{Connection, EndpointKind, LocalEndpoint};
-use provider::sockaddr::{to_sockaddr_in, to_sockaddr_in6};
 
 use super::adapter::Adapter;
+use super::kit::oid::{PlainData, Query, bytes_of, sockaddr_inet_bytes};
 
 /// Bytes of the longest entry (`NDIS_NDK_CONNECTION_ENTRY`).
 const MAX_ENTRY: usize = size_of::<NDIS_NDK_CONNECTION_ENTRY>();
@@ -77,36 +76,29 @@ const _: () = assert!(CONNECTIONS.entries == 16 && LOCAL_ENDPOINTS.entries == 16
 const _: () = assert!(CONNECTIONS.entry <= MAX_ENTRY && LOCAL_ENDPOINTS.entry <= MAX_ENTRY);
 
 /// Copies the bytes of plain-data `value` into `out` at `offset`.
-fn put<T: Copy>(out: &mut [u8], offset: usize, value: &T) {
-    // SAFETY: the values put here are integers, NDIS_OBJECT_HEADER (two
-    // bytes and a u16, no padding) and SOCKADDR_INET (two padding-free
-    // members, every byte initialised: see `sockaddr_inet`), so all
-    // `size_of::<T>()` bytes are initialised.
-    let bytes =
-        unsafe { core::slice::from_raw_parts(ptr::from_ref(value).cast::<u8>(), size_of::<T>()) };
+fn put<T: PlainData>(out: &mut [u8], offset: usize, value: &T) {
+    let bytes = bytes_of(value);
     out[offset..offset + bytes.len()].copy_from_slice(bytes);
 }
 
-/// The Windows form of `addr`, every byte set (the IPv4 form's tail zero).
-fn sockaddr_inet(addr: SocketAddr) -> SOCKADDR_INET {
-    match addr {
-        SocketAddr::V4(v4) => SOCKADDR_INET::from(to_sockaddr_in(v4)),
-        SocketAddr::V6(v6) => SOCKADDR_INET::from(to_sockaddr_in6(v6)),
-    }
+/// Copies the Windows form of `addr` into `out` at `offset`.
+fn put_addr(out: &mut [u8], offset: usize, addr: SocketAddr) {
+    let bytes = sockaddr_inet_bytes(addr);
+    out[offset..offset + bytes.len()].copy_from_slice(&bytes);
 }
 
 /// One `NDIS_NDK_CONNECTION_ENTRY`, padding zero.
 fn connection_entry(c: Connection) -> [u8; MAX_ENTRY] {
     let mut e = [0u8; MAX_ENTRY];
-    put(
+    put_addr(
         &mut e,
         offset_of!(NDIS_NDK_CONNECTION_ENTRY, Local),
-        &sockaddr_inet(c.local),
+        c.local,
     );
-    put(
+    put_addr(
         &mut e,
         offset_of!(NDIS_NDK_CONNECTION_ENTRY, Remote),
-        &sockaddr_inet(c.remote),
+        c.remote,
     );
     // UserModeOwner FALSE, OwnerPid 0: already zero.
     e
@@ -115,10 +107,10 @@ fn connection_entry(c: Connection) -> [u8; MAX_ENTRY] {
 /// One `NDIS_NDK_LOCAL_ENDPOINT_ENTRY`, padding zero.
 fn endpoint_entry(l: LocalEndpoint) -> [u8; MAX_ENTRY] {
     let mut e = [0u8; MAX_ENTRY];
-    put(
+    put_addr(
         &mut e,
         offset_of!(NDIS_NDK_LOCAL_ENDPOINT_ENTRY, Local),
-        &sockaddr_inet(l.local),
+        l.local,
     );
     let listener = u8::from(l.kind == EndpointKind::Listener);
     put(
@@ -130,25 +122,17 @@ fn endpoint_entry(l: LocalEndpoint) -> [u8; MAX_ENTRY] {
 }
 
 /// An answer being written into a query's buffer.
-struct Answer<'a> {
-    query: &'a mut NDIS_OID_REQUEST_QUERY_INFORMATION,
+struct Answer<'a, 'q> {
+    query: &'a mut Query<'q>,
     head: &'a Head,
     /// Entries seen so far (written or not).
     seen: usize,
 }
 
-impl Answer<'_> {
-    /// The buffer's bytes, if NDIS gave one.
+impl Answer<'_, '_> {
+    /// The buffer's bytes, if NDIS gave one (non-paged: module docs).
     fn buffer(&mut self) -> Option<&mut [u8]> {
-        let at = self.query.InformationBuffer.cast::<u8>();
-        if at.is_null() {
-            return None;
-        }
-        // SAFETY: NDIS's buffer of `InformationBufferLength` bytes, ours
-        // until the request completes; non-paged (module docs).
-        Some(unsafe {
-            core::slice::from_raw_parts_mut(at, self.query.InformationBufferLength as usize)
-        })
+        self.query.buffer()
     }
 
     /// Writes entry number `seen` if it fits, and counts it either way.
@@ -170,8 +154,7 @@ impl Answer<'_> {
         let head = self.head;
         let needed = head.entries + count * head.entry;
         let Some(buffer) = self.buffer().filter(|b| b.len() >= needed) else {
-            self.query.BytesWritten = 0;
-            self.query.BytesNeeded = needed as u32;
+            self.query.set_counts(0, needed as u32);
             return NDIS_STATUS_BUFFER_TOO_SHORT;
         };
         buffer[..head.entries].fill(0);
@@ -184,18 +167,14 @@ impl Answer<'_> {
         // Flags (reserved) 0, mapped-to-TCP FALSE: zero from the fill.
         put(buffer, head.count, &(count as u32));
         put(buffer, head.mapped, &0u8);
-        self.query.BytesWritten = needed as u32;
-        self.query.BytesNeeded = 0;
+        self.query.set_counts(needed as u32, 0);
         NDIS_STATUS_SUCCESS
     }
 }
 
 /// Answers `OID_NDK_CONNECTIONS`: every connection established now on the
 /// adapter's device, from any `NDK_ADAPTER` opened on it.
-pub fn connections(
-    adapter: &Adapter,
-    query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION,
-) -> NDIS_STATUS {
+pub fn connections(adapter: &Adapter, query: &mut Query<'_>) -> NDIS_STATUS {
     let mut answer = Answer {
         query,
         head: &CONNECTIONS,
@@ -211,10 +190,7 @@ pub fn connections(
 
 /// Answers `OID_NDK_LOCAL_ENDPOINTS`: the listeners listening now
 /// (`Listener` TRUE) and the shared endpoints' addresses (FALSE).
-pub fn local_endpoints(
-    adapter: &Adapter,
-    query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION,
-) -> NDIS_STATUS {
+pub fn local_endpoints(adapter: &Adapter, query: &mut Query<'_>) -> NDIS_STATUS {
     let mut answer = Answer {
         query,
         head: &LOCAL_ENDPOINTS,

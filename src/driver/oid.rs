@@ -10,22 +10,19 @@
 // The C enum constants keep their C names (NdisRequestQueryInformation).
 #![allow(non_upper_case_globals)]
 
-use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use ndis::{
-    NDIS_NDK_STATISTICS_INFO, NDIS_OID, NDIS_OID_REQUEST, NDIS_OID_REQUEST_QUERY_INFORMATION,
-    NDIS_OID_REQUEST_SET_INFORMATION, NDIS_STATUS_BUFFER_TOO_SHORT, NDIS_STATUS_INVALID_DATA,
-    NDIS_STATUS_INVALID_LENGTH, NDIS_STATUS_MULTICAST_FULL, NdisHardwareStatusReady,
-    NdisMedium802_3, NdisRequestQueryInformation, NdisRequestQueryStatistics,
-    NdisRequestSetInformation, OID_802_3_CURRENT_ADDRESS, OID_802_3_MAXIMUM_LIST_SIZE,
-    OID_802_3_MULTICAST_LIST, OID_802_3_PERMANENT_ADDRESS, OID_802_3_RCV_ERROR_ALIGNMENT,
-    OID_802_3_XMIT_MORE_COLLISIONS, OID_802_3_XMIT_ONE_COLLISION, OID_GEN_CURRENT_LOOKAHEAD,
-    OID_GEN_CURRENT_PACKET_FILTER, OID_GEN_HARDWARE_STATUS, OID_GEN_MAC_OPTIONS,
-    OID_GEN_MAXIMUM_FRAME_SIZE, OID_GEN_MAXIMUM_LOOKAHEAD, OID_GEN_MAXIMUM_SEND_PACKETS,
-    OID_GEN_MAXIMUM_TOTAL_SIZE, OID_GEN_MEDIA_CONNECT_STATUS, OID_GEN_MEDIA_IN_USE,
-    OID_GEN_MEDIA_SUPPORTED, OID_GEN_NETWORK_LAYER_ADDRESSES, OID_GEN_PHYSICAL_MEDIUM,
-    OID_GEN_RCV_ERROR, OID_GEN_RCV_NO_BUFFER, OID_GEN_RCV_OK, OID_GEN_RECEIVE_BLOCK_SIZE,
+    NDIS_NDK_STATISTICS_INFO, NDIS_STATUS_INVALID_DATA, NDIS_STATUS_INVALID_LENGTH,
+    NDIS_STATUS_MULTICAST_FULL, NdisHardwareStatusReady, NdisMedium802_3,
+    OID_802_3_CURRENT_ADDRESS, OID_802_3_MAXIMUM_LIST_SIZE, OID_802_3_MULTICAST_LIST,
+    OID_802_3_PERMANENT_ADDRESS, OID_802_3_RCV_ERROR_ALIGNMENT, OID_802_3_XMIT_MORE_COLLISIONS,
+    OID_802_3_XMIT_ONE_COLLISION, OID_GEN_CURRENT_LOOKAHEAD, OID_GEN_CURRENT_PACKET_FILTER,
+    OID_GEN_HARDWARE_STATUS, OID_GEN_MAC_OPTIONS, OID_GEN_MAXIMUM_FRAME_SIZE,
+    OID_GEN_MAXIMUM_LOOKAHEAD, OID_GEN_MAXIMUM_SEND_PACKETS, OID_GEN_MAXIMUM_TOTAL_SIZE,
+    OID_GEN_MEDIA_CONNECT_STATUS, OID_GEN_MEDIA_IN_USE, OID_GEN_MEDIA_SUPPORTED,
+    OID_GEN_NETWORK_LAYER_ADDRESSES, OID_GEN_PHYSICAL_MEDIUM, OID_GEN_RCV_ERROR,
+    OID_GEN_RCV_NO_BUFFER, OID_GEN_RCV_OK, OID_GEN_RECEIVE_BLOCK_SIZE,
     OID_GEN_RECEIVE_BUFFER_SPACE, OID_GEN_SUPPORTED_LIST, OID_GEN_TRANSMIT_BLOCK_SIZE,
     OID_GEN_TRANSMIT_BUFFER_SPACE, OID_GEN_TRANSPORT_HEADER_OFFSET, OID_GEN_VENDOR_DESCRIPTION,
     OID_GEN_VENDOR_DRIVER_VERSION, OID_GEN_VENDOR_ID, OID_GEN_XMIT_ERROR, OID_GEN_XMIT_OK,
@@ -35,55 +32,11 @@ use ndis::{OID_GEN_LINK_SPEED, OID_GEN_STATISTICS, OID_PNP_QUERY_POWER, OID_PNP_
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_NOT_SUPPORTED, NDIS_STATUS_SUCCESS};
 
 use super::adapter::{Adapter, MAC_OPTIONS};
+use super::kit::oid::{OidRequest, Query, RequestKind, Set, bytes_of, slice_bytes};
 use super::mux::DEVICE_STATE_D0;
+use super::protocol::oid_forward;
+use super::supported_oids::SUPPORTED_OIDS;
 use super::{ndk, ndk_tables};
-
-/// Every OID answered, for `OID_GEN_SUPPORTED_LIST` and the general
-/// attributes.
-pub static SUPPORTED_OIDS: &[NDIS_OID] = &[
-    OID_GEN_SUPPORTED_LIST,
-    OID_GEN_HARDWARE_STATUS,
-    OID_GEN_MEDIA_SUPPORTED,
-    OID_GEN_MEDIA_IN_USE,
-    OID_GEN_PHYSICAL_MEDIUM,
-    OID_GEN_MAXIMUM_LOOKAHEAD,
-    OID_GEN_CURRENT_LOOKAHEAD,
-    OID_GEN_MAXIMUM_FRAME_SIZE,
-    OID_GEN_LINK_SPEED,
-    OID_GEN_MAXIMUM_TOTAL_SIZE,
-    OID_GEN_TRANSMIT_BLOCK_SIZE,
-    OID_GEN_RECEIVE_BLOCK_SIZE,
-    OID_GEN_TRANSMIT_BUFFER_SPACE,
-    OID_GEN_RECEIVE_BUFFER_SPACE,
-    OID_GEN_VENDOR_ID,
-    OID_GEN_VENDOR_DESCRIPTION,
-    OID_GEN_VENDOR_DRIVER_VERSION,
-    OID_GEN_CURRENT_PACKET_FILTER,
-    OID_GEN_MAC_OPTIONS,
-    OID_GEN_MEDIA_CONNECT_STATUS,
-    OID_GEN_MAXIMUM_SEND_PACKETS,
-    OID_GEN_NETWORK_LAYER_ADDRESSES,
-    OID_GEN_TRANSPORT_HEADER_OFFSET,
-    OID_GEN_XMIT_OK,
-    OID_GEN_RCV_OK,
-    OID_GEN_XMIT_ERROR,
-    OID_GEN_RCV_ERROR,
-    OID_GEN_RCV_NO_BUFFER,
-    OID_GEN_STATISTICS,
-    OID_802_3_PERMANENT_ADDRESS,
-    OID_802_3_CURRENT_ADDRESS,
-    OID_802_3_MULTICAST_LIST,
-    OID_802_3_MAXIMUM_LIST_SIZE,
-    OID_802_3_RCV_ERROR_ALIGNMENT,
-    OID_802_3_XMIT_ONE_COLLISION,
-    OID_802_3_XMIT_MORE_COLLISIONS,
-    OID_PNP_SET_POWER,
-    OID_PNP_QUERY_POWER,
-    OID_NDK_SET_STATE,
-    OID_NDK_STATISTICS,
-    OID_NDK_CONNECTIONS,
-    OID_NDK_LOCAL_ENDPOINTS,
-];
 
 /// `OID_GEN_VENDOR_DESCRIPTION`, NUL-terminated.
 const VENDOR_DESCRIPTION: &[u8] = b"rsndk software RoCEv2 RNIC\0";
@@ -103,62 +56,20 @@ const BUFFER_FRAMES: u32 = 64;
 /// Ethernet header length.
 const ETH_HEADER: u32 = 14;
 
-/// The bytes of a plain-data value.
-fn bytes_of<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: `T: Copy` values here are integers and `#[repr(C)]` NDIS
-    // structures without padding-sensitive invariants; reading their bytes
-    // is what NDIS does with them.
-    unsafe { core::slice::from_raw_parts(core::ptr::from_ref(value).cast::<u8>(), size_of::<T>()) }
-}
-
-/// Copies `answer` into a query's buffer.
-fn answer(query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION, answer: &[u8]) -> NDIS_STATUS {
-    let room = query.InformationBufferLength as usize;
-    if answer.len() > room || query.InformationBuffer.is_null() {
-        query.BytesWritten = 0;
-        query.BytesNeeded = answer.len() as u32;
-        return NDIS_STATUS_BUFFER_TOO_SHORT;
-    }
-    // SAFETY: NDIS's buffer of `room >= answer.len()` bytes, ours for the
-    // request.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            answer.as_ptr(),
-            query.InformationBuffer.cast(),
-            answer.len(),
-        );
-    };
-    query.BytesWritten = answer.len() as u32;
-    query.BytesNeeded = 0;
-    NDIS_STATUS_SUCCESS
-}
-
-fn query(adapter: &Adapter, query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION) -> NDIS_STATUS {
-    let u32_answer =
-        |q: &mut NDIS_OID_REQUEST_QUERY_INFORMATION, v: u32| answer(q, &v.to_ne_bytes());
+fn query(adapter: &Adapter, query: &mut Query<'_>) -> NDIS_STATUS {
+    let u32_answer = |q: &mut Query<'_>, v: u32| q.answer(&v.to_ne_bytes());
     let binding = adapter.binding();
     let lower = &binding.lower;
     let virt = &adapter.mux().virt;
     let stats = &virt.stats;
     let frame = lower.mtu.saturating_add(ETH_HEADER);
-    match query.Oid {
-        OID_GEN_SUPPORTED_LIST => {
-            // SAFETY: the OID list is plain u32s.
-            let bytes = unsafe {
-                core::slice::from_raw_parts(
-                    SUPPORTED_OIDS.as_ptr().cast::<u8>(),
-                    size_of_val(SUPPORTED_OIDS),
-                )
-            };
-            answer(query, bytes)
-        }
+    match query.oid() {
+        OID_GEN_SUPPORTED_LIST => query.answer(slice_bytes(SUPPORTED_OIDS)),
         OID_GEN_HARDWARE_STATUS => u32_answer(query, NdisHardwareStatusReady as u32),
         OID_GEN_MEDIA_SUPPORTED | OID_GEN_MEDIA_IN_USE => u32_answer(query, NdisMedium802_3 as u32),
         OID_GEN_PHYSICAL_MEDIUM => u32_answer(query, lower.physical_medium as u32),
         OID_GEN_MAXIMUM_LOOKAHEAD => u32_answer(query, lower.lookahead),
-        OID_GEN_CURRENT_LOOKAHEAD => {
-            u32_answer(query, adapter.forward.lookahead.load(Ordering::Relaxed))
-        }
+        OID_GEN_CURRENT_LOOKAHEAD => u32_answer(query, virt.lookahead.load(Ordering::Relaxed)),
         OID_GEN_MAXIMUM_FRAME_SIZE => u32_answer(query, lower.mtu),
         // In units of 100 bit/s.
         OID_GEN_LINK_SPEED => u32_answer(
@@ -172,7 +83,7 @@ fn query(adapter: &Adapter, query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION) -> N
             u32_answer(query, frame.saturating_mul(BUFFER_FRAMES))
         }
         OID_GEN_VENDOR_ID => u32_answer(query, VENDOR_ID),
-        OID_GEN_VENDOR_DESCRIPTION => answer(query, VENDOR_DESCRIPTION),
+        OID_GEN_VENDOR_DESCRIPTION => query.answer(VENDOR_DESCRIPTION),
         OID_GEN_VENDOR_DRIVER_VERSION => u32_answer(query, DRIVER_VERSION),
         OID_GEN_CURRENT_PACKET_FILTER => {
             u32_answer(query, virt.packet_filter.load(Ordering::Relaxed))
@@ -187,51 +98,34 @@ fn query(adapter: &Adapter, query: &mut NDIS_OID_REQUEST_QUERY_INFORMATION) -> N
             },
         ),
         OID_GEN_MAXIMUM_SEND_PACKETS => u32_answer(query, MAX_SEND_PACKETS),
-        OID_GEN_XMIT_OK => answer(query, &stats.frames_out().to_ne_bytes()),
-        OID_GEN_RCV_OK => answer(query, &stats.frames_in().to_ne_bytes()),
-        OID_GEN_XMIT_ERROR => answer(query, &stats.out_errors().to_ne_bytes()),
-        OID_GEN_RCV_NO_BUFFER => answer(query, &stats.in_discards().to_ne_bytes()),
+        OID_GEN_XMIT_OK => query.answer(&stats.frames_out().to_ne_bytes()),
+        OID_GEN_RCV_OK => query.answer(&stats.frames_in().to_ne_bytes()),
+        OID_GEN_XMIT_ERROR => query.answer(&stats.out_errors().to_ne_bytes()),
+        OID_GEN_RCV_NO_BUFFER => query.answer(&stats.in_discards().to_ne_bytes()),
         // Frames are not checked for errors or collisions here (P does).
         OID_GEN_RCV_ERROR
         | OID_802_3_RCV_ERROR_ALIGNMENT
         | OID_802_3_XMIT_ONE_COLLISION
-        | OID_802_3_XMIT_MORE_COLLISIONS => answer(query, &0u64.to_ne_bytes()),
+        | OID_802_3_XMIT_MORE_COLLISIONS => query.answer(&0u64.to_ne_bytes()),
         OID_GEN_STATISTICS => {
             let info = stats.statistics_info();
-            answer(query, bytes_of(&info))
+            query.answer(bytes_of(&info))
         }
-        OID_802_3_PERMANENT_ADDRESS | OID_802_3_CURRENT_ADDRESS => answer(query, &lower.mac),
+        OID_802_3_PERMANENT_ADDRESS | OID_802_3_CURRENT_ADDRESS => query.answer(&lower.mac),
         OID_802_3_MAXIMUM_LIST_SIZE => u32_answer(query, lower.max_multicast),
         // Any state V may go to is fine (the sample succeeds it).
         OID_PNP_QUERY_POWER => {
-            query.BytesWritten = 0;
+            query.set_counts(0, 0);
             NDIS_STATUS_SUCCESS
         }
         OID_NDK_STATISTICS => {
             let info = NDIS_NDK_STATISTICS_INFO::new(ndk::counters(adapter));
-            answer(query, bytes_of(&info))
+            query.answer(bytes_of(&info))
         }
         OID_NDK_CONNECTIONS => ndk_tables::connections(adapter, query),
         OID_NDK_LOCAL_ENDPOINTS => ndk_tables::local_endpoints(adapter, query),
         _ => NDIS_STATUS_NOT_SUPPORTED,
     }
-}
-
-/// Reads a set request's value of exactly `N` bytes.
-fn value<const N: usize>(
-    set: &mut NDIS_OID_REQUEST_SET_INFORMATION,
-) -> Result<[u8; N], NDIS_STATUS> {
-    if (set.InformationBufferLength as usize) < N || set.InformationBuffer.is_null() {
-        set.BytesNeeded = N as u32;
-        return Err(NDIS_STATUS_INVALID_LENGTH);
-    }
-    let mut out = [0u8; N];
-    // SAFETY: NDIS's buffer holds at least N bytes (checked).
-    unsafe {
-        core::ptr::copy_nonoverlapping(set.InformationBuffer.cast::<u8>(), out.as_mut_ptr(), N);
-    };
-    set.BytesRead = N as u32;
-    Ok(out)
 }
 
 /// What a set does: answered here, or forwarded to P.
@@ -240,14 +134,14 @@ enum SetAction {
     Forward,
 }
 
-fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> SetAction {
+fn set(adapter: &Adapter, set: &mut Set<'_>) -> SetAction {
     let lower = &adapter.binding().lower;
-    let length = set.InformationBufferLength;
-    let checked = match set.Oid {
+    let length = set.len();
+    let checked = match set.oid() {
         // P's: checked here as the sample does, then forwarded.
-        OID_GEN_CURRENT_PACKET_FILTER => value::<4>(set).and_then(|v| {
+        OID_GEN_CURRENT_PACKET_FILTER => set.value::<4>().and_then(|v| {
             if length != 4 {
-                set.BytesNeeded = 4;
+                set.set_bytes_needed(4);
                 return Err(NDIS_STATUS_INVALID_LENGTH);
             }
             if u32::from_ne_bytes(v) & !lower.supported_filters != 0 {
@@ -255,7 +149,7 @@ fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> SetActi
             }
             Ok(true)
         }),
-        OID_GEN_CURRENT_LOOKAHEAD => value::<4>(set).and_then(|v| {
+        OID_GEN_CURRENT_LOOKAHEAD => set.value::<4>().and_then(|v| {
             if u32::from_ne_bytes(v) > lower.lookahead {
                 return Err(NDIS_STATUS_INVALID_DATA);
             }
@@ -263,10 +157,10 @@ fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> SetActi
         }),
         OID_802_3_MULTICAST_LIST => {
             if length % 6 != 0 {
-                set.BytesNeeded = 6;
+                set.set_bytes_needed(6);
                 Err(NDIS_STATUS_INVALID_LENGTH)
             } else if length / 6 > lower.max_multicast {
-                set.BytesNeeded = lower.max_multicast.saturating_mul(6);
+                set.set_bytes_needed(lower.max_multicast.saturating_mul(6));
                 Err(NDIS_STATUS_MULTICAST_FULL)
             } else {
                 Ok(true)
@@ -274,10 +168,10 @@ fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> SetActi
         }
         // V's own.
         OID_GEN_NETWORK_LAYER_ADDRESSES | OID_GEN_TRANSPORT_HEADER_OFFSET => {
-            set.BytesRead = length;
+            set.set_bytes_read(length);
             Ok(false)
         }
-        OID_PNP_SET_POWER => value::<4>(set).map(|v| {
+        OID_PNP_SET_POWER => set.value::<4>().map(|v| {
             let state = i32::from_ne_bytes(v);
             let virt = &adapter.mux().virt;
             let was = virt.power_state.swap(state, Ordering::SeqCst);
@@ -288,7 +182,7 @@ fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> SetActi
             false
         }),
         // One BOOLEAN; must not pend. The PnP event follows from a work item.
-        OID_NDK_SET_STATE => value::<1>(set).map(|v| {
+        OID_NDK_SET_STATE => set.value::<1>().map(|v| {
             adapter.set_ndk_state(v[0] != 0);
             false
         }),
@@ -303,31 +197,21 @@ fn set(adapter: &Adapter, set: &mut NDIS_OID_REQUEST_SET_INFORMATION) -> SetActi
 
 /// Handles one OID request of V's (`MiniportOidRequest`, `PASSIVE_LEVEL`):
 /// `NDIS_STATUS_PENDING` when it went to P.
-///
-/// # Safety
-/// `request` is the request NDIS handed V, ours until completed.
-pub unsafe fn handle(adapter: &Adapter, request: NonNull<NDIS_OID_REQUEST>) -> NDIS_STATUS {
-    // SAFETY: NDIS's request, exclusively ours until completed (this
-    // function's contract); no other reference to it exists here.
-    let req = unsafe { &mut *request.as_ptr() };
-    match req.RequestType {
-        NdisRequestQueryInformation | NdisRequestQueryStatistics => {
-            // SAFETY: for query requests the live member is QUERY_INFORMATION.
-            let q = unsafe { &mut req.DATA.QUERY_INFORMATION };
-            query(adapter, q)
-        }
-        NdisRequestSetInformation => {
-            // SAFETY: for set requests the live member is SET_INFORMATION.
-            let s = unsafe { &mut req.DATA.SET_INFORMATION };
-            match set(adapter, s) {
-                SetAction::Done(Ok(())) => NDIS_STATUS_SUCCESS,
-                SetAction::Done(Err(status)) => status,
-                // SAFETY: NDIS's request, ours until the forwarding
-                // completes it; the slot lives with V, which outlives its
-                // requests.
-                SetAction::Forward => unsafe { adapter.forward.forward(request) },
-            }
-        }
-        _ => NDIS_STATUS_NOT_SUPPORTED,
+pub fn handle(adapter: &Adapter, mut request: OidRequest) -> NDIS_STATUS {
+    let forward = match request.kind() {
+        RequestKind::Query(mut q) => return query(adapter, &mut q),
+        RequestKind::Set(mut s) => match set(adapter, &mut s) {
+            SetAction::Done(Ok(())) => return NDIS_STATUS_SUCCESS,
+            SetAction::Done(Err(status)) => return status,
+            SetAction::Forward => true,
+        },
+        RequestKind::Other => false,
+    };
+    if forward {
+        // NDIS's request, ours until the forwarding completes it; the slot
+        // lives with V, which outlives its requests.
+        oid_forward::forward(&adapter.forward, adapter.mux(), request)
+    } else {
+        NDIS_STATUS_NOT_SUPPORTED
     }
 }

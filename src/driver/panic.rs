@@ -34,19 +34,17 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
         super::log::log_error!("rsndk: panic at {file}:{line}:{column}: {}", info.message());
     }
     if cfg!(debug_assertions) {
-        // SAFETY: a breakpoint instruction; debug builds are for machines
-        // with a kernel debugger (see docs/windows.md).
-        unsafe { ndis::DbgBreakPoint() };
+        // Debug builds are for machines with a kernel debugger (see
+        // docs/windows.md).
+        super::kit::kernel::break_into_debugger();
     }
-    // SAFETY: KeBugCheckEx may be called at any IRQL and does not return;
-    // the parameters are plain numbers for the dump.
-    unsafe {
-        ndis::KeBugCheckEx(
-            RSNDK_BUGCHECK_CODE,
+    super::kit::kernel::bug_check(
+        RSNDK_BUGCHECK_CODE,
+        [
             file.as_ptr() as usize,
             file.len(),
             line as usize,
             column as usize,
-        )
-    }
+        ],
+    )
 }

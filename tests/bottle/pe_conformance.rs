@@ -275,7 +275,7 @@ fn pe_checksum(bytes: &[u8], field: usize) -> u32 {
 }
 
 /// The exports a linked rsndk.sys has: `DriverEntry`, and the two link
-/// markers of `src/driver/glue.rs` (a cdylib exports every
+/// markers of `src/driver/entry.rs` (a cdylib exports every
 /// `#[unsafe(no_mangle)] pub` item): `_fltused` (data) and
 /// `__CxxFrameHandler3` (never called with `panic = "abort"`). Any other
 /// export is an item the driver leaks to the kernel by accident.

@@ -280,11 +280,11 @@ fn one_service() {
             pair[0].0, pair[1].0
         );
     }
-    let protocol_rs = read("src/driver/protocol.rs");
+    let protocol_rs = read("src/driver/entry.rs");
     let registered = format!("ascii_to_utf16(b\"{}\")", layout::SERVICE);
     assert!(
         protocol_rs.contains(&registered),
-        "src/driver/protocol.rs must register the protocol as {registered}"
+        "src/driver/entry.rs must register the protocol as {registered}"
     );
 }
 

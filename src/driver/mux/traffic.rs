@@ -9,7 +9,6 @@
 //! and the RNIC's RoCEv2 frames (the general statistics include NDK
 //! traffic; `OID_NDK_STATISTICS` counts it apart).
 
-use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -25,9 +24,10 @@ use ndis::{
     NDIS_STATISTICS_MULTICAST_FRAMES_XMIT_SUPPORTED, NDIS_STATISTICS_RCV_DISCARDS_SUPPORTED,
     NDIS_STATISTICS_RCV_ERROR_SUPPORTED, NDIS_STATISTICS_RCV_NO_BUFFER_SUPPORTED,
     NDIS_STATISTICS_RCV_OK_SUPPORTED, NDIS_STATISTICS_XMIT_DISCARDS_SUPPORTED,
-    NDIS_STATISTICS_XMIT_ERROR_SUPPORTED, NDIS_STATISTICS_XMIT_OK_SUPPORTED, NET_BUFFER_LIST,
-    NdisGetDataBuffer,
+    NDIS_STATISTICS_XMIT_ERROR_SUPPORTED, NDIS_STATISTICS_XMIT_OK_SUPPORTED,
 };
+
+use crate::driver::kit::nbl::Nbl;
 
 /// The `NDIS_STATISTICS_*_SUPPORTED` flags of V's general attributes: the
 /// counter OIDs V answers and every counter of `OID_GEN_STATISTICS`
@@ -107,48 +107,23 @@ pub struct TrafficStats {
 }
 
 /// The frames (`NET_BUFFER`s) of `nbl`.
-fn frames_of(nbl: &NET_BUFFER_LIST) -> u64 {
-    let mut count = 0;
-    let mut at = nbl.FirstNetBuffer;
-    while let Some(nb) = NonNull::new(at) {
-        count += 1;
-        // SAFETY: a NET_BUFFER of a list the caller holds.
-        at = unsafe { nb.as_ref() }.Next;
-    }
-    count
+fn frames_of(nbl: &Nbl) -> u64 {
+    nbl.frames().count() as u64
 }
 
 impl TrafficStats {
     /// Counts each frame of `nbl`, which the caller holds, by its
     /// destination address and length (`<= DISPATCH_LEVEL`).
-    pub fn count(&self, direction: Direction, nbl: &NET_BUFFER_LIST) {
+    pub fn count(&self, direction: Direction, nbl: &Nbl) {
         let counters = match direction {
             Direction::Out => &self.out,
             Direction::In => &self.input,
         };
-        let mut at = nbl.FirstNetBuffer;
-        while let Some(nb) = NonNull::new(at) {
-            // SAFETY: a NET_BUFFER of a list the caller holds.
-            let nb_ref = unsafe { nb.as_ref() };
-            at = nb_ref.Next;
-            let length = nb_ref.data_length();
-            let mut destination = [0u8; 6];
-            let class = if length >= 6 {
-                // SAFETY: <= DISPATCH_LEVEL; a live NET_BUFFER of at least
-                // 6 bytes; `destination` holds 6 bytes should NDIS copy.
-                let at = unsafe {
-                    NdisGetDataBuffer(nb.as_ptr(), 6, destination.as_mut_ptr().cast(), 1, 0)
-                };
-                match NonNull::new(at.cast::<[u8; 6]>()) {
-                    // SAFETY: NdisGetDataBuffer returned 6 contiguous,
-                    // readable bytes.
-                    Some(bytes) => Class::of(unsafe { bytes.read_unaligned() }),
-                    // Not mappable now: still a frame, counted as unicast.
-                    None => Class::Unicast,
-                }
-            } else {
-                Class::Unicast
-            };
+        for frame in nbl.frames() {
+            let length = frame.len();
+            // Not mappable now (or shorter): still a frame, counted as
+            // unicast.
+            let class = frame.first_bytes::<6>().map_or(Class::Unicast, Class::of);
             let counter = &counters[class as usize];
             counter.frames.fetch_add(1, Relaxed);
             counter.octets.fetch_add(u64::from(length), Relaxed);
@@ -157,18 +132,18 @@ impl TrafficStats {
 
     /// Counts the frames of `nbl` as not sent (P failed them, or no
     /// context could be allocated).
-    pub fn out_error(&self, nbl: &NET_BUFFER_LIST) {
+    pub fn out_error(&self, nbl: &Nbl) {
         self.out_errors.fetch_add(frames_of(nbl), Relaxed);
     }
 
     /// Counts the frames of `nbl` as discarded on the way out (V or the
     /// binding paused).
-    pub fn out_discard(&self, nbl: &NET_BUFFER_LIST) {
+    pub fn out_discard(&self, nbl: &Nbl) {
         self.out_discards.fetch_add(frames_of(nbl), Relaxed);
     }
 
     /// Counts the frames of `nbl` as discarded on the way in.
-    pub fn in_discard(&self, nbl: &NET_BUFFER_LIST) {
+    pub fn in_discard(&self, nbl: &Nbl) {
         self.in_discards.fetch_add(frames_of(nbl), Relaxed);
     }
 

@@ -8,14 +8,10 @@
 //! registry, stops V (which halts V: V references the pairing only until
 //! its `MiniportHaltEx` ends), closes P and frees it.
 
-use alloc::boxed::Box;
-use core::ptr::NonNull;
-
+use hwq::TryArc;
 use ndis::{
-    NDIS_BIND_PARAMETERS, NDIS_BIND_PARAMETERS_REVISION_1, NDIS_HANDLE,
-    NDIS_OBJECT_TYPE_BIND_PARAMETERS, NDIS_SIZEOF_BIND_PARAMETERS_REVISION_1, NDIS_STRING,
-    NdisIMCancelInitializeDeviceInstance, NdisIMDeInitializeDeviceInstance,
-    NdisIMInitializeDeviceInstanceEx,
+    NDIS_BIND_PARAMETERS, NDIS_BIND_PARAMETERS_REVISION_1, NDIS_OBJECT_TYPE_BIND_PARAMETERS,
+    NDIS_SIZEOF_BIND_PARAMETERS_REVISION_1,
 };
 use ndkpi::{
     NDIS_STATUS, NDIS_STATUS_INVALID_PARAMETER, NDIS_STATUS_NOT_SUPPORTED, NDIS_STATUS_RESOURCES,
@@ -23,67 +19,71 @@ use ndkpi::{
 };
 
 use super::upper_bindings;
-use crate::driver::adapter::Adapter;
-use crate::driver::alloc::try_box;
 use crate::driver::binding::Binding;
+use crate::driver::kit::kernel::wait_briefly;
+use crate::driver::kit::ndis::{self as kit_ndis, BindContext, PROTOCOL_HANDLE};
 use crate::driver::log::{log_error, log_info};
 use crate::driver::mux::{
-    INSTANCE_HALTING, INSTANCE_INIT_PENDING, INSTANCE_NONE, INSTANCE_UP, Mux, RegistryGuard,
+    INSTANCE_HALTING, INSTANCE_INIT_PENDING, INSTANCE_NONE, INSTANCE_UP, MAX_BINDINGS, Mux,
+    RegistryGuard, Virtual,
 };
 
 /// `ProtocolBindAdapterEx` (`PASSIVE_LEVEL`): open P, copy what P is,
-/// bring V up (`UpperBindings`, `NdisIMInitializeDeviceInstanceEx`).
-pub fn bind(bind_context: NDIS_HANDLE, params: &NDIS_BIND_PARAMETERS) -> NDIS_STATUS {
+/// bring V up (`UpperBindings`, `NdisIMInitializeDeviceInstanceEx`). The
+/// pairing, whose reference NDIS holds as the binding context until the
+/// unbind.
+pub fn bind(
+    bind_context: BindContext,
+    params: &NDIS_BIND_PARAMETERS,
+) -> Result<TryArc<Mux>, NDIS_STATUS> {
     if params.Header.Type != NDIS_OBJECT_TYPE_BIND_PARAMETERS
         || params.Header.Revision < NDIS_BIND_PARAMETERS_REVISION_1
         || params.Header.Size < NDIS_SIZEOF_BIND_PARAMETERS_REVISION_1
     {
-        return NDIS_STATUS_INVALID_PARAMETER;
+        return Err(NDIS_STATUS_INVALID_PARAMETER);
     }
     let Some(binding) = Binding::new(params) else {
         log_error!("rsndk: not binding to a NIC that is not Ethernet with a 6-byte MAC");
-        return NDIS_STATUS_NOT_SUPPORTED;
+        return Err(NDIS_STATUS_NOT_SUPPORTED);
     };
-    let Ok(mux) = try_box(Mux::new(binding)) else {
-        return NDIS_STATUS_RESOURCES;
+    let Ok(binding) = TryArc::try_new_or_drop(binding) else {
+        return Err(NDIS_STATUS_RESOURCES);
     };
-    let status = mux.binding.open(
-        super::handle(),
-        mux.as_context(),
-        bind_context,
-        params.AdapterName,
-    );
+    let Ok(mux) = TryArc::try_new_or_drop(Mux::new(binding)) else {
+        return Err(NDIS_STATUS_RESOURCES);
+    };
+    let Some(protocol) = PROTOCOL_HANDLE.load() else {
+        return Err(ndkpi::NDIS_STATUS_FAILURE);
+    };
+    let status = mux
+        .binding
+        .open(protocol, &*mux, bind_context, params.AdapterName);
     if status != NDIS_STATUS_SUCCESS {
         log_error!("rsndk: NdisOpenAdapterEx failed: {:#010x}", status as u32);
-        return status;
+        return Err(status);
     }
-    let guard = RegistryGuard::lock();
+    let mut guard = RegistryGuard::lock();
     let status = if guard.add(&mux) {
         start_virtual(&mux, None)
     } else {
-        log_error!(
-            "rsndk: more than {} bindings",
-            crate::driver::mux::MAX_BINDINGS
-        );
+        log_error!("rsndk: more than {MAX_BINDINGS} bindings");
         NDIS_STATUS_RESOURCES
     };
     if status != NDIS_STATUS_SUCCESS {
         guard.remove(&mux);
         drop(guard);
         mux.binding.close();
-        return status;
+        return Err(status);
     }
     drop(guard);
     log_info!("rsndk: bound to a NIC, MTU {}", mux.binding.mtu());
-    // NDIS holds the context until ProtocolUnbindAdapterEx (`unbind`).
-    let _ = Box::into_raw(mux);
-    NDIS_STATUS_SUCCESS
+    Ok(mux)
 }
 
 /// Brings V up over `mux` unless it is up, coming up or being stopped
 /// (`PASSIVE_LEVEL`, registry lock held). With `instance`, only if V's
 /// device name is that one (`NetEventIMReEnableDevice`).
-fn start_virtual(mux: &Mux, instance: Option<&NDIS_STRING>) -> NDIS_STATUS {
+fn start_virtual(mux: &Mux, instance: Option<&[u16]>) -> NDIS_STATUS {
     let virt = &mux.virt;
     if virt.instance() != INSTANCE_NONE
         || virt
@@ -92,7 +92,10 @@ fn start_virtual(mux: &Mux, instance: Option<&NDIS_STRING>) -> NDIS_STATUS {
     {
         return NDIS_STATUS_SUCCESS;
     }
-    let name = match upper_bindings::read(mux.binding.handle()) {
+    let Some(binding) = mux.binding.handle() else {
+        return ndkpi::NDIS_STATUS_FAILURE;
+    };
+    let name = match upper_bindings::read(binding) {
         Ok(Some(name)) => name,
         // The value names nothing: no V over this NIC (the sample's bind
         // succeeds without a virtual miniport).
@@ -114,35 +117,23 @@ fn start_virtual(mux: &Mux, instance: Option<&NDIS_STRING>) -> NDIS_STATUS {
     virt.init_done
         .store(false, core::sync::atomic::Ordering::SeqCst);
     virt.set_instance(INSTANCE_INIT_PENDING);
-    let mut name = virt.name();
-    // SAFETY: PASSIVE_LEVEL; the miniport driver handle of DriverEntry;
-    // the name lives in the pairing (kept for the cancel); the context is
-    // the pairing, which outlives V (the unbind waits for V's halt).
-    let status = unsafe {
-        NdisIMInitializeDeviceInstanceEx(
-            crate::driver::driver_handle(),
-            &raw mut name,
-            mux.as_context(),
-        )
-    };
-    if status != NDIS_STATUS_SUCCESS {
+    // The context is the pairing, which outlives V (the unbind waits for
+    // V's halt); the name lives in the pairing (kept for the cancel).
+    let status = virt.with_name(|name| kit_ndis::initialize_device_instance(name, mux));
+    if let Err(status) = status {
         log_error!(
             "rsndk: NdisIMInitializeDeviceInstanceEx failed: {:#010x}",
             status as u32
         );
         virt.move_instance(INSTANCE_INIT_PENDING, INSTANCE_NONE);
+        return status;
     }
-    status
+    NDIS_STATUS_SUCCESS
 }
 
 /// Case-insensitive comparison of device names (ASCII letters; NDIS
 /// compares them with `NdisEqualString(.., TRUE)`).
-fn same_name(name: &[u16], other: &NDIS_STRING) -> bool {
-    if other.Buffer.is_null() {
-        return false;
-    }
-    // SAFETY: NDIS's string of `Length` bytes, valid for the PnP event.
-    let other = unsafe { core::slice::from_raw_parts(other.Buffer, usize::from(other.Length) / 2) };
+fn same_name(name: &[u16], other: &[u16]) -> bool {
     let upper = |c: u16| {
         if (u16::from(b'a')..=u16::from(b'z')).contains(&c) {
             c - 32
@@ -155,7 +146,7 @@ fn same_name(name: &[u16], other: &NDIS_STRING) -> bool {
 
 /// `NetEventReconfigure` / `NetEventIMReEnableDevice` (`PASSIVE_LEVEL`):
 /// bring V up over every binding that has none (or only the named one).
-pub fn bootstrap_all(instance: Option<&NDIS_STRING>) {
+pub fn bootstrap_all(instance: Option<&[u16]>) {
     let guard = RegistryGuard::lock();
     guard.for_each(|mux| {
         let status = start_virtual(mux, instance);
@@ -166,61 +157,43 @@ pub fn bootstrap_all(instance: Option<&NDIS_STRING>) {
 }
 
 /// `ProtocolUnbindAdapterEx` (`PASSIVE_LEVEL`; NDIS paused the binding):
-/// stop V, close P, free the pairing.
-///
-/// # Safety
-/// `mux` is a pairing `bind` leaked and NDIS's last call for it: no other
-/// protocol handler runs for the binding meanwhile or afterwards.
-pub unsafe fn unbind(mux: NonNull<Mux>) -> NDIS_STATUS {
-    {
-        // SAFETY: live until freed below (this function's contract).
-        let mux = unsafe { mux.as_ref() };
-        RegistryGuard::lock().remove(mux);
-        stop_virtual(mux);
-        mux.binding.close();
-    }
-    // SAFETY: `bind`'s box, handed back once; V is halted and P closed,
-    // so nothing refers to it any more.
-    drop(unsafe { Box::from_raw(mux.as_ptr()) });
+/// stop V and close P; `disable_ndk` disables NDK on V and waits for its
+/// NDK adapters while V is up. The caller lets go of NDIS's reference to
+/// the pairing afterwards (it is freed with the last one).
+pub fn unbind(mux: &Mux, disable_ndk: fn(&Virtual)) {
+    RegistryGuard::lock().remove(mux);
+    stop_virtual(mux, disable_ndk);
+    mux.binding.close();
     log_info!("rsndk: unbound from a NIC");
-    NDIS_STATUS_SUCCESS
 }
 
 /// The sample's `PtStopVElan` plus the NDK rule (`PASSIVE_LEVEL`): NDK is
 /// disabled and every NDK adapter closed before V is deinitialised; an
 /// initialisation that has not run is cancelled or waited for; returns
 /// once V is halted (or was never initialised).
-fn stop_virtual(mux: &Mux) {
+fn stop_virtual(mux: &Mux, disable_ndk: fn(&Virtual)) {
     let virt = &mux.virt;
     virt.deinitializing
         .store(true, core::sync::atomic::Ordering::SeqCst);
     if virt.instance() == INSTANCE_INIT_PENDING {
-        let mut name = virt.name();
-        // SAFETY: PASSIVE_LEVEL; the driver handle and the name the
-        // initialisation was asked with.
-        let status = unsafe {
-            NdisIMCancelInitializeDeviceInstance(crate::driver::driver_handle(), &raw mut name)
-        };
-        if status == NDIS_STATUS_SUCCESS && virt.move_instance(INSTANCE_INIT_PENDING, INSTANCE_NONE)
-        {
+        // The driver handle and the name the initialisation was asked
+        // with.
+        let cancelled = virt.with_name(kit_ndis::cancel_device_instance);
+        if cancelled.is_ok() && virt.move_instance(INSTANCE_INIT_PENDING, INSTANCE_NONE) {
             return;
         }
         // MiniportInitializeEx will run (or runs now): wait for it.
         while !virt.init_done.load(core::sync::atomic::Ordering::SeqCst) {
-            crate::driver::platform_wait();
+            wait_briefly();
         }
     }
     if virt.instance() == INSTANCE_UP {
-        let context = virt.adapter();
-        if !context.is_null() {
-            // SAFETY: V's adapter context, live while the instance is up
-            // and not halting; only this unbind deinitialises it, below.
-            unsafe { Adapter::from_context(context) }.disable_ndk_and_wait();
-        }
-        // SAFETY: PASSIVE_LEVEL; V's miniport handle, initialised and not
-        // deinitialised yet (the instance is up).
-        let status = unsafe { NdisIMDeInitializeDeviceInstance(virt.miniport()) };
-        if status != NDIS_STATUS_SUCCESS {
+        disable_ndk(virt);
+        // V's miniport handle, initialised and not deinitialised yet (the
+        // instance is up).
+        if let Some(miniport) = virt.miniport()
+            && let Err(status) = kit_ndis::deinitialize_device_instance(miniport)
+        {
             log_error!(
                 "rsndk: NdisIMDeInitializeDeviceInstance failed: {:#010x}",
                 status as u32
@@ -229,6 +202,6 @@ fn stop_virtual(mux: &Mux) {
     }
     // Halt (ours or one NDIS started) ends with the instance back at NONE.
     while matches!(virt.instance(), INSTANCE_UP | INSTANCE_HALTING) {
-        crate::driver::platform_wait();
+        wait_briefly();
     }
 }

@@ -43,7 +43,7 @@ impl Rundown {
     pub fn close_and_wait(&self) {
         self.0.fetch_or(CLOSED, Ordering::SeqCst);
         while self.0.load(Ordering::SeqCst) & !CLOSED != 0 {
-            crate::driver::platform_wait();
+            super::kernel::wait_briefly();
         }
     }
 }
