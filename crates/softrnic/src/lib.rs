@@ -35,9 +35,12 @@
 //! 5. [`device`]: [`device::SoftRnic`], the tables and bitsets and the
 //!    commands and doorbells of the hwq contract; [`engine`] (arrivals,
 //!    polls, timers, backpressure) and [`pass`] (one pass and its turn)
-//!    drive it; [`fabric`] is an in-memory link between devices (a plain
-//!    delivery queue: its faults come from a [`link::FaultLink`] around
-//!    each device's port).
+//!    drive it; [`fabric`] is an in-memory network between devices (a
+//!    plain delivery queue per destination; each device's link is a
+//!    [`fabric::FabricEndpoint`], tests' and the host's alike, its faults
+//!    from a [`link::FaultLink`] around it); [`l2`] is the Ethernet port
+//!    (framing, neighbours, classification) a kernel runtime gives a
+//!    device as its link and hands its received frames to.
 //!
 //! ## Time
 //!
@@ -51,8 +54,8 @@
 //! command starts runs from the next pass, which stamps it; anything else a
 //! command needs a time for takes the latest pass's. The only clocks read
 //! inside this crate are links' ([`env::Clock`]): a [`link::FaultLink`]'s
-//! for the delays it injects, the in-memory [`fabric`]'s port for when
-//! what it queues is due.
+//! for the delays it injects, a [`fabric::FabricEndpoint`]'s for when what
+//! it queues is due.
 //!
 //! ## One SEND, end to end
 //!
@@ -81,8 +84,9 @@
 //!    [`train::Train`]): its capture wrapper ([`link::CaptureLink`]) shows
 //!    it to the packet capture, if one is installed, and passes it to the
 //!    [`link::Link`] the runtime gave the device: a UDP socket
-//!    (`crates/host`), the Ethernet port of [`l2`], or the in-memory
-//!    [`fabric`]. No packet reaches the link while a QP's slot is held.
+//!    (`crates/host`), the Ethernet port of [`l2`] (the kernel shell's),
+//!    or a [`fabric::FabricEndpoint`] on the in-memory fabric. No packet
+//!    reaches the link while a QP's slot is held.
 //! 5. At the peer the link's runtime hands what arrived to the device's
 //!    one receive door, [`device::SoftRnic::receive`], as an
 //!    [`arrival::Arrival`]: a datagram, one whose IP and UDP headers were
@@ -103,6 +107,37 @@
 //!    (`qp/completer.rs`), which moves the oldest unacknowledged PSN past
 //!    the SEND, disarms the retransmit timer, and writes the SEND's CQE
 //!    into the send CQ in SQ order.
+//!
+//! ## One received frame, through the kernel shell's Ethernet port
+//!
+//! The request of step 5 and its ACK, as they cross the crate boundary
+//! between the driver (`src/driver/l2.rs`) and this crate: once in per
+//! received frame, once out per frame sent.
+//!
+//! 1. NDIS indicates a received list; the driver takes its frame (in
+//!    place or bounced) and makes one call:
+//!    [`l2::EthernetPort::receive_frame`], with the device and the time.
+//! 2. The port classifies it (`l2/classify.rs`): a frame carrying UDP to
+//!    port 4791 has its IP and UDP headers checked, once, by
+//!    [`wire::CheckedDatagram::parse`]. One to an own address whose
+//!    headers check is the RNIC's (its sender's neighbour entry is
+//!    confirmed); anything else goes back up (`false`), ARP and Neighbor
+//!    Discovery learnt from on the way.
+//! 3. The port counts it ([`l2::PortStats`]' `steered` and
+//!    `steered_bytes`, its UDP payload: the RDMA octets of
+//!    `OID_NDK_STATISTICS`) before the device has it, and hands the
+//!    checked datagram to the device's one receive door,
+//!    [`device::SoftRnic::receive`], as [`arrival::Arrival::Checked`].
+//! 4. [`engine`] shows it to the capture, goes on from its BTH
+//!    ([`wire::parse_checked`]: the ICRC already fed the headers), and
+//!    hands it to its QP with the QP's outbox locked, as in step 5 above:
+//!    the responder places it and records the ACK.
+//! 5. The QP's slot let go, the engine drains the outbox: the ACK is
+//!    built and handed to the device's link, which in the kernel is the
+//!    port itself (an [`l2::EthernetPort`] behind the `hwq::TryArc` the
+//!    driver shares with the device). The port frames it for the peer's
+//!    MAC address and gives it, with its RDMA length, to the driver's
+//!    [`l2::FrameSink`], which sends it down in one of its own NBLs.
 
 #![no_std]
 #![forbid(unsafe_code)]

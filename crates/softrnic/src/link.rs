@@ -32,8 +32,8 @@
 //!   [`FaultInjector`] that several links may share (the devices of one
 //!   simulated network). It carries no trains while it draws per-datagram
 //!   faults. What it delays it holds until due, or hands at once to a link
-//!   that delays delivery itself ([`Link::transmit_owned_later`]: the
-//!   in-memory fabric's ports, the host's fabric hub). A runtime (or test)
+//!   that delays delivery itself ([`Link::transmit_owned_later`]: a
+//!   [`crate::fabric::FabricEndpoint`], tests' and the host's hub's). A runtime (or test)
 //!   wraps the link it gives a device in one; the capture, inside the
 //!   device, sees what leaves the device, before any fault.
 //!

@@ -22,9 +22,17 @@
 //!   port learnt from them. 802.1Q-tagged frames are passed up untouched:
 //!   NICs strip VLAN tags into out-of-band data, so a tag in the frame
 //!   means a VLAN this port is not on.
+//! * A runtime that hands the RNIC its frames straight on (the kernel
+//!   shell) calls [`EthernetPort::receive_frame`] once per frame: the
+//!   verdict, the RDMA octet count ([`PortStats::steered_bytes`]) and the
+//!   hand-over to [`crate::device::SoftRnic::receive`] in one call. The
+//!   port is also the device's link as it is (a `TryArc` or `Arc` of a
+//!   link is a link): a datagram the device sends reaches the sink
+//!   without passing through the runtime.
 //! * Loopback: the queue is drained by the runtime
-//!   ([`EthernetPort::poll_loopback`], outside any RNIC lock) after the
-//!   sink's [`FrameSink::loopback_ready`].
+//!   ([`EthernetPort::poll_loopback`], or [`EthernetPort::loopback_into`]
+//!   straight into the RNIC, outside any RNIC lock) after the sink's
+//!   [`FrameSink::loopback_ready`].
 //! * Time is what the runtime passes in ([`EthernetPort::on_frame`],
 //!   [`EthernetPort::tick`]): the port keeps the latest.
 //!
