@@ -21,7 +21,7 @@ use hwq::lock::{LockClass, LockToken, SpinLockOps, rw, test_and_set};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeStatus, Cqn, Qpn, Srqn, Verbs};
 use softrnic::env::Clock;
-use softrnic::fabric::{Fabric, FabricPort};
+use softrnic::fabric::{Fabric, FabricEndpoint};
 use softrnic::link::Load;
 
 /// Lock operations that record a thread taking a lock of a class it
@@ -131,7 +131,7 @@ fn pair() -> (Arc<Pair>, Qp, Qp) {
     let mem = HostMem::new(1 << 21);
     let node = |addr: std::net::Ipv4Addr| {
         let c: Arc<dyn Clock> = clock.clone();
-        let port = FabricPort::with_trains(fabric.clone(), c);
+        let port = FabricEndpoint::with_trains(fabric.clone(), c);
         let n = Node::sharing(
             addr,
             PMTU,
