@@ -14,19 +14,21 @@
 //! link glue, wdk-build's linker arguments) and [`wdk_check`], which
 //! compares the hand declarations with wdk-sys's bindgen output.
 //!
-//! Two floors. [`kit`] is the safe NDIS and kernel layer: NBL chains
-//! and their ownership, OID requests, NDIS handles and calls, the DPC,
-//! timer and work item owner, spin locks, rundown, the pause gate, pool
-//! and MDL mappings, and the entry points NDIS calls (`DriverEntry`, the
-//! miniport, protocol and NDK handlers), which turn NDIS's pointers into
-//! those types. Every raw call and its reasoning is there (and in
-//! [`platform`], the provider's lock glue); everything else here is
+//! Two floors and an edge. [`kit`] is the safe NDIS and kernel layer: NBL
+//! chains and their ownership, OID requests, NDIS handles and calls, the
+//! DPC, timer and work item owner, spin locks, rundown, the pause gate,
+//! pool and MDL mappings. [`entry`] is where the kernel and NDIS call in
+//! (`DriverEntry`, the miniport, protocol and NDK handlers, unload): it
+//! turns NDIS's pointers into kit types once and calls the safe handlers.
+//! Every raw call and its reasoning is in those two (and in [`platform`],
+//! the provider's lock glue); everything else here is
 //! `deny(unsafe_code)` and works with the kit's types.
 //!
-//! Above it: [`miniport`] (V's handlers), [`adapter`] (V's state and
+//! Between the two: [`miniport`] (V's handlers), [`adapter`] (V's state and
 //! attributes), [`protocol`] (the protocol edge's handlers, bind/unbind,
 //! forwarded OIDs), [`binding`] (the open on P), [`mux`] (a binding paired
-//! with its V), [`passthrough`] (the data path V <-> P), [`oid`], [`ndk`]
+//! with its V), [`passthrough`] (the data path V <-> P), [`oid`] and
+//! [`supported_oids`], [`ndk`]
 //! (NDK open/close, counters), [`ndk_tables`] (the connection and endpoint
 //! OIDs), [`config`] (registry keywords), [`device`] (the RNIC, its engine
 //! and L2 port), [`engine`] (the RNIC's DPC, timer and PASSIVE_LEVEL
