@@ -103,5 +103,7 @@ pub fn device_pnp_event(code: NDIS_DEVICE_PNP_EVENT) {
 /// forwarded to P is cancelled at P, and completes when P completes it;
 /// nothing else pends.
 pub fn cancel_oid_request(adapter: &Adapter, request_id: PVOID) {
-    adapter.forward.cancel(request_id);
+    adapter
+        .forward
+        .cancel(request_id, adapter.mux().binding.handle());
 }

@@ -31,7 +31,7 @@ use hwq::TryArc;
 use provider::sockaddr::{to_sockaddr_in, to_sockaddr_in6};
 
 use super::kernel;
-use super::ndis::{AdapterHandle, AtomicHandle, BindingHandle, kind};
+use super::ndis::{AdapterHandle, BindingHandle};
 
 /// Plain data: every byte of a value is initialised and any bytes make a
 /// value, so its bytes can be copied out as they are.
@@ -556,8 +556,6 @@ pub struct Forward<C: ForwardOwner> {
     forwarded_id: AtomicPtr<c_void>,
     /// Told what P accepted.
     owner: TryArc<C>,
-    /// The binding the clone went down.
-    binding: AtomicHandle<kind::Binding>,
 }
 
 impl<C: ForwardOwner> core::fmt::Debug for Forward<C> {
@@ -590,7 +588,6 @@ impl<C: ForwardOwner> Forward<C> {
             inline_status: AtomicI32::new(NDIS_STATUS_SUCCESS),
             forwarded_id: AtomicPtr::new(ptr::null_mut()),
             owner,
-            binding: AtomicHandle::empty(),
         }
     }
 
@@ -637,7 +634,6 @@ impl<C: ForwardOwner> Forward<C> {
             return NDIS_STATUS_FAILURE;
         }
         self.phase.store(FORWARDING, Ordering::SeqCst);
-        self.binding.store(binding);
         let mut clone = new_request(original.RequestType, oid, buffer, length);
         // V's cancel names V's request by this id; P's by the clone's.
         clone.RequestId = original.RequestId;
@@ -669,14 +665,14 @@ impl<C: ForwardOwner> Forward<C> {
     }
 
     /// `MiniportCancelOidRequest` (`<= DISPATCH_LEVEL`): if V's request
-    /// `request_id` is with P, P is asked to cancel the clone
+    /// `request_id` is with P, P (`binding`) is asked to cancel the clone
     /// (`NdisCancelOidRequest`, the sample's `MPCancelOidRequest`); V's
     /// request then completes with the status P completes the clone with.
-    pub fn cancel(&self, request_id: PVOID) {
+    pub fn cancel(&self, request_id: PVOID, binding: Option<BindingHandle>) {
         if request_id.is_null() || self.forwarded_id.load(Ordering::Acquire) != request_id {
             return;
         }
-        let Some(binding) = self.binding.load() else {
+        let Some(binding) = binding else {
             return;
         };
         // SAFETY: <= DISPATCH_LEVEL; P's open binding handle (the clone is
