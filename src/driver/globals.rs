@@ -1,5 +1,5 @@
 //! The driver's one global object: the provider's platform, installed by
-//! `DriverEntry` and freed at unload (both in [`super::kit::entry`]). A
+//! `DriverEntry` and freed at unload (both in [`super::entry`]). A
 //! leaf: everything that needs the platform reaches it here. (The NDIS
 //! driver handles are the kit's: [`super::kit::ndis::DRIVER_HANDLE`].)
 

@@ -1,5 +1,5 @@
 //! The miniport edge of the MUX: the virtual miniport driver (V)'s
-//! handlers, which [`super::kit::entry`] registers (NDIS 6.50, see
+//! handlers, which [`super::entry`] registers (NDIS 6.50, see
 //! `ndis::version`, `NDIS_INTERMEDIATE_DRIVER`) and calls with checked
 //! references.
 //!

@@ -11,7 +11,7 @@
 //! it uses only the hand declarations of crate `ndis` (NDIS, ntoskrnl,
 //! NETIO's IP Helper), so `cargo check --target x86_64-pc-windows-msvc` type-checks all
 //! of it on Linux. The `wdk` feature adds only the final link (wdk-sys's
-//! link glue, wdk-build's linker arguments) and [`wdk_check`], which
+//! link glue, wdk-build's linker arguments) and `wdk_check`, which
 //! compares the hand declarations with wdk-sys's bindgen output.
 //!
 //! Two floors and an edge. [`kit`] is the safe NDIS and kernel layer: NBL
@@ -35,7 +35,7 @@
 //! continuation), [`l2`] (the RNIC's Ethernet port on the binding),
 //! [`addresses`] (V's IP addresses from the IP stack), [`platform`] (the
 //! provider's `Platform`) and [`globals`] (the one instance of it),
-//! [`dma`] and [`dma_map`] (device access to memory), [`panic`] (bugchecking
+//! [`dma`] and [`dma_map`] (device access to memory), [`panic`](mod@panic) (bugchecking
 //! panic handler), [`irql`], [`clock`], [`log`].
 
 #![deny(unsafe_code)]

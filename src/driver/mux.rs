@@ -64,7 +64,7 @@ pub struct Virtual {
     /// V's NDIS miniport adapter handle while up.
     miniport: AtomicHandle<kind::Adapter>,
     /// V's adapter context while up (an `adapter::Adapter`'s address, for
-    /// the unbind: [`super::kit::entry`]).
+    /// the unbind: [`super::entry`]).
     adapter: AtomicPtr<c_void>,
     /// The RNIC's L2 port while V is up.
     port: SpinLock<Option<TryArc<L2Port>>>,

@@ -1,5 +1,5 @@
 //! NDK on V: opening and closing the provider's `NDK_ADAPTER`s (the
-//! handlers of the NDK provider characteristics [`super::kit::entry`]
+//! handlers of the NDK provider characteristics [`super::entry`]
 //! registers in `MiniportSetOptions`), and the NDK counters of
 //! `OID_NDK_STATISTICS`.
 

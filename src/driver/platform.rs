@@ -7,7 +7,7 @@
 //!   the matching lower, so an APC_LEVEL caller returns at APC_LEVEL.
 //! * Pool: the provider's charges are counted (bytes and blocks
 //!   outstanding) for the debugger; the memory itself (paged or not: all
-//!   of it is non-paged here) comes from the global allocator ([`super::alloc`], tag `RsNk`), and Driver Verifier's
+//!   of it is non-paged here) comes from the global allocator ([`super::kit::memory`], tag `RsNk`), and Driver Verifier's
 //!   low-resources simulation is what injects failures.
 //! * Spin locks: a provider lock, and a device lock ([`KernelSpinLocks`],
 //!   installed for softrnic in `DriverEntry`), is a `KSPIN_LOCK` taken with

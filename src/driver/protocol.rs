@@ -1,7 +1,7 @@
 //! The protocol edge of the MUX: rsndk's NDIS protocol driver (`rsndkp`,
 //! the service name of the protocol INF), registered in `DriverEntry` and
 //! tied to the miniport driver with `NdisIMAssociateMiniport`
-//! ([`super::kit::entry`], whose handlers turn NDIS's raw pointers into
+//! ([`super::entry`], whose handlers turn NDIS's raw pointers into
 //! checked references once), and where each handler hands over to the
 //! file that does the work:
 //!
