@@ -211,3 +211,90 @@ fn adapter_close_with_children_open_waits_for_them() {
     let machine = Arc::into_inner(machine).expect("the close thread ended");
     unload_clean(machine);
 }
+
+/// A halt of V itself (`Disable-NetAdapter` on V: NDIS pauses V and calls
+/// `MiniportHaltEx`; the binding to P below stays) while the NDK consumer
+/// still has its adapter, a connected QP and a registered region open
+/// waits for the consumer's `CloseNDKAdapter`, however long it takes (the
+/// performance counter is moved past any timeout): meanwhile the consumer's
+/// QP still takes requests and the bottle still has the NDK adapter open;
+/// once it closes, the halt finishes, V is gone, the unbind of P that
+/// follows finds nothing left, and nothing bugchecked. The unbind's wait
+/// is `unbind_waits_for_the_ndk_consumer_to_close`; this is the halt's
+/// own (the driver's `teardown`), which an unbind never reaches with an
+/// adapter open.
+#[test]
+fn halt_waits_for_the_ndk_consumer_to_close() {
+    if !is_child() {
+        child_passes("ndk_teardown::halt_waits_for_the_ndk_consumer_to_close");
+        return;
+    }
+    let machine = Arc::new(boot());
+    let pair = Pair::new(&machine, None, 8, 1 << 16);
+    write_lands(&pair, 1, 0x5a);
+    let b = pair.ids[1];
+    let halted = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&halted);
+    let disabler = Arc::clone(&machine);
+    // Not scoped: a driver that hangs the halt must fail this test, not
+    // hang it.
+    let halt = std::thread::spawn(move || {
+        disabler.disable(b);
+        done.store(true, Ordering::SeqCst);
+    });
+    assert!(
+        state::wait_until(READY, |n| n
+            .adapter_by_id(b.0)
+            .is_some_and(|a| a.state == AdapterState::Halting)),
+        "V never reached MiniportHaltEx: {:?}",
+        bottle_view(b)
+    );
+    ke::advance_performance_counter(SLOW_CONSUMER);
+    std::thread::sleep(Duration::from_secs(1));
+    let view = bottle_view(b);
+    assert!(
+        !halted.load(Ordering::SeqCst),
+        "MiniportHaltEx of V returned while the consumer still had its NDK adapter open"
+    );
+    assert!(
+        view.as_ref()
+            .is_some_and(|(s, open)| *s == AdapterState::Halting
+                && open.contains(&(pair.b.adapter as usize))),
+        "the NDK adapter was closed for the consumer, or V is gone, while the consumer still \
+         used it: {view:?}"
+    );
+    // The consumer still posts to its QP: the RNIC is alive.
+    assert_eq!(receive(pair.qb.qp, 3, &[]), STATUS_SUCCESS, "NdkReceive");
+    assert!(verifier::bugchecks().is_empty());
+
+    let Pair {
+        a,
+        b: nic_b,
+        qa,
+        qb,
+        conn,
+        region_mr,
+        ids,
+        ..
+    } = pair;
+    close_wait(region_mr);
+    conn.close();
+    qb.close();
+    assert!(!halted.load(Ordering::SeqCst), "halted before the close");
+    machine.close_ndk(ids[1], nic_b.adapter);
+    halt.join().expect("the halt");
+    assert!(halted.load(Ordering::SeqCst));
+    assert_eq!(
+        bottle_view(ids[1]).map(|v| v.0),
+        Some(AdapterState::Gone),
+        "V halted after the close"
+    );
+    // P's binding stays until it is unbound; V is already gone.
+    machine.halt(ids[1]);
+    qa.close();
+    machine.close_ndk(ids[0], a.adapter);
+    machine.halt(ids[0]);
+    assert!(verifier::bugchecks().is_empty());
+    let machine = Arc::into_inner(machine).expect("the halt thread ended");
+    unload_clean(machine);
+}

@@ -769,6 +769,14 @@ impl Machine {
         }
     }
 
+    /// Disables `a` (`Disable-NetAdapter`): a running adapter is paused,
+    /// then `MiniportHaltEx`, with its NDK adapters left open for their
+    /// consumers to close (an intermediate driver's V stays bound to the
+    /// NIC below; [`Machine::halt`] unbinds it afterwards).
+    pub fn disable(&self, a: AdapterId) {
+        miniport::disable(a.0);
+    }
+
     /// Sends `count` (empty) lists to `a` and waits for their completion;
     /// their statuses.
     pub fn send(&self, a: AdapterId, count: usize, at_dispatch: bool) -> Vec<i32> {

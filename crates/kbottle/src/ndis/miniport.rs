@@ -388,6 +388,19 @@ pub fn pause(id: u32) -> NDIS_STATUS {
 /// closed (NDIS has NDK consumers close before a halt), a running adapter
 /// is paused, then `MiniportHaltEx`.
 pub fn halt(id: u32) {
+    halt_as(id, true);
+}
+
+/// Disables adapter `id` (`Disable-NetAdapter`): as [`halt`], except that
+/// its NDK consumers are left to close their adapters when they will, so
+/// `MiniportHaltEx` may find one still open (and must wait for it: the
+/// RNIC it frees is in use). The protocols bound below an intermediate
+/// driver's virtual miniport stay bound.
+pub fn disable(id: u32) {
+    halt_as(id, false);
+}
+
+fn halt_as(id: u32, close_consumers: bool) {
     let Some((handle, context)) = adapter(id) else {
         return;
     };
@@ -401,8 +414,10 @@ pub fn halt(id: u32) {
             .map(|a| a.open_ndk.clone())
             .unwrap_or_default()
     });
-    for ndk in open {
-        close_ndk(id, ndk);
+    if close_consumers {
+        for ndk in open {
+            close_ndk(id, ndk);
+        }
     }
     if state::with(|n| n.adapters.get(&handle).map(|a| a.state)) == Some(AdapterState::Running) {
         pause(id);
