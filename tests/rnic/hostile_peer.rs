@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::rnic_util::*;
 use ndkpi::*;
-use rsndk::adapters::{device_of, fabric_of};
+use rsndk::adapters::{device_of, fabric_of, tap_of};
 use softrnic::env::{Capture, Direction};
 use softrnic::link::Link;
 use softrnic::wire::{
@@ -523,7 +523,8 @@ fn hostile_packets_are_dropped_or_nakked_and_touch_nothing() {
     let p = Node::open("mem:hostile1/127.0.7.2");
     let tap = Arc::new(Tap::default());
     let rnic = device_of(v.adapter).expect("V's device");
-    rnic.set_capture(Some(Box::new(TapRef(tap.clone()))));
+    let v_tap = tap_of(v.adapter).expect("V's link tap");
+    v_tap.set_capture(Some(Box::new(TapRef(tap.clone()))));
     let hub = fabric_of(v.adapter).expect("V's fabric");
     let v_pd = v.create_pd();
     let p_pd = p.create_pd();
@@ -1000,7 +1001,7 @@ fn hostile_packets_are_dropped_or_nakked_and_touch_nothing() {
         eprintln!("hostile: {kind:<36} {n:>4} packets: {outcome}");
     }
     eprintln!("hostile: total {total} packets; V stats {:?}", rnic.stats());
-    rnic.set_capture(None);
+    v_tap.set_capture(None);
     legit.close();
     close_wait(v_pd);
     close_wait(p_pd);
@@ -1018,7 +1019,8 @@ fn udp_hostile_peer_from_its_own_address_gets_no_answer() {
     let p = Node::open("udp:127.0.7.12");
     let tap = Arc::new(Tap::default());
     let rnic = device_of(v.adapter).expect("V's device");
-    rnic.set_capture(Some(Box::new(TapRef(tap.clone()))));
+    let v_tap = tap_of(v.adapter).expect("V's link tap");
+    v_tap.set_capture(Some(Box::new(TapRef(tap.clone()))));
     let v_pd = v.create_pd();
     let p_pd = p.create_pd();
     let legit = connect_link(&v, &p, v_pd, p_pd, &tap);
@@ -1091,7 +1093,7 @@ fn udp_hostile_peer_from_its_own_address_gets_no_answer() {
         "nothing sent to the hostile address"
     );
     eprintln!("hostile udp: {total} datagrams, V stats {s:?}");
-    rnic.set_capture(None);
+    v_tap.set_capture(None);
     legit.close();
     close_wait(v_pd);
     close_wait(p_pd);

@@ -17,7 +17,7 @@ use ndkpi::{
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::Clock;
-use softrnic::link::Faults;
+use softrnic::link::{CaptureLink, Faults, Link};
 
 use crate::busy::{BusyPoll, SharedWaker};
 use crate::clock::HostClock;
@@ -41,6 +41,9 @@ struct HostDevice {
     rnic: Arc<SoftRnic>,
     busy: Arc<BusyPoll>,
     hub: Option<Arc<FabricHub>>,
+    /// The capture wrapper around the device's link (the runtime's, not
+    /// the device's: softrnic holds no capture).
+    tap: Arc<CaptureLink<Box<dyn Link>>>,
     _capture: Option<Arc<PcapCapture>>,
     /// Last: once everything else is gone, the platform checks that none
     /// of the device's pool remains.
@@ -113,7 +116,12 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     // `DeviceConfig::cm_entropy`).
     dev_config.cm_entropy = process_entropy();
     HostPlatform::check_device_locks();
-    let new_rnic = |link: Box<dyn softrnic::link::Link>| {
+    let mut tap = None;
+    let mut new_rnic = |link: Box<dyn Link>| {
+        // The capture wraps the link (and so sees what the device sends
+        // before any fault, what it receives after).
+        let link = Arc::new(CaptureLink::new(link));
+        tap = Some(link.clone());
         // SAFETY: this RNIC serves only NDK consumers through the provider;
         // it reaches memory only inside regions the provider registered
         // from their MDLs (key, bounds and rights checked per access) or
@@ -123,7 +131,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         SoftRnic::new(
             dev_config,
             Box::new(dma),
-            link,
+            Box::new(link),
             HostClock.now_us(),
             Box::new(SharedWaker::new(waker.clone(), busy.clone())),
         )
@@ -165,8 +173,9 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             (rnic, Some(hub), threads)
         }
     };
+    let tap = tap.ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
     if let Some(c) = &capture {
-        rnic.set_capture(Some(Box::new(SharedCapture(c.clone()))));
+        tap.set_capture(Some(Box::new(SharedCapture(c.clone()))));
     }
     let lease = DeviceLease::new(addr);
     let ctx = DeviceContext::new(hwq::SharedDevice::from_arc(rnic.clone()), lease.platform())?;
@@ -177,6 +186,7 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         rnic,
         busy,
         hub,
+        tap,
         _capture: capture,
         _lease: lease,
     }))
@@ -231,6 +241,15 @@ pub fn device_of(adapter: *mut NDK_ADAPTER) -> Option<Arc<SoftRnic>> {
         .adapters
         .get(&(adapter as usize))
         .map(|d| d.rnic.clone())
+}
+
+/// The capture wrapper around the link of the device behind an open
+/// adapter (for tests that tap it: [`CaptureLink::set_capture`]).
+pub fn tap_of(adapter: *mut NDK_ADAPTER) -> Option<Arc<CaptureLink<Box<dyn Link>>>> {
+    registry()
+        .adapters
+        .get(&(adapter as usize))
+        .map(|d| d.tap.clone())
 }
 
 /// The busy-polling policy (and its counters) of the device behind an

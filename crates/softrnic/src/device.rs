@@ -22,7 +22,7 @@ use crate::cm::CmState;
 use crate::cq::CompletionQueue;
 use crate::engine_state::Engine;
 use crate::env::Wake;
-use crate::link::{CaptureLink, Link, Transmitter};
+use crate::link::{Link, Transmitter};
 use crate::memory::{DeviceMemory, KEY_TABLE_LOCK, KeyError, KeyTable};
 use crate::outbox::Outbox;
 use crate::qp::{self, QueuePair};
@@ -145,9 +145,9 @@ pub struct SoftRnic {
     pub(crate) addresses: RwLock<AddressSet>,
     /// Key table and DMA, shared with trains in flight.
     pub(crate) mem: TryArc<DeviceMemory>,
-    /// Its link, inside the wrapper that shows what passes to the capture
-    /// ([`SoftRnic::set_capture`]).
-    pub(crate) link: CaptureLink<Box<dyn Link>>,
+    /// Its link, as its runtime gave it (wrapped in whatever the runtime
+    /// wants around it: a capture, fault injection).
+    pub(crate) link: Box<dyn Link>,
     waker: Box<dyn Wake>,
     /// The driver's event sink. Deliveries copy it out and call it with
     /// the lock released ([`SoftRnic::deliver_events`]).
@@ -213,7 +213,7 @@ impl SoftRnic {
                 dma,
             })
             .ok()?,
-            link: CaptureLink::new(link),
+            link,
             waker,
             sink: RwLock::new(&SINK_LOCK, None),
             delivering: AtomicU32::new(0),
@@ -353,10 +353,10 @@ impl SoftRnic {
         }
     }
 
-    /// How the device sends: its (capturing) link and counters.
+    /// How the device sends: its link and counters.
     pub(crate) fn transmitter(&self) -> Transmitter<'_> {
         Transmitter {
-            link: &self.link,
+            link: &*self.link,
             stats: &self.engine.stats,
         }
     }

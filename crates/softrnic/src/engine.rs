@@ -82,7 +82,6 @@
 //! datagram's having no extension headers) and refuses IPv4, whose
 //! covered identification and flags no UDP socket sees.
 
-use alloc::boxed::Box;
 use core::net::{IpAddr, SocketAddr};
 use core::sync::atomic::Ordering;
 
@@ -91,7 +90,6 @@ use hwq::device::DeviceError;
 use crate::arrival::Arrival;
 use crate::device::{FIRST_QPN, SoftRnic};
 use crate::engine_state::Engine;
-use crate::env::Capture;
 use crate::link::Link;
 use crate::outbox::Outbox;
 use crate::qp::{self, Connection, Negotiated, Path, QpState, QueuePair, RcConfig};
@@ -131,13 +129,6 @@ impl SoftRnic {
     /// The engine's counters.
     pub fn stats(&self) -> EngineStats {
         self.engine.stats.snapshot()
-    }
-
-    /// Installs (or removes) the packet tap: the capture the device's
-    /// link wrapper ([`crate::link::CaptureLink`]) shows every datagram
-    /// sent and received to. May allocate.
-    pub fn set_capture(&self, capture: Option<Box<dyn Capture>>) {
-        self.link.set_capture(capture);
     }
 
     /// Sets the reliability parameters QPs get when they connect.
@@ -269,19 +260,14 @@ impl SoftRnic {
     }
 
     /// The device's one receive door: hands one [`Arrival`] to the engine
-    /// at time `now` (µs, the runtime's monotonic clock). It is shown to
-    /// the capture, then parsed once, from where its receiver left off (a
-    /// [`Arrival::Checked`] datagram from its BTH, its headers' ICRC part
-    /// carried with it), and dispatched; a malformed or bad-ICRC datagram
-    /// is counted and dropped. Never panics, whatever the bytes.
+    /// at time `now` (µs, the runtime's monotonic clock). It is parsed
+    /// once, from where its receiver left off (a [`Arrival::Checked`]
+    /// datagram from its BTH, its headers' ICRC part carried with it), and
+    /// dispatched; a malformed or bad-ICRC datagram is counted and
+    /// dropped. Never panics, whatever the bytes. A runtime that captures
+    /// shows it first ([`crate::link::CaptureLink::show_arrival`]); what a
+    /// pass takes from the link ([`Link::receive`]) comes here too.
     pub fn receive(&self, now: u64, arrival: Arrival<'_>) {
-        self.link.show_arrival(&arrival);
-        self.arrive(now, arrival);
-    }
-
-    /// [`SoftRnic::receive`] of an arrival the capture has seen (a pass
-    /// took it through the link wrapper's [`Link::receive`]).
-    pub(crate) fn arrive(&self, now: u64, arrival: Arrival<'_>) {
         match arrival {
             Arrival::Datagram(datagram) => self.dispatch(now, wire::parse(datagram)),
             Arrival::Checked(datagram) => self.dispatch(now, wire::parse_checked(&datagram)),

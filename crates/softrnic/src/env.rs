@@ -105,8 +105,8 @@ pub enum Direction {
 /// DF, TTL 64; IPv6: traffic class and flow label 0, hop limit 64; the
 /// socket's addresses and ports).
 ///
-/// Called by the device's [`crate::link::CaptureLink`] from the engine's
-/// hot path, possibly holding a device lock (an outbox's, while it drains
+/// Called by the [`crate::link::CaptureLink`] a runtime wrapped the
+/// device's link in, from the engine's hot path, possibly holding a device lock (an outbox's, while it drains
 /// to the link): must not block for long and must not call back into the
 /// device.
 pub trait Capture: Send + Sync {

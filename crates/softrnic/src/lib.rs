@@ -81,12 +81,13 @@
 //!    straight into the link's send buffer when the link lends one, and
 //!    the context's transmitter ([`link`]) counts it and hands it to the
 //!    device's link (a run for a train-carrying link goes as one
-//!    [`train::Train`]): its capture wrapper ([`link::CaptureLink`]) shows
-//!    it to the packet capture, if one is installed, and passes it to the
-//!    [`link::Link`] the runtime gave the device: a UDP socket
-//!    (`crates/host`), the Ethernet port of [`l2`] (the kernel shell's),
-//!    or a [`fabric::FabricEndpoint`] on the in-memory fabric. No packet
-//!    reaches the link while a QP's slot is held.
+//!    [`train::Train`]): the [`link::Link`] the runtime gave the device,
+//!    a UDP socket (`crates/host`), the Ethernet port of [`l2`] (the
+//!    kernel shell's), or a [`fabric::FabricEndpoint`] on the in-memory
+//!    fabric, inside whatever wrappers the runtime put around it (the
+//!    host's [`link::CaptureLink`] shows it to a packet capture, a test's
+//!    [`link::FaultLink`] loses or delays it). No packet reaches the link
+//!    while a QP's slot is held.
 //! 5. At the peer the link's runtime hands what arrived to the device's
 //!    one receive door, [`device::SoftRnic::receive`], as an
 //!    [`arrival::Arrival`]: a datagram, one whose IP and UDP headers were
@@ -128,7 +129,7 @@
 //!    `OID_NDK_STATISTICS`) before the device has it, and hands the
 //!    checked datagram to the device's one receive door,
 //!    [`device::SoftRnic::receive`], as [`arrival::Arrival::Checked`].
-//! 4. [`engine`] shows it to the capture, goes on from its BTH
+//! 4. [`engine`] goes on from its BTH
 //!    ([`wire::parse_checked`]: the ICRC already fed the headers), and
 //!    hands it to its QP with the QP's outbox locked, as in step 5 above:
 //!    the responder places it and records the ACK.

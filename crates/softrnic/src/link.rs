@@ -21,11 +21,11 @@
 //! another, a link may be wrapped in another link:
 //!
 //! * [`CaptureLink`] shows what passes through it, either way, to a
-//!   [`crate::env::Capture`] (a pcap writer). Every device holds its link
-//!   in one, its slot empty until
-//!   [`crate::device::SoftRnic::set_capture`] fills it; the device's push
-//!   arrivals (`receive*`, which bypass [`Link::receive`]) are shown to the
-//!   same capture.
+//!   [`crate::env::Capture`] (a pcap writer), once one fills its slot
+//!   ([`CaptureLink::set_capture`]). The device holds none: a runtime
+//!   that captures wraps the link it gives the device in one, and shows
+//!   what it pushes into the device's receive itself
+//!   ([`CaptureLink::show_arrival`]).
 //!
 //! * [`FaultLink`] injects seeded faults into what is transmitted through
 //!   it: loss, duplication, reordering and delay, drawn per datagram by a
@@ -33,9 +33,10 @@
 //!   simulated network). It carries no trains while it draws per-datagram
 //!   faults. What it delays it holds until due, or hands at once to a link
 //!   that delays delivery itself ([`Link::transmit_owned_later`]: a
-//!   [`crate::fabric::FabricEndpoint`], tests' and the host's hub's). A runtime (or test)
-//!   wraps the link it gives a device in one; the capture, inside the
-//!   device, sees what leaves the device, before any fault.
+//!   [`crate::fabric::FabricEndpoint`], tests' and the host's hub's). A
+//!   runtime (or test) wraps the link it gives a device in one, inside
+//!   its capture wrapper, which so sees what leaves the device before any
+//!   fault.
 //!
 //! A wrapper forwards what it does not change, so wrappers nest, and a
 //! `Box` or `Arc` of a link is a link.
@@ -349,8 +350,8 @@ pub struct Received {
     pub next_due_us: Option<u64>,
 }
 
-/// How the transport sends: the link (the device's, inside its
-/// [`CaptureLink`]) and the counters of what was sent.
+/// How the transport sends: the device's link and the counters of what
+/// was sent.
 #[derive(Clone, Copy)]
 pub(crate) struct Transmitter<'a> {
     pub(crate) link: &'a dyn Link,

@@ -58,9 +58,8 @@ impl SoftRnic {
             return pass;
         }
         for _ in 0..plan.rx_batches {
-            // The device's link is its capture wrapper: what it hands out
-            // has been shown to the capture.
-            let got = self.link.receive(&mut |arrival| self.arrive(now, arrival));
+            // A capture wrapper around the link shows what it hands out.
+            let got = self.link.receive(&mut |arrival| self.receive(now, arrival));
             pass.received += got.count;
             pass.next_due_us = got.next_due_us;
             if !got.more {

@@ -33,11 +33,11 @@ use crate::wire::IpUdpFields;
 /// (a [`super::FaultLink`] around it holds back what it delays and hands
 /// it through, to be shown, when due).
 ///
-/// The device holds its link in one of these
-/// ([`crate::device::SoftRnic::set_capture`] fills the slot), so a push
-/// runtime's arrivals ([`crate::device::SoftRnic::receive`] and the other
-/// `receive*` entries, which do not pass through [`Link::receive`]) are
-/// shown to the same capture.
+/// It is the runtime's: a runtime that captures wraps the link it gives a
+/// device in one (outside any fault injection, so it sees what the device
+/// sends), keeps a handle to fill the slot, and shows what it pushes into
+/// the device's receive itself ([`CaptureLink::show_arrival`]); the device
+/// holds no capture of its own.
 pub struct CaptureLink<L> {
     inner: L,
     capture: RwLock<Option<Box<dyn Capture>>>,
@@ -94,8 +94,8 @@ impl<L> CaptureLink<L> {
 
     /// Shows one arrival to the capture as the datagram(s) it carries:
     /// what [`Link::receive`] hands out passes here, and so must what a
-    /// push runtime hands the device directly. A UDP payload from a mixed
-    /// pair of families is no datagram: it is not shown.
+    /// push runtime hands the device's receive directly. A UDP payload
+    /// from a mixed pair of families is no datagram: it is not shown.
     pub fn show_arrival(&self, arrival: &Arrival<'_>) {
         self.with_capture(|cap| match arrival {
             Arrival::Datagram(d) => cap.capture(Direction::Receive, d),

@@ -224,8 +224,8 @@ fn handshake(rewrite: Rewrite) -> Handshake {
         node.dev.set_default_rc_config(RcConfig::default());
     }
     let (sent_a, sent_b) = (Sent::default(), Sent::default());
-    w.a.dev.set_capture(Some(Box::new(sent_a.clone())));
-    w.b.dev.set_capture(Some(Box::new(sent_b.clone())));
+    w.a.set_capture(Some(Box::new(sent_a.clone())));
+    w.b.set_capture(Some(Box::new(sent_b.clone())));
     let (ra, rb) = (recorder(&w.a.dev), recorder(&w.b.dev));
     let service = SocketAddr::new(w.b.addr, 445);
     w.b.dev.cm_listen(service).unwrap();

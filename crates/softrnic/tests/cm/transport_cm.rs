@@ -279,8 +279,8 @@ fn mismatched_mtus(pmtu_a: u32, pmtu_b: u32) {
         Arc::new(LargestPayload::default()),
         Arc::new(LargestPayload::default()),
     );
-    w.a.dev.set_capture(Some(Box::new(Tap(tap_a.clone()))));
-    w.b.dev.set_capture(Some(Box::new(Tap(tap_b.clone()))));
+    w.a.set_capture(Some(Box::new(Tap(tap_a.clone()))));
+    w.b.set_capture(Some(Box::new(Tap(tap_b.clone()))));
     let all = Access::LOCAL_WRITE
         .union(Access::REMOTE_READ)
         .union(Access::REMOTE_WRITE);

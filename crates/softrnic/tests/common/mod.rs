@@ -26,9 +26,9 @@ use hwq::{
 };
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, Wake};
+use softrnic::env::{Capture, Clock, Wake};
 use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::{FaultInjector, FaultLink, Faults, Link};
+use softrnic::link::{CaptureLink, FaultInjector, FaultLink, Faults, Link};
 use softrnic::qp::{Path, QpState, RcConfig};
 
 pub mod net;
@@ -190,6 +190,9 @@ impl Cq {
 /// One device with its memory and PD.
 pub struct Node {
     pub dev: SoftRnic,
+    /// The capture wrapper this test runtime put around the device's
+    /// link ([`Node::set_capture`]).
+    pub capture: Arc<CaptureLink<Box<dyn Link>>>,
     pub mem: Arc<HostMem>,
     pub addr: IpAddr,
     pub pd: Pdn,
@@ -270,10 +273,13 @@ impl Node {
         waker: Box<dyn Wake>,
     ) -> Self {
         let addr = addr.into();
+        // The test is the device's runtime: it wraps the link it gives
+        // the device in its capture, outside any fault injection.
+        let capture = Arc::new(CaptureLink::new(link));
         let dev = SoftRnic::new(
             DeviceConfig::new(addr, pmtu),
             Box::new(Dma(mem.clone())),
-            link,
+            Box::new(capture.clone()),
             clock.now(),
             waker,
         )
@@ -281,6 +287,7 @@ impl Node {
         let (pd, pd_key) = dev.create_pd().unwrap();
         Self {
             dev,
+            capture,
             mem,
             addr,
             pd,
@@ -290,9 +297,16 @@ impl Node {
         }
     }
 
-    /// Hands an arrival to the device now (its one receive door).
+    /// Hands an arrival to the device now (its one receive door), shown
+    /// to the capture first, as a pushing runtime does.
     pub fn arrive(&self, arrival: Arrival<'_>) {
+        self.capture.show_arrival(&arrival);
         self.dev.receive(self.clock.now(), arrival);
+    }
+
+    /// Installs (or removes) the packet tap on the device's link.
+    pub fn set_capture(&self, capture: Option<Box<dyn Capture>>) {
+        self.capture.set_capture(capture);
     }
 
     /// Hands a received datagram to the device now.

@@ -254,7 +254,7 @@ const PSN_A: u32 = 0x00FF_FF00;
 fn burst(capacity: usize, stops: bool) -> Burst {
     let r = Rings::new(capacity, stops);
     let psns = Arc::new(SentPsns::default());
-    r.a.dev.set_capture(Some(Box::new(Tap(psns.clone()))));
+    r.a.set_capture(Some(Box::new(Tap(psns.clone()))));
     let mut qa = r.a.qp(16);
     let mut qb = r.b.qp(16);
     r.connect(&qa, &qb, PSN_A, 0x42);
@@ -392,7 +392,7 @@ fn the_same_bursts_through_dropping_rings_lose_and_retransmit() {
 fn a_closed_ring_holds_a_qp_where_it_is_until_it_opens() {
     let r = Rings::new(0, true);
     let psns = Arc::new(SentPsns::default());
-    r.a.dev.set_capture(Some(Box::new(Tap(psns.clone()))));
+    r.a.set_capture(Some(Box::new(Tap(psns.clone()))));
     let mut qa = r.a.qp(16);
     let qb = r.b.qp(16);
     r.connect(&qa, &qb, PSN_A, 0x42);

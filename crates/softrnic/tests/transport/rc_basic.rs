@@ -312,7 +312,7 @@ fn udp_payload_transport_and_capture_on(v6: bool) {
     use std::net::SocketAddr;
     let (w, mut qa, mut qb) = setup_on(v6, 1024, 1, 2);
     let tap = std::sync::Arc::new(Tap::default());
-    w.b.dev.set_capture(Some(Box::new(TapRef(tap.clone()))));
+    w.b.set_capture(Some(Box::new(TapRef(tap.clone()))));
     let src = w.a.register(8192, Access::LOCAL_WRITE);
     let dst = w.b.register(8192, Access::LOCAL_WRITE);
     let data = pattern(77, 3000);

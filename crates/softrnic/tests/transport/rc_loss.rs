@@ -289,7 +289,7 @@ fn a_capture_sees_what_leaves_the_device_before_the_link_faults() {
         .iter()
         .map(|n| {
             let seen = std::sync::Arc::new(Counted::default());
-            n.dev.set_capture(Some(Box::new(CountTap(seen.clone()))));
+            n.set_capture(Some(Box::new(CountTap(seen.clone()))));
             seen
         })
         .collect();

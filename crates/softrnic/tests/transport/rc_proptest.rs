@@ -89,7 +89,7 @@ fn captured() -> &'static [Vec<u8>] {
     PACKETS.get_or_init(|| {
         let mut b = bench();
         let tap = Arc::new(Tap::default());
-        b.w.a.dev.set_capture(Some(Box::new(TapRef(tap.clone()))));
+        b.w.a.set_capture(Some(Box::new(TapRef(tap.clone()))));
         let local = b.w.a.register(8192, Access::LOCAL_WRITE);
         b.w.a
             .post_send(&mut b.qa, wqe(SendOpcode::Send, 1, &[local.sge(0, 600)]));

@@ -326,7 +326,7 @@ fn a_train_cut_into_datagrams_is_the_packets_a_wire_would_carry() {
     let record = |trains: bool| {
         let mut b = bench(trains);
         let seen = Arc::new(Seen::default());
-        b.a.dev.set_capture(Some(Box::new(Tap(seen.clone()))));
+        b.a.set_capture(Some(Box::new(Tap(seen.clone()))));
         b.post_read();
         assert_eq!(b.read_status(false), CqeStatus::Success);
         assert_eq!(b.placed(), pattern(7, LEN as usize));
@@ -342,8 +342,8 @@ fn a_train_cut_into_datagrams_is_the_packets_a_wire_would_carry() {
 fn taps_see_each_segment_of_a_train_as_a_checked_packet() {
     let mut b = bench(true);
     let (at_a, at_b) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
-    b.a.dev.set_capture(Some(Box::new(Tap(at_a.clone()))));
-    b.b.dev.set_capture(Some(Box::new(Tap(at_b.clone()))));
+    b.a.set_capture(Some(Box::new(Tap(at_a.clone()))));
+    b.b.set_capture(Some(Box::new(Tap(at_b.clone()))));
     b.post_read();
     assert_eq!(b.read_status(true), CqeStatus::Success);
     let received = read_responses(&at_a, Direction::Receive);
@@ -484,7 +484,7 @@ fn cut_write_and_send_trains_are_the_packets_a_wire_would_carry() {
         let record = |trains: bool| {
             let mut b = bench(trains);
             let seen = Arc::new(Seen::default());
-            b.b.dev.set_capture(Some(Box::new(Tap(seen.clone()))));
+            b.b.set_capture(Some(Box::new(Tap(seen.clone()))));
             post(&mut b);
             assert_eq!(b.send_status(false), CqeStatus::Success);
             packets_of(&seen, Direction::Receive, op)
