@@ -11,7 +11,9 @@
 //! encoder writes: an unknown opcode or flag, a field the opcode does not
 //! use that is not zero, a count past the slot. The scatter/gather entries
 //! or inline bytes are written next to the header by the driver and read
-//! through [`SendWqe::sge_list`] and [`SendWqe::inline_data`].
+//! through [`SendWqe::sge_list`] and [`SendWqe::inline_data`]. A receive
+//! slot has no per-opcode fields; [`RecvWqe::decode`] checks its count
+//! and reserved bytes the same way.
 
 pub mod request;
 
@@ -230,10 +232,21 @@ impl Default for RecvWqe {
 }
 
 impl RecvWqe {
-    /// The valid scatter/gather entries.
+    /// The valid scatter/gather entries (clamped to the slot).
     pub fn sge_list(&self) -> &[Sge] {
         let n = usize::from(self.sge_count).min(MAX_SGE);
         &self.sges[..n]
+    }
+
+    /// The scatter list, as the driver wrote it, or why no driver wrote
+    /// the slot: more entries than it holds, reserved bytes not zero.
+    pub fn decode(&self) -> Result<&[Sge], WqeError> {
+        if self.reserved != [0; 7] {
+            return Err(WqeError::Reserved("reserved"));
+        }
+        self.sges
+            .get(..usize::from(self.sge_count))
+            .ok_or(WqeError::SgeCount(self.sge_count))
     }
 }
 
@@ -274,6 +287,21 @@ mod tests {
             CqeOpcode::Send,
             "an unknown opcode completes as a SEND"
         );
+    }
+
+    #[test]
+    fn a_receive_decodes_to_its_scatter_list_or_an_error() {
+        let mut r = RecvWqe {
+            sge_count: 2,
+            ..RecvWqe::default()
+        };
+        r.sges[1].length = 7;
+        assert_eq!(r.decode().map(<[Sge]>::len), Ok(2));
+        r.sge_count = MAX_SGE as u8 + 1;
+        assert_eq!(r.decode(), Err(WqeError::SgeCount(MAX_SGE as u8 + 1)));
+        r.sge_count = 1;
+        r.reserved[6] = 1;
+        assert_eq!(r.decode(), Err(WqeError::Reserved("reserved")));
     }
 
     #[test]

@@ -347,12 +347,18 @@ fn on_send(
     let (Some(recv), InMessage::Send { offset }) = (conn.resp.recv, conn.resp.msg) else {
         return Err(fatal_nak(cx, conn, NakCode::RemoteOperationalError, psn));
     };
+    // The receive is the driver's memory: one no driver wrote fails the
+    // QP, as a receive it cannot execute.
+    let Ok(sges) = recv.decode() else {
+        target.fail(cx, conn, CqeStatus::LocalQpOperation, offset);
+        return Err(fatal_nak(cx, conn, NakCode::RemoteOperationalError, psn));
+    };
     let n = payload.len() as u64;
-    if offset + n > sg::total(recv.sge_list()) {
+    if offset + n > sg::total(sges) {
         target.fail(cx, conn, CqeStatus::LocalLength, offset + n);
         return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
     }
-    let placed = crate::train::scatter_payload(cx.mem, pd, recv.sge_list(), offset, payload);
+    let placed = crate::train::scatter_payload(cx.mem, pd, sges, offset, payload);
     match placed {
         Ok(true) => {}
         Ok(false) => {

@@ -1,12 +1,14 @@
-//! Send slots no encoder writes: the device reads the driver's ring memory
-//! as untrusted, so such a slot completes in error (`LocalQpOperation`), in
-//! order, and the QP fails as for any failed WQE; nothing panics.
+//! Send and receive slots no driver writes: the device reads the driver's
+//! ring memory as untrusted, so such a slot completes in error
+//! (`LocalQpOperation`), in order, and the QP fails as for any failed WQE;
+//! nothing panics.
 
 use crate::common;
 
 use common::*;
+use hwq::Doorbells;
 use hwq::wqe::{Access, MAX_INLINE, MAX_SGE, SendOpcode, WqeFlags};
-use hwq::{CqeOpcode, CqeStatus, SendWqe};
+use hwq::{CqeOpcode, CqeStatus, RecvWqe, SendWqe};
 use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
@@ -115,4 +117,35 @@ fn a_refused_slot_completes_with_its_context_and_opcode() {
             Some(CqeOpcode::LocalInvalidate)
         )
     );
+}
+
+#[test]
+fn a_receive_no_driver_wrote_fails_when_a_send_lands_in_it() {
+    let mut w = World::new(Faults::default(), 4096, 8 << 20);
+    let mut qa = w.a.qp(32);
+    let mut qb = w.b.qp(32);
+    w.connect(&qa, &qb, 1024, 100, 200, 4);
+    let src = w.a.register(4096, Access::LOCAL_WRITE);
+    let dst = w.b.register(4096, Access::LOCAL_WRITE);
+    // More scatter entries than a slot holds: refused, never clamped.
+    let mut bad = RecvWqe {
+        wr_id: 7,
+        sge_count: MAX_SGE as u8 + 1,
+        ..RecvWqe::default()
+    };
+    bad.sges[0] = dst.sge(0, 4096);
+    qb.rq.push(bad).expect("RQ room");
+    qb.rq.publish();
+    w.b.dev.rq_doorbell(qb.qpn);
+    w.a.post_send(&mut qa, wqe(SendOpcode::Send, 1, &[src.sge(0, 64)]));
+    w.run_until(100_000, |_| {
+        qb.rcq.drain();
+        !qb.rcq.seen.is_empty()
+    });
+    let r = qb.rcq.seen[0];
+    assert_eq!(
+        (r.wr_id, r.cqe_status(), r.op()),
+        (7, CqeStatus::LocalQpOperation, Some(CqeOpcode::Receive))
+    );
+    assert_eq!(w.b.state(&qb), QpState::Error);
 }
