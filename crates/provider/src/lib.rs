@@ -23,12 +23,14 @@
 //!    the consumer's `NDK_SGE` array into a checked slice ([`abi`]).
 //! 2. [`qp`]'s post path (`qp/post_send.rs`) validates the request (SGE
 //!    count and lengths, flags, inline size) and, under the send queue's
-//!    spin lock, writes one `hwq::SendWqe` into the send ring shared with
-//!    the device and publishes it (release store of the producer index).
+//!    spin lock, encodes one `hwq::SendRequest` into its slot of the send
+//!    ring shared with the device and publishes it (release store of the
+//!    producer index).
 //! 3. Unless the post carries `NDK_OP_FLAG_DEFER` (and fewer than a batch
 //!    of deferred posts wait), the QP rings
 //!    `hwq::Doorbells::sq_doorbell` on the device ([`DeviceContext`]'s
-//!    unraised doorbell handle: legal at any IRQL up to DISPATCH_LEVEL);
+//!    unraised doorbell handle, reached through the context the QP holds:
+//!    legal at any IRQL up to DISPATCH_LEVEL);
 //!    nothing else runs inline.
 //! 4. The device takes it from there: softrnic's crate doc ("One SEND, end
 //!    to end") follows the WQE through its requester, the link and the
