@@ -163,7 +163,7 @@ fn relocated_at_a_random_base_with_the_iat_bound() {
     if path.with_extension("pdb").is_file() {
         // Named from the PDB: the entry point is the driver's DriverEntry.
         assert!(
-            named.ends_with("(rsndk::driver::driver_entry+0x0)"),
+            named.ends_with("(rsndk::driver::entry::driver_entry+0x0)"),
             "{named}"
         );
     } else {
