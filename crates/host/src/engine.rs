@@ -268,7 +268,7 @@ mod tests {
         let mut got = 0;
         let mut bufs = RxBuffers::default();
         port.try_receive(&mut bufs, |a| {
-            if let softrnic::link::Arrival::Datagram(d) = a {
+            if let softrnic::arrival::Arrival::Datagram(d) = a {
                 got += d.len();
             }
         })

@@ -74,7 +74,8 @@ use std::time::Duration;
 
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use softrnic::link::{Arrival, Link, Received, SendFailure};
+use softrnic::arrival::Arrival;
+use softrnic::link::{Link, Received, SendFailure};
 
 use crate::config::ROCEV2_UDP_PORT;
 use failures::{Failures, SendOutcome, classify};

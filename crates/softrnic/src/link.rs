@@ -47,14 +47,13 @@ use alloc::vec::Vec;
 use core::net::SocketAddr;
 use hwq::TryArc;
 
+use crate::arrival::Arrival;
 use crate::memory::DeviceMemory;
 use crate::stats::Counters;
 use crate::train::{Segments, Train};
 
 mod capture;
 mod faults;
-
-pub use crate::arrival::Arrival;
 
 pub use capture::CaptureLink;
 pub use faults::{FaultInjector, FaultLink, FaultStats, Faults};

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::Clock;
-use softrnic::link::{Arrival, Link};
+use softrnic::link::Link;
 
 use super::{UdpLink, UdpPort};
 use crate::busy::SharedWaker;

@@ -16,7 +16,8 @@ static CAPTURE_LOCK: LockClass = LockClass::new("softrnic capture");
 /// The capture's scratch buffer.
 static CAPTURE_SCRATCH_LOCK: LockClass = LockClass::new("softrnic capture scratch");
 
-use super::{Arrival, Link, Received};
+use super::{Link, Received};
+use crate::arrival::Arrival;
 use crate::env::{Capture, Direction};
 use crate::train::Train;
 use crate::wire::IpUdpFields;

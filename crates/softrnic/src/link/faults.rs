@@ -35,7 +35,8 @@ static DRAWS_LOCK: LockClass = LockClass::new("softrnic fault draws");
 /// A fault link's held-back datagrams.
 static HELD_BACK_LOCK: LockClass = LockClass::new("softrnic fault held back");
 
-use super::{Arrival, Link, Load, Received};
+use super::{Link, Load, Received};
+use crate::arrival::Arrival;
 use crate::env::Clock;
 use crate::train::Train;
 

@@ -17,8 +17,9 @@ use common::*;
 use hwq::device::Device;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
+use softrnic::arrival::Arrival;
 use softrnic::env::{Pass, PassPlan, RunPass, Wake};
-use softrnic::link::{Arrival, Link, Received};
+use softrnic::link::{Link, Received};
 use softrnic::qp::RcConfig;
 
 /// A wire with one inbound queue per address, read only by polling.
