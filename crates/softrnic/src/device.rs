@@ -23,7 +23,7 @@ use crate::cq::CompletionQueue;
 use crate::engine_state::Engine;
 use crate::env::Wake;
 use crate::link::{Link, Transmitter};
-use crate::memory::{DeviceMemory, KEY_TABLE_LOCK, KeyError, KeyTable};
+use crate::memory::{DeviceMemory, KeyError, KeyLock, KeyTable};
 use crate::outbox::Outbox;
 use crate::qp::{self, QueuePair};
 use crate::signals::{self, PendingEvents};
@@ -182,7 +182,7 @@ impl Drop for SoftRnic {
     /// hold its memory: they must find every key dead, since the memory
     /// its keys named is its consumers' to free once the device is gone.
     fn drop(&mut self) {
-        self.mem.keys.write().revoke_all();
+        self.mem.keys.update(KeyTable::revoke_all);
     }
 }
 
@@ -206,10 +206,7 @@ impl SoftRnic {
             // Fallible: in the kernel a failed allocation must be a
             // failed device creation, never an abort (a bugcheck).
             mem: TryArc::try_new_or_drop(DeviceMemory {
-                keys: RwLock::new(
-                    &KEY_TABLE_LOCK,
-                    KeyTable::new(config.max_keys + config.max_pds).ok()?,
-                ),
+                keys: KeyLock::new(KeyTable::new(config.max_keys + config.max_pds).ok()?),
                 dma,
             })
             .ok()?,

@@ -376,9 +376,8 @@ mod tests {
 
     use super::{ENTRIES, Outbox, Recorded};
     use crate::link::{Link, Transmitter};
-    use crate::memory::{DeviceMemory, KEY_TABLE_LOCK, KeyTable};
+    use crate::memory::{DeviceMemory, KeyLock, KeyTable};
     use crate::stats::Counters;
-    use crate::sync::RwLock;
 
     /// A link that takes `room` datagrams, then says it has no room.
     #[derive(Default)]
@@ -419,7 +418,7 @@ mod tests {
 
     fn memory() -> TryArc<DeviceMemory> {
         TryArc::try_new(DeviceMemory {
-            keys: RwLock::new(&KEY_TABLE_LOCK, KeyTable::new(4).unwrap()),
+            keys: KeyLock::new(KeyTable::new(4).unwrap()),
             dma: Box::new(NoDma),
         })
         .unwrap()

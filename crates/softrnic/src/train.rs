@@ -43,7 +43,9 @@ use hwq::wqe::MAX_SGE;
 use hwq::{MemoryKey, Sge};
 
 use crate::memory::sg::{self, SgError, walk};
-use crate::memory::{DeviceMemory, Need};
+use crate::memory::{Chunks, CrossingPin, DeviceMemory, Need};
+#[cfg(doc)]
+use crate::memory::KeyLock;
 use crate::wire::{
     Bth, Carrying, ExtHeaders, Headers, IpUdpFields, Opcode, Packet, PacketBuilder, Reth,
     datagram_len, psn_add, read_response_framing, request_opcode,
@@ -370,26 +372,44 @@ impl Train {
         }
     }
 
-    /// Reads `out.len()` bytes of segment `seg`'s payload, from byte
-    /// `skip` of it, into `out`, holding the source's key table (and no
-    /// other) after its key (or every key of the gather list) was found
-    /// to grant that range. `false` (`out` partly written at most) if it
-    /// no longer does or DMA faulted.
-    pub(crate) fn read_source_into(&self, seg: &Segment, skip: usize, out: &mut [u8]) -> bool {
-        let part = Segment {
+    /// Pins the source memory for a crossing ([`KeyLock::pin_crossing`]):
+    /// taken before [`Train::source_chunks`] checks the source key, it
+    /// makes any change of the source's key table wait until the copy of
+    /// what that check granted has ended.
+    pub(crate) fn pin_source(&self) -> CrossingPin<'_> {
+        self.source.keys.pin_crossing()
+    }
+
+    /// The source pieces (logical address, bytes) of segment `seg`'s
+    /// payload from byte `skip` of it, in order, into `out`, as many as fit:
+    /// how many were written and the bytes they cover. Checked under the
+    /// source's key table (and no other), which is released on return: the
+    /// caller holds a [`Train::pin_source`] pin from before this call until
+    /// it has copied them. `None` if the key (or a key of the gather list)
+    /// no longer grants the rest of the segment.
+    pub(crate) fn source_chunks(
+        &self,
+        seg: &Segment,
+        skip: usize,
+        out: &mut [(u64, usize)],
+    ) -> Option<(usize, usize)> {
+        let rest = Segment {
             at: seg.at.wrapping_add(skip as u64),
-            len: out.len(),
+            len: seg.len.checked_sub(skip)?,
             ..*seg
         };
-        let dma = &*self.source.dma;
-        let mut at = 0usize;
-        self.read_source(&part, |addr, n| {
-            let Some(piece) = out.get_mut(at..at + n) else {
+        let (mut count, mut bytes, mut full) = (0usize, 0usize, false);
+        let granted = self.read_source(&rest, |addr, n| {
+            let Some(slot) = out.get_mut(count) else {
+                full = true;
                 return false;
             };
-            at += n;
-            dma.read(addr, piece).is_ok()
-        })
+            *slot = (addr, n);
+            count += 1;
+            bytes += n;
+            true
+        });
+        (granted || full).then_some((count, bytes))
     }
 
     /// Builds segment `i` as the datagram it stands for (headers, payload
@@ -522,33 +542,32 @@ pub(crate) fn build_read_response(
     b.finish().ok()
 }
 
-/// Bytes of a train segment that cross from the sender's memory to the
-/// receiver's per round ([`scatter_train`]): half the largest PMTU, so a
-/// 4096-byte segment takes two rounds, with a modest stack buffer (the
-/// kernel's engine runs on a 24 KiB kernel stack).
-const CROSSING: usize = 2048;
+/// Source pieces resolved per round of [`scatter_train`]: a segment of
+/// one PMTU spans at most two pages of one key, so one round is the rule.
+const SOURCE_PIECES: usize = 16;
 
 /// Places train segment `seg` (payload still at the sender) at message
 /// byte `offset` of `sges` in `mem` (the receiver's memory), each piece of
 /// which must grant `need`. Every destination piece is checked before the
-/// source is read; then the payload crosses in rounds of at most
-/// [`CROSSING`] bytes: read from the source under the sender's key table
-/// alone (its key checked for that range), then written to the receiver
-/// under the receiver's key table alone (its pieces checked again).
+/// source is read; then, in rounds of up to [`SOURCE_PIECES`] source
+/// pieces, the sender's key is checked and its pieces resolved under the
+/// sender's key table alone, and the bytes are copied straight from the
+/// sender's memory into the receiver's under the receiver's key table
+/// alone (its pieces checked again).
 ///
-/// Why this order is safe: a byte is read from the sender's memory only
-/// under the sender's table held shared, right after its key was found to
-/// grant it; a byte is written to the receiver's memory only under the
-/// receiver's table held shared, right after its key was found to grant
-/// it. Deregistration and invalidation take a table exclusively, so each
-/// either came first (the check fails: nothing is read, or nothing more is
-/// written) or waits until the access ends; between the two the bytes sit
-/// in a buffer on this stack that no one else sees. So no byte lands in
-/// (or comes from) memory whose key died, without both tables held at once:
-/// reader/writer spin locks prefer writers (an `EX_SPIN_LOCK` does), and
-/// two engines each holding its own table and waiting for the other's
-/// while a writer waits on each would deadlock (on loopback, the sender's
-/// table is the receiver's: taking it twice nested would too).
+/// Why this is safe without holding both tables: the receiver's memory is
+/// written only under its table held shared, right after its key was found
+/// to grant the range; deregistration and invalidation take that table
+/// exclusively, so they come first (the check fails, nothing more is
+/// written) or wait until the write ends. The sender's memory is read
+/// after its table was let go, but under a crossing pin taken before its
+/// check: a change of the sender's table that came first fails the check,
+/// and one that came after waits for the pin ([`KeyLock::update`]), so no
+/// byte is read from memory a completed deregistration gave back. Two
+/// tables are never held at once because reader/writer spin locks prefer
+/// writers (an `EX_SPIN_LOCK` does): two engines each holding its own
+/// table and waiting for the other's while a writer waits on each would
+/// deadlock, and on loopback the sender's table is the receiver's.
 ///
 /// `Ok(false)`: the source no longer grants the read. The rounds before it
 /// may have placed bytes (read while the key was valid); the segment
@@ -571,25 +590,36 @@ pub(crate) fn scatter_train(
                 .map_err(|_| SgError::Protection)
         })?;
     }
-    let mut crossing = [0u8; CROSSING];
+    let dma = &*mem.dma;
+    let _pin = train.pin_source();
+    let mut pieces = [(0u64, 0usize); SOURCE_PIECES];
     let mut done = 0usize;
     while done < seg.len {
-        let n = (seg.len - done).min(CROSSING);
-        let piece = crossing.get_mut(..n).ok_or(SgError::Length)?;
-        if !train.read_source_into(seg, done, piece) {
+        let Some((count, bytes)) = train.source_chunks(seg, done, &mut pieces) else {
             return Ok(false);
+        };
+        if bytes == 0 {
+            // A source that resolves no byte of a non-empty rest cannot
+            // be placed; never loop on it.
+            return Err(SgError::Length);
         }
         let keys = mem.keys.read();
-        sg::place(
-            &keys,
-            &*mem.dma,
-            pd,
-            sges,
-            offset + done as u64,
-            piece,
-            need,
-        )?;
-        done += n;
+        let mut at = offset + done as u64;
+        for &(source, len) in pieces.get(..count).unwrap_or_default() {
+            let mut from = source;
+            walk(sges, at, len, |sge, addr, take, _| {
+                let range = keys
+                    .check(MemoryKey(sge.key), pd, addr, take, need)
+                    .map_err(|_| SgError::Protection)?;
+                for (to, n) in Chunks::new(range) {
+                    dma.copy(from, to, n).map_err(|_| SgError::Protection)?;
+                    from += n as u64;
+                }
+                Ok(())
+            })?;
+            at += len as u64;
+        }
+        done += bytes;
     }
     Ok(true)
 }

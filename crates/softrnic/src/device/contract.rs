@@ -68,7 +68,7 @@ impl Verbs for SoftRnic {
         // match on the guard's call would hold it through the arms): slots
         // come before the key table (a QP's engine holds its slot and
         // checks keys).
-        let privileged = self.mem.keys.write().alloc_privileged(pd);
+        let privileged = self.mem.keys.update(|k| k.alloc_privileged(pd));
         match privileged {
             Ok(key) => {
                 self.pds.with(pd, |p| p.privileged = key);
@@ -85,7 +85,7 @@ impl Verbs for SoftRnic {
         if let Some(p) = self.pds.remove(pd.raw()) {
             // The privileged key was allocated with the PD; freeing cannot
             // meet bound windows.
-            let _ = self.mem.keys.write().free(p.privileged);
+            let _ = self.mem.keys.update(|k| k.free(p.privileged));
         }
     }
 
@@ -100,14 +100,12 @@ impl Verbs for SoftRnic {
         };
         self.mem
             .keys
-            .write()
-            .alloc(kind, pd.raw())
+            .update(|k| k.alloc(kind, pd.raw()))
             .map_err(key_error)
     }
 
     fn free_key(&self, key: MemoryKey) {
-        let mut keys = self.mem.keys.write();
-        if keys.free(key).is_err() {
+        if self.mem.keys.update(|k| k.free(key)).is_err() {
             // Bound windows keep a region alive; the driver frees windows
             // first (NDK closes MWs before their MR can close), so this only
             // happens for an already-freed key.
@@ -115,11 +113,11 @@ impl Verbs for SoftRnic {
     }
 
     fn register(&self, key: MemoryKey, reg: &Registration<'_>) -> Result<MemoryKey, DeviceError> {
-        self.mem.keys.write().register(key, reg).map_err(key_error)
+        self.mem.keys.update(|k| k.register(key, reg)).map_err(key_error)
     }
 
     fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
-        self.mem.keys.write().deregister(key).map_err(key_error)
+        self.mem.keys.update(|k| k.deregister(key)).map_err(key_error)
     }
 
     fn init_fast_register(
@@ -133,8 +131,7 @@ impl Verbs for SoftRnic {
         }
         self.mem
             .keys
-            .write()
-            .init_fast_register(key, max_pages, remote)
+            .update(|k| k.init_fast_register(key, max_pages, remote))
             .map_err(key_error)
     }
 

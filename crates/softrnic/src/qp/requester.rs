@@ -308,22 +308,23 @@ fn execute_local(cx: &Context<'_>, pd: u32, conn: &mut Connection, op: &SendOp) 
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
             );
-            cx.mem.keys.write().fast_register(
-                fr.key,
-                pd,
-                fr.access,
-                fr.va,
-                fr.length,
-                fr.fbo,
-                &conn.pages,
-            )
+            cx.mem.keys.update(|k| {
+                k.fast_register(
+                    fr.key,
+                    pd,
+                    fr.access,
+                    fr.va,
+                    fr.length,
+                    fr.fbo,
+                    &conn.pages,
+                )
+            })
         }
         SendOp::Bind(b) => cx
             .mem
             .keys
-            .write()
-            .bind(b.window, b.region, pd, b.access, b.va, b.length),
-        SendOp::LocalInvalidate { key } => cx.mem.keys.write().invalidate(*key, pd),
+            .update(|k| k.bind(b.window, b.region, pd, b.access, b.va, b.length)),
+        SendOp::LocalInvalidate { key } => cx.mem.keys.update(|k| k.invalidate(*key, pd)),
         SendOp::Send { .. } | SendOp::Write { .. } | SendOp::Read { .. } => {
             return CqeStatus::LocalQpOperation;
         }
