@@ -66,7 +66,7 @@ mod raw4;
 mod raw_peer_tests;
 
 use std::io::{self, IoSliceMut};
-use std::net::{IpAddr, SocketAddr, SocketAddrV6, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -641,13 +641,19 @@ impl Link for UdpLink {
         self.0.flush();
     }
 
-    fn transmit_udp_payload_v6_with(
+    /// Lends for IPv6 endpoints only: an IPv4 datagram goes out of a raw
+    /// socket whole (a UDP socket cannot send the identification the
+    /// ICRC covers).
+    fn transmit_udp_payload_with(
         &self,
-        dest: SocketAddrV6,
+        dest: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
-        self.0.queue_with(dest.into(), len, build);
+        if dest.is_ipv4() {
+            return false;
+        }
+        self.0.queue_with(dest, len, build);
         true
     }
 

@@ -121,31 +121,18 @@ pub trait Link: Send + Sync {
 
     /// For a link that carries UDP payloads (BTH through ICRC) and writes
     /// the IP and UDP headers itself: lends `len` bytes of its own send
-    /// buffer for the next payload to the IPv4 endpoint `dest`, which
-    /// `build` writes (returning its length, or `None` for nothing to
-    /// send), so the packet is built where it leaves from. The ICRC covers
-    /// the IPv4 identification and flags: a link that lends must send the
-    /// header the engine chose (DF, the identification
-    /// [`crate::wire::ipv4_ident`] of the payload's PSN, source port 4791),
-    /// which a UDP socket cannot. `false` (the default): the link has no
-    /// such buffer (nothing was called; the caller builds a datagram and
-    /// transmits it).
+    /// buffer for the next payload to the endpoint `dest` (IPv4 or IPv6),
+    /// which `build` writes (returning its length, or `None` for nothing
+    /// to send), so the packet is built where it leaves from. For IPv4 the
+    /// ICRC covers the identification and flags: a link that lends for an
+    /// IPv4 endpoint must send the header the engine chose (DF, the
+    /// identification [`crate::wire::ipv4_ident`] of the payload's PSN,
+    /// source port 4791), which a UDP socket cannot. `false` (the
+    /// default): the link has no such buffer for `dest` (nothing was
+    /// called; the caller builds a datagram and transmits it).
     fn transmit_udp_payload_with(
         &self,
-        dest: core::net::SocketAddrV4,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        let _ = (dest, len, build);
-        false
-    }
-
-    /// [`Link::transmit_udp_payload_with`] for a payload to the IPv6
-    /// endpoint `dest`. The default lends nothing (the caller builds an
-    /// IPv6 datagram and transmits it).
-    fn transmit_udp_payload_v6_with(
-        &self,
-        dest: core::net::SocketAddrV6,
+        dest: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
@@ -232,19 +219,11 @@ macro_rules! forward_link {
             }
             fn transmit_udp_payload_with(
                 &self,
-                dest: core::net::SocketAddrV4,
+                dest: SocketAddr,
                 len: usize,
                 build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
             ) -> bool {
                 (**self).transmit_udp_payload_with(dest, len, build)
-            }
-            fn transmit_udp_payload_v6_with(
-                &self,
-                dest: core::net::SocketAddrV6,
-                len: usize,
-                build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-            ) -> bool {
-                (**self).transmit_udp_payload_v6_with(dest, len, build)
             }
             fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
                 (**self).carries_trains(dst)
@@ -411,12 +390,7 @@ impl Transmitter<'_> {
             stats.tx_packets.inc_if(n.is_some());
             n
         };
-        match dest {
-            SocketAddr::V4(v4) => self.link.transmit_udp_payload_with(v4, len, &mut counted),
-            SocketAddr::V6(v6) => self
-                .link
-                .transmit_udp_payload_v6_with(v6, len, &mut counted),
-        }
+        self.link.transmit_udp_payload_with(dest, len, &mut counted)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::net::{SocketAddrV4, SocketAddrV6};
+use core::net::SocketAddr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::lock::LockClass;
@@ -178,21 +178,12 @@ impl<L: Link> Link for CaptureLink<L> {
 
     fn transmit_udp_payload_with(
         &self,
-        dest: SocketAddrV4,
+        dest: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
         // The capture wants whole datagrams: the caller builds one.
         !self.is_capturing() && self.inner.transmit_udp_payload_with(dest, len, build)
-    }
-
-    fn transmit_udp_payload_v6_with(
-        &self,
-        dest: SocketAddrV6,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        !self.is_capturing() && self.inner.transmit_udp_payload_v6_with(dest, len, build)
     }
 
     fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
@@ -257,7 +248,7 @@ mod tests {
         }
         fn transmit_udp_payload_with(
             &self,
-            _dest: SocketAddrV4,
+            _dest: SocketAddr,
             len: usize,
             build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
         ) -> bool {
@@ -285,7 +276,7 @@ mod tests {
     fn shows_what_passes_either_way_only_while_a_capture_is_installed() {
         let link = CaptureLink::new(Recorder::default());
         let seen = Arc::new(Seen::default());
-        let dest = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4791);
+        let dest = SocketAddr::from((Ipv4Addr::LOCALHOST, 4791));
         let mut build = |slot: &mut [u8]| {
             slot[0] = 1;
             Some(1)

@@ -21,7 +21,7 @@ use alloc::collections::BinaryHeap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
-use core::net::{IpAddr, SocketAddrV4, SocketAddrV6};
+use core::net::{IpAddr, SocketAddr};
 use core::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use hwq::lock::LockClass;
@@ -418,7 +418,7 @@ impl<L: Link> Link for FaultLink<L> {
 
     fn transmit_udp_payload_with(
         &self,
-        dest: SocketAddrV4,
+        dest: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
@@ -427,17 +427,6 @@ impl<L: Link> Link for FaultLink<L> {
         !self.injector.active()
             && !self.holding.load(AtomicOrdering::Acquire)
             && self.inner.transmit_udp_payload_with(dest, len, build)
-    }
-
-    fn transmit_udp_payload_v6_with(
-        &self,
-        dest: SocketAddrV6,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        !self.injector.active()
-            && !self.holding.load(AtomicOrdering::Acquire)
-            && self.inner.transmit_udp_payload_v6_with(dest, len, build)
     }
 
     fn carries_trains(&self, dst: IpAddr) -> bool {
@@ -517,7 +506,7 @@ mod tests {
         }
         fn transmit_udp_payload_with(
             &self,
-            _dest: SocketAddrV4,
+            _dest: SocketAddr,
             _len: usize,
             _build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
         ) -> bool {
@@ -695,7 +684,7 @@ mod tests {
     fn trains_pass_only_without_per_packet_faults_and_payload_buffers_only_without_any() {
         let (link, _) = faulty(Faults::default());
         let dst = IpAddr::V4(core::net::Ipv4Addr::LOCALHOST);
-        let dest = SocketAddrV4::new(core::net::Ipv4Addr::LOCALHOST, 4791);
+        let dest = SocketAddr::from((core::net::Ipv4Addr::LOCALHOST, 4791));
         let mut build = |_: &mut [u8]| Some(1);
         assert!(link.carries_trains(dst));
         assert!(link.transmit_udp_payload_with(dest, 8, &mut build));

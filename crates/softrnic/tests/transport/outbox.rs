@@ -73,7 +73,7 @@ impl Link for ProbeLink {
 
     fn transmit_udp_payload_with(
         &self,
-        dst: SocketAddrV4,
+        dst: SocketAddr,
         len: usize,
         build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> bool {
@@ -84,6 +84,9 @@ impl Link for ProbeLink {
         let mut payload = vec![0; len];
         if let Some(n) = build(&mut payload) {
             payload.truncate(n);
+            let SocketAddr::V4(dst) = dst else {
+                panic!("IPv4 nodes: {dst}");
+            };
             let frame = Frame::Udp { dst, payload };
             self.0.frames.lock().unwrap().push_back(frame);
         }
