@@ -154,6 +154,7 @@ pub mod device;
 pub mod engine;
 mod engine_state;
 pub mod env;
+#[cfg(any(feature = "sim", doc))]
 pub mod fabric;
 pub mod l2;
 pub mod link;

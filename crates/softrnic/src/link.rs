@@ -53,9 +53,11 @@ use crate::stats::Counters;
 use crate::train::{Segments, Train};
 
 mod capture;
+#[cfg(any(feature = "sim", doc))]
 mod faults;
 
 pub use capture::CaptureLink;
+#[cfg(any(feature = "sim", doc))]
 pub use faults::{FaultInjector, FaultLink, FaultStats, Faults};
 
 /// The device's network attachment.
