@@ -38,7 +38,9 @@
 //!    drive it; [`fabric`] is an in-memory network between devices (a
 //!    plain delivery queue per destination; each device's link is a
 //!    [`fabric::FabricEndpoint`], tests' and the host's alike, its faults
-//!    from a [`link::FaultLink`] around it); [`l2`] is the Ethernet port
+//!    from a [`link::FaultLink`] around it; both only with the `sim`
+//!    feature, which the host and the tests turn on and the kernel image
+//!    does not); [`l2`] is the Ethernet port
 //!    (framing, neighbours, classification) a kernel runtime gives a
 //!    device as its link and hands its received frames to.
 //!
