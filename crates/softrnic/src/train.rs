@@ -42,10 +42,10 @@ use hwq::TryArc;
 use hwq::wqe::MAX_SGE;
 use hwq::{MemoryKey, Sge};
 
-use crate::memory::sg::{self, SgError, walk};
-use crate::memory::{Chunks, CrossingPin, DeviceMemory, Need};
 #[cfg(doc)]
 use crate::memory::KeyLock;
+use crate::memory::sg::{self, SgError, walk};
+use crate::memory::{Chunks, CrossingPin, DeviceMemory, Need};
 use crate::wire::{
     Bth, Carrying, ExtHeaders, Headers, IpUdpFields, Opcode, Packet, PacketBuilder, Reth,
     datagram_len, psn_add, read_response_framing, request_opcode,

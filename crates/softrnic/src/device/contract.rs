@@ -113,11 +113,17 @@ impl Verbs for SoftRnic {
     }
 
     fn register(&self, key: MemoryKey, reg: &Registration<'_>) -> Result<MemoryKey, DeviceError> {
-        self.mem.keys.update(|k| k.register(key, reg)).map_err(key_error)
+        self.mem
+            .keys
+            .update(|k| k.register(key, reg))
+            .map_err(key_error)
     }
 
     fn deregister(&self, key: MemoryKey) -> Result<(), DeviceError> {
-        self.mem.keys.update(|k| k.deregister(key)).map_err(key_error)
+        self.mem
+            .keys
+            .update(|k| k.deregister(key))
+            .map_err(key_error)
     }
 
     fn init_fast_register(

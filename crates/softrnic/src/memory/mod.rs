@@ -8,8 +8,8 @@
 
 use alloc::boxed::Box;
 
-use hwq::DmaAccess;
 use core::sync::atomic::{AtomicU32, Ordering};
+use hwq::DmaAccess;
 
 use hwq::lock::{LockClass, SpinRwReadGuard};
 
@@ -28,7 +28,7 @@ pub use translate::{Chunks, copy_from_host, copy_to_host};
 /// How a device reaches memory: its key table and its DMA access. Shared
 /// (an `Arc`) with the trains in flight from it, which read
 /// the source memory only when the receiving device places them, after
-/// this key table's check at that moment ([`KeyLock::pin_crossing`]).
+/// this key table's check at that moment (a crossing pin of [`KeyLock`]).
 pub struct DeviceMemory {
     /// The memory keys.
     pub keys: KeyLock,

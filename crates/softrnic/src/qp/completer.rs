@@ -537,7 +537,12 @@ pub(crate) fn complete_ready(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) -> 
             }) = request
             {
                 let key = wqe.sge_list().first().map_or(0, |s| s.key);
-                if cx.mem.keys.update(|k| k.invalidate(MemoryKey(key), *pd)).is_err() {
+                if cx
+                    .mem
+                    .keys
+                    .update(|k| k.invalidate(MemoryKey(key), *pd))
+                    .is_err()
+                {
                     status = CqeStatus::MemoryManagement;
                 }
             }

@@ -309,15 +309,7 @@ fn execute_local(cx: &Context<'_>, pd: u32, conn: &mut Connection, op: &SendOp) 
                     .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
             );
             cx.mem.keys.update(|k| {
-                k.fast_register(
-                    fr.key,
-                    pd,
-                    fr.access,
-                    fr.va,
-                    fr.length,
-                    fr.fbo,
-                    &conn.pages,
-                )
+                k.fast_register(fr.key, pd, fr.access, fr.va, fr.length, fr.fbo, &conn.pages)
             })
         }
         SendOp::Bind(b) => cx

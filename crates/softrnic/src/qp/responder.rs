@@ -396,7 +396,12 @@ fn on_send(
             };
             let lost = cx.out.settle(cx.mem, dies);
             cx.stats.tx_source_gone.add(lost);
-            if cx.mem.keys.update(|k| k.invalidate(MemoryKey(key), pd)).is_err() {
+            if cx
+                .mem
+                .keys
+                .update(|k| k.invalidate(MemoryKey(key), pd))
+                .is_err()
+            {
                 target.fail(cx, conn, CqeStatus::RemoteInvalidRequest, offset);
                 return Err(fatal_nak(cx, conn, NakCode::InvalidRequest, psn));
             }
