@@ -29,7 +29,7 @@ use crate::source_edit::SourceEdit;
 const BUILD_VERSION: u32 = 1;
 
 /// The edits made to the kernel source before building.
-pub const SOURCE_EDITS: [SourceEdit; 4] = [
+pub const SOURCE_EDITS: [SourceEdit; 6] = [
     // ksmbd-tools 3.4.7 (Debian 12) lays out `struct
     // ksmbd_share_config_response` with `reserved[112]` and no
     // `payload_sz`; Debian's kernel 6.1.192 has a stable backport with
@@ -76,6 +76,29 @@ pub const SOURCE_EDITS: [SourceEdit; 4] = [
         anchor: "\t\treturn PTR_ERR(cm_id);\n\t}\n\n",
         insert: "\t/* rsndk lab: bind in6addr_any, not the IPv4-only sin below. */\n\tret = rdma_bind_addr(cm_id, (struct sockaddr *)&sin6);\n\tif (0)\n",
         why: "SMB Direct listener on in6addr_any: its bind",
+    },
+    // `stop_sessions` (connection.c:488-510, run by `ksmbd.control
+    // --shutdown`) lets go of conn_list_lock to shut each connection down
+    // and then follows that connection's list link, which the connection's
+    // own thread may have unlinked and freed meanwhile. With a connection
+    // still closing from the test before (a transfer cut by a stop), the
+    // next start's shutdown oopsed at ksmbd_conn_transport_destroy+0x3c
+    // reading conn->transport from 0xdead000000000088 (LIST_POISON1 less
+    // the list link's offset) and hung every later start in D state.
+    // The lab shuts each connection down once (the first edit skips those
+    // already exiting, which only stop_sessions marks) and rescans the list
+    // from its head after every unlock (the second).
+    SourceEdit {
+        file: "fs/smb/server/connection.c",
+        anchor: "\tlist_for_each_entry(conn, &conn_list, conns_list) {\n\t\tt = conn->transport;\n",
+        insert: "\t\t/* rsndk lab: shut each connection down once (rescan below). */\n\t\tif (ksmbd_conn_exiting(conn))\n\t\t\tcontinue;\n",
+        why: "stop_sessions: skip connections already shut down",
+    },
+    SourceEdit {
+        file: "fs/smb/server/connection.c",
+        anchor: "\t\t\tt->ops->shutdown(t);\n\t\t\tdown_read(&conn_list_lock);\n",
+        insert: "\t\t\t/* rsndk lab: conn may be freed while unlocked: rescan. */\n\t\t\tup_read(&conn_list_lock);\n\t\t\tgoto again;\n",
+        why: "stop_sessions: rescan after each unlocked shutdown",
     },
 ];
 
@@ -468,6 +491,23 @@ mod tests {
         assert_eq!(
             SOURCE_EDITS[1].apply_to(oplock).unwrap(),
             "void opinfo_put(struct oplock_info *opinfo)\n{\n\tif (!opinfo)\n\t\treturn;\n\n\tif (!atomic_dec_and_test(&opinfo->refcount))\n"
+        );
+    }
+
+    #[test]
+    fn stop_sessions_never_follows_a_link_it_let_go_of() {
+        // connection.c:488-510 of Debian's 6.1.192 source.
+        let stop = "static void stop_sessions(void)\n{\n\tstruct ksmbd_conn *conn;\n\tstruct ksmbd_transport *t;\n\nagain:\n\tdown_read(&conn_list_lock);\n\tlist_for_each_entry(conn, &conn_list, conns_list) {\n\t\tt = conn->transport;\n\t\tksmbd_conn_set_exiting(conn);\n\t\tif (t->ops->shutdown) {\n\t\t\tup_read(&conn_list_lock);\n\t\t\tt->ops->shutdown(t);\n\t\t\tdown_read(&conn_list_lock);\n\t\t}\n\t}\n\tup_read(&conn_list_lock);\n";
+        let edited = SOURCE_EDITS[5]
+            .apply_to(&SOURCE_EDITS[4].apply_to(stop).unwrap())
+            .unwrap();
+        assert!(
+            edited.contains("\t\tt = conn->transport;\n\t\t/* rsndk lab: shut each connection down once (rescan below). */\n\t\tif (ksmbd_conn_exiting(conn))\n\t\t\tcontinue;\n\t\tksmbd_conn_set_exiting(conn);\n"),
+            "{edited}"
+        );
+        assert!(
+            edited.contains("\t\t\tdown_read(&conn_list_lock);\n\t\t\t/* rsndk lab: conn may be freed while unlocked: rescan. */\n\t\t\tup_read(&conn_list_lock);\n\t\t\tgoto again;\n\t\t}\n"),
+            "{edited}"
         );
     }
 
