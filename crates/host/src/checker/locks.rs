@@ -12,6 +12,8 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+
+use rustc_hash::FxHashSet;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
 use provider::platform::LockClass;
@@ -31,7 +33,7 @@ thread_local! {
     static HELD: RefCell<Vec<HeldLock>> = const { RefCell::new(Vec::new()) };
     /// Edges this thread already found in the graph (saves the global
     /// lock on the common path).
-    static KNOWN_EDGES: RefCell<HashSet<(usize, usize)>> = RefCell::new(HashSet::new());
+    static KNOWN_EDGES: RefCell<FxHashSet<(usize, usize)>> = RefCell::new(FxHashSet::default());
 }
 
 /// Runs `f` on the calling thread's held-lock stack; `None` once the
@@ -198,22 +200,34 @@ impl LockTracker {
     pub fn acquired(class: &'static LockClass, lock: usize) -> Vec<(Rule, String)> {
         // The common case (no other lock held) stays cheap: posting paths
         // take one lock per call.
-        let held = with_held(|h| {
-            let mut h = h.borrow_mut();
-            if h.is_empty() {
-                h.push(HeldLock { class, lock });
-                None
-            } else {
-                Some(h.clone())
+        // The held stack is borrowed, not copied, while it is checked: a
+        // nested acquire on the engine's path then allocates nothing (the
+        // graph is another lock; nothing here takes this thread's stack).
+        let found = with_held(|h| {
+            let mut held = h.borrow_mut();
+            if held.is_empty() {
+                held.push(HeldLock { class, lock });
+                return Vec::new();
             }
+            let found = Self::check_nested(&held, class, lock);
+            held.push(HeldLock { class, lock });
+            found
         });
-        // Nothing else held, or the thread untracked (see `with_held`).
-        let Some(Some(held)) = held else {
-            return Vec::new();
-        };
+        // `None`: the thread is untracked (see `with_held`).
+        found.unwrap_or_default()
+    }
+
+    /// What acquiring `lock` of `class` while holding `held` breaks; the
+    /// order edges it adds recorded in the graph.
+    fn check_nested(
+        held: &[HeldLock],
+        class: &'static LockClass,
+        lock: usize,
+    ) -> Vec<(Rule, String)> {
         let mut found = Vec::new();
-        let mut classes_checked = HashSet::new();
-        for h in &held {
+        for (i, h) in held.iter().enumerate() {
+            // One edge per class held, however many of its locks are held.
+            let class_seen = held[..i].iter().any(|p| id(p.class) == id(h.class));
             if h.lock == lock {
                 found.push((
                     Rule::RecursiveLock,
@@ -232,7 +246,7 @@ impl LockTracker {
                         ),
                     ));
                 }
-            } else if classes_checked.insert(id(h.class)) {
+            } else if !class_seen {
                 let edge = (id(h.class), id(class));
                 if edge_known(edge) {
                     continue;
@@ -243,7 +257,6 @@ impl LockTracker {
                 }
             }
         }
-        with_held(|h| h.borrow_mut().push(HeldLock { class, lock }));
         found
     }
 
