@@ -19,8 +19,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use ndis::{EX_SPIN_LOCK, KIRQL};
 
-use super::lock_order;
-use super::spinlock::{ACQUIRED, SPIN_LOCKS};
+use super::spinlock::{ACQUIRED, SPIN_LOCKS, check_recursion_and_order};
 use crate::kernel::cpu::{self, DISPATCH_LEVEL};
 use crate::kernel::verifier::{self, DRIVER_VERIFIER_DETECTED_VIOLATION, firewall};
 use crate::sync::lock;
@@ -57,39 +56,7 @@ fn acquire(api: &str, lock_ptr: *mut EX_SPIN_LOCK, mode: Mode) -> KIRQL {
             format!("{api} on a null or misaligned lock {lock_addr:#x}"),
         );
     }
-    let me = cpu::current_number();
-    if lock(&SPIN_LOCKS)
-        .iter()
-        .any(|&(l, p, _)| l == lock_addr && p == me)
-    {
-        verifier::bugcheck(
-            DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [0x1000, lock_addr as u64, 0, 0],
-            format!(
-                "self-deadlock: processor {} acquires spin lock {lock_addr:#x} it holds ({api}; recursion is not allowed, shared or not)",
-                cpu::current_name()
-            ),
-        );
-    }
-    let held: Vec<usize> = lock(&SPIN_LOCKS)
-        .iter()
-        .filter(|&&(_, p, _)| p == me)
-        .map(|&(l, _, _)| l)
-        .collect();
-    if let Err(v) = lock_order::check_acquire(lock_addr, &held) {
-        let cycle: Vec<String> = v.cycle.iter().map(|l| format!("{l:#x}")).collect();
-        verifier::bugcheck(
-            DRIVER_VERIFIER_DETECTED_VIOLATION,
-            [0x1001, lock_addr as u64, v.held as u64, 0],
-            format!(
-                "deadlock detected: processor {} acquires spin lock {lock_addr:#x} ({api}) holding {:#x}, but {lock_addr:#x} was held when {:#x} was acquired elsewhere (cycle {})",
-                cpu::current_name(),
-                v.held,
-                v.held,
-                cycle.join(" -> ")
-            ),
-        );
-    }
+    let me = check_recursion_and_order(lock_addr, Some(api));
     let old = cpu::raise(DISPATCH_LEVEL);
     // SAFETY: an EX_SPIN_LOCK is an aligned LONG (checked above) in driver
     // memory that lives while the lock is used; Windows updates it only

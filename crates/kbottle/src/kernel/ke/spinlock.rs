@@ -45,39 +45,7 @@ pub unsafe extern "win64" fn KeAcquireSpinLockRaiseToDpc(SpinLock: *mut KSPIN_LO
                 format!("KeAcquireSpinLock on a null or misaligned lock {lock_addr:#x}"),
             );
         }
-        let me = cpu::current_number();
-        if lock(&SPIN_LOCKS)
-            .iter()
-            .any(|&(l, p, _)| l == lock_addr && p == me)
-        {
-            verifier::bugcheck(
-                DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [0x1000, lock_addr as u64, 0, 0],
-                format!(
-                    "self-deadlock: processor {} acquires spin lock {lock_addr:#x} it holds",
-                    cpu::current_name()
-                ),
-            );
-        }
-        let held: Vec<usize> = lock(&SPIN_LOCKS)
-            .iter()
-            .filter(|&&(_, p, _)| p == me)
-            .map(|&(l, _, _)| l)
-            .collect();
-        if let Err(v) = lock_order::check_acquire(lock_addr, &held) {
-            let cycle: Vec<String> = v.cycle.iter().map(|l| format!("{l:#x}")).collect();
-            verifier::bugcheck(
-                DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [0x1001, lock_addr as u64, v.held as u64, 0],
-                format!(
-                    "deadlock detected: processor {} acquires spin lock {lock_addr:#x} holding {:#x}, but {lock_addr:#x} was held when {:#x} was acquired elsewhere (cycle {})",
-                    cpu::current_name(),
-                    v.held,
-                    v.held,
-                    cycle.join(" -> ")
-                ),
-            );
-        }
+        let me = check_recursion_and_order(lock_addr, None);
         let old = cpu::raise(DISPATCH_LEVEL);
         // SAFETY: a KSPIN_LOCK is an aligned ULONG_PTR (checked above) in
         // driver memory that lives while the lock is used; the kernel
@@ -163,4 +131,51 @@ pub unsafe extern "win64" fn KeLowerIrql(NewIrql: KIRQL) {
 /// `KeGetCurrentIrql`.
 pub unsafe extern "win64" fn KeGetCurrentIrql() -> KIRQL {
     firewall("KeGetCurrentIrql", cpu::current)
+}
+
+/// Verifier's deadlock detection for an acquire of the lock at
+/// `lock_addr` by the current processor, over every spin lock it holds
+/// (`KSPIN_LOCK`s and `EX_SPIN_LOCK`s alike): 0x1000 if it holds this one,
+/// 0x1001 if taking it closes a cycle in the lock-order graph. `ex_api`
+/// names the `Ex*SpinLock*` call in the reports. Returns the processor's
+/// number, under which the caller records the hold.
+pub(super) fn check_recursion_and_order(lock_addr: usize, ex_api: Option<&str>) -> u32 {
+    let me = cpu::current_number();
+    if lock(&SPIN_LOCKS)
+        .iter()
+        .any(|&(l, p, _)| l == lock_addr && p == me)
+    {
+        verifier::bugcheck(
+            DRIVER_VERIFIER_DETECTED_VIOLATION,
+            [0x1000, lock_addr as u64, 0, 0],
+            format!(
+                "self-deadlock: processor {} acquires spin lock {lock_addr:#x} it holds{}",
+                cpu::current_name(),
+                ex_api.map_or(String::new(), |api| format!(
+                    " ({api}; recursion is not allowed, shared or not)"
+                ))
+            ),
+        );
+    }
+    let held: Vec<usize> = lock(&SPIN_LOCKS)
+        .iter()
+        .filter(|&&(_, p, _)| p == me)
+        .map(|&(l, _, _)| l)
+        .collect();
+    if let Err(v) = lock_order::check_acquire(lock_addr, &held) {
+        let cycle: Vec<String> = v.cycle.iter().map(|l| format!("{l:#x}")).collect();
+        verifier::bugcheck(
+            DRIVER_VERIFIER_DETECTED_VIOLATION,
+            [0x1001, lock_addr as u64, v.held as u64, 0],
+            format!(
+                "deadlock detected: processor {} acquires spin lock {lock_addr:#x}{} holding {:#x}, but {lock_addr:#x} was held when {:#x} was acquired elsewhere (cycle {})",
+                cpu::current_name(),
+                ex_api.map_or(String::new(), |api| format!(" ({api})")),
+                v.held,
+                v.held,
+                cycle.join(" -> ")
+            ),
+        );
+    }
+    me
 }
