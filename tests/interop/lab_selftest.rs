@@ -46,7 +46,7 @@ fn rping_over_rxe_loopback_in_the_guest() {
         Duration::from_secs(60),
     ));
     assert!(
-        client.success(),
+        crate::peer::rping_ended_well(&client),
         "rping client: status {}: {}{}",
         client.status,
         client.stdout_text(),
@@ -60,7 +60,11 @@ fn rping_over_rxe_loopback_in_the_guest() {
         10
     );
     let server = check(server.wait(Duration::from_secs(30)));
-    assert!(server.success(), "rping server: {}", server.stderr_text());
+    assert!(
+        crate::peer::rping_ended_well(&server),
+        "rping server: {}",
+        server.stderr_text()
+    );
 }
 
 #[test]
@@ -90,13 +94,17 @@ fn a_captured_rping_between_guests_decodes_cleanly() {
         Duration::from_secs(60),
     ));
     assert!(
-        client.success(),
+        crate::peer::rping_ended_well(&client),
         "rping client: {}{}",
         client.stdout_text(),
         client.stderr_text()
     );
     let server = check(server.wait(Duration::from_secs(30)));
-    assert!(server.success(), "rping server: {}", server.stderr_text());
+    assert!(
+        crate::peer::rping_ended_well(&server),
+        "rping server: {}",
+        server.stderr_text()
+    );
     let stats = check(capture.stop());
     let summary = check(lab::decode_check(&stats.path));
     eprintln!("{} packets captured; {summary:?}", stats.packets);
