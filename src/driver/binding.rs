@@ -34,7 +34,7 @@ use ndis::{
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_PENDING, NDIS_STATUS_SUCCESS};
 
 use super::kit::kernel::wait_briefly;
-use super::kit::nbl::{self, Nbl, NblChain};
+use super::kit::nbl::{self, NblChain};
 use super::kit::ndis::{
     self as kit_ndis, AtomicHandle, BindContext, BindingHandle, ProtocolHandle, kind,
 };
@@ -391,27 +391,30 @@ impl Binding {
         self.sends.fetch_sub(count, Ordering::SeqCst);
     }
 
-    /// Sends one NBL of the L2 port's pool down to P
-    /// (`<= DISPATCH_LEVEL`); gives it back while the binding does not run
-    /// (the port keeps it). Its completion reaches the port through
+    /// Sends a batch of the L2 port's pool NBLs down to P in one
+    /// `NdisSendNetBufferLists` (`<= DISPATCH_LEVEL`); gives the chain
+    /// back while the binding does not run (the port keeps it). Each
+    /// completion reaches the port through
     /// `ProtocolSendNetBufferListsComplete` ([`super::passthrough`]).
-    pub fn send_own(&self, mut nbl: Nbl, dispatch_level: bool) -> Result<(), Nbl> {
+    pub fn send_own(&self, mut chain: NblChain, dispatch_level: bool) -> Result<(), NblChain> {
+        let count = chain.len();
         let Some(handle) = self.handle() else {
-            return Err(nbl);
+            return Err(chain);
         };
-        if !self.enter_sends(1) {
-            return Err(nbl);
+        if count == 0 {
+            return Ok(());
         }
-        self.own_sends.fetch_add(1, Ordering::SeqCst);
+        if !self.enter_sends(count) {
+            return Err(chain);
+        }
+        self.own_sends.fetch_add(count, Ordering::SeqCst);
         // A protocol's send carries its binding handle.
-        nbl.set_source(handle);
+        chain.for_each(|nbl| nbl.set_source(handle));
         let flags = if dispatch_level {
             NDIS_SEND_FLAGS_DISPATCH_LEVEL
         } else {
             0
         };
-        let mut chain = NblChain::new();
-        chain.push(nbl);
         nbl::send(handle, chain, NDIS_DEFAULT_PORT_NUMBER, flags);
         Ok(())
     }

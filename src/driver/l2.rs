@@ -8,10 +8,14 @@
 //! shell:
 //!
 //! * Send: the port hands each frame to [`NblSink::send_frame`], which
-//!   copies it into a preallocated frame ([`pool`]) and sends it with
-//!   `Binding::send_own`. No frame free, a frame too long or a binding
-//!   that does not run drops it (RoCE's RC transport retransmits; an ARP
-//!   request is asked again). The completion gives the frame back
+//!   copies it into a preallocated frame ([`pool`]) and adds it to the
+//!   pending batch; the RNIC's flush (`Link::flush`, after every engine
+//!   pass and command) and the end of a receive indication
+//!   ([`L2Port::flush_sends`]) send the batch down with one
+//!   `Binding::send_own`, as does a batch that reaches `SEND_BATCH`
+//!   frames. No frame free, a frame too long or a binding that does not
+//!   run drops it (RoCE's RC transport retransmits; an ARP request is
+//!   asked again). The completion gives the frame back
 //!   ([`L2Port::send_complete`]).
 //! * Backpressure: the RNIC asks before each packet whether a frame is
 //!   free ([`NblSink::has_room`]) and stops while none is, as a NIC driver
@@ -30,7 +34,8 @@
 //!   from them) goes up V unchanged.
 //! * The RNIC's link is the port itself (`EthernetPort` is a
 //!   `softrnic::link::Link`, shared through a `TryArc`): a datagram the
-//!   RNIC sends crosses into the driver once, at [`NblSink`].
+//!   RNIC sends crosses into the driver once, at [`NblSink`], and a
+//!   batch of them leaves in one call to NDIS.
 //! * Loopback: a datagram to one of V's own addresses never reaches the
 //!   wire (the NIC does not hairpin frames); the port queues it and calls
 //!   [`NblSink::loopback_ready`], which kicks the engine, whose pass hands
@@ -62,9 +67,9 @@ use super::clock;
 use super::engine::{self, Engine, EngineCore, Pump};
 use super::irql;
 use super::kit::deferred::Deferred;
-use super::kit::kernel::wait_briefly;
+use super::kit::kernel::{SpinLock, wait_briefly};
 use super::kit::memory::{Attached, try_box};
-use super::kit::nbl::Nbl;
+use super::kit::nbl::{Nbl, NblChain};
 use super::log::log_info;
 
 /// Send counters of a port (`OID_NDK_STATISTICS`' RDMA frames and
@@ -106,8 +111,25 @@ struct Frames {
     closed: AtomicBool,
     /// Sink calls sending now (the shutdown rundown).
     senders: AtomicU32,
+    /// Frames filled and not yet sent: the RNIC's flush (after a pass, a
+    /// command, a receive indication) sends them in one call.
+    pending: SpinLock<Batch>,
+    /// A caller is sending batches (one at a time: `send_pending`).
+    sending: AtomicBool,
     stats: L2Stats,
 }
+
+/// Frames waiting to go down together, with their RoCEv2 counts.
+#[derive(Debug, Default)]
+struct Batch {
+    chain: NblChain,
+    rdma_frames: u64,
+    rdma_bytes: u64,
+}
+
+/// Frames a batch holds before it goes down without waiting for the
+/// flush: an eighth of the pool, so a long drain keeps the NIC fed.
+const SEND_BATCH: u32 = (pool::FRAMES / 8) as u32;
 
 /// The [`FrameSink`] of the port: frames go down the binding in the
 /// port's own NBLs.
@@ -124,33 +146,22 @@ impl core::fmt::Debug for Frames {
 }
 
 impl Frames {
-    /// Sends one frame (`<= DISPATCH_LEVEL`, as every caller of the port
-    /// runs), counting `rdma` bytes of RoCEv2 payload (the port's, see
-    /// `FrameSink::send_frame`); whether it went down to the NIC.
+    /// Takes one frame for the next batch (`<= DISPATCH_LEVEL`, as every
+    /// caller of the port runs), with `rdma` bytes of RoCEv2 payload to
+    /// count when it is sent (the port's, see `FrameSink::send_frame`);
+    /// whether it was taken. A full batch goes down at once.
     fn send(&self, frame: &[u8], rdma: Option<usize>) -> bool {
         self.senders.fetch_add(1, Ordering::SeqCst);
-        let sent = !self.closed.load(Ordering::SeqCst) && self.send_open(frame, rdma);
+        let taken = !self.closed.load(Ordering::SeqCst) && self.queue(frame, rdma);
         self.senders.fetch_sub(1, Ordering::SeqCst);
-        if !sent {
+        if !taken {
             self.stats.send_drops.fetch_add(1, Ordering::Relaxed);
         }
-        sent
+        taken
     }
 
-    /// Counts a RoCEv2 frame as sent (`add`) or takes the count back.
-    fn count_sent(&self, payload_len: Option<usize>, add: bool) {
-        let Some(len) = payload_len else { return };
-        let stats = &self.stats;
-        if add {
-            stats.sent.fetch_add(1, Ordering::Relaxed);
-            stats.sent_bytes.fetch_add(len as u64, Ordering::Relaxed);
-        } else {
-            stats.sent.fetch_sub(1, Ordering::Relaxed);
-            stats.sent_bytes.fetch_sub(len as u64, Ordering::Relaxed);
-        }
-    }
-
-    fn send_open(&self, frame: &[u8], payload_len: Option<usize>) -> bool {
+    /// Fills a free frame with `frame` and adds it to the pending batch.
+    fn queue(&self, frame: &[u8], rdma: Option<usize>) -> bool {
         let Some(claimed) = self.pool.claim() else {
             return false;
         };
@@ -163,21 +174,92 @@ impl Frames {
                 return false;
             }
         };
-        let dispatch = irql::current() >= DISPATCH_LEVEL;
-        // Counted before the frame leaves: whoever sees its effect (the
-        // peer's completion) sees the count too.
-        self.count_sent(payload_len, true);
-        match self.binding.send_own(nbl, dispatch) {
-            // NDIS has the list now; the frame stays taken until the
-            // completion gives it back.
-            Ok(()) => true,
-            Err(nbl) => {
-                self.count_sent(payload_len, false);
-                if self.pool.completed(nbl) == GivenBack::RoomAgain {
-                    self.note_room_again();
-                }
-                false
+        let full = self.pending.locked(|batch| {
+            batch.chain.push(nbl);
+            if let Some(len) = rdma {
+                batch.rdma_frames += 1;
+                batch.rdma_bytes += len as u64;
             }
+            batch.chain.len() >= SEND_BATCH
+        });
+        if full {
+            self.send_pending();
+        }
+        true
+    }
+
+    /// Sends the pending batch down the binding in one call
+    /// (`<= DISPATCH_LEVEL`); while the binding does not run, its frames
+    /// are given back and counted as dropped. One caller sends at a time,
+    /// so batches leave in the order their frames were taken (a QP's
+    /// packets in PSN order: two batches sent side by side could pass
+    /// each other, which the peer would take as loss). A caller that finds
+    /// another sending leaves its frames to it: the sender takes the
+    /// pending batch again until it finds it empty after letting go.
+    fn send_pending(&self) {
+        loop {
+            if self
+                .sending
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                return;
+            }
+            while let Some(batch) = self.take_pending() {
+                self.send_batch(batch);
+            }
+            self.sending.store(false, Ordering::SeqCst);
+            // A frame added after the last take, whose sender found this
+            // one still sending, is sent by whichever caller claims next.
+            if self.pending.locked(|batch| batch.chain.is_empty()) {
+                return;
+            }
+        }
+    }
+
+    /// The pending batch, unless it is empty.
+    fn take_pending(&self) -> Option<Batch> {
+        let batch = self.pending.locked(core::mem::take);
+        (!batch.chain.is_empty()).then_some(batch)
+    }
+
+    /// Sends `batch` (the caller holds `sending`).
+    fn send_batch(&self, batch: Batch) {
+        let dispatch = irql::current() >= DISPATCH_LEVEL;
+        // Counted before the frames leave: whoever sees their effect (the
+        // peer's completion) sees the count too.
+        let Batch {
+            chain,
+            rdma_frames,
+            rdma_bytes,
+        } = batch;
+        self.count_sent(rdma_frames, rdma_bytes, true);
+        if let Err(mut chain) = self.binding.send_own(chain, dispatch) {
+            self.count_sent(rdma_frames, rdma_bytes, false);
+            let stats = &self.stats;
+            stats
+                .send_drops
+                .fetch_add(u64::from(chain.len()), Ordering::Relaxed);
+            let mut room_again = false;
+            while let Some(nbl) = chain.pop() {
+                room_again |= self.pool.completed(nbl) == GivenBack::RoomAgain;
+            }
+            if room_again {
+                self.note_room_again();
+            }
+        }
+    }
+
+    /// Counts a batch's RoCEv2 frames as sent (`add`) or takes the count
+    /// back.
+    fn count_sent(&self, frames: u64, bytes: u64, add: bool) {
+        let stats = &self.stats;
+        if add {
+            stats.sent.fetch_add(frames, Ordering::Relaxed);
+            stats.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
+        } else {
+            stats.sent.fetch_sub(frames, Ordering::Relaxed);
+            stats.sent_bytes.fetch_sub(bytes, Ordering::Relaxed);
         }
     }
 
@@ -187,6 +269,9 @@ impl Frames {
         let room = self.pool.has_room();
         if !room {
             self.stats.send_waits.fetch_add(1, Ordering::Relaxed);
+            // The completions that make room again come only for frames
+            // that went down.
+            self.send_pending();
         }
         room
     }
@@ -219,6 +304,10 @@ impl FrameSink for NblSink {
 
     fn has_room(&self) -> bool {
         self.0.has_room()
+    }
+
+    fn flush(&self) {
+        self.0.send_pending();
     }
 }
 
@@ -258,6 +347,8 @@ impl L2Port {
             room_again: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             senders: AtomicU32::new(0),
+            pending: SpinLock::new(Batch::default()),
+            sending: AtomicBool::new(false),
             stats: L2Stats::default(),
         })
         .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
@@ -325,6 +416,14 @@ impl L2Port {
         let taken = self.rnic.enter().is_some_and(|rnic| self.steer(&rnic, nbl));
         irql::lower(old);
         taken
+    }
+
+    /// Sends what the frames taken since the last flush made the RNIC and
+    /// the port send (ACKs, READ responses, held frames of a neighbour
+    /// just learnt) in one batch (`<= DISPATCH_LEVEL`): the end of a
+    /// receive indication, whose pushes no pass follows.
+    pub fn flush_sends(&self) {
+        self.frames.send_pending();
     }
 
     /// Hands the frame of `nbl` to the port, which gives a RoCEv2
@@ -400,7 +499,15 @@ impl L2Port {
     /// MDLs and pool can go with the port.
     pub fn shutdown(&self) {
         self.frames.closed.store(true, Ordering::SeqCst);
-        while self.frames.senders.load(Ordering::SeqCst) != 0 || self.frames.pool.in_flight() != 0 {
+        // A batch still pending goes (or, the binding stopped, comes back)
+        // here: a sender that was filling one when `closed` was set adds
+        // its frame after this looked, so it is asked again.
+        loop {
+            self.frames.send_pending();
+            if self.frames.senders.load(Ordering::SeqCst) == 0 && self.frames.pool.in_flight() == 0
+            {
+                break;
+            }
             wait_briefly();
         }
         let stats = &self.frames.stats;

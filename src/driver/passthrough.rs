@@ -229,6 +229,10 @@ pub fn receive(mux: &Mux, mut lists: NblChain, port_number: NDIS_PORT_NUMBER, fl
             back.push(nbl);
         }
     }
+    if let Some(port) = &port {
+        // What the frames taken made the RNIC send goes down in one batch.
+        port.flush_sends();
+    }
     drop(port);
     if attached {
         virt.rundown.leave();

@@ -82,6 +82,11 @@ impl Nic {
         }
     }
 
+    /// The NIC's `NdisSendNetBufferLists` calls and the lists they carried.
+    fn send_calls(&self) -> (u64, u64) {
+        machine().nic_send_calls(self.id).expect("a NIC below V")
+    }
+
     /// Closes the NDK adapter and halts V (the driver unbinds from the NIC).
     fn close(self) {
         self.ndk.close();
@@ -132,14 +137,37 @@ fn no_bugchecks() {
 /// Two bottled adapters on the default segment: connect, SEND both ways,
 /// RDMA WRITE and READ of 1 MiB, all as frames through their NICs (each
 /// NIC sends and receives at least the 1 MiB's frames, with no send
-/// failure).
+/// failure). The RNIC's frames go down in batches: a side that sends the
+/// 1 MiB's frames makes several times fewer `NdisSendNetBufferLists`
+/// calls than it sends lists, in order (it resends next to nothing).
 #[test]
 fn two_bottled_adapters_exchange_rocev2() {
     let x = Nic::bottled();
     let y = Nic::bottled();
     let (x0, y0) = (x.counters(), y.counters());
+    let (xc0, yc0) = (x.send_calls(), y.send_calls());
     exchange(&x, &y);
     let (dx, dy) = (x.counters().since(x0), y.counters().since(y0));
+    for (what, nic, (calls0, lists0)) in [("x", &x, xc0), ("y", &y, yc0)] {
+        let (calls, lists) = nic.send_calls();
+        let (calls, lists) = (calls - calls0, lists - lists0);
+        eprintln!(
+            "{what}: {lists} lists in {calls} NdisSendNetBufferLists calls ({:.1} a call)",
+            f64::from(u32::try_from(lists).unwrap_or(u32::MAX))
+                / f64::from(u32::try_from(calls.max(1)).unwrap_or(u32::MAX))
+        );
+        assert!(
+            lists >= BIG_FRAMES && lists >= 4 * calls,
+            "{what}'s RNIC sent {lists} lists in {calls} calls: not in batches"
+        );
+        // The segment loses nothing, so nearly nothing is sent twice: two
+        // batches that passed each other would reorder a QP's packets,
+        // which the peer takes as loss (go-back-N resends hundreds).
+        assert!(
+            lists <= BIG_FRAMES + BIG_FRAMES / 8,
+            "{what}'s RNIC sent {lists} lists for {BIG_FRAMES} frames of data: resends"
+        );
+    }
     // The WRITE's data goes x -> y, the READ's y -> x; each side also
     // acknowledges and requests.
     for (what, d) in [("x", dx), ("y", dy)] {

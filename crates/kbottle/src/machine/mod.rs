@@ -700,6 +700,17 @@ impl Machine {
         ])
     }
 
+    /// The sends of the bindings on the NIC below `a`:
+    /// (`NdisSendNetBufferLists` calls, lists they carried).
+    pub fn nic_send_calls(&self, a: AdapterId) -> Option<(u64, u64)> {
+        let rt = nic::runtime(self.nic_of(a)?)?;
+        let c = &rt.counters;
+        Some((
+            c.send_calls.load(Ordering::Relaxed),
+            c.lists_sent.load(Ordering::Relaxed),
+        ))
+    }
+
     /// Opens an NDK adapter on `a` at `version` through the registered
     /// `OpenNDKAdapterHandler`.
     pub fn open_ndk(&self, a: AdapterId, version: NDK_VERSION) -> Result<*mut NDK_ADAPTER, i32> {

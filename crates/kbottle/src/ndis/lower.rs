@@ -119,6 +119,13 @@ pub unsafe extern "win64" fn NdisSendNetBufferLists(
         }
         // SAFETY: the driver's chain, which it hands over whole.
         let lists = unsafe { nbl::chain(NetBufferLists, MAX_CHAIN) };
+        if let Some(rt) = nic::runtime(view.nic) {
+            let c = &rt.counters;
+            c.send_calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            c.lists_sent
+                .fetch_add(lists.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut outcome = Vec::with_capacity(lists.len());
         for &list in &lists {
             outcome.push((list, send_one(API, binding, list, &view)));

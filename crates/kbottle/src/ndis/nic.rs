@@ -71,6 +71,11 @@ pub struct NicCounters {
     pub inline_completions: AtomicU64,
     /// Send lists completed later from the NIC's thread.
     pub deferred_completions: AtomicU64,
+    /// `NdisSendNetBufferLists` calls its bindings made (each with a
+    /// chain of one list or more).
+    pub send_calls: AtomicU64,
+    /// Send lists those calls carried.
+    pub lists_sent: AtomicU64,
 }
 
 /// Work for a NIC's thread.

@@ -113,6 +113,11 @@ pub trait FrameSink: Send + Sync {
     /// [`EthernetPort::poll_loopback`] to run soon. Called for every
     /// datagram queued; the runtime coalesces.
     fn loopback_ready(&self);
+
+    /// Sends the frames [`FrameSink::send_frame`] took and still holds (a
+    /// sink that sends in batches): the port's [`crate::link::Link::flush`],
+    /// which whoever transmits calls after. The default holds none.
+    fn flush(&self) {}
 }
 
 /// What to do with a received frame.

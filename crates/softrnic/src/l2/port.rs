@@ -623,6 +623,11 @@ impl<S: FrameSink> Link for EthernetPort<S> {
         self.send_datagram(datagram);
     }
 
+    /// The sink's batch goes ([`FrameSink::flush`]).
+    fn flush(&self) {
+        self.sink.flush();
+    }
+
     /// The sink's room ([`FrameSink::has_room`]).
     fn can_transmit(&self) -> bool {
         self.sink.has_room()
