@@ -79,75 +79,7 @@ fn unbind_waits_for_the_ndk_consumer_to_close() {
         child_passes("ndk_teardown::unbind_waits_for_the_ndk_consumer_to_close");
         return;
     }
-    let machine = Arc::new(boot());
-    let pair = Pair::new(&machine, None, 8, 1 << 16);
-    write_lands(&pair, 1, 0x5a);
-    let b = pair.ids[1];
-    let seen = machine.pnp_events(b).len();
-    let unbound = Arc::new(AtomicBool::new(false));
-    let done = Arc::clone(&unbound);
-    let unbinder = Arc::clone(&machine);
-    // Not scoped: a driver that hangs the unbind must fail this test, not
-    // hang it.
-    let unbind = std::thread::spawn(move || {
-        unbinder.halt(b);
-        done.store(true, Ordering::SeqCst);
-    });
-    let events = machine.wait_pnp_events(b, seen + 1, READY);
-    assert_eq!(
-        events.get(seen),
-        Some(&NetEventNDKDisable),
-        "the unbind's first step disables NDK: {events:?}"
-    );
-    ke::advance_performance_counter(SLOW_CONSUMER);
-    std::thread::sleep(Duration::from_secs(1));
-    let view = bottle_view(b);
-    assert!(
-        !unbound.load(Ordering::SeqCst),
-        "the unbind finished while the consumer still had its NDK adapter open"
-    );
-    assert!(
-        view.as_ref()
-            .is_some_and(|(s, open)| *s == AdapterState::Running
-                && open.contains(&(pair.b.adapter as usize))),
-        "V went on to pause or halt, or the NDK adapter was closed for the consumer, while the \
-         consumer still used it: {view:?}"
-    );
-    // The consumer still posts to its QP. (No transfer now: NDIS paused
-    // the binding below V before the unbind.)
-    assert_eq!(receive(pair.qb.qp, 3, &[]), STATUS_SUCCESS, "NdkReceive");
-    assert!(verifier::bugchecks().is_empty());
-
-    // The consumer closes everything on the second adapter, last the
-    // adapter itself; only then does the unbind finish.
-    let Pair {
-        a,
-        b: nic_b,
-        qa,
-        qb,
-        conn,
-        region_mr,
-        ids,
-        ..
-    } = pair;
-    close_wait(region_mr);
-    conn.close();
-    qb.close();
-    assert!(!unbound.load(Ordering::SeqCst), "unbound before the close");
-    machine.close_ndk(ids[1], nic_b.adapter);
-    unbind.join().expect("the unbind");
-    assert!(unbound.load(Ordering::SeqCst));
-    assert_eq!(
-        bottle_view(ids[1]).map(|v| v.0),
-        Some(AdapterState::Gone),
-        "V halted after the close"
-    );
-    qa.close();
-    machine.close_ndk(ids[0], a.adapter);
-    machine.halt(ids[0]);
-    assert!(verifier::bugchecks().is_empty());
-    let machine = Arc::into_inner(machine).expect("the unbind thread ended");
-    unload_clean(machine);
+    waits_for_the_consumer(Teardown::Unbind);
 }
 
 /// A `CloseNDKAdapterHandler` that comes while the consumer still has
@@ -229,44 +161,87 @@ fn halt_waits_for_the_ndk_consumer_to_close() {
         child_passes("ndk_teardown::halt_waits_for_the_ndk_consumer_to_close");
         return;
     }
+    waits_for_the_consumer(Teardown::Halt);
+}
+
+/// How V goes away in a test of the wait for its NDK consumer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Teardown {
+    /// P is unbound (the bottle's `halt`): NDIS raises
+    /// `NetEventNDKDisable` first, and V stays running while it waits.
+    Unbind,
+    /// V itself is halted (the bottle's `disable`): `MiniportHaltEx`
+    /// waits, the binding to P below stays.
+    Halt,
+}
+
+/// Connects two adapters, shows the second's RNIC alive, starts
+/// `teardown` of the second on a thread of its own and checks that it
+/// waits for the consumer however long it takes (the performance counter
+/// moved past any timeout), while the consumer's QP still takes requests
+/// and the NDK adapter stays open; then the consumer closes everything,
+/// the teardown finishes, V is gone, and unloading leaves nothing behind
+/// and bugchecks nothing.
+fn waits_for_the_consumer(teardown: Teardown) {
     let machine = Arc::new(boot());
     let pair = Pair::new(&machine, None, 8, 1 << 16);
     write_lands(&pair, 1, 0x5a);
     let b = pair.ids[1];
-    let halted = Arc::new(AtomicBool::new(false));
-    let done = Arc::clone(&halted);
-    let disabler = Arc::clone(&machine);
-    // Not scoped: a driver that hangs the halt must fail this test, not
-    // hang it.
-    let halt = std::thread::spawn(move || {
-        disabler.disable(b);
+    let seen = machine.pnp_events(b).len();
+    let finished = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&finished);
+    let actor = Arc::clone(&machine);
+    // Not scoped: a driver that hangs the teardown must fail this test,
+    // not hang it.
+    let step = std::thread::spawn(move || {
+        match teardown {
+            Teardown::Unbind => actor.halt(b),
+            Teardown::Halt => actor.disable(b),
+        }
         done.store(true, Ordering::SeqCst);
     });
-    assert!(
-        state::wait_until(READY, |n| n
-            .adapter_by_id(b.0)
-            .is_some_and(|a| a.state == AdapterState::Halting)),
-        "V never reached MiniportHaltEx: {:?}",
-        bottle_view(b)
-    );
+    let waiting_state = match teardown {
+        Teardown::Unbind => {
+            let events = machine.wait_pnp_events(b, seen + 1, READY);
+            assert_eq!(
+                events.get(seen),
+                Some(&NetEventNDKDisable),
+                "the unbind's first step disables NDK: {events:?}"
+            );
+            AdapterState::Running
+        }
+        Teardown::Halt => {
+            assert!(
+                state::wait_until(READY, |n| n
+                    .adapter_by_id(b.0)
+                    .is_some_and(|a| a.state == AdapterState::Halting)),
+                "V never reached MiniportHaltEx: {:?}",
+                bottle_view(b)
+            );
+            AdapterState::Halting
+        }
+    };
     ke::advance_performance_counter(SLOW_CONSUMER);
     std::thread::sleep(Duration::from_secs(1));
     let view = bottle_view(b);
     assert!(
-        !halted.load(Ordering::SeqCst),
-        "MiniportHaltEx of V returned while the consumer still had its NDK adapter open"
+        !finished.load(Ordering::SeqCst),
+        "the {teardown:?} finished while the consumer still had its NDK adapter open"
     );
     assert!(
-        view.as_ref()
-            .is_some_and(|(s, open)| *s == AdapterState::Halting
-                && open.contains(&(pair.b.adapter as usize))),
-        "the NDK adapter was closed for the consumer, or V is gone, while the consumer still \
-         used it: {view:?}"
+        view.as_ref().is_some_and(
+            |(s, open)| *s == waiting_state && open.contains(&(pair.b.adapter as usize))
+        ),
+        "during the {teardown:?}, V left {waiting_state:?} or the NDK adapter was closed for the \
+         consumer while the consumer still used it: {view:?}"
     );
-    // The consumer still posts to its QP: the RNIC is alive.
+    // The consumer still posts to its QP: the RNIC is alive. (No transfer
+    // now: an unbind paused the binding below V first.)
     assert_eq!(receive(pair.qb.qp, 3, &[]), STATUS_SUCCESS, "NdkReceive");
     assert!(verifier::bugchecks().is_empty());
 
+    // The consumer closes everything on the second adapter, last the
+    // adapter itself; only then does the teardown finish.
     let Pair {
         a,
         b: nic_b,
@@ -280,21 +255,26 @@ fn halt_waits_for_the_ndk_consumer_to_close() {
     close_wait(region_mr);
     conn.close();
     qb.close();
-    assert!(!halted.load(Ordering::SeqCst), "halted before the close");
+    assert!(
+        !finished.load(Ordering::SeqCst),
+        "the {teardown:?} finished before the close"
+    );
     machine.close_ndk(ids[1], nic_b.adapter);
-    halt.join().expect("the halt");
-    assert!(halted.load(Ordering::SeqCst));
+    step.join().expect("the teardown thread");
+    assert!(finished.load(Ordering::SeqCst));
     assert_eq!(
         bottle_view(ids[1]).map(|v| v.0),
         Some(AdapterState::Gone),
         "V halted after the close"
     );
-    // P's binding stays until it is unbound; V is already gone.
-    machine.halt(ids[1]);
+    if teardown == Teardown::Halt {
+        // P's binding stays until it is unbound; V is already gone.
+        machine.halt(ids[1]);
+    }
     qa.close();
     machine.close_ndk(ids[0], a.adapter);
     machine.halt(ids[0]);
     assert!(verifier::bugchecks().is_empty());
-    let machine = Arc::into_inner(machine).expect("the halt thread ended");
+    let machine = Arc::into_inner(machine).expect("the teardown thread ended");
     unload_clean(machine);
 }
