@@ -45,7 +45,7 @@ use hwq::{MemoryKey, Sge};
 #[cfg(doc)]
 use crate::memory::KeyLock;
 use crate::memory::sg::{self, SgError, walk};
-use crate::memory::{Chunks, CrossingPin, DeviceMemory, Need};
+use crate::memory::{Chunks, CrossingPin, DeviceMemory, KeyTable, Need};
 use crate::wire::{
     Bth, Carrying, ExtHeaders, Headers, IpUdpFields, Opcode, Packet, PacketBuilder, Reth,
     datagram_len, psn_add, read_response_framing, request_opcode,
@@ -549,12 +549,14 @@ const SOURCE_PIECES: usize = 16;
 
 /// Places train segment `seg` (payload still at the sender) at message
 /// byte `offset` of `sges` in `mem` (the receiver's memory), each piece of
-/// which must grant `need`. Every destination piece is checked before the
-/// source is read; then, in rounds of up to [`SOURCE_PIECES`] source
+/// which must grant `need`. In rounds of up to [`SOURCE_PIECES`] source
 /// pieces, the sender's key is checked and its pieces resolved under the
 /// sender's key table alone, and the bytes are copied straight from the
 /// sender's memory into the receiver's under the receiver's key table
-/// alone (its pieces checked again).
+/// alone (its pieces checked as they are written). The first round's hold
+/// of the receiver's table checks every destination piece first, so a bad
+/// destination places no byte; a segment of one round (the rule) takes
+/// the receiver's table once.
 ///
 /// Why this is safe without holding both tables: the receiver's memory is
 /// written only under its table held shared, right after its key was found
@@ -583,20 +585,27 @@ pub(crate) fn scatter_train(
     train: &Train,
     seg: &Segment,
 ) -> Result<bool, SgError> {
-    {
-        let keys = mem.keys.read();
+    // Every destination piece, checked under the first round's hold of
+    // the receiver's table, before any byte is placed.
+    let check_destination = |keys: &KeyTable| {
         walk(sges, offset, seg.len, |sge, addr, take, _| {
             keys.check(MemoryKey(sge.key), pd, addr, take, need)
                 .map(|_| ())
                 .map_err(|_| SgError::Protection)
-        })?;
-    }
+        })
+    };
     let dma = &*mem.dma;
     let _pin = train.pin_source();
     let mut pieces = [(0u64, 0usize); SOURCE_PIECES];
     let mut done = 0usize;
     while done < seg.len {
-        let Some((count, bytes)) = train.source_chunks(seg, done, &mut pieces) else {
+        let resolved = train.source_chunks(seg, done, &mut pieces);
+        let keys = mem.keys.read();
+        if done == 0 {
+            // A bad destination is reported before a dead source.
+            check_destination(&keys)?;
+        }
+        let Some((count, bytes)) = resolved else {
             return Ok(false);
         };
         if bytes == 0 {
@@ -604,7 +613,6 @@ pub(crate) fn scatter_train(
             // be placed; never loop on it.
             return Err(SgError::Length);
         }
-        let keys = mem.keys.read();
         let mut at = offset + done as u64;
         for &(source, len) in pieces.get(..count).unwrap_or_default() {
             let mut from = source;

@@ -475,6 +475,40 @@ fn a_send_train_lands_in_a_receive_with_its_solicited_flag() {
     );
 }
 
+/// A SEND train into a receive whose second piece names a key B does not
+/// have: the segment that spans both pieces places no byte, not even in
+/// the valid first piece (every destination piece of a segment is checked
+/// before any byte of it is copied); the receive and the SEND fail.
+#[test]
+fn a_send_train_segment_with_a_bad_destination_piece_places_no_byte() {
+    let mut b = bench(true);
+    let old = pattern(5, LEN as usize);
+    b.b.mem.fill(b.src.logical, &old);
+    b.a.mem.fill(b.dst.logical, &pattern(11, LEN as usize));
+    // 4000 is inside segment 3 (bytes 3072..4096).
+    let bad = Sge {
+        key: 0x00ab_cd00,
+        ..b.src.sge(4000, LEN - 4000)
+    };
+    b.b.post_recv(&mut b.qb, 78, &[b.src.sge(0, 4000), bad]);
+    let w = wqe(SendOpcode::Send, 4, &b.pieces());
+    b.a.post_send(&mut b.qa, w);
+    assert_ne!(b.send_status(true), CqeStatus::Success);
+    assert!(b.trains_taken >= 1, "the SEND went as a train");
+    b.qb.rcq.drain();
+    let [cqe] = b.qb.rcq.seen.as_slice() else {
+        panic!("expected one receive completion, got {:?}", b.qb.rcq.seen);
+    };
+    assert_eq!(cqe.wr_id, 78);
+    assert_ne!(cqe.cqe_status(), CqeStatus::Success);
+    let after = b.b.mem.get(b.src.logical, LEN as usize);
+    let spanning = (3 * PMTU) as usize..4000;
+    assert!(
+        after[spanning.clone()] == old[spanning],
+        "bytes of the segment spanning the bad piece were placed in the good one"
+    );
+}
+
 #[test]
 fn cut_write_and_send_trains_are_the_packets_a_wire_would_carry() {
     for (op, post) in [
