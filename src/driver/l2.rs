@@ -116,6 +116,10 @@ struct Frames {
     pending: SpinLock<Batch>,
     /// A caller is sending batches (one at a time: `send_pending`).
     sending: AtomicBool,
+    /// Frames in `pending`, as last set under its lock: a flush that finds
+    /// none takes no lock (a caller always sees its own frames here; the
+    /// frames of others are theirs to flush).
+    waiting: AtomicU32,
     stats: L2Stats,
 }
 
@@ -180,6 +184,7 @@ impl Frames {
                 batch.rdma_frames += 1;
                 batch.rdma_bytes += len as u64;
             }
+            self.waiting.store(batch.chain.len(), Ordering::Relaxed);
             batch.chain.len() >= SEND_BATCH
         });
         if full {
@@ -197,6 +202,9 @@ impl Frames {
     /// another sending leaves its frames to it: the sender takes the
     /// pending batch again until it finds it empty after letting go.
     fn send_pending(&self) {
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         loop {
             if self
                 .sending
@@ -219,7 +227,10 @@ impl Frames {
 
     /// The pending batch, unless it is empty.
     fn take_pending(&self) -> Option<Batch> {
-        let batch = self.pending.locked(core::mem::take);
+        let batch = self.pending.locked(|batch| {
+            self.waiting.store(0, Ordering::Relaxed);
+            core::mem::take(batch)
+        });
         (!batch.chain.is_empty()).then_some(batch)
     }
 
@@ -349,6 +360,7 @@ impl L2Port {
             senders: AtomicU32::new(0),
             pending: SpinLock::new(Batch::default()),
             sending: AtomicBool::new(false),
+            waiting: AtomicU32::new(0),
             stats: L2Stats::default(),
         })
         .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
