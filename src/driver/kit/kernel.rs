@@ -150,11 +150,48 @@ impl<T> SpinLock<T> {
     }
 }
 
+/// A flag one user at a time holds, taken without waiting: the acquire
+/// compare-exchange and release store behind every claimable resource of
+/// the kit ([`Claimable`], the L2 port's send frames, slot buffers).
+/// Legal at any IRQL; what a holder wrote before [`ClaimFlag::release`] is
+/// seen by the next holder.
+#[derive(Debug, Default)]
+pub struct ClaimFlag(core::sync::atomic::AtomicBool);
+
+impl ClaimFlag {
+    /// A flag nobody holds.
+    pub const fn new() -> Self {
+        Self(core::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// Takes the flag; `false` if someone holds it.
+    pub fn try_claim(&self) -> bool {
+        self.0
+            .compare_exchange(
+                false,
+                true,
+                core::sync::atomic::Ordering::Acquire,
+                core::sync::atomic::Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    /// Lets the flag go (its holder only).
+    pub fn release(&self) {
+        self.0.store(false, core::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether someone holds it.
+    pub fn is_claimed(&self) -> bool {
+        self.0.load(core::sync::atomic::Ordering::Acquire)
+    }
+}
+
 /// A value one user at a time may claim without waiting
 /// ([`Claimable::try_claim`]): a try-lock for resources a caller can
 /// look for elsewhere when this one is taken.
 pub struct Claimable<T> {
-    busy: core::sync::atomic::AtomicBool,
+    busy: ClaimFlag,
     value: UnsafeCell<T>,
 }
 
@@ -173,22 +210,14 @@ impl<T> Claimable<T> {
     /// An unclaimed value.
     pub const fn new(value: T) -> Self {
         Self {
-            busy: core::sync::atomic::AtomicBool::new(false),
+            busy: ClaimFlag::new(),
             value: UnsafeCell::new(value),
         }
     }
 
     /// The value, unless someone holds it.
     pub fn try_claim(&self) -> Option<Claim<'_, T>> {
-        self.busy
-            .compare_exchange(
-                false,
-                true,
-                core::sync::atomic::Ordering::Acquire,
-                core::sync::atomic::Ordering::Relaxed,
-            )
-            .ok()?;
-        Some(Claim { owner: self })
+        self.busy.try_claim().then_some(Claim { owner: self })
     }
 }
 
@@ -221,9 +250,7 @@ impl<T> core::ops::DerefMut for Claim<'_, T> {
 
 impl<T> Drop for Claim<'_, T> {
     fn drop(&mut self) {
-        self.owner
-            .busy
-            .store(false, core::sync::atomic::Ordering::Release);
+        self.owner.busy.release();
     }
 }
 

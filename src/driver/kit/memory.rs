@@ -24,6 +24,8 @@ use ndis::{
 };
 use ndkpi::{MDL, MDL_PAGES_LOCKED, PAGE_SIZE, ULONG, mdl_pfn_array};
 
+use super::kernel::ClaimFlag;
+
 /// Pool tag of every rsndk allocation, shown as `RsNk` by `!poolused`
 /// and poolmon (tags are stored little-endian).
 pub const POOL_TAG: ULONG = u32::from_le_bytes(*b"RsNk");
@@ -581,7 +583,7 @@ impl<T> Drop for AttachedRef<'_, T> {
 pub struct SlotBuffers<const N: usize> {
     memory: PageBuffer,
     slot_bytes: usize,
-    busy: [core::sync::atomic::AtomicBool; N],
+    busy: [ClaimFlag; N],
 }
 
 impl<const N: usize> core::fmt::Debug for SlotBuffers<N> {
@@ -599,7 +601,7 @@ impl<const N: usize> SlotBuffers<N> {
         Some(Self {
             memory: PageBuffer::zeroed(slot_bytes.checked_mul(N)?)?,
             slot_bytes,
-            busy: [const { core::sync::atomic::AtomicBool::new(false) }; N],
+            busy: [const { ClaimFlag::new() }; N],
         })
     }
 
@@ -607,14 +609,8 @@ impl<const N: usize> SlotBuffers<N> {
     pub fn try_claim(&self, k: usize) -> Option<SlotGuard<'_, N>> {
         self.busy
             .get(k)?
-            .compare_exchange(
-                false,
-                true,
-                core::sync::atomic::Ordering::Acquire,
-                core::sync::atomic::Ordering::Relaxed,
-            )
-            .ok()?;
-        Some(SlotGuard { owner: self, k })
+            .try_claim()
+            .then_some(SlotGuard { owner: self, k })
     }
 }
 
@@ -648,7 +644,7 @@ impl<const N: usize> SlotGuard<'_, N> {
 impl<const N: usize> Drop for SlotGuard<'_, N> {
     fn drop(&mut self) {
         if let Some(flag) = self.owner.busy.get(self.k) {
-            flag.store(false, core::sync::atomic::Ordering::Release);
+            flag.release();
         }
     }
 }

@@ -22,6 +22,7 @@ use ndis::{
 };
 use ndkpi::{NDIS_STATUS, NDIS_STATUS_SUCCESS, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, ULONG};
 
+use super::kernel::ClaimFlag;
 use super::memory::POOL_TAG;
 use super::ndis::{AdapterHandle, BindingHandle};
 
@@ -434,7 +435,7 @@ struct SendFrame {
     data: *mut u8,
     /// Bytes at `data`.
     capacity: usize,
-    busy: core::sync::atomic::AtomicBool,
+    busy: ClaimFlag,
 }
 
 impl core::fmt::Debug for SendFrames {
@@ -530,7 +531,7 @@ impl SendFrames {
             mdl,
             data,
             capacity,
-            busy: core::sync::atomic::AtomicBool::new(false),
+            busy: ClaimFlag::new(),
         })
     }
 
@@ -544,17 +545,11 @@ impl SendFrames {
         self.frames
             .get(index)?
             .busy
-            .compare_exchange(
-                false,
-                true,
-                core::sync::atomic::Ordering::Acquire,
-                core::sync::atomic::Ordering::Relaxed,
-            )
-            .ok()?;
-        Some(ClaimedFrame {
-            frames: self,
-            index,
-        })
+            .try_claim()
+            .then_some(ClaimedFrame {
+                frames: self,
+                index,
+            })
     }
 
     /// Whether `nbl` is one of these lists (by its pool, as NDIS records
@@ -574,21 +569,16 @@ impl SendFrames {
         let Some(frame) = self.frames.get(index) else {
             return false;
         };
-        if frame.nbl != nbl || !frame.busy.load(core::sync::atomic::Ordering::Acquire) {
+        if frame.nbl != nbl || !frame.busy.is_claimed() {
             return false;
         }
-        frame
-            .busy
-            .store(false, core::sync::atomic::Ordering::Release);
+        frame.busy.release();
         true
     }
 
     /// Frames claimed or in flight now.
     pub fn in_flight(&self) -> usize {
-        self.frames
-            .iter()
-            .filter(|f| f.busy.load(core::sync::atomic::Ordering::Acquire))
-            .count()
+        self.frames.iter().filter(|f| f.busy.is_claimed()).count()
     }
 }
 
@@ -636,9 +626,7 @@ impl ClaimedFrame<'_> {
 
     /// Gives the frame back unsent.
     pub fn release(self) {
-        self.frames.frames[self.index]
-            .busy
-            .store(false, core::sync::atomic::Ordering::Release);
+        self.frames.frames[self.index].busy.release();
     }
 }
 
