@@ -9,16 +9,15 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #![allow(unsafe_code)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
 
 use kbottle::pe::CodeRange;
 use kbottle::special_pool::{self, Align, Fault, SpecialPool};
-use kbottle::verifier::{self, Bugcheck, Policy};
+use kbottle::verifier::{self, Bugcheck};
 use kbottle::{cpu, pool, trap};
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+mod common;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Special pool's setting is process-wide: one test at a time.
@@ -66,13 +65,7 @@ fn driver_code(code: &[u8]) -> usize {
 /// `irql`): the bugcheck it hits, or None if it returned.
 fn run(label: &str, irql: u8, code: usize, arg: usize) -> Option<Bugcheck> {
     trap::install();
-    verifier::set_policy(Policy::Park);
-    let name = format!("{label}#{}", NEXT.fetch_add(1, Ordering::SeqCst));
-    let n2 = name.clone();
-    let returned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let r2 = std::sync::Arc::clone(&returned);
-    std::thread::spawn(move || {
-        cpu::enter(&n2);
+    common::on_new_processor(label, move || {
         if irql > 0 {
             cpu::raise(irql);
         }
@@ -85,25 +78,7 @@ fn run(label: &str, irql: u8, code: usize, arg: usize) -> Option<Bugcheck> {
         if irql > 0 {
             cpu::lower(0);
         }
-        r2.store(true, Ordering::SeqCst);
-    });
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(b) = verifier::bugchecks()
-            .into_iter()
-            .find(|b| b.processor == name)
-        {
-            return Some(b);
-        }
-        if returned.load(Ordering::SeqCst) {
-            return None;
-        }
-        assert!(
-            Instant::now() < end,
-            "{name}: neither returned nor bugchecked"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    })
 }
 
 fn alloc(size: usize) -> usize {
@@ -176,30 +151,7 @@ fn a_driver_use_after_free_is_a_0xd5_report_with_the_address() {
 
 /// Frees `p` on a new processor: the bugcheck the free hits, if any.
 fn free_on_processor(label: &str, p: usize) -> Option<Bugcheck> {
-    verifier::set_policy(Policy::Park);
-    let name = format!("{label}#{}", NEXT.fetch_add(1, Ordering::SeqCst));
-    let n2 = name.clone();
-    let done = std::thread::spawn(move || {
-        cpu::enter(&n2);
-        pool::free(p, Some(TAG), 0);
-    });
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(b) = verifier::bugchecks()
-            .into_iter()
-            .find(|b| b.processor == name)
-        {
-            return Some(b);
-        }
-        if done.is_finished() {
-            return None;
-        }
-        assert!(
-            Instant::now() < end,
-            "{name}: neither returned nor bugchecked"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::on_new_processor(label, move || pool::free(p, Some(TAG), 0))
 }
 
 #[test]

@@ -5,15 +5,12 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #![allow(unsafe_code)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
 use kbottle::cpu;
 use kbottle::pe::CodeRange;
 use kbottle::trap::{self, Trapped};
-use kbottle::verifier::{self, Bugcheck, Policy};
+use kbottle::verifier::{self, Bugcheck};
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+mod common;
 
 /// Maps `code` at a fresh page (read + execute), preceded by `pad` bytes
 /// of `nop`, registered as image `name` for the life of the process.
@@ -50,11 +47,7 @@ fn driver_code(pad: usize, code: &[u8]) -> usize {
 /// the bugcheck it hits.
 fn trap_of(label: &str, irql: u8, addr: usize) -> Bugcheck {
     trap::install();
-    verifier::set_policy(Policy::Park);
-    let name = format!("{label}#{}", NEXT.fetch_add(1, Ordering::SeqCst));
-    let n2 = name.clone();
-    std::thread::spawn(move || {
-        cpu::enter(&n2);
+    common::on_new_processor(label, move || {
         if irql > 0 {
             cpu::raise(irql);
         }
@@ -64,19 +57,8 @@ fn trap_of(label: &str, irql: u8, addr: usize) -> Bugcheck {
         // registered; it traps before returning, and the bottle parks this
         // processor.
         unsafe { f() };
-        panic!("{n2}: returned");
-    });
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(b) = verifier::bugchecks()
-            .into_iter()
-            .find(|b| b.processor == name)
-        {
-            return b;
-        }
-        assert!(Instant::now() < end, "{name}: no bugcheck");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    })
+    .unwrap_or_else(|| panic!("{label}: returned"))
 }
 
 #[test]

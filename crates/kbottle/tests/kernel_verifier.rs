@@ -5,37 +5,18 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #![allow(unsafe_code, non_snake_case)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use kbottle::verifier::{self, Bugcheck, Policy};
+use kbottle::verifier::{self, Bugcheck};
+
+mod common;
 use kbottle::{cpu, crt, io, ke, mm, pool};
 use ndis::{KDPC, KSPIN_LOCK, KTIMER};
-
-static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Runs `f` on a new processor and returns the bugcheck it hits (the
 /// thread stays parked).
 fn bugcheck_of(label: &str, f: impl FnOnce() + Send + 'static) -> Bugcheck {
-    verifier::set_policy(Policy::Park);
-    let name = format!("{label}#{}", NEXT.fetch_add(1, Ordering::SeqCst));
-    let n2 = name.clone();
-    std::thread::spawn(move || {
-        cpu::enter(&n2);
-        f();
-        panic!("{n2}: no bugcheck");
-    });
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(b) = verifier::bugchecks()
-            .into_iter()
-            .find(|b| b.processor == name)
-        {
-            return b;
-        }
-        assert!(Instant::now() < end, "{name}: no bugcheck within 10 s");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::on_new_processor(label, f).unwrap_or_else(|| panic!("{label}: no bugcheck"))
 }
 
 type AllocFn = unsafe extern "win64" fn(u64, usize, u32) -> *mut u8;
