@@ -51,6 +51,23 @@ pub fn verifies(initial: u32, data: &[u8]) -> bool {
     finish(add(initial, data)) == 0
 }
 
+/// An ICMP or ICMPv6 message `m` whose checksum verifies from the
+/// pseudo-header sum `initial` (0 for ICMP over IPv4), split into its
+/// type, code, the four bytes after the checksum and the body; `None`
+/// when it is short or its checksum is wrong.
+pub fn icmp_message(initial: u32, m: &[u8]) -> Option<(u8, u8, [u8; 4], &[u8])> {
+    let head = m.get(..8)?;
+    if !verifies(initial, m) {
+        return None;
+    }
+    Some((
+        head[0],
+        head[1],
+        [head[4], head[5], head[6], head[7]],
+        m.get(8..)?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

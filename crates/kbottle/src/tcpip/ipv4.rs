@@ -111,16 +111,7 @@ pub fn icmp(kind: u8, code: u8, rest: [u8; 4], body: &[u8]) -> Vec<u8> {
 /// A received ICMP message, split; `None` when short or its checksum is
 /// wrong.
 pub fn parse_icmp(m: &[u8]) -> Option<(u8, u8, [u8; 4], &[u8])> {
-    let head = m.get(..8)?;
-    if !checksum::verifies(0, m) {
-        return None;
-    }
-    Some((
-        head[0],
-        head[1],
-        [head[4], head[5], head[6], head[7]],
-        m.get(8..)?,
-    ))
+    checksum::icmp_message(0, m)
 }
 
 /// Whether `a` can be the source of a datagram that an ICMP error may

@@ -125,16 +125,7 @@ pub fn icmp(
 /// wrong.
 pub fn parse_icmp<'a>(d: &Datagram<'a>) -> Option<(u8, u8, [u8; 4], &'a [u8])> {
     let m = d.payload;
-    let head = m.get(..8)?;
-    if !checksum::verifies(checksum::pseudo_v6(d.src, d.dst, NEXT_ICMPV6, m.len()), m) {
-        return None;
-    }
-    Some((
-        head[0],
-        head[1],
-        [head[4], head[5], head[6], head[7]],
-        m.get(8..)?,
-    ))
+    checksum::icmp_message(checksum::pseudo_v6(d.src, d.dst, NEXT_ICMPV6, m.len()), m)
 }
 
 /// The solicited-node multicast group of `a` (ff02::1:ffXX:XXXX).
