@@ -22,7 +22,8 @@ use hwq::device::{QpSetup, ReceiveSource, Registration};
 use hwq::ring::ring;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{
-    Consumer, Cqe, Cqn, DmaAccess, DmaFault, MemoryKey, Pdn, Producer, Qpn, RecvWqe, SendWqe, Sge,
+    Consumer, Cqe, CqeStatus, Cqn, DmaAccess, DmaFault, MemoryKey, Pdn, Producer, Qpn, RecvWqe,
+    SendWqe, Sge,
 };
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
@@ -185,6 +186,11 @@ impl Cq {
         }
         n
     }
+}
+
+/// Each of `cqes` as (`wr_id`, status), in order.
+pub fn statuses(cqes: &[Cqe]) -> Vec<(u64, CqeStatus)> {
+    cqes.iter().map(|c| (c.wr_id, c.cqe_status())).collect()
 }
 
 /// One device with its memory and PD.

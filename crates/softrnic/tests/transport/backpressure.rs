@@ -294,12 +294,7 @@ fn burst(capacity: usize, stops: bool) -> Burst {
         qb.rcq.drain();
         qa.scq.seen.len() == 3 && qb.rcq.seen.len() == 1
     });
-    let done: Vec<_> = qa
-        .scq
-        .seen
-        .iter()
-        .map(|c| (c.wr_id, c.cqe_status()))
-        .collect();
+    let done: Vec<_> = statuses(&qa.scq.seen);
     assert_eq!(
         done,
         [
@@ -625,12 +620,7 @@ fn responses_waiting_for_link_room_leave_before_a_send_with_invalidate_kills_the
         qb.rcq.drain();
         qa.scq.seen.len() == 2 && qb.rcq.seen.len() == 1
     });
-    let done: Vec<_> = qa
-        .scq
-        .seen
-        .iter()
-        .map(|c| (c.wr_id, c.cqe_status()))
-        .collect();
+    let done: Vec<_> = statuses(&qa.scq.seen);
     assert_eq!(done, [(1, CqeStatus::Success), (2, CqeStatus::Success)]);
     let got = qb.rcq.seen[0];
     assert_eq!(

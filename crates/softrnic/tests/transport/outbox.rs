@@ -208,12 +208,7 @@ fn sends_nothing_under_the_qp_lock(lends: bool) {
             clock.set(clock.now() + 100);
         }
     }
-    let statuses: Vec<_> = qa
-        .scq
-        .seen
-        .iter()
-        .map(|c| (c.wr_id, c.cqe_status()))
-        .collect();
+    let statuses: Vec<_> = statuses(&qa.scq.seen);
     assert_eq!(
         statuses,
         [

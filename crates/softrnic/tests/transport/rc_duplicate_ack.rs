@@ -66,12 +66,7 @@ fn send_then_read_answers_lost(first: u32) -> Vec<(u32, u8)> {
     );
     let acks = drop_first_answers(&mut w, &mut qa, &mut qb, first);
     assert!(w.a.dev.stats().timeouts >= 1, "A resent after a timeout");
-    let done: Vec<_> = qa
-        .scq
-        .seen
-        .iter()
-        .map(|c| (c.wr_id, c.cqe_status()))
-        .collect();
+    let done: Vec<_> = statuses(&qa.scq.seen);
     assert_eq!(done, [(10, CqeStatus::Success), (11, CqeStatus::Success)]);
     assert!(w.a.mem.get(sink.logical, LEN as usize) == ping, "READ data");
     // The duplicate SEND completed no second receive: B's one receive

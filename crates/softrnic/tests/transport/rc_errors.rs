@@ -7,7 +7,7 @@ use hwq::Verbs;
 
 use common::*;
 use hwq::wqe::{Access, Bind, FastRegister, SendOpcode, WqeFlags};
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
+use hwq::{CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
 use softrnic::link::Faults;
 use softrnic::qp::{QpState, RcConfig};
 
@@ -38,10 +38,6 @@ fn signaled(wr_id: u64, op: SendOp) -> SendWqe {
         read_fence: false,
         op,
     })
-}
-
-fn statuses(cqes: &[Cqe]) -> Vec<(u64, CqeStatus)> {
-    cqes.iter().map(|c| (c.wr_id, c.cqe_status())).collect()
 }
 
 fn run_until_sends(w: &mut World, q: &mut Qp, n: usize) {

@@ -15,7 +15,7 @@ use hwq::Verbs;
 
 use common::*;
 use hwq::wqe::{Access, FastRegister, SendOpcode};
-use hwq::{Cqe, CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
+use hwq::{CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
 use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
@@ -28,10 +28,6 @@ const OPCODE_AT: usize = 28;
 const READ_REQUEST: u8 = 0x0C;
 const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
 const MAX_STEPS: u64 = 200_000;
-
-fn statuses(cqes: &[Cqe]) -> Vec<(u64, CqeStatus)> {
-    cqes.iter().map(|c| (c.wr_id, c.cqe_status())).collect()
-}
 
 /// What the hand-driven fabric does with one due datagram.
 enum Fate {

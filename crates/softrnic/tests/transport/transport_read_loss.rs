@@ -9,8 +9,8 @@
 use crate::common;
 
 use common::*;
+use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
-use hwq::{Cqe, CqeStatus};
 use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
@@ -20,10 +20,6 @@ const STEPS: u64 = 2_000_000;
 const OPCODE_AT: usize = 28;
 const PSN_AT: usize = 28 + 9;
 const READ_REQUEST: u8 = 0x0C;
-
-fn statuses(cqes: &[Cqe]) -> Vec<(u64, CqeStatus)> {
-    cqes.iter().map(|c| (c.wr_id, c.cqe_status())).collect()
-}
 
 /// A reads `count` × `len` bytes from B under `faults`; returns
 /// (response packets B sent, responses needed, A's timeouts).

@@ -40,12 +40,7 @@ fn fails_in_order(what: &str, corrupt: impl Fn(&mut SendWqe)) {
         qa.scq.drain();
         qa.scq.seen.len() >= 3
     });
-    let seen: Vec<_> = qa
-        .scq
-        .seen
-        .iter()
-        .map(|c| (c.wr_id, c.cqe_status()))
-        .collect();
+    let seen: Vec<_> = statuses(&qa.scq.seen);
     assert_eq!(
         seen,
         [
