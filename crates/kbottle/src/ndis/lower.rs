@@ -119,7 +119,8 @@ pub unsafe extern "win64" fn NdisSendNetBufferLists(
         }
         // SAFETY: the driver's chain, which it hands over whole.
         let lists = unsafe { nbl::chain(NetBufferLists, MAX_CHAIN) };
-        if let Some(rt) = nic::runtime(view.nic) {
+        let runtime = nic::runtime(view.nic);
+        if let Some(rt) = &runtime {
             let c = &rt.counters;
             c.send_calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -133,7 +134,7 @@ pub unsafe extern "win64" fn NdisSendNetBufferLists(
         let inline =
             outcome.iter().any(|(_, s)| *s != NDIS_STATUS_SUCCESS) || view.call % INLINE_EVERY == 0;
         if inline {
-            if let Some(rt) = nic::runtime(view.nic) {
+            if let Some(rt) = &runtime {
                 rt.counters
                     .inline_completions
                     .fetch_add(outcome.len() as u64, std::sync::atomic::Ordering::Relaxed);
