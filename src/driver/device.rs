@@ -1,6 +1,7 @@
 //! One V's software RNIC and everything that serves it: the engine DPC,
-//! the L2 port it sends and receives RoCEv2 frames through (on the binding
-//! to P) and the provider's device context. Built in
+//! the L2 port that takes what it sends and hands it what it receives as
+//! RoCEv2 frames (on the binding to P; the device owns no link) and the
+//! provider's device context. Built in
 //! `MiniportInitializeEx`, torn down in `MiniportHaltEx`, like the host's
 //! `HostDevice` (`crates/host/src/adapters.rs`).
 
@@ -11,8 +12,7 @@ use hwq::TryArc;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::Wake;
-use softrnic::link::Link;
+use softrnic::env::{Routes, Wake};
 
 use super::clock;
 use super::dma::KernelDma;
@@ -56,11 +56,11 @@ impl RnicDevice {
         let engine = Engine::create(adapter)?;
         let dma: Box<dyn hwq::DmaAccess> =
             boxed(KernelDma::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?)?;
-        let link: Box<dyn Link> = L2Port::link(port)?;
+        let routes: Box<dyn Routes> = port.routes()?;
         let waker: Box<dyn Wake> = boxed(engine.waker())?;
         let mut config = DeviceConfig::new(Ipv4Addr::UNSPECIFIED, pmtu);
         config.max_fast_register_pages = FRMR_PAGES;
-        let rnic = SoftRnic::new(config, dma, link, clock::now_us(), waker)
+        let rnic = SoftRnic::new(config, dma, routes, clock::now_us(), waker)
             .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
         let rnic = TryArc::try_new_or_drop(rnic).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         // The provider raises to DISPATCH_LEVEL around commands (the hwq

@@ -31,20 +31,24 @@
 //! [`Deferred`]: it owns them with the engine's state, cannot be freed
 //! while any of them is queued, and its close is the engine's stop.
 //!
-//! Each pass also runs the engine's [`Pump`], if it has one: the L2 port's
-//! datagrams to the device's own addresses, which the port queued while
-//! the device sent them (inside its locks) and the pass hands back to the
-//! device outside every lock of its; and the port's note that its send
-//! frames, which had run out, are free again (a send completion kicks the
-//! engine for it), which the pass passes on to the device so that the
-//! QPs that stopped for want of a frame go on.
+//! Each pass also runs the engine's [`Pump`], if it has one, around the
+//! device's work: before it, the L2 port's datagrams to the device's own
+//! addresses, which the port queued while it sent them and the pass hands
+//! back to the device outside every lock of its; after it, what the device
+//! sends (it owns no link: its packets wait in its outboxes until taken),
+//! taken onto the port. A pass takes them whether or not its work did
+//! anything, so packets recorded elsewhere (a consumer's doorbell, a
+//! receive indication whose pump found the turn taken) or left behind
+//! when the port's send frames ran out (a send completion that frees
+//! enough kicks the engine) go out with the next pass, and the QPs that
+//! stopped for want of room go on.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::TryArc;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
-use softrnic::env::{RunPass, Wake};
+use softrnic::env::Wake;
 
 use super::clock;
 use super::kit::deferred::{Deferred, DeferredRoutines};
@@ -66,12 +70,18 @@ const CONTINUATION_WANTED: u32 = 1;
 
 /// Work a pass of the engine does besides polling the device: handing it
 /// datagrams a link holds for it (the L2 port's own-address loopback), and
-/// telling it the link has room again.
+/// taking what it sends onto the wire.
 pub trait Pump: Send + Sync {
     /// Hands what waits to `rnic` at time `now` (µs, [`clock::now_us`]),
-    /// holding none of its locks (`DISPATCH_LEVEL`, the engine's DPC);
-    /// whether anything did.
+    /// holding none of its locks (`DISPATCH_LEVEL`, the engine's DPC),
+    /// before the device's work; whether anything did.
     fn pump(&self, rnic: &SoftRnic, now: u64) -> bool;
+
+    /// Takes what `rnic` sends onto the wire at `now`, after the device's
+    /// work (`DISPATCH_LEVEL`, the engine's DPC), every pass: it leaves
+    /// nothing it could take, and kicks the engine for what it could not
+    /// take while it had room.
+    fn transmit(&self, rnic: &SoftRnic, now: u64);
 }
 
 /// The engine's state, which its DPC and continuation run on.
@@ -240,6 +250,8 @@ fn poll<P: Pump>(this: &Deferred<EngineCore<P>>) {
         // The device keeps no clock: each pass runs at the time read here.
         let now = clock::now_us();
         let worked = core.run_pump(&rnic, now) | rnic.poll(now);
+        // What the device sent, whether or not this pass did anything.
+        core.run_transmit(&rnic, now);
         passes += 1;
         if !worked && !core.pending.load(Ordering::SeqCst) {
             arm_timer(this, &rnic);
@@ -281,6 +293,14 @@ impl<P: Pump> EngineCore<P> {
         self.pump.enter().is_some_and(|pump| pump.pump(rnic, now))
     }
 
+    /// Runs the pump's transmit, if any, for `rnic` at `now` (a DPC run
+    /// holding the turn).
+    fn run_transmit(&self, rnic: &SoftRnic, now: u64) {
+        if let Some(pump) = self.pump.enter() {
+            pump.transmit(rnic, now);
+        }
+    }
+
     /// Takes the polling turn; false if another run holds it (that run
     /// reads `pending` before it lets go).
     fn take_turn(&self) -> bool {
@@ -305,7 +325,7 @@ impl<P: Pump> Wake for EngineWaker<P> {
     /// would lengthen its time at `DISPATCH_LEVEL`; the host's reason for
     /// busy polling (a scheduler hand-off per packet, several us on a
     /// small VM) is a DPC queued on the caller's processor here.
-    fn consumer_poll(&self, _device: &dyn RunPass) -> bool {
+    fn consumer_poll(&self) -> bool {
         false
     }
 }

@@ -7,22 +7,30 @@
 //! classification, own-address loopback); this module is its kernel
 //! shell:
 //!
-//! * Send: the port hands each frame to [`NblSink::send_frame`], which
-//!   copies it into a preallocated frame ([`pool`]) and adds it to the
-//!   pending batch; the RNIC's flush (`Link::flush`, after every engine
-//!   pass and command) and the end of a receive indication
-//!   ([`L2Port::flush_sends`]) send the batch down with one
+//! * Send: the RNIC owns no link; what it sends waits in its outboxes
+//!   until the port takes it ([`L2Port::transmit`], a
+//!   `softrnic::link::LinkPump` allocated with the port), after every
+//!   engine pass (the [`Pump`]) and at the end of every receive indication
+//!   ([`L2Port::transmit_after_receive`]). The port hands each frame to
+//!   [`NblSink::send_frame`], which copies it into a preallocated frame
+//!   ([`pool`]) and adds it to the pending batch; the pump's flush
+//!   (`FrameSink::flush`) sends the batch down with one
 //!   `Binding::send_own`, as does a batch that reaches `SEND_BATCH`
 //!   frames. No frame free, a frame too long or a binding that does not
 //!   run drops it (RoCE's RC transport retransmits; an ARP request is
 //!   asked again). The completion gives the frame back
-//!   ([`L2Port::send_complete`]).
-//! * Backpressure: the RNIC asks before each packet whether a frame is
-//!   free ([`NblSink::has_room`]) and stops while none is, as a NIC driver
-//!   stops its queue on a full ring. The give-back that makes room again
-//!   notes it and kicks the engine, whose next pass (the [`Pump`]) tells
-//!   the RNIC (`SoftRnic::link_ready`): the stopped QPs go on where they
+//!   ([`L2Port::send_complete`]). A datagram longer than the link's MTU
+//!   the pump gives back to the RNIC (`SoftRnic::send_failed`), which
+//!   fails the QP that sent it.
+//! * Backpressure: the pump asks before each packet whether a frame is
+//!   free ([`NblSink::has_room`]) and stops taking the RNIC's packets
+//!   while none is, as a NIC driver stops its queue on a full ring: the
+//!   RNIC's outboxes fill and its QPs stop where they are. The give-back
+//!   that makes room again kicks the engine, whose next pass pumps (the
+//!   RNIC still has packets waiting): the stopped QPs go on where they
 //!   stopped, and a burst larger than the pool is held, not dropped.
+//! * Path MTU: the RNIC asks the port's routes ([`PortRoutes`]) once per
+//!   connection; they answer what the link's current MTU carries.
 //! * Receive: [`L2Port::take_received`] shows each received frame to the
 //!   port, in place or copied into a bounce buffer ([`receive`]), at
 //!   DISPATCH_LEVEL, in one call into softrnic
@@ -32,10 +40,10 @@
 //!   (`SoftRnic::receive`), and the frame is consumed; everything else
 //!   (ARP and neighbour discovery included, after the port has learnt
 //!   from them) goes up V unchanged.
-//! * The RNIC's link is the port itself (`EthernetPort` is a
-//!   `softrnic::link::Link`, shared through a `TryArc`): a datagram the
-//!   RNIC sends crosses into the driver once, at [`NblSink`], and a
-//!   batch of them leaves in one call to NDIS.
+//! * The port is the pump's link (`EthernetPort` is a
+//!   `softrnic::link::Link`): a datagram the RNIC sends crosses into the
+//!   driver once, at [`NblSink`], and a batch of them leaves in one call
+//!   to NDIS.
 //! * Loopback: a datagram to one of V's own addresses never reaches the
 //!   wire (the NIC does not hairpin frames); the port queues it and calls
 //!   [`NblSink::loopback_ready`], which kicks the engine, whose pass hands
@@ -57,8 +65,9 @@ use hwq::TryArc;
 use ndis::DISPATCH_LEVEL;
 use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
+use softrnic::env::Routes;
 use softrnic::l2::{EthernetPort, FrameSink};
-use softrnic::link::Link;
+use softrnic::link::LinkPump;
 
 use self::pool::{GivenBack, SendPool};
 use self::receive::Bounce;
@@ -86,10 +95,11 @@ pub struct L2Stats {
     /// Frames the port could not send: no free frame, too long, or the
     /// binding not running.
     pub send_drops: AtomicU64,
-    /// Times the RNIC was told to wait for a free frame (one per packet
-    /// it held back; `send_drops` counts what was lost instead).
+    /// Times the pump found no free frame for the RNIC's next packet and
+    /// stopped taking them (`send_drops` counts what was lost instead).
     pub send_waits: AtomicU64,
-    /// Times the pool had room again after running out (the RNIC was told).
+    /// Times the pool had room again after running out (the engine was
+    /// kicked to pump again).
     pub send_resumes: AtomicU64,
     /// Received frames the port could not look at (no RNIC attached, or
     /// NDIS could not map a split frame); passed up.
@@ -104,15 +114,12 @@ struct Frames {
     /// The engine to kick for loopback and for room again, while attached
     /// (its users counted: the detach rundown).
     engine: Attached<Deferred<EngineCore<L2Port>>>,
-    /// The pool had room again after running out: the engine's next pass
-    /// tells the RNIC (`SoftRnic::link_ready`).
-    room_again: AtomicBool,
     /// No more sends (set by `shutdown`).
     closed: AtomicBool,
     /// Sink calls sending now (the shutdown rundown).
     senders: AtomicU32,
-    /// Frames filled and not yet sent: the RNIC's flush (after a pass, a
-    /// command, a receive indication) sends them in one call.
+    /// Frames filled and not yet sent: the pump's flush (after a pass, a
+    /// receive indication) sends them in one call.
     pending: SpinLock<Batch>,
     /// A caller is sending batches (one at a time: `send_pending`).
     sending: AtomicBool,
@@ -274,8 +281,9 @@ impl Frames {
         }
     }
 
-    /// Whether a frame is free for the RNIC's next packet (the RNIC's
-    /// `Link::can_transmit`, before every packet: two atomic loads).
+    /// Whether a frame is free for the RNIC's next packet (the port's
+    /// `Link::can_transmit`, which the pump asks before every packet: two
+    /// atomic loads).
     fn has_room(&self) -> bool {
         let room = self.pool.has_room();
         if !room {
@@ -289,10 +297,9 @@ impl Frames {
 
     /// The pool has room again after it had none (`<= DISPATCH_LEVEL`, a
     /// send completion or a frame given back unsent): the engine's next
-    /// pass tells the RNIC (the port's [`Pump`]).
+    /// pass takes the RNIC's waiting packets ([`L2Port::transmit`]).
     fn note_room_again(&self) {
         self.stats.send_resumes.fetch_add(1, Ordering::Relaxed);
-        self.room_again.store(true, Ordering::SeqCst);
         self.kick();
     }
 
@@ -322,10 +329,26 @@ impl FrameSink for NblSink {
     }
 }
 
+/// The RNIC's routes ([`softrnic::env::Routes`]): every peer is on the
+/// binding's segment, so the path MTU to each is what the link's current
+/// MTU carries (`EthernetPort::path_mtu`, which follows
+/// [`L2Port::set_link`]).
+#[derive(Debug)]
+pub struct PortRoutes(TryArc<EthernetPort<NblSink>>);
+
+impl Routes for PortRoutes {
+    fn path_mtu(&self, _dst: IpAddr) -> Option<u32> {
+        self.0.path_mtu()
+    }
+}
+
 /// The RNIC's Ethernet port over one binding.
 pub struct L2Port {
-    /// Shared with the RNIC, whose link it is.
+    /// Shared with the RNIC's routes.
     port: TryArc<EthernetPort<NblSink>>,
+    /// Takes the RNIC's packets onto the port (one datagram buffer,
+    /// allocated with the port).
+    pump: LinkPump,
     frames: TryArc<Frames>,
     bounce: Bounce,
     /// The RNIC received datagrams go to, while attached (its users
@@ -355,7 +378,6 @@ impl L2Port {
             pool,
             binding: binding.clone(),
             engine: Attached::new(),
-            room_again: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             senders: AtomicU32::new(0),
             pending: SpinLock::new(Batch::default()),
@@ -369,6 +391,7 @@ impl L2Port {
         let port = TryArc::try_new_or_drop(port).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let this = Self {
             port,
+            pump: LinkPump::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?,
             frames,
             bounce: Bounce::new()?,
             rnic: Attached::new(),
@@ -378,11 +401,11 @@ impl L2Port {
         TryArc::try_new_or_drop(this).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
     }
 
-    /// The RNIC's [`Link`] (what the device is built with): the port
-    /// itself, `L2Port::link(&port)`.
-    pub fn link(this: &TryArc<Self>) -> Result<Box<dyn Link>, NTSTATUS> {
-        try_box(this.port.clone())
-            .map(|link| -> Box<dyn Link> { link })
+    /// The RNIC's routes (what the device is built with,
+    /// [`PortRoutes`]).
+    pub fn routes(&self) -> Result<Box<dyn Routes>, NTSTATUS> {
+        try_box(PortRoutes(self.port.clone()))
+            .map(|routes| -> Box<dyn Routes> { routes })
             .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)
     }
 
@@ -433,9 +456,38 @@ impl L2Port {
     /// Sends what the frames taken since the last flush made the RNIC and
     /// the port send (ACKs, READ responses, held frames of a neighbour
     /// just learnt) in one batch (`<= DISPATCH_LEVEL`): the end of a
-    /// receive indication, whose pushes no pass follows.
-    pub fn flush_sends(&self) {
+    /// receive indication, whose arrivals no pass follows. The RNIC's
+    /// packets are taken at `DISPATCH_LEVEL`, as in the engine's pass.
+    pub fn transmit_after_receive(&self) {
+        let old = irql::raise_to_dispatch();
+        if let Some(rnic) = self.rnic.enter() {
+            self.transmit(&rnic, clock::now_us());
+        } else {
+            self.frames.send_pending();
+        }
+        irql::lower(old);
+    }
+
+    /// Takes `rnic`'s waiting packets onto the port at `now` while a frame
+    /// is free, and sends them down in one batch with the port's own
+    /// frames (`DISPATCH_LEVEL`: the engine's pass, the end of a receive
+    /// indication). Packets left behind wait for room (a give-back that
+    /// makes room kicks the engine) or for the pump of another processor,
+    /// which holds the RNIC's transmit turn: if that one let go before
+    /// they were recorded, the engine is kicked for them, so none is
+    /// stranded.
+    pub fn transmit(&self, rnic: &SoftRnic, now: u64) {
+        if rnic.has_transmits() {
+            self.pump.pump(rnic, &*self.port, now);
+        }
+        // Frames of the port's own (a held datagram sent when its
+        // neighbour answered), and the pump's if it found the turn taken.
         self.frames.send_pending();
+        // `has_room` after `false` guarantees a give-back that kicks the
+        // engine once there is room.
+        if rnic.has_transmits() && self.frames.pool.has_room() {
+            self.frames.kick();
+        }
     }
 
     /// Hands the frame of `nbl` to the port, which gives a RoCEv2
@@ -476,10 +528,13 @@ impl L2Port {
     /// P's link state, MTU and speed (`<= DISPATCH_LEVEL`): the port sends
     /// nothing while the link is down, and nothing longer than the MTU.
     ///
-    /// The RNIC's path MTU is fixed when it is created; `softrnic` has no
-    /// way to change it live. A link MTU that does not carry it is
-    /// reported: the RNIC's longer frames are dropped (counted by the port)
-    /// until V is initialised again.
+    /// The RNIC's configured path MTU is fixed when it is created; its
+    /// routes ([`PortRoutes`]) follow the link's MTU, so a connection made
+    /// from here on offers no more than the link carries. A link MTU that
+    /// does not carry the configured one is reported: a connection made
+    /// before keeps its path MTU, and its longer datagrams are dropped
+    /// (counted by the port) and given back to the RNIC
+    /// (`SoftRnic::send_failed`), which fails its QP.
     pub fn set_link(&self, up: bool, mtu: u32, speed_bps: u64) {
         self.port.set_link(up, mtu);
         log_info!(
@@ -538,14 +593,15 @@ impl L2Port {
 
 impl Pump for L2Port {
     /// Moves the port's clock (neighbour ageing, held datagrams; the engine
-    /// runs at least every idle period), tells the RNIC if the pool has
-    /// room again after running out, and hands the loopback queue to the
-    /// RNIC.
+    /// runs at least every idle period) and hands the loopback queue to
+    /// the RNIC.
     fn pump(&self, rnic: &SoftRnic, now: u64) -> bool {
         self.port.tick(now);
-        if self.frames.room_again.swap(false, Ordering::SeqCst) {
-            rnic.link_ready();
-        }
         self.port.loopback_into(rnic, now) != 0
+    }
+
+    /// Takes the RNIC's packets onto the port ([`L2Port::transmit`]).
+    fn transmit(&self, rnic: &SoftRnic, now: u64) {
+        L2Port::transmit(self, rnic, now);
     }
 }

@@ -231,7 +231,7 @@ pub fn receive(mux: &Mux, mut lists: NblChain, port_number: NDIS_PORT_NUMBER, fl
     }
     if let Some(port) = &port {
         // What the frames taken made the RNIC send goes down in one batch.
-        port.flush_sends();
+        port.transmit_after_receive();
     }
     drop(port);
     if attached {

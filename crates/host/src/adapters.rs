@@ -16,17 +16,18 @@ use ndkpi::{
 };
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::Clock;
-use softrnic::link::{CaptureLink, Faults, Link};
+use softrnic::env::{Clock, NoRoutes, Routes};
+use softrnic::link::{CaptureLink, Faults, Link, LinkPass};
 
 use crate::busy::{BusyPoll, SharedWaker};
 use crate::clock::HostClock;
 use crate::config::{AdapterConfig, FaultConfig, Transport};
 use crate::engine::{DeviceThreads, start_udp};
 use crate::hub::FabricHub;
+use crate::pass::{DevicePass, Tap};
 use crate::pcap::{PcapCapture, SharedCapture};
 use crate::platform::{DeviceLease, HostDma, HostPlatform};
-use crate::udp::{UdpLink, UdpPort};
+use crate::udp::{UdpPass, UdpPort};
 use crate::waker::ThreadWaker;
 
 /// How far a reordered or duplicated packet lags on an in-memory fabric.
@@ -41,9 +42,9 @@ struct HostDevice {
     rnic: Arc<SoftRnic>,
     busy: Arc<BusyPoll>,
     hub: Option<Arc<FabricHub>>,
-    /// The capture wrapper around the device's link (the runtime's, not
+    /// The capture wrapper around the device's wire (the runtime's, not
     /// the device's: softrnic holds no capture).
-    tap: Arc<CaptureLink<Box<dyn Link>>>,
+    tap: Tap,
     _capture: Option<Arc<PcapCapture>>,
     /// Last: once everything else is gone, the platform checks that none
     /// of the device's pool remains.
@@ -116,12 +117,8 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
     // `DeviceConfig::cm_entropy`).
     dev_config.cm_entropy = process_entropy();
     HostPlatform::check_device_locks();
-    let mut tap = None;
-    let mut new_rnic = |link: Box<dyn Link>| {
-        // The capture wraps the link (and so sees what the device sends
-        // before any fault, what it receives after).
-        let link = Arc::new(CaptureLink::new(link));
-        tap = Some(link.clone());
+    let hooks = SharedWaker::new(waker.clone(), busy.clone());
+    let new_rnic = |routes: Box<dyn Routes>| {
         // SAFETY: this RNIC serves only NDK consumers through the provider;
         // it reaches memory only inside regions the provider registered
         // from their MDLs (key, bounds and rights checked per access) or
@@ -131,14 +128,16 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
         SoftRnic::new(
             dev_config,
             Box::new(dma),
-            Box::new(link),
+            routes,
             HostClock.now_us(),
-            Box::new(SharedWaker::new(waker.clone(), busy.clone())),
+            Box::new(hooks.clone()),
         )
         .map(Arc::new)
         .ok_or(STATUS_INSUFFICIENT_RESOURCES)
     };
-    let (rnic, hub, threads) = match &config.transport {
+    // The pass (made after the device, which owns the waker that runs it
+    // for busy-polling consumers) holds the device weakly.
+    let (rnic, pass, hub, threads) = match &config.transport {
         Transport::Udp { .. } => {
             let mut port = UdpPort::bind(addr).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AddrInUse => STATUS_SHARING_VIOLATION,
@@ -154,26 +153,37 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
                 port = port.with_peer_sockets();
             }
             let port = Arc::new(port);
-            let rnic = new_rnic(Box::new(UdpLink(port.clone())))?;
-            let threads = start_udp(&rnic, port, waker.clone(), config.ack_timeout)
+            let udp = UdpPass::new(port.clone()).ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+            let rnic = new_rnic(Box::new(port.routes()))?;
+            let pass = Arc::new(DevicePass::udp(&rnic, udp));
+            hooks.set_pass(pass.clone());
+            let threads = start_udp(&rnic, pass.clone(), port, waker.clone(), config.ack_timeout)
                 .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
-            (rnic, None, threads)
+            (rnic, pass, None, threads)
         }
         Transport::Memory {
             fabric, faults: f, ..
         } => {
             let hub = hub_for(reg, fabric, f)?;
-            let rnic = new_rnic(Box::new(hub.link(addr)))?;
+            // The capture wraps the link (and so sees what the device sends
+            // before any fault, what it receives after).
+            let link: Box<dyn Link> = Box::new(hub.link(addr));
+            let link = LinkPass::new(Arc::new(CaptureLink::new(link)))
+                .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+            // The fabric carries any size: the configured path MTU applies.
+            let rnic = new_rnic(Box::new(NoRoutes))?;
+            let pass = Arc::new(DevicePass::link(&rnic, link));
+            hooks.set_pass(pass.clone());
             if !hub.attach(addr, &rnic, waker.clone()) {
                 return Err(STATUS_SHARING_VIOLATION);
             }
             let threads = hub
-                .start_device(addr, &rnic, waker.clone(), config.ack_timeout)
+                .start_device(addr, &rnic, pass.clone(), waker.clone(), config.ack_timeout)
                 .map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
-            (rnic, Some(hub), threads)
+            (rnic, pass, Some(hub), threads)
         }
     };
-    let tap = tap.ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+    let tap = pass.tap().clone();
     if let Some(c) = &capture {
         tap.set_capture(Some(Box::new(SharedCapture(c.clone()))));
     }

@@ -5,18 +5,28 @@
 //! its engine, the peer's engine, the peer consumer), each hand-off a
 //! scheduler wake-up or a spin on a shared core. With it the consumer sends
 //! its own posts and takes its own arrivals, as a TCP application does its
-//! own `send` and `recv`. The device only offers the pass
-//! ([`RunPass::try_pass`]); this module decides when a consumer runs one,
-//! and the engine thread ([`crate::engine`]) stands aside while consumers
+//! own `send` and `recv`. The device only asks
+//! ([`Wake::consumer_poll`]); the pass is the runtime's
+//! ([`crate::pass`]), this module decides when a consumer runs one, and
+//! the engine thread ([`crate::engine`]) stands aside while consumers
 //! poll.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use softrnic::env::{Clock, PassPlan, RunPass, Wake};
+use softrnic::env::{Clock, Pass, PassPlan, Wake};
 
 use crate::clock::HostClock;
 use crate::waker::ThreadWaker;
+
+/// One pass of a device, run on whichever thread lends itself: what a
+/// busy-polling consumer runs (the runtime's [`crate::pass::DevicePass`];
+/// this module's tests pass a fake device).
+pub trait HostPass: Send + Sync {
+    /// Runs one pass at `now` as `plan` says, unless another pass of the
+    /// device runs (`None`: the caller does not wait for it).
+    fn try_pass(&self, now: u64, plan: PassPlan) -> Option<Pass>;
+}
 
 /// A consumer's pass: never delivers events (from inside the consumer's
 /// CQ poll a notification callback could deadlock it on its own lock);
@@ -84,7 +94,7 @@ impl BusyPoll {
     /// `device` on its thread unless busy polling is off, backed off for a
     /// bulk transfer, or another pass is running; tells `engine` to stand
     /// aside meanwhile. Returns whether anything was done.
-    pub fn consumer_poll(&self, now: u64, device: &dyn RunPass, engine: &ThreadWaker) -> bool {
+    pub fn consumer_poll(&self, now: u64, device: &dyn HostPass, engine: &ThreadWaker) -> bool {
         if !self.allowed.load(Ordering::Relaxed) || now < self.bulk_until.load(Ordering::Relaxed) {
             return false;
         }
@@ -122,18 +132,43 @@ impl BusyPoll {
 }
 
 /// What a device asks of this runtime: wake-ups go to the engine's
-/// [`ThreadWaker`], consumers' polls to the device's [`BusyPoll`] policy.
-#[derive(Debug, Clone)]
+/// [`ThreadWaker`], consumers' polls to the device's [`BusyPoll`] policy,
+/// which runs the device's pass once it is given
+/// ([`SharedWaker::set_pass`]).
+#[derive(Clone)]
 pub struct SharedWaker {
     engine: Arc<ThreadWaker>,
     busy: Arc<BusyPoll>,
+    /// The device's pass: made after the device (which owns this waker),
+    /// so set afterwards; it holds the device weakly.
+    pass: Arc<OnceLock<Arc<dyn HostPass>>>,
+}
+
+impl std::fmt::Debug for SharedWaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedWaker")
+            .field("engine", &self.engine)
+            .field("busy", &self.busy)
+            .field("has_pass", &self.pass.get().is_some())
+            .finish()
+    }
 }
 
 impl SharedWaker {
     /// The hooks of a device whose engine parks on `engine` and whose
-    /// consumers poll as `busy` allows.
+    /// consumers poll as `busy` allows, once given the device's pass.
     pub fn new(engine: Arc<ThreadWaker>, busy: Arc<BusyPoll>) -> Self {
-        Self { engine, busy }
+        Self {
+            engine,
+            busy,
+            pass: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Gives this waker (and its clones) the device's pass, which its
+    /// consumers' busy polls run; the first one given stays.
+    pub fn set_pass(&self, pass: Arc<dyn HostPass>) {
+        let _ = self.pass.set(pass);
     }
 }
 
@@ -146,9 +181,13 @@ impl Wake for SharedWaker {
         self.engine.wake_engine();
     }
 
-    fn consumer_poll(&self, device: &dyn RunPass) -> bool {
+    /// Without a pass (the device is still being made) nothing runs.
+    fn consumer_poll(&self) -> bool {
+        let Some(pass) = self.pass.get() else {
+            return false;
+        };
         self.busy
-            .consumer_poll(HostClock.now_us(), device, &self.engine)
+            .consumer_poll(HostClock.now_us(), &**pass, &self.engine)
     }
 
     fn cq_armed(&self) {
@@ -159,7 +198,6 @@ impl Wake for SharedWaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use softrnic::env::Pass;
     use std::sync::Mutex;
 
     /// A device whose passes report what the test queued, recording the
@@ -184,7 +222,7 @@ mod tests {
         }
     }
 
-    impl RunPass for FakeDevice {
+    impl HostPass for FakeDevice {
         fn try_pass(&self, _now: u64, plan: PassPlan) -> Option<Pass> {
             if self.busy.load(Ordering::SeqCst) {
                 return None;

@@ -1,27 +1,28 @@
 //! The engine: the one thread that runs a device, and its start on a UDP
 //! socket.
 //!
-//! Each device has exactly one thread: it takes the device's inbound
-//! packets (from its socket or its fabric queue), runs
-//! [`SoftRnic::poll`], and parks on its [`ThreadWaker`] when neither has
-//! work. One thread per device means the device's spin locks are never
-//! contended by a second transport thread that the scheduler may have
-//! preempted while holding one (the first profile showed a third of the
-//! CPU spinning on QP locks). No fixed sleep sits on the critical path: an
+//! Each device has exactly one thread: it runs the device's passes
+//! ([`DevicePass`]: the inbound packets from its socket or its fabric
+//! queue, the device's work, then what it sends taken onto the wire), and
+//! parks on its [`ThreadWaker`] when a pass finds no work. One thread per
+//! device means the device's spin locks are never contended by a second
+//! transport thread that the scheduler may have preempted while holding
+//! one (the first profile showed a third of the CPU spinning on QP locks). No fixed sleep sits on the critical path: an
 //! idle engine sleeps until its next timer, or `IDLE_PARK` at most. While a
 //! consumer busy polls (see [`crate::waker`]) the engine stands aside.
 
 use std::os::fd::AsFd;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, PassPlan, RunPass, Wake};
+use softrnic::env::{Clock, PassPlan, Wake};
 use softrnic::qp::{Negotiated, RcConfig};
 
 use crate::clock::HostClock;
+use crate::pass::DevicePass;
 use crate::udp::UdpPort;
 use crate::waker::ThreadWaker;
 
@@ -125,14 +126,15 @@ pub(crate) fn set_rc_defaults(rnic: &SoftRnic, ack_timeout: Option<u8>) {
     rnic.set_default_rc_config(config);
 }
 
-/// Starts the engine thread of `rnic`: it runs the device's passes
-/// (receive, then poll work and events); with nothing done it parks until
-/// woken, until `wait_fd` (the device's socket) is readable, or until the
-/// next timer. While a consumer busy polls it parks on its wake-up only.
+/// Starts the engine thread of `pass`'s device: it runs the device's
+/// passes (receive, then work and events, then transmit); with nothing
+/// done it parks until woken, until `wait_fd` (the device's socket) is
+/// readable, or until the next timer. While a consumer busy polls it parks
+/// on its wake-up only.
 pub(crate) fn spawn_engine<F>(
     threads: &mut DeviceThreads,
     name: String,
-    rnic: Weak<SoftRnic>,
+    pass: Arc<DevicePass>,
     wait_fd: Option<Arc<F>>,
     spin: Duration,
 ) -> std::io::Result<()>
@@ -152,7 +154,7 @@ where
         // Since when the engine has been awake (working or looking).
         let mut awake_since = last_work;
         while !stop.load(Ordering::Acquire) {
-            let Some(rnic) = rnic.upgrade() else { break };
+            let Some(rnic) = pass.device() else { break };
             if waker.busy_remaining_at(HostClock.now_us()).is_some() && !waker.take() {
                 // A consumer drives the device (its passes also fire the
                 // timers): stay out of its way, unless events need
@@ -165,7 +167,7 @@ where
                 awake_since = last_work;
                 continue;
             }
-            let Some(pass) = rnic.try_pass(HostClock.now_us(), ENGINE_PASS) else {
+            let Some(done) = pass.run(&rnic, HostClock.now_us(), ENGINE_PASS) else {
                 // A busy poller holds the turn: come back for whatever
                 // woke us once it is done.
                 waker.repend();
@@ -173,7 +175,7 @@ where
                 thread::yield_now();
                 continue;
             };
-            if pass.received > 0 || pass.worked || waker.take() {
+            if done.received > 0 || done.worked || waker.take() {
                 last_work = Instant::now();
                 continue;
             }
@@ -194,7 +196,7 @@ where
                 thread::yield_now();
                 continue;
             }
-            let sleep = idle_sleep(&rnic, pass.next_due_us);
+            let sleep = idle_sleep(&rnic, done.next_due_us);
             drop(rnic);
             if sleep.is_zero() || !waker.may_park_long() {
                 continue;
@@ -213,10 +215,12 @@ where
     Ok(())
 }
 
-/// A device on a UDP socket: one engine thread that also receives.
-/// `ack_timeout`: the configuration's fixed retransmit timeout exponent.
+/// A device on a UDP socket: one engine thread that runs `pass` (over
+/// `port`), receiving and sending. `ack_timeout`: the configuration's
+/// fixed retransmit timeout exponent.
 pub fn start_udp(
     rnic: &Arc<SoftRnic>,
+    pass: Arc<DevicePass>,
     port: Arc<UdpPort>,
     waker: Arc<ThreadWaker>,
     ack_timeout: Option<u8>,
@@ -224,7 +228,7 @@ pub fn start_udp(
     let mut threads = DeviceThreads::new(waker);
     set_rc_defaults(rnic, ack_timeout);
     let name = format!("rsndk-engine-{}", port.local().ip());
-    spawn_engine(&mut threads, name, Arc::downgrade(rnic), Some(port), SPIN)?;
+    spawn_engine(&mut threads, name, pass, Some(port), SPIN)?;
     Ok(threads)
 }
 

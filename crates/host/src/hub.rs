@@ -18,6 +18,7 @@ use softrnic::link::{FaultInjector, FaultLink, Faults};
 
 use crate::clock::HostClock;
 use crate::engine::{DeviceThreads, set_rc_defaults, spawn_engine};
+use crate::pass::DevicePass;
 use crate::waker::ThreadWaker;
 
 /// [`SPIN`](crate::engine::SPIN) for a device on a [`FabricHub`]. Its arrivals come from the
@@ -150,12 +151,14 @@ impl FabricHub {
         FaultLink::new(endpoint, self.faults.clone(), Arc::new(HostClock))
     }
 
-    /// Starts the engine thread of a device attached at `addr`
-    /// (`ack_timeout` as [`start_udp`](crate::engine::start_udp)'s).
+    /// Starts the engine thread of a device attached at `addr`, which
+    /// runs `pass` (over this hub's [`FabricHub::link`]; `ack_timeout` as
+    /// [`start_udp`](crate::engine::start_udp)'s).
     pub fn start_device(
         self: &Arc<Self>,
         addr: IpAddr,
         rnic: &Arc<SoftRnic>,
+        pass: Arc<DevicePass>,
         waker: Arc<ThreadWaker>,
         ack_timeout: Option<u8>,
     ) -> std::io::Result<DeviceThreads> {
@@ -164,7 +167,7 @@ impl FabricHub {
         spawn_engine::<OwnedFd>(
             &mut threads,
             format!("rsndk-engine-mem-{addr}"),
-            Arc::downgrade(rnic),
+            pass,
             None,
             HUB_SPIN,
         )?;

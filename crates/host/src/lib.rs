@@ -12,12 +12,14 @@
 //!   busy-poll state that makes the engine stand aside); [`busy`] (the
 //!   busy-polling policy, `BusyPoll`, and `SharedWaker`, the `Wake` a
 //!   device is given: wake-ups to the engine, consumers' polls to the
-//!   policy); [`engine`] (`DeviceThreads`: the one thread per device and
-//!   its loop; `start_udp` starts it for a device on a UDP socket).
-//! - Carrying its datagrams: [`udp`] (UDP 4791 sockets, `UdpPort` and
-//!   `UdpLink`); [`hub`] (`FabricHub`, the in-memory fabric of the process,
-//!   each device's fabric endpoint on it, and the start of a device's engine on
-//!   it); [`pcap`] (capture).
+//!   policy); [`pass`] (`DevicePass`: a device's pass as this runtime runs
+//!   it, arrivals in, the device's work, what it sends out); [`engine`]
+//!   (`DeviceThreads`: the one thread per device and its loop; `start_udp`
+//!   starts it for a device on a UDP socket).
+//! - Carrying its datagrams: [`udp`] (UDP 4791 sockets: `UdpPort`, its
+//!   pump and `UdpPass`, `UdpLink`, `UdpRoutes`); [`hub`] (`FabricHub`,
+//!   the in-memory fabric of the process, each device's fabric endpoint
+//!   on it, and the start of a device's engine on it); [`pcap`] (capture).
 //! - The Windows side it stands in for: [`checker`] and [`platform`] (the
 //!   checked `Platform`), [`mdl`] (MDLs for consumers).
 //! - Opening adapters: [`config`] (the configuration string), [`adapters`]
@@ -33,6 +35,7 @@ pub mod engine;
 pub mod entry;
 pub mod hub;
 pub mod mdl;
+pub mod pass;
 pub mod pcap;
 pub mod platform;
 #[cfg(test)]

@@ -45,14 +45,22 @@
 //!
 //! ## Path MTU and send failures
 //!
-//! [`Link::path_mtu_to`] answers the route's MTU to a peer (`IP_MTU` or
-//! `IPV6_MTU` of a UDP socket connected to it), as the largest RoCE path
-//! MTU whose datagrams fit; connection management offers no more. A
-//! datagram that still cannot leave (`EMSGSIZE`, or any error no retry
-//! gets past: `udp/failures.rs`) is kept for the device
-//! ([`Link::take_send_failures`]), which fails the QP that sent it; a
-//! full socket buffer is waited on, and a loss for now (no route, an ICMP
-//! error reported back) is left to the RC transport's retransmission.
+//! The device's routes ([`UdpRoutes`]) answer the route's MTU to a peer
+//! (`IP_MTU` or `IPV6_MTU` of a UDP socket connected to it), as the
+//! largest RoCE path MTU whose datagrams fit; connection management offers
+//! no more. A datagram that still cannot leave (`EMSGSIZE`, or any error
+//! no retry gets past: `udp/failures.rs`) is kept and given back to the
+//! device after the pump's flush (`SoftRnic::send_failed`), which fails
+//! the QP that sent it; a full socket buffer is waited on, and a loss for
+//! now (no route, an ICMP error reported back) is left to the RC
+//! transport's retransmission.
+//!
+//! ## Sending: the pump
+//!
+//! The device owns no link: after each pass its runtime takes what it
+//! sends ([`UdpPort::pump`], `udp/pump.rs`), each packet built straight
+//! into this port's send batch (a `sendmmsg` slot for IPv4, the next
+//! segment of a segmentation-offload batch for IPv6), then flushes.
 //!
 //! With `peer_sockets=on` an IPv6 adapter's packets leave on a socket
 //! connected to their peer (`udp/peers.rs`), which spares each send a
@@ -61,6 +69,7 @@
 
 mod failures;
 mod peers;
+mod pump;
 mod raw4;
 #[cfg(test)]
 mod raw_peer_tests;
@@ -72,19 +81,23 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
+use quinn_udp::{RecvMeta, UdpSocketState};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use softrnic::arrival::Arrival;
-use softrnic::link::{Link, Received, SendFailure};
+use softrnic::env::Routes;
+use softrnic::link::{Link, Received};
+use softrnic::transmit::SendFailure;
 
 use crate::config::ROCEV2_UDP_PORT;
 use failures::{Failures, SendOutcome, classify};
 use peers::Peers;
 use raw4::Raw4;
 
-/// Largest datagram the batch buffer holds per segment (4096-byte path MTU
-/// plus headers fits with room to spare).
-const MAX_SEGMENT: usize = 4096 + 128;
+pub use pump::UdpPass;
+
+/// Bytes of the batch buffer each packet is built in: any the device sends
+/// (a 4096-byte path MTU plus headers, with room to spare).
+const MAX_SEGMENT: usize = softrnic::transmit::MAX_DATAGRAM;
 /// Segments gathered into one send at most.
 const MAX_BATCH: usize = 64;
 /// Receive buffers filled by one `recvmmsg` in a stream.
@@ -134,9 +147,12 @@ struct Batch {
     peer: Option<usize>,
     peers: Peers,
     count: usize,
-    /// Zeroed once at its full size; `used` bytes hold the batch, so a
-    /// packet built into it costs no clearing first.
+    /// Zeroed once at its full size; `buf[start..used]` holds the batch,
+    /// so a packet built into it costs no clearing first.
     buf: Vec<u8>,
+    /// Where the batch begins: a packet built after a batch it cannot
+    /// join begins the next one where it was built, not copied.
+    start: usize,
     used: usize,
 }
 
@@ -193,6 +209,17 @@ fn accept_zero_checksums(socket: &UdpSocket) -> io::Result<()> {
     }
 }
 
+/// Where the UDP payload of the IPv4 or IPv6 datagram `datagram` goes,
+/// where in it the payload is, and whether it names source port 4791 (an
+/// engine's packet, whose ICRC covers that port); `None` without headers.
+fn udp_payload_of(datagram: &[u8]) -> Option<(SocketAddr, std::ops::Range<usize>, bool)> {
+    let (dest, payload) = softrnic::wire::ip_udp::split_datagram(datagram)?;
+    let at = datagram.len() - payload.len();
+    let src_port = datagram.get(at - UDP_HEADER_LEN..at - UDP_HEADER_LEN + 2)?;
+    let engine_built = u16::from_be_bytes([src_port[0], src_port[1]]) == ROCEV2_UDP_PORT;
+    Some((dest, at..datagram.len(), engine_built))
+}
+
 impl UdpPort {
     /// Binds `addr`:4791 (IPv4 or IPv6). `AddrInUse` means another adapter
     /// owns it; `PermissionDenied`, for IPv4, that the process lacks
@@ -240,6 +267,7 @@ impl UdpPort {
             peers: Peers::off(local),
             count: 0,
             buf: vec![0; MAX_SEGMENT * max_segments],
+            start: 0,
             used: 0,
         };
         Ok(Self {
@@ -256,10 +284,11 @@ impl UdpPort {
         })
     }
 
-    /// This port, sending the engine's IPv6 packets ([`UdpPort::queue_with`],
-    /// and datagrams naming source port 4791) from a socket connected to
-    /// each peer, bound to an ephemeral port (`udp/peers.rs`); a packet
-    /// captured before it leaves still shows port 4791. An IPv4 port sends
+    /// This port, sending the engine's IPv6 packets (the UDP payloads its
+    /// pump takes, and datagrams naming source port 4791) from a socket
+    /// connected to each peer, bound to an ephemeral port
+    /// (`udp/peers.rs`); a packet captured before it leaves still shows
+    /// port 4791. An IPv4 port sends
     /// through its raw socket whatever this says.
     #[must_use]
     pub fn with_peer_sockets(mut self) -> Self {
@@ -275,14 +304,27 @@ impl UdpPort {
         self.local
     }
 
+    /// Sends the batch, then empties it (a batch of nothing only the
+    /// latter).
     fn send_batch(&self, batch: &mut Batch) {
-        let Some(dest) = batch.dest else { return };
-        if batch.count == 0 {
-            return;
+        if let Some(dest) = batch.dest
+            && batch.count > 0
+        {
+            self.send_contents(batch, dest);
         }
-        let contents = batch.buf.get(..batch.used).unwrap_or_default();
+        batch.start = 0;
+        batch.used = 0;
+        batch.count = 0;
+        batch.dest = None;
+        batch.closed = false;
+        batch.peer = None;
+        self.queued.store(false, Ordering::Release);
+    }
+
+    fn send_contents(&self, batch: &mut Batch, dest: SocketAddr) {
+        let contents = batch.buf.get(batch.start..batch.used).unwrap_or_default();
         let segment_size = (batch.count > 1).then_some(batch.segment);
-        let transmit = Transmit {
+        let transmit = quinn_udp::Transmit {
             destination: dest,
             ecn: None,
             contents,
@@ -339,12 +381,6 @@ impl UdpPort {
                 },
             }
         }
-        batch.used = 0;
-        batch.count = 0;
-        batch.dest = None;
-        batch.closed = false;
-        batch.peer = None;
-        self.queued.store(false, Ordering::Release);
     }
 
     /// Queues one UDP payload for `dest`, to leave as it is from the
@@ -353,66 +389,69 @@ impl UdpPort {
     /// earlier ones first when they cannot share a segmentation-offload
     /// batch with it.
     pub fn queue(&self, dest: SocketAddr, payload: &[u8]) {
-        self.queue_built(dest, payload.len(), false, &mut |slot| {
-            slot.copy_from_slice(payload);
-            Some(slot.len())
-        });
+        self.queue_copy(dest, payload, false);
     }
 
-    /// Queues an IPv6 RoCEv2 packet's UDP payload (BTH through ICRC, the
-    /// ICRC computed for source port 4791) of at most `len` bytes for
-    /// `dest` that `build` writes straight into the batch (returning its
-    /// length; `None` queues nothing): no copy between the builder's buffer
-    /// and the batch. It may leave from another source port, its ICRC
-    /// corrected.
-    pub fn queue_with(
-        &self,
-        dest: SocketAddr,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) {
-        self.queue_built(dest, len, true, build);
+    /// Queues a copy of `payload` for `dest` (`engine_built`: as
+    /// [`UdpPort::commit`] says).
+    fn queue_copy(&self, dest: SocketAddr, payload: &[u8], engine_built: bool) {
+        if payload.len() > MAX_SEGMENT {
+            // Larger than any packet the batch builds: it can never leave.
+            self.failures.udp_payload(dest.ip(), payload, &self.stats);
+            return;
+        }
+        let mut batch = self.lock_batch();
+        let Some(slot) = self.slot(&mut batch).get_mut(..payload.len()) else {
+            return;
+        };
+        slot.copy_from_slice(payload);
+        self.commit(&mut batch, dest, payload.len(), engine_built);
     }
 
-    fn queue_built(
-        &self,
-        dest: SocketAddr,
-        len: usize,
-        engine_built: bool,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) {
-        let mut guard = self
-            .batch
+    /// The send batch, held while packets are built into it.
+    fn lock_batch(&self) -> std::sync::MutexGuard<'_, Batch> {
+        self.batch
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let batch = &mut *guard;
-        let fits = batch.dest == Some(dest)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The buffer the next packet is built in: the [`MAX_SEGMENT`] bytes
+    /// after the batch, which is sent first if they are not there.
+    fn slot<'b>(&self, batch: &'b mut Batch) -> &'b mut [u8] {
+        if batch.used + MAX_SEGMENT > batch.buf.len() {
+            self.send_batch(batch);
+        }
+        let at = batch.used;
+        batch.buf.get_mut(at..at + MAX_SEGMENT).unwrap_or_default()
+    }
+
+    /// Queues the UDP payload built in the slot last lent
+    /// ([`UdpPort::slot`]), its first `len` bytes, for `dest`, sending the
+    /// batch first when the payload cannot join its segmentation-offload
+    /// batch. `engine_built`: a RoCEv2 packet whose ICRC was computed for
+    /// source port 4791, which may leave from its peer's socket, corrected.
+    fn commit(&self, batch: &mut Batch, dest: SocketAddr, len: usize, engine_built: bool) {
+        let at = batch.used;
+        if len > MAX_SEGMENT || at + len > batch.buf.len() {
+            return;
+        }
+        let fits = batch.count > 0
+            && batch.dest == Some(dest)
             && batch.engine_built == engine_built
             && !batch.closed
             && len <= batch.segment
             && batch.count < self.max_segments
-            && u16::try_from(batch.used + len).is_ok()
-            && batch.used + len <= batch.buf.len();
+            && u16::try_from(at - batch.start + len).is_ok();
         if !fits {
             self.send_batch(batch);
+            // The payload stays where it was built and begins the next
+            // batch.
+            batch.start = at;
+            batch.used = at;
         }
-        let start = batch.used;
-        let written = batch
-            .buf
-            .get_mut(start..start + len)
-            .and_then(build)
-            .filter(|&n| n <= len);
-        let Some(n) = written else {
-            if len > batch.buf.len() {
-                // Larger than any segment can be: it can never leave.
-                // Built nowhere, so only its destination is known.
-                self.stats.send_failures.fetch_add(1, Ordering::Relaxed);
-            }
-            return;
-        };
         if batch.count == 0 {
             batch.dest = Some(dest);
-            batch.segment = n;
+            batch.segment = len;
             batch.engine_built = engine_built;
             batch.peer = if engine_built {
                 batch.peers.find_or_open(dest)
@@ -420,15 +459,15 @@ impl UdpPort {
                 None
             };
         }
-        if let Some(peer) = batch.peer.and_then(|i| batch.peers.get(i)) {
-            if let Some(packet) = batch.buf.get_mut(start..start + n) {
-                peer.correct_icrc(packet);
-            }
+        if let Some(peer) = batch.peer.and_then(|i| batch.peers.get(i))
+            && let Some(packet) = batch.buf.get_mut(at..at + len)
+        {
+            peer.correct_icrc(packet);
         }
-        batch.used = start + n;
+        batch.used = at + len;
         batch.count += 1;
         self.queued.store(true, Ordering::Release);
-        if n < batch.segment {
+        if len < batch.segment {
             batch.closed = true;
         }
     }
@@ -442,23 +481,10 @@ impl UdpPort {
             raw.queue(datagram, &self.stats, &self.failures);
             return;
         }
-        let Some((dest, payload)) = softrnic::wire::ip_udp::split_datagram(datagram) else {
-            return;
-        };
-        // The engine's packets name source port 4791 (their ICRC covers
-        // it) and may leave from another, corrected; a datagram naming any
-        // other port leaves from the adapter's socket as it is.
-        let udp_header = datagram.len() - payload.len() - UDP_HEADER_LEN;
-        let src_port = datagram
-            .get(udp_header..udp_header + 2)
-            .map(|p| u16::from_be_bytes([p[0], p[1]]));
-        if src_port == Some(ROCEV2_UDP_PORT) {
-            self.queue_with(dest, payload.len(), &mut |slot| {
-                slot.copy_from_slice(payload);
-                Some(slot.len())
-            });
-        } else {
-            self.queue(dest, payload);
+        if let Some((dest, payload, engine_built)) = udp_payload_of(datagram)
+            && let Some(payload) = datagram.get(payload)
+        {
+            self.queue_copy(dest, payload, engine_built);
         }
     }
 
@@ -472,11 +498,7 @@ impl UdpPort {
         if !self.queued.load(Ordering::Acquire) {
             return;
         }
-        let mut batch = self
-            .batch
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.send_batch(&mut batch);
+        self.send_batch(&mut self.lock_batch());
     }
 
     /// Waits up to `timeout` for datagrams and hands each to `deliver`
@@ -628,9 +650,44 @@ impl Default for RxBuffers {
     }
 }
 
-/// The engine's [`Link`] onto a [`UdpPort`].
+/// A [`UdpPort`] as a [`Link`]: what its pass receives through (inside
+/// the device's capture wrapper), and what carries whole datagrams while
+/// a capture shows them ([`UdpPass`]).
 #[derive(Debug)]
 pub struct UdpLink(pub std::sync::Arc<UdpPort>);
+
+/// The routes of a device on a UDP port: the path MTU to a peer is the
+/// route's from the port's address.
+#[derive(Clone, Copy, Debug)]
+pub struct UdpRoutes {
+    local: IpAddr,
+}
+
+impl UdpPort {
+    /// The routes of a device on this port.
+    pub fn routes(&self) -> UdpRoutes {
+        UdpRoutes {
+            local: self.local.ip(),
+        }
+    }
+}
+
+impl Routes for UdpRoutes {
+    /// The route's MTU to `dst` (a UDP socket connected to it, from the
+    /// adapter's address, asked `IP_MTU` or `IPV6_MTU`), as the largest
+    /// RoCE path MTU it carries; `None` if the route cannot be asked (no
+    /// route: the connection's packets will not leave either).
+    fn path_mtu(&self, dst: IpAddr) -> Option<u32> {
+        let probe = UdpSocket::bind(SocketAddr::new(self.local, 0)).ok()?;
+        probe.connect(SocketAddr::new(dst, ROCEV2_UDP_PORT)).ok()?;
+        let mtu = match dst {
+            IpAddr::V4(_) => rustix::net::sockopt::ip_mtu(&probe),
+            IpAddr::V6(_) => rustix::net::sockopt::ipv6_mtu(&probe),
+        }
+        .ok()?;
+        Some(softrnic::l2::path_mtu_for(mtu).unwrap_or(256))
+    }
+}
 
 impl Link for UdpLink {
     fn transmit(&self, datagram: &[u8]) {
@@ -639,22 +696,6 @@ impl Link for UdpLink {
 
     fn flush(&self) {
         self.0.flush();
-    }
-
-    /// Lends for IPv6 endpoints only: an IPv4 datagram goes out of a raw
-    /// socket whole (a UDP socket cannot send the identification the
-    /// ICRC covers).
-    fn transmit_udp_payload_with(
-        &self,
-        dest: SocketAddr,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        if dest.is_ipv4() {
-            return false;
-        }
-        self.0.queue_with(dest, len, build);
-        true
     }
 
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
@@ -671,21 +712,6 @@ impl Link for UdpLink {
             more: buffers.more,
             next_due_us: None,
         }
-    }
-
-    /// The route's MTU to `dst` (a UDP socket connected to it, from the
-    /// adapter's address, asked `IP_MTU` or `IPV6_MTU`), as the largest
-    /// RoCE path MTU it carries; `None` if the route cannot be asked (no
-    /// route: the connection's packets will not leave either).
-    fn path_mtu_to(&self, dst: IpAddr) -> Option<u32> {
-        let probe = UdpSocket::bind(SocketAddr::new(self.0.local.ip(), 0)).ok()?;
-        probe.connect(SocketAddr::new(dst, ROCEV2_UDP_PORT)).ok()?;
-        let mtu = match dst {
-            IpAddr::V4(_) => rustix::net::sockopt::ip_mtu(&probe),
-            IpAddr::V6(_) => rustix::net::sockopt::ipv6_mtu(&probe),
-        }
-        .ok()?;
-        Some(softrnic::l2::path_mtu_for(mtu).unwrap_or(256))
     }
 
     fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
@@ -824,13 +850,12 @@ mod tests {
         }
     }
 
-    /// A connection manager command puts its message on the wire before it
-    /// returns and asks the engine to take the answer: with no engine
-    /// running here, the command alone must have sent the REQ (a batch
-    /// left for the engine's next flush waited for its idle park, up to
-    /// 50 ms, over UDP).
+    /// A connection manager command records its message and wakes the
+    /// engine (not just any pass: a parked engine must not leave the REQ
+    /// for its idle park, up to 50 ms); the port's pump then puts it on
+    /// the wire, built in the raw socket's batch.
     #[test]
-    fn a_connection_managers_message_leaves_with_its_command() {
+    fn a_connection_managers_message_wakes_the_engine_and_leaves_with_its_pump() {
         use hwq::device::{ConnectParams, QpSetup, ReceiveSource};
         use hwq::ring::ring;
         use hwq::{Connections, Verbs};
@@ -854,7 +879,7 @@ mod tests {
         let rnic = SoftRnic::new(
             DeviceConfig::new(at, 1024),
             Box::new(dma),
-            Box::new(UdpLink(port.clone())),
+            Box::new(port.routes()),
             HostClock.now_us(),
             Box::new(SharedWaker::new(
                 waker.clone(),
@@ -890,11 +915,14 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(
-            port.stats.send_calls.load(Ordering::Relaxed) > sent_before,
-            "the REQ left with the command"
+        assert_eq!(
+            port.stats.send_calls.load(Ordering::Relaxed),
+            sent_before,
+            "nothing leaves but through the runtime"
         );
-        assert!(waker.take(), "the engine was asked to take the answer");
+        assert!(waker.take(), "the engine was asked to send it");
+        assert_eq!(port.pump(&rnic, HostClock.now_us()), 1, "the REQ");
+        assert!(port.stats.send_calls.load(Ordering::Relaxed) > sent_before);
         let mut got = 0;
         let mut bufs = RxBuffers::default();
         for _ in 0..50 {
@@ -910,7 +938,7 @@ mod tests {
 
     /// Binds `[::1]`:4791, the one IPv6 loopback RoCEv2 port, waiting
     /// while another test process holds it (a hang guard, not a timing).
-    fn bind_ipv6_loopback() -> UdpPort {
+    pub(super) fn bind_ipv6_loopback() -> UdpPort {
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         loop {
             match UdpPort::bind(Ipv6Addr::LOCALHOST) {

@@ -25,7 +25,7 @@ use std::thread::{self, Thread};
 use std::time::Duration;
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
-use softrnic::env::{Clock, RunPass, Wake};
+use softrnic::env::{Clock, Wake};
 
 use crate::clock::HostClock;
 
@@ -193,7 +193,7 @@ impl Wake for ThreadWaker {
     /// The engine's own waker runs no consumer passes; a device gets
     /// [`SharedWaker`](crate::busy::SharedWaker), which asks its
     /// [`BusyPoll`](crate::busy::BusyPoll) policy.
-    fn consumer_poll(&self, _device: &dyn RunPass) -> bool {
+    fn consumer_poll(&self) -> bool {
         false
     }
 

@@ -21,8 +21,7 @@ use crate::bitset::AtomicBitset;
 use crate::cm::CmState;
 use crate::cq::CompletionQueue;
 use crate::engine_state::Engine;
-use crate::env::Wake;
-use crate::link::{Link, Transmitter};
+use crate::env::{Routes, Wake};
 use crate::memory::{DeviceMemory, KeyError, KeyLock, KeyTable};
 use crate::outbox::Outbox;
 use crate::qp::{self, QueuePair};
@@ -145,9 +144,8 @@ pub struct SoftRnic {
     pub(crate) addresses: RwLock<AddressSet>,
     /// Key table and DMA, shared with trains in flight.
     pub(crate) mem: TryArc<DeviceMemory>,
-    /// Its link, as its runtime gave it (wrapped in whatever the runtime
-    /// wants around it: a capture, fault injection).
-    pub(crate) link: Box<dyn Link>,
+    /// Its runtime's routes (path MTUs to peers).
+    pub(crate) routes: Box<dyn Routes>,
     waker: Box<dyn Wake>,
     /// The driver's event sink. Deliveries copy it out and call it with
     /// the lock released ([`SoftRnic::deliver_events`]).
@@ -194,7 +192,7 @@ impl SoftRnic {
     pub fn new(
         config: DeviceConfig,
         dma: Box<dyn DmaAccess>,
-        link: Box<dyn Link>,
+        routes: Box<dyn Routes>,
         now: u64,
         waker: Box<dyn Wake>,
     ) -> Option<Self> {
@@ -210,7 +208,7 @@ impl SoftRnic {
                 dma,
             })
             .ok()?,
-            link,
+            routes,
             waker,
             sink: RwLock::new(&SINK_LOCK, None),
             delivering: AtomicU32::new(0),
@@ -345,16 +343,8 @@ impl SoftRnic {
             events: &self.events,
             sq_ready: &self.sq_ready,
             waker: &*self.waker,
-            tx: self.transmitter(),
+            trains: self.engine.tx_trains.load(Ordering::Relaxed),
             now,
-        }
-    }
-
-    /// How the device sends: its link and counters.
-    pub(crate) fn transmitter(&self) -> Transmitter<'_> {
-        Transmitter {
-            link: &*self.link,
-            stats: &self.engine.stats,
         }
     }
 

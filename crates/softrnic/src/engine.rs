@@ -7,9 +7,9 @@
 //!   in: parsed once, from where its receiver left off (malformed or
 //!   bad-ICRC datagrams are counted and dropped), demultiplexed by the BTH destination QP to connection
 //!   management (QP1), the responder (requests) or the completer (ACKs,
-//!   NAKs, READ responses). ACKs and the first READ responses leave
-//!   before the call returns, drained from the QP's outbox once the QP is
-//!   let go (but see [`crate::qp::RcConfig::ack_defer_us`]).
+//!   NAKs, READ responses). ACKs and the first READ responses are
+//!   recorded before the call returns, for the runtime to take once it has
+//!   handed in its batch (but see [`crate::qp::RcConfig::ack_defer_us`]).
 //! * [`SoftRnic::poll`] — the deferred work, at the time its runtime
 //!   passes in: requesters of QPs whose
 //!   doorbell rang (a bitset drained each pass; at most [`POLL_BUDGET`]
@@ -17,15 +17,14 @@
 //!   READ responses, the retransmit, RNR and ACK-coalescing timers, CQ
 //!   moderation ticks, then event delivery with no lock held.
 //!   [`SoftRnic::next_timer_us`] tells a host thread how long it may sleep.
-//! * Transmit backpressure — a QP whose next packet the link has no room
-//!   for ([`crate::link::Link::can_transmit`]) stops before building it and
-//!   is parked (off the ready set, so passes do not spin on it) until
-//!   [`SoftRnic::link_ready`], which puts every parked QP back on the ready
-//!   set; each goes on exactly where it stopped. A QP parked just as room
-//!   came back (the link's call ran before the QP was parked) is put back
-//!   at once: parking asks the link again afterwards. What an outbox
-//!   recorded and the link then had no room for stays in the outbox, in
-//!   order, until `link_ready`'s pass drains it.
+//! * Transmit backpressure — the runtime takes what the device sends
+//!   ([`crate::transmit`]); a runtime without room takes nothing, and a QP
+//!   whose outbox then has no room for its next packet stops before
+//!   building it and is parked (off the ready set, so passes do not spin
+//!   on it). A transmit turn that empties an outbox puts every parked QP
+//!   back on the ready set (`SoftRnic::resume_parked`); each goes on
+//!   exactly where it stopped. The QP's outbox is held while it parks, so
+//!   no turn empties it in between.
 //! * [`SoftRnic::connect_qp`] — the modify-to-RTS command.
 //!
 //! The engine builds the QPs' view of the device, a `qp::Context`
@@ -35,30 +34,28 @@
 //! [`crate::qp`]; QP1's packets go to [`crate::cm`], which reaches the
 //! device through the `cm::Host` trait implemented here.
 //!
-//! ## Where packets leave: the drain point
+//! ## Where packets are recorded
 //!
 //! Every run of a QP's state machines that may send goes through
 //! `SoftRnic::with_qp`: it locks the QP's outbox ([`crate::outbox`]; QP
-//! `n` has outbox `n % 4`), then the QP's table slot; the state machines
-//! record what they send in the outbox; the slot is let go; then, holding
-//! the outbox only, the engine drains it through the transmitter to the
-//! link, in the order recorded (segments built from registered memory as they leave,
-//! their keys checked again). No packet reaches the link while a QP slot
-//! is held. Holding the outbox across both keeps one QP's packets in the
-//! order its state machines produced them whichever thread runs it.
+//! `n` has QP outbox `n % 4`), then the QP's table slot; the state
+//! machines record what they send in the outbox, in order; the slot and
+//! then the outbox are let go, and the packets wait for the runtime's
+//! transmit turn, which builds segments from registered memory as it takes
+//! them (their keys checked again). No packet leaves while a QP slot is
+//! held. Holding the outbox across the QP's work keeps one QP's packets in
+//! the order its state machines produced them whichever thread runs it.
 //! The completer, which sends nothing, runs with a sealed outbox that has
-//! no room, locking none. Connection management's MADs (QP1, no slot)
-//! leave at once. The link is
-//! flushed where a batch ends: after a poll's work, and after a command
-//! flushed a QP.
+//! no room, locking none. Connection management's MADs (QP1, no slot) are
+//! recorded in an outbox of their own, and the engine is woken so its
+//! runtime takes them.
 //!
 //! Doorbells never process inline and events are never delivered while a
 //! device lock is held. A consumer polling an empty CQ may run a pass
 //! without event delivery on its own processor (`pass.rs`), when its
-//! runtime says so. Lock order: outbox → QP slot → SRQ → CQ → keys; the
-//! link (with its wrappers) is a leaf, except that a link lending its send
-//! buffer runs the drain's build, which reads the key table, inside its
-//! call.
+//! runtime says so. Lock order: outbox → QP slot → SRQ → CQ → keys; a
+//! transmit turn takes an outbox, then the key table while it builds a
+//! segment.
 //!
 //! ## UDP source port, IPv4 identification and the ICRC
 //!
@@ -90,8 +87,7 @@ use hwq::device::DeviceError;
 use crate::arrival::Arrival;
 use crate::device::{FIRST_QPN, SoftRnic};
 use crate::engine_state::Engine;
-use crate::link::Link;
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, Recorded};
 use crate::qp::{self, Connection, Negotiated, Path, QpState, QueuePair, RcConfig};
 pub use crate::stats::EngineStats;
 use crate::train::{Arrived, Train};
@@ -265,8 +261,9 @@ impl SoftRnic {
     /// datagram from its BTH, its headers' ICRC part carried with it), and
     /// dispatched; a malformed or bad-ICRC datagram is counted and
     /// dropped. Never panics, whatever the bytes. A runtime that captures
-    /// shows it first ([`crate::link::CaptureLink::show_arrival`]); what a
-    /// pass takes from the link ([`Link::receive`]) comes here too.
+    /// shows it first ([`crate::link::CaptureLink::show_arrival`]). What
+    /// it sends in answer waits for the runtime's transmit turn
+    /// ([`crate::transmit`]).
     pub fn receive(&self, now: u64, arrival: Arrival<'_>) {
         match arrival {
             Arrival::Datagram(datagram) => self.dispatch(now, wire::parse(datagram)),
@@ -389,7 +386,7 @@ impl SoftRnic {
                 }
                 on(cx, qp);
                 self.arm_timer(qpn, qp);
-                self.park_if_stalled(qpn, qp);
+                self.park_if_stalled(qpn, qp, cx.out);
                 Taken::Yes
             };
             // Responses only feed the completer, which sends nothing.
@@ -411,9 +408,10 @@ impl SoftRnic {
         taken == Some(Taken::Yes)
     }
 
-    /// Runs `f` on QP `qpn` holding its table slot, with a context at
-    /// `now` whose outbox is the QP's; then, the slot let go, drains that
-    /// outbox to the link. `None` if there is no such QP.
+    /// Runs `f` on QP `qpn` holding its outbox and then its table slot,
+    /// with a context at `now` whose outbox is the QP's; what it recorded
+    /// waits there for the runtime's transmit turn. `None` if there is no
+    /// such QP.
     pub(crate) fn with_qp<R>(
         &self,
         now: u64,
@@ -423,14 +421,17 @@ impl SoftRnic {
         let outbox = self.engine.outbox(qpn).lock();
         let cx = self.transport(now, &outbox);
         let r = self.qps.with(qpn, |qp| f(&cx, qp));
-        self.drain(&outbox);
+        if outbox.pending() > 0 {
+            self.engine.note_recorded(1 << Engine::outbox_of(qpn));
+        }
         r
     }
 
     /// [`SoftRnic::with_qp`] for work that sends nothing (the completer
     /// taking ACKs, NAKs and READ responses): its context's outbox is
     /// sealed, so no outbox is locked; a state machine that would send
-    /// finds no room, stops as for a full link and is resumed by a pass.
+    /// finds no room, stops as for a full outbox and is resumed by the
+    /// next pass (its send doorbell is rung).
     fn with_qp_quiet<R>(
         &self,
         now: u64,
@@ -442,53 +443,30 @@ impl SoftRnic {
         self.qps.with(qpn, |qp| f(&cx, qp))
     }
 
-    /// Puts what `outbox` holds on the link (no QP slot is held). What
-    /// the link had no room for stays, and the link's
-    /// [`SoftRnic::link_ready`] brings a pass that drains it; room that
-    /// came back in between (the link's call found no backlog yet) is
-    /// taken now, as parking does.
-    fn drain(&self, outbox: &Outbox) {
-        if outbox.drain(&self.transmitter(), &self.mem) {
-            self.engine.tx_backlog.store(true, Ordering::SeqCst);
-            if self.link.can_transmit() {
-                self.link_ready();
-            }
-        }
-    }
-
-    /// Drains every outbox that kept packets for want of link room.
-    fn drain_backlog(&self) {
-        let backlog = &self.engine.tx_backlog;
-        if backlog.load(Ordering::Relaxed) && backlog.swap(false, Ordering::SeqCst) {
-            for outbox in self.engine.outboxes() {
-                self.drain(&outbox.lock());
-            }
-        }
-    }
-
-    /// Parks QP `qpn` if it stopped for want of link room (holding the QP,
-    /// after its work); whether it did. Asks the link again once it is
-    /// parked: room that came back in between (the link's
-    /// [`SoftRnic::link_ready`] found nothing parked yet) resumes it now.
-    pub(crate) fn park_if_stalled(&self, qpn: u32, qp: &mut QueuePair) -> bool {
+    /// Parks QP `qpn` if it stopped for want of room in `out` (holding the
+    /// QP, after its work); whether it did. A QP that found its outbox full
+    /// waits for a transmit turn to empty one ([`SoftRnic::resume_parked`]:
+    /// its outbox is held here, so no turn empties it before it is
+    /// parked); one that ran with a sealed outbox (taking a response) had
+    /// no outbox to wait for, and goes on in the next pass.
+    pub(crate) fn park_if_stalled(&self, qpn: u32, qp: &mut QueuePair, out: &Outbox) -> bool {
         if !qp.take_tx_stall() {
             return false;
         }
-        self.engine.stats.tx_stalls.inc();
-        self.engine.tx_parked.insert(qpn);
-        if self.link.can_transmit() {
-            self.link_ready();
+        if out.is_sealed() {
+            self.ring_sq(qpn);
+        } else {
+            self.engine.stats.tx_stalls.inc();
+            self.engine.tx_parked.insert(qpn);
         }
         true
     }
 
-    /// The link has room again after its [`crate::link::Link::can_transmit`]
-    /// said no: every QP that stopped for it goes back on the ready set
-    /// and the engine is woken, so the next pass resumes each where it
-    /// stopped. Never blocks; callable from any context that may ring a
-    /// doorbell (up to `DISPATCH_LEVEL`, a send completion included). A
-    /// call with nothing parked costs a look at the parked set.
-    pub fn link_ready(&self) {
+    /// A transmit turn emptied an outbox: every QP that stopped for outbox
+    /// room goes back on the ready set and the engine is woken, so the
+    /// next pass resumes each where it stopped. A call with nothing parked
+    /// costs a look at the parked set.
+    pub(crate) fn resume_parked(&self) {
         let mut resumed = false;
         self.engine.tx_parked.drain(|qpn| {
             resumed = true;
@@ -496,8 +474,6 @@ impl SoftRnic {
         });
         if resumed {
             self.engine.stats.tx_resumes.inc();
-        }
-        if resumed || self.engine.tx_backlog.load(Ordering::SeqCst) {
             self.waker().wake();
         }
     }
@@ -522,7 +498,6 @@ impl SoftRnic {
     /// [`SoftRnic::poll`] without the event delivery.
     pub(crate) fn poll_work(&self, now: u64) -> bool {
         let now = self.engine.advance_to(now);
-        self.drain_backlog();
         let mut worked = false;
         let engine = &self.engine;
         if now >= engine.earliest.load(Ordering::Acquire) {
@@ -531,7 +506,7 @@ impl SoftRnic {
                 self.with_qp(now, qpn, |cx, qp| {
                     qp::on_timers(cx, qpn, qp);
                     self.arm_timer(qpn, qp);
-                    self.park_if_stalled(qpn, qp);
+                    self.park_if_stalled(qpn, qp, cx.out);
                 });
             });
             worked = true;
@@ -555,7 +530,7 @@ impl SoftRnic {
             let more = self.with_qp(now, qpn, |cx, qp| {
                 let more = qp::run_send_side(cx, qpn, qp, POLL_BUDGET);
                 self.arm_timer(qpn, qp);
-                !self.park_if_stalled(qpn, qp) && more
+                !self.park_if_stalled(qpn, qp, cx.out) && more
             });
             if more == Some(true) {
                 self.sq_ready.insert(qpn);
@@ -569,41 +544,7 @@ impl SoftRnic {
                 .cq_timers
                 .store(self.tick_cqs(now), Ordering::Relaxed);
         }
-        self.link.flush();
-        self.settle_send_failures(now) || worked
-    }
-
-    /// Fails each QP whose packet the link could not send
-    /// ([`Link::take_send_failures`]; [`qp::on_send_failure`]), found by
-    /// the packet's destination and the peer QP it named; whether there
-    /// were any. A failed MAD (QP1) is only counted: its handshake times
-    /// out and reports it.
-    fn settle_send_failures(&self, now: u64) -> bool {
-        let mut any = false;
-        let qp_bound = FIRST_QPN + self.config().max_qps;
-        self.link.take_send_failures(&mut |failure| {
-            any = true;
-            self.engine.stats.tx_failed.inc();
-            let request = wire::Opcode(failure.opcode)
-                .info()
-                .is_some_and(|info| info.operation.is_request());
-            let sender = (FIRST_QPN..qp_bound).find(|&n| {
-                self.qps
-                    .with(n, |qp| {
-                        qp.conn.as_ref().is_some_and(|c| {
-                            c.path.remote.ip() == failure.dst
-                                && c.path.remote_qpn == failure.dest_qp
-                        })
-                    })
-                    .unwrap_or(false)
-            });
-            if let Some(qpn) = sender {
-                self.with_qp(now, qpn, |cx, qp| {
-                    qp::on_send_failure(cx, qpn, qp, request);
-                });
-            }
-        });
-        any
+        worked
     }
 
     /// When the engine next needs [`SoftRnic::poll`] for a timer (µs, on
@@ -631,12 +572,26 @@ impl crate::cm::Host for SoftRnic {
         &self.cm
     }
 
+    /// Records the MAD in connection management's outbox (counted and
+    /// dropped if it is full, as a full wire may drop it: its sender
+    /// retries).
     fn transmit(&self, datagram: &[u8]) {
-        self.transmitter().packet(datagram, false);
+        let recorded = self.engine.cm_outbox().lock().datagram(false, |slot| {
+            let out = slot.get_mut(..datagram.len())?;
+            out.copy_from_slice(datagram);
+            Some(datagram.len())
+        });
+        if recorded == Recorded::Yes {
+            self.engine.note_recorded(1);
+        } else {
+            self.engine.stats.tx_outbox_full.inc();
+        }
     }
 
+    /// The runtime takes the MADs in its next transmit turn, which its
+    /// engine runs.
     fn flush(&self) {
-        self.link.flush();
+        self.waker().wake_engine();
     }
 
     fn wake(&self) {
@@ -645,7 +600,7 @@ impl crate::cm::Host for SoftRnic {
 
     fn pmtu(&self, remote: IpAddr) -> u32 {
         let configured = self.config().pmtu;
-        match self.link.path_mtu_to(remote) {
+        match self.routes.path_mtu(remote) {
             // Below 256 nothing fits: 256 still, whose packets fail where
             // they cannot leave (a send failure) rather than no connection.
             Some(path) => configured.min(path.max(256)),

@@ -1,17 +1,19 @@
 //! The engine's state, which the device holds and [`crate::engine`] and
 //! [`crate::pass`] drive: counters, the QP timer set, the QPs parked for
-//! link room, the default reliability parameters, CQ
-//! moderation ticks and the pass's turn. Declared here, below the device,
+//! outbox room, the outboxes and the transmit turn, the default
+//! reliability parameters, CQ moderation ticks and the pass's turn. Declared here, below the device,
 //! so the device holds it without importing the engine that works on it.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use hwq::lock::LockClass;
 
 use crate::sync::{Mutex, RwLock};
 
-/// An outbox.
+/// A QP outbox.
 static OUTBOX_LOCK: LockClass = LockClass::new("softrnic outbox");
+/// Connection management's outbox.
+static CM_OUTBOX_LOCK: LockClass = LockClass::new("softrnic CM outbox");
 /// The RC defaults.
 static DEFAULTS_LOCK: LockClass = LockClass::new("softrnic RC defaults");
 
@@ -20,10 +22,10 @@ use crate::outbox::Outbox;
 use crate::qp::RcConfig;
 use crate::stats::Counters;
 
-/// Outboxes of one device ([`Engine::outbox`]): QP `n` records in outbox
-/// `n % OUTBOXES`, so as many QPs as this may run on different processors
-/// at once.
-const OUTBOXES: usize = 4;
+/// QP outboxes of one device ([`Engine::outbox`]): QP `n` records in outbox
+/// `n % QP_OUTBOXES`, so as many QPs as this may run on different
+/// processors at once.
+const QP_OUTBOXES: usize = 4;
 
 /// The engine's part of the device: timers, outboxes, defaults and
 /// counters.
@@ -31,14 +33,22 @@ pub(crate) struct Engine {
     pub(crate) stats: Counters,
     /// QPs that may have a timer running.
     pub(crate) timer_qps: AtomicBitset,
-    /// QPs stopped for want of link room, waiting for
-    /// [`crate::device::SoftRnic::link_ready`].
+    /// QPs stopped for want of outbox room, waiting for a transmit turn
+    /// to empty an outbox ([`crate::transmit`]).
     pub(crate) tx_parked: AtomicBitset,
-    /// Where the QPs' state machines record what they send
-    /// ([`crate::outbox`]).
-    outboxes: [Mutex<Outbox>; OUTBOXES],
-    /// Some outbox kept packets the link had no room for.
-    pub(crate) tx_backlog: AtomicBool,
+    /// Where connection management (the first) and the QPs' state
+    /// machines record what they send ([`crate::outbox`]).
+    outboxes: [Mutex<Outbox>; 1 + QP_OUTBOXES],
+    /// The outboxes packets may wait in, one bit each (connection
+    /// management's is bit 0): set after recording, taken by a transmit
+    /// turn that starts looking, which visits only those
+    /// ([`crate::transmit_turn`]).
+    pub(crate) tx_waiting: AtomicU8,
+    /// Somebody takes the device's packets ([`crate::transmit::TransmitTurn`]).
+    pub(crate) tx_turn: AtomicBool,
+    /// The last transmit turn's carriage took trains: runs are recorded
+    /// to leave as trains.
+    pub(crate) tx_trains: AtomicBool,
     /// No timer of any QP is due before this (µs; `u64::MAX`: none).
     pub(crate) earliest: AtomicU64,
     /// The reliability parameters QPs get when they connect.
@@ -75,13 +85,15 @@ impl Engine {
             timer_qps: AtomicBitset::new(qp_bound)?,
             tx_parked: AtomicBitset::new(qp_bound)?,
             outboxes: [
-                Outbox::new()?,
-                Outbox::new()?,
-                Outbox::new()?,
-                Outbox::new()?,
-            ]
-            .map(|outbox| Mutex::new(&OUTBOX_LOCK, outbox)),
-            tx_backlog: AtomicBool::new(false),
+                Mutex::new(&CM_OUTBOX_LOCK, Outbox::new()?),
+                Mutex::new(&OUTBOX_LOCK, Outbox::new()?),
+                Mutex::new(&OUTBOX_LOCK, Outbox::new()?),
+                Mutex::new(&OUTBOX_LOCK, Outbox::new()?),
+                Mutex::new(&OUTBOX_LOCK, Outbox::new()?),
+            ],
+            tx_waiting: AtomicU8::new(0),
+            tx_turn: AtomicBool::new(false),
+            tx_trains: AtomicBool::new(false),
             earliest: AtomicU64::new(u64::MAX),
             defaults: RwLock::new(&DEFAULTS_LOCK, RcConfig::default()),
             cq_moderation: AtomicBool::new(false),
@@ -93,13 +105,29 @@ impl Engine {
     }
 
     /// The outbox QP `qpn` records in. The engine holds it from before it
-    /// locks the QP's slot until it drained it: lock order outbox → QP
-    /// slot.
+    /// locks the QP's slot until the QP's work is done: lock order outbox
+    /// → QP slot.
     pub(crate) fn outbox(&self, qpn: u32) -> &Mutex<Outbox> {
-        &self.outboxes[qpn as usize % OUTBOXES]
+        &self.outboxes[Self::outbox_of(qpn)]
     }
 
-    /// All the outboxes.
+    /// The index of QP `qpn`'s outbox.
+    pub(crate) fn outbox_of(qpn: u32) -> usize {
+        1 + qpn as usize % QP_OUTBOXES
+    }
+
+    /// Connection management's outbox (its MADs; no QP slot covers them).
+    pub(crate) fn cm_outbox(&self) -> &Mutex<Outbox> {
+        &self.outboxes[0]
+    }
+
+    /// Notes that packets wait in the outboxes of `mask` (bit `i`:
+    /// outbox `i`), for the next transmit turn.
+    pub(crate) fn note_recorded(&self, mask: u8) {
+        self.tx_waiting.fetch_or(mask, Ordering::SeqCst);
+    }
+
+    /// All the outboxes, connection management's first.
     pub(crate) fn outboxes(&self) -> &[Mutex<Outbox>] {
         &self.outboxes
     }

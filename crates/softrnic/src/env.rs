@@ -1,12 +1,14 @@
-//! What the device needs from its surroundings besides its link
-//! ([`crate::link`]): a way to ask for its engine to be run, and a packet
-//! tap (shown what passes by [`crate::link::CaptureLink`]); and the clock
-//! of a link that delays delivery.
+//! What the device needs from its surroundings: a way to ask for its
+//! engine to be run, and its routes' path MTUs; a packet tap (shown what
+//! passes by a runtime's [`crate::link::CaptureLink`]) and the clock of a
+//! link that delays delivery, which runtimes use around the device.
 //!
-//! The device keeps no clock: its runtime reads its own and passes the
-//! time into every run entry point ([`RunPass::try_pass`],
-//! [`crate::device::SoftRnic::poll`], the `receive*` arrivals), as
-//! smoltcp's `Interface::poll(timestamp)` does. The host (or the kernel
+//! The device keeps no clock and owns no link: its runtime reads its own
+//! clock and passes the time into every run entry point
+//! ([`crate::pass::PassTurn::work`], [`crate::device::SoftRnic::poll`],
+//! [`crate::device::SoftRnic::receive`]), as smoltcp's
+//! `Interface::poll(timestamp)` does, and takes what the device sends
+//! ([`crate::transmit`]). The host (or the kernel
 //! shell) implements these traits; tests implement them deterministically
 //! (a simulated time, an in-memory fabric).
 
@@ -36,37 +38,82 @@ pub trait Wake: Send + Sync {
     /// A consumer found a CQ empty and lends its thread
     /// (`hwq::device::Device::busy_poll`, with no lock held, possibly from
     /// several threads at once). The runtime decides whether to run a pass
-    /// on it ([`RunPass::try_pass`], with
-    /// [`PassPlan::deliver_events`] false: an event callback from inside
-    /// the consumer's CQ poll could deadlock it) and returns whether
-    /// anything was done. A runtime that runs none (the device's own
-    /// context does all the work) returns false.
-    fn consumer_poll(&self, device: &dyn RunPass) -> bool;
+    /// on it (its own: the device's work in a [`crate::pass::PassTurn`],
+    /// with [`PassPlan::deliver_events`] false, since an event callback
+    /// from inside the consumer's CQ poll could deadlock it) and returns
+    /// whether anything was done. A runtime that runs none (the device's
+    /// own context does all the work) returns false.
+    fn consumer_poll(&self) -> bool;
 
     /// A CQ was armed: its consumer is about to wait for the event instead
     /// of polling.
     fn cq_armed(&self) {}
 }
 
-/// Runs one pass of the device's work: what the link has received, then
-/// the rung doorbells, the due timers and (if asked) event delivery. Only
-/// one pass runs at a time per device; the runtime decides who runs them.
-pub trait RunPass {
-    /// Runs one pass at time `now` (µs, the runtime's monotonic clock; a
-    /// time earlier than one already given counts as that one) as `plan`
-    /// says, unless another one is running
-    /// (`None`: the caller does not wait for it, which on a small machine
-    /// costs more than the work).
-    fn try_pass(&self, now: u64, plan: PassPlan) -> Option<Pass>;
+/// The runtime's routes, asked once per connection (never per packet;
+/// it may take a system call).
+pub trait Routes: Send + Sync {
+    /// The largest RoCE path MTU (256, 512, 1024, 2048 or 4096 bytes of
+    /// payload) whose packets the runtime's wire carries to `dst` whole,
+    /// with their headers ([`crate::l2::path_mtu_for`] of the route's or
+    /// the NIC's MTU); `None`: no limit known (the device's configured
+    /// path MTU applies). Connection management offers no more than this
+    /// in a REQ and accepts no more in one.
+    fn path_mtu(&self, dst: core::net::IpAddr) -> Option<u32>;
 }
 
-/// What one pass does.
+/// Routes that know no limit: the device's configured path MTU applies
+/// to every peer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoRoutes;
+
+impl Routes for NoRoutes {
+    fn path_mtu(&self, _dst: core::net::IpAddr) -> Option<u32> {
+        None
+    }
+}
+
+/// A fixed path MTU to every peer (a NIC's, whose neighbours share its
+/// one segment), changed when the runtime learns another.
+#[derive(Debug)]
+pub struct LinkMtu(core::sync::atomic::AtomicU32);
+
+impl LinkMtu {
+    /// Routes whose path MTU is `mtu` (`None`: no limit).
+    pub fn new(mtu: Option<u32>) -> Self {
+        Self(core::sync::atomic::AtomicU32::new(mtu.unwrap_or(0)))
+    }
+
+    /// Changes the path MTU.
+    pub fn set(&self, mtu: Option<u32>) {
+        self.0
+            .store(mtu.unwrap_or(0), core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Routes for LinkMtu {
+    fn path_mtu(&self, _dst: core::net::IpAddr) -> Option<u32> {
+        match self.0.load(core::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            mtu => Some(mtu),
+        }
+    }
+}
+
+impl<R: Routes + ?Sized> Routes for alloc::sync::Arc<R> {
+    fn path_mtu(&self, dst: core::net::IpAddr) -> Option<u32> {
+        (**self).path_mtu(dst)
+    }
+}
+
+/// What one pass does ([`crate::link::LinkPass`], or a runtime's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PassPlan {
     /// Deliver events to the event sink (only the device's own context).
     pub deliver_events: bool,
-    /// Receive batches ([`crate::link::Link::receive`] calls) taken at most before the
-    /// work, so that a flood cannot hold the pass for long.
+    /// Receive batches the runtime takes at most before the work, so that
+    /// a flood cannot hold the pass for long (the device receives nothing
+    /// itself: the runtime's pass hands arrivals in first).
     pub rx_batches: usize,
     /// When send doorbells were rung, run the work and end the pass there,
     /// leaving arrivals to the next pass (for a consumer that has just

@@ -497,7 +497,7 @@ impl Link for FabricEndpoint {
         true
     }
 
-    fn carries_trains(&self, _dst: IpAddr) -> bool {
+    fn carries_trains(&self) -> bool {
         self.trains
     }
 

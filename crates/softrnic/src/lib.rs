@@ -15,18 +15,14 @@
 //! 1. [`wire`]: packets and MADs, no state.
 //! 2. The device's objects: [`memory`] (keys, translation, scatter/gather),
 //!    [`cq`], [`srq`], [`addresses`], [`table`], [`bitset`]; the
-//!    surroundings' traits in [`env`](mod@env) (wake, pass, tap, and the
+//!    surroundings' traits in [`env`](mod@env) (wake, routes, tap, and the
 //!    clock a delaying link reads).
 //! 3. The transport: [`train`] (packets whose payload stays at the
 //!    sender), [`arrival`] (what the device's one receive door takes),
-//!    [`link`] (the [`link::Link`] trait, the transmitter every
-//!    sent packet goes through, which says whether packets to a
-//!    destination leave as a train or as datagrams, and the link wrappers:
-//!    [`link::CaptureLink`], which shows what passes to a packet capture,
-//!    and [`link::FaultLink`], which injects seeded loss, duplication,
-//!    reordering and delay into what passes, around any link),
-//!    [`outbox`] (what the state machines send, recorded under the QP's
-//!    lock and drained to the link after it), [`qp`] (the RC state
+//!    [`transmit`] (its one way out: the runtime's transmit turn takes
+//!    each packet into a buffer of its own, framed as its [`transmit::Carriage`]
+//!    says), [`outbox`] (what the state machines send, recorded under the
+//!    QP's lock and taken after it), [`qp`] (the RC state
 //!    machines: requester,
 //!    responder with its named checks, completer, timers, flush), which see
 //!    their device only as a `qp::Context` and the time it carries.
@@ -34,8 +30,15 @@
 //!    through the `cm::Host` trait.
 //! 5. [`device`]: [`device::SoftRnic`], the tables and bitsets and the
 //!    commands and doorbells of the hwq contract; [`engine`] (arrivals,
-//!    polls, timers, backpressure) and [`pass`] (one pass and its turn)
-//!    drive it; [`fabric`] is an in-memory network between devices (a
+//!    polls, timers, backpressure) and [`pass`] (the device's part of a
+//!    pass and its turn) drive it.
+//! 6. Around the device, for runtimes that carry packets in software:
+//!    [`link`] (the [`link::Link`] trait a runtime's wire implements, the
+//!    [`link::LinkPump`] and [`link::LinkPass`] that move packets between
+//!    a device and a link, and the wrappers [`link::CaptureLink`], which
+//!    shows what passes to a packet capture, and [`link::FaultLink`],
+//!    which injects seeded loss, duplication, reordering and delay);
+//!    [`fabric`] is an in-memory network between devices (a
 //!    plain delivery queue per destination; each device's link is a
 //!    [`fabric::FabricEndpoint`], tests' and the host's alike, its faults
 //!    from a [`link::FaultLink`] around it; both only with the `sim`
@@ -49,9 +52,10 @@
 //! The device keeps no clock (sans-IO, as smoltcp's
 //! `Interface::poll(timestamp)` and quinn-proto's `handle(now, ..)`): its
 //! runtime reads its own and passes the time (µs, monotonic) into every
-//! run entry point — [`pass`]'s `RunPass::try_pass`,
-//! [`device::SoftRnic::poll`], [`device::SoftRnic::receive`] and the other
-//! arrivals — and the device keeps the latest it was given. The hwq
+//! run entry point — [`pass::PassTurn::work`],
+//! [`device::SoftRnic::poll`], [`device::SoftRnic::receive`] and
+//! [`device::SoftRnic::send_failed`] — and the device keeps the latest it
+//! was given. The hwq
 //! commands have no time of their own: a connection-management timer a
 //! command starts runs from the next pass, which stamps it; anything else a
 //! command needs a time for takes the latest pass's. The only clocks read
@@ -73,24 +77,24 @@
 //!    list's keys, allocates its PSNs, then segments it into PMTU packets
 //!    within the window, recording each in the outbox as a
 //!    `train::Segments` description (its payload still in host memory, its
-//!    keys checked), or, when the transmitter's token for the destination
-//!    says the link carries trains there (between devices of one address
-//!    space), one description of the rest of the message. The retransmit
-//!    timer is armed in the connection's timer table.
-//! 4. The engine lets the QP's slot go and drains the outbox ([`outbox`],
-//!    the drain point in [`engine`]'s docs): each packet is built as it
-//!    leaves, its payload gathered from host memory through [`memory`]
-//!    straight into the link's send buffer when the link lends one, and
-//!    the context's transmitter ([`link`]) counts it and hands it to the
-//!    device's link (a run for a train-carrying link goes as one
-//!    [`train::Train`]): the [`link::Link`] the runtime gave the device,
-//!    a UDP socket (`crates/host`), the Ethernet port of [`l2`] (the
-//!    kernel shell's), or a [`fabric::FabricEndpoint`] on the in-memory
-//!    fabric, inside whatever wrappers the runtime put around it (the
-//!    host's [`link::CaptureLink`] shows it to a packet capture, a test's
-//!    [`link::FaultLink`] loses or delays it). No packet reaches the link
-//!    while a QP's slot is held.
-//! 5. At the peer the link's runtime hands what arrived to the device's
+//!    keys checked), or, when the runtime takes trains (between devices of
+//!    one address space), one description of the rest of the message. The
+//!    retransmit timer is armed in the connection's timer table.
+//! 4. The engine lets the QP's slot and outbox go ([`engine`]'s "Where
+//!    packets are recorded"). After its pass the runtime takes its
+//!    transmit turn ([`transmit_turn`]) and takes each packet into a
+//!    buffer of its own, framed as its [`transmit::Carriage`] says: the
+//!    payload is gathered from host memory through [`memory`] (keys
+//!    checked again) straight into that buffer — a UDP socket's batch slot
+//!    (`crates/host`), a frame after the Ethernet header the kernel
+//!    shell's [`l2`] port writes, or a [`fabric::FabricEndpoint`]'s queue
+//!    entry — or, when it takes trains, the run is handed out as one
+//!    [`train::Train`]. A runtime whose wire is a [`link::Link`] does this
+//!    with a [`link::LinkPump`], inside whatever wrappers it put around
+//!    the link (the host's [`link::CaptureLink`] shows it to a packet
+//!    capture, a test's [`link::FaultLink`] loses or delays it). No packet
+//!    leaves while a QP's slot is held.
+//! 5. At the peer the runtime hands what arrived to the device's
 //!    one receive door, [`device::SoftRnic::receive`], as an
 //!    [`arrival::Arrival`]: a datagram, one whose IP and UDP headers were
 //!    checked on the way in (the Ethernet port's classification,
@@ -135,12 +139,14 @@
 //!    ([`wire::parse_checked`]: the ICRC already fed the headers), and
 //!    hands it to its QP with the QP's outbox locked, as in step 5 above:
 //!    the responder places it and records the ACK.
-//! 5. The QP's slot let go, the engine drains the outbox: the ACK is
-//!    built and handed to the device's link, which in the kernel is the
-//!    port itself (an [`l2::EthernetPort`] behind the `hwq::TryArc` the
-//!    driver shares with the device). The port frames it for the peer's
-//!    MAC address and gives it, with its RDMA length, to the driver's
-//!    [`l2::FrameSink`], which sends it down in one of its own NBLs.
+//! 5. At the end of the receive indication the driver takes the device's
+//!    transmit turn through a [`link::LinkPump`] over the port
+//!    (`L2Port::transmit_after_receive`; the engine's DPC does the same
+//!    after every pass): the ACK is copied out of the outbox into the
+//!    pump's buffer and handed to the port, an [`l2::EthernetPort`]. The
+//!    port frames it for the peer's MAC address and gives it, with its
+//!    RDMA length, to the driver's [`l2::FrameSink`], which adds it to the
+//!    batch it sends down in one call to NDIS when the pump flushes.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -170,4 +176,6 @@ mod stats;
 pub mod sync;
 pub mod table;
 pub mod train;
+pub mod transmit;
+pub mod transmit_turn;
 pub mod wire;

@@ -1,62 +1,46 @@
-//! The outbox: what the queue pairs' state machines send, recorded while
-//! they hold their QP's table slot, and put on the link by the engine
-//! once it has let the slot go. No packet reaches the [`crate::link::Link`]
-//! while a QP slot lock is held (connection management's MADs, which no
-//! QP slot covers, leave at once).
+//! The outbox: what the queue pairs' state machines and connection
+//! management send, recorded while they hold their QP's table slot (or
+//! the CM's state), and taken by the runtime in its transmit turn
+//! ([`crate::transmit`]) once they let go. No packet leaves while a QP
+//! slot lock is held.
 //!
-//! What is recorded (`Transmit`):
+//! What is recorded (`Record`):
 //! * a datagram built whole at record time (ACKs and NAKs, READ requests,
-//!   inline SENDs: no payload in registered memory, or a small one), in
-//!   the outbox's byte store; and READ responses that must leave before a
-//!   SEND with invalidate kills their key, whose payload is read now, while
-//!   the key still grants it (those of them already recorded as segments
-//!   and waiting for link room are built in place then, `Outbox::settle`);
+//!   inline SENDs: no payload in registered memory, or a small one; CM
+//!   MADs), in the outbox's byte store; and READ responses that must leave
+//!   before a SEND with invalidate kills their key, whose payload is read
+//!   now, while the key still grants it (those of them already recorded as
+//!   segments and not yet taken are built in place then, `Outbox::settle`);
 //! * `Segments`: a run of SEND, WRITE or READ response packets whose
 //!   payload is still in registered memory. The sender checked its key when
-//!   it recorded them; the drain builds each packet (the key checked again
-//!   as the payload is read: a segment whose key died in between is not
-//!   sent, and the RC transport sends it again) straight into the link's
-//!   send buffer when the link lends one (a UDP socket's batch), else into
-//!   the outbox's scratch datagram, or hands the run to the link as one
-//!   [`crate::train::Train`] when its transmit token says it carries
-//!   trains there.
+//!   it recorded them; taking one builds it (the key checked again as the
+//!   payload is read: a segment whose key died in between is not sent, and
+//!   the RC transport sends it again) straight into the runtime's buffer,
+//!   or hands the rest of the run out as one [`crate::train::Train`] when
+//!   the runtime's carriage takes trains.
 //!
-//! The drain goes in the order things were recorded, asking the link
-//! before every packet whether it has room
-//! ([`crate::link::Link::can_transmit`]); a link without room stops it,
-//! and the rest waits in the outbox (in order, nothing dropped) for the
-//! next drain, which the link's [`crate::device::SoftRnic::link_ready`]
-//! brings. Each outbox serves a fixed share of the QPs (by QP number) and
-//! the engine holds it from before it locks such a QP until the drain is
-//! done, so one QP's packets leave in the order its state machines
-//! recorded them (PSN order), whichever thread ran them.
+//! Packets are taken in the order they were recorded. Each QP outbox
+//! serves a fixed share of the QPs (by QP number) and the engine holds it
+//! from before it locks such a QP until the QP's work is done, so one QP's
+//! packets are recorded in the order its state machines produced them
+//! (PSN order), whichever thread ran them.
 //!
 //! Everything is allocated once, with the device. A full outbox (more
 //! than `ENTRIES` entries or its byte store) stops the QP that would
-//! record as a link without room does (`Outbox::has_room`), and it
-//! resumes after the drain; the few packets that go whatever the link's
-//! room (fatal and stale-READ NAKs, READ responses ahead of an
-//! invalidation) are counted and dropped if it is full, as a full link
-//! may drop them.
+//! record (`Outbox::has_room`), which is parked until a transmit turn
+//! empties an outbox; the few packets that go whatever the room (fatal
+//! and stale-READ NAKs, READ responses ahead of an invalidation, MADs)
+//! are counted and dropped if it is full, as a full wire may drop them.
 
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use hwq::TryArc;
 
-use crate::link::{Token, Transmitter};
 use crate::memory::DeviceMemory;
-use crate::train::{Framing, Segments, build_segment};
-use crate::wire::udp_payload_len;
-
-/// Largest datagram the transport builds: IPv6 (40; IPv4 is 20) + UDP +
-/// BTH + RETH + ImmDt + 4096 bytes of payload + pad + ICRC (4183),
-/// rounded up.
-const MAX_DATAGRAM: usize = 4096 + 128;
-
-const _: () = assert!(
-    crate::wire::ip_udp::MAX_IP_UDP_HEADER_LEN + 12 + 16 + 4 + 4096 + 3 + 4 <= MAX_DATAGRAM
-);
+use crate::stats::Counters;
+use crate::train::{Framing, Segments, Train, build_segment};
+use crate::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 
 /// Entries one outbox holds: more than a QP records in one turn of the
 /// engine ([`crate::engine::POLL_BUDGET`] packets and a few ACKs).
@@ -70,7 +54,7 @@ const BYTES: usize = 64 * 1024;
 // Entries sit in a vector allocated once; boxing the description would
 // allocate per packet.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Transmit {
+pub(crate) enum Record {
     /// A datagram built at record time: `len` bytes at `at` of the byte
     /// store.
     Datagram { at: usize, len: usize },
@@ -83,10 +67,10 @@ pub(crate) enum Transmit {
     Built { at: usize, end: usize },
 }
 
-/// A recorded [`Transmit`] and whether it is sent again.
+/// A recorded [`Record`] and whether it is sent again.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    what: Transmit,
+    what: Record,
     resend: bool,
 }
 
@@ -111,11 +95,9 @@ struct Store {
     bytes: Vec<u8>,
     /// Bytes of `bytes` in use.
     used: usize,
-    /// Where a segment is built when the link lends no buffer.
-    scratch: Vec<u8>,
 }
 
-/// Packets recorded for the link ([`crate::outbox`]). Used by one thread
+/// Packets recorded for the runtime to take ([`crate::outbox`]). Used by one thread
 /// at a time (the engine holds it under a lock); the state machines
 /// record through a shared reference in their `qp::Context`.
 #[derive(Debug)]
@@ -132,23 +114,19 @@ impl Outbox {
         let mut bytes = Vec::new();
         bytes.try_reserve_exact(BYTES).ok()?;
         bytes.resize(BYTES, 0);
-        let mut scratch = Vec::new();
-        scratch.try_reserve_exact(MAX_DATAGRAM).ok()?;
-        scratch.resize(MAX_DATAGRAM, 0);
         Some(Self {
             store: RefCell::new(Store {
                 entries,
                 head: 0,
                 bytes,
                 used: 0,
-                scratch,
             }),
         })
     }
 
     /// An outbox with no room at all, which costs nothing to make: for work
     /// that sends nothing (a state machine that would send stops as for a
-    /// link without room, [`crate::qp`]'s `link_has_room`).
+    /// full outbox, [`crate::qp`]'s `outbox_has_room`).
     pub(crate) fn sealed() -> Self {
         Self {
             store: RefCell::new(Store {
@@ -156,9 +134,13 @@ impl Outbox {
                 head: 0,
                 bytes: Vec::new(),
                 used: 0,
-                scratch: Vec::new(),
             }),
         }
+    }
+
+    /// Whether it is a sealed outbox ([`Outbox::sealed`]).
+    pub(crate) fn is_sealed(&self) -> bool {
+        self.store.borrow().bytes.is_empty()
     }
 
     /// Whether one more entry of any kind fits.
@@ -194,7 +176,7 @@ impl Outbox {
         };
         s.used += len;
         s.entries.push(Entry {
-            what: Transmit::Datagram { at, len },
+            what: Record::Datagram { at, len },
             resend,
         });
         Recorded::Yes
@@ -207,7 +189,7 @@ impl Outbox {
             return false;
         }
         self.store.borrow_mut().entries.push(Entry {
-            what: Transmit::Segments {
+            what: Record::Segments {
                 segs: *segs,
                 sent: 0,
             },
@@ -233,7 +215,7 @@ impl Outbox {
             ..
         } = &mut *s;
         for entry in entries.iter_mut().skip(*head) {
-            let Transmit::Segments { segs, sent } = entry.what else {
+            let Record::Segments { segs, sent } = entry.what else {
                 continue;
             };
             let left = segs.count.saturating_sub(sent) as usize;
@@ -260,107 +242,121 @@ impl Outbox {
                 at += 2 + n;
             }
             *used = at;
-            entry.what = Transmit::Built { at: start, end: at };
+            entry.what = Record::Built { at: start, end: at };
         }
         unreadable
     }
 
-    /// Puts what was recorded on the link through `tx`, in order, reading
-    /// segments' payload from `mem`; stops before a packet the link has no
-    /// room for, keeping it and the rest for the next drain. Returns
-    /// whether anything is left.
-    pub(crate) fn drain(&self, tx: &Transmitter<'_>, mem: &TryArc<DeviceMemory>) -> bool {
+    /// Takes the next packet recorded, in order, built into `buf` as
+    /// `carriage` says (a segment's payload read from `mem` now, its key
+    /// checked again: a segment whose key died is not sent, counted in
+    /// `stats`, and the next one is taken), or the rest of a segments
+    /// entry as one train if `carriage` takes trains. `None`: nothing is
+    /// left, and the outbox is empty again.
+    pub(crate) fn next(
+        &self,
+        buf: &mut [u8],
+        carriage: Carriage,
+        mem: &TryArc<DeviceMemory>,
+        stats: &Counters,
+    ) -> Option<Transmit> {
         let mut s = self.store.borrow_mut();
         let Store {
             entries,
             head,
             bytes,
             used,
-            scratch,
+            ..
         } = &mut *s;
         while let Some(entry) = entries.get_mut(*head) {
             let resend = entry.resend;
-            match &mut entry.what {
-                Transmit::Datagram { at, len } => {
-                    if !tx.can_transmit() {
-                        return true;
-                    }
-                    if let Some(datagram) = bytes.get(*at..*at + *len) {
-                        tx.packet(datagram, resend);
-                    }
+            let out = match &mut entry.what {
+                Record::Datagram { at, len } => {
+                    *head += 1;
+                    copy_out(bytes.get(*at..*at + *len), buf)
                 }
-                Transmit::Segments { segs, sent } => {
-                    if !send_segments(tx, mem, segs, sent, resend, scratch) {
-                        return true;
-                    }
+                // Settled with nothing built (every packet was unreadable
+                // already): nothing to send. Its stale bytes are no packet.
+                Record::Built { at, end } if *at >= *end => {
+                    *head += 1;
+                    None
                 }
-                Transmit::Built { at, end } => {
-                    while *at < *end {
-                        if !tx.can_transmit() {
-                            return true;
+                Record::Built { at, end } => {
+                    let len = bytes
+                        .get(*at..*at + 2)
+                        .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+                    let out = copy_out(bytes.get(*at + 2..*at + 2 + len), buf);
+                    *at += 2 + len;
+                    if *at >= *end {
+                        *head += 1;
+                    }
+                    out
+                }
+                Record::Segments { segs, sent } if carriage.trains => {
+                    let train = Train::new(mem.clone(), &segs.skip(*sent));
+                    *head += 1;
+                    let n = u64::from(train.segments());
+                    stats.tx_packets.add(n);
+                    if resend {
+                        stats.retransmitted.add(n);
+                    }
+                    clear_if_taken(entries, head, used);
+                    return Some(Transmit::Train(train));
+                }
+                Record::Segments { segs, sent } => {
+                    let seg = segs.segment(*sent);
+                    *sent += 1;
+                    if *sent >= segs.count {
+                        *head += 1;
+                    }
+                    let headers = segs.headers(&seg);
+                    let dest = segs.ip.destination();
+                    let payload = carriage.ipv6_udp_payloads && dest.is_ipv6();
+                    let framing = if payload {
+                        Framing::UdpPayload
+                    } else {
+                        Framing::Datagram
+                    };
+                    match build_segment(mem, segs, &seg, &headers, framing, buf) {
+                        Some(len) if payload => Some(Transmit::UdpPayload { dest, len }),
+                        Some(len) => Some(Transmit::Datagram(len)),
+                        None => {
+                            stats.tx_source_gone.inc();
+                            None
                         }
-                        let len = bytes
-                            .get(*at..*at + 2)
-                            .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])));
-                        if let Some(datagram) = bytes.get(*at + 2..*at + 2 + len) {
-                            tx.packet(datagram, resend);
-                        }
-                        *at += 2 + len;
                     }
                 }
+            };
+            if let Some(out) = out {
+                stats.tx_packets.inc();
+                stats.retransmitted.inc_if(resend);
+                clear_if_taken(entries, head, used);
+                return Some(out);
             }
-            *head += 1;
         }
-        entries.clear();
-        *head = 0;
-        *used = 0;
-        false
+        clear_if_taken(entries, head, used);
+        None
     }
 }
 
-/// Sends the packets of `segs` from the `sent`th on: as one train if the
-/// link's token for their destination says so, else one datagram each.
-/// `false` if the link ran out of room first (`sent` says how far it got).
-fn send_segments(
-    tx: &Transmitter<'_>,
-    mem: &TryArc<DeviceMemory>,
-    segs: &Segments,
-    sent: &mut u32,
-    resend: bool,
-    scratch: &mut Vec<u8>,
-) -> bool {
-    while *sent < segs.count {
-        if !tx.can_transmit() {
-            return false;
-        }
-        if let Token::Train(token) = tx.token(segs.ip.dst()) {
-            token.send(mem.clone(), &segs.skip(*sent), resend);
-            *sent = segs.count;
-            return true;
-        }
-        let seg = segs.segment(*sent);
-        let headers = segs.headers(&seg);
-        let mut built = None;
-        // Built where the link sends it from, if it lends its buffer;
-        // else in the scratch datagram and handed over.
-        let lent = udp_payload_len(&headers, seg.len).is_ok_and(|len| {
-            tx.udp_payload_with(segs.ip.destination(), len, &mut |slot| {
-                built = build_segment(mem, segs, &seg, &headers, Framing::UdpPayload, slot);
-                built
-            })
-        });
-        if lent {
-            tx.stats.retransmitted.inc_if(resend && built.is_some());
-        } else {
-            built = build_segment(mem, segs, &seg, &headers, Framing::Datagram, scratch);
-            if let Some(n) = built {
-                tx.buf(scratch, n, resend);
-            }
-        }
-        tx.stats.tx_source_gone.inc_if(built.is_none());
-        *sent += 1;
+/// Empties the outbox once everything recorded was taken, at once: a
+/// runtime that stops right after the last packet leaves it with room, so
+/// no QP parks on an outbox with nothing left to take.
+fn clear_if_taken(entries: &mut Vec<Entry>, head: &mut usize, used: &mut usize) {
+    if *head >= entries.len() {
+        entries.clear();
+        *head = 0;
+        *used = 0;
     }
-    true
+}
+
+/// Copies a recorded datagram into the runtime's `buf`; `None` (nothing
+/// sent) if it does not fit, which a buffer of [`MAX_DATAGRAM`] bytes
+/// always does.
+fn copy_out(datagram: Option<&[u8]>, buf: &mut [u8]) -> Option<Transmit> {
+    let datagram = datagram?;
+    buf.get_mut(..datagram.len())?.copy_from_slice(datagram);
+    Some(Transmit::Datagram(datagram.len()))
 }
 
 #[cfg(test)]
@@ -368,44 +364,43 @@ mod tests {
     extern crate std;
 
     use alloc::boxed::Box;
+    use alloc::vec;
     use alloc::vec::Vec;
-    use core::sync::atomic::{AtomicUsize, Ordering};
+    use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
     use std::sync::Mutex;
 
-    use hwq::{DmaAccess, DmaFault, TryArc};
+    use hwq::device::Registration;
+    use hwq::wqe::Access;
+    use hwq::{DmaAccess, DmaFault, MemoryKey, Pdn, TryArc};
 
     use super::{ENTRIES, Outbox, Recorded};
-    use crate::link::{Link, Transmitter};
-    use crate::memory::{DeviceMemory, KeyLock, KeyTable};
+    use crate::memory::{DeviceMemory, KeyKind, KeyLock, KeyTable};
     use crate::stats::Counters;
+    use crate::train::{Kind, Origin, Segments};
+    use crate::transmit::{Carriage, MAX_DATAGRAM, Transmit};
+    use crate::wire::{self, IpUdpFields, Operation};
 
-    /// A link that takes `room` datagrams, then says it has no room.
-    #[derive(Default)]
-    struct Ring {
-        sent: Mutex<Vec<Vec<u8>>>,
-        room: AtomicUsize,
-    }
+    /// Host memory: `RAM` bytes at logical address `BASE`.
+    struct Ram(Mutex<Vec<u8>>);
 
-    impl Link for Ring {
-        fn transmit(&self, datagram: &[u8]) {
-            assert!(self.can_transmit(), "given a datagram it had no room for");
-            self.room.fetch_sub(1, Ordering::SeqCst);
-            self.sent.lock().unwrap().push(datagram.to_vec());
-        }
+    const BASE: u64 = 0x10_0000;
+    const RAM: usize = 4096;
+    /// Where the registered page is, as the peer names it.
+    const VA: u64 = 0x7700_0000;
+    const PD: u32 = 3;
+    /// Payload bytes per segment.
+    const PMTU: u32 = 256;
 
-        fn can_transmit(&self) -> bool {
-            self.room.load(Ordering::SeqCst) > 0
-        }
-    }
-
-    struct NoDma;
-
-    impl DmaAccess for NoDma {
+    impl DmaAccess for Ram {
         fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
-            Err(DmaFault {
+            let fault = DmaFault {
                 addr,
                 len: buf.len(),
-            })
+            };
+            let at = usize::try_from(addr.checked_sub(BASE).ok_or(fault)?).unwrap();
+            let ram = self.0.lock().unwrap();
+            buf.copy_from_slice(ram.get(at..at + buf.len()).ok_or(fault)?);
+            Ok(())
         }
 
         fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
@@ -416,13 +411,73 @@ mod tests {
         }
     }
 
-    fn memory() -> TryArc<DeviceMemory> {
-        TryArc::try_new(DeviceMemory {
-            keys: KeyLock::new(KeyTable::new(4).unwrap()),
-            dma: Box::new(NoDma),
-        })
-        .unwrap()
+    /// The bytes at offset `i` of the registered page.
+    fn byte(i: usize) -> u8 {
+        (i * 7 + 3) as u8
     }
+
+    /// Memory with one page (`byte(i)` at offset `i`) registered at `VA`
+    /// for remote reads; its key.
+    fn memory() -> (TryArc<DeviceMemory>, MemoryKey) {
+        let ram = (0..RAM).map(byte).collect();
+        let mut keys = KeyTable::new(4).unwrap();
+        let entry = keys.alloc(KeyKind::Region, PD).unwrap();
+        let reg = Registration {
+            pd: Pdn::from_raw(PD),
+            access: Access::REMOTE_READ,
+            va: VA,
+            length: RAM as u64,
+            first_byte_offset: 0,
+            pages: &[BASE],
+        };
+        let key = keys.register(entry, &reg).unwrap();
+        let mem = TryArc::try_new(DeviceMemory {
+            keys: KeyLock::new(keys),
+            dma: Box::new(Ram(Mutex::new(ram))),
+        })
+        .unwrap();
+        (mem, key)
+    }
+
+    /// The responses to a READ of `count` segments of the page from
+    /// offset 0, for `to`, starting at PSN 100.
+    fn responses(key: MemoryKey, to: IpAddr, count: u32) -> Segments {
+        let from = match to {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+        };
+        Segments {
+            pd: PD,
+            origin: Origin::Remote { rkey: key.0 },
+            at: VA,
+            len: u64::from(count * PMTU),
+            pmtu: PMTU,
+            ip: IpUdpFields::new(from, to, 49152).unwrap(),
+            dest_qp: 0x42,
+            first_psn: 100,
+            count,
+            kind: Kind::ReadResponse { msn: 1 },
+            opens: true,
+            closes: true,
+            ack_req: false,
+        }
+    }
+
+    const V4: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+    const V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2));
+
+    const DATAGRAMS: Carriage = Carriage {
+        ipv6_udp_payloads: false,
+        trains: false,
+    };
+    const TRAINS: Carriage = Carriage {
+        ipv6_udp_payloads: false,
+        trains: true,
+    };
+    const PAYLOADS: Carriage = Carriage {
+        ipv6_udp_payloads: true,
+        trains: false,
+    };
 
     /// Records datagram `i`: `i + 1` bytes of value `i`.
     fn record(out: &Outbox, i: u8) -> Recorded {
@@ -433,50 +488,85 @@ mod tests {
         })
     }
 
+    /// Takes the next packet as a whole datagram (its bytes).
+    fn take(out: &Outbox, mem: &TryArc<DeviceMemory>, stats: &Counters) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        match out.next(&mut buf, DATAGRAMS, mem, stats)? {
+            Transmit::Datagram(len) => Some(buf[..len].to_vec()),
+            other => panic!("a datagram carriage got {other:?}"),
+        }
+    }
+
+    /// Checks that `datagram` is READ response `i` (PSN, ICRC, payload
+    /// from the page).
+    fn is_response(datagram: &[u8], i: u32) {
+        let p = wire::parse(datagram).expect("it parses and its ICRC verifies");
+        assert_eq!(p.info.operation, Operation::ReadResponse);
+        assert_eq!((p.bth.psn, p.bth.dest_qp), (100 + i, 0x42));
+        let at = (i * PMTU) as usize;
+        let want: Vec<u8> = (at..at + PMTU as usize).map(byte).collect();
+        assert_eq!(p.payload, want.as_slice(), "segment {i}");
+    }
+
     #[test]
-    fn drains_in_order_and_keeps_what_the_link_has_no_room_for() {
-        let (ring, stats, mem) = (Ring::default(), Counters::default(), memory());
-        let tx = Transmitter {
-            link: &ring,
-            stats: &stats,
-        };
+    fn hands_out_in_order_and_keeps_what_was_not_taken() {
+        let (mem, _) = memory();
+        let stats = Counters::default();
         let out = Outbox::new().unwrap();
         for i in 0..5 {
             assert_eq!(record(&out, i), Recorded::Yes);
         }
         assert_eq!(out.datagram(false, |_| None), Recorded::Refused);
         assert_eq!(out.pending(), 5);
-        ring.room.store(3, Ordering::SeqCst);
-        assert!(out.drain(&tx, &mem), "two datagrams must wait for room");
-        assert_eq!(out.pending(), 2);
-        // Recorded behind the two that wait, and sent after them.
+        // The runtime takes three, then has no room.
+        let mut got: Vec<Vec<u8>> = (0..3).map(|_| take(&out, &mem, &stats).unwrap()).collect();
+        assert_eq!(out.pending(), 2, "two wait for the next turn");
+        // Recorded behind the two that wait, and taken after them.
         assert_eq!(record(&out, 5), Recorded::Yes);
-        ring.room.store(10, Ordering::SeqCst);
-        assert!(!out.drain(&tx, &mem));
+        got.extend(core::iter::from_fn(|| take(&out, &mem, &stats)));
         assert_eq!(out.pending(), 0);
-        let sent = ring.sent.lock().unwrap().clone();
-        let want: Vec<Vec<u8>> = (0..6u8)
-            .map(|i| alloc::vec![i; usize::from(i) + 1])
-            .collect();
-        assert_eq!(sent, want);
+        let want: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; usize::from(i) + 1]).collect();
+        assert_eq!(got, want);
         assert_eq!(stats.tx_packets.get(), 6);
+        assert_eq!(stats.retransmitted.get(), 0);
+        // Empty: nothing more, however often asked.
+        assert!(take(&out, &mem, &stats).is_none());
+        assert_eq!(stats.tx_packets.get(), 6);
+    }
+
+    #[test]
+    fn resends_are_counted_as_they_are_taken() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
+        let out = Outbox::new().unwrap();
+        assert_eq!(
+            out.datagram(true, |slot| Some(slot.len().min(9))),
+            Recorded::Yes
+        );
+        assert!(out.segments(&responses(key, V4, 3), true));
+        assert_eq!(stats.retransmitted.get(), 0, "not before they leave");
+        assert!(take(&out, &mem, &stats).is_some());
+        assert_eq!(stats.retransmitted.get(), 1);
+        while take(&out, &mem, &stats).is_some() {}
+        assert_eq!((stats.tx_packets.get(), stats.retransmitted.get()), (4, 4));
     }
 
     #[test]
     fn a_sealed_outbox_has_no_room() {
         let out = Outbox::sealed();
+        assert!(out.is_sealed());
         assert!(!out.has_room());
         assert_eq!(record(&out, 1), Recorded::Full);
+        let (_, key) = memory();
+        assert!(!out.segments(&responses(key, V4, 1), false));
         assert_eq!(out.pending(), 0);
+        assert!(!Outbox::new().unwrap().is_sealed());
     }
 
     #[test]
-    fn a_full_outbox_records_nothing_until_drained() {
-        let (ring, stats, mem) = (Ring::default(), Counters::default(), memory());
-        let tx = Transmitter {
-            link: &ring,
-            stats: &stats,
-        };
+    fn a_full_outbox_records_nothing_until_emptied() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
         let out = Outbox::new().unwrap();
         let mut recorded = 0;
         while out.has_room() {
@@ -485,9 +575,180 @@ mod tests {
         }
         assert_eq!(recorded, ENTRIES);
         assert_eq!(record(&out, 7), Recorded::Full);
-        ring.room.store(usize::MAX, Ordering::SeqCst);
-        assert!(!out.drain(&tx, &mem));
+        assert!(!out.segments(&responses(key, V4, 1), false));
+        // Taking some makes no room: the entries are freed together once
+        // the runtime took them all.
+        for _ in 0..ENTRIES - 1 {
+            assert!(take(&out, &mem, &stats).is_some());
+        }
+        assert!(!out.has_room());
+        assert_eq!(record(&out, 7), Recorded::Full);
+        assert_eq!(out.pending(), 1);
+        assert_eq!(take(&out, &mem, &stats), Some(vec![7; 8]));
+        assert!(take(&out, &mem, &stats).is_none());
         assert!(out.has_room());
-        assert_eq!(ring.sent.lock().unwrap().len(), ENTRIES);
+        assert_eq!(stats.tx_packets.get(), ENTRIES as u64);
+        assert_eq!(record(&out, 3), Recorded::Yes);
+        assert_eq!(take(&out, &mem, &stats), Some(vec![3; 4]));
+    }
+
+    #[test]
+    fn a_full_byte_store_records_nothing_until_emptied() {
+        let (mem, _) = memory();
+        let stats = Counters::default();
+        let out = Outbox::new().unwrap();
+        let mut recorded = 0;
+        while out.datagram(false, |slot| Some(slot.len())) == Recorded::Yes {
+            recorded += 1;
+        }
+        assert!(recorded > 0 && recorded < ENTRIES, "{recorded}");
+        assert!(!out.has_room());
+        while take(&out, &mem, &stats).is_some() {}
+        assert!(out.has_room());
+        assert_eq!(stats.tx_packets.get(), recorded as u64);
+    }
+
+    #[test]
+    fn segments_are_built_per_packet_for_a_datagram_carriage() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
+        let out = Outbox::new().unwrap();
+        assert_eq!(record(&out, 1), Recorded::Yes);
+        assert!(out.segments(&responses(key, V4, 4), false));
+        assert_eq!(record(&out, 2), Recorded::Yes);
+        assert_eq!(take(&out, &mem, &stats), Some(vec![1; 2]));
+        for i in 0..4 {
+            is_response(&take(&out, &mem, &stats).expect("segment"), i);
+        }
+        assert_eq!(
+            take(&out, &mem, &stats),
+            Some(vec![2; 3]),
+            "then what followed"
+        );
+        assert!(take(&out, &mem, &stats).is_none());
+        assert_eq!((stats.tx_packets.get(), stats.tx_source_gone.get()), (6, 0));
+    }
+
+    #[test]
+    fn the_rest_of_a_run_leaves_as_one_train_for_a_carriage_that_takes_trains() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
+        let out = Outbox::new().unwrap();
+        assert!(out.segments(&responses(key, V4, 4), false));
+        assert_eq!(record(&out, 9), Recorded::Yes);
+        // One packet, then the runtime takes trains: the other three leave
+        // as one train, the same packets.
+        is_response(&take(&out, &mem, &stats).unwrap(), 0);
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let Some(Transmit::Train(train)) = out.next(&mut buf, TRAINS, &mem, &stats) else {
+            panic!("expected a train");
+        };
+        assert_eq!((train.segments(), train.dst()), (3, V4));
+        assert_eq!(stats.tx_packets.get(), 4, "a train counts its packets");
+        for i in 0..3 {
+            let mut d = Vec::new();
+            let n = train.build(i, &mut d).expect("its source is readable");
+            is_response(&d[..n], i + 1);
+        }
+        // A datagram recorded whole is one whatever the carriage.
+        let Some(Transmit::Datagram(n)) = out.next(&mut buf, TRAINS, &mem, &stats) else {
+            panic!("expected the datagram");
+        };
+        assert_eq!(buf[..n], [9; 10]);
+        assert!(out.next(&mut buf, TRAINS, &mem, &stats).is_none());
+        assert_eq!(out.pending(), 0);
+    }
+
+    #[test]
+    fn packets_to_ipv6_leave_as_udp_payloads_only_if_the_carriage_says_so() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
+        let out = Outbox::new().unwrap();
+        assert!(out.segments(&responses(key, V6, 2), false));
+        assert!(out.segments(&responses(key, V4, 1), false));
+        assert!(out.segments(&responses(key, V6, 1), false));
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let Some(Transmit::UdpPayload { dest, len }) = out.next(&mut buf, PAYLOADS, &mem, &stats)
+        else {
+            panic!("expected a UDP payload");
+        };
+        assert_eq!(dest, SocketAddr::new(V6, 4791));
+        let fields = responses(key, V6, 2).ip.for_packet(100);
+        let p = wire::parse_udp_payload(&fields, &buf[..len]).expect("the payload verifies");
+        assert_eq!((p.bth.psn, p.payload.len()), (100, PMTU as usize));
+        // The same run, taken by a runtime that wants datagrams: one.
+        let Some(Transmit::Datagram(n)) = out.next(&mut buf, DATAGRAMS, &mem, &stats) else {
+            panic!("expected a datagram");
+        };
+        assert_eq!(buf[0] >> 4, 6);
+        is_response(&buf[..n], 1);
+        // IPv4 packets are whole datagrams whatever the carriage.
+        let Some(Transmit::Datagram(n)) = out.next(&mut buf, PAYLOADS, &mem, &stats) else {
+            panic!("expected an IPv4 datagram");
+        };
+        assert_eq!(buf[0] >> 4, 4);
+        is_response(&buf[..n], 0);
+        assert!(matches!(
+            out.next(&mut buf, PAYLOADS, &mem, &stats),
+            Some(Transmit::UdpPayload { .. })
+        ));
+        assert!(out.next(&mut buf, PAYLOADS, &mem, &stats).is_none());
+    }
+
+    #[test]
+    fn segments_whose_key_died_are_skipped_unless_settled_first() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
+        let out = Outbox::new().unwrap();
+        assert!(out.segments(&responses(key, V4, 3), false));
+        assert_eq!(record(&out, 4), Recorded::Yes);
+        // One left before the key dies.
+        is_response(&take(&out, &mem, &stats).unwrap(), 0);
+        mem.keys.update(|k| k.deregister(key)).unwrap();
+        // The other two are not sent; what follows them is.
+        assert_eq!(take(&out, &mem, &stats), Some(vec![4; 5]));
+        assert!(take(&out, &mem, &stats).is_none());
+        assert_eq!((stats.tx_packets.get(), stats.tx_source_gone.get()), (2, 2));
+    }
+
+    #[test]
+    fn settled_segments_leave_as_built_entries_after_their_key_died() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
+        let out = Outbox::new().unwrap();
+        assert_eq!(record(&out, 1), Recorded::Yes);
+        let segs = responses(key, V4, 4);
+        assert!(out.segments(&segs, false));
+        let other = Segments {
+            dest_qp: 0x43,
+            ..responses(key, V4, 2)
+        };
+        assert!(out.segments(&other, false));
+        assert_eq!(take(&out, &mem, &stats), Some(vec![1; 2]));
+        is_response(&take(&out, &mem, &stats).unwrap(), 0);
+        // The key is about to die: the three of the run not yet taken are
+        // built now, in their place; the other run is left as it is.
+        let unreadable = out.settle(&mem, |s| s.dest_qp == 0x42);
+        assert_eq!(unreadable, 0);
+        assert_eq!(out.pending(), 2);
+        mem.keys.update(|k| k.deregister(key)).unwrap();
+        // A runtime taking trains gets the built ones as datagrams, in
+        // order, and nothing of the other run (its key died unsettled).
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        for i in 1..4 {
+            let Some(Transmit::Datagram(n)) = out.next(&mut buf, DATAGRAMS, &mem, &stats) else {
+                panic!("expected built response {i}");
+            };
+            is_response(&buf[..n], i);
+        }
+        let before = stats.tx_source_gone.get();
+        assert!(out.next(&mut buf, DATAGRAMS, &mem, &stats).is_none());
+        assert_eq!(stats.tx_source_gone.get(), before + 2);
+        assert_eq!(stats.tx_packets.get(), 5);
+        // Settling a dead key's run builds nothing and says so.
+        let out = Outbox::new().unwrap();
+        assert!(out.segments(&segs, false));
+        assert_eq!(out.settle(&mem, |_| true), 4);
+        assert!(take(&out, &mem, &stats).is_none());
     }
 }

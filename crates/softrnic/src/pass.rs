@@ -1,75 +1,68 @@
-//! One pass of the device's work, and the turn that lets only one pass run
-//! at a time ([`RunPass`]).
+//! The device's part of one pass, and the turn that lets only one pass run
+//! at a time ([`PassTurn`]).
 //!
-//! A pass takes what the link has received and then runs
-//! [`SoftRnic::poll`]'s work. Who runs passes, and when, is the runtime's
-//! policy: the device's own context (the host's engine thread, the
-//! kernel's DPC), and, while a consumer spins on a CQ, the consumer itself
-//! (busy polling, through [`crate::env::Wake::consumer_poll`]). A second
-//! caller while one pass runs returns at once instead of contending for
-//! the QP locks the first one holds, which on a small machine costs more
-//! than the work (the device was built for one thread per device). A pass
-//! that does not deliver events leaves them to the device's own context,
-//! which they wake ([`crate::env::Wake::wake_engine`]).
+//! A pass is the runtime's: it hands in what its wire received
+//! ([`SoftRnic::receive`]), runs the device's work ([`PassTurn::work`],
+//! [`SoftRnic::poll`]'s), and takes what the device sends
+//! ([`crate::transmit`]); [`crate::link::LinkPass`] is that pass for a
+//! runtime whose wire is a [`crate::link::Link`]. Who runs passes, and
+//! when, is the runtime's policy: the device's own context (the host's
+//! engine thread, the kernel's DPC), and, while a consumer spins on a CQ,
+//! the consumer itself (busy polling, through
+//! [`crate::env::Wake::consumer_poll`]). A second caller while one pass
+//! runs gets no turn and returns at once instead of contending for the QP
+//! locks the first one holds, which on a small machine costs more than the
+//! work (the device was built for one thread per device). A pass that does
+//! not deliver events leaves them to the device's own context, which they
+//! wake ([`crate::env::Wake::wake_engine`]).
 
 use core::sync::atomic::Ordering;
 
 use crate::device::SoftRnic;
-use crate::env::{Pass, PassPlan, RunPass};
-use crate::link::Link;
 
-/// Holds the device's turn; gives it back on drop.
-struct Turn<'a>(&'a SoftRnic);
+/// The device's pass turn, held while a runtime runs one pass (its
+/// receive, the work, its transmit turn); given back on drop.
+pub struct PassTurn<'a>(&'a SoftRnic);
 
-impl<'a> Turn<'a> {
-    fn try_take(rnic: &'a SoftRnic) -> Option<Self> {
-        rnic.engine()
-            .turn
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-            // Lazily: a `Turn` built and dropped on failure would give
-            // back the holder's turn.
-            .then(|| Self(rnic))
-    }
-}
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        self.0.engine().turn.store(false, Ordering::Release);
-    }
-}
-
-impl RunPass for SoftRnic {
-    fn try_pass(&self, now: u64, plan: PassPlan) -> Option<Pass> {
-        let turn = Turn::try_take(self)?;
-        Some(self.pass(&turn, now, plan))
+impl core::fmt::Debug for PassTurn<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("PassTurn")
     }
 }
 
 impl SoftRnic {
-    /// One pass at `now`; the caller holds the turn.
-    fn pass(&self, _turn: &Turn<'_>, now: u64, plan: PassPlan) -> Pass {
-        let mut pass = Pass::default();
-        if plan.send_first && !self.sq_ready.is_empty() {
-            pass.worked = self.poll_work(now);
-            if plan.deliver_events {
-                pass.worked |= self.deliver_events();
-            }
-            return pass;
+    /// The pass turn, unless another pass holds it.
+    pub fn pass_turn(&self) -> Option<PassTurn<'_>> {
+        self.engine()
+            .turn
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            // Lazily: a turn built and dropped on failure would give back
+            // the holder's.
+            .then(|| PassTurn(self))
+    }
+
+    /// Whether send doorbells rang since the last pass took them.
+    pub fn has_send_work(&self) -> bool {
+        !self.sq_ready.is_empty()
+    }
+}
+
+impl PassTurn<'_> {
+    /// The device's work at `now` (due timers, doorbells, CQ moderation)
+    /// and, if `deliver_events` (only the device's own context), event
+    /// delivery with no lock held; whether anything was done.
+    pub fn work(&self, now: u64, deliver_events: bool) -> bool {
+        let worked = self.0.poll_work(now);
+        if deliver_events {
+            return self.0.deliver_events() || worked;
         }
-        for _ in 0..plan.rx_batches {
-            // A capture wrapper around the link shows what it hands out.
-            let got = self.link.receive(&mut |arrival| self.receive(now, arrival));
-            pass.received += got.count;
-            pass.next_due_us = got.next_due_us;
-            if !got.more {
-                break;
-            }
-        }
-        pass.worked = self.poll_work(now);
-        if plan.deliver_events {
-            pass.worked |= self.deliver_events();
-        }
-        pass
+        worked
+    }
+}
+
+impl Drop for PassTurn<'_> {
+    fn drop(&mut self) {
+        self.0.engine().turn.store(false, Ordering::Release);
     }
 }

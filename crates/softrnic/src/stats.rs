@@ -120,18 +120,22 @@ counters! {
     /// read between the sender's check and the outbox's drain (lost: the
     /// transport sends them again).
     tx_source_gone,
-    /// Packets the link could not send and never will (larger than the
-    /// path carries, refused by the host: [`crate::link::Link::take_send_failures`]);
+    /// Packets the runtime could not send and never will (larger than the
+    /// path carries, refused by the host:
+    /// [`SoftRnic::send_failed`](crate::device::SoftRnic::send_failed));
     /// each moved the QP that sent it to error.
     tx_failed,
-    /// Packets that go whatever the link's room (fatal and stale-READ
-    /// NAKs, READ responses ahead of an invalidation) dropped because the
-    /// outbox was full, as a full link may drop them.
+    /// Packets that go whatever the outbox's room (fatal and stale-READ
+    /// NAKs, READ responses ahead of an invalidation, connection
+    /// management's MADs) dropped because the outbox was full, as a full
+    /// wire may drop them.
     tx_outbox_full,
-    /// QPs parked because the link had no room for their next packet
-    /// (each resumed where it stopped: nothing was lost or resent).
+    /// QPs parked because their outbox had no room for their next packet
+    /// (the runtime took none for a while; each resumed where it stopped:
+    /// nothing was lost or resent).
     tx_stalls,
-    /// [`SoftRnic::link_ready`](crate::device::SoftRnic::link_ready) calls that found parked QPs.
+    /// Transmit turns that emptied an outbox and found parked QPs
+    /// ([`crate::transmit`]).
     tx_resumes,
     /// Outbound connections established: `cm_establish` succeeded (the
     /// ready-to-use went out).

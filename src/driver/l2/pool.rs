@@ -7,12 +7,13 @@
 //!
 //! [`FRAMES`] is what a NIC's transmit ring holds: the RNIC sends bursts
 //! (a READ response is a run of packets) larger than that. So the pool
-//! says when it has no room ([`SendPool::has_room`], the RNIC's
-//! `Link::can_transmit`), and the RNIC stops instead of building frames
-//! the pool would have to drop; once [`RESUME_AT`] frames are free again,
-//! the give-back that frees enough says so ([`GivenBack::RoomAgain`]) and
-//! the port tells the RNIC, as a NIC driver stops its queue when the ring
-//! is full and wakes it from the transmit completion.
+//! says when it has no room ([`SendPool::has_room`], the port's
+//! `Link::can_transmit`), and the pump stops taking the RNIC's packets
+//! instead of building frames the pool would have to drop; once
+//! [`RESUME_AT`] frames are free again, the give-back that frees enough
+//! says so ([`GivenBack::RoomAgain`]) and the port kicks the engine, whose
+//! pass pumps again, as a NIC driver stops its queue when the ring is full
+//! and wakes it from the transmit completion.
 //!
 //! Frames free to claim are counted (`free`): a claim takes one from the
 //! count before it looks for an idle frame, a give-back adds one after

@@ -1,13 +1,13 @@
 //! Send errors: which ones a retransmission can get past, and the
 //! datagrams that can never leave, kept for the device
-//! (`softrnic::link::Link::take_send_failures`).
+//! (handed back through `softrnic::device::SoftRnic::send_failed`).
 
 use std::io;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use softrnic::link::SendFailure;
+use softrnic::transmit::SendFailure;
 
 use super::UdpStats;
 

@@ -23,8 +23,8 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use socket2::{Domain, Protocol, SockFilter, Socket, Type};
@@ -92,7 +92,7 @@ pub(super) struct Raw4 {
 
 /// Datagrams gathered for one `sendmmsg`.
 #[derive(Debug)]
-struct Batch {
+pub(super) struct Batch {
     /// `count` datagrams, each at `MAX_SEGMENT * i`.
     buf: Vec<u8>,
     /// Length and destination of each.
@@ -136,35 +136,64 @@ impl Raw4 {
         })
     }
 
+    /// The send batch, held while datagrams are built into it.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Batch> {
+        self.batch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Queues the IPv4 datagram `datagram` (to the destination its header
     /// names), sending the batch first if it is full. A datagram longer
     /// than a batch slot could never be sent: it fails at once.
     pub(super) fn queue(&self, datagram: &[u8], stats: &UdpStats, failures: &Failures) {
-        let Some(dest) = softrnic::wire::ip_udp::datagram_destination(datagram) else {
-            return;
-        };
-        let std::net::IpAddr::V4(dest) = dest else {
-            return;
-        };
         if datagram.len() > MAX_SEGMENT {
             failures.datagram(datagram, stats);
             return;
         }
-        let mut batch = self
-            .batch
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut batch = self.lock();
+        let Some(slot) = self
+            .slot(&mut batch, stats, failures)
+            .get_mut(..datagram.len())
+        else {
+            return;
+        };
+        slot.copy_from_slice(datagram);
+        self.commit(&mut batch, datagram.len());
+    }
+
+    /// The slot the next datagram is built in (`MAX_SEGMENT` bytes),
+    /// sending the batch first if it is full.
+    pub(super) fn slot<'b>(
+        &self,
+        batch: &'b mut Batch,
+        stats: &UdpStats,
+        failures: &Failures,
+    ) -> &'b mut [u8] {
         if batch.meta.len() == MAX_BATCH {
-            self.send_batch(&mut batch, stats, failures);
+            self.send_batch(batch, stats, failures);
         }
         let at = MAX_SEGMENT * batch.meta.len();
-        if let Some(slot) = batch.buf.get_mut(at..at + datagram.len()) {
-            slot.copy_from_slice(datagram);
-            batch
-                .meta
-                .push((datagram.len(), SocketAddrV4::new(dest, 0)));
-            self.queued.store(true, Ordering::Release);
+        batch.buf.get_mut(at..at + MAX_SEGMENT).unwrap_or_default()
+    }
+
+    /// Queues the datagram built in the slot last lent ([`Raw4::slot`]),
+    /// its first `len` bytes, to the destination its header names; one
+    /// that names none, or no IPv4 one, is dropped.
+    pub(super) fn commit(&self, batch: &mut Batch, len: usize) {
+        let at = MAX_SEGMENT * batch.meta.len();
+        if len > MAX_SEGMENT || batch.meta.len() == MAX_BATCH {
+            return;
         }
+        let dest = batch
+            .buf
+            .get(at..at + len)
+            .and_then(softrnic::wire::ip_udp::datagram_destination);
+        let Some(std::net::IpAddr::V4(dest)) = dest else {
+            return;
+        };
+        batch.meta.push((len, SocketAddrV4::new(dest, 0)));
+        self.queued.store(true, Ordering::Release);
     }
 
     /// Sends everything queued.
@@ -172,11 +201,7 @@ impl Raw4 {
         if !self.queued.load(Ordering::Acquire) {
             return;
         }
-        let mut batch = self
-            .batch
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.send_batch(&mut batch, stats, failures);
+        self.send_batch(&mut self.lock(), stats, failures);
     }
 
     fn send_batch(&self, batch: &mut Batch, stats: &UdpStats, failures: &Failures) {

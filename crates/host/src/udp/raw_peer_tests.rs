@@ -73,7 +73,7 @@ fn a_foreign_peers_changing_identifications_are_checked_as_they_arrived() {
     let rnic = SoftRnic::new(
         DeviceConfig::new(at, 1024),
         Box::new(dma),
-        Box::new(UdpLink(port.clone())),
+        Box::new(port.routes()),
         HostClock.now_us(),
         Box::new(SharedWaker::new(
             waker,

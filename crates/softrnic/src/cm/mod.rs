@@ -118,8 +118,9 @@
 //! # Concurrency
 //!
 //! All CM state sits behind one spin lock (connection management is the
-//! slow path). Commands and received MADs update it, transmit (the link
-//! only queues; it must not call back into the device) and queue events;
+//! slow path). Commands and received MADs update it, transmit (the MAD is
+//! recorded in the device's CM outbox, for its runtime to take) and queue
+//! events;
 //! `deliver` hands the events to the driver one at a time with the lock
 //! released, from the device's poll, never from inside a command. Lock
 //! order: CM, then a QP table slot (the CM reads and connects QPs).
@@ -168,13 +169,15 @@ pub(crate) trait Host {
     fn cm(&self) -> &CmState;
     /// Sends one built MAD datagram (counted and shown to the tap).
     fn transmit(&self, datagram: &[u8]);
-    /// Pushes datagrams a batching link holds out.
+    /// Asks the device's own context to take the MADs sent (its runtime's
+    /// transmit turn runs there).
     fn flush(&self);
     /// Asks the device's own context for a poll (its events and the answer
     /// to a MAD are not left to a busy poller).
     fn wake(&self);
     /// The path MTU (bytes) to `remote`: the device's configured one,
-    /// capped by what its link carries there ([`crate::link::Link::path_mtu_to`]).
+    /// capped by what its runtime's route there carries
+    /// ([`crate::env::Routes::path_mtu`]).
     fn pmtu(&self, remote: IpAddr) -> u32;
     /// Connects QP `qpn` from `local` (whether or not it is one of the
     /// device's addresses now) along `path`, with the reliability the
@@ -235,7 +238,7 @@ pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 49152..=65535;
 
 /// The path MTU a connection to `remote` may use: the device's (validated
 /// by the configuration's users; 1024 if it is not a valid one), capped by
-/// the link's to `remote` (a route's or NIC's MTU: a 4096 offered over a
+/// the runtime's route to `remote` (a route's or NIC's MTU: a 4096 offered over a
 /// 1500-byte path would never leave the host), never below 256.
 pub(crate) fn device_pmtu(device: &dyn Host, remote: IpAddr) -> Pmtu {
     Pmtu::from_bytes(device.pmtu(remote)).unwrap_or(Pmtu::Mtu1024)
@@ -304,7 +307,7 @@ pub(crate) struct Io {
     pub(crate) earliest: u64,
     /// Something was queued or armed that the poller must look at.
     pub(crate) wake: bool,
-    /// A MAD went to the link, which may hold it in a batch until flushed.
+    /// A MAD was recorded, for the runtime to take.
     pub(crate) sent: bool,
 }
 
@@ -396,12 +399,12 @@ impl CmState {
     /// Runs `f` on the locked state, then publishes what it armed or queued
     /// and wakes the poller if needed.
     ///
-    /// A MAD `f` sent is pushed out at once, and the device's own context
-    /// is woken to take the answer: a batching link (UDP) would otherwise
-    /// hold a command's message (a DREQ, an RTU, a REJ) until the engine
-    /// next flushes, and an engine standing aside for a consumer that busy
-    /// polled would not look at its socket for the answer (or, connected
-    /// to itself, the message) until its park ends. Either waits for
+    /// A MAD `f` sent wakes the device's own context at once, to take it
+    /// and the answer: a command's message (a DREQ, an RTU, a REJ) would
+    /// otherwise wait until the engine next runs, and an engine standing
+    /// aside for a consumer that busy polled would not look at its socket
+    /// for the answer (or, connected to itself, the message) until its
+    /// park ends. Either waits for
     /// whatever wakes the engine next (its idle park: tens of
     /// milliseconds; a retransmit timer: milliseconds; a busy poller's
     /// park: one), which delayed a disconnect's DREQ and its DREP by that

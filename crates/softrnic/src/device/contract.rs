@@ -38,7 +38,7 @@ impl Device for SoftRnic {
     }
 
     fn busy_poll(&self) -> bool {
-        self.waker().consumer_poll(self)
+        self.waker().consumer_poll()
     }
 }
 
@@ -252,13 +252,16 @@ impl Verbs for SoftRnic {
             // retransmit to a QP that no longer answers.
             if qp.state == qp::QpState::Connected {
                 qp::flush_held_ack(cx, qp);
-                // An ACK the link had no room for stays unsent: the QP
+                // An ACK its outbox had no room for stays unsent: the QP
                 // sends nothing once flushed, so it is not parked.
                 qp.take_tx_stall();
             }
             cx.flush(qpn, qp);
         });
-        self.transmitter().flush();
+        // The held ACK leaves in the runtime's next transmit turn.
+        if self.has_transmits() {
+            self.waker().wake_engine();
+        }
     }
 
     fn destroy_qp(&self, qpn: Qpn) {

@@ -10,8 +10,8 @@
 //!   (ARP request, or IPv6 Neighbor Solicitation) and the datagram is held
 //!   or dropped (below). The sink's room is the link's
 //!   ([`FrameSink::has_room`] is [`crate::link::Link::can_transmit`]): a
-//!   NIC whose transmit ring is full stops the RNIC's senders rather than
-//!   drop their frames.
+//!   NIC whose transmit ring is full stops its runtime taking the RNIC's
+//!   packets ([`crate::link::LinkPump`]) rather than drop their frames.
 //! * Receive ([`EthernetPort::on_frame`]): a frame carrying an
 //!   unfragmented IPv4, or IPv6 with UDP right after its header, to UDP
 //!   port 4791 at one of the port's addresses, whose headers check, is
@@ -101,10 +101,9 @@ pub trait FrameSink: Send + Sync {
 
     /// Whether [`FrameSink::send_frame`] takes another frame now (the
     /// port's [`crate::link::Link::can_transmit`]). A sink with a bounded
-    /// transmit queue says `false` while it is full and calls the RNIC's
-    /// [`crate::device::SoftRnic::link_ready`] (or has its runtime call
-    /// it) once it has room again. Cheap, never blocks. The default
-    /// always has room.
+    /// transmit queue says `false` while it is full, and has its runtime
+    /// take the RNIC's packets again (its engine's next pass) once it has
+    /// room. Cheap, never blocks. The default always has room.
     fn has_room(&self) -> bool {
         true
     }

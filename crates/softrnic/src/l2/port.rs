@@ -33,7 +33,8 @@ use super::stats::{Counters, PortStats, inc};
 use super::{FrameSink, MAX_DATAGRAM_LEN, MAX_FRAME_LEN, Verdict, path_mtu_for};
 use crate::arrival::Arrival;
 use crate::device::SoftRnic;
-use crate::link::{Link, SendFailure};
+use crate::link::Link;
+use crate::transmit::SendFailure;
 use crate::wire::arp::ArpPacket;
 use crate::wire::ethernet::{
     ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, EthernetHeader, MacAddr,
@@ -631,12 +632,6 @@ impl<S: FrameSink> Link for EthernetPort<S> {
     /// The sink's room ([`FrameSink::has_room`]).
     fn can_transmit(&self) -> bool {
         self.sink.has_room()
-    }
-
-    /// What the NIC's MTU carries ([`EthernetPort::path_mtu`]), to every
-    /// destination: the port's neighbours share its one segment.
-    fn path_mtu_to(&self, _dst: IpAddr) -> Option<u32> {
-        self.path_mtu()
     }
 
     /// The datagrams dropped as longer than the link's MTU.

@@ -5,7 +5,6 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::net::SocketAddr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::lock::LockClass;
@@ -27,9 +26,9 @@ use crate::wire::IpUdpFields;
 /// each train cut into the datagrams it stands for, and each arrival its
 /// [`Link::receive`] hands out (a UDP payload with the IP and UDP headers
 /// the ICRC convention assumes, as [`Capture`] says). While a capture is
-/// installed it lends no UDP send buffer
-/// ([`Link::transmit_udp_payload_with`]): the device then builds whole
-/// datagrams, which the capture sees as they are. With none installed,
+/// installed ([`CaptureLink::is_capturing`]) a runtime that takes UDP
+/// payloads takes whole datagrams instead, which the capture sees as they
+/// are. With none installed,
 /// every call goes straight to the wrapped link. It delays nothing itself
 /// (a [`super::FaultLink`] around it holds back what it delays and hands
 /// it through, to be shown, when due).
@@ -176,25 +175,11 @@ impl<L: Link> Link for CaptureLink<L> {
         self.inner.can_transmit()
     }
 
-    fn transmit_udp_payload_with(
-        &self,
-        dest: SocketAddr,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        // The capture wants whole datagrams: the caller builds one.
-        !self.is_capturing() && self.inner.transmit_udp_payload_with(dest, len, build)
+    fn carries_trains(&self) -> bool {
+        self.inner.carries_trains()
     }
 
-    fn carries_trains(&self, dst: core::net::IpAddr) -> bool {
-        self.inner.carries_trains(dst)
-    }
-
-    fn path_mtu_to(&self, dst: core::net::IpAddr) -> Option<u32> {
-        self.inner.path_mtu_to(dst)
-    }
-
-    fn take_send_failures(&self, each: &mut dyn FnMut(super::SendFailure)) {
+    fn take_send_failures(&self, each: &mut dyn FnMut(crate::transmit::SendFailure)) {
         self.inner.take_send_failures(each);
     }
 
@@ -230,12 +215,11 @@ mod tests {
         }
     }
 
-    /// A link that records what it is given, lends a send buffer, and
-    /// hands out two arrivals per receive.
+    /// A link that records what it is given, carries trains, has room
+    /// for ten datagrams, and hands out two arrivals per receive.
     #[derive(Default)]
     struct Recorder {
         sent: Mutex<Vec<Vec<u8>>>,
-        lent: Mutex<usize>,
     }
 
     const SRC: SocketAddr =
@@ -246,17 +230,11 @@ mod tests {
         fn transmit(&self, datagram: &[u8]) {
             self.sent.lock().push(datagram.to_vec());
         }
-        fn transmit_udp_payload_with(
-            &self,
-            _dest: SocketAddr,
-            len: usize,
-            build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-        ) -> bool {
-            let mut slot = vec![0; len];
-            if let Some(n) = build(&mut slot) {
-                *self.lent.lock() += n;
-            }
+        fn carries_trains(&self) -> bool {
             true
+        }
+        fn can_transmit(&self) -> bool {
+            self.sent.lock().len() < 10
         }
         fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
             deliver(Arrival::Datagram(&[0x45, 1, 2, 3]));
@@ -276,22 +254,17 @@ mod tests {
     fn shows_what_passes_either_way_only_while_a_capture_is_installed() {
         let link = CaptureLink::new(Recorder::default());
         let seen = Arc::new(Seen::default());
-        let dest = SocketAddr::from((Ipv4Addr::LOCALHOST, 4791));
-        let mut build = |slot: &mut [u8]| {
-            slot[0] = 1;
-            Some(1)
-        };
-        // Nothing installed: the link lends its buffer, nothing is shown.
+        // Nothing installed: nothing is shown.
+        assert!(!link.is_capturing());
         link.transmit(&[0x45, 0]);
-        assert!(link.transmit_udp_payload_with(dest, 8, &mut build));
-        assert_eq!(*link.inner().lent.lock(), 1);
         assert_eq!(link.receive(&mut |_| {}).count, 2);
+        // What the runtime asks of the link is the link's answer.
+        assert!(link.carries_trains());
+        assert!(link.can_transmit());
 
         link.set_capture(Some(Box::new(seen.clone())));
         assert!(link.is_capturing());
-        // Installed: no buffer lent (the caller builds a whole datagram).
-        assert!(!link.transmit_udp_payload_with(dest, 8, &mut build));
-        assert_eq!(*link.inner().lent.lock(), 1);
+        assert!(seen.0.lock().is_empty(), "nothing shown before installed");
         link.transmit(&[0x45, 1]);
         let mut buf = vec![0x45, 2, 0xAA];
         link.transmit_owned(&mut buf, 2);
@@ -319,8 +292,13 @@ mod tests {
         );
 
         link.set_capture(None);
+        assert!(!link.is_capturing());
         link.transmit(&[0x45, 3]);
         assert_eq!(seen.0.lock().len(), 4, "removed: nothing more shown");
-        assert!(link.transmit_udp_payload_with(dest, 8, &mut build));
+        assert_eq!(link.inner().sent.lock().len(), 4);
+        for _ in 0..6 {
+            link.transmit(&[0x45, 4]);
+        }
+        assert!(!link.can_transmit(), "the wrapped link's room");
     }
 }

@@ -21,7 +21,7 @@ use alloc::collections::BinaryHeap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
-use core::net::{IpAddr, SocketAddr};
+
 use core::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use hwq::lock::LockClass;
@@ -243,8 +243,7 @@ const MAX_SPARE: usize = 256;
 /// lost, delayed, reordered or duplicated; a train may only be delayed,
 /// and while faults are drawn per datagram ([`Faults::per_packet`]) the
 /// wrapper carries none ([`Link::carries_trains`] is false), so senders
-/// send datagrams. While it injects anything it lends no UDP send buffer
-/// ([`Link::transmit_udp_payload_with`]): it needs the datagram. With no
+/// send datagrams. With no
 /// faults set, every call goes straight to the wrapped link.
 pub struct FaultLink<L> {
     inner: L,
@@ -416,28 +415,11 @@ impl<L: Link> Link for FaultLink<L> {
         self.inner.can_transmit()
     }
 
-    fn transmit_udp_payload_with(
-        &self,
-        dest: SocketAddr,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        // Faults are drawn on whole datagrams, and nothing held may be
-        // overtaken by a payload sent at once.
-        !self.injector.active()
-            && !self.holding.load(AtomicOrdering::Acquire)
-            && self.inner.transmit_udp_payload_with(dest, len, build)
+    fn carries_trains(&self) -> bool {
+        !self.injector.per_packet.load(AtomicOrdering::Relaxed) && self.inner.carries_trains()
     }
 
-    fn carries_trains(&self, dst: IpAddr) -> bool {
-        !self.injector.per_packet.load(AtomicOrdering::Relaxed) && self.inner.carries_trains(dst)
-    }
-
-    fn path_mtu_to(&self, dst: core::net::IpAddr) -> Option<u32> {
-        self.inner.path_mtu_to(dst)
-    }
-
-    fn take_send_failures(&self, each: &mut dyn FnMut(super::SendFailure)) {
+    fn take_send_failures(&self, each: &mut dyn FnMut(crate::transmit::SendFailure)) {
         self.inner.take_send_failures(each);
     }
 
@@ -501,15 +483,7 @@ mod tests {
         fn transmit(&self, datagram: &[u8]) {
             self.0.lock().push(*datagram.last().unwrap());
         }
-        fn carries_trains(&self, _dst: IpAddr) -> bool {
-            true
-        }
-        fn transmit_udp_payload_with(
-            &self,
-            _dest: SocketAddr,
-            _len: usize,
-            _build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-        ) -> bool {
+        fn carries_trains(&self) -> bool {
             true
         }
     }
@@ -681,13 +655,9 @@ mod tests {
     }
 
     #[test]
-    fn trains_pass_only_without_per_packet_faults_and_payload_buffers_only_without_any() {
+    fn trains_pass_only_without_per_packet_faults() {
         let (link, _) = faulty(Faults::default());
-        let dst = IpAddr::V4(core::net::Ipv4Addr::LOCALHOST);
-        let dest = SocketAddr::from((core::net::Ipv4Addr::LOCALHOST, 4791));
-        let mut build = |_: &mut [u8]| Some(1);
-        assert!(link.carries_trains(dst));
-        assert!(link.transmit_udp_payload_with(dest, 8, &mut build));
+        assert!(link.carries_trains());
         let injector = link.injector().clone();
         for per_packet in [
             Faults {
@@ -704,18 +674,15 @@ mod tests {
             },
         ] {
             injector.set_faults(per_packet);
-            assert!(!link.carries_trains(dst), "{per_packet:?}");
-            assert!(!link.transmit_udp_payload_with(dest, 8, &mut build));
+            assert!(!link.carries_trains(), "{per_packet:?}");
         }
         injector.set_faults(Faults {
             delay_us: 5,
             ..Faults::default()
         });
-        assert!(link.carries_trains(dst), "a delay applies to trains too");
-        assert!(!link.transmit_udp_payload_with(dest, 8, &mut build));
+        assert!(link.carries_trains(), "a delay applies to trains too");
         injector.set_faults(Faults::default());
-        assert!(link.carries_trains(dst));
-        assert!(link.transmit_udp_payload_with(dest, 8, &mut build));
+        assert!(link.carries_trains());
     }
 
     #[derive(Default)]

@@ -578,6 +578,16 @@ pub(crate) fn on_retransmit_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair
     if !req.outstanding() || conn.timers.is_armed(Timer::Rnr) {
         return;
     }
+    // Packets still wait in the QP's outbox: the runtime took none since
+    // (its wire had no room), so what is outstanding may never have left
+    // the host and nothing timed out. Wait again instead of spending a
+    // retry on sending it all once more.
+    if cx.out.pending() > 0 {
+        let expiries = rc.retry_count.saturating_sub(req.retry_left);
+        let deadline = now.saturating_add(rc.retransmit_timeout_us(expiries));
+        conn.timers.set(Timer::Retransmit, Some(deadline));
+        return;
+    }
     cx.stats.timeouts.inc();
     if req.retry_left == 0 {
         req.fail_oldest(&mut conn.timers, CqeStatus::RetryExceeded);
@@ -597,7 +607,7 @@ pub(crate) fn on_retransmit_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair
 }
 
 /// A packet of QP `qpn` could not leave the host and never will (too big
-/// for the path, refused: [`crate::link::Link::take_send_failures`]).
+/// for the path, refused: [`crate::device::SoftRnic::send_failed`]).
 /// Sending it again would fail the same way, so the QP fails now instead
 /// of retrying until its retries run out: a `request`'s oldest
 /// outstanding work request completes with `LocalQpOperation` (the QP

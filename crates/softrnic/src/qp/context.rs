@@ -1,8 +1,7 @@
 //! What the queue pairs' state machines work with instead of the device:
 //! memory and keys, the counters, the completion queues and SRQs (and the
 //! events they raise), the send doorbells, the outbox packets are recorded
-//! in, the transmitter (asked for link room and trains only: packets leave
-//! from the outbox, [`crate::outbox`]), and the time.
+//! in ([`crate::outbox`]), whether the runtime takes trains, and the time.
 //!
 //! The engine builds one per pass or per arrival from the device's parts
 //! and hands it down; nothing under [`crate::qp`] reaches the device
@@ -14,7 +13,6 @@ use super::{QueuePair, flush};
 use crate::bitset::AtomicBitset;
 use crate::cq::{CompletionQueue, Pushed};
 use crate::env::Wake;
-use crate::link::Transmitter;
 use crate::memory::DeviceMemory;
 use crate::outbox::Outbox;
 use crate::signals::{self, PendingEvents};
@@ -41,9 +39,10 @@ pub(crate) struct Context<'a> {
     pub(crate) waker: &'a dyn Wake,
     /// Where packets are recorded, to leave once the QP's slot is let go.
     pub(crate) out: &'a Outbox,
-    /// The link's room and its choice of trains or datagrams (nothing is
-    /// sent through it here).
-    pub(crate) tx: Transmitter<'a>,
+    /// The runtime's last transmit turn took trains
+    /// ([`crate::transmit::Carriage::trains`]): a run of packets is
+    /// recorded as one entry, to leave as a train.
+    pub(crate) trains: bool,
     /// The time of this arrival or pass (µs, the device's clock).
     pub(crate) now: u64,
 }

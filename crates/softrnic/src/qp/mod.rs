@@ -435,9 +435,9 @@ pub(crate) struct Connection {
     pub resp: Responder,
     /// The ACK, RNR and retransmit timers.
     pub timers: Timers,
-    /// The link had no room for this QP's next packet
-    /// ([`crate::link::Link::can_transmit`]): it stopped there, and the
-    /// engine parks it until the link has room ([`QueuePair::take_tx_stall`]).
+    /// Its outbox had no room for this QP's next packet: it stopped there,
+    /// and the engine parks it until a transmit turn makes room
+    /// ([`QueuePair::take_tx_stall`]).
     pub tx_stalled: bool,
 }
 
@@ -541,13 +541,13 @@ impl Connection {
         })
     }
 
-    /// Whether the outbox and the link take this QP's next packet; if not,
-    /// the QP notes that it stopped for want of room (the engine parks it
-    /// until [`crate::device::SoftRnic::link_ready`], which a full outbox's
-    /// drain brings at once). Asked before a packet is built, so a stop
-    /// leaves every sequence number and timer as it was.
-    pub(crate) fn link_has_room(&mut self, cx: &Context<'_>) -> bool {
-        let room = cx.out.has_room() && cx.tx.can_transmit();
+    /// Whether the outbox takes this QP's next packet; if not, the QP
+    /// notes that it stopped for want of room (the engine parks it until a
+    /// transmit turn empties an outbox, [`crate::transmit`]). Asked before
+    /// a packet is built, so a stop leaves every sequence number and timer
+    /// as it was.
+    pub(crate) fn outbox_has_room(&mut self, cx: &Context<'_>) -> bool {
+        let room = cx.out.has_room();
         self.tx_stalled |= !room;
         room
     }

@@ -4,12 +4,12 @@
 //! (go-back-N), re-reading WQEs from the ring.
 //!
 //! Each packet is recorded in the context's outbox ([`crate::outbox`]),
-//! which the engine drains to the link once it let the QP go: a READ
-//! request, an inline SEND or a small packet built whole, a larger SEND
-//! or WRITE packet as a `Segments` description whose payload the drain
-//! gathers from the (checked) source; when the transmitter's token for the destination
-//! says the link carries trains there ([`crate::train`]) the description
-//! covers the rest of the message, carried as one train. The first packet
+//! which the runtime takes once the QP is let go: a READ request, an
+//! inline SEND or a small packet built whole, a larger SEND or WRITE
+//! packet as a `Segments` description whose payload is gathered from the
+//! (checked) source as it is taken; when the runtime takes trains
+//! ([`crate::train`]) the description covers the rest of the message,
+//! carried as one train. The first packet
 //! recorded arms the retransmit timer in the connection's timer table.
 
 use hwq::wqe::{Data, MAX_SGE, Remote, SendOp};
@@ -18,7 +18,6 @@ use hwq::{CqeStatus, MemoryKey, SendWqe, Sge};
 use super::Context;
 use super::timers::Timer;
 use super::{Connection, Fatal, MAX_FR_PAGES, MetaKind, QueuePair, WqeMeta};
-use crate::link::Token;
 use crate::memory::Need;
 use crate::memory::sg;
 use crate::outbox::Recorded;
@@ -81,8 +80,8 @@ enum Start {
 
 /// Runs the requester of a connected QP for at most `budget` packets.
 /// Returns whether it stopped for the budget (more work is ready). It also
-/// stops, before building the packet, when the link has no room
-/// ([`Connection::link_has_room`]).
+/// stops, before building the packet, when its outbox has no room
+/// ([`Connection::outbox_has_room`]).
 pub(crate) fn run_requester(
     cx: &Context<'_>,
     qp: &mut QueuePair,
@@ -116,7 +115,7 @@ pub(crate) fn run_requester(
                     if psn_diff(req.next_psn, req.una) >= window {
                         return Ok(false);
                     }
-                    if !conn.link_has_room(cx) {
+                    if !conn.outbox_has_room(cx) {
                         return Ok(false);
                     }
                     let Some(wqe) = sq.read(index) else {
@@ -348,7 +347,7 @@ fn sent(conn: &mut Connection, now: u64, next: u32, close: bool, ack_req: bool) 
 }
 
 /// Records the packet at `next_psn` of the WQE at `send_index` in the
-/// outbox (or, when the link carries trains to the peer, the rest of a
+/// outbox (or, when the runtime takes trains, the rest of a
 /// SEND or WRITE as one run: as many packets as the window allows, up to
 /// [`MAX_TRAIN_SEGMENTS`], the last asking for an acknowledgement). A
 /// full outbox records nothing and changes nothing (the caller asked for
@@ -382,7 +381,7 @@ fn send_packet(
     // memory a train could point at: it always leaves as datagrams, built
     // now.
     let sges = if inline { &[] } else { wqe.sge_list() };
-    let train = !inline && matches!(cx.tx.token(conn.ip.dst()), Token::Train(_));
+    let train = !inline && cx.trains;
     let (count, ack_req) = if train {
         let room = (window - psn_diff(psn, req.una)).max(1) as u32;
         let count = meta

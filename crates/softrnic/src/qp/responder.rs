@@ -33,7 +33,7 @@
 //! time (inline, then from `poll`), so a large READ does not monopolise the
 //! engine; ACKs and NAKs owed meanwhile wait behind them, so the requester
 //! never sees an acknowledgement ahead of READ data. Both also wait while
-//! the link has no room ([`crate::link::Link::can_transmit`]): the stream
+//! its outbox has no room (the runtime took no packets for a while): the stream
 //! stops at the response it could not send and goes on from there.
 
 use hwq::cqe::CQE_FLAG_SOLICITED;
@@ -43,7 +43,6 @@ use super::Context;
 use super::checks::{PsnCheck, check_dma_len, check_length, check_op_seq, check_psn, check_rkey};
 use super::timers::Timer;
 use super::{Connection, Fatal, InMessage, Owed, QueuePair, ReadResource, Receives};
-use crate::link::Token;
 use crate::memory::Need;
 use crate::memory::sg;
 use crate::outbox::Recorded;
@@ -73,7 +72,7 @@ pub(crate) fn on_request(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, arrived
 
 /// Sends an ACK-opcode packet (ACK, RNR NAK or NAK) at `psn`: records it
 /// in the outbox (counted and dropped if it is full: only the packets that
-/// go whatever the link's room are recorded without asking first).
+/// go whatever the outbox's room are recorded without asking first).
 fn send_aeth(cx: &Context<'_>, conn: &mut Connection, syndrome: Syndrome, psn: u32) {
     let headers = Headers {
         ip: conn.ip.for_packet(psn),
@@ -103,7 +102,7 @@ fn fatal_nak(cx: &Context<'_>, conn: &mut Connection, code: NakCode, psn: u32) -
 /// Sends the owed ACK/NAK unless READ responses are still queued or the
 /// link has no room (it stays owed, and leaves when the QP resumes).
 fn flush_owed(cx: &Context<'_>, conn: &mut Connection) {
-    if conn.resp.active_reads > 0 || conn.resp.owed == Owed::None || !conn.link_has_room(cx) {
+    if conn.resp.active_reads > 0 || conn.resp.owed == Owed::None || !conn.outbox_has_room(cx) {
         return;
     }
     let epsn = conn.resp.epsn;
@@ -692,7 +691,7 @@ fn duplicate(
 }
 
 /// Emits queued READ responses of a QP from `poll`; returns whether more
-/// remain to be emitted now (not when the link has no room: see `emit`).
+/// remain to be emitted now (not when the outbox has no room: see `emit`).
 pub(crate) fn emit_reads(
     cx: &Context<'_>,
     _qpn: u32,
@@ -706,11 +705,11 @@ pub(crate) fn emit_reads(
     }
 }
 
-/// Whether READ responses wait for link room.
+/// Whether READ responses wait for outbox room.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Room {
-    /// Stop before a response the link has no room for (the QP resumes
-    /// there when it has).
+    /// Stop before a response the outbox has no room for (the QP resumes
+    /// there once a transmit turn makes room).
     Wait,
     /// Emit them all now, room or not, built whole with their payload read
     /// now: a SEND with invalidate is about to kill their key.
@@ -718,10 +717,10 @@ enum Room {
 }
 
 /// Emits up to `budget` READ response packets in PSN order into the
-/// outbox, their key checked (a run for a train-carrying link counts one:
-/// the engine builds nothing of it); returns whether more remain to be
-/// emitted now (`false` too when it stopped for want of link room: the QP
-/// waits for the link, not for a pass). Sends the owed ACK/NAK once none
+/// outbox, their key checked (a run recorded for trains counts one);
+/// returns whether more remain to be emitted now (`false` too when it
+/// stopped for want of outbox room: the QP waits for a transmit turn, not
+/// for a pass). Sends the owed ACK/NAK once none
 /// remain.
 fn emit(
     cx: &Context<'_>,
@@ -751,13 +750,13 @@ fn emit(
             continue;
         }
         idle = 0;
-        if room == Room::Wait && !conn.link_has_room(cx) {
+        if room == Room::Wait && !conn.outbox_has_room(cx) {
             return Ok(false);
         }
         let q = r.next_psn;
         // The whole stream (up to a train's worth) as one run when the
         // link carries trains to the peer, else one packet.
-        let count = if room == Room::Wait && matches!(cx.tx.token(conn.ip.dst()), Token::Train(_)) {
+        let count = if room == Room::Wait && cx.trains {
             (psn_diff(r.end_psn, q).max(1) as u32).min(MAX_TRAIN_SEGMENTS)
         } else {
             1

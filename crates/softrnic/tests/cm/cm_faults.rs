@@ -40,6 +40,8 @@ fn lost_req_is_retransmitted_and_still_connects() {
         .rnic
         .cm_connect(qa.qpn, &a.params(b.at(445), 1, 1, b"again"))
         .unwrap();
+    // The runtime takes the REQ (its device woke it) into the loss.
+    assert_eq!(net.pump(), 1);
     net.faults.set_faults(clean());
     assert_eq!(net.faults.stats().lost, 1);
     let start = net.now();
@@ -89,6 +91,9 @@ fn lost_rep_and_rtu_are_recovered() {
     b.rnic
         .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b"rep"))
         .unwrap();
+    // The runtime takes the REP (its device woke it) into the loss.
+    assert_eq!(net.pump(), 1);
+    assert_eq!(net.faults.stats().lost, 1, "the REP was dropped");
     net.faults.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
     // The RTU is lost: the acceptor's REP retransmission makes the
@@ -98,6 +103,8 @@ fn lost_rep_and_rtu_are_recovered() {
         ..clean()
     });
     a.rnic.cm_establish(ca).unwrap();
+    assert_eq!(net.pump(), 1);
+    assert_eq!(net.faults.stats().lost, 2, "the RTU was dropped");
     net.faults.set_faults(clean());
     net.run_until(STEPS, |_| {
         b.events_of(cb).contains(&Ev::Established { conn_id: cb })
@@ -236,6 +243,9 @@ fn a_repeated_req_resends_the_rep() {
     b.rnic
         .cm_accept(cb, &accept_params(qb.qpn, 1, 1, b""))
         .unwrap();
+    // The runtime takes the REP (its device woke it) into the loss.
+    assert_eq!(net.pump(), 1);
+    assert_eq!(net.faults.stats().lost, 1, "the REP was dropped");
     net.faults.set_faults(clean());
     net.run_until(STEPS, |_| replied(a, ca));
     assert_eq!(b.requests().len(), 1);

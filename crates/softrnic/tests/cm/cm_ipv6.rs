@@ -29,8 +29,10 @@ fn clean() -> Faults {
     }
 }
 
-/// The next datagram in flight (taken off the fabric, not delivered).
+/// The next datagram in flight (taken off the fabric, not delivered),
+/// once every device's runtime took what it sent.
 fn take_in_flight(net: &Net) -> (IpAddr, Vec<u8>) {
+    net.pump();
     net.fabric.take_due(u64::MAX).expect("a datagram in flight")
 }
 
@@ -78,7 +80,7 @@ fn a_req_between_ipv6_devices_carries_ipv6_gids_and_an_ipv6_cma_header() {
 
     // Delivered, the REQ reaches the listener with IPv6 addresses; the
     // handshake completes as over IPv4.
-    b.rnic.receive(net.now(), Arrival::Datagram(&bytes));
+    b.receive(net.now(), Arrival::Datagram(&bytes));
     net.run_until(STEPS, |_| !b.requests().is_empty());
     let Some(Ev::ConnectRequest {
         conn_id: cb,
@@ -127,7 +129,7 @@ fn a_req_whose_cma_header_says_ipv4_over_ipv6_is_rejected() {
     let headers = gsi_headers(p.ip, p.bth.psn);
     let mut out = vec![0u8; 512];
     let n = build(&headers, &[mad.as_bytes()], &mut out).unwrap();
-    b.rnic.receive(net.now(), Arrival::Datagram(&out[..n]));
+    b.receive(net.now(), Arrival::Datagram(&out[..n]));
     net.run_until(STEPS, |_| !a.events_of(ca).is_empty());
     assert!(b.requests().is_empty(), "no request reached the listener");
     assert_eq!(
@@ -249,7 +251,7 @@ fn families_do_not_mix_on_one_fabric() {
         &mut out,
     )
     .unwrap();
-    v6.rnic.receive(net.now(), Arrival::Datagram(&out[..n]));
+    v6.receive(net.now(), Arrival::Datagram(&out[..n]));
     assert_eq!(v6.rnic.stats().rx_dropped, 1);
     assert!(v6.requests().is_empty());
 }

@@ -1,14 +1,15 @@
 //! Connection establishment as the RC transport sees it: a lost RTU must
 //! not cost the initiator's first message (the acceptor's QP establishes
-//! on the first request packet), and two sides with different path MTUs
-//! agree on the smaller one.
+//! on the first request packet), two sides with different path MTUs
+//! agree on the smaller one, and a side offers no more than its runtime's
+//! route to the peer carries.
 
 use crate::common;
 use hwq::{Connections, Device};
 
-use std::net::{SocketAddr, SocketAddrV4};
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::common::net::accept_params;
 use crate::common::net::{Ev, Recorder};
@@ -17,9 +18,9 @@ use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{ConnId, CqeOpcode, CqeStatus};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Capture, Direction};
-use softrnic::fabric::Fabric;
-use softrnic::link::{FaultInjector, Faults};
+use softrnic::env::{Capture, Clock, Direction, Routes};
+use softrnic::fabric::{Fabric, FabricEndpoint};
+use softrnic::link::{FaultInjector, FaultLink, Faults};
 use softrnic::qp::QpState;
 
 const STEPS: u64 = 200_000;
@@ -112,6 +113,9 @@ fn connect(mut w: World, lose_rtu: bool) -> Connected {
         });
     }
     w.a.dev.cm_establish(ca).unwrap();
+    // The runtime takes the RTU (its device woke it), into the loss if
+    // it is to be lost.
+    assert_eq!(w.a.pump(), 1);
     w.faults.set_faults(clean());
     Connected {
         w,
@@ -255,6 +259,15 @@ impl Capture for Tap {
 /// packet carries more than the smaller MTU (plus the largest extension
 /// headers), and every byte arrives.
 fn mismatched_mtus(pmtu_a: u32, pmtu_b: u32) {
+    negotiated(world(pmtu_a, pmtu_b), pmtu_a.min(pmtu_b), pmtu_a > pmtu_b);
+}
+
+/// Connects `w`'s A to B, then moves 64 KiB each way by SEND, WRITE and
+/// READ; the initiator asked again with a smaller MTU if `retried`; no
+/// packet carries more than `mtu` (plus the largest extension headers),
+/// and every byte arrives.
+fn negotiated(w: World, mtu: u32, retried: bool) {
+    let (pmtu_a, pmtu_b) = (w.a.dev.config().pmtu, w.b.dev.config().pmtu);
     let Connected {
         mut w,
         mut qa,
@@ -262,8 +275,8 @@ fn mismatched_mtus(pmtu_a: u32, pmtu_b: u32) {
         ra,
         rb,
         cb,
-    } = connect(world(pmtu_a, pmtu_b), false);
-    let small = pmtu_a.min(pmtu_b) as usize;
+    } = connect(w, false);
+    let small = mtu as usize;
     w.run_until(STEPS, |_| {
         events(&rb).contains(&Ev::Established { conn_id: cb })
     });
@@ -274,7 +287,7 @@ fn mismatched_mtus(pmtu_a: u32, pmtu_b: u32) {
             .all(|e| !matches!(e, Ev::Failed { .. } | Ev::Rejected { .. })),
         "connected"
     );
-    assert_eq!(w.a.dev.cm_stats().mtu_retries, u64::from(pmtu_a > pmtu_b));
+    assert_eq!(w.a.dev.cm_stats().mtu_retries, u64::from(retried));
     let (tap_a, tap_b) = (
         Arc::new(LargestPayload::default()),
         Arc::new(LargestPayload::default()),
@@ -373,4 +386,69 @@ fn larger_initiator_mtu_is_negotiated_down() {
 #[test]
 fn larger_acceptor_mtu_takes_the_requests() {
     mismatched_mtus(1024, 4096);
+}
+
+/// A runtime's routes: one path MTU to every peer, and who was asked
+/// about.
+struct Route {
+    mtu: Option<u32>,
+    asked: Mutex<Vec<IpAddr>>,
+}
+
+impl Routes for Route {
+    fn path_mtu(&self, dst: IpAddr) -> Option<u32> {
+        self.asked.lock().unwrap().push(dst);
+        self.mtu
+    }
+}
+
+/// Both devices are configured for 4096, but A's runtime's route to B
+/// carries 1024-byte payloads (a 1500-byte Ethernet path): A offers 1024
+/// in its REQ at once (no second attempt), and every packet either way
+/// carries at most that. The route is asked about B for the connection,
+/// never per packet.
+#[test]
+fn a_route_s_mtu_caps_what_the_initiator_offers() {
+    let route = Arc::new(Route {
+        mtu: Some(1024),
+        asked: Mutex::new(Vec::new()),
+    });
+    let clock = Arc::new(SimClock::default());
+    clock.set(1_000);
+    let fabric = Fabric::new();
+    let faults = FaultInjector::new(clean());
+    let c: Arc<dyn Clock> = clock.clone();
+    let port = FaultLink::new(
+        FabricEndpoint::new(fabric.clone(), c.clone()),
+        faults.clone(),
+        c,
+    );
+    let a = Node::routed(
+        ADDR_A,
+        4096,
+        &clock,
+        4 << 20,
+        Box::new(port),
+        Box::new(route.clone()),
+        Box::new(NoWake),
+    );
+    let b = Node::new(ADDR_B, 4096, &fabric, &faults, &clock, 4 << 20);
+    a.dev.set_default_rc_config(fast_rc());
+    b.dev.set_default_rc_config(fast_rc());
+    let w = World {
+        clock,
+        fabric,
+        faults,
+        a,
+        b,
+        steps: 0,
+    };
+    negotiated(w, 1024, false);
+    let asked = route.asked.lock().unwrap().clone();
+    assert!(!asked.is_empty(), "the route was never asked");
+    assert!(
+        asked.iter().all(|&dst| dst == IpAddr::V4(ADDR_B)),
+        "{asked:?}"
+    );
+    assert!(asked.len() <= 2, "asked per packet: {}", asked.len());
 }

@@ -5,6 +5,11 @@
 //! deterministic two-device bench ([`World`]: an in-memory fabric, both
 //! devices polled) and connection management's network of devices
 //! ([`net`]).
+//!
+//! The test is each device's runtime: the device owns no link, so after
+//! every arrival it hands in and every poll it runs, the test takes what
+//! the device sends onto the device's link ([`Node::pump`], a
+//! [`softrnic::link::LinkPass`] over the link).
 
 #![allow(
     dead_code,
@@ -27,9 +32,9 @@ use hwq::{
 };
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Capture, Clock, Wake};
+use softrnic::env::{Capture, Clock, NoRoutes, Routes, Wake};
 use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::{CaptureLink, FaultInjector, FaultLink, Faults, Link};
+use softrnic::link::{CaptureLink, FaultInjector, FaultLink, Faults, Link, LinkPass};
 use softrnic::qp::{Path, QpState, RcConfig};
 
 pub mod net;
@@ -161,7 +166,7 @@ pub fn run_until<S>(
 pub struct NoWake;
 impl Wake for NoWake {
     fn wake(&self) {}
-    fn consumer_poll(&self, _: &dyn softrnic::env::RunPass) -> bool {
+    fn consumer_poll(&self) -> bool {
         false
     }
 }
@@ -193,12 +198,19 @@ pub fn statuses(cqes: &[Cqe]) -> Vec<(u64, CqeStatus)> {
     cqes.iter().map(|c| (c.wr_id, c.cqe_status())).collect()
 }
 
+/// The link a [`Node`]'s runtime carries its device's packets over: the
+/// test's link in the runtime's capture wrapper.
+pub type NodeLink = Arc<CaptureLink<Box<dyn Link>>>;
+
 /// One device with its memory and PD.
 pub struct Node {
     pub dev: SoftRnic,
     /// The capture wrapper this test runtime put around the device's
     /// link ([`Node::set_capture`]).
-    pub capture: Arc<CaptureLink<Box<dyn Link>>>,
+    pub capture: NodeLink,
+    /// The runtime's passes over that link: takes what the device sends
+    /// onto it ([`Node::pump`]), or runs a whole pass.
+    pub pass: LinkPass<NodeLink>,
     pub mem: Arc<HostMem>,
     pub addr: IpAddr,
     pub pd: Pdn,
@@ -269,6 +281,21 @@ impl Node {
         Self::sharing(addr, pmtu, clock, HostMem::new(mem_size), link, waker)
     }
 
+    /// A device with its own link, routes (path MTUs to its peers) and
+    /// waker.
+    pub fn routed(
+        addr: impl Into<IpAddr>,
+        pmtu: u32,
+        clock: &Arc<SimClock>,
+        mem_size: usize,
+        link: Box<dyn Link>,
+        routes: Box<dyn Routes>,
+        waker: Box<dyn Wake>,
+    ) -> Self {
+        let mem = HostMem::new(mem_size);
+        Self::build(addr, pmtu, clock, mem, link, routes, waker)
+    }
+
     /// A device reaching memory `mem` (which other devices may share).
     pub fn sharing(
         addr: impl Into<IpAddr>,
@@ -278,36 +305,65 @@ impl Node {
         link: Box<dyn Link>,
         waker: Box<dyn Wake>,
     ) -> Self {
+        Self::build(addr, pmtu, clock, mem, link, Box::new(NoRoutes), waker)
+    }
+
+    fn build(
+        addr: impl Into<IpAddr>,
+        pmtu: u32,
+        clock: &Arc<SimClock>,
+        mem: Arc<HostMem>,
+        link: Box<dyn Link>,
+        routes: Box<dyn Routes>,
+        waker: Box<dyn Wake>,
+    ) -> Self {
         let addr = addr.into();
-        // The test is the device's runtime: it wraps the link it gives
-        // the device in its capture, outside any fault injection.
+        // The test is the device's runtime: it wraps its link in its
+        // capture, outside any fault injection, and pumps the device's
+        // packets onto it.
         let capture = Arc::new(CaptureLink::new(link));
+        let pass = LinkPass::new(capture.clone()).expect("link pass");
         let dev = SoftRnic::new(
             DeviceConfig::new(addr, pmtu),
             Box::new(Dma(mem.clone())),
-            Box::new(capture.clone()),
+            routes,
             clock.now(),
             waker,
         )
         .expect("device");
         let (pd, pd_key) = dev.create_pd().unwrap();
-        Self {
+        let node = Self {
             dev,
             capture,
+            pass,
             mem,
             addr,
             pd,
             pd_key,
             routes: Mutex::new(Vec::new()),
             clock: clock.clone(),
-        }
+        };
+        // A runtime's first turn, before any traffic: the device learns
+        // how its packets are carried (trains or not) before it records
+        // any.
+        assert_eq!(node.pump(), 0, "a new device sends nothing");
+        node
+    }
+
+    /// Takes what the device sends onto its link now, as the runtime does
+    /// after each arrival and poll ([`LinkPass::pump`]); how many packets
+    /// moved.
+    pub fn pump(&self) -> usize {
+        self.pass.pump(&self.dev, self.clock.now())
     }
 
     /// Hands an arrival to the device now (its one receive door), shown
-    /// to the capture first, as a pushing runtime does.
+    /// to the capture first, as a pushing runtime does; then takes what
+    /// the device sent in answer.
     pub fn arrive(&self, arrival: Arrival<'_>) {
         self.capture.show_arrival(&arrival);
         self.dev.receive(self.clock.now(), arrival);
+        self.pump();
     }
 
     /// Installs (or removes) the packet tap on the device's link.
@@ -336,9 +392,11 @@ impl Node {
         self.arrive(Arrival::Train(train));
     }
 
-    /// Polls the device now ([`SoftRnic::poll`]).
+    /// Polls the device now ([`SoftRnic::poll`]) and takes what it sent;
+    /// whether it did anything or sent anything.
     pub fn poll(&self) -> bool {
-        self.dev.poll(self.clock.now())
+        let worked = self.dev.poll(self.clock.now());
+        self.pump() > 0 || worked
     }
 
     /// Gives the device `addrs` (replacing its addresses) and has the

@@ -1,7 +1,8 @@
 //! A deterministic two-device (or more) network for CM tests: software
 //! RNICs on the in-memory fabric, one simulated clock, an event recorder
-//! per device, and a loop that moves due packets, polls, and advances the
-//! clock to the next thing due, bounded by steps.
+//! per device, and a loop that moves due packets, polls, takes what each
+//! device sent onto its link, and advances the clock to the next thing
+//! due, bounded by steps.
 
 use hwq::{Device, Verbs};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -15,9 +16,9 @@ use hwq::ring::ring;
 use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn};
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::Clock;
+use softrnic::env::{Clock, NoRoutes};
 use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::{FaultInjector, FaultLink, Faults};
+use softrnic::link::{FaultInjector, FaultLink, Faults, LinkPass};
 
 use super::{Dma, HostMem, NoWake, SimClock};
 
@@ -142,11 +143,26 @@ pub struct Qp {
 pub struct Node {
     pub addr: IpAddr,
     pub rnic: Arc<SoftRnic>,
+    /// The runtime's passes over the device's port: takes what it sends.
+    pub pass: LinkPass<FaultLink<FabricEndpoint>>,
     pub events: Arc<Recorder>,
     pub memory: Arc<HostMem>,
 }
 
 impl Node {
+    /// Takes what the device sends onto its port at `now`; how many
+    /// packets moved.
+    pub fn pump(&self, now: u64) -> usize {
+        self.pass.pump(&self.rnic, now)
+    }
+
+    /// Hands `arrival` to the device at `now`, then takes what it sent in
+    /// answer, as a runtime does.
+    pub fn receive(&self, now: u64, arrival: Arrival<'_>) {
+        self.rnic.receive(now, arrival);
+        self.pump(now);
+    }
+
     /// Every CM event so far.
     pub fn cm_events(&self) -> Vec<Ev> {
         self.events.cm.lock().unwrap().clone()
@@ -284,16 +300,18 @@ impl Net {
                     SoftRnic::new(
                         config,
                         Box::new(Dma(memory.clone())),
-                        Box::new(FaultLink::new(
-                            FabricEndpoint::new(fabric.clone(), clock_dyn.clone()),
-                            faults.clone(),
-                            clock_dyn.clone(),
-                        )),
+                        Box::new(NoRoutes),
                         clock.now(),
                         Box::new(NoWake),
                     )
                     .unwrap(),
                 );
+                let pass = LinkPass::new(FaultLink::new(
+                    FabricEndpoint::new(fabric.clone(), clock_dyn.clone()),
+                    faults.clone(),
+                    clock_dyn.clone(),
+                ))
+                .unwrap();
                 let events = Arc::new(Recorder::default());
                 // The device may outlive the node (its Arc is shared): leak
                 // one reference so the recorder lives as long as the process.
@@ -305,6 +323,7 @@ impl Net {
                 Node {
                     addr,
                     rnic,
+                    pass,
                     events,
                     memory,
                 }
@@ -327,18 +346,25 @@ impl Net {
         self.clock.set(self.now() + us);
     }
 
-    /// One round: deliver every due packet, poll every device. Returns
-    /// whether anything happened.
+    /// Takes what every device sends onto its port now (what a runtime
+    /// woken by its device does); how many packets moved.
+    pub fn pump(&self) -> usize {
+        self.nodes.iter().map(|n| n.pump(self.now())).sum()
+    }
+
+    /// One round: deliver every due packet, poll every device, taking
+    /// what each sends after each. Returns whether anything happened.
     pub fn round(&self) -> bool {
         let mut any = false;
         while let Some((dst, bytes)) = self.fabric.take_due(self.now()) {
             any = true;
             if let Some(node) = self.nodes.iter().find(|n| n.addr == dst) {
-                node.rnic.receive(self.now(), Arrival::Datagram(&bytes));
+                node.receive(self.now(), Arrival::Datagram(&bytes));
             }
         }
         for node in &self.nodes {
             any |= node.rnic.poll(self.now());
+            any |= node.pump(self.now()) > 0;
         }
         any
     }

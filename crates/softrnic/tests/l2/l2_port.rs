@@ -483,7 +483,7 @@ fn link_state_and_mtu_decide_what_leaves() {
     p.take_send_failures(&mut |f| failed.push(f));
     assert_eq!(
         failed,
-        [softrnic::link::SendFailure::of_datagram(&d).unwrap()]
+        [softrnic::transmit::SendFailure::of_datagram(&d).unwrap()]
     );
     assert_eq!((failed[0].dest_qp, failed[0].psn), (1, 7));
     p.take_send_failures(&mut |_| panic!("reported twice"));

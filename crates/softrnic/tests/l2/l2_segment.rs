@@ -22,6 +22,7 @@ use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
 use softrnic::arrival::Arrival;
 use softrnic::device::SoftRnic;
+use softrnic::env::LinkMtu;
 use softrnic::l2::{EthernetPort, FrameSink, MacAddr, Verdict};
 use softrnic::wire::arp::{ARP_REPLY, ARP_REQUEST, parse_arp};
 use softrnic::wire::ethernet::{
@@ -87,12 +88,16 @@ impl Station {
         let pmtu = port.path_mtu().unwrap();
         assert_eq!(pmtu, 1024);
         let ips: Vec<IpAddr> = addrs.iter().map(|(a, _)| *a).collect();
-        let node = Node::custom(
+        // The runtime's routes: the port's MTU to every neighbour on its
+        // one segment.
+        let routes = Box::new(LinkMtu::new(port.path_mtu()));
+        let node = Node::routed(
             ips[0],
             pmtu,
             clock,
             4 << 20,
             Box::new(port.clone()),
+            routes,
             Box::new(NoWake),
         );
         node.dev.set_addresses(&ips).unwrap();

@@ -1,17 +1,20 @@
 //! Transmit backpressure: each device sends through a bounded transmit
 //! ring (a NIC's) that a simulated wire drains one datagram every
 //! [`FRAME_US`]. A ring that is full says so
-//! ([`softrnic::link::Link::can_transmit`]); the runtime calls
-//! [`softrnic::device::SoftRnic::link_ready`] once it drained some. Bursts
-//! far larger than the ring (a READ's responses, a large WRITE or SEND)
-//! complete with the right data, every packet sent once, no timeout and
-//! nothing dropped at the ring; the same bursts through a ring that
-//! drops instead of saying no lose packets and retransmit.
+//! ([`softrnic::link::Link::can_transmit`]), and the runtime's pump
+//! ([`softrnic::link::LinkPump`]) then takes nothing more from the device:
+//! its outboxes fill and its QPs stop where they are (parked); the
+//! runtime's next pass, once the ring drained some, takes packets again,
+//! which resumes them. Bursts far larger than the ring (a READ's
+//! responses, a large WRITE or SEND) complete with the right data, every
+//! packet sent once, no timeout and nothing dropped at the ring; the same
+//! bursts through a ring that drops instead of saying no lose packets and
+//! retransmit.
 
 use crate::common;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::*;
@@ -22,6 +25,8 @@ use softrnic::env::{Capture, Direction};
 use softrnic::link::Link;
 use softrnic::qp::QpState;
 
+/// BTH opcode of an RC SEND Only with Invalidate.
+const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
 /// Time the wire takes per datagram (µs): the ring drains at this pace.
 const FRAME_US: u64 = 2;
 const STEPS: u64 = 2_000_000;
@@ -39,8 +44,8 @@ struct Ring {
     /// Say `false` from `can_transmit` when full (else always `true`,
     /// and a full ring drops: what the RNIC had before backpressure).
     stops: bool,
-    /// `can_transmit` said `false` since the runtime last looked.
-    said_no: AtomicBool,
+    /// Times `can_transmit` said `false` (the pump stopped taking).
+    refusals: AtomicU64,
     /// Datagrams given while the ring was full (dropped).
     overflowed: AtomicU64,
     /// When the last datagram left for the wire (µs).
@@ -98,7 +103,7 @@ impl Link for RingLink {
         }
         let room = ring.has_room();
         if !room {
-            ring.said_no.store(true, Ordering::SeqCst);
+            ring.refusals.fetch_add(1, Ordering::SeqCst);
         }
         room
     }
@@ -179,22 +184,19 @@ impl Rings {
     }
 
     /// One step of the runtime: the wire takes what is due from each
-    /// ring to the other device, a ring that said no and has room again
-    /// tells its device, both devices poll; with nothing done, time moves
-    /// to the next thing due. `false`: nothing is left to happen.
+    /// ring to the other device (which takes what it answers onto its
+    /// ring, room allowing), both devices poll and their packets are
+    /// taken onto their rings as far as there is room (a ring that
+    /// drained some takes more then: nothing else tells the device);
+    /// with nothing done, time moves to the next thing due. `false`:
+    /// nothing is left to happen.
     fn step(&self) -> bool {
         let now = self.clock.now();
         let mut worked = false;
-        for (ring, own, peer) in [
-            (&self.ring_a, &self.a, &self.b),
-            (&self.ring_b, &self.b, &self.a),
-        ] {
+        for (ring, peer) in [(&self.ring_a, &self.b), (&self.ring_b, &self.a)] {
             if let Some(datagram) = ring.depart(now) {
                 peer.receive(&datagram);
                 worked = true;
-            }
-            if ring.has_room() && ring.said_no.swap(false, Ordering::SeqCst) {
-                own.dev.link_ready();
             }
         }
         worked |= self.a.poll();
@@ -363,9 +365,17 @@ fn bursts_far_larger_than_the_ring_complete_without_a_retransmission() {
         b.psns.len()
     );
     assert_eq!(b.b.read_responses_sent, u64::from(packets(READ_LEN)));
+    // Each full outbox parks its QP; only a turn that empties an outbox
+    // resumes them (a turn over an outbox that was empty already resumes
+    // nothing, so a parked QP does not spin through passes).
     assert!(b.a.tx_stalls > 10, "A never waited for its ring: {:?}", b.a);
-    assert!(b.b.tx_stalls > 10, "B never waited for its ring: {:?}", b.b);
-    assert!(b.a.tx_resumes > 0 && b.b.tx_resumes > 0);
+    assert!(b.b.tx_stalls > 3, "B never waited for its ring: {:?}", b.b);
+    for s in [&b.a, &b.b] {
+        assert!(
+            s.tx_resumes > 0 && s.tx_resumes <= s.tx_stalls,
+            "resumes without stalls: {s:?}"
+        );
+    }
 }
 
 /// The same bursts through rings that drop when full (a link without
@@ -379,21 +389,26 @@ fn the_same_bursts_through_dropping_rings_lose_and_retransmit() {
     assert_eq!((b.a.tx_stalls, b.b.tx_stalls), (0, 0));
 }
 
-/// A ring that takes nothing stops the QP before its first packet: no
-/// packet, no PSN used, no timer started, however long it stays closed
-/// (many retransmit timeouts' worth). Opened, the QP sends everything
-/// from where it stopped, once.
+/// A ring that takes nothing: the runtime takes no packet, the QP
+/// records into its outbox until it is full and is parked there, once
+/// (not spun on), however long the ring stays closed (many retransmit
+/// timeouts' worth): nothing leaves, no timeout is counted and nothing is
+/// sent again for packets that never left the host. Opened, the QP sends
+/// everything from where it stopped, once, in PSN order.
 #[test]
 fn a_closed_ring_holds_a_qp_where_it_is_until_it_opens() {
+    /// Four WRITEs of this: more packets than an outbox holds.
+    const PART: u64 = 64 << 10;
+    const PACKETS: u32 = 4 * (PART as u32 / 1024);
     let r = Rings::new(0, true);
     let psns = Arc::new(SentPsns::default());
     r.a.set_capture(Some(Box::new(Tap(psns.clone()))));
     let mut qa = r.a.qp(16);
     let qb = r.b.qp(16);
     r.connect(&qa, &qb, PSN_A, 0x42);
-    let src = r.a.register(64 << 10, Access::LOCAL_WRITE);
-    let target = r.b.register(64 << 10, REMOTE);
-    let data = pattern(9, 64 << 10);
+    let src = r.a.register(4 * PART, Access::LOCAL_WRITE);
+    let target = r.b.register(4 * PART, REMOTE);
+    let data = pattern(9, 4 * PART as usize);
     r.a.mem.fill(src.logical, &data);
     for i in 0..4u64 {
         r.a.post_send(
@@ -401,21 +416,24 @@ fn a_closed_ring_holds_a_qp_where_it_is_until_it_opens() {
             rdma(
                 SendOpcode::Write,
                 i,
-                &[src.sge(i * (16 << 10), 16 << 10)],
+                &[src.sge(i * PART, PART as u32)],
                 &target,
-                i * (16 << 10),
+                i * PART,
             ),
         );
     }
     r.run_for(50_000);
     let held = r.a.dev.stats();
     assert_eq!(held.tx_packets, 0, "{held:?}");
+    assert!(r.ring_a.refusals.load(Ordering::SeqCst) > 0);
+    assert!(r.a.dev.has_transmits(), "its packets wait to be taken");
     assert_eq!(held.tx_stalls, 1, "parked once, not spun on: {held:?}");
     assert_eq!(
-        r.a.dev.next_timer_us(),
-        None,
-        "a timer runs for nothing sent"
+        (held.timeouts, held.retransmitted),
+        (0, 0),
+        "a retry spent on packets that never left: {held:?}"
     );
+    assert_eq!(r.a.state(&qa), QpState::Connected);
     qa.scq.drain();
     assert!(qa.scq.seen.is_empty());
 
@@ -431,48 +449,65 @@ fn a_closed_ring_holds_a_qp_where_it_is_until_it_opens() {
             .iter()
             .all(|c| c.cqe_status() == CqeStatus::Success)
     );
-    assert!(r.b.mem.get(target.logical, 64 << 10) == data);
+    assert!(r.b.mem.get(target.logical, 4 * PART as usize) == data);
     let s = r.a.dev.stats();
     assert_eq!((s.retransmitted, s.timeouts), (0, 0), "{s:?}");
-    let expected: Vec<u32> = (0..64).map(|k| (PSN_A + k) & 0xFF_FFFF).collect();
+    assert!(s.tx_resumes > 0, "{s:?}");
+    let expected: Vec<u32> = (0..PACKETS).map(|k| (PSN_A + k) & 0xFF_FFFF).collect();
     assert!(
         *psns.0.lock().unwrap() == expected,
         "PSNs not sent once each in order"
     );
 }
 
-/// A link that says no once, and whose runtime never calls `link_ready`
-/// (its room came back before the QP was parked): parking asks the link
-/// again, so the QP is not left waiting for a call that will not come.
+/// A link that refuses once, after a given number of packets: the
+/// runtime's turn ends there with packets still waiting.
+struct RefusesOnce {
+    ring: RingLink,
+    /// `Some(n)`: say yes `n` more times, then no once.
+    after: Mutex<Option<usize>>,
+}
+
+impl Link for RefusesOnce {
+    fn transmit(&self, datagram: &[u8]) {
+        self.ring.transmit(datagram);
+    }
+    fn can_transmit(&self) -> bool {
+        let mut after = self.after.lock().unwrap();
+        match *after {
+            Some(0) => {
+                *after = None;
+                false
+            }
+            Some(n) => {
+                *after = Some(n - 1);
+                true
+            }
+            None => true,
+        }
+    }
+}
+
+/// A runtime whose room runs out mid-turn (its link says no once): the
+/// turn ends there, the packets it did not take wait in the outbox (the
+/// device says so), and its next turn takes them, nothing lost, nothing
+/// sent twice, in PSN order. The outbox never filled: no QP was parked.
 #[test]
-fn room_back_before_the_qp_is_parked_resumes_it() {
-    struct OnceFull {
-        ring: RingLink,
-        refusals: AtomicUsize,
-    }
-    impl Link for OnceFull {
-        fn transmit(&self, datagram: &[u8]) {
-            self.ring.transmit(datagram);
-        }
-        fn can_transmit(&self) -> bool {
-            // The 3rd question gets "no"; every other "yes".
-            self.refusals.fetch_add(1, Ordering::SeqCst) != 2
-        }
-    }
+fn a_turn_that_stops_early_leaves_the_rest_for_the_next() {
     let clock = Arc::new(common::SimClock::default());
     clock.set(1_000);
     let ring_a = Ring::new(usize::MAX, true);
     let ring_b = Ring::new(usize::MAX, true);
-    let link = OnceFull {
+    let link = Arc::new(RefusesOnce {
         ring: RingLink(ring_a.clone()),
-        refusals: AtomicUsize::new(0),
-    };
+        after: Mutex::new(None),
+    });
     let a = Node::custom(
         ADDR_A,
         1024,
         &clock,
         1 << 20,
-        Box::new(link),
+        Box::new(link.clone()),
         Box::new(NoWake),
     );
     let b = Node::custom(
@@ -490,32 +525,55 @@ fn room_back_before_the_qp_is_parked_resumes_it() {
         ring_a,
         ring_b,
     };
+    let psns = Arc::new(SentPsns::default());
+    r.a.set_capture(Some(Box::new(Tap(psns.clone()))));
     let mut qa = r.a.qp(16);
     let mut qb = r.b.qp(16);
     r.connect(&qa, &qb, 0, 0);
+    // Connecting rang the doorbell: nothing to send yet.
+    r.a.poll();
     let src = r.a.register(8 << 10, Access::LOCAL_WRITE);
     let dst = r.b.register(8 << 10, Access::LOCAL_WRITE);
     r.a.mem.fill(src.logical, &pattern(4, 8 << 10));
     r.b.post_recv(&mut qb, 1, &[dst.sge(0, 8 << 10)]);
     r.a.post_send(&mut qa, wqe(SendOpcode::Send, 1, &[src.sge(0, 8 << 10)]));
+    *link.after.lock().unwrap() = Some(3);
+    // One pass records the SEND's eight packets; its turn takes three.
+    assert!(r.a.poll());
+    assert_eq!(r.ring_a.frames.lock().unwrap().len(), 3);
+    assert_eq!(*psns.0.lock().unwrap(), [0, 1, 2]);
+    assert_eq!(r.a.dev.stats().tx_packets, 3);
+    assert!(r.a.dev.has_transmits(), "five wait for the next turn");
+    // The next turn (nothing else happened) takes the rest.
+    assert_eq!(r.a.pump(), 5);
+    assert!(!r.a.dev.has_transmits());
     r.run_until(|| {
         qa.scq.drain();
         qa.scq.seen.len() == 1
     });
+    assert_eq!(statuses(&qa.scq.seen), [(1, CqeStatus::Success)]);
     let s = r.a.dev.stats();
     assert_eq!(
-        (s.tx_stalls, s.tx_resumes, s.retransmitted),
-        (1, 1, 0),
+        (
+            s.tx_packets,
+            s.tx_stalls,
+            s.tx_resumes,
+            s.retransmitted,
+            s.timeouts
+        ),
+        (8, 0, 0, 0, 0),
         "{s:?}"
     );
+    assert_eq!(*psns.0.lock().unwrap(), (0..8).collect::<Vec<u32>>());
     assert!(r.b.mem.get(dst.logical, 8 << 10) == pattern(4, 8 << 10));
 }
 
 /// Packets recorded in A's outbox while its ring is full keep their
 /// payload in A's memory; the consumer deregisters that memory before
-/// they leave. The drain finds the key dead and sends none of them (no
-/// byte read through a dead key reaches B); the resend from the oldest
-/// unacknowledged PSN finds it dead too and fails the WRITE in order.
+/// they leave. The runtime's next turns find the key dead and are handed
+/// none of them (no byte read through a dead key reaches B); the resend
+/// from the oldest unacknowledged PSN finds it dead too and fails the
+/// WRITE in order.
 #[test]
 fn packets_whose_source_died_in_the_outbox_are_not_sent() {
     let r = Rings::new(4, true);
@@ -530,11 +588,12 @@ fn packets_whose_source_died_in_the_outbox_are_not_sent() {
         &mut qa,
         rdma(SendOpcode::Write, 1, &[src.sge(0, 16 << 10)], &target, 0),
     );
-    // One pass records all 16 packets (the ring had room for each when
-    // asked); its drain fills the ring with 4, the rest wait.
+    // One pass records all 16 packets (the outbox has room for them);
+    // the runtime's turn fills the ring with 4, the rest wait.
     r.a.poll();
     assert_eq!(r.ring_a.frames.lock().unwrap().len(), 4);
     assert_eq!(r.a.dev.stats().tx_packets, 4);
+    assert!(r.a.dev.has_transmits());
     r.a.dev.deregister(src.key).unwrap();
     r.run_until(|| {
         qa.scq.drain();
@@ -549,6 +608,22 @@ fn packets_whose_source_died_in_the_outbox_are_not_sent() {
     assert_eq!(r.b.state(&qb), QpState::Connected);
 }
 
+/// What a device's tap saw, in order: each datagram's direction and
+/// BTH opcode.
+#[derive(Default)]
+struct Opcodes(Mutex<Vec<(Direction, u8)>>);
+
+struct OpcodeTap(Arc<Opcodes>);
+
+impl Capture for OpcodeTap {
+    fn capture(&self, direction: Direction, datagram: &[u8]) {
+        // IPv4 20 + UDP 8: the BTH's first byte.
+        if let Some(&op) = datagram.get(28) {
+            self.0.0.lock().unwrap().push((direction, op));
+        }
+    }
+}
+
 /// The SMB Direct write path through full rings: A READs B's
 /// fast-registered buffer and SENDs-with-invalidate its key right after.
 /// B records all the READ's responses at once; its ring takes 4, the rest
@@ -561,6 +636,8 @@ fn responses_waiting_for_link_room_leave_before_a_send_with_invalidate_kills_the
     const LEN: u32 = 16 << 10;
     const PAGE: u64 = 4096;
     let r = Rings::new(4, true);
+    let seen_b = Arc::new(Opcodes::default());
+    r.b.set_capture(Some(Box::new(OpcodeTap(seen_b.clone()))));
     let mut qa = r.a.qp(16);
     let mut qb = r.b.qp(16);
     r.connect(&qa, &qb, PSN_A, 0x42);
@@ -629,7 +706,20 @@ fn responses_waiting_for_link_room_leave_before_a_send_with_invalidate_kills_the
     );
     assert!(r.a.mem.get(sink.logical, LEN as usize) == data);
     let sb = r.b.dev.stats();
-    assert!(sb.tx_stalls > 0, "B's responses never waited: {sb:?}");
+    // Responses left B after the SEND with invalidate reached it: they
+    // waited in its outbox (its ring full) while the key died.
+    let seen = seen_b.0.lock().unwrap().clone();
+    let invalidated = seen
+        .iter()
+        .position(|&s| s == (Direction::Receive, SEND_ONLY_WITH_INVALIDATE))
+        .expect("B received the SEND with invalidate");
+    let late = seen[invalidated..]
+        .iter()
+        .filter(|&&(d, op)| d == Direction::Transmit && (0x0D..=0x10).contains(&op))
+        .count();
+    assert!(late > 0, "B's responses never waited: {seen:?}");
+    assert!(r.ring_b.refusals.load(Ordering::SeqCst) > 0);
+    assert_eq!(sb.read_responses_sent, u64::from(LEN / 1024), "{sb:?}");
     assert_eq!(
         (sb.tx_source_gone, sb.stale_read_refusals),
         (0, 0),

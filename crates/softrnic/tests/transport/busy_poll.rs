@@ -11,14 +11,14 @@ use hwq::Verbs;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use common::*;
 use hwq::device::Device;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
 use softrnic::arrival::Arrival;
-use softrnic::env::{Pass, PassPlan, RunPass, Wake};
+use softrnic::env::{Pass, PassPlan, Wake};
 use softrnic::link::{Link, Received};
 use softrnic::qp::RcConfig;
 
@@ -56,7 +56,9 @@ impl Link for PolledLink {
     }
 
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
-        if let Some(hook) = self.during_receive.lock().unwrap().take() {
+        // Taken out first: the hook runs with no lock of the link held.
+        let hook = self.during_receive.lock().unwrap().take();
+        if let Some(hook) = hook {
             hook();
         }
         let taken: Vec<Vec<u8>> = {
@@ -104,8 +106,10 @@ struct Asks {
 }
 
 /// The test's runtime: counts what the device asks, runs consumer passes
-/// at its clock's time when busy polling is allowed.
-struct CountingWake(Arc<Asks>, Arc<SimClock>);
+/// (the node's [`softrnic::link::LinkPass`] over its link) at its clock's
+/// time when busy polling is allowed. It reaches the node that owns the
+/// device through a weak reference, set once the node is made.
+struct CountingWake(Arc<Asks>, Arc<SimClock>, Arc<OnceLock<Weak<Node>>>);
 
 impl Wake for CountingWake {
     fn wake(&self) {
@@ -114,12 +118,15 @@ impl Wake for CountingWake {
     fn wake_engine(&self) {
         self.0.wake_engine.fetch_add(1, Ordering::SeqCst);
     }
-    fn consumer_poll(&self, device: &dyn RunPass) -> bool {
+    fn consumer_poll(&self) -> bool {
         self.0.consumer_polls.fetch_add(1, Ordering::SeqCst);
         if !self.0.busy_poll.load(Ordering::SeqCst) {
             return false;
         }
-        let pass = device.try_pass(self.1.now(), CONSUMER_PASS);
+        let Some(node) = self.2.get().and_then(Weak::upgrade) else {
+            return false;
+        };
+        let pass = node.pass.try_pass(&node.dev, self.1.now(), CONSUMER_PASS);
         *self.0.last_pass.lock().unwrap() = pass;
         pass.is_some_and(|p| p.received > 0 || p.worked)
     }
@@ -138,7 +145,7 @@ impl Side {
 }
 
 struct Side {
-    node: Node,
+    node: Arc<Node>,
     asks: Arc<Asks>,
 }
 
@@ -155,6 +162,7 @@ struct Bench {
 /// A device on `wire` at `addr`, and its link (which the device shares).
 fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<PolledLink>) {
     let asks = Arc::new(Asks::default());
+    let runtime = Arc::new(OnceLock::new());
     let link = Arc::new(PolledLink {
         wire: wire.clone(),
         addr,
@@ -166,12 +174,14 @@ fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<P
         clock,
         1 << 20,
         Box::new(SharedLink(link.clone())),
-        Box::new(CountingWake(asks.clone(), clock.clone())),
+        Box::new(CountingWake(asks.clone(), clock.clone(), runtime.clone())),
     );
     node.dev.set_default_rc_config(RcConfig {
         ack_defer_us: 0,
         ..fast_rc()
     });
+    let node = Arc::new(node);
+    runtime.set(Arc::downgrade(&node)).ok().unwrap();
     (Side { node, asks }, link)
 }
 
@@ -338,26 +348,26 @@ fn a_second_pass_does_not_run_beside_the_first() {
     let wire = Arc::new(Wire::default());
     let (b, b_link) = side(ADDR_B, &wire, &clock);
     b.allow_busy_poll();
-    let dev = Arc::new(b.node.dev);
+    let node = b.node.clone();
     let seen = Arc::new(Mutex::new(None));
     let out = seen.clone();
-    let weak = Arc::downgrade(&dev);
+    let weak = Arc::downgrade(&node);
     let now = clock.now();
     // Runs on the pass's thread while it holds the turn: another thread
     // tries a busy poll and an engine pass meanwhile.
     let link = b_link;
     *link.during_receive.lock().unwrap() = Some(Box::new(move || {
-        let dev = weak.upgrade().unwrap();
+        let node = weak.upgrade().unwrap();
         let other = std::thread::spawn(move || {
             (
-                dev.busy_poll(),
-                dev.try_pass(now, CONSUMER_PASS).is_none(),
-                dev.try_pass(now, ENGINE_PASS).is_none(),
+                node.dev.busy_poll(),
+                node.pass.try_pass(&node.dev, now, CONSUMER_PASS).is_none(),
+                node.pass.try_pass(&node.dev, now, ENGINE_PASS).is_none(),
             )
         });
         *out.lock().unwrap() = Some(other.join().unwrap());
     }));
-    let _ = dev.busy_poll();
+    let _ = node.dev.busy_poll();
     assert_eq!(
         *seen.lock().unwrap(),
         Some((false, true, true)),
@@ -368,5 +378,9 @@ fn a_second_pass_does_not_run_beside_the_first() {
         "the first pass ran"
     );
     // The turn is free again.
-    assert!(dev.try_pass(clock.now(), ENGINE_PASS).is_some());
+    assert!(
+        node.pass
+            .try_pass(&node.dev, clock.now(), ENGINE_PASS)
+            .is_some()
+    );
 }

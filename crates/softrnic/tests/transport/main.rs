@@ -13,6 +13,7 @@ mod rc_errors;
 mod rc_loss;
 mod rc_proptest;
 mod read_limits;
+mod transmit_turn;
 mod transport_read_invalidate;
 mod transport_read_loss;
 mod transport_trains;

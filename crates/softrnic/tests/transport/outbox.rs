@@ -1,15 +1,16 @@
-//! The outbox: no packet reaches the link while the table slot of the QP
-//! that sends it is locked. A probing link, given a packet, asks another
-//! thread to read the sending QP's state (which takes the QP's slot) and
-//! waits for the answer: a slot still held by the sender never answers
-//! in time. SENDs, WRITEs, a READ's responses and the ACKs, through a
-//! link taking datagrams and one lending its send buffer (a UDP socket's
-//! batch, where the drain builds segments in place).
+//! The outbox: no packet reaches the runtime while the table slot of the
+//! QP that sends it is locked. A probing runtime, given a packet, asks
+//! another thread to read the sending QP's state (which takes the QP's
+//! slot) and waits for the answer: a slot still held by the sender never
+//! answers in time. SENDs, WRITEs, a READ's responses and the ACKs,
+//! through a link taking whole datagrams (pumped by the runtime) and a
+//! runtime taking UDP payloads into its own buffer (a UDP socket's batch,
+//! where the transmit turn builds segments in place).
 
 use crate::common;
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc};
 use std::time::Duration;
@@ -17,13 +18,14 @@ use std::time::Duration;
 use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
+use softrnic::arrival::Arrival;
 use softrnic::link::Link;
-use softrnic::wire::{IpUdpFields, Ipv4UdpFields};
+use softrnic::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 
-/// What a probing link was given.
+/// What a probing runtime was given.
 enum Frame {
     Datagram(Vec<u8>),
-    Udp { dst: SocketAddrV4, payload: Vec<u8> },
+    Udp { dst: SocketAddr, payload: Vec<u8> },
 }
 
 /// Packets probed at most (each costs a thread).
@@ -33,9 +35,14 @@ const MAX_PROBES: u64 = 400;
 struct Probe {
     node: OnceLock<Weak<Node>>,
     qpn: AtomicU64,
-    /// Lend a send buffer for UDP payloads.
+    /// The runtime takes UDP payloads into its own buffer (else its link
+    /// takes whole datagrams).
     lends: bool,
     frames: Mutex<VecDeque<Frame>>,
+    /// Packets the runtime took itself, and how many of them as UDP
+    /// payloads.
+    taken: AtomicU64,
+    payloads: AtomicU64,
     probed: AtomicU64,
     /// Packets given while the sending QP's slot was held.
     under_lock: AtomicU64,
@@ -66,31 +73,46 @@ struct ProbeLink(Arc<Probe>);
 
 impl Link for ProbeLink {
     fn transmit(&self, datagram: &[u8]) {
+        assert!(!self.0.lends, "a runtime taking payloads pumps no link");
         self.0.check();
         let frame = Frame::Datagram(datagram.to_vec());
         self.0.frames.lock().unwrap().push_back(frame);
     }
+}
 
-    fn transmit_udp_payload_with(
-        &self,
-        dst: SocketAddr,
-        len: usize,
-        build: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> bool {
-        if !self.0.lends {
-            return false;
-        }
-        self.0.check();
-        let mut payload = vec![0; len];
-        if let Some(n) = build(&mut payload) {
-            payload.truncate(n);
-            let SocketAddr::V4(dst) = dst else {
-                panic!("IPv4 nodes: {dst}");
-            };
-            let frame = Frame::Udp { dst, payload };
-            self.0.frames.lock().unwrap().push_back(frame);
-        }
-        true
+/// The device's runtime after an arrival or a poll: its link takes whole
+/// datagrams ([`Node::pump`]), or, for a runtime with a UDP socket, it
+/// takes each packet to an IPv6 destination as a UDP payload built into
+/// its own buffer, probing while it holds the packet (and the turn).
+fn take(node: &Node, probe: &Probe) {
+    if !probe.lends {
+        node.pump();
+        return;
+    }
+    let carriage = Carriage {
+        ipv6_udp_payloads: true,
+        trains: false,
+    };
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut turn = node
+        .dev
+        .transmit_turn()
+        .expect("one thread: the turn is free");
+    while let Some(taken) = turn.poll_transmit(&mut buf, carriage) {
+        probe.check();
+        probe.taken.fetch_add(1, Ordering::SeqCst);
+        let frame = match taken {
+            Transmit::UdpPayload { dest, len } => {
+                probe.payloads.fetch_add(1, Ordering::SeqCst);
+                Frame::Udp {
+                    dst: dest,
+                    payload: buf[..len].to_vec(),
+                }
+            }
+            Transmit::Datagram(len) => Frame::Datagram(buf[..len].to_vec()),
+            Transmit::Train(_) => panic!("no trains were asked for"),
+        };
+        probe.frames.lock().unwrap().push_back(frame);
     }
 }
 
@@ -113,38 +135,45 @@ fn node(addr: IpAddr, clock: &Arc<SimClock>, lends: bool) -> (Arc<Node>, Arc<Pro
     (node, probe)
 }
 
-/// Hands what `from` sent to `to`; whether there was anything.
-fn deliver(from: &Probe, from_addr: IpAddr, to: &Node) -> bool {
+/// Hands what `from` sent to `to` (as `to`'s runtime: what it sends in
+/// answer is taken after each); whether there was anything.
+fn deliver(from: &Probe, from_addr: IpAddr, to: &Node, to_probe: &Probe) -> bool {
     let frames: Vec<Frame> = from.frames.lock().unwrap().drain(..).collect();
     let any = !frames.is_empty();
+    let now = to.clock.now();
     for frame in frames {
         match frame {
-            Frame::Datagram(d) => to.receive(&d),
+            Frame::Datagram(d) => to.dev.receive(now, Arrival::Datagram(&d)),
             Frame::Udp { dst, payload } => {
-                // A link lending for IPv4 sends the header the engine
-                // chose (the ICRC covers it): DF, source port 4791, the
-                // identification of the packet's PSN.
-                let IpAddr::V4(from) = from_addr else {
-                    panic!("IPv4 nodes");
+                // A UDP socket sends it from port 4791 of the sender's
+                // address and hands the receiver the payload.
+                assert_eq!(dst, SocketAddr::new(to.addr, 4791));
+                let src = SocketAddr::new(from_addr, 4791);
+                let arrival = Arrival::UdpPayload {
+                    src,
+                    dst,
+                    payload: &payload,
                 };
-                let psn = u32::from_be_bytes([0, payload[9], payload[10], payload[11]]);
-                let ip =
-                    IpUdpFields::from(Ipv4UdpFields::new(from, *dst.ip(), 4791).for_packet(psn));
-                let (head, n) = ip.header_bytes(payload.len()).unwrap();
-                let mut datagram = head[..n].to_vec();
-                datagram.extend_from_slice(&payload);
-                to.receive(&datagram);
+                to.dev.receive(now, arrival);
             }
         }
+        take(to, to_probe);
     }
     any
 }
 
+/// SENDs, WRITEs and a READ between two devices, IPv6 ones when the
+/// runtime takes UDP payloads (`lends`).
 fn sends_nothing_under_the_qp_lock(lends: bool) {
     let clock = Arc::new(SimClock::default());
     clock.set(1_000);
-    let (a, probe_a) = node(ADDR_A.into(), &clock, lends);
-    let (b, probe_b) = node(ADDR_B.into(), &clock, lends);
+    let (addr_a, addr_b): (IpAddr, IpAddr) = if lends {
+        (ADDR6_A.into(), ADDR6_B.into())
+    } else {
+        (ADDR_A.into(), ADDR_B.into())
+    };
+    let (a, probe_a) = node(addr_a, &clock, lends);
+    let (b, probe_b) = node(addr_b, &clock, lends);
     let mut qa = a.qp(16);
     let mut qb = b.qp(16);
     probe_a.qpn.store(u64::from(qa.qpn.raw()), Ordering::SeqCst);
@@ -195,10 +224,12 @@ fn sends_nothing_under_the_qp_lock(lends: bool) {
     a.post_send(&mut qa, read);
 
     for _ in 0..10_000 {
-        let mut worked = deliver(&probe_a, a.addr, &b);
-        worked |= deliver(&probe_b, b.addr, &a);
-        worked |= a.poll();
-        worked |= b.poll();
+        let mut worked = deliver(&probe_a, a.addr, &b, &probe_b);
+        worked |= deliver(&probe_b, b.addr, &a, &probe_a);
+        for (node, probe) in [(&a, &probe_a), (&b, &probe_b)] {
+            worked |= node.dev.poll(clock.now());
+            take(node, probe);
+        }
         qa.scq.drain();
         qb.rcq.drain();
         if qa.scq.seen.len() == 3 && qb.rcq.seen.len() == 1 {
@@ -229,6 +260,27 @@ fn sends_nothing_under_the_qp_lock(lends: bool) {
     assert_eq!(probe_b.under_lock.load(Ordering::SeqCst), 0);
     assert_eq!(a.dev.stats().retransmitted, 0);
     assert_eq!(b.dev.stats().tx_source_gone, 0);
+    if lends {
+        payloads_where_built_from_memory(&probe_a, &probe_b);
+    }
+}
+
+/// Every packet whose payload is in registered memory was built as a UDP
+/// payload in the runtime's buffer: A's SEND (3) and WRITE (5), B's READ
+/// responses (6). What was built whole when recorded (the READ request,
+/// the ACKs) is a whole datagram.
+fn payloads_where_built_from_memory(probe_a: &Probe, probe_b: &Probe) {
+    let taken = |p: &Probe| {
+        (
+            p.payloads.load(Ordering::SeqCst),
+            p.taken.load(Ordering::SeqCst),
+        )
+    };
+    let (payloads_a, taken_a) = taken(probe_a);
+    let (payloads_b, taken_b) = taken(probe_b);
+    assert_eq!(payloads_a, 3 + 5, "A took {taken_a}");
+    assert_eq!(payloads_b, 6, "B took {taken_b}");
+    assert!(taken_a > payloads_a && taken_b > payloads_b);
 }
 
 #[test]
@@ -237,6 +289,6 @@ fn no_datagram_leaves_under_its_qp_lock() {
 }
 
 #[test]
-fn no_udp_payload_is_built_into_the_link_under_its_qp_lock() {
+fn no_udp_payload_is_built_into_the_runtimes_buffer_under_its_qp_lock() {
     sends_nothing_under_the_qp_lock(true);
 }

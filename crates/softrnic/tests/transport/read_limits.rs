@@ -19,10 +19,12 @@ const US: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 1);
 const PEER: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 2);
 const PEER_QPN: u32 = 0x30;
 const FIRST_PSN: u32 = 500;
-const READ_LEN: u32 = 64 * 1024;
+/// More responses than an outbox holds: the first READ's fill it.
+const READ_LEN: u32 = 256 * 1024;
 
-/// A link with no room: READ responses stay queued, so the READs they
-/// answer stay outstanding.
+/// A link with no room: the runtime takes nothing, READ responses stay in
+/// the device's outbox (the first READ's fill it, and the responder stops
+/// there), so the READs they answer stay outstanding.
 struct Full;
 
 impl Link for Full {
@@ -33,8 +35,8 @@ impl Link for Full {
     }
 }
 
-/// Delivers `reads` READ requests (64 KiB each, PMTU 1024: 64 PSNs each)
-/// at once to a QP connected with IRD `ird` whose responses cannot
+/// Delivers `reads` READ requests (256 KiB each, PMTU 1024: 256 PSNs
+/// each) at once to a QP connected with IRD `ird` whose responses cannot
 /// leave; returns the QP's state and the fatal NAKs sent.
 fn outstanding_reads(ird: u32, reads: u32) -> (QpState, u64) {
     let clock = std::sync::Arc::new(SimClock::default());
@@ -75,7 +77,13 @@ fn outstanding_reads(ird: u32, reads: u32) -> (QpState, u64) {
         node.receive(&out[..n]);
     }
     node.poll();
-    (node.state(&qp), node.dev.stats().fatal_naks_sent)
+    let stats = node.dev.stats();
+    assert_eq!(stats.tx_packets, 0, "nothing left: the link had no room");
+    assert!(
+        stats.read_responses_sent < u64::from(READ_LEN.div_ceil(1024)),
+        "the first READ is still being answered: {stats:?}"
+    );
+    (node.state(&qp), stats.fatal_naks_sent)
 }
 
 #[test]

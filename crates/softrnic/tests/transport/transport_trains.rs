@@ -595,8 +595,8 @@ impl Link for Prompt {
     fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
         self.0.transmit_owned(buf, len);
     }
-    fn carries_trains(&self, dst: std::net::IpAddr) -> bool {
-        self.0.carries_trains(dst)
+    fn carries_trains(&self) -> bool {
+        self.0.carries_trains()
     }
     fn transmit_train(&self, train: softrnic::train::Train) {
         self.0.transmit_train(train);
