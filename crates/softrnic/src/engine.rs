@@ -42,7 +42,7 @@
 //! machines record what they send in the outbox, in order; the slot and
 //! then the outbox are let go, and the packets wait for the runtime's
 //! transmit turn, which builds segments from registered memory as it takes
-//! them (their keys checked again). No packet leaves while a QP slot is
+//! them (their keys checked then, the one check after the WQE's start). No packet leaves while a QP slot is
 //! held. Holding the outbox across the QP's work keeps one QP's packets in
 //! the order its state machines produced them whichever thread runs it.
 //! The completer, which sends nothing, runs with a sealed outbox that has

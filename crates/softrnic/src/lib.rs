@@ -76,8 +76,7 @@
 //! 3. The requester (`qp/requester.rs`) starts the WQE: checks its gather
 //!    list's keys, allocates its PSNs, then segments it into PMTU packets
 //!    within the window, recording each in the outbox as a
-//!    `train::Segments` description (its payload still in host memory, its
-//!    keys checked), or, when the runtime takes trains (between devices of
+//!    `train::Segments` description (its payload still in host memory), or, when the runtime takes trains (between devices of
 //!    one address space), one description of the rest of the message. The
 //!    retransmit timer is armed in the connection's timer table.
 //! 4. The engine lets the QP's slot and outbox go ([`engine`]'s "Where

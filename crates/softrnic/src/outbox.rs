@@ -12,12 +12,14 @@
 //!   now, while the key still grants it (those of them already recorded as
 //!   segments and not yet taken are built in place then, `Outbox::settle`);
 //! * `Segments`: a run of SEND, WRITE or READ response packets whose
-//!   payload is still in registered memory. The sender checked its key when
-//!   it recorded them; taking one builds it (the key checked again as the
-//!   payload is read: a segment whose key died in between is not sent, and
-//!   the RC transport sends it again) straight into the runtime's buffer,
-//!   or hands the rest of the run out as one [`crate::train::Train`] when
-//!   the runtime's carriage takes trains.
+//!   payload is still in registered memory. A requester's keys were checked
+//!   when its WQE started; a segment's are checked once more, when it is
+//!   taken: as its payload is read into the runtime's buffer, or over the
+//!   rest of the run before it is handed out as one [`crate::train::Train`]
+//!   (when the runtime's carriage takes trains). A segment whose key died
+//!   in between is not sent: a requester's first is reported, and its WQE
+//!   fails with `LocalProtection` in order; a READ response is sent again
+//!   when the requester asks again, meeting the responder's checks.
 //!
 //! Packets are taken in the order they were recorded. Each QP outbox
 //! serves a fixed share of the QPs (by QP number) and the engine holds it
@@ -39,8 +41,8 @@ use hwq::TryArc;
 
 use crate::memory::DeviceMemory;
 use crate::stats::Counters;
-use crate::train::{Framing, Segments, Train, build_segment};
-use crate::transmit::{Carriage, MAX_DATAGRAM, Transmit};
+use crate::train::{Framing, Origin, Segment, Segments, Train, build_segment};
+use crate::transmit::{Carriage, MAX_DATAGRAM, SendFailure, Transmit};
 
 /// Entries one outbox holds: more than a QP records in one turn of the
 /// engine ([`crate::engine::POLL_BUDGET`] packets and a few ACKs).
@@ -248,17 +250,21 @@ impl Outbox {
     }
 
     /// Takes the next packet recorded, in order, built into `buf` as
-    /// `carriage` says (a segment's payload read from `mem` now, its key
-    /// checked again: a segment whose key died is not sent, counted in
-    /// `stats`, and the next one is taken), or the rest of a segments
-    /// entry as one train if `carriage` takes trains. `None`: nothing is
-    /// left, and the outbox is empty again.
+    /// `carriage` says, or the rest of a segments entry as one train if
+    /// `carriage` takes trains. A segment's keys are checked here, once:
+    /// as its payload is read from `mem` into the packet, or over the
+    /// whole run before it is handed out as a train. One whose source a
+    /// requester can no longer read is not sent (counted in `stats`; the
+    /// first such is reported in `gone`, for the QP to fail the WQE) and
+    /// the next is taken. `None`: nothing is left, and the outbox is empty
+    /// again.
     pub(crate) fn next(
         &self,
         buf: &mut [u8],
         carriage: Carriage,
         mem: &TryArc<DeviceMemory>,
         stats: &Counters,
+        gone: &mut Option<SendFailure>,
     ) -> Option<Transmit> {
         let mut s = self.store.borrow_mut();
         let Store {
@@ -293,8 +299,17 @@ impl Outbox {
                     out
                 }
                 Record::Segments { segs, sent } if carriage.trains => {
-                    let train = Train::new(mem.clone(), &segs.skip(*sent));
+                    let run = segs.skip(*sent);
                     *head += 1;
+                    if !run.source_readable(mem) {
+                        stats.tx_source_gone.add(u64::from(run.count));
+                        if gone.is_none() {
+                            *gone = source_gone(&run, &run.segment(0));
+                        }
+                        clear_if_taken(entries, head, used);
+                        continue;
+                    }
+                    let train = Train::new(mem.clone(), &run);
                     let n = u64::from(train.segments());
                     stats.tx_packets.add(n);
                     if resend {
@@ -322,6 +337,9 @@ impl Outbox {
                         Some(len) => Some(Transmit::Datagram(len)),
                         None => {
                             stats.tx_source_gone.inc();
+                            if gone.is_none() {
+                                *gone = source_gone(segs, &seg);
+                            }
                             None
                         }
                     }
@@ -337,6 +355,19 @@ impl Outbox {
         clear_if_taken(entries, head, used);
         None
     }
+}
+
+/// The report of segment `seg` of `segs`, whose payload could not be read
+/// from a requester's gather list (a key died under a started message);
+/// `None` for a READ response (the requester's retry meets the
+/// responder's checks again).
+fn source_gone(segs: &Segments, seg: &Segment) -> Option<SendFailure> {
+    matches!(segs.origin, Origin::Gather { .. }).then(|| SendFailure {
+        dst: segs.ip.dst(),
+        dest_qp: segs.dest_qp,
+        psn: seg.psn,
+        opcode: seg.opcode.0,
+    })
 }
 
 /// Empties the outbox once everything recorded was taken, at once: a
@@ -377,7 +408,7 @@ mod tests {
     use crate::memory::{DeviceMemory, KeyKind, KeyLock, KeyTable};
     use crate::stats::Counters;
     use crate::train::{Kind, Origin, Segments};
-    use crate::transmit::{Carriage, MAX_DATAGRAM, Transmit};
+    use crate::transmit::{Carriage, MAX_DATAGRAM, SendFailure, Transmit};
     use crate::wire::{self, IpUdpFields, Operation};
 
     /// Host memory: `RAM` bytes at logical address `BASE`.
@@ -479,6 +510,28 @@ mod tests {
         trains: false,
     };
 
+    /// A SEND of `count` segments gathered from the page from offset 0,
+    /// for `to`, starting at PSN 200.
+    fn sends(key: MemoryKey, to: IpAddr, count: u32) -> Segments {
+        let mut sges = [hwq::Sge::default(); hwq::wqe::MAX_SGE];
+        sges[0] = hwq::Sge {
+            addr: VA,
+            length: count * PMTU,
+            key: key.0,
+        };
+        Segments {
+            origin: Origin::Gather { count: 1, sges },
+            at: 0,
+            first_psn: 200,
+            kind: Kind::Send {
+                invalidate: None,
+                solicited: false,
+            },
+            ack_req: true,
+            ..responses(key, to, count)
+        }
+    }
+
     /// Records datagram `i`: `i + 1` bytes of value `i`.
     fn record(out: &Outbox, i: u8) -> Recorded {
         out.datagram(false, |slot| {
@@ -491,7 +544,7 @@ mod tests {
     /// Takes the next packet as a whole datagram (its bytes).
     fn take(out: &Outbox, mem: &TryArc<DeviceMemory>, stats: &Counters) -> Option<Vec<u8>> {
         let mut buf = vec![0u8; MAX_DATAGRAM];
-        match out.next(&mut buf, DATAGRAMS, mem, stats)? {
+        match out.next(&mut buf, DATAGRAMS, mem, stats, &mut None)? {
             Transmit::Datagram(len) => Some(buf[..len].to_vec()),
             other => panic!("a datagram carriage got {other:?}"),
         }
@@ -640,7 +693,8 @@ mod tests {
         // as one train, the same packets.
         is_response(&take(&out, &mem, &stats).unwrap(), 0);
         let mut buf = vec![0u8; MAX_DATAGRAM];
-        let Some(Transmit::Train(train)) = out.next(&mut buf, TRAINS, &mem, &stats) else {
+        let Some(Transmit::Train(train)) = out.next(&mut buf, TRAINS, &mem, &stats, &mut None)
+        else {
             panic!("expected a train");
         };
         assert_eq!((train.segments(), train.dst()), (3, V4));
@@ -651,11 +705,15 @@ mod tests {
             is_response(&d[..n], i + 1);
         }
         // A datagram recorded whole is one whatever the carriage.
-        let Some(Transmit::Datagram(n)) = out.next(&mut buf, TRAINS, &mem, &stats) else {
+        let Some(Transmit::Datagram(n)) = out.next(&mut buf, TRAINS, &mem, &stats, &mut None)
+        else {
             panic!("expected the datagram");
         };
         assert_eq!(buf[..n], [9; 10]);
-        assert!(out.next(&mut buf, TRAINS, &mem, &stats).is_none());
+        assert!(
+            out.next(&mut buf, TRAINS, &mem, &stats, &mut None)
+                .is_none()
+        );
         assert_eq!(out.pending(), 0);
     }
 
@@ -668,7 +726,8 @@ mod tests {
         assert!(out.segments(&responses(key, V4, 1), false));
         assert!(out.segments(&responses(key, V6, 1), false));
         let mut buf = vec![0u8; MAX_DATAGRAM];
-        let Some(Transmit::UdpPayload { dest, len }) = out.next(&mut buf, PAYLOADS, &mem, &stats)
+        let Some(Transmit::UdpPayload { dest, len }) =
+            out.next(&mut buf, PAYLOADS, &mem, &stats, &mut None)
         else {
             panic!("expected a UDP payload");
         };
@@ -677,22 +736,27 @@ mod tests {
         let p = wire::parse_udp_payload(&fields, &buf[..len]).expect("the payload verifies");
         assert_eq!((p.bth.psn, p.payload.len()), (100, PMTU as usize));
         // The same run, taken by a runtime that wants datagrams: one.
-        let Some(Transmit::Datagram(n)) = out.next(&mut buf, DATAGRAMS, &mem, &stats) else {
+        let Some(Transmit::Datagram(n)) = out.next(&mut buf, DATAGRAMS, &mem, &stats, &mut None)
+        else {
             panic!("expected a datagram");
         };
         assert_eq!(buf[0] >> 4, 6);
         is_response(&buf[..n], 1);
         // IPv4 packets are whole datagrams whatever the carriage.
-        let Some(Transmit::Datagram(n)) = out.next(&mut buf, PAYLOADS, &mem, &stats) else {
+        let Some(Transmit::Datagram(n)) = out.next(&mut buf, PAYLOADS, &mem, &stats, &mut None)
+        else {
             panic!("expected an IPv4 datagram");
         };
         assert_eq!(buf[0] >> 4, 4);
         is_response(&buf[..n], 0);
         assert!(matches!(
-            out.next(&mut buf, PAYLOADS, &mem, &stats),
+            out.next(&mut buf, PAYLOADS, &mem, &stats, &mut None),
             Some(Transmit::UdpPayload { .. })
         ));
-        assert!(out.next(&mut buf, PAYLOADS, &mem, &stats).is_none());
+        assert!(
+            out.next(&mut buf, PAYLOADS, &mem, &stats, &mut None)
+                .is_none()
+        );
     }
 
     #[test]
@@ -709,6 +773,59 @@ mod tests {
         assert_eq!(take(&out, &mem, &stats), Some(vec![4; 5]));
         assert!(take(&out, &mem, &stats).is_none());
         assert_eq!((stats.tx_packets.get(), stats.tx_source_gone.get()), (2, 2));
+    }
+
+    #[test]
+    fn a_sends_dead_gather_key_is_checked_once_at_the_take_and_reported() {
+        let (mem, key) = memory();
+        let stats = Counters::default();
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        // Built packet by packet: the first leaves, then the key dies.
+        let out = Outbox::new().unwrap();
+        assert!(out.segments(&sends(key, V4, 3), false));
+        let mut gone = None;
+        assert!(matches!(
+            out.next(&mut buf, DATAGRAMS, &mem, &stats, &mut gone),
+            Some(Transmit::Datagram(_))
+        ));
+        assert_eq!(gone, None);
+        mem.keys.update(|k| k.deregister(key)).unwrap();
+        assert!(
+            out.next(&mut buf, DATAGRAMS, &mem, &stats, &mut gone)
+                .is_none()
+        );
+        // The first packet that could not be read is the one reported.
+        assert_eq!(
+            gone,
+            Some(SendFailure {
+                dst: V4,
+                dest_qp: 0x42,
+                psn: 201,
+                opcode: wire::Opcode::SEND_MIDDLE.0,
+            })
+        );
+        assert_eq!((stats.tx_packets.get(), stats.tx_source_gone.get()), (1, 2));
+        // As one train: the run's keys are checked before it is handed
+        // out, and a dead one hands out nothing.
+        let out = Outbox::new().unwrap();
+        assert!(out.segments(&sends(key, V4, 3), false));
+        let mut gone = None;
+        assert!(
+            out.next(&mut buf, TRAINS, &mem, &stats, &mut gone)
+                .is_none()
+        );
+        assert_eq!(gone.map(|g| g.psn), Some(200));
+        assert_eq!((stats.tx_packets.get(), stats.tx_source_gone.get()), (1, 5));
+        // A READ response's dead key is the requester's retry's to meet:
+        // not reported.
+        let out = Outbox::new().unwrap();
+        assert!(out.segments(&responses(key, V4, 1), false));
+        let mut gone = None;
+        assert!(
+            out.next(&mut buf, DATAGRAMS, &mem, &stats, &mut gone)
+                .is_none()
+        );
+        assert_eq!(gone, None);
     }
 
     #[test]
@@ -736,13 +853,18 @@ mod tests {
         // order, and nothing of the other run (its key died unsettled).
         let mut buf = vec![0u8; MAX_DATAGRAM];
         for i in 1..4 {
-            let Some(Transmit::Datagram(n)) = out.next(&mut buf, DATAGRAMS, &mem, &stats) else {
+            let Some(Transmit::Datagram(n)) =
+                out.next(&mut buf, DATAGRAMS, &mem, &stats, &mut None)
+            else {
                 panic!("expected built response {i}");
             };
             is_response(&buf[..n], i);
         }
         let before = stats.tx_source_gone.get();
-        assert!(out.next(&mut buf, DATAGRAMS, &mem, &stats).is_none());
+        assert!(
+            out.next(&mut buf, DATAGRAMS, &mem, &stats, &mut None)
+                .is_none()
+        );
         assert_eq!(stats.tx_source_gone.get(), before + 2);
         assert_eq!(stats.tx_packets.get(), 5);
         // Settling a dead key's run builds nothing and says so.

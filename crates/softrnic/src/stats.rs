@@ -117,8 +117,9 @@ counters! {
     /// requests instead of alone.
     acks_joined,
     /// Recorded packets not sent: their source key stopped granting the
-    /// read between the sender's check and the outbox's drain (lost: the
-    /// transport sends them again).
+    /// read before the runtime took them (a requester's fails its work
+    /// request with `LocalProtection`; a READ response is sent again when
+    /// the requester asks again).
     tx_source_gone,
     /// Packets the runtime could not send and never will (larger than the
     /// path carries, refused by the host:

@@ -14,8 +14,8 @@
 //!
 //! What stays per packet: PSNs, opcodes (First/Middle/Last/Only), the
 //! extension headers of the first and last (AETH, RETH, IETH), and every
-//! check the receiver makes of each packet. The sender checked its key
-//! when it built the train; the receiver checks it again (under the
+//! check the receiver makes of each packet. The sender checks the run's
+//! keys when the train is handed out; the receiver checks them again (under the
 //! sender's key table lock) for every segment it places, so a key
 //! invalidated while the train was in flight places nothing: that segment
 //! is lost, and the RC transport sends it again (a resend then meets the
@@ -229,6 +229,22 @@ pub(crate) struct Segments {
 }
 
 impl Segments {
+    /// Whether a requester's gather list still grants the read of every
+    /// segment's payload (`mem`'s keys now): the one check of a run handed
+    /// out as a train, whose payload the receiver reads. A READ response
+    /// stream's remote key is the responder's to check: true.
+    pub(crate) fn source_readable(&self, mem: &DeviceMemory) -> bool {
+        match &self.origin {
+            Origin::Remote { .. } => true,
+            Origin::Gather { count, sges } => sges.get(..usize::from(*count)).is_some_and(|sges| {
+                let keys = mem.keys.read();
+                sg::with_gather_chunks(&keys, self.pd, sges, self.at, self.len as usize, |_, _| {
+                    true
+                })
+            }),
+        }
+    }
+
     /// Segment `i` (`i < count`).
     pub(crate) fn segment(&self, i: u32) -> Segment {
         let first = self.opens && i == 0;

@@ -52,6 +52,9 @@ pub struct TransmitTurn<'a> {
     emptied: bool,
     /// `poll_transmit` was called: the waiting set was taken.
     started: bool,
+    /// The first packet not sent because a requester's source key died
+    /// under it, for its QP to fail the work request when the turn ends.
+    gone: Option<SendFailure>,
 }
 
 impl core::fmt::Debug for TransmitTurn<'_> {
@@ -79,6 +82,7 @@ impl SoftRnic {
                 visit: 0,
                 emptied: false,
                 started: false,
+                gone: None,
             })
     }
 
@@ -102,8 +106,29 @@ impl SoftRnic {
         let request = wire::Opcode(failure.opcode)
             .info()
             .is_some_and(|info| info.operation.is_request());
+        if let Some(qpn) = self.sender_of(&failure) {
+            self.with_qp(now, qpn, |cx, qp| {
+                qp::on_send_failure(cx, qpn, qp, request);
+            });
+        }
+    }
+
+    /// A packet was not sent because its requester's source key died
+    /// under it ([`TransmitTurn`] found it): the QP fails the work request
+    /// it belongs to as the transport says, at the device's latest time.
+    fn source_gone(&self, failure: &SendFailure) {
+        if let Some(qpn) = self.sender_of(failure) {
+            self.with_qp(self.engine().last_now(), qpn, |cx, qp| {
+                qp::on_source_gone(cx, qpn, qp, failure.psn);
+            });
+        }
+    }
+
+    /// The connected QP that sent `failure`'s packet: the one connected to
+    /// its destination and the peer QP it named.
+    fn sender_of(&self, failure: &SendFailure) -> Option<u32> {
         let qp_bound = FIRST_QPN + self.config().max_qps;
-        let sender = (FIRST_QPN..qp_bound).find(|&n| {
+        (FIRST_QPN..qp_bound).find(|&n| {
             self.qps
                 .with(n, |qp| {
                     qp.conn.as_ref().is_some_and(|c| {
@@ -111,12 +136,7 @@ impl SoftRnic {
                     })
                 })
                 .unwrap_or(false)
-        });
-        if let Some(qpn) = sender {
-            self.with_qp(now, qpn, |cx, qp| {
-                qp::on_send_failure(cx, qpn, qp, request);
-            });
-        }
+        })
     }
 }
 
@@ -140,7 +160,7 @@ impl TransmitTurn<'_> {
             let at = self.visit.trailing_zeros() as usize;
             if let Some(outbox) = outboxes.get(at) {
                 let records = outbox.lock();
-                let taken = records.next(buf, carriage, &rnic.mem, &engine.stats);
+                let taken = records.next(buf, carriage, &rnic.mem, &engine.stats, &mut self.gone);
                 if taken.is_some() {
                     self.emptied |= records.pending() == 0;
                     return taken;
@@ -171,6 +191,9 @@ impl Drop for TransmitTurn<'_> {
         engine.tx_turn.store(false, Ordering::Release);
         if self.emptied {
             rnic.resume_parked();
+        }
+        if let Some(failure) = self.gone.take() {
+            rnic.source_gone(&failure);
         }
         if self.started && all && engine.tx_waiting.load(Ordering::SeqCst) != 0 {
             rnic.waker().wake_engine();

@@ -625,6 +625,44 @@ pub(crate) fn on_send_failure(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, re
     cx.enter_error(qpn, qp);
 }
 
+/// A packet of QP `qpn` at `psn` was not sent: a key of its gather list
+/// died under the started message (the consumer deregistered or
+/// invalidated its memory; the transmit turn checks a segment's keys as it
+/// reads its payload, the one check after the WQE's start). The work
+/// request it belongs to fails with `LocalProtection` in order, as one
+/// whose start found the key dead, and the requester stops: the work
+/// requests before it complete as their acknowledgements come, then this
+/// one, then the QP is in error. A PSN no outstanding work request holds
+/// (acknowledged meanwhile) changes nothing.
+pub(crate) fn on_source_gone(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair, psn: u32) {
+    if qp.state != crate::qp::QpState::Connected {
+        return;
+    }
+    let Some(conn) = qp.conn.as_mut() else { return };
+    let req = &mut conn.req;
+    let mut index = req.una_index;
+    while index != req.start_index {
+        let meta = req.meta(index);
+        let holds = psn_diff(psn, meta.first_psn) >= 0
+            && psn_diff(psn, psn_add(meta.first_psn, meta.npsn)) < 0;
+        if meta.kind == MetaKind::SendWrite && holds {
+            req.set_meta(
+                index,
+                WqeMeta {
+                    kind: MetaKind::Done(CqeStatus::LocalProtection),
+                    ..meta
+                },
+            );
+            req.halted = true;
+            if complete_ready(cx, qpn, qp).is_err() {
+                cx.enter_error(qpn, qp);
+            }
+            return;
+        }
+        index = index.wrapping_add(1);
+    }
+}
+
 /// The RNR wait is over: resend from the refused PSN.
 pub(crate) fn on_rnr_timer(cx: &Context<'_>, qpn: u32, qp: &mut QueuePair) {
     let now = cx.now;

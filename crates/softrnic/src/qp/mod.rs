@@ -48,7 +48,7 @@ use hwq::{Consumer, CqeStatus, RecvWqe, SendWqe};
 use crate::wire::{IpUdpFields, Pmtu, ROCEV2_PORT, RnrTimer};
 
 pub(crate) use completer::{
-    on_read_train, on_response, on_retransmit_timer, on_rnr_timer, on_send_failure,
+    on_read_train, on_response, on_retransmit_timer, on_rnr_timer, on_send_failure, on_source_gone,
 };
 pub(crate) use context::Context;
 pub use flush::flush;

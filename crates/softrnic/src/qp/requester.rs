@@ -424,20 +424,9 @@ fn send_packet(
             Recorded::Full => false,
         }
     } else {
-        // The source must be readable now, as a gather would find it; the
-        // drain reads it (checking again) as it builds the packets.
-        let keys = cx.mem.keys.read();
-        if !sg::with_gather_chunks(
-            &keys,
-            pd,
-            wqe.sge_list(),
-            segs.at,
-            segs.len as usize,
-            |_, _| true,
-        ) {
-            return Err(CqeStatus::LocalProtection);
-        }
-        drop(keys);
+        // Its keys are checked once more, when the runtime takes it
+        // (`Outbox::next`): a key dead by then fails the WQE there
+        // (`completer::on_source_gone`).
         cx.out.segments(&segs, resend)
     };
     if recorded {

@@ -570,10 +570,11 @@ fn a_turn_that_stops_early_leaves_the_rest_for_the_next() {
 
 /// Packets recorded in A's outbox while its ring is full keep their
 /// payload in A's memory; the consumer deregisters that memory before
-/// they leave. The runtime's next turns find the key dead and are handed
-/// none of them (no byte read through a dead key reaches B); the resend
-/// from the oldest unacknowledged PSN finds it dead too and fails the
-/// WRITE in order.
+/// they leave. The runtime's next turn checks each one's key as it reads
+/// the payload (the one check after the WRITE started), finds it dead and
+/// is handed none of them (no byte read through a dead key reaches B); it
+/// reports the first, and the WRITE fails in order with
+/// `LocalProtection` at once, without waiting for a retransmission.
 #[test]
 fn packets_whose_source_died_in_the_outbox_are_not_sent() {
     let r = Rings::new(4, true);
@@ -601,7 +602,14 @@ fn packets_whose_source_died_in_the_outbox_are_not_sent() {
     });
     assert_eq!(qa.scq.seen[0].cqe_status(), CqeStatus::LocalProtection);
     let s = r.a.dev.stats();
-    assert_eq!((s.tx_packets, s.tx_source_gone), (4, 12), "{s:?}");
+    assert_eq!(
+        (s.tx_packets, s.tx_source_gone, s.timeouts, s.retransmitted),
+        (4, 12, 0, 0),
+        "{s:?}"
+    );
+    // The four taken before the key died still reach B.
+    r.run_until(|| r.ring_a.frames.lock().unwrap().is_empty());
+    r.run_for(1_000);
     assert_eq!(r.ring_a.overflowed.load(Ordering::SeqCst), 0);
     assert!(r.b.mem.get(target.logical, 4 << 10) == data[..4 << 10]);
     assert!(r.b.mem.get(target.logical + (4 << 10), 12 << 10) == vec![0; 12 << 10]);
