@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use hwq::TryArc;
 use ndkpi::{
@@ -60,6 +61,10 @@ impl Drop for HostDevice {
         }
     }
 }
+
+/// How long opening an address on a fabric waits for the device that
+/// last had it to finish stopping.
+const STOPPING_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 struct Registry {
@@ -174,7 +179,12 @@ fn start_device(reg: &mut Registry, config: &AdapterConfig) -> Result<Arc<HostDe
             let rnic = new_rnic(Box::new(NoRoutes))?;
             let pass = Arc::new(DevicePass::link(&rnic, link));
             hooks.set_pass(pass.clone());
-            if !hub.attach(addr, &rnic, waker.clone()) {
+            // A device at this address whose last adapter just closed may
+            // still be stopping on another thread (joining its engine
+            // before it detaches): the registry no longer holds it, and no
+            // live device of this process can hold the address otherwise
+            // (the registry would have found it). Wait for it to go.
+            if !hub.attach_when_free(addr, &rnic, &waker, STOPPING_WAIT) {
                 return Err(STATUS_SHARING_VIOLATION);
             }
             let threads = hub

@@ -97,6 +97,28 @@ impl FabricHub {
         true
     }
 
+    /// [`FabricHub::attach`], waiting up to `wait` for a device that still
+    /// holds `addr` to stop (one whose last adapter closed on another
+    /// thread detaches once its engine is joined); whether it attached.
+    pub fn attach_when_free(
+        &self,
+        addr: IpAddr,
+        rnic: &Arc<SoftRnic>,
+        waker: &Arc<ThreadWaker>,
+        wait: std::time::Duration,
+    ) -> bool {
+        let until = std::time::Instant::now() + wait;
+        loop {
+            if self.attach(addr, rnic, waker.clone()) {
+                return true;
+            }
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Detaches the device at `addr`, dropping what is in flight to it.
     pub fn detach(&self, addr: IpAddr) {
         {
@@ -215,6 +237,54 @@ mod tests {
     use super::*;
     use softrnic::link::Link;
     use std::net::Ipv4Addr;
+
+    /// A device at `addr`, its time and memory those of a device that
+    /// moves no data.
+    fn device(addr: IpAddr) -> Arc<SoftRnic> {
+        use softrnic::device::DeviceConfig;
+        use softrnic::env::{Clock, NoRoutes};
+        // SAFETY: the test registers no memory and posts no work, so the
+        // device never makes a DMA access.
+        let dma = unsafe { crate::platform::HostDma::new() };
+        let waker = Arc::new(ThreadWaker::default());
+        let hooks =
+            crate::busy::SharedWaker::new(waker, Arc::new(crate::busy::BusyPoll::new(false)));
+        Arc::new(
+            SoftRnic::new(
+                DeviceConfig::new(addr, 1024),
+                Box::new(dma),
+                Box::new(NoRoutes),
+                crate::clock::HostClock.now_us(),
+                Box::new(hooks),
+            )
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_address_still_held_by_a_stopping_device_is_attached_once_it_is_free() {
+        let hub = FabricHub::start("hub-test-stopping", Faults::default()).unwrap();
+        let addr = IpAddr::V4(Ipv4Addr::new(127, 0, 80, 21));
+        let (old, new) = (device(addr), device(addr));
+        let waker = Arc::new(ThreadWaker::default());
+        assert!(hub.attach(addr, &old, waker.clone()));
+        // Still held, never freed: refused after the wait.
+        let wait = std::time::Duration::from_millis(30);
+        assert!(!hub.attach_when_free(addr, &new, &waker, wait));
+        // Freed by another thread while the open waits: attached then.
+        let stopping = {
+            let hub = hub.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                hub.detach(addr);
+                drop(old);
+            })
+        };
+        let started = std::time::Instant::now();
+        assert!(hub.attach_when_free(addr, &new, &waker, std::time::Duration::from_secs(5)));
+        assert!(started.elapsed() >= std::time::Duration::from_millis(80));
+        stopping.join().unwrap();
+    }
 
     #[test]
     fn a_hub_loses_datagrams_for_addresses_without_a_device() {
