@@ -327,26 +327,54 @@ impl<L: Link> LinkPass<L> {
     /// says send first and send doorbells rang, the pass runs the work and
     /// takes what it sent, leaving arrivals to the next pass.
     pub fn try_pass(&self, rnic: &SoftRnic, now: u64, plan: PassPlan) -> Option<Pass> {
-        let turn = rnic.pass_turn()?;
-        let mut pass = Pass::default();
-        if !(plan.send_first && rnic.has_send_work()) {
-            for _ in 0..plan.rx_batches {
-                let got = self.link.receive(&mut |arrival| rnic.receive(now, arrival));
-                pass.received += got.count;
-                pass.next_due_us = got.next_due_us;
-                if !got.more {
-                    break;
-                }
-            }
-        }
-        pass.worked = turn.work(now, plan.deliver_events);
-        drop(turn);
-        self.pump(rnic, now);
-        Some(pass)
+        run_pass(
+            rnic,
+            now,
+            plan,
+            &mut |deliver| self.link.receive(deliver),
+            &mut || {
+                self.pump(rnic, now);
+            },
+        )
     }
 
     /// Takes what `rnic` sends onto the link ([`LinkPump::pump`]).
     pub fn pump(&self, rnic: &SoftRnic, now: u64) -> usize {
         self.pump.pump(rnic, &self.link, now)
     }
+}
+
+/// A runtime's receive of one batch of arrivals, each handed to the
+/// callback it is given ([`Link::receive`]'s shape).
+pub type ReceiveBatch<'a> = dyn FnMut(&mut dyn FnMut(Arrival<'_>)) -> Received + 'a;
+
+/// One pass of `rnic` at `now` as `plan` says, for a runtime that takes
+/// arrivals from its wire in batches (`receive`, as [`Link::receive`]) and
+/// puts what the device sends on it (`pump`): the batches handed to the
+/// device, its work, then the pump; `None` (nothing done) if another pass
+/// of it runs. When `plan` says send first and send doorbells rang, the
+/// arrivals are left to the next pass.
+pub fn run_pass(
+    rnic: &SoftRnic,
+    now: u64,
+    plan: PassPlan,
+    receive: &mut ReceiveBatch<'_>,
+    pump: &mut dyn FnMut(),
+) -> Option<Pass> {
+    let turn = rnic.pass_turn()?;
+    let mut pass = Pass::default();
+    if !(plan.send_first && rnic.has_send_work()) {
+        for _ in 0..plan.rx_batches {
+            let got = receive(&mut |arrival| rnic.receive(now, arrival));
+            pass.received += got.count;
+            pass.next_due_us = got.next_due_us;
+            if !got.more {
+                break;
+            }
+        }
+    }
+    pass.worked = turn.work(now, plan.deliver_events);
+    drop(turn);
+    pump();
+    Some(pass)
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use softrnic::device::SoftRnic;
 use softrnic::env::{Pass, PassPlan};
-use softrnic::link::{CaptureLink, Link, LinkPump};
+use softrnic::link::{CaptureLink, Link, LinkPump, run_pass};
 use softrnic::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 use softrnic::transmit_turn::TransmitTurn;
 
@@ -150,21 +150,15 @@ impl UdpPass {
     /// work and takes what it sent, leaving arrivals to the next pass (as
     /// `softrnic::link::LinkPass` does).
     pub fn try_pass(&self, rnic: &SoftRnic, now: u64, plan: PassPlan) -> Option<Pass> {
-        let turn = rnic.pass_turn()?;
-        let mut pass = Pass::default();
-        if !(plan.send_first && rnic.has_send_work()) {
-            for _ in 0..plan.rx_batches {
-                let got = self.tap.receive(&mut |arrival| rnic.receive(now, arrival));
-                pass.received += got.count;
-                if !got.more {
-                    break;
-                }
-            }
-        }
-        pass.worked = turn.work(now, plan.deliver_events);
-        drop(turn);
-        self.pump(rnic, now);
-        Some(pass)
+        run_pass(
+            rnic,
+            now,
+            plan,
+            &mut |deliver| self.tap.receive(deliver),
+            &mut || {
+                self.pump(rnic, now);
+            },
+        )
     }
 
     /// Takes what `rnic` sends onto the port: built in its batch, or
