@@ -19,14 +19,32 @@ pub fn current_tid() -> Option<u32> {
     link.file_name()?.to_str()?.parse().ok()
 }
 
-/// The ids of this process's threads now.
+/// The ids of this process's threads now. One read of `/proc/self/task`
+/// can skip a live thread while others start or exit (procfs walks the
+/// thread list by position: CI saw the test thread itself missing), so the
+/// directory is read until two reads agree (at most 8 reads) and every id
+/// any read saw is returned; a thread that exited meanwhile may be among
+/// them.
 pub fn threads() -> BTreeSet<u32> {
-    std::fs::read_dir("/proc/self/task")
-        .map(|dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    let read = || -> BTreeSet<u32> {
+        std::fs::read_dir("/proc/self/task")
+            .map(|dir| {
+                dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut last = read();
+    let mut seen = last.clone();
+    for _ in 1..8 {
+        let now = read();
+        seen.extend(now.iter().copied());
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    seen
 }
 
 /// Nanoseconds thread `tid` of this process has run on a CPU; `None`
