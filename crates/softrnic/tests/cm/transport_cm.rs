@@ -56,16 +56,7 @@ fn world(pmtu_a: u32, pmtu_b: u32) -> World {
     let faults = FaultInjector::new(clean());
     let a = Node::new(ADDR_A, pmtu_a, &fabric, &faults, &clock, 4 << 20);
     let b = Node::new(ADDR_B, pmtu_b, &fabric, &faults, &clock, 4 << 20);
-    a.dev.set_default_rc_config(fast_rc());
-    b.dev.set_default_rc_config(fast_rc());
-    World {
-        clock,
-        fabric,
-        faults,
-        a,
-        b,
-        steps: 0,
-    }
+    World::of(clock, fabric, faults, a, b)
 }
 
 struct Connected {
@@ -433,16 +424,7 @@ fn a_route_s_mtu_caps_what_the_initiator_offers() {
         Box::new(NoWake),
     );
     let b = Node::new(ADDR_B, 4096, &fabric, &faults, &clock, 4 << 20);
-    a.dev.set_default_rc_config(fast_rc());
-    b.dev.set_default_rc_config(fast_rc());
-    let w = World {
-        clock,
-        fabric,
-        faults,
-        a,
-        b,
-        steps: 0,
-    };
+    let w = World::of(clock, fabric, faults, a, b);
     negotiated(w, 1024, false);
     let asked = route.asked.lock().unwrap().clone();
     assert!(!asked.is_empty(), "the route was never asked");

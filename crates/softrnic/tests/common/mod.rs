@@ -605,6 +605,19 @@ impl World {
         let faults = FaultInjector::new(faults);
         let a = Node::new(a, pmtu, &fabric, &faults, &clock, mem_size);
         let b = Node::new(b, pmtu, &fabric, &faults, &clock, mem_size);
+        Self::of(clock, fabric, faults, a, b)
+    }
+
+    /// A world of nodes `a` and `b`, built on `clock`, `fabric` and
+    /// `faults` however a test needs them, both given the test-friendly
+    /// timers ([`fast_rc`]).
+    pub fn of(
+        clock: Arc<SimClock>,
+        fabric: Arc<Fabric>,
+        faults: Arc<FaultInjector>,
+        a: Node,
+        b: Node,
+    ) -> Self {
         a.dev.set_default_rc_config(fast_rc());
         b.dev.set_default_rc_config(fast_rc());
         Self {

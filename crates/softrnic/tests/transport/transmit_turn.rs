@@ -55,16 +55,7 @@ fn world(link: impl FnOnce(FabricEndpoint) -> Box<dyn Link>, waker: Box<dyn Wake
     let port = FabricEndpoint::new(fabric.clone(), c);
     let a = Node::custom(ADDR_A, 1024, &clock, 8 << 20, link(port), waker);
     let b = Node::new(ADDR_B, 1024, &fabric, &faults, &clock, 8 << 20);
-    a.dev.set_default_rc_config(fast_rc());
-    b.dev.set_default_rc_config(fast_rc());
-    World {
-        clock,
-        fabric,
-        faults,
-        a,
-        b,
-        steps: 0,
-    }
+    World::of(clock, fabric, faults, a, b)
 }
 
 /// (BTH opcode, destination QP, PSN) of an IPv4 RoCEv2 datagram.
