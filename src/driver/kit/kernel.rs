@@ -258,12 +258,12 @@ impl<T> Drop for Claim<'_, T> {
 /// teardown): a waiter sleeps ([`wait_briefly`]) instead of spinning at
 /// `DISPATCH_LEVEL`. Usable in a `static`.
 pub struct PassiveLock<T> {
-    held: core::sync::atomic::AtomicBool,
+    held: ClaimFlag,
     value: UnsafeCell<T>,
 }
 
 // SAFETY: the value is reached only through a guard, which one thread
-// holds at a time (acquire compare-exchange, release store).
+// holds at a time (the flag's acquire claim and release store).
 unsafe impl<T: Send> Sync for PassiveLock<T> {}
 
 impl<T> core::fmt::Debug for PassiveLock<T> {
@@ -276,23 +276,14 @@ impl<T> PassiveLock<T> {
     /// A free lock over `value`.
     pub const fn new(value: T) -> Self {
         Self {
-            held: core::sync::atomic::AtomicBool::new(false),
+            held: ClaimFlag::new(),
             value: UnsafeCell::new(value),
         }
     }
 
     /// Takes the lock (`PASSIVE_LEVEL`), waiting while another holds it.
     pub fn lock(&self) -> PassiveGuard<'_, T> {
-        while self
-            .held
-            .compare_exchange(
-                false,
-                true,
-                core::sync::atomic::Ordering::Acquire,
-                core::sync::atomic::Ordering::Relaxed,
-            )
-            .is_err()
-        {
+        while !self.held.try_claim() {
             wait_briefly();
         }
         PassiveGuard { lock: self }
@@ -328,8 +319,6 @@ impl<T> core::ops::DerefMut for PassiveGuard<'_, T> {
 
 impl<T> Drop for PassiveGuard<'_, T> {
     fn drop(&mut self) {
-        self.lock
-            .held
-            .store(false, core::sync::atomic::Ordering::Release);
+        self.lock.held.release();
     }
 }
