@@ -8,12 +8,13 @@
 //! shell:
 //!
 //! * Send: the RNIC owns no link; what it sends waits in its outboxes
-//!   until the port takes it ([`L2Port::transmit`], a
-//!   `softrnic::link::LinkPump` allocated with the port), after every
-//!   engine pass (the [`Pump`]) and at the end of every receive indication
-//!   ([`L2Port::transmit_after_receive`]). The port hands each frame to
-//!   [`NblSink::send_frame`], which copies it into a preallocated frame
-//!   ([`pool`]) and adds it to the pending batch; the pump's flush
+//!   until the port takes it ([`L2Port::transmit`], through
+//!   `EthernetPort::pump`), after every engine pass (the [`Pump`]) and at
+//!   the end of every receive indication
+//!   ([`L2Port::transmit_after_receive`]). The RNIC builds each datagram
+//!   into the port's frame, which frames it in place and hands it to
+//!   [`NblSink::send_frame`]; that copies it into a preallocated frame
+//!   ([`pool`]) and adds it to the pending batch. The pump's flush
 //!   (`FrameSink::flush`) sends the batch down with one
 //!   `Binding::send_own`, as does a batch that reaches `SEND_BATCH`
 //!   frames. No frame free, a frame too long or a binding that does not
@@ -40,10 +41,10 @@
 //!   (`SoftRnic::receive`), and the frame is consumed; everything else
 //!   (ARP and neighbour discovery included, after the port has learnt
 //!   from them) goes up V unchanged.
-//! * The port is the pump's link (`EthernetPort` is a
-//!   `softrnic::link::Link`): a datagram the RNIC sends crosses into the
-//!   driver once, at [`NblSink`], and a batch of them leaves in one call
-//!   to NDIS.
+//! * Crossings: a batch of the RNIC's datagrams crosses into the driver
+//!   once, at [`NblSink`] (one `EthernetPort::pump` call per batch), and
+//!   leaves in one call to NDIS; a received frame crosses into softrnic
+//!   once (`EthernetPort::receive_frame`).
 //! * Loopback: a datagram to one of V's own addresses never reaches the
 //!   wire (the NIC does not hairpin frames); the port queues it and calls
 //!   [`NblSink::loopback_ready`], which kicks the engine, whose pass hands
@@ -67,7 +68,6 @@ use ndkpi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES};
 use softrnic::device::SoftRnic;
 use softrnic::env::Routes;
 use softrnic::l2::{EthernetPort, FrameSink};
-use softrnic::link::LinkPump;
 
 use self::pool::{GivenBack, SendPool};
 use self::receive::Bounce;
@@ -281,9 +281,9 @@ impl Frames {
         }
     }
 
-    /// Whether a frame is free for the RNIC's next packet (the port's
-    /// `Link::can_transmit`, which the pump asks before every packet: two
-    /// atomic loads).
+    /// Whether a frame is free for the RNIC's next packet (the sink's
+    /// `FrameSink::has_room`, which the port's pump asks before every
+    /// packet: two atomic loads).
     fn has_room(&self) -> bool {
         let room = self.pool.has_room();
         if !room {
@@ -346,9 +346,6 @@ impl Routes for PortRoutes {
 pub struct L2Port {
     /// Shared with the RNIC's routes.
     port: TryArc<EthernetPort<NblSink>>,
-    /// Takes the RNIC's packets onto the port (one datagram buffer,
-    /// allocated with the port).
-    pump: LinkPump,
     frames: TryArc<Frames>,
     bounce: Bounce,
     /// The RNIC received datagrams go to, while attached (its users
@@ -391,7 +388,6 @@ impl L2Port {
         let port = TryArc::try_new_or_drop(port).map_err(|_| STATUS_INSUFFICIENT_RESOURCES)?;
         let this = Self {
             port,
-            pump: LinkPump::new().ok_or(STATUS_INSUFFICIENT_RESOURCES)?,
             frames,
             bounce: Bounce::new()?,
             rnic: Attached::new(),
@@ -478,7 +474,7 @@ impl L2Port {
     /// stranded.
     pub fn transmit(&self, rnic: &SoftRnic, now: u64) {
         if rnic.has_transmits() {
-            self.pump.pump(rnic, &*self.port, now);
+            self.port.pump(rnic, now);
         }
         // Frames of the port's own (a held datagram sent when its
         // neighbour answered), and the pump's if it found the turn taken.

@@ -7,8 +7,8 @@
 //!
 //! [`FRAMES`] is what a NIC's transmit ring holds: the RNIC sends bursts
 //! (a READ response is a run of packets) larger than that. So the pool
-//! says when it has no room ([`SendPool::has_room`], the port's
-//! `Link::can_transmit`), and the pump stops taking the RNIC's packets
+//! says when it has no room ([`SendPool::has_room`], the sink's
+//! `FrameSink::has_room`), and the pump stops taking the RNIC's packets
 //! instead of building frames the pool would have to drop; once
 //! [`RESUME_AT`] frames are free again, the give-back that frees enough
 //! says so ([`GivenBack::RoomAgain`]) and the port kicks the engine, whose

@@ -1,17 +1,19 @@
-//! The RNIC on an Ethernet segment: an [`EthernetPort`] is the device's
-//! [`crate::link::Link`] when its datagrams travel as Ethernet frames
-//! (Ethernet II + IPv4/IPv6 + UDP 4791 + BTH .. ICRC) through a NIC the
-//! host shares with its IP stack.
+//! The RNIC on an Ethernet segment: an [`EthernetPort`] carries the
+//! device's datagrams as Ethernet frames (Ethernet II + IPv4/IPv6 + UDP
+//! 4791 + BTH .. ICRC) through a NIC the host shares with its IP stack.
 //!
-//! * Send ([`crate::link::Link::transmit`]): a datagram to one of the port's
+//! * Send ([`EthernetPort::pump`]): the port takes the device's packets
+//!   itself, each built by the device straight into the port's frame
+//!   behind the Ethernet header's room. A datagram to one of the port's
 //!   own addresses goes to the loopback queue (a NIC does not hairpin
-//!   frames); any other is framed for its neighbour's MAC address and
-//!   handed to the [`FrameSink`]. A neighbour not known yet is asked for
-//!   (ARP request, or IPv6 Neighbor Solicitation) and the datagram is held
-//!   or dropped (below). The sink's room is the link's
-//!   ([`FrameSink::has_room`] is [`crate::link::Link::can_transmit`]): a
-//!   NIC whose transmit ring is full stops its runtime taking the RNIC's
-//!   packets ([`crate::link::LinkPump`]) rather than drop their frames.
+//!   frames); any other is framed in place for its neighbour's MAC
+//!   address and handed to the [`FrameSink`]. A neighbour not known yet
+//!   is asked for (ARP request, or IPv6 Neighbor Solicitation) and the
+//!   datagram is held or dropped (below). The pump asks the sink's room
+//!   before every packet ([`FrameSink::has_room`]): a NIC whose transmit
+//!   ring is full leaves the RNIC's packets in its outboxes rather than
+//!   drop their frames. [`EthernetPort::transmit`] sends a datagram built
+//!   elsewhere the same way.
 //! * Receive ([`EthernetPort::on_frame`]): a frame carrying an
 //!   unfragmented IPv4, or IPv6 with UDP right after its header, to UDP
 //!   port 4791 at one of the port's addresses, whose headers check, is
@@ -25,10 +27,8 @@
 //! * A runtime that hands the RNIC its frames straight on (the kernel
 //!   shell) calls [`EthernetPort::receive_frame`] once per frame: the
 //!   verdict, the RDMA octet count ([`PortStats::steered_bytes`]) and the
-//!   hand-over to [`crate::device::SoftRnic::receive`] in one call. The
-//!   port is also the device's link as it is (a `TryArc` or `Arc` of a
-//!   link is a link): a datagram the device sends reaches the sink
-//!   without passing through the runtime.
+//!   hand-over to [`crate::device::SoftRnic::receive`] in one call; and
+//!   [`EthernetPort::pump`] once per batch the other way.
 //! * Loopback: the queue is drained by the runtime
 //!   ([`EthernetPort::poll_loopback`], or [`EthernetPort::loopback_into`]
 //!   straight into the RNIC, outside any RNIC lock) after the sink's
@@ -99,8 +99,8 @@ pub trait FrameSink: Send + Sync {
     /// the RC transport retransmits).
     fn send_frame(&self, frame: &[u8], rdma: Option<usize>) -> bool;
 
-    /// Whether [`FrameSink::send_frame`] takes another frame now (the
-    /// port's [`crate::link::Link::can_transmit`]). A sink with a bounded
+    /// Whether [`FrameSink::send_frame`] takes another frame now, asked by
+    /// [`EthernetPort::pump`] before every packet. A sink with a bounded
     /// transmit queue says `false` while it is full, and has its runtime
     /// take the RNIC's packets again (its engine's next pass) once it has
     /// room. Cheap, never blocks. The default always has room.
@@ -114,8 +114,8 @@ pub trait FrameSink: Send + Sync {
     fn loopback_ready(&self);
 
     /// Sends the frames [`FrameSink::send_frame`] took and still holds (a
-    /// sink that sends in batches): the port's [`crate::link::Link::flush`],
-    /// which whoever transmits calls after. The default holds none.
+    /// sink that sends in batches), at the end of every
+    /// [`EthernetPort::pump`]. The default holds none.
     fn flush(&self) {}
 }
 

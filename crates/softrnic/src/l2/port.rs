@@ -2,9 +2,11 @@
 //! frames, and the neighbour traffic in between (the policy is the
 //! module's, [`crate::l2`]).
 //!
-//! Lock order: own addresses, then the neighbour cache, then a held
-//! frame; a scratch frame and the loopback queue are leaves. The sink is
-//! called holding only the frame's own buffer (a scratch or held frame).
+//! Lock order: the pump frame (held only under the device's transmit
+//! turn), own addresses, then the neighbour cache, then a held frame; a
+//! scratch frame and the loopback queue are leaves. The sink is called
+//! holding only the frame's own buffer (the pump frame, a scratch or a
+//! held frame).
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -33,12 +35,11 @@ use super::stats::{Counters, PortStats, inc};
 use super::{FrameSink, MAX_DATAGRAM_LEN, MAX_FRAME_LEN, Verdict, path_mtu_for};
 use crate::arrival::Arrival;
 use crate::device::SoftRnic;
-use crate::link::Link;
-use crate::transmit::SendFailure;
+use crate::transmit::{Carriage, MAX_DATAGRAM, SendFailure, Transmit};
 use crate::wire::arp::ArpPacket;
 use crate::wire::ethernet::{
     ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, EthernetHeader, MacAddr,
-    write_frame,
+    frame_in_place, write_frame,
 };
 use crate::wire::ip_udp::{datagram_destination, datagram_source};
 use crate::wire::ipv4_udp::{IPV4_HEADER_LEN, UDP_HEADER_LEN};
@@ -77,6 +78,26 @@ impl PortConfig {
     }
 }
 
+/// Where [`EthernetPort`]'s routing sent a datagram.
+enum Route {
+    /// Queued, held or dropped: nothing more to do.
+    Done,
+    /// To be framed and handed to the sink.
+    Frame(Framing),
+}
+
+/// How to frame a datagram for its neighbour.
+#[derive(Clone, Copy)]
+struct Framing {
+    mac: MacAddr,
+    ethertype: u16,
+    /// The RoCEv2 payload length ([`FrameSink::send_frame`]).
+    rdma: Option<usize>,
+    /// A stale neighbour to ask for again afterwards (target, and the
+    /// datagram's source).
+    solicit: Option<(IpAddr, Option<IpAddr>)>,
+}
+
 /// A frame waiting for its neighbour's MAC address (its destination
 /// field is filled in when that comes).
 #[derive(Debug)]
@@ -98,10 +119,14 @@ pub struct EthernetPort<S: FrameSink> {
     held: Vec<Mutex<HeldFrame>>,
     scratch: Vec<Mutex<Vec<u8>>>,
     next_scratch: AtomicUsize,
+    /// Where [`EthernetPort::pump`] has the device build each packet.
+    /// Locked only by the holder of the device's transmit turn, so never
+    /// waited for (and so a plain spin lock, outside the lock order).
+    pump_frame: spin::Mutex<Vec<u8>>,
     loopback: Loopback,
     stats: Counters,
     /// Datagrams too big for the link, until the device takes them
-    /// ([`Link::take_send_failures`]).
+    /// ([`EthernetPort::take_send_failures`], or the pump's give-back).
     too_big: TooBig,
 }
 
@@ -228,6 +253,7 @@ impl<S: FrameSink> EthernetPort<S> {
                 zeroed(MAX_FRAME_LEN).map(|frame| Mutex::new(&SCRATCH_LOCK, frame))
             })?,
             next_scratch: AtomicUsize::new(0),
+            pump_frame: spin::Mutex::new(zeroed(ETHERNET_HEADER_LEN + MAX_DATAGRAM)?),
             loopback: Loopback::new(config.loopback, MAX_DATAGRAM_LEN)?,
             stats: Counters::default(),
             too_big: TooBig {
@@ -327,11 +353,90 @@ impl<S: FrameSink> EthernetPort<S> {
 
     // ---- sending ----
 
-    /// Sends one datagram (the [`Link`]'s transmit).
-    fn send_datagram(&self, datagram: &[u8]) {
+    /// Takes `rnic`'s packets at `now_us` while the sink has room, each
+    /// built by the device straight into the port's pump frame behind the
+    /// Ethernet header's room and framed there, then flushes the sink and
+    /// gives the datagrams too big for the link back to the device
+    /// ([`SoftRnic::send_failed`]). This is the kernel runtime's side of
+    /// the device's transmit turn ([`crate::transmit`]): a packet crosses
+    /// to the sink without a copy of its own. Returns how many packets it
+    /// took. A call while another pump of the device runs takes nothing:
+    /// that one takes what is waiting, or wakes the device's engine when
+    /// it stops.
+    pub fn pump(&self, rnic: &SoftRnic, now_us: u64) -> usize {
+        self.note_time(now_us);
+        let mut taken = 0;
+        // The frame is locked only under the device's transmit turn and let
+        // go before it (declared after it): whoever has the turn has it.
+        if let Some(mut turn) = rnic.transmit_turn()
+            && let Some(mut frame) = self.pump_frame.try_lock()
+        {
+            // Whole datagrams: no trains leave a device through a NIC.
+            let carriage = Carriage::default();
+            while self.sink.has_room() {
+                let Some(room) = frame.get_mut(ETHERNET_HEADER_LEN..) else {
+                    break;
+                };
+                match turn.poll_transmit(room, carriage) {
+                    Some(Transmit::Datagram(len)) => {
+                        taken += 1;
+                        self.send_in_place(&mut frame, len);
+                    }
+                    // Not asked for (this carriage takes neither).
+                    Some(Transmit::UdpPayload { .. } | Transmit::Train(_)) => {}
+                    None => break,
+                }
+            }
+            self.sink.flush();
+        }
+        self.too_big
+            .take(&mut |failure| rnic.send_failed(now_us, failure));
+        taken
+    }
+
+    /// Sends one IP datagram built elsewhere (a peer's, a test's) as the
+    /// pump sends the device's: looped back to one of the port's own
+    /// addresses, else framed for its neighbour (asked for, and the
+    /// datagram held or dropped, while unknown). Must not block. A
+    /// datagram too big for the link is kept for
+    /// [`EthernetPort::take_send_failures`].
+    pub fn transmit(&self, datagram: &[u8]) {
+        if let Route::Frame(to) = self.route(datagram) {
+            self.send_framed(to.mac, to.ethertype, datagram, to.rdma);
+            self.solicit_after(to);
+        }
+    }
+
+    /// Hands each datagram dropped as too big for the link since the last
+    /// look to `each`, once (the pump gives them to the device itself).
+    pub fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
+        self.too_big.take(each);
+    }
+
+    /// Sends the datagram the device built in `frame` behind the header's
+    /// room (`len` bytes), framing it in place when its neighbour is known.
+    fn send_in_place(&self, frame: &mut [u8], len: usize) {
+        let datagram_end = ETHERNET_HEADER_LEN + len;
+        let Some(datagram) = frame.get(ETHERNET_HEADER_LEN..datagram_end) else {
+            return;
+        };
+        let Route::Frame(to) = self.route(datagram) else {
+            return;
+        };
+        let header = EthernetHeader::new(to.mac, self.mac, to.ethertype);
+        if let Some(n) = frame_in_place(&header, frame, len) {
+            self.hand_to_sink(frame.get(..n).unwrap_or_default(), to.rdma);
+        }
+        self.solicit_after(to);
+    }
+
+    /// Where one datagram goes: the loopback queue, a neighbour's MAC
+    /// address (framed by the caller), a held slot or nowhere (counted).
+    fn route(&self, datagram: &[u8]) -> Route {
         let stats = &self.stats;
         let Some(dst) = datagram_destination(datagram) else {
-            return inc(&stats.dropped_malformed);
+            inc(&stats.dropped_malformed);
+            return Route::Done;
         };
         if self.own.read().contains(dst) {
             if self.loopback.push(datagram) {
@@ -340,35 +445,38 @@ impl<S: FrameSink> EthernetPort<S> {
             } else {
                 inc(&stats.loopback_dropped);
             }
-            return;
+            return Route::Done;
         }
         if !self.link_up() {
-            return inc(&stats.dropped_link_down);
+            inc(&stats.dropped_link_down);
+            return Route::Done;
         }
         if datagram.len() > self.mtu.load(Ordering::Relaxed) as usize
             || datagram.len() > MAX_DATAGRAM_LEN
         {
             // It can never leave: the device fails the QP that sent it.
             self.too_big.record(datagram);
-            return inc(&stats.dropped_too_big);
+            inc(&stats.dropped_too_big);
+            return Route::Done;
         }
         let now = self.now();
         let ethertype = ethertype_of(dst);
-        let known = self.neighbours.read().reachable(dst, now);
         let rdma = rocev2_payload_len(ethertype, datagram.len());
-        if let Some(mac) = known {
-            self.send_framed(mac, ethertype, datagram, rdma);
-            return;
+        let to = |mac, solicit| {
+            Route::Frame(Framing {
+                mac,
+                ethertype,
+                rdma,
+                solicit,
+            })
+        };
+        if let Some(mac) = self.neighbours.read().reachable(dst, now) {
+            return to(mac, None);
         }
         let resolved = self.resolve(dst, ethertype, datagram, now);
         let source = datagram_source(datagram);
         match resolved {
-            Resolved::Known { mac, solicit } => {
-                self.send_framed(mac, ethertype, datagram, rdma);
-                if solicit {
-                    self.solicit(dst, source);
-                }
-            }
+            Resolved::Known { mac, solicit } => to(mac, solicit.then_some((dst, source))),
             Resolved::Unknown { solicit, hold } => {
                 if hold.is_some() {
                     inc(&stats.held);
@@ -378,7 +486,15 @@ impl<S: FrameSink> EthernetPort<S> {
                 if solicit {
                     self.solicit(dst, source);
                 }
+                Route::Done
             }
+        }
+    }
+
+    /// Asks for a stale neighbour again, after its datagram went.
+    fn solicit_after(&self, to: Framing) {
+        if let Some((target, source)) = to.solicit {
+            self.solicit(target, source);
         }
     }
 
@@ -617,27 +733,6 @@ fn ndp_learning(n: &Neighbor, own: &OwnAddresses) -> Option<(IpAddr, MacAddr, bo
     };
     let ip = IpAddr::V6(ip);
     (!ip.is_unspecified() && !own.contains(ip)).then_some((ip, mac, create))
-}
-
-impl<S: FrameSink> Link for EthernetPort<S> {
-    fn transmit(&self, datagram: &[u8]) {
-        self.send_datagram(datagram);
-    }
-
-    /// The sink's batch goes ([`FrameSink::flush`]).
-    fn flush(&self) {
-        self.sink.flush();
-    }
-
-    /// The sink's room ([`FrameSink::has_room`]).
-    fn can_transmit(&self) -> bool {
-        self.sink.has_room()
-    }
-
-    /// The datagrams dropped as longer than the link's MTU.
-    fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
-        self.too_big.take(each);
-    }
 }
 
 const _: () = assert!(MAX_FRAME_LEN == ETHERNET_HEADER_LEN + MAX_DATAGRAM_LEN);

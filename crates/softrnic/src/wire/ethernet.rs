@@ -117,14 +117,28 @@ pub fn parse_ethernet(frame: &[u8]) -> Option<(&EthernetHeader, &[u8])> {
 /// [`MIN_FRAME_LEN`]; returns the frame's length, or `None` if `out` is
 /// too small.
 pub fn write_frame(header: &EthernetHeader, payload: &[u8], out: &mut [u8]) -> Option<usize> {
-    let len = ETHERNET_HEADER_LEN + payload.len();
+    let end = ETHERNET_HEADER_LEN + payload.len();
+    out.get_mut(ETHERNET_HEADER_LEN..end)?
+        .copy_from_slice(payload);
+    frame_in_place(header, out, payload.len())
+}
+
+/// Frames the payload already in `out` after the header's room
+/// (`out[ETHERNET_HEADER_LEN..][..payload_len]`) in place: writes `header`
+/// in front and pads to the minimum frame length as [`write_frame`] does;
+/// the frame's length, or `None` if `out` is too short.
+pub fn frame_in_place(
+    header: &EthernetHeader,
+    out: &mut [u8],
+    payload_len: usize,
+) -> Option<usize> {
+    let len = ETHERNET_HEADER_LEN + payload_len;
     let padded = len.max(MIN_FRAME_LEN);
     let frame = out.get_mut(..padded)?;
-    let (head, rest) = frame.split_at_mut_checked(ETHERNET_HEADER_LEN)?;
-    head.copy_from_slice(header.as_bytes());
-    let (body, pad) = rest.split_at_mut_checked(payload.len())?;
-    body.copy_from_slice(payload);
-    pad.fill(0);
+    frame
+        .get_mut(..ETHERNET_HEADER_LEN)?
+        .copy_from_slice(header.as_bytes());
+    frame.get_mut(len..)?.fill(0);
     Some(padded)
 }
 
@@ -155,6 +169,17 @@ mod tests {
         assert!(write_frame(&h, &[0; 67], &mut out).is_none(), "too small");
         let long = [7u8; 50];
         assert_eq!(write_frame(&h, &long, &mut out), Some(64));
+        // In place: the same frame from a payload already behind the
+        // header's room, padding included.
+        for payload in [&[1u8, 2, 3][..], &long] {
+            let mut copied = [0xAAu8; 80];
+            let n = write_frame(&h, payload, &mut copied).unwrap();
+            let mut in_place = [0xAAu8; 80];
+            in_place[14..14 + payload.len()].copy_from_slice(payload);
+            assert_eq!(frame_in_place(&h, &mut in_place, payload.len()), Some(n));
+            assert_eq!(in_place[..n], copied[..n]);
+        }
+        assert!(frame_in_place(&h, &mut [0; 59], 3).is_none(), "too small");
     }
 
     #[test]

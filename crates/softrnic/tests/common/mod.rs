@@ -34,6 +34,7 @@ use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
 use softrnic::env::{Capture, Clock, NoRoutes, Routes, Wake};
 use softrnic::fabric::{Fabric, FabricEndpoint};
+use softrnic::l2::{EthernetPort, FrameSink};
 use softrnic::link::{CaptureLink, FaultInjector, FaultLink, Faults, Link, LinkPass};
 use softrnic::qp::{Path, QpState, RcConfig};
 
@@ -221,6 +222,22 @@ pub struct Node {
     pub routes: Mutex<Vec<IpAddr>>,
     /// The time it runs at (shared with its world).
     pub clock: Arc<SimClock>,
+    /// A runtime that takes its device's packets itself (an Ethernet
+    /// station's port, [`Node::on_port`]) rather than over the link.
+    own_pump: Option<OwnPump>,
+}
+
+/// A runtime's own way of taking its device's packets at a time.
+type OwnPump = Box<dyn Fn(&SoftRnic, u64) -> usize + Send + Sync>;
+
+/// The link of a node whose runtime takes the device's packets itself:
+/// it carries nothing.
+struct Unwired;
+
+impl Link for Unwired {
+    fn transmit(&self, _datagram: &[u8]) {
+        panic!("this node's packets leave through its runtime's own pump");
+    }
 }
 
 /// A QP as the test drives it.
@@ -296,6 +313,31 @@ impl Node {
         Self::build(addr, pmtu, clock, mem, link, routes, waker)
     }
 
+    /// A device whose packets leave through `port` (an Ethernet station):
+    /// its runtime takes them with the port's pump, and hands it what
+    /// arrives itself.
+    pub fn on_port<S: FrameSink + 'static>(
+        addr: impl Into<IpAddr>,
+        pmtu: u32,
+        clock: &Arc<SimClock>,
+        mem_size: usize,
+        port: Arc<EthernetPort<S>>,
+        routes: Box<dyn Routes>,
+    ) -> Self {
+        let mem = HostMem::new(mem_size);
+        let mut node = Self::build(
+            addr,
+            pmtu,
+            clock,
+            mem,
+            Box::new(Unwired),
+            routes,
+            Box::new(NoWake),
+        );
+        node.own_pump = Some(Box::new(move |dev, now| port.pump(dev, now)));
+        node
+    }
+
     /// A device reaching memory `mem` (which other devices may share).
     pub fn sharing(
         addr: impl Into<IpAddr>,
@@ -342,6 +384,7 @@ impl Node {
             pd_key,
             routes: Mutex::new(Vec::new()),
             clock: clock.clone(),
+            own_pump: None,
         };
         // A runtime's first turn, before any traffic: the device learns
         // how its packets are carried (trains or not) before it records
@@ -354,7 +397,11 @@ impl Node {
     /// after each arrival and poll ([`LinkPass::pump`]); how many packets
     /// moved.
     pub fn pump(&self) -> usize {
-        self.pass.pump(&self.dev, self.clock.now())
+        let now = self.clock.now();
+        match &self.own_pump {
+            Some(pump) => pump(&self.dev, now),
+            None => self.pass.pump(&self.dev, now),
+        }
     }
 
     /// Hands an arrival to the device now (its one receive door), shown

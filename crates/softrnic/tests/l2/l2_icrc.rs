@@ -152,13 +152,13 @@ fn station() -> (Station, Buf) {
     let port = Arc::new(EthernetPort::new(OUR_MAC, Sink(wire.clone())).unwrap());
     port.set_link(true, 1500);
     port.set_addresses(&[(IpAddr::V4(OUR_IP), 24)]);
-    let node = Node::custom(
+    let node = Node::on_port(
         OUR_IP,
         1024,
         &clock,
         1 << 20,
-        Box::new(port.clone()),
-        Box::new(NoWake),
+        port.clone(),
+        Box::new(softrnic::env::NoRoutes),
     );
     node.dev.set_default_rc_config(fast_rc());
     let mut qp = node.qp(8);

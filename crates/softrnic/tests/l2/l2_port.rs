@@ -13,7 +13,6 @@ use softrnic::l2::{
     EthernetPort, FrameSink, HOLD_US, MacAddr, PortConfig, REACHABLE_US, SOLICIT_INTERVAL_US,
     STALE_US, Verdict, path_mtu_for,
 };
-use softrnic::link::Link;
 use softrnic::wire::arp::{ARP_REPLY, ArpPacket};
 use softrnic::wire::ethernet::{
     ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, EthernetHeader, parse_ethernet, write_frame,
@@ -795,16 +794,84 @@ fn check_verdict(verdict: &Verdict<'_>, frame: &[u8]) -> Result<(), TestCaseErro
     Ok(())
 }
 
-/// The port's room for the RNIC's packets is its sink's: a sink whose
-/// transmit queue is full stops the RNIC's senders.
+/// The port takes a device's packets itself: each SEND packet is built by
+/// the device into the port's frame, framed there for the neighbour and
+/// handed to the sink, in PSN order and whole (its ICRC verifies at the
+/// peer's port); while the sink is full nothing is taken and nothing
+/// lost; a datagram too big for the link goes back to the device, which
+/// fails the QP that sent it.
 #[test]
-fn the_ports_room_is_its_sinks() {
+fn the_pump_frames_the_devices_packets_and_stops_while_the_sink_is_full() {
+    use crate::common::{Node, SimClock, pattern, wqe};
+    use hwq::wqe::{Access, SendOpcode};
+    use softrnic::env::LinkMtu;
+    use softrnic::qp::{Path, QpState};
+    use std::net::SocketAddr;
+
     let (p, sink) = port();
-    assert!(p.can_transmit());
+    let p = Arc::new(p);
+    p.on_frame(
+        &arp(ARP_REPLY, PEER, "198.18.0.2", "198.18.0.1", US),
+        2 * SECOND,
+    );
+    let clock = Arc::new(SimClock::default());
+    clock.set(3 * SECOND);
+    let routes = Box::new(LinkMtu::new(p.path_mtu()));
+    let node = Node::on_port(ip("198.18.0.1"), 1024, &clock, 1 << 20, p.clone(), routes);
+    let mut qp = node.qp(16);
+    let path = Path {
+        remote: SocketAddr::new(ip("198.18.0.2"), 4791),
+        remote_qpn: 0x42,
+        pmtu: 1024,
+        send_psn: 100,
+        recv_psn: 500,
+        outbound_reads: 1,
+        inbound_reads: 1,
+    };
+    node.dev.connect_qp(qp.qpn.raw(), path).unwrap();
+    let buf = node.register(8192, Access::LOCAL_WRITE);
+    node.mem.fill(buf.logical, &pattern(1, 4096));
+
     sink.0.full.store(true, Ordering::SeqCst);
-    assert!(!p.can_transmit());
+    node.post_send(&mut qp, wqe(SendOpcode::Send, 1, &[buf.sge(0, 4096)]));
+    node.dev.poll(clock.now());
+    assert_eq!(node.pump(), 0, "a full sink takes nothing");
+    assert!(sink.take().is_empty());
+    assert!(node.dev.has_transmits(), "the packets wait in the device");
+
     sink.0.full.store(false, Ordering::SeqCst);
-    assert!(p.can_transmit());
+    assert_eq!(node.pump(), 4, "4 KiB in 1 KiB packets");
+    let frames = sink.take();
+    assert_eq!(frames.len(), 4);
+    let (peer_port, _) = port_with(PortConfig::new(PEER));
+    peer_port.set_addresses(&[(ip("198.18.0.2"), 15)]);
+    for (k, f) in frames.iter().enumerate() {
+        let (eth, _) = parse_ethernet(f).unwrap();
+        assert_eq!(
+            (eth.dst, eth.src, eth.ethertype.get()),
+            (PEER, US, ETHERTYPE_IPV4)
+        );
+        let Verdict::Rnic(steered) = peer_port.on_frame(f, 3 * SECOND) else {
+            panic!("frame {k} not steered")
+        };
+        let packet = parse_checked(&steered).expect("the ICRC verifies");
+        assert_eq!(packet.bth.psn, 100 + k as u32, "PSN order");
+        assert_eq!(packet.bth.dest_qp, 0x42);
+        assert_eq!(packet.payload, &pattern(1, 4096)[k * 1024..][..1024]);
+    }
+    assert_eq!(sink.take_rdma().len(), 4);
+    assert_eq!(p.stats().frames_sent, 4);
+
+    // The link shrinks under the connection: the next packet can never
+    // leave, and the device hears of it from the pump.
+    p.set_link(true, 600);
+    node.post_send(&mut qp, wqe(SendOpcode::Send, 2, &[buf.sge(0, 1024)]));
+    node.dev.poll(clock.now());
+    assert_eq!(node.pump(), 1);
+    assert!(sink.take().is_empty());
+    assert_eq!(p.stats().dropped_too_big, 1);
+    assert_eq!(node.state(&qp), QpState::Error, "the sender failed");
+    p.take_send_failures(&mut |_| panic!("given to the device already"));
 }
 
 proptest! {

@@ -91,15 +91,7 @@ impl Station {
         // The runtime's routes: the port's MTU to every neighbour on its
         // one segment.
         let routes = Box::new(LinkMtu::new(port.path_mtu()));
-        let node = Node::routed(
-            ips[0],
-            pmtu,
-            clock,
-            4 << 20,
-            Box::new(port.clone()),
-            routes,
-            Box::new(NoWake),
-        );
+        let node = Node::on_port(ips[0], pmtu, clock, 4 << 20, port.clone(), routes);
         node.dev.set_addresses(&ips).unwrap();
         node.dev.set_default_rc_config(fast_rc());
         let events = recorder(&node.dev);
