@@ -182,9 +182,11 @@ mod tests {
     #[test]
     fn the_thread_clock_reads_this_threads_time() {
         let tid = current_tid().unwrap();
-        let clock = clock_ns(tid).expect("the thread's CPU clock");
         let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap();
         let sched: u64 = text.split_whitespace().next().unwrap().parse().unwrap();
+        // Read after schedstat: the thread's time only grows, and
+        // schedstat may be up to date or lag, never lead.
+        let clock = clock_ns(tid).expect("the thread's CPU clock");
         assert!(
             clock >= sched && clock - sched < 50_000_000,
             "{clock} {sched}"
