@@ -33,10 +33,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::rnic_util::*;
+use links::{Capture, Direction, Link};
 use ndkpi::*;
 use rsndk::adapters::{device_of, fabric_of, tap_of};
-use softrnic::env::{Capture, Direction};
-use softrnic::link::Link;
 use softrnic::wire::{
     Bth, ExtHeaders, Headers, Ipv4UdpFields, Opcode, ROCEV2_PORT, Reth, build, psn_add,
 };

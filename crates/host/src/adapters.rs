@@ -11,14 +11,14 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use hwq::TryArc;
+use links::{CaptureLink, Clock, Faults, Link, LinkPass};
 use ndkpi::{
     NDK_ADAPTER, NDK_VERSION, NTSTATUS, STATUS_ACCESS_DENIED, STATUS_INSUFFICIENT_RESOURCES,
     STATUS_INVALID_PARAMETER, STATUS_SHARING_VIOLATION,
 };
 use provider::device::DeviceContext;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, NoRoutes, Routes};
-use softrnic::link::{CaptureLink, Faults, Link, LinkPass};
+use softrnic::env::{NoRoutes, Routes};
 
 use crate::busy::{BusyPoll, SharedWaker};
 use crate::clock::HostClock;

@@ -14,7 +14,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use softrnic::env::{Clock, Pass, PassPlan, Wake};
+use links::{Clock, Pass, PassPlan};
+use softrnic::env::Wake;
 
 use crate::clock::HostClock;
 use crate::waker::ThreadWaker;

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use softrnic::env::Clock;
+use links::Clock;
 
 /// Monotonic microseconds since the process's first use of the clock: the
 /// time this runtime passes to its devices and its fabric hub's links.

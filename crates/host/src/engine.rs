@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use links::{Clock, PassPlan};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Clock, PassPlan, Wake};
+use softrnic::env::Wake;
 use softrnic::qp::{Negotiated, RcConfig};
 
 use crate::clock::HostClock;

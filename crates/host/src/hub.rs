@@ -11,10 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
+use links::{
+    FaultInjector, FaultLink, Faults,
+    fabric::{Fabric, FabricEndpoint, Queued},
+};
 use softrnic::device::SoftRnic;
 use softrnic::env::Wake;
-use softrnic::fabric::{Fabric, FabricEndpoint, Queued};
-use softrnic::link::{FaultInjector, FaultLink, Faults};
 
 use crate::clock::HostClock;
 use crate::engine::{DeviceThreads, set_rc_defaults, spawn_engine};
@@ -235,14 +237,15 @@ impl Queued for WakeReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use softrnic::link::Link;
+    use links::Link;
     use std::net::Ipv4Addr;
 
     /// A device at `addr`, its time and memory those of a device that
     /// moves no data.
     fn device(addr: IpAddr) -> Arc<SoftRnic> {
+        use links::Clock;
         use softrnic::device::DeviceConfig;
-        use softrnic::env::{Clock, NoRoutes};
+        use softrnic::env::NoRoutes;
         // SAFETY: the test registers no memory and posts no work, so the
         // device never makes a DMA access.
         let dma = unsafe { crate::platform::HostDma::new() };

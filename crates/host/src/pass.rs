@@ -8,9 +8,8 @@
 
 use std::sync::{Arc, Weak};
 
+use links::{CaptureLink, Link, LinkPass, Pass, PassPlan};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Pass, PassPlan};
-use softrnic::link::{CaptureLink, Link, LinkPass};
 
 use crate::busy::HostPass;
 use crate::udp::UdpPass;

@@ -105,8 +105,8 @@ impl PcapCapture {
     }
 }
 
-impl softrnic::env::Capture for PcapCapture {
-    fn capture(&self, _direction: softrnic::env::Direction, datagram: &[u8]) {
+impl links::Capture for PcapCapture {
+    fn capture(&self, _direction: links::Direction, datagram: &[u8]) {
         self.record(datagram);
     }
 }
@@ -115,8 +115,8 @@ impl softrnic::env::Capture for PcapCapture {
 #[derive(Debug, Clone)]
 pub struct SharedCapture(pub std::sync::Arc<PcapCapture>);
 
-impl softrnic::env::Capture for SharedCapture {
-    fn capture(&self, _direction: softrnic::env::Direction, datagram: &[u8]) {
+impl links::Capture for SharedCapture {
+    fn capture(&self, _direction: links::Direction, datagram: &[u8]) {
         self.0.record(datagram);
     }
 }

@@ -81,11 +81,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use links::{Link, Received};
 use quinn_udp::{RecvMeta, UdpSocketState};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use softrnic::arrival::Arrival;
 use softrnic::env::Routes;
-use softrnic::link::{Link, Received};
 use softrnic::transmit::SendFailure;
 
 use crate::config::ROCEV2_UDP_PORT;
@@ -860,8 +860,8 @@ mod tests {
         use hwq::ring::ring;
         use hwq::{Connections, Verbs};
         use hwq::{Cqe, RecvWqe, SendWqe};
+        use links::Clock;
         use softrnic::device::{DeviceConfig, SoftRnic};
-        use softrnic::env::Clock;
         use std::sync::Arc;
 
         use crate::busy::SharedWaker;

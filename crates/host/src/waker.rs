@@ -24,8 +24,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
+use links::Clock;
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd, poll};
-use softrnic::env::{Clock, Wake};
+use softrnic::env::Wake;
 
 use crate::clock::HostClock;
 

@@ -9,17 +9,43 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use hwq::lock::LockClass;
 
-use crate::sync::{Mutex, RwLock};
+use softrnic::sync::{Mutex, RwLock};
 /// The installed capture's slot.
 static CAPTURE_LOCK: LockClass = LockClass::new("softrnic capture");
 /// The capture's scratch buffer.
 static CAPTURE_SCRATCH_LOCK: LockClass = LockClass::new("softrnic capture scratch");
 
-use super::{Link, Received};
-use crate::arrival::Arrival;
-use crate::env::{Capture, Direction};
-use crate::train::Train;
-use crate::wire::IpUdpFields;
+use crate::link::{Link, Received};
+use softrnic::arrival::Arrival;
+
+use softrnic::train::Train;
+use softrnic::wire::IpUdpFields;
+
+/// Which way a captured datagram went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Sent by this device.
+    Transmit,
+    /// Received by this device (before any check: bad packets are captured too).
+    Receive,
+}
+
+/// A packet tap: sees every datagram the device sends and receives, as a
+/// whole IPv4 or IPv6 datagram (IP header through ICRC), so the host can
+/// write a pcap. Datagrams that arrived as a bare UDP payload
+/// ([`softrnic::arrival::Arrival::UdpPayload`]) are shown with the
+/// IP and UDP headers the ICRC convention assumes (IPv4: identification 0,
+/// DF, TTL 64; IPv6: traffic class and flow label 0, hop limit 64; the
+/// socket's addresses and ports).
+///
+/// Called by the [`CaptureLink`] a runtime wrapped the
+/// device's link in, from a runtime's pump (holding the device's transmit turn) and its
+/// receive path: must not block for long and must not call back into the
+/// device.
+pub trait Capture: Send + Sync {
+    /// Records one datagram.
+    fn capture(&self, direction: Direction, datagram: &[u8]);
+}
 
 /// A link that shows what passes through it to a [`Capture`], if one is
 /// installed ([`CaptureLink::set_capture`]): each datagram transmitted,
@@ -179,7 +205,7 @@ impl<L: Link> Link for CaptureLink<L> {
         self.inner.carries_trains()
     }
 
-    fn take_send_failures(&self, each: &mut dyn FnMut(crate::transmit::SendFailure)) {
+    fn take_send_failures(&self, each: &mut dyn FnMut(softrnic::transmit::SendFailure)) {
         self.inner.take_send_failures(each);
     }
 

@@ -6,12 +6,12 @@
 //! drives a test takes them out and hands them over itself.
 //!
 //! The fabric loses, duplicates and reorders nothing itself: faults are
-//! injected by a [`crate::link::FaultLink`] around a device's endpoint,
+//! injected by a [`crate::FaultLink`] around a device's endpoint,
 //! which hands it what it delays ([`Link::transmit_owned_later`]) to queue
 //! until due.
 //!
 //! Devices that share one memory may also send trains
-//! ([`crate::train`]); whoever takes datagrams gets a train cut into the
+//! ([`softrnic::train`]); whoever takes datagrams gets a train cut into the
 //! datagrams it stands for.
 
 use alloc::boxed::Box;
@@ -24,15 +24,15 @@ use core::net::IpAddr;
 
 use hwq::lock::LockClass;
 
-use crate::sync::Mutex;
+use softrnic::sync::Mutex;
 
 /// The fabric's state.
 static FABRIC_LOCK: LockClass = LockClass::new("softrnic fabric");
 
-use crate::arrival::Arrival;
-use crate::env::Clock;
+use crate::clock::Clock;
 use crate::link::{Link, Load, Received};
-use crate::train::Train;
+use softrnic::arrival::Arrival;
+use softrnic::train::Train;
 
 /// What the fabric did, for tests and reports. A train counts as the
 /// packets it stands for.
@@ -202,7 +202,7 @@ pub struct Fabric {
 
 /// Destination of a datagram (IPv4 bytes 16..20, IPv6 bytes 24..40).
 fn destination(datagram: &[u8]) -> Option<IpAddr> {
-    crate::wire::ip_udp::datagram_destination(datagram)
+    softrnic::wire::ip_udp::datagram_destination(datagram)
 }
 
 impl Fabric {
@@ -399,7 +399,7 @@ static BATCH_LOCK: LockClass = LockClass::new("softrnic fabric endpoint batch");
 /// which tests and the host's in-memory hub give their devices alike.
 ///
 /// What the device sends is queued for its destination, due at once, or
-/// later when a [`crate::link::FaultLink`] around the endpoint delays it
+/// later when a [`crate::FaultLink`] around the endpoint delays it
 /// ([`Link::transmit_owned_later`]): the fabric holds it until due. An
 /// endpoint at an address of its own ([`FabricEndpoint::receiving_at`])
 /// hands what is due there to [`Link::receive`] (a pass takes it); one
@@ -430,7 +430,7 @@ impl FabricEndpoint {
 
     /// Like [`FabricEndpoint::new`], for devices that reach memory through
     /// one DMA address space: READ responses, SENDs and WRITEs may travel
-    /// as trains ([`crate::train`]).
+    /// as trains ([`softrnic::train`]).
     pub fn with_trains(fabric: Arc<Fabric>, clock: Arc<dyn Clock>) -> Self {
         Self {
             trains: true,
@@ -546,7 +546,7 @@ impl Link for FabricEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::{FaultInjector, FaultLink, Faults};
+    use crate::{FaultInjector, FaultLink, Faults};
     use core::net::{Ipv4Addr, Ipv6Addr};
     use core::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 

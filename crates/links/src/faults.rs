@@ -28,17 +28,17 @@ use hwq::lock::LockClass;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 
-use crate::sync::Mutex;
+use softrnic::sync::Mutex;
 
 /// A fault link's random draws.
 static DRAWS_LOCK: LockClass = LockClass::new("softrnic fault draws");
 /// A fault link's held-back datagrams.
 static HELD_BACK_LOCK: LockClass = LockClass::new("softrnic fault held back");
 
-use super::{Link, Load, Received};
-use crate::arrival::Arrival;
-use crate::env::Clock;
-use crate::train::Train;
+use crate::clock::Clock;
+use crate::link::{Link, Load, Received};
+use softrnic::arrival::Arrival;
+use softrnic::train::Train;
 
 /// Fault probabilities and delays.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -419,7 +419,7 @@ impl<L: Link> Link for FaultLink<L> {
         !self.injector.per_packet.load(AtomicOrdering::Relaxed) && self.inner.carries_trains()
     }
 
-    fn take_send_failures(&self, each: &mut dyn FnMut(crate::transmit::SendFailure)) {
+    fn take_send_failures(&self, each: &mut dyn FnMut(softrnic::transmit::SendFailure)) {
         self.inner.take_send_failures(each);
     }
 
@@ -453,8 +453,7 @@ mod tests {
     use spin::Mutex;
 
     use super::*;
-    use crate::env::{Capture, Direction};
-    use crate::link::CaptureLink;
+    use crate::{Capture, CaptureLink, Direction};
     use alloc::boxed::Box;
     use alloc::vec;
     use core::sync::atomic::AtomicU64;

@@ -1,57 +1,17 @@
-//! Links: what a runtime that carries packets in software puts between a
-//! device and its wire, and the runtime side of a device's transmit turn
-//! for such a runtime. The device itself owns no link and calls none
-//! ([`crate::transmit`]): a runtime hands arrivals to
-//! [`crate::device::SoftRnic::receive`] and takes what the device sends.
-//! A runtime whose wire is a [`Link`] (the in-memory fabric's
-//! [`crate::fabric::FabricEndpoint`], the host's UDP port, tests' links)
-//! takes it with a [`LinkPump`] and runs whole passes with [`LinkPass`];
-//! one with its own buffers (the kernel's NBLs) takes packets itself.
-//!
-//! ## Wrappers
-//!
-//! As smoltcp's `phy::Tracer` and `phy::FaultInjector` wrap a device in
-//! another, a link may be wrapped in another link, by the runtime:
-//!
-//! * [`CaptureLink`] shows what passes through it, either way, to a
-//!   [`crate::env::Capture`] (a pcap writer), once one fills its slot
-//!   ([`CaptureLink::set_capture`]). A runtime that hands arrivals to the
-//!   device itself shows them first ([`CaptureLink::show_arrival`]).
-//!
-//! * [`FaultLink`] injects seeded faults into what is transmitted through
-//!   it: loss, duplication, reordering and delay, drawn per datagram by a
-//!   [`FaultInjector`] that several links may share (the devices of one
-//!   simulated network). It carries no trains while it draws per-datagram
-//!   faults. What it delays it holds until due, or hands at once to a link
-//!   that delays delivery itself ([`Link::transmit_owned_later`]: a
-//!   [`crate::fabric::FabricEndpoint`], tests' and the host's hub's). A
-//!   runtime (or test) wraps its link in one, inside its capture wrapper,
-//!   which so sees what leaves the device before any fault.
-//!
-//! A wrapper forwards what it does not change, so wrappers nest, and a
-//! `Box` or `Arc` of a link is a link.
+//! The [`Link`] trait: what a runtime carries a device's packets over in
+//! software, and what a link holds for later delivery ([`Load`]).
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use hwq::TryArc;
 
-use crate::arrival::Arrival;
-use crate::device::SoftRnic;
-use crate::env::{Pass, PassPlan};
-use crate::train::Train;
-use crate::transmit::{Carriage, MAX_DATAGRAM, SendFailure, Transmit};
-
-mod capture;
-#[cfg(any(feature = "sim", doc))]
-mod faults;
-
-pub use capture::CaptureLink;
-#[cfg(any(feature = "sim", doc))]
-pub use faults::{FaultInjector, FaultLink, FaultStats, Faults};
+use softrnic::arrival::Arrival;
+use softrnic::train::Train;
+use softrnic::transmit::SendFailure;
 
 /// What a runtime carries packets over in software (and the wrappers
-/// around it). The device never calls one: [`LinkPump`] and [`LinkPass`]
+/// around it). The device never calls one: [`crate::LinkPump`] and [`crate::LinkPass`]
 /// do, for the runtime.
 pub trait Link: Send + Sync {
     /// Queues one IPv4/UDP or IPv6/UDP datagram (a whole RoCEv2 packet,
@@ -76,7 +36,7 @@ pub trait Link: Send + Sync {
     /// delivery queue): takes the datagram in `buf[..len]` as
     /// [`Link::transmit_owned`] does, for delivery `hold_us` later than
     /// [`Link::transmit_owned`]'s. `false` (the default): the link holds
-    /// nothing back and took nothing; a [`FaultLink`] then holds the
+    /// nothing back and took nothing; a [`crate::FaultLink`] then holds the
     /// datagram itself.
     fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
         let _ = (hold_us, buf, len);
@@ -105,9 +65,9 @@ pub trait Link: Send + Sync {
         true
     }
 
-    /// Whether the link carries trains ([`crate::train`]): only a link
+    /// Whether the link carries trains ([`softrnic::train`]): only a link
     /// between devices that share one DMA address space, while it injects
-    /// no per-packet faults (a [`FaultLink`] says no while it draws them).
+    /// no per-packet faults (a [`crate::FaultLink`] says no while it draws them).
     /// The default carries none. Asked once per pump.
     fn carries_trains(&self) -> bool {
         false
@@ -124,7 +84,7 @@ pub trait Link: Send + Sync {
     /// will (larger than the path carries, refused by the host: not a full
     /// queue or a lost packet, which the RC transport retransmits) to
     /// `each`, once; the pump gives it back to the device
-    /// ([`SoftRnic::send_failed`]), which fails the QP that sent it. The
+    /// ([`softrnic::device::SoftRnic::send_failed`]), which fails the QP that sent it. The
     /// default has none. Asked after every pump's flush: must be cheap
     /// when there are none. The link must hold none of its own locks while
     /// it calls `each`.
@@ -133,9 +93,9 @@ pub trait Link: Send + Sync {
     }
 
     /// Hands datagrams that have arrived (a bounded batch, never waiting)
-    /// to `deliver`. For links that are polled ([`LinkPass`] does); a
+    /// to `deliver`. For links that are polled ([`crate::LinkPass`] does); a
     /// runtime whose arrivals come pushed (an interrupt or receive
-    /// callback) hands them to [`SoftRnic::receive`] itself, and its link
+    /// callback) hands them to [`softrnic::device::SoftRnic::receive`] itself, and its link
     /// keeps this default, which takes nothing. Called by one thread at a
     /// time per device.
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
@@ -198,7 +158,7 @@ forward_link!(TryArc);
 pub enum Load {
     /// One IPv4 or IPv6 datagram.
     Datagram(Vec<u8>),
-    /// Packets whose payload is still at the sender ([`crate::train`]).
+    /// Packets whose payload is still at the sender ([`softrnic::train`]).
     Train(Train),
 }
 
@@ -230,151 +190,4 @@ pub struct Received {
     /// When the next datagram held back by the link (a simulated delay)
     /// becomes due, on the link's clock.
     pub next_due_us: Option<u64>,
-}
-
-/// Takes what a device sends and puts it on a [`Link`]: the runtime side
-/// of the device's transmit turn ([`crate::transmit`]) for a runtime whose
-/// wire is a link. Holds one datagram buffer, allocated once.
-#[derive(Debug)]
-pub struct LinkPump {
-    /// Where each packet is built; a link taking it whole swaps in another
-    /// ([`Link::transmit_owned`]). Locked only by the holder of the
-    /// device's transmit turn, so never waited for.
-    buf: spin::Mutex<Vec<u8>>,
-}
-
-impl LinkPump {
-    /// A pump; `None` if memory ran out.
-    pub fn new() -> Option<Self> {
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(MAX_DATAGRAM).ok()?;
-        buf.resize(MAX_DATAGRAM, 0);
-        Some(Self {
-            buf: spin::Mutex::new(buf),
-        })
-    }
-
-    /// Takes `rnic`'s packets while `link` has room, puts each on it in the
-    /// order taken, flushes it, then gives the link's send failures back to
-    /// the device at `now`. Returns how many packets (a train counts the
-    /// packets it stands for) it moved. A call while another pump of the
-    /// device runs moves nothing: that one takes what is waiting, or wakes
-    /// the device's engine when it stops.
-    pub fn pump(&self, rnic: &SoftRnic, link: &dyn Link, now: u64) -> usize {
-        let mut moved = 0;
-        // The buffer is locked only under the device's transmit turn, and
-        // let go before it (declared after it): whoever gets the turn gets
-        // the buffer.
-        if let Some(mut turn) = rnic.transmit_turn()
-            && let Some(mut buf) = self.buf.try_lock()
-        {
-            let carriage = Carriage {
-                ipv6_udp_payloads: false,
-                trains: link.carries_trains(),
-            };
-            while link.can_transmit() {
-                if buf.len() < MAX_DATAGRAM {
-                    // A link that took the buffer left a shorter one.
-                    buf.resize(MAX_DATAGRAM, 0);
-                }
-                match turn.poll_transmit(&mut buf, carriage) {
-                    Some(Transmit::Datagram(len)) => {
-                        moved += 1;
-                        link.transmit_owned(&mut buf, len);
-                    }
-                    Some(Transmit::Train(train)) => {
-                        moved += train.segments() as usize;
-                        link.transmit_train(train);
-                    }
-                    // Not asked for (no UDP payloads in this carriage).
-                    Some(Transmit::UdpPayload { .. }) => {}
-                    None => break,
-                }
-            }
-            link.flush();
-        }
-        link.take_send_failures(&mut |failure| rnic.send_failed(now, failure));
-        moved
-    }
-}
-
-/// A whole pass of a runtime whose wire is a [`Link`]: what the link
-/// received handed to the device, the device's work, and what it sends
-/// taken onto the link ([`crate::pass`]). The runtime holds one per
-/// device, with the device's link.
-#[derive(Debug)]
-pub struct LinkPass<L> {
-    link: L,
-    pump: LinkPump,
-}
-
-impl<L: Link> LinkPass<L> {
-    /// Passes over `link`; `None` if memory ran out.
-    pub fn new(link: L) -> Option<Self> {
-        Some(Self {
-            link,
-            pump: LinkPump::new()?,
-        })
-    }
-
-    /// The link.
-    pub fn link(&self) -> &L {
-        &self.link
-    }
-
-    /// Runs one pass of `rnic` at `now` as `plan` says, unless another pass
-    /// of it runs (`None`: the caller does not wait for it). When `plan`
-    /// says send first and send doorbells rang, the pass runs the work and
-    /// takes what it sent, leaving arrivals to the next pass.
-    pub fn try_pass(&self, rnic: &SoftRnic, now: u64, plan: PassPlan) -> Option<Pass> {
-        run_pass(
-            rnic,
-            now,
-            plan,
-            &mut |deliver| self.link.receive(deliver),
-            &mut || {
-                self.pump(rnic, now);
-            },
-        )
-    }
-
-    /// Takes what `rnic` sends onto the link ([`LinkPump::pump`]).
-    pub fn pump(&self, rnic: &SoftRnic, now: u64) -> usize {
-        self.pump.pump(rnic, &self.link, now)
-    }
-}
-
-/// A runtime's receive of one batch of arrivals, each handed to the
-/// callback it is given ([`Link::receive`]'s shape).
-pub type ReceiveBatch<'a> = dyn FnMut(&mut dyn FnMut(Arrival<'_>)) -> Received + 'a;
-
-/// One pass of `rnic` at `now` as `plan` says, for a runtime that takes
-/// arrivals from its wire in batches (`receive`, as [`Link::receive`]) and
-/// puts what the device sends on it (`pump`): the batches handed to the
-/// device, its work, then the pump; `None` (nothing done) if another pass
-/// of it runs. When `plan` says send first and send doorbells rang, the
-/// arrivals are left to the next pass.
-pub fn run_pass(
-    rnic: &SoftRnic,
-    now: u64,
-    plan: PassPlan,
-    receive: &mut ReceiveBatch<'_>,
-    pump: &mut dyn FnMut(),
-) -> Option<Pass> {
-    let turn = rnic.pass_turn()?;
-    let mut pass = Pass::default();
-    if !(plan.send_first && rnic.has_send_work()) {
-        for _ in 0..plan.rx_batches {
-            let got = receive(&mut |arrival| rnic.receive(now, arrival));
-            pass.received += got.count;
-            pass.next_due_us = got.next_due_us;
-            if !got.more {
-                break;
-            }
-        }
-    }
-    pass.worked = turn.work(now, plan.deliver_events);
-    drop(turn);
-    pump();
-    Some(pass)
 }

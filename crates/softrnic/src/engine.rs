@@ -261,7 +261,7 @@ impl SoftRnic {
     /// datagram from its BTH, its headers' ICRC part carried with it), and
     /// dispatched; a malformed or bad-ICRC datagram is counted and
     /// dropped. Never panics, whatever the bytes. A runtime that captures
-    /// shows it first ([`crate::link::CaptureLink::show_arrival`]). What
+    /// shows it first (the `links` crate's capture wrapper). What
     /// it sends in answer waits for the runtime's transmit turn
     /// ([`crate::transmit`]).
     pub fn receive(&self, now: u64, arrival: Arrival<'_>) {

@@ -1,24 +1,13 @@
 //! What the device needs from its surroundings: a way to ask for its
-//! engine to be run, and its routes' path MTUs; a packet tap (shown what
-//! passes by a runtime's [`crate::link::CaptureLink`]) and the clock of a
-//! link that delays delivery, which runtimes use around the device.
+//! engine to be run ([`Wake`]), and its routes' path MTUs ([`Routes`]).
 //!
 //! The device keeps no clock and owns no link: its runtime reads its own
 //! clock and passes the time into every run entry point
 //! ([`crate::pass::PassTurn::work`], [`crate::device::SoftRnic::poll`],
 //! [`crate::device::SoftRnic::receive`]), as smoltcp's
 //! `Interface::poll(timestamp)` does, and takes what the device sends
-//! ([`crate::transmit`]). The host (or the kernel
-//! shell) implements these traits; tests implement them deterministically
-//! (a simulated time, an in-memory fabric).
-
-/// Monotonic time, read by a link that holds datagrams back for a
-/// while (a [`crate::link::FaultLink`]'s injected delays, the in-memory
-/// [`crate::fabric::FabricEndpoint`]'s due times); never by the device.
-pub trait Clock: Send + Sync {
-    /// Microseconds since an arbitrary fixed origin.
-    fn now_us(&self) -> u64;
-}
+//! ([`crate::transmit`]). The host (or the kernel shell) implements these
+//! traits; tests implement them deterministically.
 
 /// What the device asks of the runtime that runs it (the host's engine
 /// thread, the kernel's DPC). When and on which thread passes run, busy
@@ -39,7 +28,7 @@ pub trait Wake: Send + Sync {
     /// (`hwq::device::Device::busy_poll`, with no lock held, possibly from
     /// several threads at once). The runtime decides whether to run a pass
     /// on it (its own: the device's work in a [`crate::pass::PassTurn`],
-    /// with [`PassPlan::deliver_events`] false, since an event callback
+    /// without delivering events, since an event callback
     /// from inside the consumer's CQ poll could deadlock it) and returns
     /// whether anything was done. A runtime that runs none (the device's
     /// own context does all the work) returns false.
@@ -104,59 +93,4 @@ impl<R: Routes + ?Sized> Routes for alloc::sync::Arc<R> {
     fn path_mtu(&self, dst: core::net::IpAddr) -> Option<u32> {
         (**self).path_mtu(dst)
     }
-}
-
-/// What one pass does ([`crate::link::LinkPass`], or a runtime's own).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PassPlan {
-    /// Deliver events to the event sink (only the device's own context).
-    pub deliver_events: bool,
-    /// Receive batches the runtime takes at most before the work, so that
-    /// a flood cannot hold the pass for long (the device receives nothing
-    /// itself: the runtime's pass hands arrivals in first).
-    pub rx_batches: usize,
-    /// When send doorbells were rung, run the work and end the pass there,
-    /// leaving arrivals to the next pass (for a consumer that has just
-    /// posted: the answer to what it sends cannot be there yet, and the
-    /// receive would cost a system call).
-    pub send_first: bool,
-}
-
-/// What a pass did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pass {
-    /// Datagrams taken from the link (a train counts the packets it
-    /// stands for).
-    pub received: usize,
-    /// The work did something (call again at once).
-    pub worked: bool,
-    /// When the link's next held-back datagram is due (µs, the link's
-    /// clock).
-    pub next_due_us: Option<u64>,
-}
-
-/// Which way a captured datagram went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// Sent by this device.
-    Transmit,
-    /// Received by this device (before any check: bad packets are captured too).
-    Receive,
-}
-
-/// A packet tap: sees every datagram the device sends and receives, as a
-/// whole IPv4 or IPv6 datagram (IP header through ICRC), so the host can
-/// write a pcap. Datagrams that arrived as a bare UDP payload
-/// ([`crate::arrival::Arrival::UdpPayload`]) are shown with the
-/// IP and UDP headers the ICRC convention assumes (IPv4: identification 0,
-/// DF, TTL 64; IPv6: traffic class and flow label 0, hop limit 64; the
-/// socket's addresses and ports).
-///
-/// Called by the [`crate::link::CaptureLink`] a runtime wrapped the
-/// device's link in, from the engine's hot path, possibly holding a device lock (an outbox's, while it drains
-/// to the link): must not block for long and must not call back into the
-/// device.
-pub trait Capture: Send + Sync {
-    /// Records one datagram.
-    fn capture(&self, direction: Direction, datagram: &[u8]);
 }

@@ -15,8 +15,7 @@
 //! 1. [`wire`]: packets and MADs, no state.
 //! 2. The device's objects: [`memory`] (keys, translation, scatter/gather),
 //!    [`cq`], [`srq`], [`addresses`], [`table`], [`bitset`]; the
-//!    surroundings' traits in [`env`](mod@env) (wake, routes, tap, and the
-//!    clock a delaying link reads).
+//!    surroundings' traits in [`env`](mod@env) (wake, routes).
 //! 3. The transport: [`train`] (packets whose payload stays at the
 //!    sender), [`arrival`] (what the device's one receive door takes),
 //!    [`transmit`] (its one way out: the runtime's transmit turn takes
@@ -32,20 +31,15 @@
 //!    commands and doorbells of the hwq contract; [`engine`] (arrivals,
 //!    polls, timers, backpressure) and [`pass`] (the device's part of a
 //!    pass and its turn) drive it.
-//! 6. Around the device, for runtimes that carry packets in software:
-//!    [`link`] (the [`link::Link`] trait a runtime's wire implements, the
-//!    [`link::LinkPump`] and [`link::LinkPass`] that move packets between
-//!    a device and a link, and the wrappers [`link::CaptureLink`], which
-//!    shows what passes to a packet capture, and [`link::FaultLink`],
-//!    which injects seeded loss, duplication, reordering and delay);
-//!    [`fabric`] is an in-memory network between devices (a
-//!    plain delivery queue per destination; each device's link is a
-//!    [`fabric::FabricEndpoint`], tests' and the host's alike, its faults
-//!    from a [`link::FaultLink`] around it; both only with the `sim`
-//!    feature, which the host and the tests turn on and the kernel image
-//!    does not); [`l2`] is the Ethernet port
-//!    (framing, neighbours, classification) a kernel runtime gives a
-//!    device as its link and hands its received frames to.
+//! 6. At the device's edge: [`l2`] is the Ethernet port (framing,
+//!    neighbours, classification) through which a kernel runtime hands
+//!    the device its received frames and takes what it sends
+//!    ([`l2::EthernetPort::pump`]).
+//!
+//! What a runtime that carries packets in software puts around the device
+//! (links, their pump and passes, capture and fault wrappers, the
+//! in-memory fabric) is not in this crate: the `links` crate holds it,
+//! for the host and the tests. The kernel image uses none of it.
 //!
 //! ## Time
 //!
@@ -58,10 +52,8 @@
 //! was given. The hwq
 //! commands have no time of their own: a connection-management timer a
 //! command starts runs from the next pass, which stamps it; anything else a
-//! command needs a time for takes the latest pass's. The only clocks read
-//! inside this crate are links' ([`env::Clock`]): a [`link::FaultLink`]'s
-//! for the delays it injects, a [`fabric::FabricEndpoint`]'s for when what
-//! it queues is due.
+//! command needs a time for takes the latest pass's. No clock is read
+//! inside this crate.
 //!
 //! ## One SEND, end to end
 //!
@@ -85,14 +77,14 @@
 //!    buffer of its own, framed as its [`transmit::Carriage`] says: the
 //!    payload is gathered from host memory through [`memory`] (keys
 //!    checked again) straight into that buffer — a UDP socket's batch slot
-//!    (`crates/host`), a frame after the Ethernet header the kernel
-//!    shell's [`l2`] port writes, or a [`fabric::FabricEndpoint`]'s queue
-//!    entry — or, when it takes trains, the run is handed out as one
-//!    [`train::Train`]. A runtime whose wire is a [`link::Link`] does this
-//!    with a [`link::LinkPump`], inside whatever wrappers it put around
-//!    the link (the host's [`link::CaptureLink`] shows it to a packet
-//!    capture, a test's [`link::FaultLink`] loses or delays it). No packet
-//!    leaves while a QP's slot is held.
+//!    (`crates/host`), the kernel shell's [`l2`] port's frame behind the
+//!    Ethernet header's room, or an in-memory fabric's queue entry — or,
+//!    when it takes trains, the run is handed out as one
+//!    [`train::Train`]. A runtime whose wire is a software link does this
+//!    with the `links` crate's pump, inside whatever wrappers it put
+//!    around the link (the host's capture shows it to a packet capture, a
+//!    test's fault link loses or delays it). No packet leaves while a
+//!    QP's slot is held.
 //! 5. At the peer the runtime hands what arrived to the device's
 //!    one receive door, [`device::SoftRnic::receive`], as an
 //!    [`arrival::Arrival`]: a datagram, one whose IP and UDP headers were
@@ -138,14 +130,16 @@
 //!    ([`wire::parse_checked`]: the ICRC already fed the headers), and
 //!    hands it to its QP with the QP's outbox locked, as in step 5 above:
 //!    the responder places it and records the ACK.
-//! 5. At the end of the receive indication the driver takes the device's
-//!    transmit turn through a [`link::LinkPump`] over the port
+//! 5. At the end of the receive indication the driver has the port take
+//!    the device's packets, [`l2::EthernetPort::pump`]
 //!    (`L2Port::transmit_after_receive`; the engine's DPC does the same
-//!    after every pass): the ACK is copied out of the outbox into the
-//!    pump's buffer and handed to the port, an [`l2::EthernetPort`]. The
-//!    port frames it for the peer's MAC address and gives it, with its
-//!    RDMA length, to the driver's [`l2::FrameSink`], which adds it to the
-//!    batch it sends down in one call to NDIS when the pump flushes.
+//!    after every pass): the pump holds the device's transmit turn and the
+//!    ACK is built from the outbox straight into the port's frame, behind
+//!    the Ethernet header's room. The port frames it there for the peer's
+//!    MAC address and gives it, with its RDMA length, to the driver's
+//!    [`l2::FrameSink`], which copies it into an NBL's frame and adds it
+//!    to the batch it sends down in one call to NDIS when the pump
+//!    flushes.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -161,10 +155,7 @@ pub mod device;
 pub mod engine;
 mod engine_state;
 pub mod env;
-#[cfg(any(feature = "sim", doc))]
-pub mod fabric;
 pub mod l2;
-pub mod link;
 pub mod memory;
 pub mod outbox;
 pub mod pass;

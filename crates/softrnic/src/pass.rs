@@ -4,8 +4,8 @@
 //! A pass is the runtime's: it hands in what its wire received
 //! ([`SoftRnic::receive`]), runs the device's work ([`PassTurn::work`],
 //! [`SoftRnic::poll`]'s), and takes what the device sends
-//! ([`crate::transmit`]); [`crate::link::LinkPass`] is that pass for a
-//! runtime whose wire is a [`crate::link::Link`]. Who runs passes, and
+//! ([`crate::transmit`]); the `links` crate's `LinkPass` is that pass for
+//! a runtime whose wire is a software link. Who runs passes, and
 //! when, is the runtime's policy: the device's own context (the host's
 //! engine thread, the kernel's DPC), and, while a consumer spins on a CQ,
 //! the consumer itself (busy polling, through

@@ -466,8 +466,7 @@ impl Train {
 
     /// Drops the first segment (it was handed out as a datagram): the
     /// train now starts at the next one. `false` if none is left.
-    #[cfg(any(feature = "sim", doc))]
-    pub(crate) fn advance(&mut self) -> bool {
+    pub fn advance(&mut self) -> bool {
         if self.segs.count <= 1 {
             self.segs.count = 0;
             return false;

@@ -10,8 +10,9 @@
 //!   destinations (a UDP socket writes those headers itself), and whether
 //!   trains ([`crate::train`]) may be handed out. Each packet is built
 //!   straight into the runtime's buffer (a `sendmmsg` slot or segment of
-//!   the host's UDP batch, a [`crate::link::LinkPump`]'s buffer that a
-//!   fabric queue takes whole).
+//!   the host's UDP batch, the kernel's Ethernet port's frame behind the
+//!   header's room, a software link pump's buffer that a fabric queue
+//!   takes whole).
 //! * **Backpressure is not polling.** A runtime without room stops taking
 //!   packets; the outboxes fill and each QP that would record stops where
 //!   it is (nothing consumed, no PSN advanced) and is parked. Taking

@@ -11,9 +11,8 @@
 
 use std::sync::Arc;
 
+use links::{CaptureLink, Link, LinkPump, Pass, PassPlan, run_pass};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Pass, PassPlan};
-use softrnic::link::{CaptureLink, Link, LinkPump, run_pass};
 use softrnic::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 use softrnic::transmit_turn::TransmitTurn;
 
@@ -148,7 +147,7 @@ impl UdpPass {
     /// pass of it runs (`None`: the caller does not wait for it). When
     /// `plan` says send first and send doorbells rang, the pass runs the
     /// work and takes what it sent, leaving arrivals to the next pass (as
-    /// `softrnic::link::LinkPass` does).
+    /// `links::LinkPass` does).
     pub fn try_pass(&self, rnic: &SoftRnic, now: u64, plan: PassPlan) -> Option<Pass> {
         run_pass(
             rnic,

@@ -8,11 +8,10 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use links::{Clock, Link};
 use socket2::{Domain, Protocol, Socket, Type};
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::Clock;
-use softrnic::link::Link;
 
 use super::{UdpLink, UdpPort};
 use crate::busy::SharedWaker;

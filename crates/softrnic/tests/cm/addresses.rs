@@ -16,8 +16,8 @@ use common::*;
 use hwq::device::{ConnectParams, DeviceError, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{ConnId, CqeOpcode, CqeStatus};
+use links::Faults;
 use softrnic::device::SoftRnic;
-use softrnic::link::Faults;
 use softrnic::qp::{Path, QpState};
 
 const STEPS: u64 = 200_000;

@@ -15,8 +15,8 @@ use common::*;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
+use links::Faults;
 use softrnic::device::SoftRnic;
-use softrnic::link::Faults;
 use softrnic::qp::QpState;
 
 const STEPS: u64 = 200_000;

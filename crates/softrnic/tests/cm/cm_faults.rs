@@ -8,8 +8,8 @@ use hwq::ConnId;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use crate::common::net::{Ev, Net, Node};
+use links::Faults;
 use softrnic::cm::{CM_RESPONSE_TIMEOUT, MAX_CM_RETRIES, answer_wait_us};
-use softrnic::link::Faults;
 
 const STEPS: usize = 100_000;
 

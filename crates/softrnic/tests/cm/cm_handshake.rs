@@ -9,7 +9,7 @@ use crate::common::net::accept_params;
 use crate::common::net::{Ev, Net, Node};
 use hwq::device::{ConnectionInfo, DeviceError};
 use hwq::{ConnId, ListenId, Qpn};
-use softrnic::link::Faults;
+use links::Faults;
 
 const STEPS: usize = 10_000;
 

@@ -11,8 +11,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use crate::common::net::accept_params;
 use crate::common::net::{Ev, Net, addr, addr6};
 use hwq::device::DeviceError;
+use links::Faults;
 use softrnic::arrival::Arrival;
-use softrnic::link::Faults;
 use softrnic::wire::cma::PORT_SPACE_TCP;
 use softrnic::wire::{
     CmMessage, CmaHeader, IpUdpFields, Mad, ROCEV2_PORT, ReqMsg, build, gsi_headers,

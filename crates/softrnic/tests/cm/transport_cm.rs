@@ -17,10 +17,12 @@ use common::*;
 use hwq::device::{ConnectParams, EventSink};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{ConnId, CqeOpcode, CqeStatus};
+use links::{
+    Capture, Clock, Direction, FaultInjector, FaultLink, Faults,
+    fabric::{Fabric, FabricEndpoint},
+};
 use softrnic::device::SoftRnic;
-use softrnic::env::{Capture, Clock, Direction, Routes};
-use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::{FaultInjector, FaultLink, Faults};
+use softrnic::env::Routes;
 use softrnic::qp::QpState;
 
 const STEPS: u64 = 200_000;

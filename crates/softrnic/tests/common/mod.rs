@@ -9,7 +9,7 @@
 //! The test is each device's runtime: the device owns no link, so after
 //! every arrival it hands in and every poll it runs, the test takes what
 //! the device sends onto the device's link ([`Node::pump`], a
-//! [`softrnic::link::LinkPass`] over the link).
+//! [`links::LinkPass`] over the link).
 
 #![allow(
     dead_code,
@@ -30,12 +30,14 @@ use hwq::{
     Consumer, Cqe, CqeStatus, Cqn, DmaAccess, DmaFault, MemoryKey, Pdn, Producer, Qpn, RecvWqe,
     SendWqe, Sge,
 };
+use links::{
+    Capture, CaptureLink, Clock, FaultInjector, FaultLink, Faults, Link, LinkPass,
+    fabric::{Fabric, FabricEndpoint},
+};
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Capture, Clock, NoRoutes, Routes, Wake};
-use softrnic::fabric::{Fabric, FabricEndpoint};
+use softrnic::env::{NoRoutes, Routes, Wake};
 use softrnic::l2::{EthernetPort, FrameSink};
-use softrnic::link::{CaptureLink, FaultInjector, FaultLink, Faults, Link, LinkPass};
 use softrnic::qp::{Path, QpState, RcConfig};
 
 pub mod net;

@@ -14,11 +14,13 @@ use hwq::device::{
 };
 use hwq::ring::ring;
 use hwq::{ConnId, Cqe, Cqn, ListenId, Pdn, Producer, Qpn, RecvWqe, SendWqe, Srqn};
+use links::{
+    Clock, FaultInjector, FaultLink, Faults, LinkPass,
+    fabric::{Fabric, FabricEndpoint},
+};
 use softrnic::arrival::Arrival;
 use softrnic::device::{DeviceConfig, SoftRnic};
-use softrnic::env::{Clock, NoRoutes};
-use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::{FaultInjector, FaultLink, Faults, LinkPass};
+use softrnic::env::NoRoutes;
 
 use super::{Dma, HostMem, NoWake, SimClock};
 

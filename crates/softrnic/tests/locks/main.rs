@@ -20,9 +20,10 @@ use hwq::device::{Device, DeviceEvents, EventSink, Registration};
 use hwq::lock::{LockClass, LockToken, SpinLockOps, rw, test_and_set};
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeStatus, Cqn, Qpn, Srqn, Verbs};
-use softrnic::env::Clock;
-use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::Load;
+use links::{
+    Clock, Load,
+    fabric::{Fabric, FabricEndpoint},
+};
 
 /// Lock operations that record a thread taking a lock of a class it
 /// already holds (a class not declared nestable), then lock as the
@@ -148,7 +149,7 @@ fn pair() -> (Arc<Pair>, Qp, Qp) {
     let w = World {
         clock: clock.clone(),
         fabric: fabric.clone(),
-        faults: softrnic::link::FaultInjector::new(softrnic::link::Faults::default()),
+        faults: links::FaultInjector::new(links::Faults::default()),
         a,
         b,
         steps: 0,

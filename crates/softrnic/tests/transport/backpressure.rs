@@ -1,8 +1,8 @@
 //! Transmit backpressure: each device sends through a bounded transmit
 //! ring (a NIC's) that a simulated wire drains one datagram every
 //! [`FRAME_US`]. A ring that is full says so
-//! ([`softrnic::link::Link::can_transmit`]), and the runtime's pump
-//! ([`softrnic::link::LinkPump`]) then takes nothing more from the device:
+//! ([`links::Link::can_transmit`]), and the runtime's pump
+//! ([`links::LinkPump`]) then takes nothing more from the device:
 //! its outboxes fill and its QPs stop where they are (parked); the
 //! runtime's next pass, once the ring drained some, takes packets again,
 //! which resumes them. Bursts far larger than the ring (a READ's
@@ -20,9 +20,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus, Verbs};
+use links::{Capture, Direction, Link};
 use softrnic::engine::EngineStats;
-use softrnic::env::{Capture, Direction};
-use softrnic::link::Link;
 use softrnic::qp::QpState;
 
 /// BTH opcode of an RC SEND Only with Invalidate.

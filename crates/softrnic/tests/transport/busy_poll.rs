@@ -17,9 +17,9 @@ use common::*;
 use hwq::device::Device;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
+use links::{Link, Pass, PassPlan, Received};
 use softrnic::arrival::Arrival;
-use softrnic::env::{Pass, PassPlan, Wake};
-use softrnic::link::{Link, Received};
+use softrnic::env::Wake;
 use softrnic::qp::RcConfig;
 
 /// A wire with one inbound queue per address, read only by polling.
@@ -106,7 +106,7 @@ struct Asks {
 }
 
 /// The test's runtime: counts what the device asks, runs consumer passes
-/// (the node's [`softrnic::link::LinkPass`] over its link) at its clock's
+/// (the node's [`links::LinkPass`] over its link) at its clock's
 /// time when busy polling is allowed. It reaches the node that owns the
 /// device through a weak reference, set once the node is made.
 struct CountingWake(Arc<Asks>, Arc<SimClock>, Arc<OnceLock<Weak<Node>>>);

@@ -18,8 +18,8 @@ use std::time::Duration;
 use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
+use links::Link;
 use softrnic::arrival::Arrival;
-use softrnic::link::Link;
 use softrnic::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 
 /// What a probing runtime was given.

@@ -8,7 +8,7 @@ use crate::common;
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::RcConfig;
 
 const HOLD_US: u64 = 50;

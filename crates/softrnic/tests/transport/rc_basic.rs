@@ -8,7 +8,7 @@ use hwq::{Doorbells, Verbs};
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{Cqe, CqeOpcode, CqeStatus};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::QpState;
 
 const ALL: Access = Access::LOCAL_WRITE
@@ -217,10 +217,10 @@ fn write_and_read_sizes_on(v6: bool) {
 }
 
 #[derive(Default)]
-struct Tap(std::sync::Mutex<Vec<(softrnic::env::Direction, Vec<u8>)>>);
+struct Tap(std::sync::Mutex<Vec<(links::Direction, Vec<u8>)>>);
 struct TapRef(std::sync::Arc<Tap>);
-impl softrnic::env::Capture for TapRef {
-    fn capture(&self, d: softrnic::env::Direction, datagram: &[u8]) {
+impl links::Capture for TapRef {
+    fn capture(&self, d: links::Direction, datagram: &[u8]) {
         self.0.0.lock().unwrap().push((d, datagram.to_vec()));
     }
 }
@@ -307,7 +307,7 @@ fn udp_payload_transport_and_capture_ipv6() {
 }
 
 fn udp_payload_transport_and_capture_on(v6: bool) {
-    use softrnic::env::Direction;
+    use links::Direction;
     use softrnic::wire::ip_udp::split_datagram;
     use std::net::SocketAddr;
     let (w, mut qa, mut qb) = setup_on(v6, 1024, 1, 2);

@@ -16,7 +16,7 @@ use crate::common;
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::QpState;
 
 /// Offsets in a datagram (IPv4 20 + UDP 8): BTH opcode and PSN, and the

@@ -8,7 +8,7 @@ use hwq::Verbs;
 use common::*;
 use hwq::wqe::{Access, Bind, FastRegister, SendOpcode, WqeFlags};
 use hwq::{CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::{QpState, RcConfig};
 
 const REMOTE: Access = Access::LOCAL_WRITE

@@ -9,7 +9,7 @@ use crate::common;
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::QpState;
 
 const MESSAGES: usize = 10_000;
@@ -258,11 +258,11 @@ struct Counted {
 
 struct CountTap(std::sync::Arc<Counted>);
 
-impl softrnic::env::Capture for CountTap {
-    fn capture(&self, direction: softrnic::env::Direction, _datagram: &[u8]) {
+impl links::Capture for CountTap {
+    fn capture(&self, direction: links::Direction, _datagram: &[u8]) {
         let n = match direction {
-            softrnic::env::Direction::Transmit => &self.0.sent,
-            softrnic::env::Direction::Receive => &self.0.received,
+            links::Direction::Transmit => &self.0.sent,
+            links::Direction::Receive => &self.0.received,
         };
         n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }

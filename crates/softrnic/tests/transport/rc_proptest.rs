@@ -9,9 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
+use links::{Capture, Direction, Faults};
 use proptest::prelude::*;
-use softrnic::env::{Capture, Direction};
-use softrnic::link::Faults;
 use softrnic::wire::{
     Aeth, Bth, ExtHeaders, HeaderSet, Headers, Ipv4UdpFields, Opcode, PSN_MASK, Reth, Syndrome,
     build,

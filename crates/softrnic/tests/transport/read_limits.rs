@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use common::*;
 use hwq::wqe::Access;
-use softrnic::link::Link;
+use links::Link;
 use softrnic::qp::{Path, QpState};
 use softrnic::wire::{Bth, ExtHeaders, Headers, IpUdpFields, Opcode, Reth, build};
 

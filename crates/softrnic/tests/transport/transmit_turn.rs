@@ -15,10 +15,12 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
+use links::{
+    Clock, FaultInjector, Faults, Link, LinkPump,
+    fabric::{Fabric, FabricEndpoint},
+};
 use softrnic::arrival::Arrival;
-use softrnic::env::{Clock, Wake};
-use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::{FaultInjector, Faults, Link, LinkPump};
+use softrnic::env::Wake;
 use softrnic::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 use softrnic::wire;
 

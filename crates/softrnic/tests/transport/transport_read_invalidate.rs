@@ -16,7 +16,7 @@ use hwq::Verbs;
 use common::*;
 use hwq::wqe::{Access, FastRegister, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus, MemoryKey, SendOp, SendRequest, SendWqe};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::QpState;
 
 const REMOTE_READ: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ);

@@ -11,7 +11,7 @@ use crate::common;
 use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::QpState;
 
 const REMOTE: Access = Access::LOCAL_WRITE.union(Access::REMOTE_READ);

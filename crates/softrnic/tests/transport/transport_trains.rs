@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, Sge};
-use softrnic::env::{Capture, Clock, Direction};
-use softrnic::fabric::{Fabric, FabricEndpoint};
-use softrnic::link::{FaultInjector, FaultLink, Faults, Link, Load};
+use links::{
+    Capture, Clock, Direction, FaultInjector, FaultLink, Faults, Link, Load,
+    fabric::{Fabric, FabricEndpoint},
+};
 use softrnic::qp::QpState;
 use softrnic::wire;
 

@@ -9,7 +9,7 @@ use common::*;
 use hwq::Doorbells;
 use hwq::wqe::{Access, MAX_INLINE, MAX_SGE, SendOpcode, WqeFlags};
 use hwq::{CqeOpcode, CqeStatus, RecvWqe, SendWqe};
-use softrnic::link::Faults;
+use links::Faults;
 use softrnic::qp::QpState;
 
 /// Posts a good SEND, `bad`, and another good SEND, and checks that `bad`

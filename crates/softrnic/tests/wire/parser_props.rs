@@ -26,8 +26,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use common::{ADDR_A, ADDR_B, World};
 use hwq::wqe::Access;
+use links::Faults;
 use proptest::prelude::*;
-use softrnic::link::Faults;
 use softrnic::wire::*;
 
 const OPCODES: [u8; 25] = [
