@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::rnic_util::*;
-use links::{Capture, Direction, Link};
+use links::{Capture, Direction};
 use ndkpi::*;
 use rsndk::adapters::{device_of, fabric_of, tap_of};
 use softrnic::wire::{
@@ -452,7 +452,7 @@ struct Hostile {
 impl Hostile {
     fn send_raw(&mut self, d: &[u8]) {
         let before = self.rnic.stats().rx_packets;
-        self.hub.link(Ipv4Addr::from(self.src)).transmit(d);
+        links::transmit_copy(&self.hub.link(Ipv4Addr::from(self.src)), d);
         self.sent += 1;
         wait_until("V takes the packet", || {
             self.rnic.stats().rx_packets > before
@@ -615,7 +615,7 @@ fn hostile_packets_are_dropped_or_nakked_and_touch_nothing() {
     }
     // Shorter than an IPv4 header: the fabric itself drops it.
     let short_before = h.hub.fabric().stats().malformed;
-    h.hub.link(Ipv4Addr::from(h.src)).transmit(&full[..10]);
+    links::transmit_copy(&h.hub.link(Ipv4Addr::from(h.src)), &full[..10]);
     h.sent += 1;
     assert_eq!(h.hub.fabric().stats().malformed, short_before + 1);
     let dropped = || {

@@ -237,7 +237,6 @@ impl Queued for WakeReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use links::Link;
     use std::net::Ipv4Addr;
 
     /// A device at `addr`, its time and memory those of a device that
@@ -295,7 +294,7 @@ mod tests {
         let mut d = vec![0u8; 28];
         d[0] = 0x45;
         d[16..20].copy_from_slice(&[127, 0, 80, 12]);
-        hub.link(Ipv4Addr::new(127, 0, 80, 13)).transmit(&d);
+        links::transmit_copy(&hub.link(Ipv4Addr::new(127, 0, 80, 13)), &d);
         assert_eq!(hub.fabric().stats().sent, 1);
         assert_eq!(hub.fabric().in_flight(), 0);
     }

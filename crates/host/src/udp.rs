@@ -81,7 +81,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use links::{Link, Received};
+use links::{Link, Outgoing, Received};
 use quinn_udp::{RecvMeta, UdpSocketState};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use softrnic::arrival::Arrival;
@@ -690,8 +690,11 @@ impl Routes for UdpRoutes {
 }
 
 impl Link for UdpLink {
-    fn transmit(&self, datagram: &[u8]) {
-        self.0.queue_datagram(datagram);
+    /// Queues a datagram for the socket (it carries no trains).
+    fn transmit(&self, packet: Outgoing<'_>) {
+        if let Some(datagram) = packet.datagram() {
+            self.0.queue_datagram(datagram);
+        }
     }
 
     fn flush(&self) {
@@ -756,9 +759,12 @@ mod tests {
         let b = UdpPort::bind(peer_at).unwrap();
         let link = UdpLink(std::sync::Arc::new(a));
         for i in 0..10u8 {
-            link.transmit(&datagram(at, peer_at, 0x1234 + u16::from(i), &[i; 1000]));
+            links::transmit_copy(
+                &link,
+                &datagram(at, peer_at, 0x1234 + u16::from(i), &[i; 1000]),
+            );
         }
-        link.transmit(&datagram(at, peer_at, 0xFFFF, &[0xEE; 10]));
+        links::transmit_copy(&link, &datagram(at, peer_at, 0xFFFF, &[0xEE; 10]));
         link.flush();
         let mut got = Vec::new();
         let mut bufs = RxBuffers::default();
@@ -827,7 +833,7 @@ mod tests {
         for data in [&[7u8; 64][..], &[9u8; 3000][..]] {
             let mut out = vec![0u8; 4096];
             let n = build(&headers, &[data], &mut out).unwrap();
-            link.transmit(&out[..n]);
+            links::transmit_copy(&link, &out[..n]);
             link.flush();
         }
         let mut got = Vec::new();
@@ -972,7 +978,7 @@ mod tests {
         d[42..44].copy_from_slice(&peer.local_addr().unwrap().port().to_be_bytes());
         d.extend_from_slice(b"six");
         let link = UdpLink(std::sync::Arc::new(port));
-        link.transmit(&d);
+        links::transmit_copy(&link, &d);
         link.flush();
         let mut buf = [0u8; 16];
         let (n, from) = peer.recv_from(&mut buf).unwrap();

@@ -15,7 +15,7 @@ static CAPTURE_LOCK: LockClass = LockClass::new("softrnic capture");
 /// The capture's scratch buffer.
 static CAPTURE_SCRATCH_LOCK: LockClass = LockClass::new("softrnic capture scratch");
 
-use crate::link::{Link, Received};
+use crate::link::{Link, Outgoing, Received};
 use softrnic::arrival::Arrival;
 
 use softrnic::train::Train;
@@ -181,16 +181,18 @@ impl<L> CaptureLink<L> {
 }
 
 impl<L: Link> Link for CaptureLink<L> {
-    fn transmit(&self, datagram: &[u8]) {
-        self.datagram(Direction::Transmit, datagram);
-        self.inner.transmit(datagram);
-    }
-
-    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
-        if let Some(datagram) = buf.get(..len) {
-            self.datagram(Direction::Transmit, datagram);
+    fn transmit(&self, packet: Outgoing<'_>) {
+        match &packet {
+            Outgoing::Datagram { .. } => {
+                if let Some(datagram) = packet.datagram() {
+                    self.datagram(Direction::Transmit, datagram);
+                }
+            }
+            Outgoing::Train(train) => {
+                self.with_capture(|cap| self.train(cap, Direction::Transmit, train));
+            }
         }
-        self.inner.transmit_owned(buf, len);
+        self.inner.transmit(packet);
     }
 
     fn flush(&self) {
@@ -209,11 +211,6 @@ impl<L: Link> Link for CaptureLink<L> {
         self.inner.take_send_failures(each);
     }
 
-    fn transmit_train(&self, train: Train) {
-        self.with_capture(|cap| self.train(cap, Direction::Transmit, &train));
-        self.inner.transmit_train(train);
-    }
-
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
         self.inner.receive(&mut |arrival| {
             self.show_arrival(&arrival);
@@ -224,6 +221,7 @@ impl<L: Link> Link for CaptureLink<L> {
 
 #[cfg(test)]
 mod tests {
+    use crate::transmit_copy;
     use spin::Mutex;
 
     use super::*;
@@ -253,8 +251,10 @@ mod tests {
     const DST: SocketAddr = SocketAddr::new(core::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 4791);
 
     impl Link for Recorder {
-        fn transmit(&self, datagram: &[u8]) {
-            self.sent.lock().push(datagram.to_vec());
+        fn transmit(&self, packet: Outgoing<'_>) {
+            self.sent
+                .lock()
+                .extend(packet.datagram().map(<[u8]>::to_vec));
         }
         fn carries_trains(&self) -> bool {
             true
@@ -282,7 +282,7 @@ mod tests {
         let seen = Arc::new(Seen::default());
         // Nothing installed: nothing is shown.
         assert!(!link.is_capturing());
-        link.transmit(&[0x45, 0]);
+        transmit_copy(&link, &[0x45, 0]);
         assert_eq!(link.receive(&mut |_| {}).count, 2);
         // What the runtime asks of the link is the link's answer.
         assert!(link.carries_trains());
@@ -291,9 +291,12 @@ mod tests {
         link.set_capture(Some(Box::new(seen.clone())));
         assert!(link.is_capturing());
         assert!(seen.0.lock().is_empty(), "nothing shown before installed");
-        link.transmit(&[0x45, 1]);
+        transmit_copy(&link, &[0x45, 1]);
         let mut buf = vec![0x45, 2, 0xAA];
-        link.transmit_owned(&mut buf, 2);
+        link.transmit(Outgoing::Datagram {
+            buf: &mut buf,
+            len: 2,
+        });
         let mut delivered = 0;
         assert_eq!(link.receive(&mut |_| delivered += 1).count, 2);
         assert_eq!(delivered, 2, "every arrival still reaches the device");
@@ -319,11 +322,11 @@ mod tests {
 
         link.set_capture(None);
         assert!(!link.is_capturing());
-        link.transmit(&[0x45, 3]);
+        transmit_copy(&link, &[0x45, 3]);
         assert_eq!(seen.0.lock().len(), 4, "removed: nothing more shown");
         assert_eq!(link.inner().sent.lock().len(), 4);
         for _ in 0..6 {
-            link.transmit(&[0x45, 4]);
+            transmit_copy(&link, &[0x45, 4]);
         }
         assert!(!link.can_transmit(), "the wrapped link's room");
     }

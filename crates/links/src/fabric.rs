@@ -7,7 +7,7 @@
 //!
 //! The fabric loses, duplicates and reorders nothing itself: faults are
 //! injected by a [`crate::FaultLink`] around a device's endpoint,
-//! which hands it what it delays ([`Link::transmit_owned_later`]) to queue
+//! which hands it what it delays ([`Link::transmit_later`]) to queue
 //! until due.
 //!
 //! Devices that share one memory may also send trains
@@ -30,7 +30,7 @@ use softrnic::sync::Mutex;
 static FABRIC_LOCK: LockClass = LockClass::new("softrnic fabric");
 
 use crate::clock::Clock;
-use crate::link::{Link, Load, Received};
+use crate::link::{Link, Load, Outgoing, Received};
 use softrnic::arrival::Arrival;
 use softrnic::train::Train;
 
@@ -400,7 +400,7 @@ static BATCH_LOCK: LockClass = LockClass::new("softrnic fabric endpoint batch");
 ///
 /// What the device sends is queued for its destination, due at once, or
 /// later when a [`crate::FaultLink`] around the endpoint delays it
-/// ([`Link::transmit_owned_later`]): the fabric holds it until due. An
+/// ([`Link::transmit_later`]): the fabric holds it until due. An
 /// endpoint at an address of its own ([`FabricEndpoint::receiving_at`])
 /// hands what is due there to [`Link::receive`] (a pass takes it); one
 /// without leaves it to whoever drives the test
@@ -461,6 +461,15 @@ impl FabricEndpoint {
         }
     }
 
+    /// Queues `packet` due at `due_us`.
+    fn send_at(&self, due_us: u64, packet: Outgoing<'_>) {
+        let dst = match packet {
+            Outgoing::Datagram { buf, len } => self.fabric.transmit_owned(due_us, buf, len),
+            Outgoing::Train(train) => Some(self.fabric.transmit_train(due_us, train)),
+        };
+        self.queued(dst);
+    }
+
     /// Tells the runtime a load for `dst` was queued.
     fn queued(&self, dst: Option<IpAddr>) {
         if let (Some(queued), Some(dst)) = (&self.queued, dst) {
@@ -480,37 +489,19 @@ impl core::fmt::Debug for FabricEndpoint {
 }
 
 impl Link for FabricEndpoint {
-    fn transmit(&self, datagram: &[u8]) {
-        self.queued(self.fabric.transmit(self.clock.now_us(), datagram));
-    }
-
-    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
-        let now = self.clock.now_us();
-        self.queued(self.fabric.transmit_owned(now, buf, len));
+    fn transmit(&self, packet: Outgoing<'_>) {
+        self.send_at(self.clock.now_us(), packet);
     }
 
     /// The fabric queues it until due; a receiver woken now sleeps until
     /// then (its pass reports when the next load is due).
-    fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
-        let due = self.clock.now_us().saturating_add(hold_us);
-        self.queued(self.fabric.transmit_owned(due, buf, len));
-        true
+    fn transmit_later<'a>(&self, hold_us: u64, packet: Outgoing<'a>) -> Option<Outgoing<'a>> {
+        self.send_at(self.clock.now_us().saturating_add(hold_us), packet);
+        None
     }
 
     fn carries_trains(&self) -> bool {
         self.trains
-    }
-
-    fn transmit_train(&self, train: Train) {
-        let dst = self.fabric.transmit_train(self.clock.now_us(), train);
-        self.queued(Some(dst));
-    }
-
-    fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
-        let due = self.clock.now_us().saturating_add(hold_us);
-        let dst = self.fabric.transmit_train(due, train);
-        self.queued(Some(dst));
-        None
     }
 
     /// What is due for the endpoint's address, one lock round of the
@@ -546,6 +537,7 @@ impl Link for FabricEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transmit_copy;
     use crate::{FaultInjector, FaultLink, Faults};
     use core::net::{Ipv4Addr, Ipv6Addr};
     use core::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -601,7 +593,7 @@ mod tests {
             );
             for i in 0..10_000u32 {
                 clock.0.store(u64::from(i), AtomicOrdering::Relaxed);
-                port.transmit(&datagram([127, 0, 0, 2], i as u8));
+                transmit_copy(&port, &datagram([127, 0, 0, 2], i as u8));
             }
             let order: Vec<u8> = core::iter::from_fn(|| f.take_due(u64::MAX))
                 .map(|(_, d)| d[27])
@@ -645,15 +637,16 @@ mod tests {
         let a = FabricEndpoint::new(f.clone(), clock.clone()).notifying(Box::new(told.clone()));
         let b = FabricEndpoint::new(f.clone(), clock.clone()).receiving_at(b4, 2);
         for tag in 1..=3 {
-            a.transmit(&datagram(b4.octets(), tag));
+            transmit_copy(&a, &datagram(b4.octets(), tag));
         }
         let mut buf = datagram(b4.octets(), 4);
         let len = buf.len();
         assert!(
-            a.transmit_owned_later(10, &mut buf, len),
+            a.transmit_later(10, Outgoing::Datagram { buf: &mut buf, len })
+                .is_none(),
             "the fabric holds it"
         );
-        a.transmit(&datagram(a4.octets(), 9));
+        transmit_copy(&a, &datagram(a4.octets(), 9));
         assert_eq!(
             *told.0.lock(),
             [IpAddr::V4(b4); 4]

@@ -11,7 +11,7 @@
 //! sequence, as before from their fabric).
 //!
 //! A datagram due later is handed to the wrapped link at once if that
-//! link delays delivery itself ([`Link::transmit_owned_later`], the
+//! link delays delivery itself ([`Link::transmit_later`], the
 //! in-memory fabric's queue); otherwise the wrapper holds it and hands it
 //! over once due, at its next call (or [`FaultLink::release_due`]), and
 //! its [`Link::receive`] reports when that is, so a polling runtime wakes
@@ -36,7 +36,7 @@ static DRAWS_LOCK: LockClass = LockClass::new("softrnic fault draws");
 static HELD_BACK_LOCK: LockClass = LockClass::new("softrnic fault held back");
 
 use crate::clock::Clock;
-use crate::link::{Link, Load, Received};
+use crate::link::{Link, Load, Outgoing, Received};
 use softrnic::arrival::Arrival;
 use softrnic::train::Train;
 
@@ -313,13 +313,16 @@ impl<L: Link> FaultLink<L> {
             match h.load {
                 Load::Datagram(mut bytes) => {
                     let len = bytes.len();
-                    self.inner.transmit_owned(&mut bytes, len);
+                    self.inner.transmit(Outgoing::Datagram {
+                        buf: &mut bytes,
+                        len,
+                    });
                     let mut held = self.held.lock();
                     if held.spare.len() < MAX_SPARE {
                         held.spare.push(bytes);
                     }
                 }
-                Load::Train(train) => self.inner.transmit_train(train),
+                Load::Train(train) => self.inner.transmit(Outgoing::Train(train)),
             }
         }
     }
@@ -334,13 +337,52 @@ impl<L: Link> FaultLink<L> {
         self.holding.store(true, AtomicOrdering::Release);
     }
 
+    /// Transmits the datagram in `buf[..len]` as the injector's fate for
+    /// it says: lost, delayed, duplicated or sent at once.
+    fn transmit_datagram(&self, buf: &mut Vec<u8>, len: usize) {
+        if !self.injector.active() {
+            return self.inner.transmit(Outgoing::Datagram { buf, len });
+        }
+        let Fate::Delivered { hold, duplicate } = self.injector.fate() else {
+            return;
+        };
+        // The copy first: the original's buffer may be taken.
+        if let Some(lag) = duplicate
+            && let Some(datagram) = buf.get(..len)
+        {
+            self.send_copy_later(lag, datagram);
+        }
+        if hold == 0 {
+            self.inner.transmit(Outgoing::Datagram { buf, len });
+        } else {
+            self.send_owned_later(hold, buf, len);
+        }
+    }
+
+    /// Transmits `train`, held as a whole when the injector delays it.
+    fn transmit_train(&self, train: Train) {
+        let hold = if self.injector.active() {
+            self.injector.train_hold(train.segments())
+        } else {
+            0
+        };
+        if hold == 0 {
+            self.inner.transmit(Outgoing::Train(train));
+        } else if let Some(Outgoing::Train(train)) =
+            self.inner.transmit_later(hold, Outgoing::Train(train))
+        {
+            self.hold(hold, Load::Train(train));
+        }
+    }
+
     /// Sends a copy of `datagram` to be delivered `hold_us` from now.
     fn send_copy_later(&self, hold_us: u64, datagram: &[u8]) {
         let mut buf = self.held.lock().spare.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(datagram);
         let len = buf.len();
-        if self.inner.transmit_owned_later(hold_us, &mut buf, len) {
+        let packet = Outgoing::Datagram { buf: &mut buf, len };
+        if self.inner.transmit_later(hold_us, packet).is_none() {
             let mut held = self.held.lock();
             if held.spare.len() < MAX_SPARE {
                 held.spare.push(buf);
@@ -353,7 +395,11 @@ impl<L: Link> FaultLink<L> {
     /// Sends `buf[..len]` to be delivered `hold_us` from now, leaving a
     /// buffer of the same length in `buf`.
     fn send_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) {
-        if self.inner.transmit_owned_later(hold_us, buf, len) {
+        let packet = Outgoing::Datagram {
+            buf: &mut *buf,
+            len,
+        };
+        if self.inner.transmit_later(hold_us, packet).is_none() {
             return;
         }
         let mut bytes = self.held.lock().spare.pop().unwrap_or_default();
@@ -367,42 +413,11 @@ impl<L: Link> FaultLink<L> {
 }
 
 impl<L: Link> Link for FaultLink<L> {
-    fn transmit(&self, datagram: &[u8]) {
+    fn transmit(&self, packet: Outgoing<'_>) {
         self.release_due();
-        if !self.injector.active() {
-            return self.inner.transmit(datagram);
-        }
-        let Fate::Delivered { hold, duplicate } = self.injector.fate() else {
-            return;
-        };
-        if hold == 0 {
-            self.inner.transmit(datagram);
-        } else {
-            self.send_copy_later(hold, datagram);
-        }
-        if let Some(lag) = duplicate {
-            self.send_copy_later(lag, datagram);
-        }
-    }
-
-    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
-        self.release_due();
-        if !self.injector.active() {
-            return self.inner.transmit_owned(buf, len);
-        }
-        let Fate::Delivered { hold, duplicate } = self.injector.fate() else {
-            return;
-        };
-        // The copy first: the original's buffer may be taken.
-        if let Some(lag) = duplicate
-            && let Some(datagram) = buf.get(..len)
-        {
-            self.send_copy_later(lag, datagram);
-        }
-        if hold == 0 {
-            self.inner.transmit_owned(buf, len);
-        } else {
-            self.send_owned_later(hold, buf, len);
+        match packet {
+            Outgoing::Datagram { buf, len } => self.transmit_datagram(buf, len),
+            Outgoing::Train(train) => self.transmit_train(train),
         }
     }
 
@@ -423,20 +438,6 @@ impl<L: Link> Link for FaultLink<L> {
         self.inner.take_send_failures(each);
     }
 
-    fn transmit_train(&self, train: Train) {
-        self.release_due();
-        let hold = if self.injector.active() {
-            self.injector.train_hold(train.segments())
-        } else {
-            0
-        };
-        if hold == 0 {
-            self.inner.transmit_train(train);
-        } else if let Some(train) = self.inner.transmit_train_later(hold, train) {
-            self.hold(hold, Load::Train(train));
-        }
-    }
-
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
         self.release_due();
         let mut got = self.inner.receive(deliver);
@@ -450,6 +451,7 @@ impl<L: Link> Link for FaultLink<L> {
 
 #[cfg(test)]
 mod tests {
+    use crate::transmit_copy;
     use spin::Mutex;
 
     use super::*;
@@ -479,8 +481,10 @@ mod tests {
     struct Recorder(Mutex<Vec<u8>>);
 
     impl Link for Recorder {
-        fn transmit(&self, datagram: &[u8]) {
-            self.0.lock().push(*datagram.last().unwrap());
+        fn transmit(&self, packet: Outgoing<'_>) {
+            self.0
+                .lock()
+                .push(*packet.datagram().unwrap().last().unwrap());
         }
         fn carries_trains(&self) -> bool {
             true
@@ -525,11 +529,14 @@ mod tests {
             let mut buf = vec![0u8; 16];
             for tag in 0..100u8 {
                 if tag % 2 == 0 {
-                    link.transmit(&[0x45, tag]);
+                    transmit_copy(&link, &[0x45, tag]);
                 } else {
                     // Owned sends draw from the same sequence.
                     buf[..2].copy_from_slice(&[0x45, tag]);
-                    link.transmit_owned(&mut buf, 2);
+                    link.transmit(Outgoing::Datagram {
+                        buf: &mut buf,
+                        len: 2,
+                    });
                     assert_eq!(buf.len(), 16, "the caller keeps its buffer's length");
                 }
             }
@@ -556,7 +563,7 @@ mod tests {
                 ..Faults::default()
             });
             for tag in 0..100u8 {
-                link.transmit(&[0x45, tag]);
+                transmit_copy(&link, &[0x45, tag]);
             }
             // The originals went at once; each copy lags 1 µs.
             assert_eq!(tags(&link), (0..100).collect::<Vec<u8>>());
@@ -596,7 +603,7 @@ mod tests {
             });
             for tag in 0..200u8 {
                 clock.set(u64::from(tag) * 10);
-                link.transmit(&[0x45, tag]);
+                transmit_copy(&link, &[0x45, tag]);
             }
             let before = tags(&link).len();
             let due = link.next_due_us();
@@ -638,9 +645,9 @@ mod tests {
             ..Faults::default()
         });
         clock.set(100);
-        link.transmit(&[0x45, 1]);
+        transmit_copy(&link, &[0x45, 1]);
         clock.set(105);
-        link.transmit(&[0x45, 2]);
+        transmit_copy(&link, &[0x45, 2]);
         assert!(tags(&link).is_empty());
         assert_eq!(link.receive(&mut |_| {}).next_due_us, Some(110));
         clock.set(110);
@@ -712,7 +719,7 @@ mod tests {
         let seen = Arc::new(Seen::default());
         link.set_capture(Some(Box::new(seen.clone())));
         for tag in 0..50u8 {
-            link.transmit(&[0x45, tag]);
+            transmit_copy(&link, &[0x45, tag]);
         }
         clock.set(10);
         link.inner().release_due();

@@ -31,7 +31,7 @@
 //!   simulated network). It carries no trains while it draws per-datagram
 //!   faults. What it delays it holds until due ([`Clock`]), or hands at
 //!   once to a link that delays delivery itself
-//!   ([`Link::transmit_owned_later`]: a [`fabric::FabricEndpoint`]). A
+//!   ([`Link::transmit_later`]: a [`fabric::FabricEndpoint`]). A
 //!   runtime (or test) wraps its link in one, inside its capture wrapper,
 //!   which so sees what leaves the device before any fault.
 //!
@@ -53,5 +53,5 @@ mod pump;
 pub use capture::{Capture, CaptureLink, Direction};
 pub use clock::Clock;
 pub use faults::{FaultInjector, FaultLink, FaultStats, Faults};
-pub use link::{Link, Load, Received};
+pub use link::{Link, Load, Outgoing, Received, transmit_copy};
 pub use pump::{LinkPass, LinkPump, Pass, PassPlan, ReceiveBatch, run_pass};

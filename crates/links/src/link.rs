@@ -4,51 +4,77 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use hwq::TryArc;
 
 use softrnic::arrival::Arrival;
 use softrnic::train::Train;
 use softrnic::transmit::SendFailure;
 
-/// What a runtime carries packets over in software (and the wrappers
-/// around it). The device never calls one: [`crate::LinkPump`] and [`crate::LinkPass`]
-/// do, for the runtime.
-pub trait Link: Send + Sync {
-    /// Queues one IPv4/UDP or IPv6/UDP datagram (a whole RoCEv2 packet,
-    /// from the IP header to the ICRC; the version nibble tells which) for
-    /// transmission. Must not block; a link that cannot take the packet
-    /// now drops it (the RC transport retransmits); one it can never send
-    /// (larger than the path carries, refused) it reports
-    /// ([`Link::take_send_failures`]).
-    fn transmit(&self, datagram: &[u8]);
+/// A packet a runtime hands a [`Link`].
+#[derive(Debug)]
+// A train carries its gather list inline (no allocation per send).
+#[allow(clippy::large_enum_variant)]
+pub enum Outgoing<'a> {
+    /// A whole IPv4/UDP or IPv6/UDP datagram (a RoCEv2 packet from the IP
+    /// header to the ICRC; the version nibble tells which) in
+    /// `buf[..len]`. The link may take the buffer instead of copying it,
+    /// leaving in its place another of at least the same length and
+    /// unspecified contents (an in-memory fabric moves full-size packets
+    /// this way without a copy).
+    Datagram {
+        /// The buffer holding it.
+        buf: &'a mut Vec<u8>,
+        /// Its length.
+        len: usize,
+    },
+    /// A train ([`softrnic::train`]): only to a link that carries them
+    /// ([`Link::carries_trains`]).
+    Train(Train),
+}
 
-    /// Like [`Link::transmit`] for the datagram in `buf[..len]`, but the
-    /// link may take the buffer instead of copying it, leaving in its place
-    /// another of at least the same length and unspecified contents (an
-    /// in-memory fabric moves full-size packets this way without a copy).
-    fn transmit_owned(&self, buf: &mut alloc::vec::Vec<u8>, len: usize) {
-        if let Some(datagram) = buf.get(..len) {
-            self.transmit(datagram);
+impl Outgoing<'_> {
+    /// The datagram's bytes, if it is one.
+    pub fn datagram(&self) -> Option<&[u8]> {
+        match self {
+            Self::Datagram { buf, len } => buf.get(..*len),
+            Self::Train(_) => None,
         }
     }
 
-    /// For a link that delays delivery itself (a simulated network's
-    /// delivery queue): takes the datagram in `buf[..len]` as
-    /// [`Link::transmit_owned`] does, for delivery `hold_us` later than
-    /// [`Link::transmit_owned`]'s. `false` (the default): the link holds
-    /// nothing back and took nothing; a [`crate::FaultLink`] then holds the
-    /// datagram itself.
-    fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
-        let _ = (hold_us, buf, len);
-        false
+    /// How many packets it stands for.
+    pub fn packets(&self) -> u64 {
+        match self {
+            Self::Datagram { .. } => 1,
+            Self::Train(t) => u64::from(t.segments()),
+        }
     }
+}
 
-    /// [`Link::transmit_owned_later`] for a train (the sender asked
-    /// [`Link::carries_trains`] first): returns it if it did not take it
-    /// (the default).
-    fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
+/// Transmits a copy of `datagram` on `link` (for a datagram built
+/// elsewhere: a test's, a hostile peer's).
+pub fn transmit_copy<L: Link + ?Sized>(link: &L, datagram: &[u8]) {
+    let mut buf = datagram.to_vec();
+    let len = buf.len();
+    link.transmit(Outgoing::Datagram { buf: &mut buf, len });
+}
+
+/// What a runtime carries packets over in software (and the wrappers
+/// around it). The device never calls one: [`crate::LinkPump`] and
+/// [`crate::LinkPass`] do, for the runtime.
+pub trait Link: Send + Sync {
+    /// Queues one packet for transmission. Must not block; a link that
+    /// cannot take it now drops it (the RC transport retransmits); one it
+    /// can never send (larger than the path carries, refused) it reports
+    /// ([`Link::take_send_failures`]).
+    fn transmit(&self, packet: Outgoing<'_>);
+
+    /// For a link that delays delivery itself (a simulated network's
+    /// delivery queue): takes `packet` as [`Link::transmit`] does, for
+    /// delivery `hold_us` later than [`Link::transmit`]'s. Gives it back
+    /// untouched if it holds nothing back (the default); a
+    /// [`crate::FaultLink`] then holds it itself.
+    fn transmit_later<'a>(&self, hold_us: u64, packet: Outgoing<'a>) -> Option<Outgoing<'a>> {
         let _ = hold_us;
-        Some(train)
+        Some(packet)
     }
 
     /// Pushes queued datagrams out (a batching link sends them here).
@@ -71,13 +97,6 @@ pub trait Link: Send + Sync {
     /// The default carries none. Asked once per pump.
     fn carries_trains(&self) -> bool {
         false
-    }
-
-    /// Queues a train; called only after
-    /// [`Link::carries_trains`] said yes. Must not block. A link that cannot
-    /// take it drops it (the RC transport asks again).
-    fn transmit_train(&self, train: Train) {
-        drop(train);
     }
 
     /// Hands each datagram the link took but could not send and never
@@ -105,23 +124,16 @@ pub trait Link: Send + Sync {
 }
 
 /// A link behind a pointer is the link it points to (every call forwarded,
-/// defaults included), so a device may own a `Box<dyn Link>` and a
-/// harness share an `Arc` of a wrapper it also drives (a kernel runtime a
-/// [`TryArc`] of the Ethernet port it also receives through).
+/// defaults included), so a runtime may hold a `Box<dyn Link>` and share
+/// an `Arc` of a wrapper it also drives.
 macro_rules! forward_link {
     ($ptr:ident $(, $unsized:tt)?) => {
         impl<L: Link $(+ $unsized Sized)?> Link for $ptr<L> {
-            fn transmit(&self, datagram: &[u8]) {
-                (**self).transmit(datagram);
+            fn transmit(&self, packet: Outgoing<'_>) {
+                (**self).transmit(packet);
             }
-            fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
-                (**self).transmit_owned(buf, len);
-            }
-            fn transmit_owned_later(&self, hold_us: u64, buf: &mut Vec<u8>, len: usize) -> bool {
-                (**self).transmit_owned_later(hold_us, buf, len)
-            }
-            fn transmit_train_later(&self, hold_us: u64, train: Train) -> Option<Train> {
-                (**self).transmit_train_later(hold_us, train)
+            fn transmit_later<'a>(&self, hold_us: u64, packet: Outgoing<'a>) -> Option<Outgoing<'a>> {
+                (**self).transmit_later(hold_us, packet)
             }
             fn flush(&self) {
                 (**self).flush();
@@ -131,9 +143,6 @@ macro_rules! forward_link {
             }
             fn carries_trains(&self) -> bool {
                 (**self).carries_trains()
-            }
-            fn transmit_train(&self, train: Train) {
-                (**self).transmit_train(train);
             }
             fn take_send_failures(&self, each: &mut dyn FnMut(SendFailure)) {
                 (**self).take_send_failures(each);
@@ -147,7 +156,6 @@ macro_rules! forward_link {
 
 forward_link!(Box, ?);
 forward_link!(Arc, ?);
-forward_link!(TryArc);
 
 /// A datagram or a train, as a link holds it for later delivery.
 #[derive(Debug)]

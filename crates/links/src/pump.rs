@@ -9,7 +9,7 @@ use softrnic::arrival::Arrival;
 use softrnic::device::SoftRnic;
 use softrnic::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 
-use crate::link::{Link, Received};
+use crate::link::{Link, Outgoing, Received};
 
 /// What one pass does ([`LinkPass`], or a runtime's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct Pass {
 #[derive(Debug)]
 pub struct LinkPump {
     /// Where each packet is built; a link taking it whole swaps in another
-    /// ([`Link::transmit_owned`]). Locked only by the holder of the
+    /// ([`Outgoing::Datagram`]). Locked only by the holder of the
     /// device's transmit turn, so never waited for.
     buf: spin::Mutex<Vec<u8>>,
 }
@@ -88,11 +88,11 @@ impl LinkPump {
                 match turn.poll_transmit(&mut buf, carriage) {
                     Some(Transmit::Datagram(len)) => {
                         moved += 1;
-                        link.transmit_owned(&mut buf, len);
+                        link.transmit(Outgoing::Datagram { buf: &mut buf, len });
                     }
                     Some(Transmit::Train(train)) => {
                         moved += train.segments() as usize;
-                        link.transmit_train(train);
+                        link.transmit(Outgoing::Train(train));
                     }
                     // Not asked for (no UDP payloads in this carriage).
                     Some(Transmit::UdpPayload { .. }) => {}

@@ -30,6 +30,7 @@ use hwq::{
     Consumer, Cqe, CqeStatus, Cqn, DmaAccess, DmaFault, MemoryKey, Pdn, Producer, Qpn, RecvWqe,
     SendWqe, Sge,
 };
+use links::Outgoing;
 use links::{
     Capture, CaptureLink, Clock, FaultInjector, FaultLink, Faults, Link, LinkPass,
     fabric::{Fabric, FabricEndpoint},
@@ -237,7 +238,7 @@ type OwnPump = Box<dyn Fn(&SoftRnic, u64) -> usize + Send + Sync>;
 struct Unwired;
 
 impl Link for Unwired {
-    fn transmit(&self, _datagram: &[u8]) {
+    fn transmit(&self, _packet: Outgoing<'_>) {
         panic!("this node's packets leave through its runtime's own pump");
     }
 }

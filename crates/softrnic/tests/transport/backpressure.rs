@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus, Verbs};
+use links::Outgoing;
 use links::{Capture, Direction, Link};
 use softrnic::engine::EngineStats;
 use softrnic::qp::QpState;
@@ -85,7 +86,10 @@ impl Ring {
 struct RingLink(Arc<Ring>);
 
 impl Link for RingLink {
-    fn transmit(&self, datagram: &[u8]) {
+    fn transmit(&self, packet: Outgoing<'_>) {
+        let Some(datagram) = packet.datagram() else {
+            return;
+        };
         let ring = &self.0;
         let mut frames = ring.frames.lock().unwrap();
         if frames.len() < ring.capacity.load(Ordering::SeqCst) {
@@ -468,8 +472,8 @@ struct RefusesOnce {
 }
 
 impl Link for RefusesOnce {
-    fn transmit(&self, datagram: &[u8]) {
-        self.ring.transmit(datagram);
+    fn transmit(&self, packet: Outgoing<'_>) {
+        self.ring.transmit(packet);
     }
     fn can_transmit(&self) -> bool {
         let mut after = self.after.lock().unwrap();

@@ -17,6 +17,7 @@ use common::*;
 use hwq::device::Device;
 use hwq::wqe::{Access, SendOpcode};
 use hwq::{CqeOpcode, CqeStatus};
+use links::Outgoing;
 use links::{Link, Pass, PassPlan, Received};
 use softrnic::arrival::Arrival;
 use softrnic::env::Wake;
@@ -45,7 +46,10 @@ struct PolledLink {
 }
 
 impl Link for PolledLink {
-    fn transmit(&self, datagram: &[u8]) {
+    fn transmit(&self, packet: Outgoing<'_>) {
+        let Some(datagram) = packet.datagram() else {
+            return;
+        };
         let dst = Ipv4Addr::new(datagram[16], datagram[17], datagram[18], datagram[19]);
         let mut q = self.wire.queues.lock().unwrap();
         if let Some((_, q)) = q.iter_mut().find(|(a, _)| *a == dst) {
@@ -188,8 +192,8 @@ fn side(addr: Ipv4Addr, wire: &Arc<Wire>, clock: &Arc<SimClock>) -> (Side, Arc<P
 struct SharedLink(Arc<PolledLink>);
 
 impl Link for SharedLink {
-    fn transmit(&self, datagram: &[u8]) {
-        self.0.transmit(datagram);
+    fn transmit(&self, packet: Outgoing<'_>) {
+        self.0.transmit(packet);
     }
     fn receive(&self, deliver: &mut dyn FnMut(Arrival<'_>)) -> Received {
         self.0.receive(deliver)

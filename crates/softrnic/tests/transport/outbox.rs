@@ -19,6 +19,7 @@ use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
 use links::Link;
+use links::Outgoing;
 use softrnic::arrival::Arrival;
 use softrnic::transmit::{Carriage, MAX_DATAGRAM, Transmit};
 
@@ -72,9 +73,10 @@ impl Probe {
 struct ProbeLink(Arc<Probe>);
 
 impl Link for ProbeLink {
-    fn transmit(&self, datagram: &[u8]) {
+    fn transmit(&self, packet: Outgoing<'_>) {
         assert!(!self.0.lends, "a runtime taking payloads pumps no link");
         self.0.check();
+        let datagram = packet.datagram().expect("no trains on this link");
         let frame = Frame::Datagram(datagram.to_vec());
         self.0.frames.lock().unwrap().push_back(frame);
     }

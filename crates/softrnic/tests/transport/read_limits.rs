@@ -12,6 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use common::*;
 use hwq::wqe::Access;
 use links::Link;
+use links::Outgoing;
 use softrnic::qp::{Path, QpState};
 use softrnic::wire::{Bth, ExtHeaders, Headers, IpUdpFields, Opcode, Reth, build};
 
@@ -28,7 +29,7 @@ const READ_LEN: u32 = 256 * 1024;
 struct Full;
 
 impl Link for Full {
-    fn transmit(&self, _: &[u8]) {}
+    fn transmit(&self, _: Outgoing<'_>) {}
 
     fn can_transmit(&self) -> bool {
         false

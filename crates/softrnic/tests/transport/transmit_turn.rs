@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::CqeStatus;
 use hwq::wqe::{Access, SendOpcode};
+use links::Outgoing;
 use links::{
     Clock, FaultInjector, Faults, Link, LinkPump,
     fabric::{Fabric, FabricEndpoint},
@@ -197,13 +198,13 @@ struct Recording {
 }
 
 impl Link for Recording {
-    fn transmit(&self, datagram: &[u8]) {
-        let (_, qp, psn) = bth(datagram);
+    fn transmit(&self, packet: Outgoing<'_>) {
+        let (_, qp, psn) = bth(packet.datagram().expect("no trains on this link"));
         for _ in 0..8 {
             std::thread::yield_now();
         }
         self.sent.lock().unwrap().push((qp, psn));
-        self.port.transmit(datagram);
+        self.port.transmit(packet);
     }
 }
 

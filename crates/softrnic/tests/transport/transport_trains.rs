@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use hwq::wqe::{Access, SendOpcode, WqeFlags};
 use hwq::{CqeStatus, Sge};
+use links::Outgoing;
 use links::{
     Capture, Clock, Direction, FaultInjector, FaultLink, Faults, Link, Load,
     fabric::{Fabric, FabricEndpoint},
@@ -590,17 +591,11 @@ fn a_delaying_link_carries_trains_late() {
 struct Prompt(FabricEndpoint);
 
 impl Link for Prompt {
-    fn transmit(&self, datagram: &[u8]) {
-        self.0.transmit(datagram);
-    }
-    fn transmit_owned(&self, buf: &mut Vec<u8>, len: usize) {
-        self.0.transmit_owned(buf, len);
+    fn transmit(&self, packet: Outgoing<'_>) {
+        self.0.transmit(packet);
     }
     fn carries_trains(&self) -> bool {
         self.0.carries_trains()
-    }
-    fn transmit_train(&self, train: softrnic::train::Train) {
-        self.0.transmit_train(train);
     }
 }
 
