@@ -11,9 +11,9 @@ use hwq::lock::LockClass;
 
 use softrnic::sync::{Mutex, RwLock};
 /// The installed capture's slot.
-static CAPTURE_LOCK: LockClass = LockClass::new("softrnic capture");
+static CAPTURE_LOCK: LockClass = LockClass::new("links capture");
 /// The capture's scratch buffer.
-static CAPTURE_SCRATCH_LOCK: LockClass = LockClass::new("softrnic capture scratch");
+static CAPTURE_SCRATCH_LOCK: LockClass = LockClass::new("links capture scratch");
 
 use crate::link::{Link, Outgoing, Received};
 use softrnic::arrival::Arrival;

@@ -27,7 +27,7 @@ use hwq::lock::LockClass;
 use softrnic::sync::Mutex;
 
 /// The fabric's state.
-static FABRIC_LOCK: LockClass = LockClass::new("softrnic fabric");
+static FABRIC_LOCK: LockClass = LockClass::new("links fabric");
 
 use crate::clock::Clock;
 use crate::link::{Link, Load, Outgoing, Received};
@@ -393,7 +393,7 @@ struct Receiver {
 }
 
 /// The endpoint batch a receive works through.
-static BATCH_LOCK: LockClass = LockClass::new("softrnic fabric endpoint batch");
+static BATCH_LOCK: LockClass = LockClass::new("links fabric endpoint batch");
 
 /// A device's endpoint on a [`Fabric`]: the one link type over a fabric,
 /// which tests and the host's in-memory hub give their devices alike.

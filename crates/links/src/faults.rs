@@ -31,9 +31,9 @@ use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use softrnic::sync::Mutex;
 
 /// A fault link's random draws.
-static DRAWS_LOCK: LockClass = LockClass::new("softrnic fault draws");
+static DRAWS_LOCK: LockClass = LockClass::new("links fault draws");
 /// A fault link's held-back datagrams.
-static HELD_BACK_LOCK: LockClass = LockClass::new("softrnic fault held back");
+static HELD_BACK_LOCK: LockClass = LockClass::new("links fault held back");
 
 use crate::clock::Clock;
 use crate::link::{Link, Load, Outgoing, Received};

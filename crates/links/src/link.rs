@@ -39,14 +39,6 @@ impl Outgoing<'_> {
             Self::Train(_) => None,
         }
     }
-
-    /// How many packets it stands for.
-    pub fn packets(&self) -> u64 {
-        match self {
-            Self::Datagram { .. } => 1,
-            Self::Train(t) => u64::from(t.segments()),
-        }
-    }
 }
 
 /// Transmits a copy of `datagram` on `link` (for a datagram built

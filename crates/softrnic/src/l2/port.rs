@@ -82,13 +82,13 @@ impl PortConfig {
 enum Route {
     /// Queued, held or dropped: nothing more to do.
     Done,
-    /// To be framed and handed to the sink.
-    Frame(Framing),
+    /// To a neighbour: to be framed for it and handed to the sink.
+    Neighbour(NextHop),
 }
 
-/// How to frame a datagram for its neighbour.
+/// The neighbour a datagram goes to, and how to frame it for it.
 #[derive(Clone, Copy)]
-struct Framing {
+struct NextHop {
     mac: MacAddr,
     ethertype: u16,
     /// The RoCEv2 payload length ([`FrameSink::send_frame`]).
@@ -389,8 +389,7 @@ impl<S: FrameSink> EthernetPort<S> {
             }
             self.sink.flush();
         }
-        self.too_big
-            .take(&mut |failure| rnic.send_failed(now_us, failure));
+        self.take_send_failures(&mut |failure| rnic.send_failed(now_us, failure));
         taken
     }
 
@@ -401,7 +400,7 @@ impl<S: FrameSink> EthernetPort<S> {
     /// datagram too big for the link is kept for
     /// [`EthernetPort::take_send_failures`].
     pub fn transmit(&self, datagram: &[u8]) {
-        if let Route::Frame(to) = self.route(datagram) {
+        if let Route::Neighbour(to) = self.route(datagram) {
             self.send_framed(to.mac, to.ethertype, datagram, to.rdma);
             self.solicit_after(to);
         }
@@ -420,7 +419,7 @@ impl<S: FrameSink> EthernetPort<S> {
         let Some(datagram) = frame.get(ETHERNET_HEADER_LEN..datagram_end) else {
             return;
         };
-        let Route::Frame(to) = self.route(datagram) else {
+        let Route::Neighbour(to) = self.route(datagram) else {
             return;
         };
         let header = EthernetHeader::new(to.mac, self.mac, to.ethertype);
@@ -463,7 +462,7 @@ impl<S: FrameSink> EthernetPort<S> {
         let ethertype = ethertype_of(dst);
         let rdma = rocev2_payload_len(ethertype, datagram.len());
         let to = |mac, solicit| {
-            Route::Frame(Framing {
+            Route::Neighbour(NextHop {
                 mac,
                 ethertype,
                 rdma,
@@ -492,7 +491,7 @@ impl<S: FrameSink> EthernetPort<S> {
     }
 
     /// Asks for a stale neighbour again, after its datagram went.
-    fn solicit_after(&self, to: Framing) {
+    fn solicit_after(&self, to: NextHop) {
         if let Some((target, source)) = to.solicit {
             self.solicit(target, source);
         }
