@@ -336,16 +336,32 @@ fn the_entry_point_is_driver_entry_and_undoes_its_work_on_failure() {
 
 // ---- Refusals of malformed variants ----
 
-fn variant(name: &str, edit: impl FnOnce(&mut Vec<u8>, &goblin::pe::PE<'_>)) -> PathBuf {
+/// A malformed copy of the image in the temporary directory, removed when
+/// dropped.
+struct Variant(PathBuf);
+
+impl std::ops::Deref for Variant {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Variant {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn variant(name: &str, edit: impl FnOnce(&mut Vec<u8>, &goblin::pe::PE<'_>)) -> Variant {
     let bytes = std::fs::read(image()).unwrap();
     let mut copy = bytes.clone();
     let pe_file = goblin::pe::PE::parse(&bytes).unwrap();
     edit(&mut copy, &pe_file);
-    let dir = std::env::temp_dir().join(format!("kbottle-pe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, copy).unwrap();
-    path
+    let variant =
+        Variant(std::env::temp_dir().join(format!("kbottle-pe-{}-{name}", std::process::id())));
+    std::fs::write(&variant.0, copy).unwrap();
+    variant
 }
 
 fn nt_offset(b: &[u8]) -> usize {
