@@ -76,7 +76,7 @@ use super::clock;
 use super::engine::{self, Engine, EngineCore, Pump};
 use super::irql;
 use super::kit::deferred::Deferred;
-use super::kit::kernel::{SpinLock, wait_briefly};
+use super::kit::kernel::{ClaimFlag, SpinLock, wait_briefly};
 use super::kit::memory::{Attached, try_box};
 use super::kit::nbl::{Nbl, NblChain};
 use super::log::log_info;
@@ -122,7 +122,7 @@ struct Frames {
     /// receive indication) sends them in one call.
     pending: SpinLock<Batch>,
     /// A caller is sending batches (one at a time: `send_pending`).
-    sending: AtomicBool,
+    sending: ClaimFlag,
     /// Frames in `pending`, as last set under its lock: a flush that finds
     /// none takes no lock (a caller always sees its own frames here; the
     /// frames of others are theirs to flush).
@@ -213,19 +213,18 @@ impl Frames {
             return;
         }
         loop {
-            if self
-                .sending
-                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-                .is_err()
-            {
+            if !self.sending.try_claim() {
                 return;
             }
             while let Some(batch) = self.take_pending() {
                 self.send_batch(batch);
             }
-            self.sending.store(false, Ordering::SeqCst);
+            self.sending.release();
             // A frame added after the last take, whose sender found this
-            // one still sending, is sent by whichever caller claims next.
+            // one still sending, is sent by whichever caller claims next:
+            // this check and that frame's push are ordered by the pending
+            // lock, so either the check sees the frame or the push came
+            // after the release above, and that sender's claim succeeds.
             if self.pending.locked(|batch| batch.chain.is_empty()) {
                 return;
             }
@@ -378,7 +377,7 @@ impl L2Port {
             closed: AtomicBool::new(false),
             senders: AtomicU32::new(0),
             pending: SpinLock::new(Batch::default()),
-            sending: AtomicBool::new(false),
+            sending: ClaimFlag::new(),
             waiting: AtomicU32::new(0),
             stats: L2Stats::default(),
         })
