@@ -3,8 +3,10 @@
 //! CI runs on a fresh clone each time, so the cache lives outside the tree
 //! (`$RSNDK_LAB_CACHE`, else `$XDG_CACHE_HOME/rsndk-lab`, else
 //! `$HOME/.cache/rsndk-lab`). Finished images are directories that appear by
-//! an atomic rename and never change; builders hold an exclusive `flock` on
-//! `lock` so two test processes build once between them.
+//! an atomic rename and never change (but for their manifest's mtime, the
+//! time of their last use); builders hold an exclusive `flock` on `lock` so
+//! two test processes build once between them, and [`crate::prune`] runs
+//! under it.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -56,6 +58,24 @@ impl CacheLock {
                 return Err(Error::io(format!("cannot lock {}", path.display()), err));
             }
         }
+    }
+}
+
+impl CacheLock {
+    /// Takes the lock of `dir` if nobody holds it; `None` if someone does
+    /// (or the cache cannot be opened: the caller only wanted it in
+    /// passing).
+    pub fn try_acquire(dir: &Path) -> Option<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))
+            .ok()?;
+        // SAFETY: the descriptor is open (owned by `file`); flock has no
+        // memory effects.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        (rc == 0).then_some(Self { file })
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::apt::{self, Package};
 use crate::cache::{self, CacheLock};
@@ -14,6 +14,7 @@ use crate::elf;
 use crate::error::{Error, Result};
 use crate::guest_files;
 use crate::host;
+use crate::prune::{self, Pruned};
 use crate::rootfs::RootFs;
 use crate::smb_modules::{self, SmbModules};
 
@@ -140,6 +141,9 @@ pub struct Image {
     /// The packages the SMB modules were built from (empty without
     /// [`ImageSpec::smb`]).
     pub smb_build_packages: Vec<Package>,
+    /// What this call removed from the cache ([`prune`]; nothing when
+    /// another process held the cache).
+    pub pruned: Pruned,
 }
 
 /// What [`resolve`] found.
@@ -173,7 +177,13 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
     let dir = cache
         .join("images")
         .join(format!("{kernel_release}-{key:016x}"));
-    let image = |built, smb_modules_built_in| Image {
+    let used_debs: BTreeSet<String> = packages
+        .iter()
+        .chain(&smb_build)
+        .map(Package::deb_file_name)
+        .collect();
+    let prune = || prune::prune_locked(&cache, &kernel_release, &used_debs, SystemTime::now());
+    let image = |built, smb_modules_built_in, pruned| Image {
         kernel: dir.join("vmlinuz"),
         initrd: dir.join("initrd.gz"),
         dir: dir.clone(),
@@ -182,14 +192,22 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
         built,
         elapsed: started.elapsed(),
         smb_modules_built_in,
+        pruned,
         smb_build_packages: smb_build.clone(),
     };
     if dir.join("manifest").is_file() {
-        return Ok(image(false, None));
+        prune::mark_used(&dir.join("manifest"));
+        // In passing: while another process builds, its own pruning
+        // follows.
+        let pruned = CacheLock::try_acquire(&cache)
+            .map(|_lock| prune())
+            .unwrap_or_default();
+        return Ok(image(false, None, pruned));
     }
     let _lock = CacheLock::acquire(&cache)?;
     if dir.join("manifest").is_file() {
-        return Ok(image(false, None));
+        prune::mark_used(&dir.join("manifest"));
+        return Ok(image(false, None, prune()));
     }
     let debs = cache.join("debs");
     std::fs::create_dir_all(&debs)
@@ -228,7 +246,7 @@ pub fn prepare(spec: &ImageSpec) -> Result<Image> {
     let smb_built_in = smb_modules
         .filter(|modules| modules.built)
         .map(|modules| modules.elapsed);
-    Ok(image(true, smb_built_in))
+    Ok(image(true, smb_built_in, prune()))
 }
 
 /// The kernel package, every package of the image at its candidate
@@ -248,6 +266,7 @@ fn resolve(spec: &ImageSpec, cache: &Path) -> Result<Resolution> {
         .ok()
         .and_then(|text| parse_resolution(&text))
     {
+        prune::mark_used(&path);
         return Ok(resolved);
     }
     let kernel_package = apt::kernel_package()?;

@@ -3,7 +3,9 @@
 //!
 //! - [`image::prepare`] builds the guest image from Debian packages
 //!   (`apt-get download`, `dpkg-deb -x`; nothing is installed on the host)
-//!   into a cache keyed by their versions ([`cache::cache_dir`]).
+//!   into a cache keyed by their versions ([`cache::cache_dir`]), and
+//!   prunes what a newer kernel superseded or nothing used for weeks
+//!   ([`prune`]).
 //! - [`Lab::start`] creates a network namespace `rsndk-lab-PID-N` with a
 //!   bridge (host side 10.77.0.1/24, fd77::1/64; .3-.9 and ::3-::9 free for
 //!   rsndk's endpoints) and boots guests on it (10.77.0.2 / fd77::2, then
@@ -38,6 +40,7 @@ mod lab;
 pub mod net;
 pub mod netns;
 mod ping;
+pub mod prune;
 mod qemu;
 mod rootfs;
 mod smb;

@@ -23,6 +23,7 @@ use crate::apt::{self, Package};
 use crate::cache;
 use crate::error::{Error, Result};
 use crate::host;
+use crate::prune;
 use crate::source_edit::SourceEdit;
 
 /// Bumped when the build changes in a way the key's text does not show.
@@ -295,6 +296,7 @@ pub fn prepare_locked(
         elapsed: started.elapsed(),
     };
     if dir.join("manifest").is_file() {
+        prune::mark_used(&dir.join("manifest"));
         return Ok(modules(false));
     }
     for tool in [host::MAKE, host::GCC, host::TAR, host::XZ, host::STRIP] {

@@ -54,6 +54,14 @@ fn prepare() -> lab::Result<()> {
         if image.built { "built" } else { "cached" },
         image.elapsed.as_secs_f64()
     );
+    if image.pruned.entries > 0 {
+        let _ = writeln!(
+            out,
+            "pruned {} superseded or unused cache entries ({} MB)",
+            image.pruned.entries,
+            image.pruned.bytes.div_ceil(1_000_000)
+        );
+    }
     let _ = writeln!(out, "kernel {}", image.kernel_release);
     for package in &image.packages {
         let _ = writeln!(out, "  {} {}", package.name, package.version);
