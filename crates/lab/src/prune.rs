@@ -1,16 +1,18 @@
 //! What the image cache lets go, so that it holds what the lab uses and
 //! not every kernel and package version it has ever used.
 //!
-//! Pruning runs after a build, under the cache's lock (no other process
-//! is building then), and removes:
-//! - images and SMB module builds of another kernel release than the one
-//!   just built: every image ships the kernel `linux-image-amd64` depends
-//!   on now, so a newer Debian kernel supersedes them all;
+//! Pruning runs at every preparation, under the cache's lock (no other
+//! process is building then; a preparation that finds the lock taken does
+//! not prune), and removes:
+//! - images and SMB module builds of another kernel release than the
+//!   prepared image's: every image ships the kernel `linux-image-amd64`
+//!   depends on now, so a newer Debian kernel supersedes them all;
 //! - images, SMB module builds and resolutions not used for
 //!   [`UNUSED_FOR`] (each use sets its mtime: [`mark_used`]), such as those
 //!   of an older lab's layout;
-//! - every package the build did not use (a new kernel's source alone is
-//!   140 MB): the next build of another spec downloads its own again;
+//! - every package the prepared image and its SMB modules are not built
+//!   from (a kernel's source alone is 140 MB): the next build of another
+//!   spec downloads its own again;
 //! - build directories of processes that died while building.
 //!
 //! Entries are recognised by their names (`<release>-<16 hex digits>`,
@@ -43,7 +45,7 @@ pub fn mark_used(marker: &Path) {
     }
 }
 
-/// Prunes `cache` after a build for `kernel_release` that used the
+/// Prunes `cache` for an image of `kernel_release` built from the
 /// packages `used_debs` (file names in `debs/`). The caller holds the
 /// cache's lock. Removal is best effort: what cannot be removed stays
 /// for the next pruning.
