@@ -40,11 +40,7 @@ impl CacheLock {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("cannot create cache {}", dir.display()), e))?;
         let path = dir.join("lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
+        let file = open_lock_file(&path)
             .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
         loop {
             // SAFETY: the descriptor is open (owned by `file`); flock has no
@@ -59,24 +55,26 @@ impl CacheLock {
             }
         }
     }
-}
 
-impl CacheLock {
     /// Takes the lock of `dir` if nobody holds it; `None` if someone does
     /// (or the cache cannot be opened: the caller only wanted it in
     /// passing).
     pub fn try_acquire(dir: &Path) -> Option<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("lock"))
-            .ok()?;
+        let file = open_lock_file(&dir.join("lock")).ok()?;
         // SAFETY: the descriptor is open (owned by `file`); flock has no
         // memory effects.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         (rc == 0).then_some(Self { file })
     }
+}
+
+/// Opens (creating, never truncating) the lock file at `path`.
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
 }
 
 impl Drop for CacheLock {
